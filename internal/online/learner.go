@@ -1,0 +1,92 @@
+package online
+
+import "encoding"
+
+// Labels are +1 (positive) and -1 (negative) everywhere in streamlearn.
+// Decoders map 1/0, 1/-1, true/false and configured strings onto them.
+const (
+	Positive int8 = +1
+	Negative int8 = -1
+)
+
+// Prediction is what a learner says before it sees the label.
+type Prediction struct {
+	// Label is the predicted label, Positive or Negative.
+	Label int8
+	// Score is learner specific: the margin <w,x> for linear learners,
+	// P(label = +1) for Weighted-Majority, the size difference of the two
+	// candidate version spaces for Halving, and so on. Loss reads it.
+	Score float64
+}
+
+// A Learner is an online binary classifier run by the protocol of the seed
+// texts: on every round it first predicts, then receives the label and
+// updates.
+//
+// Update must be called after Predict on the same x (a learner may keep
+// what Predict computed for Update), and neither may retain x: the caller
+// reuses its slices for the next event. Learners are plain values, not safe
+// for concurrent use, and own no goroutine; one goroutine owns a model.
+type Learner interface {
+	// Predict returns the prediction for x. A randomized learner draws from
+	// its own seeded source, so Predict is deterministic given the history.
+	Predict(x Vector) Prediction
+	// Update learns from the label y of the x last passed to Predict.
+	Update(x Vector, y int8)
+	// Loss is the loss the seed texts charge this learner on a round where
+	// it predicted p and the label was y: the 0-1 loss for deterministic
+	// classifiers, the surrogate loss at w(t) for OGD, the expected loss
+	// <w(t), v_t> for Weighted-Majority. Loss has no side effects.
+	Loss(p Prediction, y int8) float64
+
+	// MarshalBinary returns the canonical encoding of the model state:
+	// equal states give equal bytes, so its digest proves two runs learned
+	// the same thing. UnmarshalBinary restores it (checkpoints).
+	encoding.BinaryMarshaler
+	encoding.BinaryUnmarshaler
+}
+
+// BoundKind names the quantity a learner's theorem bounds.
+type BoundKind string
+
+const (
+	// NoBound: the learner has no theorem the tracker can check.
+	NoBound BoundKind = ""
+	// MistakeBound: the number of mistakes is at most Value.
+	MistakeBound BoundKind = "mistakes"
+	// RegretBound: loss minus the comparator's loss is at most Value.
+	RegretBound BoundKind = "regret"
+)
+
+// Guarantee is what a learner's theorem promises after the rounds it has
+// seen, and the comparator its regret is measured against.
+type Guarantee struct {
+	// Kind and Value: the bound, Value meaningful only when Kind != NoBound.
+	Kind  BoundKind
+	Value float64
+
+	// Comparator names the comparator class ("best_hypothesis",
+	// "best_expert", "zero_vector"); empty when there is none.
+	// ComparatorLoss is its cumulative loss over the rounds so far (for a
+	// finite class: the best member in hindsight, exact), and RegretBound
+	// the bound on loss - ComparatorLoss (NaN when the theorem gives none).
+	Comparator     string
+	ComparatorLoss float64
+	RegretBound    float64
+
+	// Certificate is an optional quantity the learner certifies online,
+	// such as the Perceptron's "every unit-norm separator has margin at most
+	// R/sqrt(M)". CertificateKind names it; empty when there is none.
+	CertificateKind string
+	Certificate     float64
+
+	// Violations counts the rounds on which the learner found its
+	// assumption broken (a realizable-case learner's version space became
+	// empty) and applied its recovery policy.
+	Violations uint64
+}
+
+// Guaranteed is implemented by learners whose theorem gives a bound.
+type Guaranteed interface {
+	Guarantee() Guarantee
+}
