@@ -1,0 +1,137 @@
+// Command streamlearn runs online learners on labeled event streams and
+// tracks, per learner, mistakes, regret and the bound its theorem promises.
+//
+// Usage:
+//
+//	streamlearn replay   [-c config.yaml] [--format F] [--report text|json] [--plot FILE] FILE...
+//	streamlearn generate [-n N] [--seed S] [-o FILE]
+//	streamlearn version
+//
+// Every subcommand takes -h. Usage errors exit with status 2, runtime
+// errors with status 1.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+)
+
+// errUsage marks errors that exit with status 2; the flag package has
+// already printed the usage.
+var errUsage = errors.New("usage error")
+
+type command struct {
+	name, args, summary string
+	run                 func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+const replayArgs = "[-c config.yaml] [--format F] [--report text|json] [--plot FILE] [--dead-letters FILE] FILE..."
+
+var commands = []command{
+	{"replay", replayArgs, "replay recorded files through the learners and print the regret report", runReplay},
+	{"generate", "[-n N] [--seed S] [-o FILE]", "write a synthetic labeled JSONL stream (a demo and test fixture)", runGenerate},
+	{"version", "", "print the version", runVersion},
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// Main runs the command line args and returns the exit status.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	for _, c := range commands {
+		if c.name != args[0] {
+			continue
+		}
+		err := c.run(ctx, args[1:], stdout, stderr)
+		switch {
+		case err == nil:
+			return 0
+		case errors.Is(err, flag.ErrHelp):
+			return 0
+		case errors.Is(err, errUsage):
+			return 2
+		default:
+			fmt.Fprintf(stderr, "streamlearn %s: %v\n", c.name, err)
+			return 1
+		}
+	}
+	fmt.Fprintf(stderr, "streamlearn: unknown command %q\n", args[0])
+	usage(stderr)
+	return 2
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "streamlearn runs online learners on labeled event streams and tracks their mistakes, regret and bounds.")
+	fmt.Fprintln(w, "\nUsage:")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  streamlearn %-8s %s\n", c.name, c.args)
+		fmt.Fprintf(w, "      %s\n", c.summary)
+	}
+	fmt.Fprintln(w, "\nRun 'streamlearn COMMAND -h' for a command's flags.")
+}
+
+// newFlagSet returns a flag set that reports errors instead of exiting.
+func newFlagSet(name, args string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: streamlearn %s %s\n\nFlags:\n", name, args)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses flags, mapping flag errors to errUsage.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	return nil
+}
+
+func usageErr(fs *flag.FlagSet, format string, a ...any) error {
+	fmt.Fprintf(fs.Output(), "streamlearn %s: %s\n", fs.Name(), fmt.Sprintf(format, a...))
+	fs.Usage()
+	return errUsage
+}
+
+func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("version", "", stderr)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	v := "(devel)"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" {
+			v = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				v += " " + s.Value
+			}
+		}
+	}
+	fmt.Fprintln(stdout, "streamlearn", v)
+	return nil
+}

@@ -1,0 +1,435 @@
+// Package config loads streamlearn's YAML configuration: start from
+// defaults, decode strictly (an unknown key is an error naming the key and
+// its line), validate, and wrap every error with the file name.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/streamlearn/streamlearn/internal/experts"
+	"github.com/streamlearn/streamlearn/internal/online"
+)
+
+// Config is the whole file. The zero value is not valid: use Default or
+// Load, which fill every default.
+type Config struct {
+	Input      Input      `yaml:"input"`
+	Features   Features   `yaml:"features"`
+	Learners   []Learner  `yaml:"learners"`
+	Source     Source     `yaml:"source"`
+	Sinks      Sinks      `yaml:"sinks"`
+	HTTP       HTTP       `yaml:"http"`
+	Checkpoint Checkpoint `yaml:"checkpoint"`
+}
+
+// Input says how records are decoded.
+type Input struct {
+	// Format is jsonl, libsvm, csv or tsv; empty infers it from each file's
+	// name and first line (replay) or means jsonl (streams).
+	Format string `yaml:"format"`
+	// LabelColumn is the CSV column holding the label; default "label" when
+	// the header has it, else the last column.
+	LabelColumn string `yaml:"label_column"`
+	// Positive and Negative are label values meaning +1 and -1, on top of
+	// the built-in 1/+1/true and 0/-1/false.
+	Positive []string `yaml:"positive"`
+	Negative []string `yaml:"negative"`
+	// MaxBytes is the largest record accepted; default 1 MiB.
+	MaxBytes int `yaml:"max_bytes"`
+}
+
+// Features says how events become vectors.
+type Features struct {
+	// Bits sets the hashed space to 2^Bits slots; default 18.
+	Bits uint `yaml:"bits"`
+	// Scale is none (default), standard (running mean and variance,
+	// updated before use) or l2.
+	Scale string `yaml:"scale"`
+	Text  Text   `yaml:"text"`
+	// Dense, when > 0, is the required length of the dense `x` array.
+	Dense int `yaml:"dense"`
+}
+
+// Text configures tokenization of the `text` field.
+type Text struct {
+	// NGrams: 1 (default) hashes words, n also every run of up to n words.
+	NGrams int `yaml:"ngrams"`
+}
+
+// Learner is one entry of `learners`. Which keys apply depends on the
+// algorithm; a key set for an algorithm that does not use it is an error.
+type Learner struct {
+	Name      string `yaml:"name"`
+	Algorithm string `yaml:"algorithm"`
+
+	// perceptron and ogd
+	Bias bool `yaml:"bias"`
+	// perceptron
+	Average bool    `yaml:"average"`
+	Margin  float64 `yaml:"margin"`
+	// ogd (Eta also weighted-majority: 0 means the theorem's rate)
+	Loss     string  `yaml:"loss"`
+	Eta      float64 `yaml:"eta"`
+	Schedule string  `yaml:"schedule"`
+	Radius   float64 `yaml:"radius"`
+	BiasEta  float64 `yaml:"bias_eta"`
+
+	// consistent, halving, soa, weighted-majority
+	Class *experts.ClassSpec `yaml:"class"`
+	// weighted-majority over other learners (by name), instead of a class
+	Experts []string `yaml:"experts"`
+	Horizon int      `yaml:"horizon"`
+	Seed    uint64   `yaml:"seed"`
+}
+
+// Perceptron returns the learner's perceptron settings.
+func (l *Learner) Perceptron() online.PerceptronConfig {
+	return online.PerceptronConfig{Bias: l.Bias, Average: l.Average, Margin: l.Margin}
+}
+
+// OGD returns the learner's OGD settings.
+func (l *Learner) OGD() online.OGDConfig {
+	return online.OGDConfig{Loss: l.Loss, Eta: l.Eta, Schedule: l.Schedule, Radius: l.Radius, Bias: l.Bias, BiasEta: l.BiasEta}
+}
+
+// Hedge returns the learner's Weighted-Majority settings.
+func (l *Learner) Hedge() experts.HedgeConfig {
+	return experts.HedgeConfig{Horizon: l.Horizon, Eta: l.Eta, Seed: l.Seed}
+}
+
+// Algorithms lists the learner algorithms, as users type them.
+var Algorithms = []string{"perceptron", "ogd", "weighted-majority", "consistent", "halving", "soa"}
+
+// keysOf says which learner keys each algorithm takes (besides name and
+// algorithm).
+var keysOf = map[string][]string{
+	"perceptron":        {"bias", "average", "margin"},
+	"ogd":               {"loss", "eta", "schedule", "radius", "bias", "bias_eta"},
+	"consistent":        {"class"},
+	"halving":           {"class"},
+	"soa":               {"class"},
+	"weighted-majority": {"class", "experts", "horizon", "eta", "seed"},
+}
+
+// Source is the live service's one source.
+type Source struct {
+	Kind    string   `yaml:"kind"` // kafka | nats | jetstream | file
+	Brokers []string `yaml:"brokers"`
+	Topic   string   `yaml:"topic"`
+	Group   string   `yaml:"group"`
+	URL     string   `yaml:"url"`
+	Subject string   `yaml:"subject"`
+	Stream  string   `yaml:"stream"`
+	Durable string   `yaml:"durable"`
+	Path    string   `yaml:"path"`
+}
+
+// Sink is one output.
+type Sink struct {
+	Kind    string   `yaml:"kind"` // kafka | nats | jetstream | file
+	Brokers []string `yaml:"brokers"`
+	URL     string   `yaml:"url"`
+	Topic   string   `yaml:"topic"`
+	Subject string   `yaml:"subject"`
+	Stream  string   `yaml:"stream"`
+	Path    string   `yaml:"path"`
+	// Every publishes a report every Every labeled events (reports only).
+	Every int `yaml:"every"`
+	// Interval publishes a report every Interval as well (reports only).
+	Interval time.Duration `yaml:"interval"`
+}
+
+// Sinks are the optional outputs.
+type Sinks struct {
+	Predictions *Sink `yaml:"predictions"`
+	Reports     *Sink `yaml:"reports"`
+	DeadLetters *Sink `yaml:"dead_letters"`
+}
+
+// HTTP is the API and metrics listener.
+type HTTP struct {
+	Addr string `yaml:"addr"`
+}
+
+// Checkpoint says where and how often state is saved.
+type Checkpoint struct {
+	Dir   string `yaml:"dir"`
+	Every int    `yaml:"every"`
+}
+
+// Defaults.
+const (
+	DefaultBits     = 18
+	DefaultMaxBytes = 1 << 20
+)
+
+// Default returns the configuration used when no file is given: a
+// Perceptron and a logistic OGD learner over 2^18 hashed slots, reading
+// JSONL events.
+func Default() *Config {
+	c := &Config{
+		Learners: []Learner{
+			{Name: "perceptron", Algorithm: "perceptron", Bias: true},
+			{Name: "ogd", Algorithm: "ogd", Loss: "logistic", Eta: 0.5, Bias: true},
+		},
+	}
+	c.fill()
+	return c
+}
+
+// fill sets defaults on zero values.
+func (c *Config) fill() {
+	if c.Features.Bits == 0 {
+		c.Features.Bits = DefaultBits
+	}
+	if c.Features.Scale == "" {
+		c.Features.Scale = "none"
+	}
+	if c.Features.Text.NGrams == 0 {
+		c.Features.Text.NGrams = 1
+	}
+	if c.Input.MaxBytes == 0 {
+		c.Input.MaxBytes = DefaultMaxBytes
+	}
+}
+
+// Error is a configuration error: the file, the line (0 when unknown), the
+// key path and what is wrong.
+type Error struct {
+	File string
+	Line int
+	Key  string
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		b.WriteString(":")
+		b.WriteString(strconv.Itoa(e.Line))
+	}
+	b.WriteString(": ")
+	if e.Key != "" {
+		b.WriteString(e.Key)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// Load reads, decodes and validates the file.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse decodes and validates data; name is used in errors.
+func Parse(name string, data []byte) (*Config, error) {
+	var root yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&root); err != nil {
+		if errors.Is(err, errEOF) || err.Error() == "EOF" {
+			return nil, &Error{File: name, Msg: "empty file"}
+		}
+		return nil, yamlError(name, err)
+	}
+	doc := &root
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
+		doc = doc.Content[0]
+	}
+	if err := checkKeys(name, doc, reflect.TypeFor[Config](), ""); err != nil {
+		return nil, err
+	}
+	if err := checkLearnerKeys(name, doc); err != nil {
+		return nil, err
+	}
+	c := new(Config)
+	if err := doc.Decode(c); err != nil {
+		return nil, yamlError(name, err)
+	}
+	c.fill()
+	if err := c.validate(); err != nil {
+		var ve *Error
+		if errors.As(err, &ve) {
+			ve.File = name
+			if ve.Line == 0 {
+				ve.Line = lineOf(doc, ve.Key)
+			}
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+var errEOF = errors.New("EOF")
+
+// yamlError rewrites yaml.v3's "yaml: line N: msg" and "yaml: unmarshal
+// errors:\n  line N: msg" into one line "file:N: msg".
+func yamlError(name string, err error) error {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	msg = strings.TrimPrefix(msg, "unmarshal errors:\n")
+	msg = strings.TrimSpace(msg)
+	if first, _, ok := strings.Cut(msg, "\n"); ok {
+		msg = first
+	}
+	e := &Error{File: name, Msg: msg}
+	if rest, ok := strings.CutPrefix(msg, "line "); ok {
+		if num, m, ok := strings.Cut(rest, ": "); ok {
+			if n, err := strconv.Atoi(num); err == nil {
+				e.Line, e.Msg = n, m
+			}
+		}
+	}
+	return e
+}
+
+// checkKeys walks the YAML tree against the Go type and reports the first
+// key that no field takes.
+func checkKeys(file string, n *yaml.Node, t reflect.Type, path string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		if t == reflect.TypeFor[time.Duration]() {
+			return nil
+		}
+		if n.Kind != yaml.MappingNode {
+			return &Error{File: file, Line: n.Line, Key: path, Msg: "want a mapping of keys"}
+		}
+		fields := yamlFields(t)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			ft, ok := fields[k.Value]
+			if !ok {
+				known := make([]string, 0, len(fields))
+				for name := range fields {
+					known = append(known, name)
+				}
+				slices.Sort(known)
+				return &Error{File: file, Line: k.Line, Key: join(path, k.Value),
+					Msg: fmt.Sprintf("unknown key (known keys here: %s)", strings.Join(known, ", "))}
+			}
+			if err := checkKeys(file, v, ft, join(path, k.Value)); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			return nil // let the decoder report the type error with its line
+		}
+		for i, e := range n.Content {
+			if err := checkKeys(file, e, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func yamlFields(t reflect.Type) map[string]reflect.Type {
+	m := make(map[string]reflect.Type, t.NumField())
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "-" {
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		m[name] = f.Type
+	}
+	return m
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// lineOf finds the line of the key at path ("learners[1].class.points")
+// in the document, or of its nearest existing ancestor.
+func lineOf(doc *yaml.Node, path string) int {
+	line := 0
+	n := doc
+	for _, part := range splitPath(path) {
+		switch {
+		case part.index >= 0:
+			if n.Kind != yaml.SequenceNode || part.index >= len(n.Content) {
+				return line
+			}
+			n = n.Content[part.index]
+			line = n.Line
+		default:
+			if n.Kind != yaml.MappingNode {
+				return line
+			}
+			found := false
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == part.key {
+					line = n.Content[i].Line
+					n = n.Content[i+1]
+					found = true
+					break
+				}
+			}
+			if !found {
+				return line
+			}
+		}
+	}
+	return line
+}
+
+type pathPart struct {
+	key   string
+	index int
+}
+
+func splitPath(path string) []pathPart {
+	var parts []pathPart
+	for _, seg := range strings.Split(path, ".") {
+		if seg == "" {
+			continue
+		}
+		key, rest, _ := strings.Cut(seg, "[")
+		if key != "" {
+			parts = append(parts, pathPart{key: key, index: -1})
+		}
+		for rest != "" {
+			num, after, _ := strings.Cut(rest, "]")
+			if n, err := strconv.Atoi(num); err == nil {
+				parts = append(parts, pathPart{index: n})
+			}
+			rest = strings.TrimPrefix(after, "[")
+		}
+	}
+	return parts
+}

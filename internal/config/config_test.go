@@ -1,0 +1,105 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestGoodConfigs(t *testing.T) {
+	files, _ := filepath.Glob("testdata/good/*.yaml")
+	files = append(files, "../../config.yaml")
+	if len(files) < 3 {
+		t.Fatalf("found only %d good configs", len(files))
+	}
+	for _, f := range files {
+		c, err := Load(f)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if len(c.Learners) == 0 || c.Features.Bits == 0 {
+			t.Errorf("%s: defaults not filled: %+v", f, c)
+		}
+	}
+}
+
+func TestAllLearnersConfig(t *testing.T) {
+	c, err := Load("testdata/good/all_learners.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Features.Bits != 20 || c.Features.Scale != "standard" || c.Features.Text.NGrams != 2 {
+		t.Errorf("features = %+v", c.Features)
+	}
+	if got := len(c.Learners); got != 9 {
+		t.Fatalf("%d learners, want 9", got)
+	}
+	if l := c.Learners[2]; l.Loss != "logistic" || l.Eta != 0.5 || l.Schedule != "fixed" || l.Radius != 10 || !l.Bias {
+		t.Errorf("ogd = %+v", l)
+	}
+	if l := c.Learners[6]; l.Class == nil || len(l.Class.Hypotheses) != 2 || len(l.Class.Domain) != 3 {
+		t.Errorf("table class = %+v", l.Class)
+	}
+	if s := c.Sinks.Reports; s == nil || s.Every != 1000 || s.Interval.Seconds() != 10 {
+		t.Errorf("reports sink = %+v", s)
+	}
+	if got := c.Input.Positive; len(got) != 1 || got[0] != "UP" {
+		t.Errorf("positive = %q", got)
+	}
+}
+
+// Every error names the file, the line and the key at fault.
+func TestBadConfigs(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		want string // the whole message, or its start when it ends in "..."
+	}{
+		{"unknown_top.yaml", "testdata/bad/unknown_top.yaml:3: lerners: unknown key (known keys here: checkpoint, features, http, input, learners, sinks, source)"},
+		{"unknown_nested.yaml", "testdata/bad/unknown_nested.yaml:3: features.scal: unknown key (known keys here: bits, dense, scale, text)"},
+		{"key_not_for_algorithm.yaml", "testdata/bad/key_not_for_algorithm.yaml:4: learners[0].class: not used by algorithm perceptron (its keys: bias, average, margin)"},
+		{"unknown_algorithm.yaml", `testdata/bad/unknown_algorithm.yaml:2: learners[0].algorithm: "perceptorn" is not one of perceptron, ogd, weighted-majority, consistent, halving, soa`},
+		{"duplicate_name.yaml", `testdata/bad/duplicate_name.yaml:3: learners[1].name: "a" is also the name of learners[0]`},
+		{"bad_type.yaml", "testdata/bad/bad_type.yaml:2: cannot unmarshal !!str `many` into uint"},
+		{"bits_range.yaml", "testdata/bad/bits_range.yaml:2: features.bits: 40 is outside 1..28"},
+		{"expert_unknown.yaml", `testdata/bad/expert_unknown.yaml:3: learners[1].experts[1]: "b" is not a learner configured before this one`},
+		{"no_learners.yaml", "testdata/bad/no_learners.yaml: learners: configure at least one learner"},
+		{"soa_no_class.yaml", "testdata/bad/soa_no_class.yaml:2: learners[0].class: soa needs a hypothesis class"},
+		{"ogd_loss.yaml", `testdata/bad/ogd_loss.yaml:2: learners[0].loss: unknown loss "hnge" (want hinge, logistic or squared)`},
+		{"syntax.yaml", "testdata/bad/syntax.yaml:3: did not find expected ',' or '}'"},
+		{"class_points.yaml", "testdata/bad/class_points.yaml:2: learners[0].class: ..."},
+		{"sink_kind.yaml", `testdata/bad/sink_kind.yaml:4: sinks.reports.kind: "carrier-pigeon" is not one of kafka, nats, jetstream, file`},
+	} {
+		_, err := Load(filepath.Join("testdata/bad", tc.file))
+		if err == nil {
+			t.Errorf("%s: loaded without error", tc.file)
+			continue
+		}
+		got := err.Error()
+		if prefix, ok := strings.CutSuffix(tc.want, "..."); ok {
+			if !strings.HasPrefix(got, prefix) {
+				t.Errorf("%s:\n got %s\nwant %s", tc.file, got, tc.want)
+			}
+		} else if got != tc.want {
+			t.Errorf("%s:\n got %s\nwant %s", tc.file, got, tc.want)
+		}
+		if strings.Contains(got, "\n") {
+			t.Errorf("%s: error spans lines: %q", tc.file, got)
+		}
+	}
+	entries, _ := os.ReadDir("testdata/bad")
+	if len(entries) != 14 {
+		t.Errorf("testdata/bad has %d files; every one needs a row above", len(entries))
+	}
+}
+
+func TestDefault(t *testing.T) {
+	c := Default()
+	if err := c.validate(); err != nil {
+		t.Fatal(err)
+	}
+	if c.Features.Bits != DefaultBits || len(c.Learners) != 2 {
+		t.Errorf("default = %+v", c)
+	}
+}

@@ -1,0 +1,44 @@
+package event
+
+import (
+	"math/rand/v2"
+	"strconv"
+	"testing"
+
+	"github.com/streamlearn/streamlearn/internal/online"
+)
+
+func benchCanon(b *testing.B, n int, method func(c *canonicalizer, x *online.Vector)) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	idx := make([]uint32, n)
+	val := make([]float64, n)
+	for k := range idx {
+		idx[k] = rng.Uint32() & mask18
+		val[k] = float64(k)
+	}
+	var c canonicalizer
+	x := online.Vector{Idx: make([]uint32, n), Val: make([]float64, n)}
+	for b.Loop() {
+		x.Idx, x.Val = x.Idx[:n], x.Val[:n]
+		copy(x.Idx, idx)
+		copy(x.Val, val)
+		method(&c, &x)
+	}
+}
+
+func BenchmarkCanonicalize(b *testing.B) {
+	for _, n := range []int{16, 49, 200} {
+		b.Run("auto/"+strconv.Itoa(n), func(b *testing.B) {
+			benchCanon(b, n, func(c *canonicalizer, x *online.Vector) { c.canonicalize(x) })
+		})
+		b.Run("pdq/"+strconv.Itoa(n), func(b *testing.B) {
+			benchCanon(b, n, func(c *canonicalizer, x *online.Vector) { c.sort(x.Idx, x.Val) })
+		})
+		b.Run("insertion/"+strconv.Itoa(n), func(b *testing.B) {
+			benchCanon(b, n, func(c *canonicalizer, x *online.Vector) { insertionSort(x.Idx, x.Val, 1) })
+		})
+		b.Run("bucket/"+strconv.Itoa(n), func(b *testing.B) {
+			benchCanon(b, n, func(c *canonicalizer, x *online.Vector) { c.bucket(x.Idx, x.Val) })
+		})
+	}
+}

@@ -1,0 +1,174 @@
+package event
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/streamlearn/streamlearn/internal/online"
+)
+
+// Format names an input format.
+type Format string
+
+// The input formats. The empty Format means "infer" (see InferFormat).
+const (
+	JSONL  Format = "jsonl"
+	LIBSVM Format = "libsvm"
+	CSV    Format = "csv"
+	TSV    Format = "tsv"
+)
+
+// Defaults and limits of Config.
+const (
+	// DefaultBits is the default hashed space, 2^18 slots (the config
+	// file's features.bits default).
+	DefaultBits = 18
+	// DefaultNGrams: text yields single words unless configured otherwise.
+	DefaultNGrams = 1
+	// MaxNGrams bounds Config.NGrams: a token of a message then yields at
+	// most 8 features.
+	MaxNGrams = 8
+	// DefaultMaxBytes is the largest record accepted by default, 1 MiB,
+	// the default largest Kafka message (message.max.bytes) and NATS
+	// payload (max_payload).
+	DefaultMaxBytes = 1 << 20
+	// MaxDepth is the deepest JSON nesting of arrays and objects accepted;
+	// deeper input is rejected with ReasonDepth. An event needs 2.
+	MaxDepth = 64
+)
+
+// Config says how records become events. The zero Config is valid: every
+// zero field gets the documented default. A Config is read by NewDecoder
+// and NewReader and not retained.
+type Config struct {
+	// Bits: features hash into 2^Bits slots. Default DefaultBits, at most
+	// online.MaxBits.
+	Bits uint
+	// NGrams: text yields the n-grams for n = 1..NGrams. Default 1 (words
+	// only), at most MaxNGrams.
+	NGrams int
+	// Positive lists label strings meaning +1, in addition to the
+	// defaults "1", "+1", "1.0", "true".
+	Positive []string
+	// Negative lists label strings meaning -1, in addition to the
+	// defaults "0", "-1", "-1.0", "false". A string configured in one set
+	// is removed from the other's defaults; a string in both Positive and
+	// Negative is an error.
+	Negative []string
+	// Dense, when > 0, is the required length of a JSON `x` array.
+	Dense int
+	// MaxBytes is the largest record accepted, in bytes (excluding the
+	// line terminator). Default DefaultMaxBytes. Larger records are
+	// rejected with ReasonOversized without being buffered.
+	MaxBytes int
+	// LabelColumn is the CSV label column. Default: "label" if the header
+	// has it, else the last column.
+	LabelColumn string
+	// Format of a Reader's input; "" infers it (InferFormat). The Decoder
+	// always reads JSON.
+	Format Format
+}
+
+// settings is a validated Config with defaults applied.
+type settings struct {
+	bits     uint
+	mask     uint32
+	ngrams   int
+	dense    int
+	maxBytes int
+	labelCol string
+	format   Format
+	labels   labelSet
+}
+
+func (c Config) settings() (settings, error) {
+	s := settings{
+		bits: c.Bits, ngrams: c.NGrams, dense: c.Dense, maxBytes: c.MaxBytes,
+		labelCol: c.LabelColumn, format: c.Format,
+	}
+	if s.bits == 0 {
+		s.bits = DefaultBits
+	}
+	if s.bits > online.MaxBits {
+		return s, fmt.Errorf("event: bits %d exceeds the maximum %d", c.Bits, online.MaxBits)
+	}
+	s.mask = online.Mask(s.bits)
+	if s.ngrams == 0 {
+		s.ngrams = DefaultNGrams
+	}
+	if s.ngrams < 0 || s.ngrams > MaxNGrams {
+		return s, fmt.Errorf("event: ngrams %d outside 1..%d", c.NGrams, MaxNGrams)
+	}
+	if s.dense < 0 {
+		return s, fmt.Errorf("event: dense length %d is negative", c.Dense)
+	}
+	if s.maxBytes == 0 {
+		s.maxBytes = DefaultMaxBytes
+	}
+	if s.maxBytes < 0 {
+		return s, fmt.Errorf("event: max bytes %d is negative", c.MaxBytes)
+	}
+	switch s.format {
+	case "", JSONL, LIBSVM, CSV, TSV:
+	default:
+		return s, fmt.Errorf("event: unknown format %q (want jsonl, libsvm, csv or tsv)", c.Format)
+	}
+	var err error
+	s.labels, err = newLabelSet(c.Positive, c.Negative)
+	return s, err
+}
+
+// Default label strings.
+var (
+	defaultPositive = []string{"1", "+1", "1.0", "true"}
+	defaultNegative = []string{"0", "-1", "-1.0", "false"}
+)
+
+// labelSet maps label strings to labels.
+type labelSet map[string]int8
+
+func newLabelSet(pos, neg []string) (labelSet, error) {
+	s := make(labelSet)
+	for _, v := range defaultPositive {
+		s[v] = online.Positive
+	}
+	for _, v := range defaultNegative {
+		s[v] = online.Negative
+	}
+	user := make(map[string]int8)
+	for _, set := range []struct {
+		names []string
+		y     int8
+	}{{pos, online.Positive}, {neg, online.Negative}} {
+		for _, v := range set.names {
+			if v == "" {
+				return nil, errors.New("event: empty label string (an empty label means unlabeled)")
+			}
+			if y, ok := user[v]; ok && y != set.y {
+				return nil, fmt.Errorf("event: label %q is both positive and negative", v)
+			}
+			user[v] = set.y
+			s[v] = set.y
+		}
+	}
+	return s, nil
+}
+
+// parse maps the label text b to a label: first by the configured sets,
+// then numerically (1 is +1; 0 and -1 are -1). It does not allocate.
+func (s labelSet) parse(b []byte) (int8, bool) {
+	if y, ok := s[string(b)]; ok {
+		return y, true
+	}
+	v, st := parseFloat(b)
+	if st != numOK {
+		return 0, false
+	}
+	switch v {
+	case 1:
+		return online.Positive, true
+	case 0, -1:
+		return online.Negative, true
+	}
+	return 0, false
+}

@@ -1,0 +1,372 @@
+package event
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/streamlearn/streamlearn/internal/online"
+)
+
+// bom is the UTF-8 byte order mark, dropped from the start of an input.
+const bom = "\xef\xbb\xbf"
+
+// A Reader reads events from a file stream of records in one of the
+// formats: JSONL, LIBSVM, CSV or TSV, gzip-compressed or not. It allocates
+// nothing per record in steady state. A Reader is not safe for concurrent
+// use.
+type Reader struct {
+	name   string
+	s      settings
+	format Format
+	lr     lineReader
+	p      jsonParser // JSON records, and the tokenizer and canonicalizer of all formats
+	raw    []byte
+	rawNo  int64  // line where the record last returned starts
+	rec    []byte // a CSV record spanning lines
+	fatal  error
+
+	pending  bool // the first line was read by NewReader and not yet returned
+	pendLine []byte
+	pendOver bool
+	pendNo   int64
+
+	cols       []csvColumn // CSV columns
+	labelCol   int         // CSV label column
+	fbuf, cbuf []byte      // CSV unescaped field, categorical name
+}
+
+// csvColumn is a CSV column: its name, the slot of its numeric values and
+// the "name=" prefix of its categorical values.
+type csvColumn struct {
+	name   string
+	slot   uint32
+	prefix []byte
+}
+
+// NewReader returns a Reader of the records in r; name names the input in
+// errors and guides format inference. Gzip input (magic bytes 1f 8b) is
+// decompressed transparently. When cfg.Format is empty the format is
+// inferred by InferFormat from name and the first non-empty line. For CSV
+// NewReader reads the header. Errors are configuration errors, an
+// unreadable gzip header, a format that cannot be inferred, or a CSV
+// header without the configured label column.
+func NewReader(r io.Reader, name string, cfg Config) (*Reader, error) {
+	s, err := cfg.settings()
+	if err != nil {
+		return nil, err
+	}
+	br := bufio.NewReaderSize(r, 4096)
+	src := io.Reader(br)
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("event: %s: %w", name, err)
+		}
+		src = zr
+	}
+	rd := &Reader{name: name, s: s, format: s.format, lr: lineReader{src: src, max: s.maxBytes}}
+	rd.p.s = s
+	// Read the first non-empty line; it stays pending for Next.
+	for {
+		line, over, err := rd.lr.readLine()
+		if err == io.EOF {
+			return rd, nil // empty input: Next returns io.EOF
+		}
+		if err != nil {
+			return nil, fmt.Errorf("event: read %s: %w", name, err)
+		}
+		if rd.lr.line == 1 {
+			line = bytes.TrimPrefix(line, []byte(bom))
+		}
+		if len(line) == 0 && !over {
+			continue
+		}
+		rd.pending, rd.pendLine, rd.pendOver, rd.pendNo = true, line, over, rd.lr.line
+		break
+	}
+	if rd.format == "" {
+		f, err := InferFormat(name, rd.pendLine)
+		if err != nil {
+			return nil, err
+		}
+		rd.format = f
+	}
+	if rd.format == CSV {
+		if err := rd.header(cfg.LabelColumn); err != nil {
+			return nil, err
+		}
+	}
+	return rd, nil
+}
+
+// Format returns the format of the input, inferred or configured; empty
+// for an empty input whose format was not configured.
+func (r *Reader) Format() Format { return r.format }
+
+// Name returns the source name given to NewReader.
+func (r *Reader) Name() string { return r.name }
+
+// Offset returns the line where the record last returned by Next starts.
+func (r *Reader) Offset() int64 { return r.rawNo }
+
+// Raw returns the bytes of the record last returned by Next, valid until
+// the next call: the line without its terminator, CSV records spanning
+// lines joined by "\n", and of an oversized record only its first MaxBytes
+// bytes. Dead-letter sinks store it.
+func (r *Reader) Raw() []byte { return r.raw }
+
+// Next reads the next record into ev, overwriting it. It returns io.EOF at
+// the end of the input; an *Error for a bad record, after which the next
+// call goes on with the following record; any other error is a read error
+// (a truncated gzip stream, an I/O error) that ends the stream and is
+// returned again by every later call. Empty lines are skipped.
+func (r *Reader) Next(ev *Event) error {
+	for {
+		if r.fatal != nil {
+			return r.fatal
+		}
+		line, over, no, err := r.line()
+		if err != nil {
+			if err != io.EOF {
+				r.fatal = fmt.Errorf("event: read %s: %w", r.name, err)
+				return r.fatal
+			}
+			r.raw = nil
+			return io.EOF
+		}
+		r.raw, r.rawNo = line, no
+		var e *Error
+		switch {
+		case over:
+			ev.reset()
+			e = &Error{Reason: ReasonOversized, Err: fmt.Errorf("record exceeds the limit of %d bytes", r.s.maxBytes)}
+		case r.format == JSONL:
+			if blank(line) {
+				continue
+			}
+			e = r.p.decode(line, ev)
+		case r.format == LIBSVM:
+			var skip bool
+			if skip, e = r.libsvm(line, ev); skip {
+				continue
+			}
+		case r.format == TSV:
+			if len(line) == 0 {
+				continue
+			}
+			e = r.tsv(line, ev)
+		case r.format == CSV:
+			if len(line) == 0 {
+				continue
+			}
+			rec, over, err := r.csvRecord(line)
+			if err != nil {
+				r.fatal = err
+				return err
+			}
+			r.raw = rec
+			if over {
+				ev.reset()
+				e = &Error{Reason: ReasonOversized, Err: fmt.Errorf("record exceeds the limit of %d bytes", r.s.maxBytes)}
+			} else {
+				e = r.csv(rec, ev)
+			}
+		}
+		if e != nil {
+			e.Source, e.Offset = r.name, no
+			return e
+		}
+		return nil
+	}
+}
+
+// line returns the next physical line and its number.
+func (r *Reader) line() ([]byte, bool, int64, error) {
+	if r.pending {
+		r.pending = false
+		return r.pendLine, r.pendOver, r.pendNo, nil
+	}
+	line, over, err := r.lr.readLine()
+	return line, over, r.lr.line, err
+}
+
+// InferFormat returns the format of the file name whose first non-empty
+// line is firstLine. By extension, ignoring case and a trailing ".gz":
+// .jsonl, .ndjson and .json are JSONL; .csv is CSV; .tsv is TSV; .libsvm,
+// .svm and .svmlight are LIBSVM. Otherwise by the first line: "{" starts
+// JSONL; "label idx:val ..." (or a lone number) is LIBSVM; a tab means
+// TSV; a comma means CSV. (LIBSVM is tried before TSV so that LIBSVM with
+// tab separators is recognized.) Anything else is an error naming the file.
+func InferFormat(name string, firstLine []byte) (Format, error) {
+	base := strings.TrimSuffix(strings.ToLower(filepath.Base(name)), ".gz")
+	switch filepath.Ext(base) {
+	case ".jsonl", ".ndjson", ".json":
+		return JSONL, nil
+	case ".csv":
+		return CSV, nil
+	case ".tsv":
+		return TSV, nil
+	case ".libsvm", ".svm", ".svmlight":
+		return LIBSVM, nil
+	}
+	line := bytes.TrimSpace(bytes.TrimPrefix(firstLine, []byte(bom)))
+	switch {
+	case len(line) > 0 && line[0] == '{':
+		return JSONL, nil
+	case looksLIBSVM(line):
+		return LIBSVM, nil
+	case bytes.IndexByte(line, '\t') >= 0:
+		return TSV, nil
+	case bytes.IndexByte(line, ',') >= 0:
+		return CSV, nil
+	}
+	return "", fmt.Errorf("event: %s: cannot infer the input format: no known extension, and the first line is not JSON, LIBSVM, TSV or CSV", name)
+}
+
+// looksLIBSVM reports whether line has the shape "label idx:val ...".
+func looksLIBSVM(line []byte) bool {
+	if k := bytes.IndexByte(line, '#'); k >= 0 {
+		line = line[:k]
+	}
+	i := skipBlank(line, 0)
+	j := tokenEnd(line, i)
+	if i == j {
+		return false
+	}
+	label := line[i:j]
+	if bytes.ContainsAny(label, ":,") {
+		return false
+	}
+	n := 0
+	for i = skipBlank(line, j); i < len(line); i = skipBlank(line, j) {
+		j = tokenEnd(line, i)
+		c := bytes.IndexByte(line[i:j], ':')
+		if c <= 0 || !allDigits(line[i:i+c]) {
+			return false
+		}
+		if _, st := parseFloat(line[i+c+1 : j]); st == numSyntax {
+			return false
+		}
+		n++
+	}
+	if n == 0 {
+		_, st := parseFloat(label)
+		return st == numOK
+	}
+	return true
+}
+
+// blank reports whether b holds only spaces, tabs and carriage returns.
+func blank(b []byte) bool {
+	for _, c := range b {
+		if c != ' ' && c != '\t' && c != '\r' {
+			return false
+		}
+	}
+	return true
+}
+
+func skipBlank(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t') {
+		i++
+	}
+	return i
+}
+
+func tokenEnd(b []byte, i int) int {
+	for i < len(b) && b[i] != ' ' && b[i] != '\t' {
+		i++
+	}
+	return i
+}
+
+func allDigits(b []byte) bool {
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return len(b) > 0
+}
+
+// libsvm parses a LIBSVM line; skip reports a line without a record.
+func (r *Reader) libsvm(line []byte, ev *Event) (skip bool, e *Error) {
+	ev.reset()
+	if k := bytes.IndexByte(line, '#'); k >= 0 {
+		line = line[:k]
+	}
+	i := skipBlank(line, 0)
+	if i == len(line) {
+		return true, nil
+	}
+	j := tokenEnd(line, i)
+	y, ok := r.s.labels.parse(line[i:j])
+	if !ok {
+		return false, &Error{Field: "label", Reason: ReasonLabel, Err: fmt.Errorf("%q is not a configured label", line[i:j])}
+	}
+	ev.Labeled, ev.Label = true, y
+	mask := r.s.mask
+	x := &ev.X
+	for i = skipBlank(line, j); i < len(line); i = skipBlank(line, j) {
+		j = tokenEnd(line, i)
+		tok := line[i:j]
+		c := bytes.IndexByte(tok, ':')
+		if c < 0 {
+			return false, &Error{Reason: ReasonMalformed, Err: fmt.Errorf("token %q is not index:value", tok)}
+		}
+		idx, val := tok[:c], tok[c+1:]
+		if !allDigits(idx) {
+			if string(idx) == "qid" && allDigits(val) {
+				continue // SVMlight query id
+			}
+			return false, &Error{Reason: ReasonMalformed, Err: fmt.Errorf("token %q: index is not a decimal integer", tok)}
+		}
+		v, st := parseFloat(val)
+		switch st {
+		case numSyntax:
+			return false, &Error{Field: string(idx), Reason: ReasonMalformed, Err: fmt.Errorf("value %q is not a number", val)}
+		case numNonFinite:
+			return false, &Error{Field: string(idx), Reason: ReasonNonFinite, Err: fmt.Errorf("value %q is not finite", val)}
+		}
+		x.Idx = append(x.Idx, online.Slot(idx, mask))
+		x.Val = append(x.Val, v)
+	}
+	if !r.p.canon.canonicalize(x) {
+		return false, errCollision()
+	}
+	return false, nil
+}
+
+func errCollision() *Error {
+	return &Error{Reason: ReasonNonFinite, Err: errors.New("values of colliding features sum to an infinity")}
+}
+
+// tsv parses a "label<TAB>text" line.
+func (r *Reader) tsv(line []byte, ev *Event) *Error {
+	ev.reset()
+	k := bytes.IndexByte(line, '\t')
+	if k < 0 {
+		return &Error{Reason: ReasonMalformed, Err: errors.New("no tab between label and text")}
+	}
+	if label := bytes.TrimSpace(line[:k]); len(label) > 0 {
+		y, ok := r.s.labels.parse(label)
+		if !ok {
+			return &Error{Field: "label", Reason: ReasonLabel, Err: fmt.Errorf("%q is not a configured label", label)}
+		}
+		ev.Labeled, ev.Label = true, y
+	}
+	text := line[k+1:]
+	if !utf8.Valid(text) {
+		return &Error{Field: "text", Reason: ReasonUTF8, Err: errors.New("text is not valid UTF-8")}
+	}
+	r.p.tok.add(&ev.X, text, r.s.ngrams, r.s.mask)
+	r.p.canon.canonicalize(&ev.X) // text counts cannot overflow
+	return nil
+}

@@ -1,0 +1,470 @@
+package experts
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"math/rand/v2"
+
+	"github.com/streamlearn/streamlearn/internal/online"
+)
+
+var (
+	_ online.Learner    = (*WeightedMajority)(nil)
+	_ online.Guaranteed = (*WeightedMajority)(nil)
+	_ online.Guaranteed = (*Hedge)(nil)
+)
+
+// HedgeConfig configures Weighted-Majority (Hedge). The zero value is
+// valid: unknown horizon (doubling trick), η derived, seed 0.
+type HedgeConfig struct {
+	// Horizon is the number of rounds T if known: η = √(2 ln d / T). 0
+	// (the default) means unknown: the doubling trick.
+	Horizon int `yaml:"horizon"`
+	// Eta, when > 0, fixes the learning rate for every round instead of
+	// deriving it (no doubling trick). Default 0: derived.
+	Eta float64 `yaml:"eta"`
+	// Seed seeds the PCG that draws the realized predictions. Default 0.
+	Seed uint64 `yaml:"seed"`
+}
+
+// Validate checks the config; messages name the key.
+func (c HedgeConfig) Validate() error {
+	if c.Horizon < 0 {
+		return fmt.Errorf("horizon: %d, want ≥ 0 (0: unknown, doubling trick)", c.Horizon)
+	}
+	if math.IsNaN(c.Eta) || math.IsInf(c.Eta, 0) || c.Eta < 0 {
+		return fmt.Errorf("eta: %v, want a finite value ≥ 0 (0: derived)", c.Eta)
+	}
+	return nil
+}
+
+// pcgStream is the second PCG word, fixed so that a seed alone picks the
+// stream: the ASCII bytes of "hedgerng" read big-endian.
+const pcgStream = 0x6865646765726e67
+
+// hedge is the Weighted-Majority algorithm of Section 21.2.1 over d
+// experts whose advice arrives as the set pos of experts saying +1.
+//
+// Weights: w̃_i = e^{-η L_i} for the epoch's cumulative loss L_i, stored
+// scaled by e^{η m} where m is the epoch's smallest L_i, so the best expert
+// has weight exactly 1 and Z ∈ [1, d] never underflows. A round multiplies
+// the erring experts' weights by e^{-η}; when the round raises m, every
+// weight is recomputed as e^{-η(L_i - m)} from the exact integer losses, so
+// an expert whose weight had underflowed to 0 gets it back exactly when it
+// matters.
+type hedge struct {
+	d      int
+	cfg    HedgeConfig
+	full   Set
+	rounds uint64 // updates so far
+	// Epochs: the doubling trick runs epoch m = 0, 1, 2, ... over rounds
+	// [2^m - 1, 2^{m+1} - 1); otherwise one epoch of unbounded length.
+	epoch      int
+	epochStart uint64
+	eta, f     float64 // η of the epoch, e^{-η}
+	weight     []float64
+	z          float64 // Σ weight, summed in index order
+	ep, total  bestLoss
+	mis        Set
+	rng        rand.PCG
+}
+
+func newHedge(d int, cfg HedgeConfig) (hedge, error) {
+	if d < 1 {
+		return hedge{}, fmt.Errorf("weighted-majority: %d experts, want at least 1", d)
+	}
+	if d > MaxHypotheses {
+		return hedge{}, fmt.Errorf("weighted-majority: %d experts, want at most %d", d, MaxHypotheses)
+	}
+	if err := cfg.Validate(); err != nil {
+		return hedge{}, err
+	}
+	full := make(Set, words(d))
+	full.setRange(0, d)
+	h := hedge{d: d, cfg: cfg, full: full, weight: make([]float64, d), mis: make(Set, len(full))}
+	h.ep, h.total = newBestLoss(full, d), newBestLoss(full, d)
+	h.rng = *rand.NewPCG(cfg.Seed, pcgStream)
+	h.startEpoch(0, 0)
+	return h, nil
+}
+
+func (h *hedge) doubling() bool { return h.cfg.Horizon == 0 && h.cfg.Eta == 0 }
+
+// etaFor returns η for epoch m.
+func (h *hedge) etaFor(m int) float64 {
+	lnd := math.Log(float64(h.d))
+	switch {
+	case h.cfg.Eta > 0:
+		return h.cfg.Eta
+	case h.cfg.Horizon > 0:
+		return math.Sqrt(2 * lnd / float64(h.cfg.Horizon))
+	}
+	return math.Sqrt(2 * lnd / math.Ldexp(1, m))
+}
+
+func (h *hedge) startEpoch(m int, start uint64) {
+	h.epoch, h.epochStart = m, start
+	h.eta = h.etaFor(m)
+	h.f = math.Exp(-h.eta)
+	for i := range h.weight {
+		h.weight[i] = 1
+	}
+	h.z = float64(h.d)
+	h.ep.reset()
+}
+
+// predict returns P(label = +1) = Σ_{i ∈ pos} w_i(t) and the realized
+// label: Positive when a uniform draw u ∈ [0, 1) from the PCG (its next
+// Uint64 >> 11, times 2^-53) is below it.
+func (h *hedge) predict(pos Set) online.Prediction {
+	var s float64
+	for k, w := range pos {
+		w &= h.full[k]
+		for w != 0 {
+			s += h.weight[k<<6+bits.TrailingZeros64(w)]
+			w &= w - 1
+		}
+	}
+	score := s / h.z
+	u := float64(h.rng.Uint64()>>11) * 0x1p-53
+	if u < score {
+		return online.Prediction{Label: online.Positive, Score: score}
+	}
+	return online.Prediction{Label: online.Negative, Score: score}
+}
+
+// update charges v_{t,i} = 1[advice_i ≠ y] and reweights.
+func (h *hedge) update(pos Set, y int8) {
+	if y == online.Positive {
+		for k := range h.mis {
+			h.mis[k] = h.full[k] &^ pos[k]
+		}
+	} else {
+		for k := range h.mis {
+			h.mis[k] = h.full[k] & pos[k]
+		}
+	}
+	h.total.add(h.mis)
+	if h.ep.add(h.mis) {
+		m := h.ep.min
+		for i, l := range h.ep.loss {
+			h.weight[i] = math.Exp(-h.eta * float64(l-m))
+		}
+	} else {
+		for k, w := range h.mis {
+			for w != 0 {
+				h.weight[k<<6+bits.TrailingZeros64(w)] *= h.f
+				w &= w - 1
+			}
+		}
+	}
+	h.z = h.sum()
+	h.rounds++
+	if h.doubling() && h.rounds-h.epochStart == uint64(1)<<h.epoch {
+		h.startEpoch(h.epoch+1, h.rounds)
+	}
+}
+
+func (h *hedge) sum() float64 {
+	var z float64
+	for _, w := range h.weight {
+		z += w
+	}
+	return z
+}
+
+// loss is the expected 0-1 loss ⟨w(t), v_t⟩ = P(prediction ≠ y).
+func (h *hedge) loss(p online.Prediction, y int8) float64 {
+	if y == online.Positive {
+		return 1 - p.Score
+	}
+	return p.Score
+}
+
+// epochBound is Theorem 21.11's bound √(2 T ln d) for an epoch of T
+// rounds, capped at T (regret per round is at most 1), which is also what
+// holds when T ≤ 2 ln d and the theorem's condition fails.
+func epochBound(T, lnd float64) float64 { return min(T, math.Sqrt(2*T*lnd)) }
+
+// bound is the regret bound published after the rounds so far; see the
+// package doc.
+func (h *hedge) bound() float64 {
+	if h.d == 1 {
+		return 0 // the one expert is the comparator: regret is exactly 0
+	}
+	t := float64(h.rounds)
+	lnd := math.Log(float64(h.d))
+	// anytime is the proof's bound ln d/η + η t/2, valid for every η > 0.
+	anytime := func() float64 { return min(t, lnd/h.eta+h.eta*t/2) }
+	switch {
+	case h.cfg.Eta > 0:
+		return anytime()
+	case h.cfg.Horizon > 0:
+		if h.rounds <= uint64(h.cfg.Horizon) {
+			return min(t, epochBound(float64(h.cfg.Horizon), lnd))
+		}
+		return anytime()
+	}
+	var b float64
+	for m := range h.epoch {
+		b += epochBound(math.Ldexp(1, m), lnd)
+	}
+	return b + min(float64(h.rounds-h.epochStart), epochBound(math.Ldexp(1, h.epoch), lnd))
+}
+
+func (h *hedge) guarantee() online.Guarantee {
+	b := h.bound()
+	return online.Guarantee{
+		Kind:           online.RegretBound,
+		Value:          b,
+		Comparator:     "best_expert",
+		ComparatorLoss: float64(h.total.min),
+		RegretBound:    b,
+	}
+}
+
+// appendState encodes: d (u32), horizon, η config bits, seed, rounds
+// (u64), the d weights (float64 bits), the d epoch losses and the d total
+// losses (u64), and the PCG state (its 20-byte MarshalBinary).
+func (h *hedge) appendState(b []byte) []byte {
+	b = appendU32(b, uint32(h.d))
+	b = appendU64(b, uint64(h.cfg.Horizon))
+	b = appendF64(b, h.cfg.Eta)
+	b = appendU64(b, h.cfg.Seed)
+	b = appendU64(b, h.rounds)
+	for _, w := range h.weight {
+		b = appendF64(b, w)
+	}
+	b = h.ep.appendTo(b)
+	b = h.total.appendTo(b)
+	r, _ := h.rng.MarshalBinary() // cannot fail
+	return append(b, r...)
+}
+
+// pcgStateLen is the length of rand.PCG's MarshalBinary.
+const pcgStateLen = 20
+
+func (h *hedge) decodeState(d *decoder) error {
+	n, horizon, eta, seed := d.u32(), d.u64(), d.u64(), d.u64()
+	if d.err == nil && (int(n) != h.d || horizon != uint64(h.cfg.Horizon) ||
+		eta != math.Float64bits(h.cfg.Eta) || seed != h.cfg.Seed) {
+		return errors.New("experts: encoding is for a different weighted-majority configuration")
+	}
+	rounds := d.u64()
+	weight := make([]float64, h.d)
+	for i := range weight {
+		weight[i] = d.f64()
+	}
+	epl, tot := make([]uint64, h.d), make([]uint64, h.d)
+	for i := range epl {
+		epl[i] = d.u64()
+	}
+	for i := range tot {
+		tot[i] = d.u64()
+	}
+	var rng rand.PCG
+	if p := d.take(pcgStateLen); p != nil {
+		if err := rng.UnmarshalBinary(p); err != nil {
+			return fmt.Errorf("experts: rng state: %w", err)
+		}
+	}
+	if d.err != nil {
+		return fmt.Errorf("experts: %w", d.err)
+	}
+	if len(d.b) != 0 {
+		return fmt.Errorf("experts: %d trailing bytes", len(d.b))
+	}
+	// Replay the epoch arithmetic to find the epoch of round `rounds`.
+	m, start := 0, uint64(0)
+	if h.doubling() {
+		for rounds-start >= uint64(1)<<m {
+			start += uint64(1) << m
+			m++
+		}
+	}
+	for i, w := range weight {
+		if !(w >= 0 && w <= 1) {
+			return fmt.Errorf("experts: weight %d is %v, want in [0, 1]", i, w)
+		}
+		if epl[i] > rounds-start || tot[i] > rounds || epl[i] > tot[i] {
+			return errors.New("experts: expert losses inconsistent with the round count")
+		}
+	}
+	h.startEpoch(m, start)
+	h.rounds = rounds
+	copy(h.weight, weight)
+	h.z = h.sum()
+	copy(h.ep.loss, epl)
+	h.ep.rebuild()
+	copy(h.total.loss, tot)
+	h.total.rebuild()
+	h.rng = rng
+	return nil
+}
+
+// Hedge is Weighted-Majority over d experts whose advice, a label ±1 per
+// expert, the caller passes on each round: the pipeline runs it over other
+// learners' predicted labels. Advice other than +1 counts as -1. Not safe
+// for concurrent use.
+type Hedge struct {
+	h   hedge
+	pos Set
+}
+
+// NewHedge returns Weighted-Majority over d ≥ 1 experts.
+func NewHedge(d int, cfg HedgeConfig) (*Hedge, error) {
+	h, err := newHedge(d, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Hedge{h: h, pos: make(Set, len(h.full))}, nil
+}
+
+func (e *Hedge) advise(advice []int8) {
+	if len(advice) != e.h.d {
+		panic(fmt.Sprintf("experts: %d advice labels for %d experts", len(advice), e.h.d))
+	}
+	clear(e.pos)
+	for i, a := range advice {
+		if a == online.Positive {
+			e.pos.Add(i)
+		}
+	}
+}
+
+// Predict returns Score = P(label = +1) = Σ_i w_i(t)·1[advice_i = +1] and a
+// Label drawn with that probability from the seeded PCG. len(advice) must
+// be d. Predict does not retain advice and does not allocate.
+func (e *Hedge) Predict(advice []int8) online.Prediction {
+	e.advise(advice)
+	return e.h.predict(e.pos)
+}
+
+// Update charges v_{t,i} = 1[advice_i ≠ y] and sets w̃_i ← w̃_i e^{-η v_i}.
+// It must follow Predict on the same round; it does not allocate.
+func (e *Hedge) Update(advice []int8, y int8) {
+	e.advise(advice)
+	e.h.update(e.pos, y)
+}
+
+// Loss is the expected loss ⟨w(t), v_t⟩: 1 - Score when y = +1, else
+// Score.
+func (e *Hedge) Loss(p online.Prediction, y int8) float64 { return e.h.loss(p, y) }
+
+// Guarantee returns the regret bound against the best expert (package doc).
+func (e *Hedge) Guarantee() online.Guarantee { return e.h.guarantee() }
+
+// Weights returns the distribution w(t) over the experts, appended to dst.
+func (e *Hedge) Weights(dst []float64) []float64 { return e.h.weights(dst) }
+
+func (h *hedge) weights(dst []float64) []float64 {
+	for _, w := range h.weight {
+		dst = append(dst, w/h.z)
+	}
+	return dst
+}
+
+// MarshalBinary encodes the state canonically: version byte, tag 'E', then
+// the state described at appendState.
+func (e *Hedge) MarshalBinary() ([]byte, error) {
+	return e.h.appendState([]byte{encodingVersion, tagHedge}), nil
+}
+
+// UnmarshalBinary restores a state encoded by MarshalBinary with the same
+// d and config; on error the state is unchanged.
+func (e *Hedge) UnmarshalBinary(b []byte) error {
+	d := decoder{b: b}
+	if err := header(&d, tagHedge); err != nil {
+		return err
+	}
+	return e.h.decodeState(&d)
+}
+
+func header(d *decoder, tag byte) error {
+	v, t := d.u8(), d.u8()
+	switch {
+	case d.err != nil:
+		return fmt.Errorf("experts: %w", d.err)
+	case v != encodingVersion:
+		return fmt.Errorf("experts: encoding version %d, want %d", v, encodingVersion)
+	case t != tag:
+		return fmt.Errorf("experts: encoding of learner %q, want %q", t, tag)
+	}
+	return nil
+}
+
+// WeightedMajority is Weighted-Majority whose experts are the hypotheses
+// of a finite class (Corollary 21.12): expected regret against the best
+// hypothesis ≤ √(2 T ln |H|). Not safe for concurrent use.
+type WeightedMajority struct {
+	c   *Class
+	h   hedge
+	lab Set
+}
+
+// NewWeightedMajority returns Weighted-Majority over the hypotheses of c.
+func NewWeightedMajority(c *Class, cfg HedgeConfig) (*WeightedMajority, error) {
+	h, err := newHedge(c.n, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &WeightedMajority{c: c, h: h, lab: c.NewSet()}, nil
+}
+
+// Class returns the hypothesis class.
+func (l *WeightedMajority) Class() *Class { return l.c }
+
+// InDomain reports whether x lies in the class's domain.
+func (l *WeightedMajority) InDomain(x online.Vector) bool { return l.c.InDomain(x) }
+
+// Predict returns Score = P(label = +1) = Σ_{h(x) = 1} w_h(t) and a Label
+// drawn with that probability. Outside the domain it returns Negative with
+// Score 0 and draws nothing. It does not retain x and does not allocate.
+func (l *WeightedMajority) Predict(x online.Vector) online.Prediction {
+	if !l.c.Labels(l.lab, x) {
+		return online.Prediction{Label: online.Negative}
+	}
+	return l.h.predict(l.lab)
+}
+
+// Update charges every hypothesis with h(x) ≠ y and reweights; events
+// outside the domain are ignored. It does not allocate.
+func (l *WeightedMajority) Update(x online.Vector, y int8) {
+	if !l.c.Labels(l.lab, x) {
+		return
+	}
+	l.h.update(l.lab, y)
+}
+
+// Loss is the expected loss ⟨w(t), v_t⟩ (1 - Score when y = +1, else
+// Score).
+func (l *WeightedMajority) Loss(p online.Prediction, y int8) float64 { return l.h.loss(p, y) }
+
+// Guarantee returns the regret bound against the best hypothesis.
+func (l *WeightedMajority) Guarantee() online.Guarantee { return l.h.guarantee() }
+
+// Weights returns the distribution w(t) over the hypotheses, appended to
+// dst.
+func (l *WeightedMajority) Weights(dst []float64) []float64 { return l.h.weights(dst) }
+
+// MarshalBinary encodes the state canonically: version byte, tag 'W',
+// class fingerprint (u64), then the state described at appendState.
+func (l *WeightedMajority) MarshalBinary() ([]byte, error) {
+	b := appendU64([]byte{encodingVersion, tagWeightedMajority}, l.c.fp)
+	return l.h.appendState(b), nil
+}
+
+// UnmarshalBinary restores a state encoded by MarshalBinary for the same
+// class and config; on error the state is unchanged.
+func (l *WeightedMajority) UnmarshalBinary(b []byte) error {
+	d := decoder{b: b}
+	if err := header(&d, tagWeightedMajority); err != nil {
+		return err
+	}
+	if fp := d.u64(); d.err == nil && fp != l.c.fp {
+		return errors.New("experts: encoding is for a different class")
+	}
+	return l.h.decodeState(&d)
+}

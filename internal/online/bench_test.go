@@ -1,0 +1,115 @@
+package online_test
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/streamlearn/streamlearn/internal/online"
+	"github.com/streamlearn/streamlearn/internal/online/onlinetest"
+)
+
+// hashedStream is the benchmark workload: 256 vectors of 40 non-zeros in
+// 2^18 slots (a hashed bag of words), labeled by a random halfspace.
+func hashedStream() ([]online.Vector, []int8) {
+	const bits, nnz, n = 18, 40, 256
+	r := rand.New(rand.NewPCG(42, 42))
+	u := make([]float64, 1<<bits)
+	for i := range u {
+		u[i] = r.NormFloat64()
+	}
+	xs := make([]online.Vector, n)
+	ys := make([]int8, n)
+	for k := range xs {
+		xs[k] = onlinetest.RandomVector(r, bits, nnz)
+		ys[k] = online.Positive
+		if xs[k].Dot(u) < 0 {
+			ys[k] = online.Negative
+		}
+	}
+	return xs, ys
+}
+
+func learners(tb testing.TB) []struct {
+	name string
+	l    online.Learner
+} {
+	mk := func(l online.Learner, err error) online.Learner {
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return l
+	}
+	return []struct {
+		name string
+		l    online.Learner
+	}{
+		{"perceptron", mk(online.NewPerceptron(18, online.PerceptronConfig{Bias: true}))},
+		{"perceptron-avg", mk(online.NewPerceptron(18, online.PerceptronConfig{Bias: true, Average: true}))},
+		{"ogd-hinge", mk(online.NewOGD(18, online.OGDConfig{Loss: online.LossHinge, Eta: 0.1, Bias: true}))},
+		{"ogd-logistic", mk(online.NewOGD(18, online.OGDConfig{Loss: online.LossLogistic, Eta: 0.1, Bias: true}))},
+		{"ogd-logistic-ball", mk(online.NewOGD(18, online.OGDConfig{Loss: online.LossLogistic, Eta: 0.1, Radius: 10, Bias: true}))},
+		{"ogd-squared-fixed", mk(online.NewOGD(18, online.OGDConfig{Loss: online.LossSquared, Eta: 0.01, Schedule: online.ScheduleFixed}))},
+	}
+}
+
+// BenchmarkPredictUpdate measures one round (Predict, Loss, Update) of
+// each learner on the hashed workload: ns/op is the time per event.
+func BenchmarkPredictUpdate(b *testing.B) {
+	xs, ys := hashedStream()
+	for _, tc := range learners(b) {
+		b.Run(tc.name, func(b *testing.B) {
+			l := tc.l
+			b.ReportAllocs()
+			k := 0
+			for b.Loop() {
+				x, y := xs[k&255], ys[k&255]
+				k++
+				p := l.Predict(x)
+				_ = l.Loss(p, y)
+				l.Update(x, y)
+			}
+		})
+	}
+}
+
+func BenchmarkScaler(b *testing.B) {
+	xs, _ := hashedStream()
+	for _, kind := range []string{online.ScaleStandard, online.ScaleL2} {
+		b.Run(kind, func(b *testing.B) {
+			sc, _ := online.NewScaler(18, kind)
+			var z online.Vector
+			b.ReportAllocs()
+			k := 0
+			for b.Loop() {
+				sc.Transform(&z, xs[k&255])
+				k++
+			}
+		})
+	}
+}
+
+// TestHotPathAllocs: one round of every learner, and the scaler, allocate
+// nothing in steady state on the benchmark workload.
+func TestHotPathAllocs(t *testing.T) {
+	xs, ys := hashedStream()
+	for _, tc := range learners(t) {
+		for k := range xs {
+			tc.l.Predict(xs[k])
+			tc.l.Update(xs[k], ys[k])
+		}
+		k := 0
+		n := testing.AllocsPerRun(1000, func() {
+			x, y := xs[k&255], ys[k&255]
+			k++
+			p := tc.l.Predict(x)
+			_ = tc.l.Loss(p, y)
+			tc.l.Update(x, y)
+			if g, ok := tc.l.(online.Guaranteed); ok {
+				_ = g.Guarantee()
+			}
+		})
+		if n != 0 {
+			t.Errorf("%s: %v allocations per round", tc.name, n)
+		}
+	}
+}

@@ -1,0 +1,509 @@
+package online
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// OGD losses, the values of OGDConfig.Loss.
+const (
+	LossHinge    = "hinge"    // max(0, 1 - y·s)
+	LossLogistic = "logistic" // ln(1 + e^(-y·s))
+	LossSquared  = "squared"  // ½(s - y)²
+)
+
+// OGD step-size schedules, the values of OGDConfig.Schedule.
+const (
+	ScheduleSqrt  = "sqrt"  // η_t = η/√t
+	ScheduleFixed = "fixed" // η_t = η
+)
+
+// Defaults of OGDConfig's zero fields.
+const (
+	DefaultOGDLoss     = LossHinge
+	DefaultOGDEta      = 0.1
+	DefaultOGDSchedule = ScheduleSqrt
+)
+
+// OGDConfig configures OGD (learner keys of algorithm "ogd"). The zero
+// value works: hinge loss, η = 0.1, η_t = η/√t, no projection, no bias.
+type OGDConfig struct {
+	// Loss is the surrogate loss of the score s = ⟨w,x⟩ and label y:
+	// "hinge" (default), "logistic" or "squared".
+	Loss string `yaml:"loss"`
+	// Eta is the base step size η > 0; 0 means DefaultOGDEta (0.1).
+	Eta float64 `yaml:"eta"`
+	// Schedule is "sqrt" (η_t = η/√t on round t, the default) or "fixed"
+	// (η_t = η).
+	Schedule string `yaml:"schedule"`
+	// Radius B > 0 projects w onto the L2 ball of radius B after every
+	// step; 0 (the default) does not project.
+	Radius float64 `yaml:"radius"`
+	// Bias adds a constant feature 1 at an extra slot. Default false.
+	Bias bool `yaml:"bias"`
+	// BiasEta is the base step of the bias coordinate (η_b, scheduled like
+	// η); 0 means Eta. A different value makes OGD a diagonally
+	// preconditioned OGD; it exists to express River's LogisticRegression,
+	// whose intercept has its own learning rate (0.01 by default), and
+	// requires Radius 0 (the projected analysis needs one step size).
+	BiasEta float64 `yaml:"bias_eta"`
+}
+
+// withDefaults returns c with zero fields replaced by their defaults.
+func (c OGDConfig) withDefaults() OGDConfig {
+	if c.Loss == "" {
+		c.Loss = DefaultOGDLoss
+	}
+	if c.Eta == 0 {
+		c.Eta = DefaultOGDEta
+	}
+	if c.Schedule == "" {
+		c.Schedule = DefaultOGDSchedule
+	}
+	if c.BiasEta == 0 && c.Bias {
+		c.BiasEta = c.Eta
+	}
+	return c
+}
+
+// Validate reports a configuration error, naming the key at fault.
+func (c OGDConfig) Validate() error {
+	switch c.Loss {
+	case "", LossHinge, LossLogistic, LossSquared:
+	default:
+		return fmt.Errorf("ogd: loss: unknown loss %q (want hinge, logistic or squared)", c.Loss)
+	}
+	switch c.Schedule {
+	case "", ScheduleSqrt, ScheduleFixed:
+	default:
+		return fmt.Errorf("ogd: schedule: unknown schedule %q (want sqrt or fixed)", c.Schedule)
+	}
+	if !finite(c.Eta) || c.Eta < 0 {
+		return fmt.Errorf("ogd: eta: %v is not a finite number > 0", c.Eta)
+	}
+	if !finite(c.Radius) || c.Radius < 0 {
+		return fmt.Errorf("ogd: radius: %v is not a finite number ≥ 0", c.Radius)
+	}
+	if !finite(c.BiasEta) || c.BiasEta < 0 {
+		return fmt.Errorf("ogd: bias_eta: %v is not a finite number > 0", c.BiasEta)
+	}
+	if c.BiasEta != 0 && !c.Bias {
+		return errors.New("ogd: bias_eta: set without bias: true")
+	}
+	if d := c.withDefaults(); c.Bias && d.BiasEta != d.Eta && c.Radius > 0 {
+		return errors.New("ogd: bias_eta: a bias step different from eta requires radius 0")
+	}
+	return nil
+}
+
+// renormBelow is the scale under which OGD folds its scale factor back
+// into the weights (an O(2^bits) pass, made rarely and deterministically).
+const renormBelow = 1e-100
+
+// OGD is Online Gradient Descent (Zinkevich 2003; the textbook's chapter
+// 21.3) on a linear model over 2^bits hashed slots:
+//
+//	w(1) = 0,  w(t+1) = Π_B( w(t) − η_t·∇ℓ_t(w(t)) ),
+//
+// where ℓ_t(w) = loss(⟨w,x_t⟩(+b), y_t) and Π_B is the Euclidean projection
+// onto {‖w‖ ≤ B} (the identity when Radius is 0). The gradient is
+// ∇ℓ_t = c_t·x_t with c_t = ∂loss/∂s: hinge -y when y·s < 1, else 0 (a
+// subgradient; 0 at the kink); logistic -y/(1+e^(y·s)); squared s − y.
+// With Bias the constant feature 1 is part of x and the bias part of w (and
+// of ‖w‖); with BiasEta ≠ Eta its step is η_b,t instead of η_t.
+//
+// Every step is O(nnz(x)): w is stored as s·v with a scalar s, so the
+// projection only rescales s, and ‖w‖² is kept incrementally (recomputed
+// exactly every 2^bits rounds and whenever s falls under 1e-100 and is
+// folded back into v). All of it is deterministic.
+//
+// Prediction: score ⟨w(t),x⟩(+b), label +1 when the score is > 0 and -1
+// otherwise (a zero score predicts -1, as the Perceptron and River do).
+// Loss is the surrogate loss at w(t), the report's `loss`: hinge
+// max(0, 1−y·s), logistic ln(1+e^(−y·s)) computed without overflow,
+// squared ½(s−y)².
+//
+// Guarantee (Guaranteed), at round T with G the largest gradient norm
+// ‖∇ℓ_t(w(t))‖ seen in rounds 1..T, Kind RegretBound:
+//
+//	schedule fixed, radius B:   Value = B²/(2η) + η·G²·T/2
+//	schedule fixed, no radius:  Value = η·G²·T/2                 (u = 0)
+//	schedule sqrt,  radius B:   Value = (2B)²·√T/(2η) + η·G²·(√T − ½)
+//	schedule sqrt,  no radius:  Value = D²·√T/(2η) + η·G²·(√T − ½)  (u = 0)
+//
+// bounding Σ_t ℓ_t(w(t)) − Σ_t ℓ_t(u) for every u in the ball (the
+// comparator set) or for u = 0 where there is no ball. The fixed-step rows
+// are the textbook's OGD theorem (Theorem 21.15: regret(u) ≤ ‖u‖²/(2η) +
+// (η/2)Σ‖v_t‖²); the sqrt rows are Zinkevich 2003, Theorem 1 with step
+// η/√t, diameter bound D ≥ ‖w(t) − u‖ and Σ_{t≤T} 1/√t ≤ 2√T − 1 (also the
+// lecture notes' stochastic sub-gradient descent bound, Theorem 5). With a
+// ball, D = 2B for the whole ball; without one, D is the largest ‖w(t)‖
+// seen (u = 0), a bound known only after the fact but still implied by the
+// theorem for the rounds so far.
+//
+// The tracker can only measure regret against a comparator it can compute
+// online, so the Guarantee's comparator is "zero_vector": ComparatorLoss =
+// Σ_t ℓ_t(0) = T·loss(0, y) (hinge 1, logistic ln 2, squared ½ per round)
+// and RegretBound is the bound for u = 0: the rows above with (2B)²
+// replaced by B² (‖w(t) − 0‖ ≤ B) and B²/(2η) by 0. The best comparator in
+// hindsight over the ball is a convex program over all rounds, not an
+// O(nnz) online quantity; but regret against 0 never exceeds regret against
+// the best u, so a violation seen live is a true violation of the theorem.
+//
+// With BiasEta ≠ Eta (no ball), all norms are those of the preconditioned
+// analysis: G measures ‖g‖_A = √(Σ a_i g_i²) and D measures
+// ‖w‖_{A⁻¹} with a = BiasEta/Eta on the bias coordinate and 1 elsewhere.
+//
+// An update that would overflow (the squared loss diverges when η‖x‖² > 2
+// without a ball) is skipped and counted in Violations.
+//
+// Every index of x must be below 2^bits (a larger one panics). OGD is not
+// safe for concurrent use and retains no x.
+type OGD struct {
+	cfg  OGDConfig // with defaults applied
+	bits uint
+	dim  int
+	loss int // lossHinge...
+
+	s  float64   // w = s·v
+	v  []float64 // v[dim] is the bias when cfg.Bias
+	w2 float64   // ‖w‖² of the non-bias weights
+
+	rounds uint64
+	maxG2  float64 // G², A-norm
+	maxD2  float64 // max ‖w(t)‖²_{A⁻¹} over t ≤ rounds
+	viol   uint64
+
+	raw     float64 // what Predict computed, for Update
+	pending bool
+}
+
+const (
+	lossHinge = iota
+	lossLogistic
+	lossSquared
+)
+
+var (
+	_ Learner    = (*OGD)(nil)
+	_ Guaranteed = (*OGD)(nil)
+)
+
+// NewOGD returns OGD over 2^bits slots with w(1) = 0.
+func NewOGD(bits uint, cfg OGDConfig) (*OGD, error) {
+	if err := checkBits("ogd", bits); err != nil {
+		return nil, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	o := &OGD{cfg: cfg, bits: bits, dim: 1 << bits, s: 1}
+	switch cfg.Loss {
+	case LossHinge:
+		o.loss = lossHinge
+	case LossLogistic:
+		o.loss = lossLogistic
+	case LossSquared:
+		o.loss = lossSquared
+	}
+	n := o.dim
+	if cfg.Bias {
+		n++
+	}
+	o.v = make([]float64, n)
+	return o, nil
+}
+
+// Config returns the configuration with defaults applied.
+func (o *OGD) Config() OGDConfig { return o.cfg }
+
+// Weights appends w (the bias last, with Bias) to dst and returns it.
+func (o *OGD) Weights(dst []float64) []float64 {
+	for _, v := range o.v {
+		dst = append(dst, o.s*v)
+	}
+	return dst
+}
+
+func (o *OGD) bias() float64 {
+	if o.cfg.Bias {
+		return o.s * o.v[o.dim]
+	}
+	return 0
+}
+
+// biasA is a, the bias step relative to η, 0 without a bias.
+func (o *OGD) biasA() float64 {
+	if o.cfg.Bias {
+		return o.cfg.BiasEta / o.cfg.Eta
+	}
+	return 0
+}
+
+// Predict returns the score ⟨w(t),x⟩(+b) and its sign, -1 at 0.
+func (o *OGD) Predict(x Vector) Prediction {
+	raw := o.score(x)
+	o.raw, o.pending = raw, true
+	return Prediction{Label: sign(raw), Score: raw}
+}
+
+func (o *OGD) score(x Vector) float64 {
+	d := x.Dot(o.v)
+	if o.cfg.Bias {
+		d += o.v[o.dim]
+	}
+	if o.s == 1 {
+		return d
+	}
+	return o.s * d
+}
+
+// Loss returns the surrogate loss at w(t) of the score in p.
+func (o *OGD) Loss(p Prediction, y int8) float64 { return o.lossAt(p.Score, y) }
+
+func (o *OGD) lossAt(s float64, y int8) float64 {
+	switch o.loss {
+	case lossHinge:
+		return math.Max(0, 1-float64(y)*s)
+	case lossLogistic:
+		return logistic(float64(y) * s)
+	default:
+		d := s - float64(y)
+		return 0.5 * d * d
+	}
+}
+
+// logistic returns ln(1+e^(−z)) without overflow or cancellation.
+func logistic(z float64) float64 {
+	if z >= 0 {
+		return math.Log1p(math.Exp(-z))
+	}
+	return -z + math.Log1p(math.Exp(z))
+}
+
+// dloss returns ∂loss/∂s at score s.
+func (o *OGD) dloss(s float64, y int8) float64 {
+	fy := float64(y)
+	switch o.loss {
+	case lossHinge:
+		if fy*s < 1 {
+			return -fy
+		}
+		return 0
+	case lossLogistic:
+		return -fy / (math.Exp(fy*s) + 1)
+	default:
+		return s - fy
+	}
+}
+
+// Update takes the projected gradient step on the round's loss at w(t).
+// x must be the vector last passed to Predict (if Predict was not called,
+// the score is recomputed).
+func (o *OGD) Update(x Vector, y int8) {
+	raw := o.raw
+	if !o.pending {
+		raw = o.score(x)
+	}
+	o.pending = false
+	o.rounds++
+	t := o.rounds
+
+	a := o.biasA()
+	b := o.bias()
+	if d2 := o.w2 + b*b/nonzero(a); d2 > o.maxD2 {
+		o.maxD2 = d2
+	}
+	c := o.dloss(raw, y)
+	xn2 := x.Norm2()
+	if g2 := c * c * (xn2 + a); g2 > o.maxG2 {
+		o.maxG2 = g2
+	}
+	if c == 0 {
+		o.maintain(t)
+		return
+	}
+	eta, etaB := o.cfg.Eta, o.cfg.BiasEta
+	if o.cfg.Schedule == ScheduleSqrt {
+		r := math.Sqrt(float64(t))
+		eta, etaB = eta/r, etaB/r
+	}
+	// Refuse a step that would overflow: ‖w(t+1)‖ ≤ ‖w(t)‖ + η_t|c|‖x‖.
+	if step := math.Sqrt(o.w2+b*b) + math.Max(eta, etaB)*math.Abs(c)*math.Sqrt(xn2+1); !(step < 1e150) {
+		o.viol++
+		o.maintain(t)
+		return
+	}
+	// The step w_i ← w_i − η_t·(c·x_i) is computed in w's scale, rounded as
+	// River computes it (exactly so while s = 1); the change of ‖w‖² is
+	// summed in two interleaved accumulators (a fixed order: deterministic).
+	var d0, d1 float64
+	if s := o.s; s == 1 {
+		for k, i := range x.Idx {
+			old := o.v[i]
+			nw := old - eta*(c*x.Val[k])
+			o.v[i] = nw
+			if k&1 == 0 {
+				d0 += nw*nw - old*old
+			} else {
+				d1 += nw*nw - old*old
+			}
+		}
+		if o.cfg.Bias {
+			o.v[o.dim] = b - etaB*c
+		}
+	} else {
+		inv := 1 / s
+		for k, i := range x.Idx {
+			old := s * o.v[i]
+			nw := old - eta*(c*x.Val[k])
+			o.v[i] = nw * inv
+			if k&1 == 0 {
+				d0 += nw*nw - old*old
+			} else {
+				d1 += nw*nw - old*old
+			}
+		}
+		if o.cfg.Bias {
+			o.v[o.dim] = (b - etaB*c) * inv
+		}
+	}
+	o.w2 = math.Max(o.w2+(d0+d1), 0)
+	if B := o.cfg.Radius; B > 0 {
+		b = o.bias()
+		if n2 := o.w2 + b*b; n2 > B*B {
+			f := B / math.Sqrt(n2)
+			o.s *= f
+			o.w2 *= f * f
+		}
+	}
+	o.maintain(t)
+}
+
+// nonzero returns a, or 1 when a is 0 (no bias: b is 0 anyway).
+func nonzero(a float64) float64 {
+	if a == 0 {
+		return 1
+	}
+	return a
+}
+
+// maintain folds s into v when it gets tiny and refreshes ‖w‖² exactly
+// every 2^bits rounds, bounding the drift of the incremental norm.
+func (o *OGD) maintain(t uint64) {
+	if o.s < renormBelow {
+		for i := range o.v {
+			o.v[i] *= o.s
+		}
+		o.s = 1
+		o.recomputeNorm()
+	} else if t%uint64(o.dim) == 0 {
+		o.recomputeNorm()
+	}
+}
+
+func (o *OGD) recomputeNorm() {
+	var w2 float64
+	for _, v := range o.v[:o.dim] {
+		w := o.s * v
+		w2 += w * w
+	}
+	o.w2 = w2
+}
+
+// zeroLoss is ℓ_t(0), the same on every round: loss(0, ±1).
+func (o *OGD) zeroLoss() float64 {
+	switch o.loss {
+	case lossHinge:
+		return 1
+	case lossLogistic:
+		return math.Ln2
+	default:
+		return 0.5
+	}
+}
+
+// Guarantee returns the regret bound of the configured schedule at the
+// current round and the zero-vector comparator (see OGD).
+func (o *OGD) Guarantee() Guarantee {
+	g := Guarantee{Kind: RegretBound, Comparator: "zero_vector", Violations: o.viol}
+	T := float64(o.rounds)
+	g.ComparatorLoss = T * o.zeroLoss()
+	if o.rounds == 0 {
+		return g
+	}
+	eta, G2, B := o.cfg.Eta, o.maxG2, o.cfg.Radius
+	switch o.cfg.Schedule {
+	case ScheduleFixed:
+		g.RegretBound = eta * G2 * T / 2
+		g.Value = g.RegretBound
+		if B > 0 {
+			g.Value += B * B / (2 * eta)
+		}
+	default:
+		r := math.Sqrt(T)
+		grad := eta * G2 * (r - 0.5)
+		if B > 0 {
+			g.RegretBound = B*B*r/(2*eta) + grad
+			g.Value = 4*B*B*r/(2*eta) + grad
+		} else {
+			g.RegretBound = o.maxD2*r/(2*eta) + grad
+			g.Value = g.RegretBound
+		}
+	}
+	return g
+}
+
+const ogdMagic = "SLOG"
+
+// MarshalBinary encodes the configuration, counters and weights w = s·v
+// (as s and v: the representation is part of the deterministic state).
+func (o *OGD) MarshalBinary() ([]byte, error) {
+	e := newEncoder(ogdMagic, 120+8*len(o.v))
+	e.u64(uint64(o.bits))
+	e.str(o.cfg.Loss)
+	e.f64(o.cfg.Eta)
+	e.str(o.cfg.Schedule)
+	e.f64(o.cfg.Radius)
+	e.bool(o.cfg.Bias)
+	e.f64(o.cfg.BiasEta)
+	e.u64(o.rounds)
+	e.f64(o.maxG2)
+	e.f64(o.maxD2)
+	e.u64(o.viol)
+	e.f64(o.s)
+	e.f64(o.w2)
+	e.f64s(o.v)
+	return e.b, nil
+}
+
+// UnmarshalBinary restores a state encoded by MarshalBinary; the bits and
+// configuration must match the receiver's.
+func (o *OGD) UnmarshalBinary(b []byte) error {
+	d := newDecoder("ogd", ogdMagic, b)
+	bits := d.u64()
+	var cfg OGDConfig
+	cfg.Loss = d.str(16)
+	cfg.Eta = d.f64()
+	cfg.Schedule = d.str(16)
+	cfg.Radius = d.f64()
+	cfg.Bias = d.bool()
+	cfg.BiasEta = d.f64()
+	if d.err == nil && (bits != uint64(o.bits) || cfg != o.cfg) {
+		d.fail("encoding is of ogd over %d bits with %+v, not %d bits with %+v", bits, cfg, o.bits, o.cfg)
+	}
+	rounds, maxG2, maxD2, viol, s, w2 := d.u64(), d.f64(), d.f64(), d.u64(), d.f64(), d.f64()
+	if d.err == nil && !(s > 0 && s <= 1 && w2 >= 0 && maxG2 >= 0 && maxD2 >= 0 && finite(w2) && finite(maxG2) && finite(maxD2)) {
+		d.fail("inconsistent state")
+	}
+	v := make([]float64, len(o.v))
+	d.f64sInto(v)
+	if err := d.finish(); err != nil {
+		return err
+	}
+	o.rounds, o.maxG2, o.maxD2, o.viol, o.s, o.w2, o.v = rounds, maxG2, maxD2, viol, s, w2, v
+	o.pending = false
+	return nil
+}

@@ -1,0 +1,155 @@
+package online_test
+
+import (
+	"bytes"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/streamlearn/streamlearn/internal/online"
+	"github.com/streamlearn/streamlearn/internal/online/onlinetest"
+)
+
+// TestScalerStandardMatchesTwoPass: after a stream of sparse vectors, each
+// slot's running mean and population variance equal the two-pass values
+// over the values present at that slot (missing features are not
+// observations), and each transformed value uses the statistics including
+// its own vector.
+func TestScalerStandardMatchesTwoPass(t *testing.T) {
+	const bits = 6
+	r := rand.New(rand.NewPCG(11, 11))
+	sc, err := online.NewScaler(bits, online.ScaleStandard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := make([][]float64, 1<<bits)
+	var z online.Vector
+	for range 3000 {
+		x := onlinetest.RandomVector(r, bits, 1+r.IntN(10))
+		for k := range x.Val {
+			x.Val[k] = 100 + 5*x.Val[k] // offset: exposes naive Σx² formulas
+		}
+		sc.Transform(&z, x)
+		for k, i := range x.Idx {
+			seen[i] = append(seen[i], x.Val[k])
+			m, v := twoPass(seen[i])
+			want := 0.0
+			if v > 0 {
+				want = (x.Val[k] - m) / math.Sqrt(v)
+			}
+			if z.Idx[k] != i || math.Abs(z.Val[k]-want) > 1e-9*(1+math.Abs(want)) {
+				t.Fatalf("slot %d: transformed %v, want %v", i, z.Val[k], want)
+			}
+		}
+	}
+	for i, vals := range seen {
+		n, m, v := sc.Stats(uint32(i))
+		wm, wv := twoPass(vals)
+		if n != uint64(len(vals)) || math.Abs(m-wm) > 1e-12*math.Abs(wm)+1e-12 || math.Abs(v-wv) > 1e-9*wv+1e-12 {
+			t.Errorf("slot %d: n=%d mean=%v var=%v, want %d %v %v", i, n, m, v, len(vals), wm, wv)
+		}
+	}
+}
+
+func twoPass(v []float64) (mean, variance float64) {
+	if len(v) == 0 {
+		return 0, 0
+	}
+	for _, x := range v {
+		mean += x
+	}
+	mean /= float64(len(v))
+	for _, x := range v {
+		variance += (x - mean) * (x - mean)
+	}
+	return mean, variance / float64(len(v))
+}
+
+func TestScalerKinds(t *testing.T) {
+	x := online.Vector{Idx: []uint32{1, 5}, Val: []float64{3, -4}}
+	var z online.Vector
+	l2, _ := online.NewScaler(3, online.ScaleL2)
+	l2.Transform(&z, x)
+	if z.Val[0] != 0.6 || z.Val[1] != -0.8 || x.Val[0] != 3 {
+		t.Errorf("l2: %v (input %v)", z, x)
+	}
+	l2.Transform(&z, online.Vector{})
+	if z.Len() != 0 {
+		t.Errorf("l2 of empty: %v", z)
+	}
+	none, _ := online.NewScaler(3, "")
+	none.Transform(&z, x)
+	if none.Kind() != online.ScaleNone || z.Val[0] != 3 || z.Val[1] != -4 || z.Idx[1] != 5 {
+		t.Errorf("none: %v", z)
+	}
+	st, _ := online.NewScaler(3, online.ScaleStandard)
+	st.Transform(&z, x)
+	if z.Val[0] != 0 || z.Val[1] != 0 {
+		t.Errorf("standard, first observation: %v, want zeros (sd 0)", z)
+	}
+	if _, err := online.NewScaler(3, "minmax"); err == nil {
+		t.Error("unknown kind accepted")
+	}
+	if _, err := online.NewScaler(online.MaxBits+1, online.ScaleNone); err == nil {
+		t.Error("bits beyond MaxBits accepted")
+	}
+}
+
+func TestScalerMarshal(t *testing.T) {
+	r := rand.New(rand.NewPCG(2, 2))
+	a, _ := online.NewScaler(8, online.ScaleStandard)
+	var z online.Vector
+	xs := make([]online.Vector, 400)
+	for k := range xs {
+		xs[k] = onlinetest.RandomVector(r, 8, 12)
+	}
+	for _, x := range xs[:200] {
+		a.Transform(&z, x)
+	}
+	snap, err := a.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := online.NewScaler(8, online.ScaleStandard)
+	b.Transform(&z, xs[300]) // state to be replaced
+	if err := b.UnmarshalBinary(snap); err != nil {
+		t.Fatal(err)
+	}
+	var za, zb online.Vector
+	for _, x := range xs[200:] {
+		a.Transform(&za, x)
+		b.Transform(&zb, x)
+		for k := range za.Val {
+			if math.Float64bits(za.Val[k]) != math.Float64bits(zb.Val[k]) {
+				t.Fatal("restored scaler transforms differently")
+			}
+		}
+	}
+	ba, _ := a.MarshalBinary()
+	bb, _ := b.MarshalBinary()
+	if !bytes.Equal(ba, bb) {
+		t.Error("final encodings differ")
+	}
+	for _, n := range []int{0, 4, len(snap) / 2, len(snap) - 1} {
+		if err := b.UnmarshalBinary(snap[:n]); err == nil {
+			t.Errorf("accepted %d of %d bytes", n, len(snap))
+		}
+	}
+	l2, _ := online.NewScaler(8, online.ScaleL2)
+	if err := l2.UnmarshalBinary(snap); err == nil {
+		t.Error("l2 scaler accepted a standard encoding")
+	}
+}
+
+func TestScalerAllocs(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 3))
+	x := onlinetest.RandomVector(r, 18, 40)
+	for _, kind := range []string{online.ScaleNone, online.ScaleStandard, online.ScaleL2} {
+		sc, _ := online.NewScaler(18, kind)
+		var z online.Vector
+		sc.Transform(&z, x)
+		if n := testing.AllocsPerRun(100, func() { sc.Transform(&z, x) }); n != 0 {
+			t.Errorf("%s: Transform allocates %v times", kind, n)
+		}
+	}
+}

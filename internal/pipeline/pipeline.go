@@ -1,0 +1,269 @@
+// Package pipeline runs decoded events through the configured learners by
+// the online learning protocol — every learner predicts, then, when the
+// event is labeled, every learner updates and the tracker scores the round
+// — and counts what it saw. File replays and live streams share it, which
+// is what makes a replayed topic give exactly the live run's numbers.
+package pipeline
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/streamlearn/streamlearn/internal/config"
+	"github.com/streamlearn/streamlearn/internal/event"
+	"github.com/streamlearn/streamlearn/internal/experts"
+	"github.com/streamlearn/streamlearn/internal/online"
+	"github.com/streamlearn/streamlearn/internal/regret"
+)
+
+// ReasonDomain is the invalid-event reason of an event outside the finite
+// domain of a configured hypothesis class (an explicit table's domain).
+const ReasonDomain event.Reason = "domain"
+
+// Pipeline owns a set of learners, their preprocessing and their tracker.
+// It is not safe for concurrent use: one goroutine owns a pipeline, as it
+// owns the models.
+type Pipeline struct {
+	nodes   []node
+	scaler  *online.Scaler
+	tracker *regret.Tracker
+	scaled  online.Vector
+	preds   []online.Prediction
+	domains []interface{ InDomain(online.Vector) bool }
+
+	counts Counts
+	start  time.Time
+}
+
+// node is one configured learner. Exactly one of learner and hedge is set:
+// hedge is Weighted-Majority over other learners, whose advice is their
+// predictions of the same round.
+type node struct {
+	name, algorithm string
+	learner         online.Learner
+	raw             bool // reads raw feature values (hypothesis classes), not scaled ones
+	hedge           *experts.Hedge
+	experts         []int // node indices giving hedge its advice
+	advice          []int8
+	loss            float64
+}
+
+// Counts are the pipeline's event counters.
+type Counts struct {
+	// Events counts every record seen: learned + predicted + invalid.
+	Events uint64
+	// Learned counts labeled events every learner learned from;
+	// Predicted, unlabeled events that were only predicted.
+	Learned, Predicted uint64
+	// Invalid counts rejected records, and InvalidBy splits them by reason.
+	Invalid   uint64
+	InvalidBy map[event.Reason]uint64
+}
+
+// New builds the learners of c.
+func New(c *config.Config) (*Pipeline, error) {
+	bits := c.Features.Bits
+	scaler, err := online.NewScaler(bits, c.Features.Scale)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: features.scale: %w", err)
+	}
+	p := &Pipeline{
+		scaler:  scaler,
+		tracker: regret.New(),
+		counts:  Counts{InvalidBy: map[event.Reason]uint64{}},
+		start:   time.Now(),
+	}
+	index := map[string]int{}
+	for i, lc := range c.Learners {
+		n, err := build(lc, bits, index)
+		if err != nil {
+			return nil, fmt.Errorf("pipeline: learners[%d] (%s): %w", i, lc.Name, err)
+		}
+		index[lc.Name] = len(p.nodes)
+		p.nodes = append(p.nodes, n)
+		var m regret.Model = n.learner
+		if n.hedge != nil {
+			m = n.hedge
+		}
+		p.tracker.Add(n.name, n.algorithm, m)
+		if d, ok := n.learner.(interface{ InDomain(online.Vector) bool }); ok {
+			p.domains = append(p.domains, d)
+		}
+	}
+	p.preds = make([]online.Prediction, len(p.nodes))
+	return p, nil
+}
+
+func build(lc config.Learner, bits uint, index map[string]int) (node, error) {
+	n := node{name: lc.Name, algorithm: lc.Algorithm}
+	var err error
+	switch lc.Algorithm {
+	case "perceptron":
+		n.learner, err = online.NewPerceptron(bits, lc.Perceptron())
+	case "ogd":
+		n.learner, err = online.NewOGD(bits, lc.OGD())
+	case "consistent", "halving", "soa", "weighted-majority":
+		hc := lc.Hedge()
+		if lc.Class == nil {
+			for _, e := range lc.Experts {
+				n.experts = append(n.experts, index[e])
+			}
+			n.advice = make([]int8, len(n.experts))
+			n.hedge, err = experts.NewHedge(len(n.experts), hc)
+			break
+		}
+		n.raw = true
+		var class *experts.Class
+		class, err = experts.NewClass(*lc.Class, bits)
+		if err != nil {
+			break
+		}
+		switch lc.Algorithm {
+		case "consistent":
+			n.learner = experts.NewConsistent(class)
+		case "halving":
+			n.learner = experts.NewHalving(class)
+		case "soa":
+			n.learner = experts.NewSOA(class)
+		default:
+			n.learner, err = experts.NewWeightedMajority(class, hc)
+		}
+	default:
+		err = fmt.Errorf("unknown algorithm %q", lc.Algorithm)
+	}
+	return n, err
+}
+
+// Process runs one decoded event through every learner and returns their
+// predictions, in configuration order (valid until the next call). An
+// event outside a hypothesis class's domain is rejected before any model,
+// the scaler included, sees it: Process counts it and returns the reason.
+func (p *Pipeline) Process(ev *event.Event) ([]online.Prediction, event.Reason) {
+	for _, d := range p.domains {
+		if !d.InDomain(ev.X) {
+			p.Reject(ReasonDomain)
+			return nil, ReasonDomain
+		}
+	}
+	p.counts.Events++
+	p.scaler.Transform(&p.scaled, ev.X)
+	for i := range p.nodes {
+		n := &p.nodes[i]
+		if n.hedge != nil {
+			for k, e := range n.experts {
+				n.advice[k] = p.preds[e].Label
+			}
+			p.preds[i] = n.hedge.Predict(n.advice)
+			continue
+		}
+		p.preds[i] = n.learner.Predict(p.input(n, ev))
+	}
+	if !ev.Labeled {
+		p.counts.Predicted++
+		return p.preds, ""
+	}
+	p.counts.Learned++
+	y := ev.Label
+	for i := range p.nodes {
+		n := &p.nodes[i]
+		if n.hedge != nil {
+			n.loss = n.hedge.Loss(p.preds[i], y)
+			n.hedge.Update(n.advice, y)
+		} else {
+			n.loss = n.learner.Loss(p.preds[i], y)
+			n.learner.Update(p.input(n, ev), y)
+		}
+		p.tracker.Observe(i, p.preds[i], y, n.loss)
+	}
+	return p.preds, ""
+}
+
+func (p *Pipeline) input(n *node, ev *event.Event) online.Vector {
+	if n.raw {
+		return ev.X
+	}
+	return p.scaled
+}
+
+// Reject counts a record that could not be used, by reason.
+func (p *Pipeline) Reject(reason event.Reason) {
+	p.counts.Events++
+	p.counts.Invalid++
+	p.counts.InvalidBy[reason]++
+}
+
+// Counts returns a copy of the event counters.
+func (p *Pipeline) Counts() Counts {
+	c := p.counts
+	c.InvalidBy = make(map[event.Reason]uint64, len(p.counts.InvalidBy))
+	for r, n := range p.counts.InvalidBy {
+		c.InvalidBy[r] = n
+	}
+	return c
+}
+
+// Names returns the learner names in configuration order.
+func (p *Pipeline) Names() []string {
+	names := make([]string, len(p.nodes))
+	for i, n := range p.nodes {
+		names[i] = n.name
+	}
+	return names
+}
+
+// Tracker returns the pipeline's tracker (owned by the pipeline's goroutine).
+func (p *Pipeline) Tracker() *regret.Tracker { return p.tracker }
+
+// Report is the regret report of DESIGN.md: what `replay --report json`
+// prints, the live service publishes and GET /v1/report serves.
+type Report struct {
+	Events          uint64                 `json:"events"`
+	Labeled         uint64                 `json:"labeled"`
+	Predicted       uint64                 `json:"predicted"`
+	Invalid         uint64                 `json:"invalid"`
+	InvalidByReason map[string]uint64      `json:"invalid_by_reason"`
+	Seconds         float64                `json:"seconds"`
+	Learners        []regret.LearnerReport `json:"learners"`
+}
+
+// Report returns the report as of now. It digests every learner's state:
+// call it per report, not per event.
+func (p *Pipeline) Report() (Report, error) {
+	ls, err := p.tracker.Learners()
+	if err != nil {
+		return Report{}, err
+	}
+	r := Report{
+		Events:          p.counts.Events,
+		Labeled:         p.counts.Learned,
+		Predicted:       p.counts.Predicted,
+		Invalid:         p.counts.Invalid,
+		InvalidByReason: map[string]uint64{},
+		Seconds:         time.Since(p.start).Seconds(),
+		Learners:        ls,
+	}
+	reasons := make([]event.Reason, 0, len(p.counts.InvalidBy))
+	for reason := range p.counts.InvalidBy {
+		reasons = append(reasons, reason)
+	}
+	slices.Sort(reasons)
+	for _, reason := range reasons {
+		r.InvalidByReason[string(reason)] = p.counts.InvalidBy[reason]
+	}
+	return r, nil
+}
+
+// EventConfig returns the decoding configuration of c.
+func EventConfig(c *config.Config) event.Config {
+	return event.Config{
+		Bits:        c.Features.Bits,
+		NGrams:      c.Features.Text.NGrams,
+		Positive:    c.Input.Positive,
+		Negative:    c.Input.Negative,
+		Dense:       c.Features.Dense,
+		MaxBytes:    c.Input.MaxBytes,
+		LabelColumn: c.Input.LabelColumn,
+		Format:      event.Format(c.Input.Format),
+	}
+}

@@ -1,0 +1,28 @@
+// Package regret tracks, per learner, what the online learning protocol
+// scores: rounds, mistakes, cumulative loss, regret against the best
+// comparator in hindsight, and the bound the learner's theorem promises at
+// the current round, with the rounds on which that promise was broken.
+//
+// The tracker knows nothing of transports or metrics: the pipeline feeds it
+// one Observe per learner and labeled event, and everything else (the
+// report, Prometheus collectors, the dashboard) reads a Report snapshot.
+//
+// Definitions (Shalev-Shwartz and Ben-David, Understanding Machine
+// Learning, 2014, chapter 21):
+//
+//   - mistakes: rounds whose predicted label differed from the label;
+//   - loss: the learner's own cumulative loss, as the seed texts charge it
+//     (online.Learner.Loss): mistakes for deterministic classifiers, the
+//     surrogate loss for OGD, the expected loss sum_t <w(t), v_t> for
+//     Weighted-Majority;
+//   - regret: loss minus the comparator's cumulative loss in hindsight
+//     (online.Guarantee.ComparatorLoss), exact where the comparator set is
+//     finite;
+//   - bound: the learner's theorem at the current round; holds is false
+//     exactly when the observed quantity (mistakes or regret) exceeded it.
+//
+// A bound violation is counted once each time a bound goes from holding to
+// not holding, and once for every round on which a realizable-case learner
+// found its version space empty (online.Guarantee.Violations). Either is a
+// drift signal: the stream stopped behaving as the theorem assumes.
+package regret

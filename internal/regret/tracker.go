@@ -1,0 +1,206 @@
+package regret
+
+import (
+	"crypto/sha256"
+	"encoding"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"math"
+
+	"github.com/streamlearn/streamlearn/internal/online"
+)
+
+// boundSlack absorbs floating-point noise in "observed <= bound": regret is
+// a difference of two sums of up to millions of floats.
+const boundSlack = 1e-9
+
+// Model is what the tracker needs of a learner: its canonical state, for
+// the digest. A model that also implements online.Guaranteed has its bound
+// and comparator tracked.
+type Model interface {
+	encoding.BinaryMarshaler
+}
+
+// Tracker keeps the scores of a fixed set of learners. It is not safe for
+// concurrent use: the goroutine that owns the models owns the tracker, and
+// readers take a Report.
+type Tracker struct {
+	learners []learner
+	history  *History
+}
+
+type learner struct {
+	name, algorithm string
+	model           Model
+	guaranteed      online.Guaranteed // nil when the learner has no theorem
+
+	rounds   uint64
+	mistakes uint64
+	loss     float64
+
+	g        online.Guarantee // as of the last round
+	broken   bool             // the bound does not hold as of the last round
+	crossing uint64           // times the bound went from holding to broken
+}
+
+// New returns an empty tracker.
+func New() *Tracker { return &Tracker{} }
+
+// Add registers a learner and returns its index for Observe. Names must be
+// unique; the caller checks.
+func (t *Tracker) Add(name, algorithm string, m Model) int {
+	l := learner{name: name, algorithm: algorithm, model: m}
+	if g, ok := m.(online.Guaranteed); ok {
+		l.guaranteed = g
+		l.g = g.Guarantee()
+	}
+	t.learners = append(t.learners, l)
+	if t.history != nil {
+		t.history.grow(len(t.learners))
+	}
+	return len(t.learners) - 1
+}
+
+// Len returns the number of learners.
+func (t *Tracker) Len() int { return len(t.learners) }
+
+// Observe scores one round of learner i: it predicted p, the label was y,
+// and the learner's loss for the round was loss. Call it after the
+// learner's Update, so that its guarantee covers this round.
+func (t *Tracker) Observe(i int, p online.Prediction, y int8, loss float64) {
+	l := &t.learners[i]
+	l.rounds++
+	if p.Label != y {
+		l.mistakes++
+	}
+	l.loss += loss
+	if l.guaranteed != nil {
+		l.g = l.guaranteed.Guarantee()
+		broken := !l.holds()
+		if broken && !l.broken {
+			l.crossing++
+		}
+		l.broken = broken
+	}
+	if t.history != nil {
+		t.history.observe(i, l)
+	}
+}
+
+// holds reports whether the observed quantity is within the bound.
+func (l *learner) holds() bool {
+	switch l.g.Kind {
+	case online.MistakeBound:
+		return float64(l.mistakes) <= l.g.Value+boundSlack
+	case online.RegretBound:
+		return l.regret() <= l.g.Value+boundSlack*math.Max(1, l.g.Value)
+	}
+	return true
+}
+
+func (l *learner) regret() float64 { return l.loss - l.g.ComparatorLoss }
+
+func (l *learner) violations() uint64 { return l.crossing + l.g.Violations }
+
+// LearnerReport is one learner's entry of the report.
+type LearnerReport struct {
+	Name      string  `json:"name"`
+	Algorithm string  `json:"algorithm"`
+	Rounds    uint64  `json:"rounds"`
+	Mistakes  uint64  `json:"mistakes"`
+	Accuracy  float64 `json:"accuracy"`
+	Loss      float64 `json:"loss"`
+
+	Bound       *BoundReport       `json:"bound,omitempty"`
+	Regret      *RegretReport      `json:"regret,omitempty"`
+	Certificate *CertificateReport `json:"certificate,omitempty"`
+
+	// BoundViolations counts bound crossings plus rounds whose version
+	// space became empty.
+	BoundViolations uint64 `json:"bound_violations"`
+	// StateSHA256 is the SHA-256 of the learner's canonical state followed
+	// by its tracked counters (rounds, mistakes, loss bits).
+	StateSHA256 string `json:"state_sha256"`
+}
+
+// BoundReport is a learner's theorem at the current round.
+type BoundReport struct {
+	Kind  online.BoundKind `json:"kind"`
+	Value float64          `json:"value"`
+	Holds bool             `json:"holds"`
+}
+
+// RegretReport is the learner's regret against its comparator. Bound is
+// omitted when the theorem gives no regret bound.
+type RegretReport struct {
+	Comparator string   `json:"comparator"`
+	Value      float64  `json:"value"`
+	Bound      *float64 `json:"bound,omitempty"`
+}
+
+// CertificateReport is a quantity the learner certifies online.
+type CertificateReport struct {
+	Kind  string  `json:"kind"`
+	Value float64 `json:"value"`
+}
+
+// Learners returns the current report of every learner, in the order they
+// were added. It computes each learner's state digest, which costs a pass
+// over its state: call it per report, not per event.
+func (t *Tracker) Learners() ([]LearnerReport, error) {
+	out := make([]LearnerReport, len(t.learners))
+	for i := range t.learners {
+		r, err := t.learners[i].report()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = r
+	}
+	return out, nil
+}
+
+func (l *learner) report() (LearnerReport, error) {
+	r := LearnerReport{
+		Name:            l.name,
+		Algorithm:       l.algorithm,
+		Rounds:          l.rounds,
+		Mistakes:        l.mistakes,
+		Loss:            l.loss,
+		BoundViolations: l.violations(),
+	}
+	if l.rounds > 0 {
+		r.Accuracy = 1 - float64(l.mistakes)/float64(l.rounds)
+	}
+	if l.guaranteed != nil {
+		g := l.g
+		if g.Kind != online.NoBound && finite(g.Value) {
+			r.Bound = &BoundReport{Kind: g.Kind, Value: g.Value, Holds: !l.broken}
+		}
+		if g.Comparator != "" {
+			r.Regret = &RegretReport{Comparator: g.Comparator, Value: l.regret()}
+			if finite(g.RegretBound) {
+				b := g.RegretBound
+				r.Regret.Bound = &b
+			}
+		}
+		if g.CertificateKind != "" && finite(g.Certificate) {
+			r.Certificate = &CertificateReport{Kind: g.CertificateKind, Value: g.Certificate}
+		}
+	}
+	state, err := l.model.MarshalBinary()
+	if err != nil {
+		return LearnerReport{}, fmt.Errorf("regret: state of learner %q: %w", l.name, err)
+	}
+	h := sha256.New()
+	h.Write(state)
+	var c [24]byte
+	binary.LittleEndian.PutUint64(c[0:], l.rounds)
+	binary.LittleEndian.PutUint64(c[8:], l.mistakes)
+	binary.LittleEndian.PutUint64(c[16:], math.Float64bits(l.loss))
+	h.Write(c[:])
+	r.StateSHA256 = hex.EncodeToString(h.Sum(nil))
+	return r, nil
+}
+
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }

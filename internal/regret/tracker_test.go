@@ -1,0 +1,164 @@
+package regret
+
+import (
+	"math"
+	"testing"
+
+	"github.com/streamlearn/streamlearn/internal/online"
+)
+
+// fake is a model whose guarantee the test sets round by round.
+type fake struct {
+	g     online.Guarantee
+	state []byte
+}
+
+func (f *fake) MarshalBinary() ([]byte, error) { return f.state, nil }
+func (f *fake) Guarantee() online.Guarantee    { return f.g }
+
+type plain struct{}
+
+func (plain) MarshalBinary() ([]byte, error) { return []byte{1}, nil }
+
+func TestTrackerMistakeBoundCrossings(t *testing.T) {
+	f := &fake{g: online.Guarantee{Kind: online.MistakeBound, Value: 2}}
+	tr := New()
+	i := tr.Add("h", "halving", f)
+	// Labels and predictions: mistakes on rounds 1, 2, 3 (crosses the bound
+	// of 2 at round 3), then the bound is raised to 5 (holds again), then
+	// lowered to 1 (crosses a second time).
+	rounds := []struct {
+		pred, y int8
+		bound   float64
+	}{
+		{+1, -1, 2}, {+1, -1, 2}, {-1, +1, 2}, {+1, +1, 5}, {+1, +1, 1},
+	}
+	var wantHolds = []bool{true, true, false, true, false}
+	for k, r := range rounds {
+		f.g.Value = r.bound
+		loss := 0.0
+		if r.pred != r.y {
+			loss = 1
+		}
+		tr.Observe(i, online.Prediction{Label: r.pred}, r.y, loss)
+		rep, err := tr.Learners()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rep[0].Bound.Holds; got != wantHolds[k] {
+			t.Errorf("round %d: holds = %v, want %v", k+1, got, wantHolds[k])
+		}
+	}
+	rep, _ := tr.Learners()
+	r := rep[0]
+	if r.Rounds != 5 || r.Mistakes != 3 || r.Loss != 3 || r.BoundViolations != 2 {
+		t.Errorf("report = %+v, want 5 rounds, 3 mistakes, loss 3, 2 violations", r)
+	}
+	if math.Abs(r.Accuracy-0.4) > 1e-15 {
+		t.Errorf("accuracy = %v, want 0.4", r.Accuracy)
+	}
+	if r.Regret != nil {
+		t.Errorf("regret reported without a comparator: %+v", r.Regret)
+	}
+}
+
+func TestTrackerRegret(t *testing.T) {
+	f := &fake{g: online.Guarantee{
+		Kind: online.RegretBound, Value: 1.5,
+		Comparator: "best_expert", RegretBound: 1.5,
+		Violations: 4,
+	}}
+	tr := New()
+	tr.Add("wm", "weighted-majority", f)
+	tr.Observe(0, online.Prediction{Label: 1, Score: 0.3}, -1, 0.3)
+	tr.Observe(0, online.Prediction{Label: -1, Score: 0.2}, -1, 0.2)
+	f.g.ComparatorLoss = 0
+	rep, _ := tr.Learners()
+	r := rep[0]
+	if r.Regret == nil || r.Regret.Comparator != "best_expert" || math.Abs(r.Regret.Value-0.5) > 1e-15 {
+		t.Fatalf("regret = %+v, want best_expert 0.5", r.Regret)
+	}
+	if r.Regret.Bound == nil || *r.Regret.Bound != 1.5 {
+		t.Errorf("regret bound = %v, want 1.5", r.Regret.Bound)
+	}
+	if !r.Bound.Holds || r.Bound.Kind != online.RegretBound {
+		t.Errorf("bound = %+v, want a holding regret bound", r.Bound)
+	}
+	// Version-space violations reported by the learner are counted too.
+	if r.BoundViolations != 4 {
+		t.Errorf("violations = %d, want 4", r.BoundViolations)
+	}
+	// NaN regret bound is omitted, not serialized.
+	f.g.RegretBound = math.NaN()
+	tr.Observe(0, online.Prediction{Label: -1}, -1, 0)
+	rep, _ = tr.Learners()
+	if rep[0].Regret.Bound != nil {
+		t.Errorf("NaN regret bound reported as %v", *rep[0].Regret.Bound)
+	}
+}
+
+func TestTrackerDigest(t *testing.T) {
+	a, b := New(), New()
+	a.Add("p", "perceptron", plain{})
+	b.Add("p", "perceptron", plain{})
+	for k := 0; k < 3; k++ {
+		a.Observe(0, online.Prediction{Label: 1}, 1, 0)
+		b.Observe(0, online.Prediction{Label: 1}, 1, 0)
+	}
+	ra, _ := a.Learners()
+	rb, _ := b.Learners()
+	if ra[0].StateSHA256 != rb[0].StateSHA256 || len(ra[0].StateSHA256) != 64 {
+		t.Fatalf("digests %q and %q differ for equal runs", ra[0].StateSHA256, rb[0].StateSHA256)
+	}
+	b.Observe(0, online.Prediction{Label: 1}, 1, 0)
+	rb, _ = b.Learners()
+	if ra[0].StateSHA256 == rb[0].StateSHA256 {
+		t.Error("digest ignores the round count")
+	}
+	if ra[0].Bound != nil || ra[0].Regret != nil {
+		t.Error("a learner without a theorem reports a bound")
+	}
+}
+
+func TestHistoryBounded(t *testing.T) {
+	tr := New()
+	tr.Add("a", "perceptron", plain{})
+	tr.Add("b", "perceptron", plain{})
+	tr.EnableHistory(16)
+	const n = 1000
+	for k := 1; k <= n; k++ {
+		y := int8(1)
+		if k%3 == 0 {
+			y = -1
+		}
+		tr.Observe(0, online.Prediction{Label: 1}, y, 0)
+		tr.Observe(1, online.Prediction{Label: 1}, 1, 0)
+	}
+	h := tr.History()
+	if len(h) != 2 {
+		t.Fatalf("%d series, want 2", len(h))
+	}
+	for i, s := range h {
+		if len(s) > 17 || len(s) < 8 {
+			t.Errorf("series %d has %d points, want 8..17", i, len(s))
+		}
+		last := s[len(s)-1]
+		if last.Round != n {
+			t.Errorf("series %d ends at round %d, want %d", i, last.Round, n)
+		}
+		for k := 1; k < len(s); k++ {
+			if s[k].Round <= s[k-1].Round {
+				t.Fatalf("series %d not increasing at %d", i, k)
+			}
+		}
+	}
+	if got := h[0][len(h[0])-1].Mistakes; got != n/3 {
+		t.Errorf("mistakes at the end = %d, want %d", got, n/3)
+	}
+	// Every sampled point is exact: mistakes at round r is floor(r/3).
+	for _, p := range h[0] {
+		if p.Mistakes != p.Round/3 {
+			t.Errorf("point %+v: mistakes want %d", p, p.Round/3)
+		}
+	}
+}
