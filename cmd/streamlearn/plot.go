@@ -16,41 +16,27 @@ import (
 	"github.com/streamlearn/streamlearn/internal/regret"
 )
 
-// palette: the Okabe-Ito colours, distinguishable by colour-blind readers.
-var palette = []color.Color{
-	color.RGBA{0, 114, 178, 255}, color.RGBA{213, 94, 0, 255}, color.RGBA{0, 158, 115, 255},
-	color.RGBA{204, 121, 167, 255}, color.RGBA{230, 159, 0, 255}, color.RGBA{86, 180, 233, 255},
-	color.RGBA{0, 0, 0, 255}, color.RGBA{240, 228, 66, 255},
-}
+var (
+	curveColor = color.RGBA{0, 114, 178, 255} // Okabe-Ito blue
+	boundColor = color.RGBA{213, 94, 0, 255}  // Okabe-Ito vermillion
+)
 
-// writePlot draws two panels over rounds: cumulative mistakes with each
-// learner's mistake bound (dashed), and regret with each learner's regret
-// bound (dashed). The format follows the file extension: .svg or .png.
-func writePlot(path string, names []string, series [][]regret.Point) error {
-	mistakes := plot.New()
-	mistakes.Title.Text = "Cumulative mistakes and mistake bounds"
-	mistakes.X.Label.Text = "round"
-	mistakes.Y.Label.Text = "mistakes"
-	regrets := plot.New()
-	regrets.Title.Text = "Regret and regret bounds"
-	regrets.X.Label.Text = "round"
-	regrets.Y.Label.Text = "regret"
-	for _, p := range []*plot.Plot{mistakes, regrets} {
-		p.Legend.Top = true
-		p.Legend.Left = true
-		p.Add(plotter.NewGrid())
-	}
-
+// writePlot draws one row per learner: cumulative mistakes against the
+// learner's mistake bound, and regret against its regret bound (bounds
+// dashed), each panel on its own scale so a loose bound does not flatten
+// the curve. The format follows the file extension: .svg or .png.
+func writePlot(path string, names, algorithms []string, series [][]regret.Point) error {
+	rows := make([][]*plot.Plot, 0, len(series))
 	for i, s := range series {
-		if len(s) == 0 {
-			continue
-		}
-		c := palette[i%len(palette)]
 		var m, mb, r, rb plotter.XYs
+		hasRegret := false
 		for _, pt := range s {
 			x := float64(pt.Round)
 			m = append(m, plotter.XY{X: x, Y: float64(pt.Mistakes)})
 			r = append(r, plotter.XY{X: x, Y: pt.Regret})
+			if pt.Regret != 0 || pt.RegretBound > 0 {
+				hasRegret = true
+			}
 			if pt.MistakeBound > 0 {
 				mb = append(mb, plotter.XY{X: x, Y: pt.MistakeBound})
 			}
@@ -58,21 +44,37 @@ func writePlot(path string, names []string, series [][]regret.Point) error {
 				rb = append(rb, plotter.XY{X: x, Y: pt.RegretBound})
 			}
 		}
-		if err := addLine(mistakes, names[i], m, c, false); err != nil {
+		left := panel(fmt.Sprintf("%s (%s): mistakes", names[i], algorithms[i]), "mistakes")
+		if err := addLine(left, "mistakes", m, curveColor, false); err != nil {
 			return err
 		}
-		if err := addLine(mistakes, names[i]+" bound", mb, c, true); err != nil {
+		if err := addLine(left, "mistake bound", mb, boundColor, true); err != nil {
 			return err
 		}
-		if err := addLine(regrets, names[i], r, c, false); err != nil {
-			return err
+		right := panel(fmt.Sprintf("%s: regret", names[i]), "regret")
+		if hasRegret {
+			if err := addLine(right, "regret", r, curveColor, false); err != nil {
+				return err
+			}
+			if err := addLine(right, "regret bound", rb, boundColor, true); err != nil {
+				return err
+			}
+		} else {
+			right.Title.Text = names[i] + ": no regret comparator"
+			right.HideAxes()
 		}
-		if err := addLine(regrets, names[i]+" bound", rb, c, true); err != nil {
-			return err
+		for _, p := range []*plot.Plot{left, right} {
+			if p.Y.Min > 0 {
+				p.Y.Min = 0 // anchor counts at zero
+			}
 		}
+		rows = append(rows, []*plot.Plot{left, right})
+	}
+	if len(rows) == 0 {
+		return fmt.Errorf("plot %s: no learner to draw", path)
 	}
 
-	const w, h = 20 * vg.Centimeter, 24 * vg.Centimeter
+	w, h := 24*vg.Centimeter, vg.Length(len(rows))*6*vg.Centimeter
 	var dc vg.CanvasWriterTo
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".svg":
@@ -82,12 +84,30 @@ func writePlot(path string, names []string, series [][]regret.Point) error {
 	default:
 		return fmt.Errorf("plot %s: want a .svg or .png file name", path)
 	}
-	tiles := draw.Tiles{Rows: 2, Cols: 1, PadX: vg.Millimeter, PadY: 4 * vg.Millimeter, PadTop: 2 * vg.Millimeter, PadBottom: 2 * vg.Millimeter, PadLeft: 2 * vg.Millimeter, PadRight: 4 * vg.Millimeter}
-	plots := [][]*plot.Plot{{mistakes}, {regrets}}
-	canvases := plot.Align(plots, tiles, draw.New(dc))
-	mistakes.Draw(canvases[0][0])
-	regrets.Draw(canvases[1][0])
+	tiles := draw.Tiles{
+		Rows: len(rows), Cols: 2,
+		PadX: 8 * vg.Millimeter, PadY: 6 * vg.Millimeter,
+		PadTop: 3 * vg.Millimeter, PadBottom: 3 * vg.Millimeter,
+		PadLeft: 3 * vg.Millimeter, PadRight: 5 * vg.Millimeter,
+	}
+	canvases := plot.Align(rows, tiles, draw.New(dc))
+	for i, row := range rows {
+		for j, p := range row {
+			p.Draw(canvases[i][j])
+		}
+	}
 	return writeCanvas(path, dc)
+}
+
+func panel(title, ylabel string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "round"
+	p.Y.Label.Text = ylabel
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Add(plotter.NewGrid())
+	return p
 }
 
 func addLine(p *plot.Plot, name string, xys plotter.XYs, c color.Color, dashed bool) error {

@@ -87,7 +87,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	if *plotPath != "" {
-		if err := writePlot(*plotPath, p.Names(), p.Tracker().History()); err != nil {
+		if err := writePlot(*plotPath, p.Names(), p.Algorithms(), p.Tracker().History()); err != nil {
 			return err
 		}
 	}

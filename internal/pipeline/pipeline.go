@@ -26,7 +26,7 @@ const ReasonDomain event.Reason = "domain"
 // owns the models.
 type Pipeline struct {
 	nodes   []node
-	scaler  *online.Scaler
+	scaler  *online.Scaler // nil when features.scale is none
 	tracker *regret.Tracker
 	scaled  online.Vector
 	preds   []online.Prediction
@@ -67,6 +67,9 @@ func New(c *config.Config) (*Pipeline, error) {
 	scaler, err := online.NewScaler(bits, c.Features.Scale)
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: features.scale: %w", err)
+	}
+	if c.Features.Scale == "none" {
+		scaler = nil // scaling by 1: learners read the decoded vector itself
 	}
 	p := &Pipeline{
 		scaler:  scaler,
@@ -147,7 +150,11 @@ func (p *Pipeline) Process(ev *event.Event) ([]online.Prediction, event.Reason) 
 		}
 	}
 	p.counts.Events++
-	p.scaler.Transform(&p.scaled, ev.X)
+	if p.scaler != nil {
+		p.scaler.Transform(&p.scaled, ev.X)
+	} else {
+		p.scaled = ev.X
+	}
 	for i := range p.nodes {
 		n := &p.nodes[i]
 		if n.hedge != nil {
@@ -210,6 +217,15 @@ func (p *Pipeline) Names() []string {
 		names[i] = n.name
 	}
 	return names
+}
+
+// Algorithms returns the learner algorithms in configuration order.
+func (p *Pipeline) Algorithms() []string {
+	algs := make([]string, len(p.nodes))
+	for i, n := range p.nodes {
+		algs[i] = n.algorithm
+	}
+	return algs
 }
 
 // Tracker returns the pipeline's tracker (owned by the pipeline's goroutine).

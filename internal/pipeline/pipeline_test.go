@@ -277,3 +277,35 @@ learners:
 		}
 	}
 }
+
+// The hot path — decode, predict, update, track — allocates nothing per
+// event in steady state, for every learner kind at once.
+func TestHotPathAllocs(t *testing.T) {
+	c := mustConfig(t, testConfig)
+	p, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := event.NewDecoder(EventConfig(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSpace(stream(512, 8, 0.05, false)), []byte("\n"))
+	var ev event.Event
+	k := 0
+	step := func() {
+		if err := d.Decode(lines[k%len(lines)], &ev); err != nil {
+			t.Fatal(err)
+		}
+		k++
+		if _, reason := p.Process(&ev); reason != "" {
+			t.Fatal(reason)
+		}
+	}
+	for range 2 * len(lines) {
+		step() // warm up: buffers reach their steady size
+	}
+	if a := testing.AllocsPerRun(1000, step); a != 0 {
+		t.Errorf("%v allocations per event, want 0", a)
+	}
+}

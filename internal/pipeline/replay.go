@@ -28,8 +28,11 @@ type DeadLetters interface {
 // dl; they never stop the replay. progress, when not nil, is called every
 // 64k records with the number of records read so far.
 func (p *Pipeline) Replay(ctx context.Context, r *event.Reader, dl DeadLetters, progress func(records uint64)) error {
-	var ev event.Event
-	var n uint64
+	var (
+		ev event.Event
+		n  uint64
+		de *event.Error
+	)
 	for {
 		if n&0xffff == 0 {
 			if err := ctx.Err(); err != nil {
@@ -41,25 +44,23 @@ func (p *Pipeline) Replay(ctx context.Context, r *event.Reader, dl DeadLetters, 
 		}
 		n++
 		err := r.Next(&ev)
-		if err == io.EOF {
+		switch {
+		case err == nil:
+			if _, reason := p.Process(&ev); reason != "" {
+				msg := fmt.Sprintf("%s:%d: outside the domain of a hypothesis class", r.Name(), r.Offset())
+				if err := p.deadLetter(dl, r.Name(), r.Offset(), reason, msg, r.Raw()); err != nil {
+					return err
+				}
+			}
+		case err == io.EOF:
 			return nil
-		}
-		var de *event.Error
-		if errors.As(err, &de) {
+		case errors.As(err, &de):
 			p.Reject(de.Reason)
 			if err := p.deadLetter(dl, de.Source, de.Offset, de.Reason, de.Error(), r.Raw()); err != nil {
 				return err
 			}
-			continue
-		}
-		if err != nil {
+		default:
 			return fmt.Errorf("replay: %w", err)
-		}
-		if _, reason := p.Process(&ev); reason != "" {
-			msg := fmt.Sprintf("%s:%d: outside the domain of a hypothesis class", r.Name(), r.Offset())
-			if err := p.deadLetter(dl, r.Name(), r.Offset(), reason, msg, r.Raw()); err != nil {
-				return err
-			}
 		}
 	}
 }

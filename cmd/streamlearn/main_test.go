@@ -1,0 +1,179 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/streamlearn/streamlearn/internal/pipeline"
+)
+
+func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var o, e bytes.Buffer
+	code = Main(context.Background(), args, &o, &e)
+	return code, o.String(), e.String()
+}
+
+func replayJSON(t *testing.T, args ...string) pipeline.Report {
+	t.Helper()
+	code, out, errOut := run(t, append([]string{"replay", "--report", "json"}, args...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var r pipeline.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, out)
+	}
+	return r
+}
+
+// The README's first command: the example config on the bundled demo.
+func TestReplayDemo(t *testing.T) {
+	r := replayJSON(t, "-c", "../../config.yaml", "../../testdata/demo.jsonl")
+	if r.Events != 5000 || r.Labeled != 5000 || r.Invalid != 0 {
+		t.Fatalf("events %d labeled %d invalid %d, want 5000/5000/0", r.Events, r.Labeled, r.Invalid)
+	}
+	if len(r.Learners) != 7 {
+		t.Fatalf("%d learners, want the config's 7", len(r.Learners))
+	}
+	// The demo stream is realizable by the thresholds and separable: every
+	// theorem holds. SOA's bound is Ldim of 101 thresholds = floor(log2 101).
+	for _, l := range r.Learners {
+		if l.Bound == nil || !l.Bound.Holds || l.BoundViolations != 0 {
+			t.Errorf("%s: bound %+v, %d violations on the realizable demo", l.Name, l.Bound, l.BoundViolations)
+		}
+		if len(l.StateSHA256) != 64 {
+			t.Errorf("%s: state digest %q", l.Name, l.StateSHA256)
+		}
+		if l.Name == "soa" && (l.Bound.Value != 6 || l.Mistakes > 6) {
+			t.Errorf("soa: %d mistakes, bound %v; want <= 6", l.Mistakes, l.Bound.Value)
+		}
+	}
+}
+
+func TestReplayDeterministic(t *testing.T) {
+	a := replayJSON(t, "-c", "../../config.yaml", "../../testdata/demo.jsonl")
+	b := replayJSON(t, "-c", "../../config.yaml", "../../testdata/demo.jsonl")
+	a.Seconds, b.Seconds = 0, 0
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	if !bytes.Equal(ja, jb) {
+		t.Errorf("two replays differ:\n%s\n%s", ja, jb)
+	}
+}
+
+// The bundled demo is exactly what `generate -n 5000 --seed 1` writes.
+func TestDemoReproducible(t *testing.T) {
+	code, out, errOut := run(t, "generate", "-n", "5000", "--seed", "1")
+	if code != 0 {
+		t.Fatal(errOut)
+	}
+	demo, err := os.ReadFile("../../testdata/demo.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != string(demo) {
+		t.Error("testdata/demo.jsonl differs from `streamlearn generate -n 5000 --seed 1`")
+	}
+}
+
+func TestReplayTextAndPlot(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"curves.svg", "curves.png"} {
+		plot := filepath.Join(dir, name)
+		code, out, errOut := run(t, "replay", "-c", "../../config.yaml", "--plot", plot, "../../testdata/demo.jsonl")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		for _, want := range []string{"events 5000", "learner", "soa", "mistakes <= 6 holds", "vs best_expert"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("text report lacks %q:\n%s", want, out)
+			}
+		}
+		data, err := os.ReadFile(plot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch name {
+		case "curves.svg":
+			for _, want := range []string{"<svg", "soa (soa): mistakes", "wm-h: regret", "regret bound", "mistake bound"} {
+				if !bytes.Contains(data, []byte(want)) {
+					t.Errorf("SVG lacks %q", want)
+				}
+			}
+		case "curves.png":
+			if !bytes.HasPrefix(data, []byte("\x89PNG")) || len(data) < 10000 {
+				t.Errorf("PNG of %d bytes", len(data))
+			}
+		}
+	}
+}
+
+func TestReplayDeadLetters(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	os.WriteFile(in, []byte(`{"features":{"v":0.5},"label":1}
+{"features":{"v":0.5},"label":
+{"features":{"v":0.2},"label":"perhaps"}
+{"features":{"v":0.1},"label":0}
+`), 0o644)
+	dead := filepath.Join(dir, "dead.jsonl")
+	r := replayJSON(t, "--dead-letters", dead, in)
+	if r.Events != 4 || r.Labeled != 2 || r.Invalid != 2 || r.InvalidByReason["malformed"] != 1 || r.InvalidByReason["label"] != 1 {
+		t.Errorf("report %+v", r)
+	}
+	f, err := os.Open(dead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var lines []map[string]any
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, m)
+	}
+	if len(lines) != 2 || lines[0]["offset"] != 2.0 || lines[1]["reason"] != "label" || lines[1]["raw"] != `{"features":{"v":0.2},"label":"perhaps"}` {
+		t.Errorf("dead letters = %v", lines)
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("learners:\n  - {name: a, algorithm: perceptron, wings: 2}\n"), 0o644)
+	for _, tc := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{nil, 2, "Usage"},
+		{[]string{"fly"}, 2, `unknown command "fly"`},
+		{[]string{"replay"}, 2, "no input files"},
+		{[]string{"replay", "--bogus", "x"}, 2, "flag provided but not defined: -bogus"},
+		{[]string{"replay", "--report", "xml", "x"}, 2, `--report "xml"`},
+		{[]string{"replay", "--format", "parquet", "x"}, 2, `--format "parquet"`},
+		{[]string{"replay", "-h"}, 0, "Usage: streamlearn replay"},
+		{[]string{"replay", filepath.Join(dir, "missing.jsonl")}, 1, "missing.jsonl: no such file"},
+		{[]string{"replay", "-c", bad, "../../testdata/demo.jsonl"}, 1, "bad.yaml:2: learners[0].wings: unknown key"},
+		{[]string{"generate", "-n", "-3"}, 2, "-n must be >= 0"},
+	} {
+		code, _, errOut := run(t, tc.args...)
+		if code != tc.code || !strings.Contains(errOut, tc.msg) {
+			t.Errorf("%q: exit %d, stderr %q; want exit %d and %q", tc.args, code, errOut, tc.code, tc.msg)
+		}
+	}
+	code, out, _ := run(t, "version")
+	if code != 0 || !strings.HasPrefix(out, "streamlearn ") {
+		t.Errorf("version: exit %d, %q", code, out)
+	}
+}

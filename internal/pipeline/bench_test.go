@@ -1,0 +1,127 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/streamlearn/streamlearn/internal/event"
+	"github.com/streamlearn/streamlearn/internal/online"
+)
+
+// a9aBytes returns the a9a training file, or a9a-like synthetic lines
+// (14 binary features among 123, ascending) when ../shared is absent.
+func a9aBytes(b *testing.B) []byte {
+	if data, err := os.ReadFile(filepath.Join("../../../shared/data/a9a/a9a")); err == nil {
+		return data
+	}
+	r := rand.New(rand.NewPCG(9, 9))
+	var buf bytes.Buffer
+	for range 32561 {
+		label := "-1"
+		if r.IntN(4) == 0 {
+			label = "+1"
+		}
+		buf.WriteString(label)
+		idx := 1
+		for range 14 {
+			idx += 1 + r.IntN(8)
+			fmt.Fprintf(&buf, " %d:1", idx)
+		}
+		buf.WriteString(" \n")
+	}
+	return buf.Bytes()
+}
+
+// jsonlEvents returns n JSONL events with ten named features, the typical
+// shape of DESIGN.md's event.
+func jsonlEvents(n int) []byte {
+	r := rand.New(rand.NewPCG(10, 10))
+	var buf bytes.Buffer
+	for i := range n {
+		fmt.Fprintf(&buf, `{"id":"m-%d","key":"tenant-%d","ts":"2026-11-22T10:00:00Z","label":%d,"features":{"len":%d,"has_url":%d,"sender=bulk.example":1,"caps":%.3f,"digits":%d,"exclaim":%d,"hour":%d,"reply":%d,"lang=en":1,"score":%.4f}}`+"\n",
+			i, r.IntN(10), r.IntN(2), r.IntN(200), r.IntN(2), r.Float64(), r.IntN(20), r.IntN(5), r.IntN(24), r.IntN(2), r.Float64())
+	}
+	return buf.Bytes()
+}
+
+const benchConfig = `
+learners:
+  - {name: pct, algorithm: perceptron, bias: true}
+`
+
+// BenchmarkReplay measures the whole replay path per record: decode,
+// predict, update and track, with a Perceptron. Compare with BenchmarkBare.
+func BenchmarkReplay(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		data []byte
+	}{{"libsvm-a9a", a9aBytes(b)}, {"jsonl-10-features", jsonlEvents(20000)}} {
+		b.Run(tc.name, func(b *testing.B) {
+			c := mustConfig(b, benchConfig)
+			lines := bytes.Count(tc.data, []byte("\n"))
+			b.SetBytes(int64(len(tc.data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				p, err := New(c)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r, err := event.NewReader(bytes.NewReader(tc.data), tc.name, EventConfig(c))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := p.Replay(context.Background(), r, nil, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*lines), "ns/record")
+			b.ReportMetric(float64(b.N*lines)/b.Elapsed().Seconds(), "records/s")
+		})
+	}
+}
+
+// BenchmarkBare is the floor BenchmarkReplay is held to: the same reader
+// and a bare Perceptron loop, with no pipeline, scaler or tracker.
+func BenchmarkBare(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		data []byte
+	}{{"libsvm-a9a", a9aBytes(b)}, {"jsonl-10-features", jsonlEvents(20000)}} {
+		b.Run(tc.name, func(b *testing.B) {
+			lines := bytes.Count(tc.data, []byte("\n"))
+			b.SetBytes(int64(len(tc.data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				pct, err := online.NewPerceptron(18, online.PerceptronConfig{Bias: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				r, err := event.NewReader(bytes.NewReader(tc.data), tc.name, event.Config{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				var ev event.Event
+				for {
+					err := r.Next(&ev)
+					if err == io.EOF {
+						break
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+					pct.Predict(ev.X)
+					pct.Update(ev.X, ev.Label)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*lines), "ns/record")
+			b.ReportMetric(float64(b.N*lines)/b.Elapsed().Seconds(), "records/s")
+		})
+	}
+}
+
