@@ -124,4 +124,3 @@ func BenchmarkBare(b *testing.B) {
 		})
 	}
 }
-
