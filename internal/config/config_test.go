@@ -9,7 +9,8 @@ import (
 
 func TestGoodConfigs(t *testing.T) {
 	files, _ := filepath.Glob("testdata/good/*.yaml")
-	files = append(files, "../../config.yaml")
+	examples, _ := filepath.Glob("../../examples/*.yaml")
+	files = append(append(files, examples...), "../../config.yaml")
 	if len(files) < 3 {
 		t.Fatalf("found only %d good configs", len(files))
 	}

@@ -173,3 +173,21 @@ func BenchmarkReaderGzipLIBSVM(b *testing.B) {
 		}
 	}
 }
+
+// jsonEvent10 is the typical event: a few string fields, a label and ~10
+// named features (numbers, flags and categorical-looking names).
+var jsonEvent10 = []byte(`{"id":"m-1042","key":"tenant-7","ts":"2026-11-22T10:00:00Z","label":1,` +
+	`"features":{"len":42,"has_url":1,"sender=bulk.example":1,"n_links":3,"caps_ratio":0.25,` +
+	`"hour":10,"weekday":6,"score":-1.5,"lang=en":1,"reply":0}}`)
+
+func BenchmarkDecodeJSON10(b *testing.B) {
+	d, _ := NewDecoder(Config{})
+	var ev Event
+	b.ReportAllocs()
+	b.SetBytes(int64(len(jsonEvent10)))
+	for b.Loop() {
+		if err := d.Decode(jsonEvent10, &ev); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

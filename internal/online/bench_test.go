@@ -113,3 +113,34 @@ func TestHotPathAllocs(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkSlot measures hashing one feature name into 2^18 slots: a
+// decimal name (no hash), short and medium named features and a text
+// bigram, as string and as []byte (the decoders' two paths).
+func BenchmarkSlot(b *testing.B) {
+	m := online.Mask(18)
+	for _, tc := range []struct{ name, s string }{
+		{"decimal", "1234567"},
+		{"short", "len"},
+		{"medium", "sender=bulk.example"},
+		{"long", "the quick brown fox jumps over the lazy dog"},
+	} {
+		b.Run(tc.name+"/string", func(b *testing.B) {
+			b.ReportAllocs()
+			var sink uint32
+			for b.Loop() {
+				sink += online.Slot(tc.s, m)
+			}
+			_ = sink
+		})
+		bs := []byte(tc.s)
+		b.Run(tc.name+"/bytes", func(b *testing.B) {
+			b.ReportAllocs()
+			var sink uint32
+			for b.Loop() {
+				sink += online.Slot(bs, m)
+			}
+			_ = sink
+		})
+	}
+}

@@ -53,9 +53,10 @@ func replayFile(t testing.TB, cfgYAML, path string) Report {
 // data set. want pins each learner's mistakes: these are this code's exact
 // results, so any change to decoding, hashing or a learner shows up here.
 type realCase struct {
-	name, file, config string
-	events             uint64
-	want               map[string]uint64 // learner -> mistakes
+	name, file string
+	config     string // an example config of the repository
+	events     uint64
+	want       map[string]uint64 // learner -> mistakes
 }
 
 var realCases = []realCase{
@@ -65,13 +66,7 @@ var realCases = []realCase{
 		// StandardScaler | LogisticRegression(SGD(0.1)) 88.96% = 1112/1250.
 		// River's intercept has its own learning rate 0.01: bias_eta.
 		name: "river-phishing", file: "river_phishing/phishing.csv.gz",
-		config: `
-input: {label_column: is_phishing}
-features: {scale: standard}
-learners:
-  - {name: pct, algorithm: perceptron, bias: true}
-  - {name: logreg, algorithm: ogd, loss: logistic, eta: 0.1, schedule: fixed, bias: true, bias_eta: 0.01}
-`,
+		config: "../../examples/river-phishing.yaml",
 		events: 1250,
 		want:   map[string]uint64{"pct": 1250 - 1073, "logreg": 1250 - 1112},
 	},
@@ -79,15 +74,7 @@ learners:
 		// Text: words and bigrams hashed into 2^18 slots. All-ham
 		// baseline: 4,827/5,574 = 86.60% (PROVENANCE.md).
 		name: "sms-spam", file: "sms_spam_collection/SMSSpamCollection",
-		config: `
-input: {format: tsv, positive: [spam], negative: [ham]}
-features: {bits: 18, text: {ngrams: 2}}
-learners:
-  - {name: pct, algorithm: perceptron, bias: true}
-  - {name: avg, algorithm: perceptron, bias: true, average: true}
-  - {name: ogd, algorithm: ogd, loss: logistic, eta: 0.5, bias: true}
-  - {name: wm, algorithm: weighted-majority, experts: [pct, avg, ogd], seed: 1}
-`,
+		config: "../../examples/sms-spam.yaml",
 		events: 5574,
 		want:   map[string]uint64{"pct": 185, "avg": 128, "ogd": 215, "wm": 178},
 	},
@@ -95,25 +82,13 @@ learners:
 		// Time-ordered, strongly autocorrelated labels: "predict the
 		// previous label" scores 85.33% (PROVENANCE.md, Zliobaite 2013).
 		name: "elec2", file: "elec2/elec.csv",
-		config: `
-input: {label_column: class}
-learners:
-  - {name: pct, algorithm: perceptron, bias: true}
-  - {name: ogd, algorithm: ogd, loss: logistic, eta: 0.5, bias: true}
-  - {name: soa, algorithm: soa, class: {kind: thresholds, feature: nswprice, min: 0, max: 1, points: 64}}
-  - {name: wm-h, algorithm: weighted-majority, class: {kind: thresholds, feature: nswprice, min: 0, max: 1, points: 64}, seed: 1}
-`,
+		config: "../../examples/elec2.yaml",
 		events: 45312,
 		want:   map[string]uint64{"pct": 6461, "ogd": 16131, "soa": 4445, "wm-h": 11599},
 	},
 	{
 		name: "a9a", file: "a9a/a9a",
-		config: `
-learners:
-  - {name: pct, algorithm: perceptron, bias: true}
-  - {name: ogd, algorithm: ogd, loss: hinge, eta: 0.5, bias: true}
-  - {name: logreg, algorithm: ogd, loss: logistic, eta: 0.5, bias: true}
-`,
+		config: "../../examples/a9a.yaml",
 		events: 32561,
 		want:   map[string]uint64{"pct": 6577, "ogd": 5122, "logreg": 5166},
 	},
@@ -123,7 +98,11 @@ func TestRealData(t *testing.T) {
 	dir := dataDir(t)
 	for _, tc := range realCases {
 		t.Run(tc.name, func(t *testing.T) {
-			rep := replayFile(t, tc.config, filepath.Join(dir, tc.file))
+			cfg, err := os.ReadFile(tc.config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := replayFile(t, string(cfg), filepath.Join(dir, tc.file))
 			if rep.Events != tc.events || rep.Invalid != 0 {
 				t.Errorf("events %d invalid %d, want %d and 0", rep.Events, rep.Invalid, tc.events)
 			}
