@@ -62,8 +62,49 @@ func BenchmarkWeightedMajorityThresholds1024(b *testing.B) {
 
 // SOA over a class without a closed form: memo lookups.
 func BenchmarkSOAIntervals12(b *testing.B) {
-	c := mustClass(b, ClassSpec{Kind: KindIntervals, Feature: "v", Min: 0, Max: 1, Points: 12})
+	c := mustClass(b, ClassSpec{Kind: KindTable, Feature: "v", Domain: []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, Hypotheses: intervalRows(12)})
 	benchLearner(b, c, NewSOA(c))
+}
+
+// intervalRows is intervals over k points as an explicit table (generic
+// memo), for comparison with the structured intervals Ldim.
+func intervalRows(k int) [][]int {
+	var rows [][]int
+	for i := range k {
+		for j := i; j < k; j++ {
+			row := make([]int, k)
+			for p := i; p <= j; p++ {
+				row[p] = 1
+			}
+			rows = append(rows, row)
+		}
+	}
+	return rows
+}
+
+// SOA over 64-point intervals: the structured Ldim (shape recognition of
+// V^(0) and V^(1) per Predict), 2080 hypotheses.
+func BenchmarkSOAIntervals64(b *testing.B) {
+	c := mustClass(b, ClassSpec{Kind: KindIntervals, Feature: "v", Min: 0, Max: 1, Points: 64})
+	benchLearner(b, c, NewSOA(c))
+}
+
+func BenchmarkHalvingIntervals64(b *testing.B) {
+	c := mustClass(b, ClassSpec{Kind: KindIntervals, Feature: "v", Min: 0, Max: 1, Points: 64})
+	benchLearner(b, c, NewHalving(c))
+}
+
+func BenchmarkSOAIntervals256(b *testing.B) {
+	c := mustClass(b, ClassSpec{Kind: KindIntervals, Feature: "v", Min: 0, Max: 1, Points: 256})
+	benchLearner(b, c, NewSOA(c))
+}
+
+// PrepareLdim of 64-point intervals: the pair table (once per class).
+func BenchmarkPrepareLdimIntervals64(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		newIntervalLdim(64)
+	}
 }
 
 func BenchmarkHedge8(b *testing.B) {

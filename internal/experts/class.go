@@ -27,9 +27,9 @@ const (
 	// counter per hypothesis (8 MiB at the limit) and does O(|H|/64) word
 	// operations per event.
 	MaxHypotheses = 1 << 20
-	// MaxTableWords bounds the label table of tabled kinds (intervals,
-	// table, conjunctions): effective domain points × ⌈|H|/64⌉ words,
-	// 32 MiB at the limit.
+	// MaxTableWords bounds the label table of tabled kinds (table,
+	// conjunctions): effective domain points × ⌈|H|/64⌉ words, 32 MiB at
+	// the limit. Thresholds, intervals and stumps compute labels instead.
 	MaxTableWords = 1 << 22
 	// MaxConjunctionFeatures bounds conjunctions: |H| = 3^n + 1 over a
 	// domain of 2^n points.
@@ -222,7 +222,8 @@ type Class struct {
 	full  Set      // H
 	slots []uint32 // feature slots: one for thresholds/intervals/table
 	grid  []float64
-	// Tabled kinds: cols holds the label Set of each effective point.
+	// Tabled kinds (table, conjunctions): cols holds the label Set of
+	// each effective point.
 	cols []uint64
 	np   int // effective domain points; -1 when too many to enumerate
 	// table: the domain sorted, and each sorted value's point index.
@@ -230,14 +231,14 @@ type Class struct {
 	perm   []int32
 	fp     uint64 // fingerprint of the spec and bits, checked by checkpoints
 
-	ld ldimIndex
+	ld ldimIndex // filled on first use (PrepareLdim)
 }
 
 // NewClass builds the class spec declares over a hashed space of 2^bits
 // slots (features are looked up at online.Slot(name, online.Mask(bits))).
-// It computes Ldim(H) and, for classes without a closed form, the
-// Littlestone dimension of every version space a learner can reach; a class
-// too big for that (see MaxVersionSpaces) is an error.
+// It does no Littlestone-dimension work: that is PrepareLdim's, on first
+// use by SOA, so Consistent, Halving and Weighted-Majority take any class
+// within the memory limits (MaxHypotheses, MaxTableWords).
 func NewClass(spec ClassSpec, bits uint) (*Class, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
@@ -297,7 +298,7 @@ func NewClass(spec ClassSpec, bits uint) (*Class, error) {
 	c.full = make(Set, c.w)
 	c.full.setRange(0, c.n)
 	switch spec.Kind {
-	case KindIntervals, KindTable, KindConjunctions:
+	case KindTable, KindConjunctions:
 		if c.np*c.w > MaxTableWords {
 			return nil, fmt.Errorf("class.points: label table of %d points × %d hypotheses is over the size limit", c.np, c.n)
 		}
@@ -325,9 +326,6 @@ func NewClass(spec ClassSpec, bits uint) (*Class, error) {
 		c.perm = idx
 	}
 	c.fp = fingerprint(spec, bits)
-	if err := c.initLdim(); err != nil {
-		return nil, err
-	}
 	return c, nil
 }
 
@@ -348,20 +346,6 @@ func (c *Class) col(p int) Set { return Set(c.cols[p*c.w : (p+1)*c.w]) }
 func (c *Class) buildTable() {
 	s := c.spec
 	switch c.kind {
-	case KindIntervals:
-		k := s.Points
-		// Point 2m+1 is a_m itself: [a_i, a_j] with i ≤ m ≤ j says 1.
-		// Point 2m+2 (m < k-1) lies strictly between a_m and a_{m+1}:
-		// i ≤ m < m+1 ≤ j says 1. Points 0 and 2k are outside the grid.
-		for m := range k {
-			on, between := c.col(2*m+1), c.col(2*m+2)
-			for i := 0; i <= m; i++ {
-				on.setRange(intervalIndex(i, m, k), intervalIndex(i, k-1, k)+1)
-				if m+1 < k {
-					between.setRange(intervalIndex(i, m+1, k), intervalIndex(i, k-1, k)+1)
-				}
-			}
-		}
 	case KindTable:
 		for j, row := range s.Hypotheses {
 			for p, b := range row {
@@ -530,6 +514,8 @@ func (c *Class) Labels(dst Set, x online.Vector) bool {
 	case KindThresholds:
 		clear(dst)
 		dst.setRange(0, p)
+	case KindIntervals:
+		c.intervalLabels(dst, p)
 	case KindStumps:
 		clear(dst)
 		for f, s := range c.slots {
@@ -539,6 +525,26 @@ func (c *Class) Labels(dst Set, x online.Vector) bool {
 		copy(dst, c.col(p))
 	}
 	return true
+}
+
+// intervalLabels overwrites dst with the intervals saying 1 on effective
+// point p, computed rather than tabled (O(k + |H|/64) word operations):
+// point 2m+1 is a_m itself, where [a_i, a_j] with i ≤ m ≤ j says 1; point
+// 2m+2 (m < k-1) lies strictly between a_m and a_{m+1}, where i ≤ m <
+// m+1 ≤ j says 1; points 0 and 2k are outside the grid (all 0).
+func (c *Class) intervalLabels(dst Set, p int) {
+	clear(dst)
+	k := c.spec.Points
+	if p == 0 || p == 2*k {
+		return
+	}
+	m, j := (p-1)/2, (p-1)/2
+	if p%2 == 0 {
+		j = m + 1
+	}
+	for i := 0; i <= m; i++ {
+		dst.setRange(intervalIndex(i, j, k), intervalIndex(i, k-1, k)+1)
+	}
 }
 
 // stumpLabels adds to dst the stumps of feature f that say 1 when the
@@ -561,6 +567,8 @@ func (c *Class) column(dst Set, p int) {
 	case KindThresholds:
 		clear(dst)
 		dst.setRange(0, p)
+	case KindIntervals:
+		c.intervalLabels(dst, p)
 	case KindStumps:
 		clear(dst)
 		k := c.spec.Points
@@ -643,4 +651,18 @@ func (c *Class) pointVector(p int) online.Vector {
 		}
 	}
 	return x
+}
+
+// describe names the class in errors: kind, feature(s), grid and |H|.
+func (c *Class) describe() string {
+	s := c.spec
+	switch c.kind {
+	case KindThresholds, KindIntervals:
+		return fmt.Sprintf("%s on %q over %d points (%d hypotheses)", c.kind, s.Feature, s.Points, c.n)
+	case KindTable:
+		return fmt.Sprintf("table on %q (%d hypotheses × %d domain values)", s.Feature, c.n, len(s.Domain))
+	case KindStumps:
+		return fmt.Sprintf("stumps on %q over %d points (%d hypotheses)", s.Features, s.Points, c.n)
+	}
+	return fmt.Sprintf("%s on %q (%d hypotheses)", c.kind, s.Features, c.n)
 }

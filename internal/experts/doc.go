@@ -15,7 +15,8 @@
 //
 //   - thresholds: h_i(x) = 1 iff x_f ≥ a_i; |H| = k.
 //   - intervals: h_{i,j}(x) = 1 iff a_i ≤ x_f ≤ a_j for i ≤ j; |H| =
-//     k(k+1)/2, indexed row by row (i, then j).
+//     k(k+1)/2 (no empty interval: the all-0 function is not in H),
+//     indexed row by row (i, then j).
 //   - table: domain (distinct values of the feature) and hypotheses (rows
 //     of 0/1 labels, one per domain element); |H| = rows. Any other value
 //     of the feature is outside the domain.
@@ -38,25 +39,53 @@
 // Class.Ldim(V) is exact: Ldim(∅) = -1 (the empty set shatters not even the
 // depth-0 tree), Ldim(V) = 0 when |V| ≥ 1 and no point splits V, and
 // otherwise max over points x splitting V of 1 + min(Ldim(V^(0)),
-// Ldim(V^(1))) (Definition 21.5; Littlestone 1988). Closed forms are used
-// where they are known and proved next to the code (ldim.go):
+// Ldim(V^(1))) (Definition 21.5; Littlestone 1988).
 //
-//   - thresholds: Ldim(V) = ⌊log₂|V|⌋ for every V ⊆ H;
+// Only SOA needs it (its prediction and its published bound Ldim(H)).
+// NewClass does no Ldim work: Consistent, Halving and Weighted-Majority
+// accept every class within the memory limits below. The work is done
+// once per class, on first use, by Class.PrepareLdim (NewSOA calls it;
+// NewSOAChecked and NewLearner return its error, NewSOA panics with it).
+// Closed forms or structured recursions, proved next to the code:
+//
+//   - thresholds: Ldim(V) = ⌊log₂|V|⌋ for every V ⊆ H (ldim.go); no
+//     limit but MaxHypotheses;
 //   - classes whose hypotheses each say 1 on at most one point (singletons,
 //     Example 21.3): Ldim(V) = 1 when V holds two distinct functions, else
-//     0 (-1 when empty), however large |V|.
+//     0 (-1 when empty), however large |V|;
+//   - intervals (intervals.go): every version space a learner reaches,
+//     recovery included, is a rectangle {(i, j) : i ∈ [a, b], j ∈ [c, d]}
+//     with b ≤ c, whose Ldim is ⌊log₂(b-a+1)⌋ + ⌊log₂(d-c+1)⌋, or a union of
+//     the intervals inside disjoint gaps (before any positive label), whose
+//     Ldim is read from a table over its two largest gaps (a lemma verified
+//     exhaustively up to sum 26, not proved). Both are checked against the
+//     generic recursion on every reachable version space for up to 10 grid
+//     points. Ldim(H) = 10 for 64 points, 14 for 256. The table costs about
+//     points³ steps once per class (measured 0.6 ms at 64 points, 90 ms at
+//     256, 0.8 s at 512); a lookup recognizes V's shape in O(points +
+//     |H|/64) word operations without allocating. Refused beyond
+//     MaxIntervalLdimPoints (512) grid points.
 //
-// Every other class gets the generic recursion at NewClass, exhaustively
-// over every version space reachable from H by labeled points, memoized by
-// bitset key; SOA then only looks Ldim up (no allocation, no recomputation).
-// The computation is exponential in general and is refused by NewClass
+// Every other class (tables, stumps, conjunctions) gets the generic
+// recursion, exhaustively over every version space reachable from H by
+// labeled points, memoized by bitset key; SOA then only looks Ldim up (no
+// allocation, no recomputation). The computation is exponential in general
+// and PrepareLdim refuses, with an error naming the class and the limit,
 // beyond MaxGenericHypotheses (512) hypotheses, MaxVersionSpaces (2^18)
 // memoized version spaces, maxLdimWork (2^25) split evaluations or
-// MaxGenericPoints (4096) effective domain points. Measured: intervals up
-// to 13 grid points (0.6 s), conjunctions up to 4 features (0.1 s), stumps
-// over 1 feature up to ~200 points, 2 features ~10 points, 3 features ~4;
+// MaxGenericPoints (4096) effective domain points. Measured: conjunctions
+// up to 4 features (0.1 s; 5 features is refused after 1.4 s), stumps over
+// 1 feature up to ~200 points, 2 features ~10 points, 3 features ~4;
 // tables of a few dozen hypotheses over a dozen points (any size when they
-// are singletons). Thresholds have no limit but MaxHypotheses.
+// are singletons).
+//
+// Memory limits of a class, whatever the learner: |H| ≤ MaxHypotheses
+// (2^20; a learner keeps a uint64 loss per hypothesis, 8 MiB, and a
+// version space of |H| bits), and for tabled kinds (table, conjunctions)
+// effective points × ⌈|H|/64⌉ ≤ MaxTableWords (2^22 words, 32 MiB).
+// Thresholds, intervals and stumps compute labels instead of tabling them:
+// intervals go up to 1447 grid points (1,047,628 hypotheses), thresholds
+// up to 2^20, conjunctions up to MaxConjunctionFeatures (10).
 //
 // # Realizable-case learners and the recovery policy
 //

@@ -67,7 +67,7 @@ func randomTable(r *rand.Rand, hyps, points int) ClassSpec {
 // closed-form Ldim.
 func testClasses(t testing.TB) map[string]*Class {
 	r := rand.New(rand.NewPCG(7, 7))
-	return map[string]*Class{
+	m := map[string]*Class{
 		"thresholds64":  mustClass(t, ClassSpec{Kind: KindThresholds, Feature: "v", Min: 0, Max: 1, Points: 64}),
 		"intervals8":    mustClass(t, ClassSpec{Kind: KindIntervals, Feature: "v", Min: -1, Max: 1, Points: 8}),
 		"table12x10":    mustClass(t, randomTable(r, 12, 10)),
@@ -76,6 +76,12 @@ func testClasses(t testing.TB) map[string]*Class {
 		"stumps2x4":     mustClass(t, ClassSpec{Kind: KindStumps, Features: []string{"a", "b"}, Min: 0, Max: 1, Points: 4}),
 		"conjunctions3": mustClass(t, ClassSpec{Kind: KindConjunctions, Features: []string{"a", "b", "c"}}),
 	}
+	for name, c := range m {
+		if err := c.PrepareLdim(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	return m
 }
 
 // randomEvent returns an event of c's features: usually on a random

@@ -1,10 +1,13 @@
 package experts
 
 import (
+	"fmt"
 	"math/bits"
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/streamlearn/streamlearn/internal/online"
 )
 
 // genericLdim computes Ldim(v) by the generic recursion, bypassing any
@@ -44,7 +47,7 @@ func TestLdimTextbookExamples(t *testing.T) {
 	for _, d := range []int{2, 3, 10, 100, 2000} {
 		for _, zero := range []bool{false, true} {
 			c := mustClass(t, singletonTable(d, zero))
-			if c.ld.mode != modeSingletons {
+			if err := c.PrepareLdim(); err != nil || c.ld.mode != modeSingletons {
 				t.Errorf("singletons(%d): closed form not detected", d)
 			}
 			if c.Dim() != 1 {
@@ -139,7 +142,7 @@ func TestLdimClosedFormsMatchGeneric(t *testing.T) {
 			s.Hypotheses = append(s.Hypotheses, row)
 		}
 		c := mustClass(t, s)
-		if c.ld.mode != modeSingletons {
+		if err := c.PrepareLdim(); err != nil || c.ld.mode != modeSingletons {
 			t.Fatalf("trial %d: singleton-like table not detected", trial)
 		}
 		for range 20 {
@@ -199,26 +202,70 @@ func TestLdimMemoMatchesPruned(t *testing.T) {
 	}
 }
 
+// Classes too big for the exact Ldim are accepted by NewClass and by the
+// learners that do not need Ldim; SOA refuses them with an error naming the
+// class and the limit.
 func TestLdimSizeLimits(t *testing.T) {
 	for _, tc := range []struct {
 		spec ClassSpec
 		want string
 	}{
-		{ClassSpec{Kind: KindConjunctions, Features: []string{"a", "b", "c", "d", "e"}}, "too big for the exact Littlestone dimension"},
-		{ClassSpec{Kind: KindStumps, Features: []string{"a", "b", "c"}, Min: 0, Max: 1, Points: 40}, "too many effective domain points"},
-		{ClassSpec{Kind: KindIntervals, Feature: "v", Min: 0, Max: 1, Points: 64}, "too big for the exact Littlestone dimension"},
+		{ClassSpec{Kind: KindConjunctions, Features: []string{"a", "b", "c", "d", "e"}}, `class conjunctions on ["a" "b" "c" "d" "e"] (244 hypotheses): exact Littlestone dimension out of reach: more than 262144 version spaces, limit MaxVersionSpaces`},
+		{ClassSpec{Kind: KindConjunctions, Features: strings.Split("abcdefg", "")}, "2188 hypotheses and no closed form, limit 512 (MaxGenericHypotheses)"},
+		{ClassSpec{Kind: KindStumps, Features: []string{"a", "b", "c"}, Min: 0, Max: 1, Points: 40}, "too many effective domain points, limit 4096 (MaxGenericPoints"},
+		{ClassSpec{Kind: KindIntervals, Feature: "v", Min: 0, Max: 1, Points: 1447}, `class intervals on "v" over 1447 points (1047628 hypotheses): exact Littlestone dimension out of reach: 1447 grid points, limit 512 (MaxIntervalLdimPoints)`},
+		{ClassSpec{Kind: KindTable, Feature: "v", Domain: []float64{1, 2, 3, 4, 5, 6, 7, 8}, Hypotheses: func() (h [][]int) {
+			for i := range 600 {
+				h = append(h, []int{i & 1, i >> 1 & 1, i >> 2 & 1, i >> 3 & 1, i >> 4 & 1, i >> 5 & 1, i >> 6 & 1, i >> 7 & 1})
+			}
+			return h
+		}()}, "class table on \"v\" (600 hypotheses × 8 domain values): exact Littlestone dimension out of reach: 600 hypotheses"},
+		{ClassSpec{Kind: KindIntervals, Feature: "v", Min: 0, Max: 1, Points: 20}, ""},
 	} {
-		_, err := NewClass(tc.spec, testBits)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("NewClass(%s): error %v, want one containing %q", tc.spec.Kind, err, tc.want)
+		if raceEnabled && strings.Contains(tc.want, "MaxVersionSpaces") {
+			continue // a second and a half of memo filling before the refusal
 		}
+		c, err := NewClass(tc.spec, testBits)
+		if err != nil {
+			t.Fatalf("NewClass(%s): %v", tc.spec.Kind, err)
+		}
+		for _, alg := range []string{"consistent", "halving", "weighted-majority"} {
+			l, err := NewLearner(alg, c, HedgeConfig{Seed: 1})
+			if err != nil || l == nil {
+				t.Fatalf("%s over %s: %v", alg, c.describe(), err)
+			}
+			x := c.pointVector(c.numPointsOrGrid() - 1)
+			l.Predict(x)
+			l.Update(x, online.Positive)
+		}
+		l, err := NewLearner("soa", c, HedgeConfig{})
+		if tc.want == "" {
+			if err != nil || l == nil {
+				t.Errorf("soa over %s: %v", c.describe(), err)
+			}
+			continue
+		}
+		if err == nil || l != nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "soa: class ") {
+			t.Errorf("soa over %s: error %v, want one containing %q", c.describe(), err, tc.want)
+		}
+		func() {
+			defer func() {
+				if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), tc.want) {
+					t.Errorf("NewSOA over %s: panic %v", c.describe(), r)
+				}
+			}()
+			NewSOA(c)
+		}()
 	}
 	// Closed forms have no such limit.
-	if _, err := NewClass(ClassSpec{Kind: KindThresholds, Feature: "v", Min: 0, Max: 1, Points: 1 << 16}, testBits); err != nil {
+	if _, err := NewSOAChecked(mustClass(t, ClassSpec{Kind: KindThresholds, Feature: "v", Min: 0, Max: 1, Points: 1 << 16})); err != nil {
 		t.Errorf("thresholds(65536): %v", err)
 	}
-	if _, err := NewClass(singletonTable(3000, true), testBits); err != nil {
+	if _, err := NewSOAChecked(mustClass(t, singletonTable(3000, true))); err != nil {
 		t.Errorf("singletons(3000): %v", err)
+	}
+	if _, err := NewLearner("perceptron", mustClass(t, figureTable(0)), HedgeConfig{}); err == nil {
+		t.Error("NewLearner accepted an unknown algorithm")
 	}
 }
 

@@ -91,6 +91,8 @@ func TestSOAAdversary(t *testing.T) {
 	classes := testClasses(t)
 	classes["thresholds1024"] = mustClass(t, ClassSpec{Kind: KindThresholds, Feature: "v", Min: 0, Max: 1, Points: 1024})
 	classes["figure-stars"] = mustClass(t, figureTable(0b1010))
+	classes["intervals32"] = intervalsClass(t, 32)
+	classes["intervals64"] = intervalsClass(t, 64)
 	for name, c := range classes {
 		soa := NewSOA(c)
 		v := c.All()
@@ -344,6 +346,7 @@ func TestMarshalRoundTrip(t *testing.T) {
 func TestAllocsZero(t *testing.T) {
 	classes := testClasses(t)
 	classes["thresholds1024"] = mustClass(t, ClassSpec{Kind: KindThresholds, Feature: "v", Min: 0, Max: 1, Points: 1024})
+	classes["intervals64"] = intervalsClass(t, 64)
 	for name, c := range classes {
 		r := rand.New(rand.NewPCG(1, 1))
 		xs := make([]online.Vector, 64)

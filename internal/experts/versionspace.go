@@ -172,6 +172,9 @@ func (s *versionSpace) UnmarshalBinary(b []byte) error {
 	if violations > rounds {
 		return errors.New("experts: more violations than rounds")
 	}
+	if s.tag == tagSOA && !s.c.ldimSupports(v) {
+		return errors.New("experts: version space is not one a learner can reach")
+	}
 	for _, l := range loss {
 		if l > rounds {
 			return errors.New("experts: a hypothesis has more mistakes than rounds")
@@ -242,13 +245,58 @@ func (l *Halving) Guarantee() online.Guarantee { return l.guarantee(math.Log2(fl
 // predicts a label no hypothesis of V gives. Not safe for concurrent use.
 type SOA struct{ versionSpace }
 
-// NewSOA returns SOA over c with V_1 = H.
-func NewSOA(c *Class) *SOA { return &SOA{newVersionSpace(c, tagSOA)} }
+// NewSOA returns SOA over c with V_1 = H. It computes, once per class,
+// what the exact Littlestone dimension needs (PrepareLdim) and panics with
+// PrepareLdim's error when that is out of reach; NewSOAChecked returns the
+// error instead.
+func NewSOA(c *Class) *SOA {
+	l, err := NewSOAChecked(c)
+	if err != nil {
+		panic("experts: " + err.Error())
+	}
+	return l
+}
+
+// NewSOAChecked returns SOA over c with V_1 = H, or an error naming the
+// class and the limit when its exact Littlestone dimension is out of reach
+// (PrepareLdim).
+func NewSOAChecked(c *Class) (*SOA, error) {
+	if err := c.PrepareLdim(); err != nil {
+		return nil, fmt.Errorf("soa: %w", err)
+	}
+	return &SOA{newVersionSpace(c, tagSOA)}, nil
+}
+
+// NewLearner returns the learner algorithm (consistent, halving, soa or
+// weighted-majority, as typed in the config) over c; cfg is used by
+// weighted-majority only. Only soa needs the exact Littlestone dimension;
+// it is the only one that can fail on a class NewClass accepted.
+func NewLearner(algorithm string, c *Class, cfg HedgeConfig) (online.Learner, error) {
+	switch algorithm {
+	case "consistent":
+		return NewConsistent(c), nil
+	case "halving":
+		return NewHalving(c), nil
+	case "soa":
+		l, err := NewSOAChecked(c)
+		if err != nil {
+			return nil, err // not a typed nil in the interface
+		}
+		return l, nil
+	case "weighted-majority":
+		l, err := NewWeightedMajority(c, cfg)
+		if err != nil {
+			return nil, err
+		}
+		return l, nil
+	}
+	return nil, fmt.Errorf("experts: unknown algorithm %q (want consistent, halving, soa or weighted-majority)", algorithm)
+}
 
 // Predict returns argmax_r Ldim(V^(r)) (ties Positive) with Score
 // Ldim(V^(1)) - Ldim(V^(0)). Outside the domain it returns Negative with
-// Score 0. Ldim comes from the class's closed form or memo: Predict does
-// not allocate, and does not retain x.
+// Score 0. Ldim comes from the class's closed form, structured recursion
+// (intervals) or memo: Predict does not allocate, and does not retain x.
 func (l *SOA) Predict(x online.Vector) online.Prediction {
 	if !l.c.Labels(l.lab, x) {
 		return online.Prediction{Label: online.Negative}

@@ -122,16 +122,7 @@ func build(lc config.Learner, bits uint, index map[string]int) (node, error) {
 		if err != nil {
 			break
 		}
-		switch lc.Algorithm {
-		case "consistent":
-			n.learner = experts.NewConsistent(class)
-		case "halving":
-			n.learner = experts.NewHalving(class)
-		case "soa":
-			n.learner = experts.NewSOA(class)
-		default:
-			n.learner, err = experts.NewWeightedMajority(class, hc)
-		}
+		n.learner, err = experts.NewLearner(lc.Algorithm, class, hc)
 	default:
 		err = fmt.Errorf("unknown algorithm %q", lc.Algorithm)
 	}

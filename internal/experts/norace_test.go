@@ -1,0 +1,5 @@
+//go:build !race
+
+package experts
+
+const raceEnabled = false
