@@ -2,6 +2,7 @@ package event
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -26,19 +27,30 @@ func benchCanon(b *testing.B, n int, method func(c *canonicalizer, x *online.Vec
 	}
 }
 
+// packed fills c.keys with the packed keys of x.
+func packed(c *canonicalizer, x *online.Vector) []uint64 {
+	c.keys = c.keys[:0]
+	for j, i := range x.Idx {
+		c.keys = append(c.keys, uint64(i)<<32|uint64(j))
+	}
+	return c.keys
+}
+
 func BenchmarkCanonicalize(b *testing.B) {
-	for _, n := range []int{16, 49, 200} {
+	for _, n := range []int{10, 16, 49, 200} {
 		b.Run("auto/"+strconv.Itoa(n), func(b *testing.B) {
 			benchCanon(b, n, func(c *canonicalizer, x *online.Vector) { c.canonicalize(x) })
 		})
 		b.Run("pdq/"+strconv.Itoa(n), func(b *testing.B) {
-			benchCanon(b, n, func(c *canonicalizer, x *online.Vector) { c.sort(x.Idx, x.Val) })
+			benchCanon(b, n, func(c *canonicalizer, x *online.Vector) { slicesSort(packed(c, x)) })
 		})
 		b.Run("insertion/"+strconv.Itoa(n), func(b *testing.B) {
-			benchCanon(b, n, func(c *canonicalizer, x *online.Vector) { insertionSort(x.Idx, x.Val, 1) })
+			benchCanon(b, n, func(c *canonicalizer, x *online.Vector) { insertionSort(packed(c, x), 1) })
 		})
 		b.Run("bucket/"+strconv.Itoa(n), func(b *testing.B) {
-			benchCanon(b, n, func(c *canonicalizer, x *online.Vector) { c.bucket(x.Idx, x.Val) })
+			benchCanon(b, n, func(c *canonicalizer, x *online.Vector) { c.bucket(packed(c, x)) })
 		})
 	}
 }
+
+var slicesSort = slices.Sort[[]uint64]

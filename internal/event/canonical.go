@@ -19,16 +19,19 @@ const (
 // canonicalizer puts vectors into canonical form with reusable scratch
 // space. Not safe for concurrent use.
 type canonicalizer struct {
-	keys   []uint64
-	vals   []float64
-	idx    []uint32
-	counts [bucketSort + 1]int32
+	keys, tmp []uint64
+	vals      []float64
+	counts    [bucketSort + 1]int32
 }
 
 // canonicalize sorts x by slot and sums the values of equal slots, in
 // place. The result does not depend on the order of the entries, bit for
 // bit: equal slots are summed in ascending order of their values, so even
 // rounding is canonical. It reports false when a sum overflows to ±Inf.
+//
+// It sorts packed keys slot<<32 | position (one uint64 compare and move
+// per step instead of a pair), then gathers the values by position and
+// sorts each run of one slot by value as it merges the run.
 func (c *canonicalizer) canonicalize(x *online.Vector) bool {
 	idx, val := x.Idx, x.Val
 	n := len(idx)
@@ -39,56 +42,95 @@ func (c *canonicalizer) canonicalize(x *online.Vector) bool {
 	if k >= n {
 		return true // already canonical: the common case for LIBSVM
 	}
+	keys := slices.Grow(c.keys[:0], n)[:n]
+	for j, i := range idx {
+		keys[j] = uint64(i)<<32 | uint64(j)
+	}
 	switch {
 	case n <= smallSort:
-		insertionSort(idx, val, k)
+		insertionSort(keys, k) // keys[:k] are sorted already
 	case n <= bucketSort:
-		c.bucket(idx, val)
+		c.keys = keys
+		keys = c.bucket(keys) // into c.tmp
 	default:
-		c.sort(idx, val)
+		slices.Sort(keys)
 	}
-	// Merge equal slots.
+	if n > bucketSort || n <= smallSort {
+		c.keys = keys
+	}
+	vals := append(c.vals[:0], val...)
+	c.vals = vals
+	// Gather and merge. A run of one slot is gathered into val[w:w+r],
+	// free since w <= j, sorted by value and summed in that order.
 	w := 0
-	summed := false
-	for j := 1; j < n; j++ {
-		if idx[j] == idx[w] {
-			val[w] += val[j]
-			summed = true
+	finite := true
+	for j := 0; j < n; w++ {
+		key := keys[j]
+		slot := uint32(key >> 32)
+		idx[w] = slot
+		h := j + 1
+		if h == n || uint32(keys[h]>>32) != slot {
+			val[w] = vals[uint32(key)]
+			j = h
 			continue
 		}
-		w++
-		idx[w], val[w] = idx[j], val[j]
-	}
-	x.Idx, x.Val = idx[:w+1], val[:w+1]
-	if summed {
-		for _, v := range x.Val {
-			if math.IsInf(v, 0) {
-				return false
-			}
+		for h < n && uint32(keys[h]>>32) == slot {
+			h++
 		}
+		run := val[w : w+h-j]
+		for r := range run {
+			run[r] = vals[uint32(keys[j+r])]
+		}
+		sortFloats(run)
+		s := run[0]
+		for _, v := range run[1:] {
+			s += v
+		}
+		val[w] = s
+		finite = finite && !math.IsInf(s, 0)
+		j = h
 	}
-	return true
+	x.Idx, x.Val = idx[:w], val[:w]
+	return finite
 }
 
-// insertionSort sorts by (slot, value) entries k.. into the sorted 0..k-1.
-func insertionSort(idx []uint32, val []float64, k int) {
-	for ; k < len(idx); k++ {
-		i, v := idx[k], val[k]
+// insertionSort sorts keys k.. into the sorted keys[:k].
+func insertionSort(keys []uint64, k int) {
+	for ; k < len(keys); k++ {
+		key := keys[k]
 		j := k
-		for ; j > 0 && (idx[j-1] > i || idx[j-1] == i && val[j-1] > v); j-- {
-			idx[j], val[j] = idx[j-1], val[j-1]
+		for ; j > 0 && keys[j-1] > key; j-- {
+			keys[j] = keys[j-1]
 		}
-		idx[j], val[j] = i, v
+		keys[j] = key
 	}
 }
 
-// bucket distributes the entries into about n buckets of equal slot ranges
-// (one counting-sort pass; hashed slots spread evenly), then finishes with
-// insertion sort, which has little left to move.
-func (c *canonicalizer) bucket(idx []uint32, val []float64) {
-	n := len(idx)
-	lo, hi := idx[0], idx[0]
-	for _, i := range idx {
+// sortFloats sorts a run of values of one slot (all finite).
+func sortFloats(v []float64) {
+	if len(v) > smallSort {
+		slices.Sort(v)
+		return
+	}
+	for k := 1; k < len(v); k++ {
+		f := v[k]
+		j := k
+		for ; j > 0 && v[j-1] > f; j-- {
+			v[j] = v[j-1]
+		}
+		v[j] = f
+	}
+}
+
+// bucket sorts keys into c.tmp, which it returns: it distributes them into
+// about n buckets of equal slot ranges (one counting-sort pass; hashed
+// slots spread evenly), then finishes with insertion sort, which has little
+// left to move.
+func (c *canonicalizer) bucket(keys []uint64) []uint64 {
+	n := len(keys)
+	lo, hi := uint32(keys[0]>>32), uint32(keys[0]>>32)
+	for _, key := range keys {
+		i := uint32(key >> 32)
 		lo, hi = min(lo, i), max(hi, i)
 	}
 	nb := uint32(1)
@@ -101,49 +143,20 @@ func (c *canonicalizer) bucket(idx []uint32, val []float64) {
 	}
 	counts := c.counts[:nb+1]
 	clear(counts)
-	for _, i := range idx {
-		counts[(i-lo)>>s+1]++
+	for _, key := range keys {
+		counts[(uint32(key>>32)-lo)>>s+1]++
 	}
 	for b := 1; b < len(counts); b++ {
 		counts[b] += counts[b-1]
 	}
-	ti := slices.Grow(c.idx[:0], n)[:n]
-	tv := slices.Grow(c.vals[:0], n)[:n]
-	for k, i := range idx {
-		b := (i - lo) >> s
+	t := slices.Grow(c.tmp[:0], n)[:n]
+	for _, key := range keys {
+		b := (uint32(key>>32) - lo) >> s
 		p := counts[b]
 		counts[b]++
-		ti[p], tv[p] = i, val[k]
+		t[p] = key
 	}
-	copy(idx, ti)
-	copy(val, tv)
-	c.idx, c.vals = ti, tv
-	insertionSort(idx, val, 1)
-}
-
-// sort sorts (slot, position) keys, gathers the values, then orders the
-// values within runs of one slot.
-func (c *canonicalizer) sort(idx []uint32, val []float64) {
-	n := len(idx)
-	keys := slices.Grow(c.keys[:0], n)[:n]
-	vals := append(c.vals[:0], val...)
-	for j, i := range idx {
-		keys[j] = uint64(i)<<32 | uint64(j)
-	}
-	slices.Sort(keys)
-	for j, key := range keys {
-		idx[j] = uint32(key >> 32)
-		val[j] = vals[uint32(key)]
-	}
-	for lo := 0; lo < n; {
-		hi := lo + 1
-		for hi < n && idx[hi] == idx[lo] {
-			hi++
-		}
-		if hi-lo > 1 {
-			slices.Sort(val[lo:hi])
-		}
-		lo = hi
-	}
-	c.keys, c.vals = keys, vals
+	c.tmp = t
+	insertionSort(t, 1)
+	return t
 }

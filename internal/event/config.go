@@ -125,15 +125,46 @@ var (
 )
 
 // labelSet maps label strings to labels.
-type labelSet map[string]int8
+type labelSet struct {
+	m map[string]int8
+	// short caches parse of the common one- and two-byte labels "0",
+	// "1", "-1", "+1" (index shortLabel): 0 means not a label.
+	short [4]int8
+}
+
+// shortLabels are the label texts cached in labelSet.short.
+var shortLabels = [4]string{"0", "1", "-1", "+1"}
+
+// shortLabel returns the index of b in shortLabels, or -1.
+func shortLabel(b []byte) int {
+	switch len(b) {
+	case 1:
+		switch b[0] {
+		case '0':
+			return 0
+		case '1':
+			return 1
+		}
+	case 2:
+		if b[1] == '1' {
+			switch b[0] {
+			case '-':
+				return 2
+			case '+':
+				return 3
+			}
+		}
+	}
+	return -1
+}
 
 func newLabelSet(pos, neg []string) (labelSet, error) {
-	s := make(labelSet)
+	s := labelSet{m: make(map[string]int8)}
 	for _, v := range defaultPositive {
-		s[v] = online.Positive
+		s.m[v] = online.Positive
 	}
 	for _, v := range defaultNegative {
-		s[v] = online.Negative
+		s.m[v] = online.Negative
 	}
 	user := make(map[string]int8)
 	for _, set := range []struct {
@@ -142,13 +173,18 @@ func newLabelSet(pos, neg []string) (labelSet, error) {
 	}{{pos, online.Positive}, {neg, online.Negative}} {
 		for _, v := range set.names {
 			if v == "" {
-				return nil, errors.New("event: empty label string (an empty label means unlabeled)")
+				return labelSet{}, errors.New("event: empty label string (an empty label means unlabeled)")
 			}
 			if y, ok := user[v]; ok && y != set.y {
-				return nil, fmt.Errorf("event: label %q is both positive and negative", v)
+				return labelSet{}, fmt.Errorf("event: label %q is both positive and negative", v)
 			}
 			user[v] = set.y
-			s[v] = set.y
+			s.m[v] = set.y
+		}
+	}
+	for k, v := range shortLabels {
+		if y, ok := s.lookup([]byte(v)); ok {
+			s.short[k] = y
 		}
 	}
 	return s, nil
@@ -156,8 +192,16 @@ func newLabelSet(pos, neg []string) (labelSet, error) {
 
 // parse maps the label text b to a label: first by the configured sets,
 // then numerically (1 is +1; 0 and -1 are -1). It does not allocate.
-func (s labelSet) parse(b []byte) (int8, bool) {
-	if y, ok := s[string(b)]; ok {
+func (s *labelSet) parse(b []byte) (int8, bool) {
+	if k := shortLabel(b); k >= 0 {
+		y := s.short[k]
+		return y, y != 0
+	}
+	return s.lookup(b)
+}
+
+func (s *labelSet) lookup(b []byte) (int8, bool) {
+	if y, ok := s.m[string(b)]; ok {
 		return y, true
 	}
 	v, st := parseFloat(b)

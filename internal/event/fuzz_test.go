@@ -194,3 +194,29 @@ func FuzzParseFloat(f *testing.F) {
 		}
 	})
 }
+
+// FuzzJSONNumber: the JSON scanner's fused number parser (num) accepts
+// what number accepts, ends where it ends and agrees with parseFloat bit
+// for bit.
+func FuzzJSONNumber(f *testing.F) {
+	for _, s := range []string{"1", "-0", "0.1", "42", "-1.5", "0.000123", "123456789012345", "1234567890123456",
+		"0.1234567890123456789", "1e22", "1.5E+3", "0.0000000000000000000000001", "1e400", "01", "-", "1.", "99999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var a, b jsonParser
+		a.data, b.data = []byte(s), []byte(s)
+		tok, ok1 := a.number()
+		v, st, ok2 := b.num()
+		if ok1 != ok2 || a.i != b.i || a.fail != b.fail || a.failMsg != b.failMsg {
+			t.Fatalf("%q: number %v at %d (%s), num %v at %d (%s)", s, ok1, a.i, a.failMsg, ok2, b.i, b.failMsg)
+		}
+		if !ok1 {
+			return
+		}
+		w, wst := parseFloat(tok)
+		if st != wst || st == numOK && math.Float64bits(v) != math.Float64bits(w) {
+			t.Fatalf("num(%q) = %v, %v; parseFloat = %v, %v", s, v, st, w, wst)
+		}
+	})
+}

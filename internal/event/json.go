@@ -157,6 +157,13 @@ func (p *jsonParser) peek() byte {
 }
 
 func (p *jsonParser) ws() {
+	if p.i < len(p.data) && p.data[p.i] > ' ' {
+		return // the common case: no space
+	}
+	p.wsSlow()
+}
+
+func (p *jsonParser) wsSlow() {
 	for p.i < len(p.data) {
 		switch p.data[p.i] {
 		case ' ', '\t', '\n', '\r':
@@ -169,6 +176,11 @@ func (p *jsonParser) ws() {
 
 // colon consumes optional space, a colon and optional space.
 func (p *jsonParser) colon() bool {
+	if i := p.i; i < len(p.data) && p.data[i] == ':' {
+		p.i = i + 1
+		p.ws()
+		return true
+	}
 	p.ws()
 	if p.peek() != ':' {
 		return p.syntax(ReasonMalformed, "expected ':'")
@@ -182,6 +194,17 @@ func (p *jsonParser) colon() bool {
 // returns true, true) or the closing byte end (returns false, true).
 func (p *jsonParser) next(end byte) (more, ok bool) {
 	p.ws()
+	if i := p.i; i < len(p.data) {
+		switch p.data[i] {
+		case ',':
+			p.i = i + 1
+			p.ws()
+			return true, true
+		case end:
+			p.i = i + 1
+			return false, true
+		}
+	}
 	switch p.peek() {
 	case ',':
 		p.i++
@@ -223,20 +246,7 @@ func (p *jsonParser) str(buf *[]byte) ([]byte, bool) {
 	start := p.i + 1
 	j := start
 	for j < len(d) {
-		// Skip 8 plain bytes at a time (SWAR): m flags the bytes that
-		// are '"', '\\', control characters or non-ASCII; its lowest
-		// flag is exact.
-		for j+8 <= len(d) {
-			w := binary.LittleEndian.Uint64(d[j:])
-			const ones, highs = 0x0101010101010101, 0x8080808080808080
-			q, b := w^(ones*'"'), w^(ones*'\\')
-			m := ((q - ones) &^ q) | ((b - ones) &^ b) | ((w - ones*0x20) &^ w) | w
-			if m &= highs; m != 0 {
-				j += bits.TrailingZeros64(m) >> 3
-				break
-			}
-			j += 8
-		}
+		j = plainRun(d, j)
 		if j >= len(d) {
 			break
 		}
@@ -274,8 +284,10 @@ func (p *jsonParser) strEscaped(buf *[]byte, start, j int) ([]byte, bool) {
 		c := d[j]
 		switch {
 		case strSafe[c]:
-			b = append(b, c)
-			j++
+			// Copy the run of plain bytes up to the next special one.
+			k := plainRun(d, j+1)
+			b = append(b, d[j:k]...)
+			j = k
 		case c == '"':
 			p.i = j + 1
 			*buf = b
@@ -336,6 +348,24 @@ func (p *jsonParser) strEscaped(buf *[]byte, start, j int) ([]byte, bool) {
 	}
 	p.i = j
 	return nil, p.syntax(ReasonMalformed, "unterminated string")
+}
+
+// plainRun returns the end of the run of plain bytes (strSafe) of d
+// starting at j, or, in the last 7 bytes of d, an earlier index from which
+// the run goes on byte by byte. It skips 8 bytes at a time (SWAR): m flags the bytes that are '"',
+// '\\', control characters or non-ASCII; its lowest flag is exact.
+func plainRun(d []byte, j int) int {
+	for j+8 <= len(d) {
+		w := binary.LittleEndian.Uint64(d[j:])
+		const ones, highs = 0x0101010101010101, 0x8080808080808080
+		q, b := w^(ones*'"'), w^(ones*'\\')
+		m := ((q - ones) &^ q) | ((b - ones) &^ b) | ((w - ones*0x20) &^ w) | w
+		if m &= highs; m != 0 {
+			return j + bits.TrailingZeros64(m)>>3
+		}
+		j += 8
+	}
+	return j
 }
 
 // hex4 decodes four hex digits at the start of b.
@@ -402,6 +432,80 @@ func (p *jsonParser) number() ([]byte, bool) {
 	}
 	p.i = j
 	return d[start:j], true
+}
+
+// num scans a JSON number, as number, and parses it, as parseFloat:
+// integers and decimals of at most 15 significant digits without an
+// exponent are computed in the same pass (exactly: Clinger's fast path,
+// as in floatPrefix), anything else by parseFloat of the scanned text.
+// The text is p.data[start:p.i].
+func (p *jsonParser) num() (v float64, st numStatus, ok bool) {
+	d := p.data
+	start, j := p.i, p.i
+	neg := false
+	if j < len(d) && d[j] == '-' {
+		neg = true
+		j++
+	}
+	var mant uint64
+	nd, exp := 0, 0
+	switch {
+	case j < len(d) && d[j] == '0':
+		j++
+	case j < len(d) && '1' <= d[j] && d[j] <= '9':
+		k := j
+		for ; j < len(d); j++ {
+			c := d[j] - '0'
+			if c > 9 {
+				break
+			}
+			mant = mant*10 + uint64(c) // wraps past 19 digits: then unused
+		}
+		nd = j - k
+	default:
+		p.i = j
+		return 0, 0, p.syntax(ReasonMalformed, "invalid number")
+	}
+	if j < len(d) && d[j] == '.' {
+		j++
+		k := j
+		for ; j < len(d); j++ {
+			c := d[j] - '0'
+			if c > 9 {
+				break
+			}
+			if mant != 0 || c != 0 {
+				mant = mant*10 + uint64(c)
+				nd++
+			}
+			exp--
+		}
+		if j == k {
+			p.i = j
+			return 0, 0, p.syntax(ReasonMalformed, "invalid number")
+		}
+	}
+	if j < len(d) && (d[j] == 'e' || d[j] == 'E') {
+		p.i = start
+		if _, ok := p.number(); !ok {
+			return 0, 0, false
+		}
+		v, st = parseFloat(d[start:p.i])
+		return v, st, true
+	}
+	p.i = j
+	if nd <= 15 && exp >= -22 {
+		v = float64(mant)
+		if neg {
+			v = -v
+		}
+		if exp != 0 && mant != 0 {
+			v /= pow10[-exp]
+		}
+		return v, numOK, true
+	}
+	v, st = parseFloat(d[start:j])
+	return v, st, true
 }
 
 // skip validates and skips one value nested in depth containers.
@@ -606,20 +710,28 @@ func (p *jsonParser) features(ev *Event) bool {
 	}
 	mask := p.s.mask
 	x := &ev.X
+	d := p.data
 	for {
-		name, ok := p.key(&p.kbuf)
-		if !ok {
+		if p.i >= len(d) || d[p.i] != '"' {
+			return p.syntax(ReasonMalformed, "expected a string key")
+		}
+		name, ok := p.str(&p.kbuf)
+		if !ok || !p.colon() {
 			return false
 		}
-		switch c := p.peek(); {
+		var c byte
+		if p.i < len(d) {
+			c = d[p.i]
+		}
+		switch {
 		case c == '-' || '0' <= c && c <= '9':
-			tok, ok := p.number()
+			start := p.i
+			v, st, ok := p.num()
 			if !ok {
 				return false
 			}
-			v, st := parseFloat(tok)
 			if st != numOK {
-				p.semantic(ReasonNonFinite, "features."+string(name), fmt.Errorf("%s overflows float64", tok))
+				p.semantic(ReasonNonFinite, "features."+string(name), fmt.Errorf("%s overflows float64", d[start:p.i]))
 				break
 			}
 			x.Idx = append(x.Idx, online.Slot(name, mask))
@@ -655,6 +767,13 @@ func (p *jsonParser) features(ev *Event) bool {
 				return false
 			}
 		}
+		// The separator: ',' or '}', usually without space around.
+		j := p.i
+		if j < len(d) && d[j] == ',' {
+			p.i = j + 1
+			p.ws()
+			continue
+		}
 		more, ok := p.next('}')
 		if !more {
 			return ok
@@ -682,13 +801,13 @@ func (p *jsonParser) dense(ev *Event) bool {
 		x := &ev.X
 		for more := true; more; n++ {
 			if c := p.peek(); c == '-' || '0' <= c && c <= '9' {
-				tok, ok := p.number()
+				start := p.i
+				v, st, ok := p.num()
 				if !ok {
 					return false
 				}
-				v, st := parseFloat(tok)
 				if st != numOK {
-					p.semantic(ReasonNonFinite, fmt.Sprintf("x[%d]", n), fmt.Errorf("%s overflows float64", tok))
+					p.semantic(ReasonNonFinite, fmt.Sprintf("x[%d]", n), fmt.Errorf("%s overflows float64", p.data[start:p.i]))
 				} else {
 					x.Idx = append(x.Idx, uint32(n)&mask)
 					x.Val = append(x.Val, v)

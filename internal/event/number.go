@@ -25,31 +25,46 @@ var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
 // ParseFloat accepts beyond that grammar (hex floats, underscores), and
 // reports inf, infinity and nan (any case, signed) as numNonFinite, as it
 // does numbers that overflow. It does not allocate on success.
+func parseFloat(b []byte) (float64, numStatus) {
+	v, n, st := floatPrefix(b)
+	if n != len(b) || st == numSyntax {
+		if isInfNaN(b) {
+			return 0, numNonFinite
+		}
+		return 0, numSyntax
+	}
+	return v, st
+}
+
+// floatPrefix parses the longest prefix of b in the grammar of parseFloat
+// and returns its value, its length n and its status: parseFloat(b[:n]).
+// When b starts with no number at all it returns numSyntax (and an n that
+// is not len(b) unless b is a lone sign or empty).
 //
 // Mantissas below 2^53 with a decimal exponent within ±22 take Clinger's
 // fast path: the mantissa and the power of ten are exact float64s, so one
 // multiplication or division is the correctly rounded result (strconv
-// takes the same path; FuzzParseFloat checks the two agree).
-func parseFloat(b []byte) (float64, numStatus) {
+// takes the same path; FuzzParseFloat checks the two agree). Anything else
+// goes to strconv.ParseFloat.
+func floatPrefix(b []byte) (float64, int, numStatus) {
 	n := len(b)
-	if n == 0 {
-		return 0, numSyntax
-	}
 	i := 0
 	neg := false
-	if c := b[0]; c == '+' || c == '-' {
-		neg = c == '-'
-		i++
+	if n > 0 {
+		if c := b[0]; c == '+' || c == '-' {
+			neg = c == '-'
+			i++
+		}
 	}
 	var mant uint64
 	nd, dp := 0, 0
-	trunc, digits := false, false
+	trunc := false
+	d0 := i
 	for ; i < n; i++ {
 		c := b[i] - '0'
 		if c > 9 {
 			break
 		}
-		digits = true
 		switch {
 		case mant == 0 && c == 0:
 		case nd < 19:
@@ -60,13 +75,14 @@ func parseFloat(b []byte) (float64, numStatus) {
 			dp++
 		}
 	}
+	digits := i > d0
 	if i < n && b[i] == '.' {
+		f0 := i + 1
 		for i++; i < n; i++ {
 			c := b[i] - '0'
 			if c > 9 {
 				break
 			}
-			digits = true
 			switch {
 			case mant == 0 && c == 0:
 				dp--
@@ -78,24 +94,25 @@ func parseFloat(b []byte) (float64, numStatus) {
 				trunc = true
 			}
 		}
+		if !digits && i == f0 {
+			return 0, i, numSyntax
+		}
+		digits = true
 	}
 	if !digits {
-		if isInfNaN(b) {
-			return 0, numNonFinite
-		}
-		return 0, numSyntax
+		return 0, i, numSyntax
 	}
 	exp := 0
 	if i < n && (b[i] == 'e' || b[i] == 'E') {
-		i++
+		k := i + 1
 		eneg := false
-		if i < n && (b[i] == '+' || b[i] == '-') {
-			eneg = b[i] == '-'
-			i++
+		if k < n && (b[k] == '+' || b[k] == '-') {
+			eneg = b[k] == '-'
+			k++
 		}
-		start := i
-		for ; i < n; i++ {
-			c := b[i] - '0'
+		start := k
+		for ; k < n; k++ {
+			c := b[k] - '0'
 			if c > 9 {
 				break
 			}
@@ -103,15 +120,14 @@ func parseFloat(b []byte) (float64, numStatus) {
 				exp = exp*10 + int(c)
 			}
 		}
-		if i == start {
-			return 0, numSyntax
+		if k == start {
+			exp = 0 // not an exponent: the number ends before the 'e'
+		} else {
+			i = k
+			if eneg {
+				exp = -exp
+			}
 		}
-		if eneg {
-			exp = -exp
-		}
-	}
-	if i != n {
-		return 0, numSyntax
 	}
 	if !trunc {
 		f := float64(mant)
@@ -119,27 +135,27 @@ func parseFloat(b []byte) (float64, numStatus) {
 			f = -f
 		}
 		if mant == 0 {
-			return f, numOK
+			return f, i, numOK
 		}
 		if mant < 1<<53 {
 			switch e := dp + exp; {
 			case e == 0:
-				return f, numOK
+				return f, i, numOK
 			case e > 0 && e <= 22:
-				return f * pow10[e], numOK
+				return f * pow10[e], i, numOK
 			case e < 0 && e >= -22:
-				return f / pow10[-e], numOK
+				return f / pow10[-e], i, numOK
 			}
 		}
 	}
-	v, err := strconv.ParseFloat(unsafe.String(&b[0], n), 64)
+	v, err := strconv.ParseFloat(unsafe.String(&b[0], i), 64)
 	if err != nil {
 		if errors.Is(err, strconv.ErrRange) {
-			return v, numNonFinite
+			return v, i, numNonFinite
 		}
-		return 0, numSyntax
+		return 0, i, numSyntax
 	}
-	return v, numOK
+	return v, i, numOK
 }
 
 // isInfNaN reports whether b is inf, infinity or nan, in any case,

@@ -9,7 +9,6 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/streamlearn/streamlearn/internal/online"
 )
@@ -296,7 +295,10 @@ func allDigits(b []byte) bool {
 	return len(b) > 0
 }
 
-// libsvm parses a LIBSVM line; skip reports a line without a record.
+// libsvm parses a LIBSVM line; skip reports a line without a record. Each
+// idx:val token is scanned once: the index is accumulated as its digits
+// are read and the value parsed in the same pass (floatPrefix); a token of
+// any other shape (qid:N, or a malformed one) goes to libsvmToken.
 func (r *Reader) libsvm(line []byte, ev *Event) (skip bool, e *Error) {
 	ev.reset()
 	if k := bytes.IndexByte(line, '#'); k >= 0 {
@@ -314,34 +316,73 @@ func (r *Reader) libsvm(line []byte, ev *Event) (skip bool, e *Error) {
 	ev.Labeled, ev.Label = true, y
 	mask := r.s.mask
 	x := &ev.X
-	for i = skipBlank(line, j); i < len(line); i = skipBlank(line, j) {
-		j = tokenEnd(line, i)
-		tok := line[i:j]
-		c := bytes.IndexByte(tok, ':')
-		if c < 0 {
-			return false, &Error{Reason: ReasonMalformed, Err: fmt.Errorf("token %q is not index:value", tok)}
-		}
-		idx, val := tok[:c], tok[c+1:]
-		if !allDigits(idx) {
-			if string(idx) == "qid" && allDigits(val) {
-				continue // SVMlight query id
+	n := len(line)
+	for i = skipBlank(line, j); i < n; i = skipBlank(line, j) {
+		// The index: decimal digits, then ':'.
+		start := i
+		var idx uint64
+		for ; i < n; i++ {
+			c := line[i] - '0'
+			if c > 9 {
+				break
 			}
-			return false, &Error{Reason: ReasonMalformed, Err: fmt.Errorf("token %q: index is not a decimal integer", tok)}
+			idx = idx*10 + uint64(c) // wraps past 20 digits: then unused
 		}
-		v, st := parseFloat(val)
-		switch st {
-		case numSyntax:
-			return false, &Error{Field: string(idx), Reason: ReasonMalformed, Err: fmt.Errorf("value %q is not a number", val)}
-		case numNonFinite:
-			return false, &Error{Field: string(idx), Reason: ReasonNonFinite, Err: fmt.Errorf("value %q is not finite", val)}
+		if i == start || i >= n || line[i] != ':' {
+			var e *Error
+			if j, e = libsvmToken(line, start); e != nil {
+				return false, e
+			}
+			continue
 		}
-		x.Idx = append(x.Idx, online.Slot(idx, mask))
+		var slot uint32
+		if nd := i - start; nd <= 10 && idx <= 1<<32-1 {
+			slot = uint32(idx) & mask // online.Slot of a decimal name
+		} else {
+			slot = online.Slot(line[start:i], mask)
+		}
+		// The value: "1" (binary features) or any number, up to a blank
+		// or the end of the line.
+		i++
+		var v float64
+		if i+1 <= n && line[i] == '1' && (i+1 == n || line[i+1] == ' ' || line[i+1] == '\t') {
+			v, j = 1, i+1
+		} else {
+			var k int
+			var st numStatus
+			v, k, st = floatPrefix(line[i:])
+			j = i + k
+			if j < n && line[j] != ' ' && line[j] != '\t' || st != numOK {
+				j = tokenEnd(line, i)
+				val := line[i:j]
+				if _, st = parseFloat(val); st == numNonFinite {
+					return false, &Error{Field: string(line[start : i-1]), Reason: ReasonNonFinite, Err: fmt.Errorf("value %q is not finite", val)}
+				}
+				return false, &Error{Field: string(line[start : i-1]), Reason: ReasonMalformed, Err: fmt.Errorf("value %q is not a number", val)}
+			}
+		}
+		x.Idx = append(x.Idx, slot)
 		x.Val = append(x.Val, v)
 	}
 	if !r.p.canon.canonicalize(x) {
 		return false, errCollision()
 	}
 	return false, nil
+}
+
+// libsvmToken handles the LIBSVM token at i that does not start with
+// "digits:": a "qid:N" to skip, or an error. It returns the token's end.
+func libsvmToken(line []byte, i int) (int, *Error) {
+	j := tokenEnd(line, i)
+	tok := line[i:j]
+	c := bytes.IndexByte(tok, ':')
+	if c < 0 {
+		return j, &Error{Reason: ReasonMalformed, Err: fmt.Errorf("token %q is not index:value", tok)}
+	}
+	if idx, val := tok[:c], tok[c+1:]; string(idx) == "qid" && allDigits(val) {
+		return j, nil // SVMlight query id
+	}
+	return j, &Error{Reason: ReasonMalformed, Err: fmt.Errorf("token %q: index is not a decimal integer", tok)}
 }
 
 func errCollision() *Error {
@@ -362,11 +403,10 @@ func (r *Reader) tsv(line []byte, ev *Event) *Error {
 		}
 		ev.Labeled, ev.Label = true, y
 	}
-	text := line[k+1:]
-	if !utf8.Valid(text) {
+	if !r.p.tok.add(&ev.X, line[k+1:], r.s.ngrams, r.s.mask) {
+		ev.X.Idx, ev.X.Val = ev.X.Idx[:0], ev.X.Val[:0] // as if rejected before tokenizing
 		return &Error{Field: "text", Reason: ReasonUTF8, Err: errors.New("text is not valid UTF-8")}
 	}
-	r.p.tok.add(&ev.X, text, r.s.ngrams, r.s.mask)
 	r.p.canon.canonicalize(&ev.X) // text counts cannot overflow
 	return nil
 }

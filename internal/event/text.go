@@ -31,30 +31,45 @@ type tokenizer struct {
 // (unicode.IsLetter, unicode.IsDigit), lower-cased (unicode.ToLower), and
 // an n-gram is n consecutive tokens joined by one space. Bytes that are not
 // valid UTF-8 separate tokens. The slot is online.TextSlot of the n-gram.
-func (t *tokenizer) add(x *online.Vector, s []byte, ngrams int, mask uint32) {
+// It reports whether s is valid UTF-8 (as utf8.Valid), so that callers
+// need not validate it in another pass.
+func (t *tokenizer) add(x *online.Vector, s []byte, ngrams int, mask uint32) (valid bool) {
 	buf, starts := t.buf[:0], t.starts[:0]
+	valid = true
 	in := false
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			i++
-			if l := asciiWord[c]; l != 0 {
-				if !in {
-					starts = append(starts, int32(len(buf)))
-					in = true
+			l := asciiWord[c]
+			if l == 0 {
+				i++
+				if in {
+					buf = append(buf, ' ')
+					in = false
 				}
-				buf = append(buf, l)
 				continue
 			}
-			if in {
-				buf = append(buf, ' ')
-				in = false
+			if !in {
+				starts = append(starts, int32(len(buf)))
+				in = true
+			}
+			// Copy the run of ASCII letters and digits, lower-cased.
+			for {
+				buf = append(buf, l)
+				if i++; i >= len(s) || s[i] >= utf8.RuneSelf {
+					break
+				}
+				if l = asciiWord[s[i]]; l == 0 {
+					break
+				}
 			}
 			continue
 		}
 		r, size := utf8.DecodeRune(s[i:])
 		i += size
-		if (r != utf8.RuneError || size > 1) && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+		if r == utf8.RuneError && size == 1 {
+			valid = false
+		} else if unicode.IsLetter(r) || unicode.IsDigit(r) {
 			if !in {
 				starts = append(starts, int32(len(buf)))
 				in = true
@@ -84,4 +99,5 @@ func (t *tokenizer) add(x *online.Vector, s []byte, ngrams int, mask uint32) {
 			x.Val = append(x.Val, 1)
 		}
 	}
+	return valid
 }
