@@ -14,6 +14,13 @@
 // round in steady state. The conformance suite every learner passes is in
 // package onlinetest.
 //
+// Sums over the entries of a vector (scores, norms, the change of ‖w‖²) run
+// in one canonical order, documented on Vector: four interleaved partial
+// sums combined as (s0+s1)+(s2+s3). Products are rounded before they are
+// added, never fused into an FMA (which Go may do on arm64, or on amd64
+// with GOAMD64=v3), so this arithmetic gives the same bits on every
+// architecture, not only on every run.
+//
 // References:
 //   - F. Rosenblatt, The Perceptron: a probabilistic model for information
 //     storage and organization in the brain, Psychological Review 65(6),

@@ -67,9 +67,12 @@ func Murmur3[S ~string | ~[]byte](data S, seed uint32) uint32 {
 	)
 	h := seed
 	n := len(data)
-	i := 0
-	for ; i+4 <= n; i += 4 {
-		k := uint32(data[i]) | uint32(data[i+1])<<8 | uint32(data[i+2])<<16 | uint32(data[i+3])<<24
+	// Blocks of four bytes read little-endian (one 32-bit load: the
+	// compiler combines the byte loads, and len(p) ≥ 4 removes the bounds
+	// checks), for strings and byte slices alike.
+	p := data
+	for ; len(p) >= 4; p = p[4:] {
+		k := uint32(p[0]) | uint32(p[1])<<8 | uint32(p[2])<<16 | uint32(p[3])<<24
 		k *= c1
 		k = bits.RotateLeft32(k, 15)
 		k *= c2
@@ -78,15 +81,15 @@ func Murmur3[S ~string | ~[]byte](data S, seed uint32) uint32 {
 		h = h*5 + 0xe6546b64
 	}
 	var k uint32
-	switch n - i {
+	switch len(p) {
 	case 3:
-		k ^= uint32(data[i+2]) << 16
+		k ^= uint32(p[2]) << 16
 		fallthrough
 	case 2:
-		k ^= uint32(data[i+1]) << 8
+		k ^= uint32(p[1]) << 8
 		fallthrough
 	case 1:
-		k ^= uint32(data[i])
+		k ^= uint32(p[0])
 		k *= c1
 		k = bits.RotateLeft32(k, 15)
 		k *= c2

@@ -175,7 +175,13 @@ type OGD struct {
 	maxD2  float64 // max ‖w(t)‖²_{A⁻¹} over t ≤ rounds
 	viol   uint64
 
-	raw     float64 // what Predict computed, for Update
+	// Derived from cfg: η_t = η/√t; a (biasA); dim-1, for t mod dim.
+	sqrtSched bool
+	a         float64
+	dimMask   uint64
+
+	raw     float64 // what Predict computed, for Update: the score and ‖x‖²
+	xn2     float64
 	pending bool
 }
 
@@ -208,6 +214,11 @@ func NewOGD(bits uint, cfg OGDConfig) (*OGD, error) {
 	case LossSquared:
 		o.loss = lossSquared
 	}
+	o.sqrtSched = cfg.Schedule == ScheduleSqrt
+	if cfg.Bias {
+		o.a = cfg.BiasEta / cfg.Eta
+	}
+	o.dimMask = uint64(o.dim) - 1
 	n := o.dim
 	if cfg.Bias {
 		n++
@@ -235,22 +246,19 @@ func (o *OGD) bias() float64 {
 }
 
 // biasA is a, the bias step relative to η, 0 without a bias.
-func (o *OGD) biasA() float64 {
-	if o.cfg.Bias {
-		return o.cfg.BiasEta / o.cfg.Eta
-	}
-	return 0
-}
+func (o *OGD) biasA() float64 { return o.a }
 
 // Predict returns the score ⟨w(t),x⟩(+b) and its sign, -1 at 0.
 func (o *OGD) Predict(x Vector) Prediction {
-	raw := o.score(x)
-	o.raw, o.pending = raw, true
+	// One pass computes the score and ‖x‖², which Update needs for G.
+	d, xn2 := dotNorm2(x.Idx, x.Val, o.v)
+	raw := o.scale(d)
+	o.raw, o.xn2, o.pending = raw, xn2, true
 	return Prediction{Label: sign(raw), Score: raw}
 }
 
-func (o *OGD) score(x Vector) float64 {
-	d := x.Dot(o.v)
+// scale returns the score s·(d + v_b) of d = ⟨v,x⟩.
+func (o *OGD) scale(d float64) float64 {
 	if o.cfg.Bias {
 		d += o.v[o.dim]
 	}
@@ -266,7 +274,7 @@ func (o *OGD) Loss(p Prediction, y int8) float64 { return o.lossAt(p.Score, y) }
 func (o *OGD) lossAt(s float64, y int8) float64 {
 	switch o.loss {
 	case lossHinge:
-		return math.Max(0, 1-float64(y)*s)
+		return max0(1 - float64(y)*s)
 	case lossLogistic:
 		return logistic(float64(y) * s)
 	default:
@@ -303,9 +311,11 @@ func (o *OGD) dloss(s float64, y int8) float64 {
 // x must be the vector last passed to Predict (if Predict was not called,
 // the score is recomputed).
 func (o *OGD) Update(x Vector, y int8) {
-	raw := o.raw
+	raw, xn2 := o.raw, o.xn2
 	if !o.pending {
-		raw = o.score(x)
+		var d float64
+		d, xn2 = dotNorm2(x.Idx, x.Val, o.v)
+		raw = o.scale(d)
 	}
 	o.pending = false
 	o.rounds++
@@ -317,7 +327,6 @@ func (o *OGD) Update(x Vector, y int8) {
 		o.maxD2 = d2
 	}
 	c := o.dloss(raw, y)
-	xn2 := x.Norm2()
 	if g2 := c * c * (xn2 + a); g2 > o.maxG2 {
 		o.maxG2 = g2
 	}
@@ -326,54 +335,36 @@ func (o *OGD) Update(x Vector, y int8) {
 		return
 	}
 	eta, etaB := o.cfg.Eta, o.cfg.BiasEta
-	if o.cfg.Schedule == ScheduleSqrt {
+	if o.sqrtSched {
 		r := math.Sqrt(float64(t))
 		eta, etaB = eta/r, etaB/r
 	}
 	// Refuse a step that would overflow: ‖w(t+1)‖ ≤ ‖w(t)‖ + η_t|c|‖x‖.
-	if step := math.Sqrt(o.w2+b*b) + math.Max(eta, etaB)*math.Abs(c)*math.Sqrt(xn2+1); !(step < 1e150) {
+	if step := math.Sqrt(o.w2+float64(b*b)) + float64(max(eta, etaB)*math.Abs(c)*math.Sqrt(xn2+1)); !(step < 1e150) {
 		o.viol++
 		o.maintain(t)
 		return
 	}
 	// The step w_i ← w_i − η_t·(c·x_i) is computed in w's scale, rounded as
 	// River computes it (exactly so while s = 1); the change of ‖w‖² is
-	// summed in two interleaved accumulators (a fixed order: deterministic).
-	var d0, d1 float64
+	// summed in the canonical order of every sum over x (see Vector).
+	var dw2 float64
 	if s := o.s; s == 1 {
-		for k, i := range x.Idx {
-			old := o.v[i]
-			nw := old - eta*(c*x.Val[k])
-			o.v[i] = nw
-			if k&1 == 0 {
-				d0 += nw*nw - old*old
-			} else {
-				d1 += nw*nw - old*old
-			}
-		}
+		dw2 = stepUnscaled(o.v, eta, c, x.Idx, x.Val)
 		if o.cfg.Bias {
-			o.v[o.dim] = b - etaB*c
+			o.v[o.dim] = b - float64(etaB*c)
 		}
 	} else {
 		inv := 1 / s
-		for k, i := range x.Idx {
-			old := s * o.v[i]
-			nw := old - eta*(c*x.Val[k])
-			o.v[i] = nw * inv
-			if k&1 == 0 {
-				d0 += nw*nw - old*old
-			} else {
-				d1 += nw*nw - old*old
-			}
-		}
+		dw2 = stepScaled(o.v, s, inv, eta, c, x.Idx, x.Val)
 		if o.cfg.Bias {
-			o.v[o.dim] = (b - etaB*c) * inv
+			o.v[o.dim] = float64((b - float64(etaB*c)) * inv)
 		}
 	}
-	o.w2 = math.Max(o.w2+(d0+d1), 0)
+	o.w2 = max0(o.w2 + dw2)
 	if B := o.cfg.Radius; B > 0 {
 		b = o.bias()
-		if n2 := o.w2 + b*b; n2 > B*B {
+		if n2 := o.w2 + float64(b*b); n2 > B*B {
 			f := B / math.Sqrt(n2)
 			o.s *= f
 			o.w2 *= f * f
@@ -399,7 +390,7 @@ func (o *OGD) maintain(t uint64) {
 		}
 		o.s = 1
 		o.recomputeNorm()
-	} else if t%uint64(o.dim) == 0 {
+	} else if t&o.dimMask == 0 { // t mod 2^bits
 		o.recomputeNorm()
 	}
 }
@@ -408,7 +399,7 @@ func (o *OGD) recomputeNorm() {
 	var w2 float64
 	for _, v := range o.v[:o.dim] {
 		w := o.s * v
-		w2 += w * w
+		w2 += float64(w * w)
 	}
 	o.w2 = w2
 }

@@ -83,8 +83,10 @@ type Perceptron struct {
 	maxR2   float64 // R²
 	viol    uint64
 
-	// What Predict computed, for Update: the plain score ⟨w,x⟩(+b).
+	// What Predict computed, for Update: the plain score ⟨w,x⟩(+b) and
+	// ‖x‖² (without the bias coordinate).
 	raw     float64
+	xn2     float64
 	pending bool
 }
 
@@ -125,15 +127,16 @@ func (p *Perceptron) Updates() uint64 { return p.updates }
 
 // Predict returns the sign of the score, -1 at 0.
 func (p *Perceptron) Predict(x Vector) Prediction {
-	raw := x.Dot(p.w)
+	// One pass computes the score and ‖x‖², which Update needs for R.
+	raw, xn2 := dotNorm2(x.Idx, x.Val, p.w)
 	if p.cfg.Bias {
 		raw += p.w[p.dim]
 	}
-	p.raw, p.pending = raw, true
+	p.raw, p.xn2, p.pending = raw, xn2, true
 	score := raw
 	if p.cfg.Average {
 		// Average of w(1..c) = w - u/c with c = rounds+1 weight vectors.
-		ux := x.Dot(p.u)
+		ux := dot(x.Idx, x.Val, p.u)
 		if p.cfg.Bias {
 			ux += p.u[p.dim]
 		}
@@ -153,16 +156,15 @@ func sign(s float64) int8 {
 // Update adds y·x to w when y·⟨w,x⟩ ≤ 0. x must be the vector last passed
 // to Predict (if Predict was not called, the score is recomputed).
 func (p *Perceptron) Update(x Vector, y int8) {
-	raw := p.raw
+	raw, r2 := p.raw, p.xn2
 	if !p.pending {
-		raw = x.Dot(p.w)
+		raw, r2 = dotNorm2(x.Idx, x.Val, p.w)
 		if p.cfg.Bias {
 			raw += p.w[p.dim]
 		}
 	}
 	p.pending = false
 	p.rounds++
-	r2 := x.Norm2()
 	if p.cfg.Bias {
 		r2++
 	}
@@ -174,9 +176,7 @@ func (p *Perceptron) Update(x Vector, y int8) {
 		return
 	}
 	p.updates++
-	for k, i := range x.Idx {
-		p.w[i] += fy * x.Val[k]
-	}
+	axpy(p.w, fy, x.Idx, x.Val)
 	if p.cfg.Bias {
 		p.w[p.dim] += fy
 	}
@@ -185,9 +185,7 @@ func (p *Perceptron) Update(x Vector, y int8) {
 		// weighted by c = rounds in u (Daumé, "A Course in Machine
 		// Learning", Algorithm 7).
 		c := fy * float64(p.rounds)
-		for k, i := range x.Idx {
-			p.u[i] += c * x.Val[k]
-		}
+		axpy(p.u, c, x.Idx, x.Val)
 		if p.cfg.Bias {
 			p.u[p.dim] += c
 		}

@@ -34,9 +34,31 @@ const (
 type Scaler struct {
 	kind  string
 	bits  uint
-	count []uint64  // standard: observations per slot
-	mean  []float64 // standard: running mean per slot
-	vari  []float64 // standard: running population variance per slot
+	stats []slotStats // standard: per slot, the three statistics side by side
+}
+
+// slotStats are the running statistics of one slot.
+type slotStats struct {
+	count uint64  // observations
+	mean  float64 // running mean
+	vari  float64 // running population variance
+}
+
+// observe adds v to st (Welford, River's rounding: see Scaler).
+func (st *slotStats) observe(v float64) {
+	st.count++
+	n := float64(st.count)
+	old := st.mean
+	st.mean = old + (v-old)/n
+	st.vari += (float64((v-old)*(v-st.mean)) - st.vari) / n
+}
+
+// scale returns v standardized with st: (v - mean)/sd, 0 while sd is 0.
+func (st *slotStats) scale(v float64) float64 {
+	if sd := math.Sqrt(st.vari); sd != 0 {
+		return (v - st.mean) / sd
+	}
+	return 0
 }
 
 // NewScaler returns a Scaler of the given kind over 2^bits slots. The
@@ -51,10 +73,7 @@ func NewScaler(bits uint, kind string) (*Scaler, error) {
 		s.kind = ScaleNone
 	case ScaleNone, ScaleL2:
 	case ScaleStandard:
-		n := 1 << bits
-		s.count = make([]uint64, n)
-		s.mean = make([]float64, n)
-		s.vari = make([]float64, n)
+		s.stats = make([]slotStats, 1<<bits)
 	default:
 		return nil, fmt.Errorf("scaler: unknown kind %q (want none, standard or l2)", kind)
 	}
@@ -68,8 +87,31 @@ func (s *Scaler) Kind() string { return s.kind }
 // into dst (Scale), reusing dst's slices: it allocates only while they
 // grow. dst gets x's indices, so it is canonical when x is.
 func (s *Scaler) Transform(dst *Vector, x Vector) {
-	s.Observe(x)
-	s.Scale(dst, x)
+	if s.kind != ScaleStandard || !increasing(x.Idx) {
+		s.Observe(x)
+		s.Scale(dst, x)
+		return
+	}
+	// Every slot occurs once: observing and scaling slot by slot in one
+	// pass is the same as observing all of x, then scaling.
+	dst.Idx = append(dst.Idx[:0], x.Idx...)
+	dst.Val = append(dst.Val[:0], x.Val...)
+	val := dst.Val[:len(dst.Idx)]
+	for k, i := range dst.Idx {
+		st := &s.stats[i]
+		st.observe(val[k])
+		val[k] = st.scale(val[k])
+	}
+}
+
+// increasing reports whether idx is strictly increasing.
+func increasing(idx []uint32) bool {
+	for k := 1; k < len(idx); k++ {
+		if idx[k] <= idx[k-1] {
+			return false
+		}
+	}
+	return true
 }
 
 // Observe adds the values of x to the running statistics of their slots
@@ -78,13 +120,9 @@ func (s *Scaler) Observe(x Vector) {
 	if s.kind != ScaleStandard {
 		return
 	}
+	val := x.Val[:len(x.Idx)]
 	for k, i := range x.Idx {
-		v := x.Val[k]
-		s.count[i]++
-		n := float64(s.count[i])
-		old := s.mean[i]
-		s.mean[i] += (v - old) / n
-		s.vari[i] += ((v-old)*(v-s.mean[i]) - s.vari[i]) / n
+		s.stats[i].observe(val[k])
 	}
 }
 
@@ -94,12 +132,9 @@ func (s *Scaler) Scale(dst *Vector, x Vector) {
 	dst.Val = append(dst.Val[:0], x.Val...)
 	switch s.kind {
 	case ScaleStandard:
+		val := dst.Val[:len(dst.Idx)]
 		for k, i := range dst.Idx {
-			if sd := math.Sqrt(s.vari[i]); sd != 0 {
-				dst.Val[k] = (dst.Val[k] - s.mean[i]) / sd
-			} else {
-				dst.Val[k] = 0
-			}
+			val[k] = s.stats[i].scale(val[k])
 		}
 	case ScaleL2:
 		if n := x.Norm(); n != 0 {
@@ -116,7 +151,8 @@ func (s *Scaler) Stats(i uint32) (n uint64, mean, variance float64) {
 	if s.kind != ScaleStandard {
 		return 0, 0, 0
 	}
-	return s.count[i], s.mean[i], s.vari[i]
+	st := s.stats[i]
+	return st.count, st.mean, st.vari
 }
 
 const scalerMagic = "SLSC"
@@ -125,8 +161,8 @@ const scalerMagic = "SLSC"
 // statistics of every observed slot in increasing slot order.
 func (s *Scaler) MarshalBinary() ([]byte, error) {
 	used := 0
-	for _, c := range s.count {
-		if c != 0 {
+	for i := range s.stats {
+		if s.stats[i].count != 0 {
 			used++
 		}
 	}
@@ -134,12 +170,12 @@ func (s *Scaler) MarshalBinary() ([]byte, error) {
 	e.str(s.kind)
 	e.u64(uint64(s.bits))
 	e.u64(uint64(used))
-	for i, c := range s.count {
-		if c != 0 {
+	for i := range s.stats {
+		if st := &s.stats[i]; st.count != 0 {
 			e.u64(uint64(i))
-			e.u64(c)
-			e.f64(s.mean[i])
-			e.f64(s.vari[i])
+			e.u64(st.count)
+			e.f64(st.mean)
+			e.f64(st.vari)
 		}
 	}
 	return e.b, nil
@@ -155,15 +191,13 @@ func (s *Scaler) UnmarshalBinary(b []byte) error {
 		d.fail("encoding is of a %q scaler over %d bits, not %q over %d", kind, bits, s.kind, s.bits)
 	}
 	used := d.u64()
-	if d.err == nil && used > uint64(len(s.count)) {
-		d.fail("%d observed slots in a space of %d", used, len(s.count))
+	if d.err == nil && used > uint64(len(s.stats)) {
+		d.fail("%d observed slots in a space of %d", used, len(s.stats))
 	}
 	if d.err != nil {
 		return d.finish()
 	}
-	count := make([]uint64, len(s.count))
-	mean := make([]float64, len(s.mean))
-	vari := make([]float64, len(s.vari))
+	stats := make([]slotStats, len(s.stats))
 	prev := -1
 	for range used {
 		i := d.u64()
@@ -171,16 +205,16 @@ func (s *Scaler) UnmarshalBinary(b []byte) error {
 		if d.err != nil {
 			break
 		}
-		if i >= uint64(len(count)) || int(i) <= prev || c == 0 || !finite(m) || !(v >= 0) || math.IsInf(v, 0) {
+		if i >= uint64(len(stats)) || int(i) <= prev || c == 0 || !finite(m) || !(v >= 0) || math.IsInf(v, 0) {
 			d.fail("bad slot record %d", i)
 			break
 		}
 		prev = int(i)
-		count[i], mean[i], vari[i] = c, m, v
+		stats[i] = slotStats{count: c, mean: m, vari: v}
 	}
 	if err := d.finish(); err != nil {
 		return err
 	}
-	s.count, s.mean, s.vari = count, mean, vari
+	s.stats = stats
 	return nil
 }
