@@ -3,7 +3,10 @@
 //
 // Usage:
 //
+//	streamlearn run      [-c config.yaml] [--until-end] [--report text|json] [--preload FILE]
 //	streamlearn replay   [-c config.yaml] [--format F] [--report text|json] [--plot FILE] FILE...
+//	streamlearn record   [-c config.yaml | --kind K ...] [--follow] [-o FILE]
+//	streamlearn publish  [-c config.yaml | --kind K ...] FILE...
 //	streamlearn generate [-n N] [--seed S] [-o FILE]
 //	streamlearn version
 //
@@ -35,8 +38,11 @@ type command struct {
 const replayArgs = "[-c config.yaml] [--format F] [--report text|json] [--plot FILE] [--dead-letters FILE] FILE..."
 
 var commands = []command{
+	{"run", runArgs, "the live service: learn from a Kafka topic or NATS subject (default: an embedded NATS JetStream server)", runRun},
 	{"replay", replayArgs, "replay recorded files through the learners and print the regret report", runReplay},
 	{"generate", "[-n N] [--seed S] [-o FILE]", "write a synthetic labeled JSONL stream (a demo and test fixture)", runGenerate},
+	{"record", recordArgs, "copy a topic or subject to a JSONL file, for replays in tests", runRecord},
+	{"publish", publishArgs, "write JSONL files into a topic or subject", runPublish},
 	{"version", "", "print the version", runVersion},
 }
 

@@ -177,3 +177,31 @@ func TestExitCodes(t *testing.T) {
 		t.Errorf("version: exit %d, %q", code, out)
 	}
 }
+
+// The README's first command, on a free port: the embedded JetStream
+// server, the demo preloaded, consumed to its end — the same numbers as a
+// replay of the file with the same (default) configuration.
+func TestRunEmbeddedEqualsReplay(t *testing.T) {
+	code, out, errOut := run(t, "run", "--until-end", "--report", "json", "--nats-port", "-1", "--preload", "../../testdata/demo.jsonl")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var live struct {
+		Source    string `json:"source"`
+		Partition int32  `json:"partition"`
+		pipeline.Report
+	}
+	if err := json.Unmarshal([]byte(out), &live); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	want := replayJSON(t, "../../testdata/demo.jsonl")
+	if live.Source != "jetstream:EVENTS/streamlearn" || live.Events != 5000 {
+		t.Fatalf("live report from %q with %d events", live.Source, live.Events)
+	}
+	live.Seconds, want.Seconds = 0, 0
+	ja, _ := json.Marshal(live.Report)
+	jb, _ := json.Marshal(want)
+	if !bytes.Equal(ja, jb) {
+		t.Errorf("run and replay differ:\n%s\n%s", ja, jb)
+	}
+}

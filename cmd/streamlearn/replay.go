@@ -15,6 +15,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/connectors"
 	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
+	"github.com/streamlearn/streamlearn/internal/service"
 )
 
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -59,14 +60,18 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		p.Tracker().EnableHistory(2000)
 	}
 
-	var dl pipeline.DeadLetters
+	var (
+		dl      pipeline.DeadLetters
+		closeDL = func() error { return nil }
+	)
 	if *deadPath == "" && cfg.Sinks.DeadLetters != nil && cfg.Sinks.DeadLetters.Kind == "file" {
 		*deadPath = cfg.Sinks.DeadLetters.Path
 	}
 	if *deadPath != "" {
-		f := connectors.NewFileDeadLetters(*deadPath)
+		f := connectors.NewFileSink(*deadPath)
 		defer f.Close()
-		dl = f
+		dl = &service.DeadLetters{Sink: f}
+		closeDL = f.Close
 	}
 
 	ecfg := pipeline.EventConfig(cfg)
@@ -81,10 +86,8 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	rep.Seconds = time.Since(start).Seconds()
-	if c, ok := dl.(io.Closer); ok {
-		if err := c.Close(); err != nil {
-			return err
-		}
+	if err := closeDL(); err != nil {
+		return err
 	}
 	if *plotPath != "" {
 		if err := writePlot(*plotPath, p.Names(), p.Algorithms(), p.Tracker().History()); err != nil {

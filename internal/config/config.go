@@ -16,6 +16,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/streamlearn/streamlearn/internal/connectors"
 	"github.com/streamlearn/streamlearn/internal/experts"
 	"github.com/streamlearn/streamlearn/internal/online"
 )
@@ -121,28 +122,57 @@ var keysOf = map[string][]string{
 	"weighted-majority": {"class", "experts", "horizon", "eta", "seed"},
 }
 
+// Conn holds the connection settings shared by a source and its sinks. A
+// sink of the source's transport that leaves them empty uses the source's.
+type Conn struct {
+	// Brokers are Kafka bootstrap brokers (host:port).
+	Brokers []string `yaml:"brokers"`
+	// URL is the NATS server URL (comma-separated for a cluster).
+	URL string `yaml:"url"`
+	// TLS enables TLS (Kafka and NATS); nil means plaintext.
+	TLS *connectors.TLSConfig `yaml:"tls"`
+	// SASL authenticates to Kafka: mechanism plain, scram-sha-256 or
+	// scram-sha-512, username, password.
+	SASL *connectors.SASLConfig `yaml:"sasl"`
+	// NATS authentication: at most one of user/password, token, an nkey
+	// seed file or a credentials file.
+	User         string `yaml:"user"`
+	Password     string `yaml:"password"`
+	Token        string `yaml:"token"`
+	NKeySeedFile string `yaml:"nkey_seed_file"`
+	CredsFile    string `yaml:"creds_file"`
+}
+
+// IsZero reports whether no connection setting is given.
+func (c Conn) IsZero() bool {
+	return len(c.Brokers) == 0 && c.URL == "" && c.TLS == nil && c.SASL == nil &&
+		c.User == "" && c.Password == "" && c.Token == "" && c.NKeySeedFile == "" && c.CredsFile == ""
+}
+
 // Source is the live service's one source.
 type Source struct {
-	Kind    string   `yaml:"kind"` // kafka | nats | jetstream | file
-	Brokers []string `yaml:"brokers"`
-	Topic   string   `yaml:"topic"`
-	Group   string   `yaml:"group"`
-	URL     string   `yaml:"url"`
-	Subject string   `yaml:"subject"`
-	Stream  string   `yaml:"stream"`
-	Durable string   `yaml:"durable"`
-	Path    string   `yaml:"path"`
+	Kind string `yaml:"kind"` // kafka | nats | jetstream | file
+	Conn `yaml:",inline"`
+	// Topic and Group: Kafka topic and consumer group (default streamlearn).
+	Topic string `yaml:"topic"`
+	Group string `yaml:"group"`
+	// Subject: NATS subject; Stream and Durable: JetStream stream and
+	// durable consumer (default streamlearn).
+	Subject string `yaml:"subject"`
+	Stream  string `yaml:"stream"`
+	Durable string `yaml:"durable"`
+	// Path: a JSONL file (kind file).
+	Path string `yaml:"path"`
 }
 
 // Sink is one output.
 type Sink struct {
-	Kind    string   `yaml:"kind"` // kafka | nats | jetstream | file
-	Brokers []string `yaml:"brokers"`
-	URL     string   `yaml:"url"`
-	Topic   string   `yaml:"topic"`
-	Subject string   `yaml:"subject"`
-	Stream  string   `yaml:"stream"`
-	Path    string   `yaml:"path"`
+	Kind    string `yaml:"kind"` // kafka | nats | jetstream | file
+	Conn    `yaml:",inline"`
+	Topic   string `yaml:"topic"`
+	Subject string `yaml:"subject"`
+	Stream  string `yaml:"stream"`
+	Path    string `yaml:"path"`
 	// Every publishes a report every Every labeled events (reports only).
 	Every int `yaml:"every"`
 	// Interval publishes a report every Interval as well (reports only).
@@ -355,8 +385,14 @@ func yamlFields(t reflect.Type) map[string]reflect.Type {
 		if !f.IsExported() {
 			continue
 		}
-		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
 		if name == "-" {
+			continue
+		}
+		if opts == "inline" && f.Type.Kind() == reflect.Struct {
+			for k, v := range yamlFields(f.Type) {
+				m[k] = v
+			}
 			continue
 		}
 		if name == "" {

@@ -2,74 +2,138 @@ package connectors
 
 import (
 	"bufio"
-	"encoding/base64"
-	"encoding/json"
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
-	"unicode/utf8"
-
-	"github.com/streamlearn/streamlearn/internal/pipeline"
+	"sync"
 )
 
-// FileDeadLetters appends dead letters to a JSONL file, one object per bad
-// record: {"source", "offset", "reason", "error", "raw"} where raw holds
-// the original bytes as a string, or "raw_base64" holds them when they are
-// not valid UTF-8. The file is created on the first dead letter, so a clean
-// stream leaves none behind. It is not safe for concurrent use.
-type FileDeadLetters struct {
+// FileSink appends one message per line to a file, created on the first
+// message so a sink that never fires leaves no file behind. Keys are not
+// written. It is safe for concurrent use.
+type FileSink struct {
 	path string
+	mu   sync.Mutex
 	f    *os.File
 	w    *bufio.Writer
 }
 
-var _ pipeline.DeadLetters = (*FileDeadLetters)(nil)
+var _ Sink = (*FileSink)(nil)
 
-// NewFileDeadLetters returns a sink appending to path.
-func NewFileDeadLetters(path string) *FileDeadLetters {
-	return &FileDeadLetters{path: path}
-}
+// NewFileSink returns a sink appending to path.
+func NewFileSink(path string) *FileSink { return &FileSink{path: path} }
 
-type deadLetterJSON struct {
-	Source    string `json:"source"`
-	Offset    int64  `json:"offset"`
-	Reason    string `json:"reason"`
-	Error     string `json:"error"`
-	Raw       string `json:"raw,omitempty"`
-	RawBase64 string `json:"raw_base64,omitempty"`
-}
-
-// DeadLetter writes one dead letter.
-func (s *FileDeadLetters) DeadLetter(d pipeline.DeadLetter) error {
-	j := deadLetterJSON{Source: d.Source, Offset: d.Offset, Reason: string(d.Reason), Error: d.Err}
-	if utf8.Valid(d.Raw) {
-		j.Raw = string(d.Raw)
-	} else {
-		j.RawBase64 = base64.StdEncoding.EncodeToString(d.Raw)
-	}
-	b, err := json.Marshal(j)
-	if err != nil {
-		return err
-	}
-	b = append(b, '\n')
+// Publish appends value and a newline.
+func (s *FileSink) Publish(_ context.Context, _, value []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.f == nil {
 		f, err := os.OpenFile(s.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
-			return fmt.Errorf("dead letters: %w", err)
+			return fmt.Errorf("file sink: %w", err)
 		}
-		s.f, s.w = f, bufio.NewWriter(f)
+		s.f, s.w = f, bufio.NewWriterSize(f, 64<<10)
 	}
-	_, err = s.w.Write(b)
-	return err
+	if _, err := s.w.Write(value); err != nil {
+		return fmt.Errorf("file sink %s: %w", s.path, err)
+	}
+	if err := s.w.WriteByte('\n'); err != nil {
+		return fmt.Errorf("file sink %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// Flush writes buffered lines to the file.
+func (s *FileSink) Flush(context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.w == nil {
+		return nil
+	}
+	if err := s.w.Flush(); err != nil {
+		return fmt.Errorf("file sink %s: %w", s.path, err)
+	}
+	return nil
 }
 
 // Close flushes and closes the file.
-func (s *FileDeadLetters) Close() error {
-	if s.f == nil {
-		return nil
+func (s *FileSink) Close() error {
+	err := s.Flush(context.Background())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f != nil {
+		err = errors.Join(err, s.f.Close())
+		s.f, s.w = nil, nil
 	}
-	ferr := s.w.Flush()
-	if err := s.f.Close(); ferr == nil {
-		ferr = err
-	}
-	return ferr
+	return err
 }
+
+// FileSource reads a JSONL file, one record per line, for `run` with
+// source.kind file. Offsets are line numbers; Commit does nothing (a file
+// is replayed from its start). It ends with ErrEndOfInput at the end of
+// the file, whether or not it was opened to stop there.
+type FileSource struct {
+	path string
+	f    *os.File
+	r    *bufio.Reader
+	line int64
+	buf  []byte
+}
+
+var _ Source = (*FileSource)(nil)
+
+// NewFileSource opens path.
+func NewFileSource(path string) (*FileSource, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("file source: %w", err)
+	}
+	return &FileSource{path: path, f: f, r: bufio.NewReaderSize(f, 64<<10)}, nil
+}
+
+// Fetch returns the next non-empty line.
+func (s *FileSource) Fetch(ctx context.Context) (Record, error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return Record{}, err
+		}
+		s.buf = s.buf[:0]
+		for {
+			chunk, err := s.r.ReadSlice('\n')
+			s.buf = append(s.buf, chunk...)
+			if err == bufio.ErrBufferFull {
+				continue
+			}
+			if err == io.EOF && len(s.buf) > 0 {
+				break
+			}
+			if err == io.EOF {
+				return Record{}, ErrEndOfInput
+			}
+			if err != nil {
+				return Record{}, fmt.Errorf("file source %s: %w", s.path, err)
+			}
+			break
+		}
+		s.line++
+		v := s.buf
+		for len(v) > 0 && (v[len(v)-1] == '\n' || v[len(v)-1] == '\r') {
+			v = v[:len(v)-1]
+		}
+		if len(v) == 0 {
+			continue
+		}
+		return Record{Value: v, Offset: s.line}, nil
+	}
+}
+
+// Commit does nothing: files are not acknowledged.
+func (s *FileSource) Commit(context.Context, Record) error { return nil }
+
+// Name returns "file:PATH".
+func (s *FileSource) Name() string { return "file:" + s.path }
+
+// Close closes the file.
+func (s *FileSource) Close() error { return s.f.Close() }

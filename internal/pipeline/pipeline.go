@@ -210,6 +210,12 @@ func (p *Pipeline) Names() []string {
 	return names
 }
 
+// Name returns the name of learner i.
+func (p *Pipeline) Name(i int) string { return p.nodes[i].name }
+
+// Seen returns the number of events processed, invalid ones included.
+func (p *Pipeline) Seen() uint64 { return p.counts.Events }
+
 // Algorithms returns the learner algorithms in configuration order.
 func (p *Pipeline) Algorithms() []string {
 	algs := make([]string, len(p.nodes))

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/streamlearn/streamlearn/internal/config"
+	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/service"
+)
+
+const runArgs = "[-c config.yaml] [--until-end] [--report text|json] [--preload FILE] [--nats-port N] [--store DIR]"
+
+// tuning lets tests lower the transports' timeouts; zero in production.
+var tuning service.Tuning
+
+func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("run", runArgs, stderr)
+	cfgPath := fs.String("c", "", "config `file` (default: an embedded NATS JetStream server on 127.0.0.1:4222, stream EVENTS, subject events)")
+	untilEnd := fs.Bool("until-end", false, "stop once the source is consumed up to the end it had at start, then print the final report")
+	reportFmt := fs.String("report", "text", "final report `format`: text or json (one object per model, a line each)")
+	preload := fs.String("preload", "", "publish the JSONL `file` into the source's topic or subject before consuming")
+	port := fs.Int("nats-port", 4222, "client `port` of the embedded server on 127.0.0.1 (no -c only; -1 picks a free one)")
+	store := fs.String("store", "", "JetStream storage `dir` of the embedded server (no -c only; default: a temporary directory removed at exit)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *reportFmt != "text" && *reportFmt != "json" {
+		return usageErr(fs, "--report %q: want text or json", *reportFmt)
+	}
+	if fs.NArg() > 0 {
+		return usageErr(fs, "unexpected arguments %q", fs.Args())
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+
+	var cfg *config.Config
+	if *cfgPath != "" {
+		var err error
+		if cfg, err = config.Load(*cfgPath); err != nil {
+			return err
+		}
+	} else {
+		ecfg := connectors.DefaultEmbeddedConfig(*store)
+		ecfg.Port = *port
+		emb, err := connectors.StartEmbedded(ecfg)
+		if err != nil {
+			return fmt.Errorf("embedded NATS server (use -c to configure a broker): %w", err)
+		}
+		defer emb.Shutdown()
+		cfg = config.Default()
+		cfg.Source = config.Source{Kind: "jetstream", Conn: config.Conn{URL: emb.ClientURL()},
+			Subject: connectors.EmbeddedSubject, Stream: connectors.EmbeddedStream, Durable: "streamlearn"}
+		fmt.Fprintf(stderr, "streamlearn: embedded NATS JetStream at %s: events published to subject %q are learned (stream %s, durable %s)\n",
+			emb.ClientURL(), cfg.Source.Subject, cfg.Source.Stream, cfg.Source.Durable)
+	}
+	if *preload != "" {
+		n, err := publishFile(ctx, *preload, cfg.Source, "")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "streamlearn: preloaded %d records from %s\n", n, *preload)
+	}
+
+	src, err := service.OpenSource(ctx, cfg.Source, *untilEnd, tuning)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	opt := service.Options{Config: cfg, Source: src, Logger: logger}
+	var sinks []connectors.Sink
+	for _, s := range []struct {
+		cfg *config.Sink
+		dst *connectors.Sink
+	}{{cfg.Sinks.Predictions, &opt.Predictions}, {cfg.Sinks.Reports, &opt.Reports}, {cfg.Sinks.DeadLetters, &opt.DeadLetters}} {
+		sink, err := service.OpenSink(s.cfg, cfg.Source, tuning)
+		if err != nil {
+			return err
+		}
+		if sink != nil {
+			*s.dst = sink
+			sinks = append(sinks, sink)
+		}
+	}
+	if r := cfg.Sinks.Reports; r != nil {
+		opt.ReportEvery, opt.ReportInterval = r.Every, r.Interval
+	}
+	svc, err := service.New(opt)
+	if err != nil {
+		return err
+	}
+	runErr := svc.Run(ctx)
+	for _, s := range sinks {
+		runErr = errors.Join(runErr, s.Close())
+	}
+	if runErr != nil {
+		return runErr
+	}
+	reports, err := svc.Reports()
+	if err != nil {
+		return err
+	}
+	if *reportFmt == "json" {
+		enc := json.NewEncoder(stdout)
+		for _, r := range reports {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for i, r := range reports {
+		if i > 0 {
+			fmt.Fprintln(stdout)
+		}
+		fmt.Fprintf(stdout, "%s partition %d\n", r.Source, r.Partition)
+		if err := writeTextReport(stdout, r.Report); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// publishFile publishes every non-empty line of a JSONL file to the
+// source's topic or subject (or to topic when not empty), using each
+// event's "key" as the Kafka key. It returns the number of records.
+func publishFile(ctx context.Context, path string, src config.Source, topic string) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sinkCfg := &config.Sink{Kind: src.Kind, Topic: src.Topic, Subject: src.Subject, Stream: src.Stream}
+	if topic != "" {
+		sinkCfg.Topic, sinkCfg.Subject = topic, topic
+	}
+	if src.Kind == "file" {
+		return 0, errors.New("publish: the source is a file; nothing to publish to")
+	}
+	sink, err := service.OpenSink(sinkCfg, src, tuning)
+	if err != nil {
+		return 0, err
+	}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	n := 0
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) == 0 {
+			continue
+		}
+		var k struct {
+			Key string `json:"key"`
+		}
+		_ = json.Unmarshal(line, &k) // bad records are published as they are: the service dead-letters them
+		if err := sink.Publish(ctx, []byte(k.Key), line); err != nil {
+			sink.Close()
+			return n, fmt.Errorf("publish %s line %d: %w", path, n+1, err)
+		}
+		n++
+	}
+	if err := sc.Err(); err != nil {
+		sink.Close()
+		return n, fmt.Errorf("publish %s: %w", path, err)
+	}
+	if err := sink.Flush(ctx); err != nil {
+		sink.Close()
+		return n, err
+	}
+	return n, sink.Close()
+}

@@ -1,0 +1,158 @@
+package connectors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// The zero-config setup of `streamlearn run`: an embedded server on
+// DefaultNATSURL with stream EmbeddedStream capturing EmbeddedSubject,
+// where `streamlearn publish` (or any NATS client) sends events.
+const (
+	EmbeddedStream  = DefaultJetStreamStream
+	EmbeddedSubject = DefaultNATSSubject
+)
+
+// embeddedReady bounds the wait for the server to accept connections.
+const embeddedReady = 10 * time.Second
+
+// EmbeddedConfig configures an in-process NATS server with JetStream.
+type EmbeddedConfig struct {
+	// Host is the listen address. Default "127.0.0.1" (loopback only).
+	Host string
+	// Port is the client port; -1 picks a free one. Default 4222.
+	Port int
+	// StoreDir holds the JetStream files. Default: a new temporary
+	// directory that Shutdown removes.
+	StoreDir string
+	// Stream, when set, is created (or updated) at start, capturing
+	// Subjects (default: EmbeddedSubject).
+	Stream   string
+	Subjects []string
+}
+
+// DefaultEmbeddedConfig is what `streamlearn run` starts with no config:
+// 127.0.0.1:4222, stream EVENTS on subject events, files under storeDir.
+func DefaultEmbeddedConfig(storeDir string) EmbeddedConfig {
+	return EmbeddedConfig{Host: "127.0.0.1", Port: 4222, StoreDir: storeDir,
+		Stream: EmbeddedStream, Subjects: []string{EmbeddedSubject}}
+}
+
+// Embedded is a NATS server with JetStream running in this process.
+type Embedded struct {
+	srv *server.Server
+	tmp string
+}
+
+// StartEmbedded starts the server, waits until it accepts connections and
+// creates cfg.Stream when set.
+func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
+	if cfg.Host == "" {
+		cfg.Host = "127.0.0.1"
+	}
+	if cfg.Port == 0 {
+		cfg.Port = 4222
+	}
+	e := &Embedded{}
+	if cfg.StoreDir == "" {
+		dir, err := os.MkdirTemp("", "streamlearn-nats-")
+		if err != nil {
+			return nil, fmt.Errorf("embedded nats: %w", err)
+		}
+		cfg.StoreDir, e.tmp = dir, dir
+	}
+	opts := &server.Options{
+		ServerName: "streamlearn",
+		Host:       cfg.Host,
+		Port:       cfg.Port,
+		JetStream:  true,
+		StoreDir:   cfg.StoreDir,
+	}
+	srv, err := jsStartServer(opts)
+	if err != nil {
+		if e.tmp != "" {
+			_ = os.RemoveAll(e.tmp)
+		}
+		return nil, fmt.Errorf("embedded nats on %s:%d: %w", cfg.Host, cfg.Port, err)
+	}
+	e.srv = srv
+	if cfg.Stream != "" {
+		subjects := cfg.Subjects
+		if len(subjects) == 0 {
+			subjects = []string{EmbeddedSubject}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), embeddedReady)
+		defer cancel()
+		if err := e.CreateStream(ctx, cfg.Stream, subjects...); err != nil {
+			e.Shutdown()
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// jsStartServer runs a server with opts (no signal handlers, no logging)
+// and waits until it accepts connections.
+func jsStartServer(opts *server.Options) (*server.Server, error) {
+	opts.NoSigs, opts.NoLog = true, true
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		return nil, err
+	}
+	srv.Start()
+	if !srv.ReadyForConnections(embeddedReady) {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+		return nil, errors.New("not ready for connections (port in use?)")
+	}
+	return srv, nil
+}
+
+// ClientURL returns the URL clients connect to, e.g. nats://127.0.0.1:4222.
+func (e *Embedded) ClientURL() string { return e.srv.ClientURL() }
+
+// CreateStream creates stream name capturing subjects (file storage,
+// limits retention), or updates it to capture them. It is idempotent.
+func (e *Embedded) CreateStream(ctx context.Context, name string, subjects ...string) error {
+	nc, err := nats.Connect(e.ClientURL(), nats.InProcessServer(e.srv))
+	if err != nil {
+		return fmt.Errorf("embedded nats: stream %s: %w", name, err)
+	}
+	defer nc.Close()
+	if err := jsCreateStream(ctx, nc, name, subjects...); err != nil {
+		return fmt.Errorf("embedded nats: stream %s: %w", name, err)
+	}
+	return nil
+}
+
+// jsCreateStream creates or updates a file-stored stream with limits
+// retention.
+func jsCreateStream(ctx context.Context, nc *nats.Conn, name string, subjects ...string) error {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	_, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:     name,
+		Subjects: subjects,
+		Storage:  jetstream.FileStorage,
+	})
+	return err
+}
+
+// Shutdown stops the server, waits until it has stopped and removes the
+// temporary store directory, if it made one.
+func (e *Embedded) Shutdown() {
+	e.srv.Shutdown()
+	e.srv.WaitForShutdown()
+	if e.tmp != "" {
+		_ = os.RemoveAll(e.tmp)
+	}
+}

@@ -1,0 +1,468 @@
+package connectors
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// JetStreamSource reads a JetStream stream through a durable pull
+// consumer: at-least-once. The consumer is created or updated with
+// AckAllPolicy (an ack covers every earlier message), FilterSubject =
+// Subject and MaxAckPending; the client buffers at most FetchBatch
+// messages ahead of Fetch (jetstream.PullMaxMessages).
+//
+// Records come in stream order, each once per source: Record.Offset is the
+// stream sequence, strictly increasing. A message the server redelivers
+// after AckWait while this source runs was already returned, so it is
+// skipped (and counted: Redelivered); the cumulative commit that follows
+// covers it.
+//
+// Commit(r) acknowledges r's message and so everything before it. Messages
+// delivered but not committed come again after a restart: on open, a
+// durable whose delivered sequence is ahead of its ack floor is reset to
+// its ack floor (jetstream.Stream.ResetConsumer, nats-server 2.14+), so
+// they come again first and in order, instead of after AckWait and out of
+// order (an ack of a later message would then cover them unprocessed). A
+// durable is therefore used by one process at a time.
+//
+// It is not safe for concurrent use, except Lag and Redelivered.
+type JetStreamSource struct {
+	nc       *natsConn
+	cons     jetstream.Consumer
+	iter     jetstream.MessagesContext
+	name     string
+	cfg      NATSConfig
+	untilEnd bool
+
+	// end is the last stream sequence for the subject when the source was
+	// opened (until-end); ended is set once it was returned, or once the
+	// consumer had nothing left to deliver.
+	end   uint64
+	ended bool
+	// last is the stream sequence of the last record returned.
+	last uint64
+	key  []byte
+
+	// pending is the latest committed message not yet acknowledged
+	// (AckBatch > 1), unacked how many commits it stands for, and acked
+	// the stream sequence of the last acknowledgement.
+	pending jetstream.Msg
+	unacked int
+	acked   uint64
+
+	lag         atomic.Int64
+	redelivered atomic.Int64
+	closed      bool
+}
+
+var _ Source = (*JetStreamSource)(nil)
+
+// NewJetStreamSource opens the durable cfg.Durable on cfg.Stream, filtered
+// on cfg.Subject. With untilEnd, Fetch returns ErrEndOfInput once every
+// message of the subject up to the stream's last one at open has been
+// returned; a durable with nothing left to deliver at open ends at once.
+func NewJetStreamSource(ctx context.Context, cfg NATSConfig, untilEnd bool) (*JetStreamSource, error) {
+	cfg = cfg.withDefaults()
+	name := "jetstream:" + cfg.Stream + "/" + cfg.Durable
+	nc, err := natsConnect(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream source: %w", err)
+	}
+	s := &JetStreamSource{nc: nc, name: name, cfg: cfg, untilEnd: untilEnd}
+	if err := s.open(ctx); err != nil {
+		_ = nc.close()
+		return nil, fmt.Errorf("jetstream source %s: %w", name, err)
+	}
+	return s, nil
+}
+
+func (s *JetStreamSource) open(ctx context.Context) error {
+	cfg := s.cfg
+	js, err := jetstream.New(s.nc.Conn)
+	if err != nil {
+		return err
+	}
+	stream, err := js.Stream(ctx, cfg.Stream)
+	if err != nil {
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			return fmt.Errorf("stream %q not found: create it (e.g. `nats stream add %s --subjects %s`)", cfg.Stream, cfg.Stream, cfg.Subject)
+		}
+		return fmt.Errorf("stream %q: %w", cfg.Stream, err)
+	}
+	s.cons, err = stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable:       cfg.Durable,
+		Description:   "streamlearn source",
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckAllPolicy,
+		AckWait:       cfg.AckWait,
+		MaxAckPending: cfg.MaxAckPending,
+		FilterSubject: cfg.Subject,
+	})
+	if err != nil {
+		return fmt.Errorf("consumer: %w", err)
+	}
+	info := s.cons.CachedInfo()
+	if info.Delivered.Stream > info.AckFloor.Stream {
+		// Delivered but not acknowledged by an earlier run: deliver again,
+		// from the ack floor and in order.
+		if _, err := stream.ResetConsumer(ctx, cfg.Durable); err != nil {
+			return fmt.Errorf("consumer: reset to ack floor %d for redelivery of %d..%d: %w",
+				info.AckFloor.Stream, info.AckFloor.Stream+1, info.Delivered.Stream, err)
+		}
+		if info, err = s.cons.Info(ctx); err != nil {
+			return fmt.Errorf("consumer: %w", err)
+		}
+	}
+	s.last, s.acked = info.AckFloor.Stream, info.AckFloor.Stream
+	s.lag.Store(int64(info.NumPending))
+	if s.untilEnd {
+		if info.NumPending == 0 {
+			s.ended = true
+		} else if s.end, err = jsLastSeq(ctx, stream, cfg.Subject); err != nil {
+			return fmt.Errorf("until-end: %w", err)
+		}
+	}
+	s.iter, err = s.cons.Messages(jetstream.PullMaxMessages(cfg.FetchBatch), jetstream.PullExpiry(cfg.FetchWait))
+	if err != nil {
+		return fmt.Errorf("consume: %w", err)
+	}
+	return nil
+}
+
+// jsLastSeq returns the stream sequence of subject's last message, or the
+// stream's last sequence when the server cannot say (an upper bound: the
+// idle check in Fetch ends the source when nothing is left).
+func jsLastSeq(ctx context.Context, stream jetstream.Stream, subject string) (uint64, error) {
+	m, err := stream.GetLastMsgForSubject(ctx, subject)
+	if err == nil {
+		return m.Sequence, nil
+	}
+	info, ierr := stream.Info(ctx)
+	if ierr != nil {
+		return 0, errors.Join(err, ierr)
+	}
+	return info.State.LastSeq, nil
+}
+
+// Fetch returns the next record. When no message comes for FetchWait it
+// asks the server about the consumer: an until-end source with nothing
+// left to deliver ends, and a consumer stalled on MaxAckPending (the
+// caller commits too rarely) is an error rather than a silent hang.
+func (s *JetStreamSource) Fetch(ctx context.Context) (Record, error) {
+	if s.closed {
+		return Record{}, fmt.Errorf("jetstream source %s: fetch: closed", s.name)
+	}
+	for {
+		if s.ended {
+			return Record{}, ErrEndOfInput
+		}
+		wctx, cancel := context.WithTimeout(ctx, s.cfg.FetchWait)
+		msg, err := s.iter.Next(jetstream.NextContext(wctx))
+		cancel()
+		if err != nil {
+			if cerr := ctx.Err(); cerr != nil {
+				return Record{}, cerr
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				if err := s.idle(ctx); err != nil {
+					return Record{}, err
+				}
+				continue
+			}
+			return Record{}, fmt.Errorf("jetstream source %s: fetch: %w", s.name, err)
+		}
+		seq, pending, ts, ok := jsAckMeta(msg.Reply())
+		if !ok {
+			md, err := msg.Metadata()
+			if err != nil {
+				return Record{}, fmt.Errorf("jetstream source %s: fetch: %w", s.name, err)
+			}
+			seq, pending, ts = md.Sequence.Stream, md.NumPending, md.Timestamp.UnixNano()
+		}
+		if seq <= s.last {
+			s.redelivered.Add(1)
+			continue
+		}
+		if s.untilEnd && seq > s.end {
+			// The last message at open is gone (limits, purge); this one
+			// came later. It stays unacknowledged, for the next run.
+			s.ended = true
+			return Record{}, ErrEndOfInput
+		}
+		s.last = seq
+		s.ended = s.untilEnd && seq == s.end
+		s.lag.Store(int64(pending))
+		s.key = append(s.key[:0], natsLastToken(msg.Subject())...)
+		return Record{Value: msg.Data(), Key: s.key, Offset: int64(seq), Time: time.Unix(0, ts), ack: msg}, nil
+	}
+}
+
+// jsAckMeta reads the stream sequence, the pending count and the
+// timestamp (Unix ns) from a JetStream message's reply subject without
+// allocating (msg.Metadata allocates). The subject is
+//
+//	$JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>
+//
+// or, from newer servers, with <domain>.<account hash> after $JS.ACK and
+// possibly more tokens at the end (nats.go internal/parser).
+func jsAckMeta(reply string) (seq, pending uint64, ts int64, ok bool) {
+	rest, found := strings.CutPrefix(reply, "$JS.ACK.")
+	if !found {
+		return 0, 0, 0, false
+	}
+	skip := 0 // tokens before <delivered>
+	switch n := strings.Count(rest, ".") + 1; {
+	case n == 7:
+		skip = 2
+	case n >= 9:
+		skip = 4
+	default:
+		return 0, 0, 0, false
+	}
+	var tok string
+	for range skip + 1 { // through <delivered>
+		_, rest, _ = strings.Cut(rest, ".")
+	}
+	var v [4]uint64 // sseq, cseq, ts, pending
+	for i := range v {
+		tok, rest, _ = strings.Cut(rest, ".")
+		if tok == "" {
+			return 0, 0, 0, false
+		}
+		for j := 0; j < len(tok); j++ {
+			c := tok[j]
+			if c < '0' || c > '9' {
+				return 0, 0, 0, false
+			}
+			v[i] = v[i]*10 + uint64(c-'0')
+		}
+	}
+	return v[0], v[3], int64(v[2]), true
+}
+
+// idle runs when no message came for FetchWait.
+func (s *JetStreamSource) idle(ctx context.Context) error {
+	info, err := s.cons.Info(ctx)
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		return fmt.Errorf("jetstream source %s: consumer info: %w", s.name, err)
+	}
+	s.lag.Store(int64(info.NumPending))
+	if s.untilEnd && info.NumPending == 0 {
+		// Every message of the subject was delivered and, after FetchWait
+		// without one, returned: nothing up to the end at open is left.
+		s.ended = true
+		return nil
+	}
+	if info.NumPending > 0 && info.NumAckPending >= s.cfg.MaxAckPending {
+		return fmt.Errorf("jetstream source %s: %d messages await a commit and max_ack_pending is %d: commit more often or raise max_ack_pending",
+			s.name, info.NumAckPending, s.cfg.MaxAckPending)
+	}
+	return nil
+}
+
+// Commit acknowledges r's message and, by AckAllPolicy, every earlier one.
+// With AckBatch 1 it returns once the server confirmed the ack; with a
+// larger AckBatch only every AckBatch-th call sends one. Committing a
+// record older than the last acknowledged one does nothing.
+func (s *JetStreamSource) Commit(ctx context.Context, r Record) error {
+	m, ok := r.ack.(jetstream.Msg)
+	if !ok {
+		return fmt.Errorf("jetstream source %s: commit offset %d: record is not from a JetStream source", s.name, r.Offset)
+	}
+	if s.closed {
+		return fmt.Errorf("jetstream source %s: commit offset %d: closed", s.name, r.Offset)
+	}
+	if uint64(r.Offset) <= s.acked {
+		return nil
+	}
+	s.pending = m
+	s.unacked++
+	if s.unacked < s.cfg.AckBatch {
+		return nil
+	}
+	return s.ack(ctx)
+}
+
+// ack sends the pending acknowledgement and waits for the server.
+func (s *JetStreamSource) ack(ctx context.Context) error {
+	m := s.pending
+	if m == nil {
+		return nil
+	}
+	md, err := m.Metadata()
+	if err != nil {
+		return fmt.Errorf("jetstream source %s: commit: %w", s.name, err)
+	}
+	if err := m.DoubleAck(ctx); err != nil && !errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
+		return fmt.Errorf("jetstream source %s: commit offset %d: %w", s.name, md.Sequence.Stream, err)
+	}
+	s.pending, s.unacked, s.acked = nil, 0, md.Sequence.Stream
+	return nil
+}
+
+// Name returns "jetstream:<stream>/<durable>".
+func (s *JetStreamSource) Name() string { return s.name }
+
+// Lag returns how many messages of the subject the server had not yet
+// delivered when the last record was returned (or at the last idle
+// check): the consumer lag. It is safe for concurrent use.
+func (s *JetStreamSource) Lag() int64 { return s.lag.Load() }
+
+// Redelivered returns how many redeliveries of already returned records
+// were skipped (their ack was later than AckWait). It is safe for
+// concurrent use.
+func (s *JetStreamSource) Redelivered() int64 { return s.redelivered.Load() }
+
+// Close acknowledges the pending commit (AckBatch > 1), stops consuming
+// (buffered messages stay unacknowledged, for the next run) and closes
+// the connection.
+func (s *JetStreamSource) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	ctx, cancel := context.WithTimeout(context.Background(), natsCloseWait)
+	defer cancel()
+	err := s.ack(ctx)
+	s.iter.Stop()
+	return errors.Join(err, s.nc.close())
+}
+
+// JetStreamSink publishes to a subject of a JetStream stream and collects
+// the server's acknowledgements asynchronously: at most PublishWindow
+// publishes are in flight, Publish blocks beyond that, and Flush waits
+// for every acknowledgement. A failed publish is returned by the Publish
+// or Flush that collects it. Keys are not sent. It is not safe for
+// concurrent use.
+type JetStreamSink struct {
+	nc      *natsConn
+	js      jetstream.JetStream
+	stream  string
+	subject string
+	name    string
+
+	// inflight is a ring of futures in publish order.
+	inflight []jetstream.PubAckFuture
+	head, n  int
+	closed   bool
+}
+
+var _ Sink = (*JetStreamSink)(nil)
+
+// jsPublishTimeout bounds the wait for one publish acknowledgement.
+const jsPublishTimeout = 30 * time.Second
+
+// NewJetStreamSink connects with cfg (cfg.Stream and cfg.Subject are not
+// used) and publishes to subject, which stream must capture.
+func NewJetStreamSink(cfg NATSConfig, stream, subject string) (*JetStreamSink, error) {
+	name := "jetstream sink " + stream + "/" + subject
+	if stream == "" || subject == "" || strings.ContainsAny(subject, " \t\r\n*>") {
+		return nil, fmt.Errorf("%s: need a stream and a subject without white space or wildcards", name)
+	}
+	cfg = cfg.withDefaults()
+	nc, err := natsConnect(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	s := &JetStreamSink{nc: nc, stream: stream, subject: subject, name: name,
+		inflight: make([]jetstream.PubAckFuture, cfg.PublishWindow)}
+	fail := func(err error) (*JetStreamSink, error) {
+		_ = nc.close()
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	s.js, err = jetstream.New(nc.Conn,
+		jetstream.WithPublishAsyncMaxPending(cfg.PublishWindow+1),
+		jetstream.WithPublishAsyncTimeout(jsPublishTimeout))
+	if err != nil {
+		return fail(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), natsCloseWait)
+	defer cancel()
+	if _, err := s.js.Stream(ctx, stream); err != nil {
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			return fail(fmt.Errorf("stream %q not found", stream))
+		}
+		return fail(err)
+	}
+	return s, nil
+}
+
+// Publish sends a copy of value (the client keeps it for retries until
+// the server acknowledges it).
+func (s *JetStreamSink) Publish(ctx context.Context, _, value []byte) error {
+	if s.closed {
+		return fmt.Errorf("%s: publish: closed", s.name)
+	}
+	var err error
+	if s.n == len(s.inflight) {
+		err = s.collect(ctx)
+		if ctx.Err() != nil {
+			return err
+		}
+	}
+	f, perr := s.js.PublishAsync(s.subject, bytes.Clone(value))
+	if perr != nil {
+		return errors.Join(err, fmt.Errorf("%s: publish: %w", s.name, perr))
+	}
+	s.inflight[(s.head+s.n)%len(s.inflight)] = f
+	s.n++
+	return err
+}
+
+// collect waits for the oldest acknowledgement.
+func (s *JetStreamSink) collect(ctx context.Context) error {
+	f := s.inflight[s.head]
+	var err error
+	select {
+	case ack := <-f.Ok():
+		if ack.Stream != s.stream {
+			err = fmt.Errorf("%s: published into stream %q, not %q", s.name, ack.Stream, s.stream)
+		}
+	case perr := <-f.Err():
+		err = fmt.Errorf("%s: publish: %w", s.name, perr)
+	case <-ctx.Done():
+		return fmt.Errorf("%s: waiting for an ack: %w", s.name, ctx.Err())
+	}
+	s.inflight[s.head] = nil
+	s.head = (s.head + 1) % len(s.inflight)
+	s.n--
+	return err
+}
+
+// Flush waits for the acknowledgement of everything published so far and
+// returns the failures among them.
+func (s *JetStreamSink) Flush(ctx context.Context) error {
+	var errs []error
+	for s.n > 0 {
+		err := s.collect(ctx)
+		if ctx.Err() != nil {
+			return errors.Join(append(errs, err)...)
+		}
+		if err != nil && len(errs) < 8 {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Close flushes (waiting at most 30s) and closes the connection.
+func (s *JetStreamSink) Close() error {
+	if s.closed {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), jsPublishTimeout)
+	defer cancel()
+	err := s.Flush(ctx)
+	s.closed = true
+	return errors.Join(err, s.nc.close())
+}

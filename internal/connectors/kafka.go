@@ -1,0 +1,807 @@
+package connectors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/sasl"
+)
+
+// ErrKafkaPartitionRevoked is wrapped by KafkaSource.Commit when the record's
+// partition was assigned to another member of the group by a rebalance since
+// the record was fetched. The commit is not sent: it would overwrite the new
+// owner's position. The caller may carry on; the new owner reads the
+// partition from the group's last committed offset.
+var ErrKafkaPartitionRevoked = errors.New("partition revoked by a rebalance")
+
+// KafkaConfig configures a Kafka source or sink: the `source:` or `sinks.*`
+// block with kind kafka. The zero value of every optional field means its
+// documented default.
+type KafkaConfig struct {
+	// Brokers are the bootstrap addresses (host:port). Required.
+	Brokers []string `yaml:"brokers"`
+	// Topic is the topic a source reads; a sink writes the topic passed to
+	// NewKafkaSink, or this one when that is empty.
+	Topic string `yaml:"topic"`
+	// Group is the consumer group of a source. Processes with the same group
+	// split the topic's partitions between them.
+	//
+	// Default: "streamlearn"
+	Group string `yaml:"group"`
+	// ClientID names the connections in the brokers' logs and quotas.
+	//
+	// Default: "streamlearn"
+	ClientID string `yaml:"client_id"`
+	// StartOffset is where a source starts on a partition for which the
+	// group has no committed offset: earliest or latest.
+	//
+	// Default: earliest
+	StartOffset string `yaml:"start_offset"`
+	// TLS enables TLS; nil means plaintext.
+	TLS *TLSConfig `yaml:"tls"`
+	// SASL enables SASL authentication; nil means none.
+	SASL *SASLConfig `yaml:"sasl"`
+
+	// DialTimeout bounds connecting (TCP, TLS and SASL) to a broker.
+	//
+	// Default: 10s
+	DialTimeout time.Duration `yaml:"dial_timeout"`
+	// MinBytes is the least a fetch request asks the broker to wait for.
+	//
+	// Default: 1
+	MinBytes int `yaml:"min_bytes"`
+	// MaxBytes is the most a fetch request returns per partition.
+	//
+	// Default: 1048576 (1 MiB)
+	MaxBytes int `yaml:"max_bytes"`
+	// MaxWait is how long a fetch waits for MinBytes before returning what
+	// it has; on an idle topic, it is also how late a source notices a
+	// rebalance or a close.
+	//
+	// Default: 1s
+	MaxWait time.Duration `yaml:"max_wait"`
+	// QueueCapacity bounds the records a source holds ahead of Fetch, both
+	// per partition and in total: a slow learner slows fetching.
+	//
+	// Default: 1000
+	QueueCapacity int `yaml:"queue_capacity"`
+	// HeartbeatInterval is how often a source tells the group coordinator it
+	// is alive; it is also how soon it notices a rebalance.
+	//
+	// Default: 3s
+	HeartbeatInterval time.Duration `yaml:"heartbeat_interval"`
+	// SessionTimeout is how long the coordinator waits for a heartbeat
+	// before it declares a member dead and rebalances. It must lie within
+	// the brokers' group.min/max.session.timeout.ms.
+	//
+	// Default: 30s
+	SessionTimeout time.Duration `yaml:"session_timeout"`
+	// RebalanceTimeout is how long the coordinator waits for members to
+	// rejoin during a rebalance.
+	//
+	// Default: 30s
+	RebalanceTimeout time.Duration `yaml:"rebalance_timeout"`
+	// JoinGroupBackoff is the pause before rejoining after a failed join.
+	//
+	// Default: 5s
+	JoinGroupBackoff time.Duration `yaml:"join_group_backoff"`
+	// Timeout bounds each request to the group coordinator, commits
+	// included.
+	//
+	// Default: 5s
+	Timeout time.Duration `yaml:"timeout"`
+
+	// BatchTimeout is how long a sink waits to fill a batch before sending
+	// it; Flush does not wait for it.
+	//
+	// Default: 10ms
+	BatchTimeout time.Duration `yaml:"batch_timeout"`
+	// BatchSize is the most messages a sink sends in one produce request
+	// per partition.
+	//
+	// Default: 1000
+	BatchSize int `yaml:"batch_size"`
+	// MaxPending bounds the messages a sink has published but not yet had
+	// acknowledged; Publish blocks beyond it.
+	//
+	// Default: 10000
+	MaxPending int `yaml:"max_pending"`
+}
+
+// Validate reports the first problem with c, naming the key at fault. It
+// does not check that Topic is set: NewKafkaSource and NewKafkaSink do.
+func (c *KafkaConfig) Validate() error {
+	if len(c.Brokers) == 0 {
+		return errors.New("kafka: brokers: at least one broker address is required")
+	}
+	for _, b := range c.Brokers {
+		if _, _, err := net.SplitHostPort(b); err != nil {
+			return fmt.Errorf("kafka: brokers: %q is not host:port", b)
+		}
+	}
+	switch strings.ToLower(c.StartOffset) {
+	case "", "earliest", "latest":
+	default:
+		return fmt.Errorf("kafka: start_offset: %q is not earliest or latest", c.StartOffset)
+	}
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{
+		{"dial_timeout", c.DialTimeout}, {"max_wait", c.MaxWait},
+		{"heartbeat_interval", c.HeartbeatInterval}, {"session_timeout", c.SessionTimeout},
+		{"rebalance_timeout", c.RebalanceTimeout}, {"join_group_backoff", c.JoinGroupBackoff},
+		{"timeout", c.Timeout}, {"batch_timeout", c.BatchTimeout},
+	} {
+		if d.v < 0 {
+			return fmt.Errorf("kafka: %s: negative duration %v", d.key, d.v)
+		}
+	}
+	for _, n := range []struct {
+		key string
+		v   int
+	}{
+		{"min_bytes", c.MinBytes}, {"max_bytes", c.MaxBytes}, {"queue_capacity", c.QueueCapacity},
+		{"batch_size", c.BatchSize}, {"max_pending", c.MaxPending},
+	} {
+		if n.v < 0 {
+			return fmt.Errorf("kafka: %s: negative value %d", n.key, n.v)
+		}
+	}
+	if c.MaxBytes != 0 && c.MinBytes > c.MaxBytes {
+		return fmt.Errorf("kafka: min_bytes %d exceeds max_bytes %d", c.MinBytes, c.MaxBytes)
+	}
+	if c.HeartbeatInterval != 0 && c.SessionTimeout != 0 && c.HeartbeatInterval >= c.SessionTimeout {
+		return fmt.Errorf("kafka: heartbeat_interval %v must be below session_timeout %v", c.HeartbeatInterval, c.SessionTimeout)
+	}
+	if err := c.SASL.Validate(); err != nil {
+		return fmt.Errorf("kafka: %w", err)
+	}
+	return nil
+}
+
+// withDefaults returns c with every zero optional field set to its default.
+func (c KafkaConfig) withDefaults() KafkaConfig {
+	def := func(p *time.Duration, d time.Duration) {
+		if *p == 0 {
+			*p = d
+		}
+	}
+	defInt := func(p *int, d int) {
+		if *p == 0 {
+			*p = d
+		}
+	}
+	if c.Group == "" {
+		c.Group = "streamlearn"
+	}
+	if c.ClientID == "" {
+		c.ClientID = "streamlearn"
+	}
+	c.StartOffset = strings.ToLower(c.StartOffset)
+	if c.StartOffset == "" {
+		c.StartOffset = "earliest"
+	}
+	def(&c.DialTimeout, 10*time.Second)
+	def(&c.MaxWait, time.Second)
+	def(&c.HeartbeatInterval, 3*time.Second)
+	def(&c.SessionTimeout, 30*time.Second)
+	def(&c.RebalanceTimeout, 30*time.Second)
+	def(&c.JoinGroupBackoff, 5*time.Second)
+	def(&c.Timeout, 5*time.Second)
+	def(&c.BatchTimeout, 10*time.Millisecond)
+	defInt(&c.MinBytes, 1)
+	defInt(&c.MaxBytes, 1<<20)
+	defInt(&c.QueueCapacity, 1000)
+	defInt(&c.BatchSize, 1000)
+	defInt(&c.MaxPending, 10000)
+	return c
+}
+
+// dialer returns the kafka-go dialer with c's TLS and SASL settings.
+func (c *KafkaConfig) dialer() (*kafka.Dialer, error) {
+	t, err := c.TLS.Build()
+	if err != nil {
+		return nil, fmt.Errorf("kafka: %w", err)
+	}
+	m, err := c.SASL.mechanism()
+	if err != nil {
+		return nil, fmt.Errorf("kafka: %w", err)
+	}
+	return &kafka.Dialer{
+		ClientID:      c.ClientID,
+		Timeout:       c.DialTimeout,
+		DualStack:     true,
+		TLS:           t,
+		SASLMechanism: m,
+	}, nil
+}
+
+// transport returns the kafka-go transport (used by kafka.Client and
+// kafka.Writer) with c's TLS and SASL settings. Its owner calls
+// CloseIdleConnections when done.
+func (c *KafkaConfig) transport() (*kafka.Transport, error) {
+	d, err := c.dialer()
+	if err != nil {
+		return nil, err
+	}
+	return &kafka.Transport{
+		ClientID:    c.ClientID,
+		DialTimeout: c.DialTimeout,
+		TLS:         d.TLS,
+		SASL:        d.SASLMechanism,
+	}, nil
+}
+
+// KafkaSource reads one topic as a member of a consumer group. It is not
+// safe for concurrent use (see Source), except Assignments and Close, which
+// may be called from any goroutine.
+//
+// It drives kafka-go's ConsumerGroup generations itself, with one
+// single-partition kafka.Reader per assigned partition, instead of using a
+// group kafka.Reader: a group Reader neither says which partitions it owns
+// nor refuses a commit for a partition a rebalance gave away (its commit
+// would overwrite the new owner's offset), and after a rebalance it rereads
+// from the committed offset records it has already delivered. Here:
+//
+//   - offsets are committed only by Commit, synchronously, with the
+//     generation that currently owns the partition;
+//   - a partition that stays with this process across a rebalance resumes
+//     after the last record Fetch returned, not at the committed offset,
+//     so no record reaches the caller twice;
+//   - records fetched ahead for a generation that ended are dropped.
+//
+// Memory is bounded by QueueCapacity records per assigned partition (each
+// kafka-go reader's queue) plus QueueCapacity records in the shared queue.
+type KafkaSource struct {
+	cfg      KafkaConfig
+	untilEnd bool
+	name     string
+	dialer   *kafka.Dialer
+	group    *kafka.ConsumerGroup
+	// first and end are the partitions' log start and end offsets when the
+	// source was opened (end = the high watermark: one past the last record).
+	first, end map[int]int64
+
+	msgs   chan kafkaMsg
+	errc   chan error // fatal errors for Fetch; capacity 1
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	closed sync.Once
+	done   chan struct{} // closed by Close
+
+	mu        sync.Mutex
+	gen       *kafkaGen     // the live generation, nil between generations
+	wake      chan struct{} // closed and replaced whenever gen changes
+	next      map[int]int64 // per partition: offset of the next record to deliver
+	committed map[int]int64 // per partition: last offset committed by the group, as known here
+}
+
+var _ Source = (*KafkaSource)(nil)
+
+// kafkaGen is one generation of the group as this member saw it.
+type kafkaGen struct {
+	g     *kafka.Generation
+	owned []int // sorted partition ids
+}
+
+func (g *kafkaGen) owns(p int) bool {
+	_, ok := slices.BinarySearch(g.owned, p)
+	return ok
+}
+
+// kafkaMsg is a fetched message tagged with the generation that fetched it.
+type kafkaMsg struct {
+	gen *kafkaGen
+	m   kafka.Message
+}
+
+// NewKafkaSource joins cfg.Group on cfg.Topic and starts fetching. It first
+// lists the topic's partitions with their start and end offsets, so a bad
+// broker address, TLS or SASL setting or a missing topic fails here, with an
+// error naming the cause.
+//
+// With untilEnd, Fetch returns ErrEndOfInput once the source has delivered,
+// on every partition the group currently assigns to it, every record below
+// the end offset that partition had when NewKafkaSource ran. Partitions that
+// were empty then (or whose committed offset is already at the end) count as
+// done at once, and records produced later are never delivered. In a group
+// of several members, each member ends when its own share is done; a member
+// assigned no partition ends as soon as it has joined. When a member leaves,
+// the others receive its partitions in a rebalance, and reading resumes at
+// the offsets the group had committed, so the group as a whole consumes the
+// topic up to its end at start as long as members commit what they learned
+// before leaving.
+//
+// ctx bounds the opening requests only; Close stops the source.
+func NewKafkaSource(ctx context.Context, cfg KafkaConfig, untilEnd bool) (*KafkaSource, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Topic == "" {
+		return nil, errors.New("kafka: topic is required for a source")
+	}
+	cfg = cfg.withDefaults()
+	name := "kafka:" + cfg.Topic
+	d, err := cfg.dialer()
+	if err != nil {
+		return nil, err
+	}
+	if err := kafkaProbe(ctx, &cfg, d); err != nil {
+		return nil, fmt.Errorf("kafka source %s: %w", name, err)
+	}
+	first, end, err := kafkaListOffsets(ctx, &cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kafka source %s: %w", name, err)
+	}
+	start := kafka.FirstOffset
+	if cfg.StartOffset == "latest" {
+		start = kafka.LastOffset
+	}
+	group, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
+		ID:                cfg.Group,
+		Brokers:           cfg.Brokers,
+		Dialer:            d,
+		Topics:            []string{cfg.Topic},
+		HeartbeatInterval: cfg.HeartbeatInterval,
+		SessionTimeout:    cfg.SessionTimeout,
+		RebalanceTimeout:  cfg.RebalanceTimeout,
+		JoinGroupBackoff:  cfg.JoinGroupBackoff,
+		Timeout:           cfg.Timeout,
+		StartOffset:       start,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("kafka source %s: %w", name, err)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	s := &KafkaSource{
+		cfg:       cfg,
+		untilEnd:  untilEnd,
+		name:      name,
+		dialer:    d,
+		group:     group,
+		first:     first,
+		end:       end,
+		msgs:      make(chan kafkaMsg, cfg.QueueCapacity),
+		errc:      make(chan error, 1),
+		cancel:    cancel,
+		done:      make(chan struct{}),
+		wake:      make(chan struct{}),
+		next:      make(map[int]int64),
+		committed: make(map[int]int64),
+	}
+	s.wg.Go(func() { s.run(runCtx) })
+	return s, nil
+}
+
+// kafkaProbe connects to the first broker that answers, so that a bad
+// address, TLS or SASL setting fails with an error that says which. Brokers
+// answer a failed SASL authentication by closing the connection (kfake) or
+// by an error code and then closing it (Kafka), which a later request would
+// only report as an unexpected EOF.
+func kafkaProbe(ctx context.Context, cfg *KafkaConfig, d *kafka.Dialer) error {
+	probe := *d
+	var m *kafkaSASLProbe
+	if d.SASLMechanism != nil {
+		m = &kafkaSASLProbe{Mechanism: d.SASLMechanism}
+		probe.SASLMechanism = m
+	}
+	var err error
+	for _, b := range cfg.Brokers {
+		var c *kafka.Conn
+		if c, err = probe.DialContext(ctx, "tcp", b); err == nil {
+			return c.Close()
+		}
+		if m != nil && m.started.Load() {
+			return fmt.Errorf("broker %s: SASL %s as %q: %w",
+				b, d.SASLMechanism.Name(), cfg.SASL.Username, err)
+		}
+		err = fmt.Errorf("broker %s: %w", b, err)
+	}
+	return err
+}
+
+// kafkaSASLProbe records whether a SASL exchange began.
+type kafkaSASLProbe struct {
+	sasl.Mechanism
+	started atomic.Bool
+}
+
+func (m *kafkaSASLProbe) Start(ctx context.Context) (sasl.StateMachine, []byte, error) {
+	m.started.Store(true)
+	return m.Mechanism.Start(ctx)
+}
+
+// kafkaListOffsets returns the log start and end offsets of every partition
+// of cfg.Topic.
+func kafkaListOffsets(ctx context.Context, cfg *KafkaConfig) (first, end map[int]int64, err error) {
+	t, err := cfg.transport()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer t.CloseIdleConnections()
+	cl := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Transport: t, Timeout: cfg.DialTimeout}
+	md, err := cl.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{cfg.Topic}})
+	if err != nil {
+		return nil, nil, fmt.Errorf("metadata: %w", err)
+	}
+	if len(md.Topics) != 1 {
+		return nil, nil, fmt.Errorf("metadata: topic %q not in the response", cfg.Topic)
+	}
+	if err := md.Topics[0].Error; err != nil {
+		return nil, nil, fmt.Errorf("topic %q: %w", cfg.Topic, err)
+	}
+	reqs := make([]kafka.OffsetRequest, 0, 2*len(md.Topics[0].Partitions))
+	for _, p := range md.Topics[0].Partitions {
+		reqs = append(reqs, kafka.FirstOffsetOf(p.ID), kafka.LastOffsetOf(p.ID))
+	}
+	res, err := cl.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{cfg.Topic: reqs}})
+	if err != nil {
+		return nil, nil, fmt.Errorf("list offsets: %w", err)
+	}
+	first, end = make(map[int]int64), make(map[int]int64)
+	for _, po := range res.Topics[cfg.Topic] {
+		if po.Error != nil {
+			return nil, nil, fmt.Errorf("list offsets: partition %d: %w", po.Partition, po.Error)
+		}
+		first[po.Partition], end[po.Partition] = po.FirstOffset, po.LastOffset
+	}
+	if len(end) != len(md.Topics[0].Partitions) {
+		return nil, nil, fmt.Errorf("list offsets: %d partitions answered of %d", len(end), len(md.Topics[0].Partitions))
+	}
+	return first, end, nil
+}
+
+// Name returns "kafka:<topic>".
+func (s *KafkaSource) Name() string { return s.name }
+
+// Assignments returns the partitions the group currently assigns to this
+// source, sorted, or nil between generations (while a rebalance is under
+// way, before the first join, after Close).
+func (s *KafkaSource) Assignments() []int32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gen == nil {
+		return nil
+	}
+	out := make([]int32, len(s.gen.owned))
+	for i, p := range s.gen.owned {
+		out[i] = int32(p)
+	}
+	return out
+}
+
+// Fetch returns the next record of a partition this source owns. Records of
+// one partition come in offset order; partitions interleave. Fetch never
+// commits. Errors: ErrEndOfInput (see NewKafkaSource), ctx.Err(), and
+// errors no retry will cure (authentication, authorization), which name the
+// source. Transient broker errors are retried inside.
+func (s *KafkaSource) Fetch(ctx context.Context) (Record, error) {
+	for {
+		s.mu.Lock()
+		wake := s.wake
+		if s.untilEnd && s.doneLocked() {
+			s.mu.Unlock()
+			return Record{}, ErrEndOfInput
+		}
+		s.mu.Unlock()
+		select {
+		case km := <-s.msgs:
+			m := &km.m
+			s.mu.Lock()
+			if km.gen != s.gen || m.Offset < s.next[m.Partition] {
+				s.mu.Unlock() // fetched for a generation that ended
+				continue
+			}
+			s.next[m.Partition] = m.Offset + 1
+			s.mu.Unlock()
+			return Record{
+				Value:     m.Value,
+				Key:       m.Key,
+				Partition: int32(m.Partition),
+				Offset:    m.Offset,
+				Time:      m.Time,
+				ack:       km.gen,
+			}, nil
+		case err := <-s.errc:
+			return Record{}, err
+		case <-wake:
+		case <-s.done:
+			return Record{}, fmt.Errorf("kafka source %s: fetch: %w", s.name, errKafkaClosed)
+		case <-ctx.Done():
+			return Record{}, ctx.Err()
+		}
+	}
+}
+
+var errKafkaClosed = errors.New("source is closed")
+
+// doneLocked reports whether every owned partition is delivered up to its
+// end at open; false between generations.
+func (s *KafkaSource) doneLocked() bool {
+	if s.gen == nil {
+		return false
+	}
+	for _, p := range s.gen.owned {
+		if s.next[p] < s.end[p] {
+			return false
+		}
+	}
+	return true
+}
+
+// Commit commits r.Offset+1 for r's partition with the generation that
+// owns the partition now: r and every earlier record of its partition will
+// not be delivered again to this group. It is synchronous (one round trip
+// to the coordinator, bounded by Timeout; ctx is honoured while waiting for
+// a rebalance to finish) and cumulative, so committing the last learned
+// record of each partition is enough; a commit at or below the offset the
+// group already has is a no-op. It returns an error wrapping
+// ErrKafkaPartitionRevoked when a rebalance gave the partition to another
+// member.
+func (s *KafkaSource) Commit(ctx context.Context, r Record) error {
+	if _, ok := r.ack.(*kafkaGen); !ok {
+		return fmt.Errorf("kafka source %s: commit: record was not fetched from a Kafka source", s.name)
+	}
+	p, off := int(r.Partition), r.Offset+1
+	for {
+		s.mu.Lock()
+		gen, wake := s.gen, s.wake
+		if c, ok := s.committed[p]; ok && off <= c {
+			s.mu.Unlock()
+			return nil
+		}
+		s.mu.Unlock()
+		if gen == nil { // a rebalance is under way
+			select {
+			case <-wake:
+				continue
+			case <-s.done:
+				return fmt.Errorf("kafka source %s: commit partition %d offset %d: %w", s.name, p, off, errKafkaClosed)
+			case <-ctx.Done():
+				return fmt.Errorf("kafka source %s: commit partition %d offset %d: %w", s.name, p, off, ctx.Err())
+			}
+		}
+		if !gen.owns(p) {
+			return fmt.Errorf("kafka source %s: commit partition %d offset %d: %w", s.name, p, off, ErrKafkaPartitionRevoked)
+		}
+		err := gen.g.CommitOffsets(map[string]map[int]int64{s.cfg.Topic: {p: off}})
+		if err == nil {
+			s.mu.Lock()
+			if off > s.committed[p] {
+				s.committed[p] = off
+			}
+			s.mu.Unlock()
+			return nil
+		}
+		if !kafkaGenerationError(err) {
+			return fmt.Errorf("kafka source %s: commit partition %d offset %d: %w", s.name, p, off, err)
+		}
+		// The generation is ending: retry with the next one, if it still
+		// gives this member the partition.
+		s.mu.Lock()
+		if s.gen == gen {
+			wake = s.wake
+			s.mu.Unlock()
+			select {
+			case <-wake:
+			case <-s.done:
+				return fmt.Errorf("kafka source %s: commit partition %d offset %d: %w", s.name, p, off, err)
+			case <-ctx.Done():
+				return fmt.Errorf("kafka source %s: commit partition %d offset %d: %w", s.name, p, off, err)
+			}
+		} else {
+			s.mu.Unlock()
+		}
+	}
+}
+
+// Close leaves the group (which rebalances at once, rather than after
+// SessionTimeout), stops fetching and waits for every goroutine the source
+// started. It does not commit. Close is idempotent.
+func (s *KafkaSource) Close() error {
+	var err error
+	s.closed.Do(func() {
+		close(s.done)
+		err = s.group.Close() // ends the generation: its fetchers return
+		s.cancel()
+		s.wg.Wait()
+		s.mu.Lock()
+		s.setGenLocked(nil)
+		s.mu.Unlock()
+	})
+	return err
+}
+
+// run follows the group's generations until the source closes.
+func (s *KafkaSource) run(ctx context.Context) {
+	for {
+		g, err := s.group.Next(ctx)
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, kafka.ErrGroupClosed) {
+				return
+			}
+			if kafkaFatal(err) {
+				s.fail(fmt.Errorf("kafka source %s: group %s: %w", s.name, s.cfg.Group, err))
+			}
+			continue // kafka-go backs off before the next join
+		}
+		s.startGeneration(g)
+	}
+}
+
+// startGeneration installs g and starts one fetcher per assigned partition.
+// kafka-go returns a generation only after every function started in the
+// previous one has returned, so no fetcher of an older generation runs.
+func (s *KafkaSource) startGeneration(g *kafka.Generation) {
+	assigned := g.Assignments[s.cfg.Topic]
+	kg := &kafkaGen{g: g, owned: make([]int, 0, len(assigned))}
+	starts := make(map[int]int64, len(assigned))
+	s.mu.Lock()
+	for _, a := range assigned {
+		p, start := a.ID, a.Offset
+		kg.owned = append(kg.owned, p)
+		switch start {
+		case kafka.FirstOffset:
+			start = s.first[p]
+		case kafka.LastOffset:
+			start = s.end[p]
+		default:
+			s.committed[p] = start
+		}
+		// A partition this process delivered further than the group's
+		// committed offset resumes after what it delivered.
+		if n, ok := s.next[p]; ok && n > start {
+			start = n
+		}
+		s.next[p] = start
+		starts[p] = start
+	}
+	slices.Sort(kg.owned)
+	s.setGenLocked(kg)
+	s.mu.Unlock()
+
+	s.kafkaStart(g, func(ctx context.Context) {
+		<-ctx.Done()
+		s.mu.Lock()
+		if s.gen == kg {
+			s.setGenLocked(nil)
+		}
+		s.mu.Unlock()
+	})
+	for _, p := range kg.owned {
+		start := starts[p]
+		end, ok := s.end[p]
+		if s.untilEnd && (!ok || start >= end) {
+			continue // nothing to read up to the end at open
+		}
+		s.kafkaStart(g, func(ctx context.Context) { s.fetchPartition(ctx, kg, p, start, end) })
+	}
+}
+
+// kafkaStart runs fn within generation g and counts it in s.wg, so that
+// Close waits for it even when g had already ended (kafka-go then runs fn
+// without tracking it).
+func (s *KafkaSource) kafkaStart(g *kafka.Generation, fn func(ctx context.Context)) {
+	s.wg.Add(1)
+	g.Start(func(ctx context.Context) {
+		defer s.wg.Done()
+		fn(ctx)
+	})
+}
+
+// setGenLocked replaces the live generation and wakes Fetch and Commit.
+func (s *KafkaSource) setGenLocked(kg *kafkaGen) {
+	s.gen = kg
+	close(s.wake)
+	s.wake = make(chan struct{})
+}
+
+// fail hands err to the next Fetch, keeping the first one.
+func (s *KafkaSource) fail(err error) {
+	select {
+	case s.errc <- err:
+	default:
+	}
+}
+
+// fetchPartition reads partition p from offset start until the generation
+// ends (ctx), and with untilEnd only up to end. It must not return before
+// ctx is done: in kafka-go, a function of a generation that returns ends the
+// generation.
+func (s *KafkaSource) fetchPartition(ctx context.Context, kg *kafkaGen, p int, start, end int64) {
+	if ctx.Err() != nil {
+		return
+	}
+	r := kafka.NewReader(kafka.ReaderConfig{
+		Brokers:         s.cfg.Brokers,
+		Topic:           s.cfg.Topic,
+		Partition:       p,
+		Dialer:          s.dialer,
+		QueueCapacity:   s.cfg.QueueCapacity,
+		MinBytes:        s.cfg.MinBytes,
+		MaxBytes:        s.cfg.MaxBytes,
+		MaxWait:         s.cfg.MaxWait,
+		ReadLagInterval: -1,
+	})
+	defer r.Close()
+	if err := r.SetOffset(start); err != nil {
+		s.fail(fmt.Errorf("kafka source %s: partition %d: %w", s.name, p, err))
+		<-ctx.Done()
+		return
+	}
+	backoff := 100 * time.Millisecond
+	for {
+		m, err := r.FetchMessage(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			if kafkaFatal(err) {
+				s.fail(fmt.Errorf("kafka source %s: partition %d: %w", s.name, p, err))
+			}
+			t := time.NewTimer(backoff)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			backoff = min(2*backoff, 5*time.Second)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+		select {
+		case s.msgs <- kafkaMsg{gen: kg, m: m}:
+		case <-ctx.Done():
+			return
+		}
+		if s.untilEnd && m.Offset+1 >= end {
+			r.Close() // release the connection now; stay in the generation
+			<-ctx.Done()
+			return
+		}
+	}
+}
+
+// kafkaFatal reports whether err is one that retrying will not cure.
+func kafkaFatal(err error) bool {
+	var ke kafka.Error
+	if !errors.As(err, &ke) {
+		return false
+	}
+	switch ke {
+	case kafka.SASLAuthenticationFailed, kafka.UnsupportedSASLMechanism, kafka.IllegalSASLState,
+		kafka.GroupAuthorizationFailed, kafka.TopicAuthorizationFailed, kafka.ClusterAuthorizationFailed,
+		kafka.InvalidGroupId, kafka.InconsistentGroupProtocol, kafka.GroupMaxSizeReached:
+		return true
+	}
+	return false
+}
+
+// kafkaGenerationError reports whether err says the generation a commit was
+// sent with is over (or its connection is), so that the commit belongs to
+// the next generation.
+func kafkaGenerationError(err error) bool {
+	var ke kafka.Error
+	if errors.As(err, &ke) {
+		switch ke {
+		case kafka.RebalanceInProgress, kafka.IllegalGeneration, kafka.UnknownMemberId,
+			kafka.NotCoordinatorForGroup, kafka.GroupCoordinatorNotAvailable, kafka.GroupLoadInProgress:
+			return true
+		}
+		return false
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, net.ErrClosed) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, kafka.ErrGenerationEnded)
+}

@@ -1,0 +1,170 @@
+package connectors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// KafkaSink publishes to one Kafka topic with kafka-go's asynchronous
+// Writer: every message must be acknowledged by all in-sync replicas
+// (acks=all), messages are batched per partition for at most BatchTimeout,
+// keyed messages go to the partition the Java client would pick (murmur2),
+// and at most MaxPending messages are unacknowledged at any time (Publish
+// blocks beyond). Publish and Flush are meant for one goroutine; Close may
+// be called from any goroutine.
+type KafkaSink struct {
+	name      string
+	w         *kafka.Writer
+	transport *kafka.Transport
+	sem       chan struct{} // one token per unacknowledged message
+
+	mu      sync.Mutex
+	pending int
+	idle    chan struct{} // closed when pending drops to 0
+	err     error         // first delivery error since the last Flush
+	closed  bool
+}
+
+var _ Sink = (*KafkaSink)(nil)
+
+// NewKafkaSink returns a sink writing to topic (cfg.Topic when topic is
+// empty). It does not connect until the first Publish; the topic must exist
+// (the sink does not create topics).
+func NewKafkaSink(cfg KafkaConfig, topic string) (*KafkaSink, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if topic == "" {
+		topic = cfg.Topic
+	}
+	if topic == "" {
+		return nil, errors.New("kafka: topic is required for a sink")
+	}
+	cfg = cfg.withDefaults()
+	t, err := cfg.transport()
+	if err != nil {
+		return nil, err
+	}
+	s := &KafkaSink{
+		name:      "kafka:" + topic,
+		transport: t,
+		sem:       make(chan struct{}, cfg.MaxPending),
+		idle:      make(chan struct{}),
+	}
+	close(s.idle)
+	s.w = &kafka.Writer{
+		Addr:         kafka.TCP(cfg.Brokers...),
+		Topic:        topic,
+		Balancer:     &kafka.Murmur2Balancer{},
+		RequiredAcks: kafka.RequireAll,
+		BatchTimeout: cfg.BatchTimeout,
+		BatchSize:    cfg.BatchSize,
+		Async:        true,
+		Completion:   s.completed,
+		Transport:    t,
+	}
+	return s, nil
+}
+
+// Publish queues key and value (copied: the caller may reuse them) for the
+// topic. It blocks while MaxPending messages are unacknowledged. A delivery
+// failure is reported by the next Flush or Close.
+func (s *KafkaSink) Publish(ctx context.Context, key, value []byte) error {
+	select {
+	case s.sem <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("kafka sink %s: publish: %w", s.name, ctx.Err())
+	}
+	buf := make([]byte, len(key)+len(value))
+	copy(buf, key)
+	copy(buf[len(key):], value)
+	m := kafka.Message{Value: buf[len(key):]}
+	if len(key) > 0 {
+		m.Key = buf[:len(key):len(key)]
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		<-s.sem
+		return fmt.Errorf("kafka sink %s: publish: sink is closed", s.name)
+	}
+	if s.pending == 0 {
+		s.idle = make(chan struct{})
+	}
+	s.pending++
+	s.mu.Unlock()
+	if err := s.w.WriteMessages(ctx, m); err != nil {
+		s.completed([]kafka.Message{m}, nil)
+		return fmt.Errorf("kafka sink %s: publish: %w", s.name, err)
+	}
+	return nil
+}
+
+// completed is the Writer's Completion callback: msgs were acknowledged,
+// or failed with err after the Writer's retries.
+func (s *KafkaSink) completed(msgs []kafka.Message, err error) {
+	s.mu.Lock()
+	if err != nil && s.err == nil {
+		s.err = fmt.Errorf("kafka sink %s: %d messages to partition %d: %w", s.name, len(msgs), kafkaPartitionOf(msgs), err)
+	}
+	s.pending -= len(msgs)
+	if s.pending == 0 {
+		close(s.idle)
+	}
+	s.mu.Unlock()
+	for range msgs {
+		<-s.sem
+	}
+}
+
+func kafkaPartitionOf(msgs []kafka.Message) int {
+	if len(msgs) == 0 {
+		return -1
+	}
+	return msgs[0].Partition
+}
+
+// Flush waits until every message published so far is acknowledged or has
+// failed, and returns (and forgets) the first failure since the last Flush.
+func (s *KafkaSink) Flush(ctx context.Context) error {
+	s.mu.Lock()
+	idle := s.idle
+	s.mu.Unlock()
+	select {
+	case <-idle:
+	case <-ctx.Done():
+		return fmt.Errorf("kafka sink %s: flush: %w", s.name, ctx.Err())
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	err := s.err
+	s.err = nil
+	return err
+}
+
+// Close sends what is pending, waits for its acknowledgement, releases the
+// connections and returns the first delivery failure not yet reported.
+func (s *KafkaSink) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	werr := s.w.Close()
+	s.transport.CloseIdleConnections()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return s.err
+	}
+	if werr != nil {
+		return fmt.Errorf("kafka sink %s: close: %w", s.name, werr)
+	}
+	return nil
+}

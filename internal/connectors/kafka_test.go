@@ -1,0 +1,797 @@
+package connectors
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// kafkaTestCluster starts an in-process Kafka cluster (franz-go's kfake,
+// speaking the real wire protocol) with the given topics seeded, and
+// returns its broker addresses. Group session timeouts down to 100ms are
+// allowed, so tests need not wait kfake's default 6s minimum.
+func kafkaTestCluster(t testing.TB, brokers int, partitions int32, topics []string, opts ...kfake.Opt) []string {
+	t.Helper()
+	opts = append([]kfake.Opt{
+		kfake.NumBrokers(brokers),
+		kfake.GroupMinSessionTimeout(100 * time.Millisecond),
+		kfake.SeedTopics(partitions, topics...),
+	}, opts...)
+	c, err := kfake.NewCluster(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c.ListenAddrs()
+}
+
+// kafkaTestConfig lowers every wait so that a join, a rebalance or an idle
+// fetch takes milliseconds rather than kafka-go's default seconds.
+func kafkaTestConfig(brokers []string, topic, group string) KafkaConfig {
+	return KafkaConfig{
+		Brokers:           brokers,
+		Topic:             topic,
+		Group:             group,
+		MaxWait:           50 * time.Millisecond,
+		HeartbeatInterval: 50 * time.Millisecond,
+		SessionTimeout:    2 * time.Second,
+		RebalanceTimeout:  2 * time.Second,
+		JoinGroupBackoff:  50 * time.Millisecond,
+		Timeout:           2 * time.Second,
+		DialTimeout:       2 * time.Second,
+		BatchTimeout:      2 * time.Millisecond,
+		QueueCapacity:     64,
+	}
+}
+
+type kafkaTestEvent struct {
+	ID string `json:"id"`
+	P  int    `json:"p"`
+	I  int    `json:"i"`
+}
+
+// kafkaProduce writes n JSON events to topic with a plain kafka-go Writer,
+// event i to partition i%partitions, and returns them by partition.
+func kafkaProduce(t testing.TB, cfg KafkaConfig, topic string, partitions, from, n int) {
+	t.Helper()
+	tr, err := cfg.transport()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &kafka.Writer{
+		Addr:         kafka.TCP(cfg.Brokers...),
+		Topic:        topic,
+		Balancer:     kafka.BalancerFunc(func(m kafka.Message, _ ...int) int { return m.Partition }),
+		BatchTimeout: time.Millisecond,
+		BatchSize:    1000,
+		RequiredAcks: kafka.RequireAll,
+		Transport:    tr,
+	}
+	defer func() {
+		if err := w.Close(); err != nil {
+			t.Error(err)
+		}
+		tr.CloseIdleConnections()
+	}()
+	msgs := make([]kafka.Message, 0, n)
+	for i := from; i < from+n; i++ {
+		p := i % partitions
+		v, _ := json.Marshal(kafkaTestEvent{ID: fmt.Sprintf("e-%d", i), P: p, I: i})
+		msgs = append(msgs, kafka.Message{Partition: p, Key: fmt.Appendf(nil, "k%d", i), Value: v})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for len(msgs) > 0 {
+		k := min(len(msgs), 1000)
+		if err := w.WriteMessages(ctx, msgs[:k]...); err != nil {
+			t.Fatalf("produce: %v", err)
+		}
+		msgs = msgs[k:]
+	}
+}
+
+func kafkaOpen(t testing.TB, cfg KafkaConfig, untilEnd bool) *KafkaSource {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := NewKafkaSource(ctx, cfg, untilEnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func kafkaDecode(t testing.TB, r Record) kafkaTestEvent {
+	t.Helper()
+	var e kafkaTestEvent
+	if err := json.Unmarshal(r.Value, &e); err != nil {
+		t.Fatalf("partition %d offset %d: %v", r.Partition, r.Offset, err)
+	}
+	return e
+}
+
+// kafkaDrain fetches until ErrEndOfInput, committing every `every` records
+// (0: never), and returns what it fetched.
+func kafkaDrain(t testing.TB, s *KafkaSource, every int) []Record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var out []Record
+	for {
+		r, err := s.Fetch(ctx)
+		if errors.Is(err, ErrEndOfInput) {
+			return out
+		}
+		if err != nil {
+			t.Errorf("fetch after %d records: %v", len(out), err)
+			return out
+		}
+		r.Value = slices.Clone(r.Value)
+		out = append(out, r)
+		if every > 0 && len(out)%every == 0 {
+			if err := s.Commit(ctx, r); err != nil {
+				t.Errorf("commit: %v", err)
+			}
+		}
+	}
+}
+
+func TestKafkaSourceUntilEnd(t *testing.T) {
+	const n = 300
+	brokers := kafkaTestCluster(t, 1, 1, []string{"events"})
+	cfg := kafkaTestConfig(brokers, "events", "g1")
+	kafkaProduce(t, cfg, "events", 1, 0, n)
+	s := kafkaOpen(t, cfg, true)
+	kafkaProduce(t, cfg, "events", 1, n, 10) // after open: beyond the end at start
+
+	if got, want := s.Name(), "kafka:events"; got != want {
+		t.Errorf("Name() = %q, want %q", got, want)
+	}
+	recs := kafkaDrain(t, s, 0)
+	if len(recs) != n {
+		t.Fatalf("got %d records, want %d", len(recs), n)
+	}
+	for i, r := range recs {
+		e := kafkaDecode(t, r)
+		if r.Partition != 0 || r.Offset != int64(i) || e.I != i || string(r.Key) != fmt.Sprintf("k%d", i) {
+			t.Fatalf("record %d: partition %d offset %d key %q event %+v", i, r.Partition, r.Offset, r.Key, e)
+		}
+		if r.Time.IsZero() {
+			t.Fatalf("record %d: zero broker time", i)
+		}
+	}
+	// The end is sticky.
+	if _, err := s.Fetch(context.Background()); !errors.Is(err, ErrEndOfInput) {
+		t.Errorf("second Fetch at the end: %v, want ErrEndOfInput", err)
+	}
+	if got := s.Assignments(); !slices.Equal(got, []int32{0}) {
+		t.Errorf("Assignments() = %v, want [0]", got)
+	}
+}
+
+func TestKafkaSourceEmptyTopicEndsAtOnce(t *testing.T) {
+	brokers := kafkaTestCluster(t, 1, 3, []string{"empty"})
+	s := kafkaOpen(t, kafkaTestConfig(brokers, "empty", "g"), true)
+	if recs := kafkaDrain(t, s, 0); len(recs) != 0 {
+		t.Fatalf("got %d records from an empty topic", len(recs))
+	}
+}
+
+func TestKafkaSourceResumesAtCommit(t *testing.T) {
+	const n, k = 200, 73
+	brokers := kafkaTestCluster(t, 1, 1, []string{"events"})
+	cfg := kafkaTestConfig(brokers, "events", "resume")
+	kafkaProduce(t, cfg, "events", 1, 0, n)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s := kafkaOpen(t, cfg, false)
+	var last Record
+	for i := range k + 20 { // 20 records fetched but never learned
+		r, err := s.Fetch(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == k-1 {
+			last = r
+		}
+	}
+	if err := s.Commit(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	// Committing an earlier record does not move the group back.
+	if err := s.Commit(ctx, Record{Partition: 0, Offset: 3, ack: last.ack}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(ctx, Record{Partition: 0, Offset: 3}); err == nil {
+		t.Error("Commit of a record from no Kafka source succeeded")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s2 := kafkaOpen(t, cfg, true)
+	recs := kafkaDrain(t, s2, 0)
+	if len(recs) != n-k {
+		t.Fatalf("after reopening: %d records, want %d", len(recs), n-k)
+	}
+	for i, r := range recs {
+		if want := int64(k + i); r.Offset != want || kafkaDecode(t, r).I != k+i {
+			t.Fatalf("record %d after reopening: offset %d, want %d", i, r.Offset, want)
+		}
+	}
+}
+
+func TestKafkaSourceGroupSplitsPartitions(t *testing.T) {
+	const n, parts = 800, 4
+	brokers := kafkaTestCluster(t, 3, parts, []string{"events"})
+	cfg := kafkaTestConfig(brokers, "events", "split")
+	kafkaProduce(t, cfg, "events", parts, 0, n)
+
+	a := kafkaOpen(t, cfg, true)
+	b := kafkaOpen(t, cfg, true)
+	// Wait for the rebalance that gives each member two partitions, so the
+	// test does not depend on which member the first generation favoured.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		pa, pb := a.Assignments(), b.Assignments()
+		if len(pa) > 0 && len(pb) > 0 && len(pa)+len(pb) == parts {
+			all := slices.Sorted(slices.Values(append(pa, pb...)))
+			if !slices.Equal(all, []int32{0, 1, 2, 3}) {
+				t.Fatalf("assignments %v and %v overlap", pa, pb)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no split after 15s: %v and %v", pa, pb)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	var wg sync.WaitGroup
+	got := make([][]Record, 2)
+	for i, s := range []*KafkaSource{a, b} {
+		wg.Go(func() { got[i] = kafkaDrain(t, s, 25) })
+	}
+	wg.Wait()
+
+	owner := map[int32]int{}
+	seen := map[int]bool{}
+	for who, recs := range got {
+		last := map[int32]int64{}
+		for _, r := range recs {
+			if o, ok := owner[r.Partition]; ok && o != who {
+				t.Fatalf("partition %d delivered to both members", r.Partition)
+			}
+			owner[r.Partition] = who
+			if l, ok := last[r.Partition]; ok && r.Offset <= l {
+				t.Fatalf("member %d partition %d: offset %d after %d", who, r.Partition, r.Offset, l)
+			}
+			last[r.Partition] = r.Offset
+			e := kafkaDecode(t, r)
+			if int32(e.P) != r.Partition {
+				t.Fatalf("event %d of partition %d read from partition %d", e.I, e.P, r.Partition)
+			}
+			if seen[e.I] {
+				t.Fatalf("event %d delivered twice", e.I)
+			}
+			seen[e.I] = true
+		}
+	}
+	if len(seen) != n {
+		t.Fatalf("%d distinct events delivered, want %d", len(seen), n)
+	}
+	if len(got[0]) == 0 || len(got[1]) == 0 {
+		t.Fatalf("one member got nothing: %d and %d records", len(got[0]), len(got[1]))
+	}
+}
+
+// A partition that stays with a member across a rebalance resumes after
+// what the member delivered, not at the group's (older) committed offset,
+// and a commit for a partition the rebalance gave away is refused.
+func TestKafkaSourceRebalanceKeepsPosition(t *testing.T) {
+	const n, parts = 400, 2
+	brokers := kafkaTestCluster(t, 1, parts, []string{"events"})
+	cfg := kafkaTestConfig(brokers, "events", "keep")
+	kafkaProduce(t, cfg, "events", parts, 0, n)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	a := kafkaOpen(t, cfg, false)
+	lastOf := map[int32]Record{}
+	for len(lastOf) < parts { // nothing committed
+		r, err := a.Fetch(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lastOf[r.Partition] = r
+	}
+	b := kafkaOpen(t, cfg, false)
+	var pa []int32
+	for pa = a.Assignments(); len(pa) != 1 || len(b.Assignments()) != 1; pa = a.Assignments() {
+		if ctx.Err() != nil {
+			t.Fatalf("no split: %v and %v", pa, b.Assignments())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	kept := pa[0]
+	lost := 1 - kept
+	if err := a.Commit(ctx, lastOf[lost]); !errors.Is(err, ErrKafkaPartitionRevoked) {
+		t.Errorf("commit of a revoked partition: %v, want ErrKafkaPartitionRevoked", err)
+	}
+	// 10 more events per partition, so the kept one has some left even if
+	// a delivered all of it before the rebalance.
+	kafkaProduce(t, cfg, "events", parts, n, 2*10)
+	var rest []Record
+	for want := int(n/parts+10) - int(lastOf[kept].Offset+1); len(rest) < want; {
+		r, err := a.Fetch(ctx)
+		if err != nil {
+			t.Fatalf("after %d of %d records: %v", len(rest), want, err)
+		}
+		if r.Partition != kept {
+			t.Fatalf("record of partition %d after the rebalance", r.Partition)
+		}
+		rest = append(rest, r)
+	}
+	if rest[0].Offset != lastOf[kept].Offset+1 {
+		t.Errorf("partition %d resumed at %d, want %d", kept, rest[0].Offset, lastOf[kept].Offset+1)
+	}
+	if err := a.Commit(ctx, rest[len(rest)-1]); err != nil {
+		t.Errorf("commit of a kept partition with a record of the new generation: %v", err)
+	}
+}
+
+func TestKafkaSinkRoundTrip(t *testing.T) {
+	const n = 500
+	brokers := kafkaTestCluster(t, 1, 3, []string{"preds"})
+	cfg := kafkaTestConfig(brokers, "", "rt")
+	sink, err := NewKafkaSink(cfg, "preds")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	key, val := make([]byte, 0, 16), make([]byte, 0, 64)
+	for i := range n {
+		key = fmt.Appendf(key[:0], "key-%d", i%7)
+		val = fmt.Appendf(val[:0], `{"id":"e-%d","i":%d}`, i, i)
+		if err := sink.Publish(ctx, key, val); err != nil {
+			t.Fatal(err)
+		}
+		// Publish must not retain the caller's buffers.
+		for j := range key {
+			key[j] = 'x'
+		}
+		for j := range val {
+			val[j] = 'x'
+		}
+		if i == n/2 {
+			if err := sink.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := sink.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Publish(ctx, nil, []byte("{}")); err == nil {
+		t.Error("Publish after Close succeeded")
+	}
+
+	cfg.Topic = "preds"
+	recs := kafkaDrain(t, kafkaOpen(t, cfg, true), 0)
+	if len(recs) != n {
+		t.Fatalf("read back %d records, want %d", len(recs), n)
+	}
+	partOfKey := map[string]int32{}
+	seen := map[int]bool{}
+	for _, r := range recs {
+		e := kafkaDecode(t, r)
+		if want := fmt.Sprintf("key-%d", e.I%7); string(r.Key) != want {
+			t.Fatalf("event %d: key %q, want %q", e.I, r.Key, want)
+		}
+		if p, ok := partOfKey[string(r.Key)]; ok && p != r.Partition {
+			t.Fatalf("key %q in partitions %d and %d", r.Key, p, r.Partition)
+		}
+		partOfKey[string(r.Key)] = r.Partition
+		seen[e.I] = true
+	}
+	if len(seen) != n {
+		t.Fatalf("%d distinct events, want %d", len(seen), n)
+	}
+}
+
+func TestKafkaSASL(t *testing.T) {
+	brokers := kafkaTestCluster(t, 1, 1, []string{"events"},
+		kfake.EnableSASL(),
+		kfake.Superuser("PLAIN", "alice", "alice-pw"),
+		kfake.Superuser("SCRAM-SHA-256", "bob", "bob-pw"),
+		kfake.Superuser("SCRAM-SHA-512", "carol", "carol-pw"),
+	)
+	for _, tc := range []struct {
+		sasl    SASLConfig
+		wantErr string
+	}{
+		{SASLConfig{Mechanism: "plain", Username: "alice", Password: "alice-pw"}, ""},
+		{SASLConfig{Mechanism: "SCRAM-SHA-256", Username: "bob", Password: "bob-pw"}, ""},
+		{SASLConfig{Mechanism: "scram-sha-512", Username: "carol", Password: "carol-pw"}, ""},
+		{SASLConfig{Mechanism: "plain", Username: "alice", Password: "wrong"}, `SASL PLAIN as "alice": could not successfully authenticate`},
+		{SASLConfig{Mechanism: "scram-sha-256", Username: "bob", Password: "wrong"}, `SASL SCRAM-SHA-256 as "bob": could not successfully authenticate`},
+		{SASLConfig{Mechanism: "scram-sha-256", Username: "nobody", Password: "x"}, `SASL SCRAM-SHA-256 as "nobody": could not successfully authenticate`},
+	} {
+		t.Run(tc.sasl.Mechanism+"/"+tc.sasl.Username+"/"+tc.sasl.Password, func(t *testing.T) {
+			cfg := kafkaTestConfig(brokers, "events", "sasl-"+tc.sasl.Username)
+			cfg.SASL = &tc.sasl
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			s, err := NewKafkaSource(ctx, cfg, true)
+			if tc.wantErr != "" {
+				if err == nil {
+					s.Close()
+					t.Fatal("opened with a wrong password")
+				}
+				if !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "kafka source kafka:events") {
+					t.Fatalf("error %q does not say %q and name the source", err, tc.wantErr)
+				}
+				t.Log(err)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			kafkaSinkWrite(t, cfg, "events", 5)
+			if recs := kafkaDrain(t, kafkaOpen(t, cfg, true), 0); len(recs) < 5 {
+				t.Fatalf("read %d records over SASL, want at least 5", len(recs))
+			}
+		})
+	}
+}
+
+// kafkaSinkWrite publishes n events through a KafkaSink.
+func kafkaSinkWrite(t testing.TB, cfg KafkaConfig, topic string, n int) {
+	t.Helper()
+	sink, err := NewKafkaSink(cfg, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := range n {
+		if err := sink.Publish(ctx, nil, fmt.Appendf(nil, `{"id":"e-%d","i":%d}`, i, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sink.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// kafkaTestPKI writes a CA and a server certificate for 127.0.0.1 into dir
+// and returns the CA file and the server's TLS configuration.
+func kafkaTestPKI(t testing.TB, dir string) (caFile string, server *tls.Config) {
+	t.Helper()
+	key := func() *ecdsa.PrivateKey {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	caKey, srvKey := key(), key()
+	now := time.Now()
+	caTmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "streamlearn test CA"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(time.Hour),
+		IsCA:                  true,
+		KeyUsage:              x509.KeyUsageCertSign,
+		BasicConstraintsValid: true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	srvTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2),
+		Subject:      pkix.Name{CommonName: "kfake"},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		DNSNames:     []string{"localhost"},
+	}
+	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, ca, &srvKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvKeyDER, err := x509.MarshalECPrivateKey(srvKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, typ string, der []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	caFile = write("ca.pem", "CERTIFICATE", caDER)
+	certFile := write("server.pem", "CERTIFICATE", srvDER)
+	keyFile := write("server-key.pem", "EC PRIVATE KEY", srvKeyDER)
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return caFile, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+}
+
+func TestKafkaTLS(t *testing.T) {
+	dir := t.TempDir()
+	caFile, srv := kafkaTestPKI(t, dir)
+
+	// TLSConfig.Build: a CA that verifies, and the errors of bad files.
+	tc, err := (&TLSConfig{CA: caFile, Cert: filepath.Join(dir, "server.pem"), Key: filepath.Join(dir, "server-key.pem")}).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tc.RootCAs == nil || len(tc.Certificates) != 1 || tc.MinVersion != tls.VersionTLS12 {
+		t.Fatalf("Build: %+v", tc)
+	}
+	if _, err := tc.Certificates[0].Leaf.Verify(x509.VerifyOptions{Roots: tc.RootCAs}); err != nil && tc.Certificates[0].Leaf != nil {
+		t.Fatalf("server certificate does not verify against the CA: %v", err)
+	}
+	for _, bad := range []struct {
+		c    TLSConfig
+		want string
+	}{
+		{TLSConfig{CA: filepath.Join(dir, "missing.pem")}, "tls: ca"},
+		{TLSConfig{CA: filepath.Join(dir, "server-key.pem")}, "holds no PEM certificate"},
+		{TLSConfig{Cert: filepath.Join(dir, "server.pem")}, "cert and key go together"},
+		{TLSConfig{Cert: caFile, Key: filepath.Join(dir, "server-key.pem")}, "tls: cert"},
+	} {
+		if _, err := bad.c.Build(); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("Build(%+v) = %v, want an error with %q", bad.c, err, bad.want)
+		}
+	}
+
+	// A round trip through a TLS-only kfake.
+	brokers := kafkaTestCluster(t, 1, 1, []string{"events"}, kfake.TLS(srv))
+	cfg := kafkaTestConfig(brokers, "events", "tls")
+	cfg.TLS = &TLSConfig{CA: caFile}
+	kafkaSinkWrite(t, cfg, "events", 20)
+	if recs := kafkaDrain(t, kafkaOpen(t, cfg, true), 0); len(recs) != 20 {
+		t.Fatalf("read %d records over TLS, want 20", len(recs))
+	}
+	// Without the CA, the server's certificate does not verify.
+	cfg.TLS = &TLSConfig{}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if s, err := NewKafkaSource(ctx, cfg, true); err == nil {
+		s.Close()
+		t.Fatal("opened a TLS source with an unknown CA")
+	} else if !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("unknown CA: %v, want a certificate error", err)
+	}
+}
+
+func TestKafkaConfigValidate(t *testing.T) {
+	ok := KafkaConfig{Brokers: []string{"127.0.0.1:9092"}, Topic: "t"}
+	for _, tc := range []struct {
+		name string
+		edit func(*KafkaConfig)
+		want string // "" = valid
+	}{
+		{"minimal", func(*KafkaConfig) {}, ""},
+		{"no brokers", func(c *KafkaConfig) { c.Brokers = nil }, "brokers: at least one"},
+		{"broker without port", func(c *KafkaConfig) { c.Brokers = []string{"localhost"} }, `brokers: "localhost" is not host:port`},
+		{"start offset", func(c *KafkaConfig) { c.StartOffset = "middle" }, "start_offset"},
+		{"latest", func(c *KafkaConfig) { c.StartOffset = "Latest" }, ""},
+		{"negative max wait", func(c *KafkaConfig) { c.MaxWait = -time.Second }, "max_wait: negative"},
+		{"negative queue", func(c *KafkaConfig) { c.QueueCapacity = -1 }, "queue_capacity: negative"},
+		{"min above max", func(c *KafkaConfig) { c.MinBytes, c.MaxBytes = 10, 5 }, "min_bytes 10 exceeds max_bytes 5"},
+		{"heartbeat", func(c *KafkaConfig) { c.HeartbeatInterval, c.SessionTimeout = time.Second, time.Second }, "heartbeat_interval"},
+		{"sasl mechanism", func(c *KafkaConfig) { c.SASL = &SASLConfig{Mechanism: "gssapi", Username: "u"} }, `mechanism "gssapi"`},
+		{"sasl no mechanism", func(c *KafkaConfig) { c.SASL = &SASLConfig{Username: "u"} }, "mechanism is required"},
+		{"sasl no user", func(c *KafkaConfig) { c.SASL = &SASLConfig{Mechanism: "plain"} }, "username is required"},
+	} {
+		c := ok
+		tc.edit(&c)
+		err := c.Validate()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want an error with %q", tc.name, err, tc.want)
+		}
+	}
+	if _, err := NewKafkaSource(context.Background(), KafkaConfig{Brokers: ok.Brokers}, false); err == nil || !strings.Contains(err.Error(), "topic is required") {
+		t.Errorf("source without topic: %v", err)
+	}
+	if _, err := NewKafkaSink(KafkaConfig{Brokers: ok.Brokers}, ""); err == nil || !strings.Contains(err.Error(), "topic is required") {
+		t.Errorf("sink without topic: %v", err)
+	}
+	if d := (KafkaConfig{}).withDefaults(); d.Group != "streamlearn" || d.MaxWait != time.Second || d.QueueCapacity != 1000 || d.StartOffset != "earliest" {
+		t.Errorf("defaults: %+v", d)
+	}
+}
+
+func TestKafkaSourceMissingTopic(t *testing.T) {
+	brokers := kafkaTestCluster(t, 1, 1, []string{"events"})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := NewKafkaSource(ctx, kafkaTestConfig(brokers, "nope", "g"), true)
+	if err == nil || !strings.Contains(err.Error(), `"nope"`) {
+		t.Fatalf("missing topic: %v", err)
+	}
+}
+
+// Close waits for every goroutine the source and the sink started: after
+// they close, the count returns to what it was (kfake's own connection
+// goroutines wind down asynchronously, hence the retries).
+func TestKafkaNoGoroutinesAfterClose(t *testing.T) {
+	brokers := kafkaTestCluster(t, 1, 4, []string{"events"})
+	cfg := kafkaTestConfig(brokers, "events", "leak")
+	kafkaProduce(t, cfg, "events", 4, 0, 100)
+	// settle waits until the count is at most limit (limit < 0: until it
+	// holds still for 100ms) and returns it.
+	settle := func(limit int) int {
+		n := runtime.NumGoroutine()
+		for range 200 {
+			time.Sleep(25 * time.Millisecond)
+			m := runtime.NumGoroutine()
+			if (limit >= 0 && m <= limit) || (limit < 0 && m == n) {
+				return m
+			}
+			n = m
+		}
+		return n
+	}
+	settle(-1)
+	before := settle(-1)
+
+	s, err := NewKafkaSource(context.Background(), cfg, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := kafkaDrain(t, s, 10)
+	if len(recs) != 100 {
+		t.Fatalf("read %d records, want 100", len(recs))
+	}
+	// A second source, closed while it is still fetching mid-stream.
+	cfg2 := cfg
+	cfg2.Group = "leak2"
+	s2, err := NewKafkaSource(context.Background(), cfg2, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s2.Fetch(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	kafkaSinkWrite(t, cfg, "events", 10)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil { // idempotent
+		t.Fatal(err)
+	}
+	if _, err := s2.Fetch(context.Background()); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Fatalf("Fetch after Close: %v", err)
+	}
+	if after := settle(before); after > before {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("%d goroutines after Close, %d before:\n%s", after, before, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// BenchmarkKafkaFetch reads b.N events of a 1-partition kfake topic: "source"
+// with KafkaSource.Fetch and a Commit every 1000 records, "reader" with a
+// bare kafka-go partition Reader (no group, no commits), for comparison.
+// Events are ~150-byte JSON objects, as in DESIGN.md.
+//
+//	go test ./internal/connectors/ -run '^$' -bench KafkaFetch -benchtime 200000x
+func BenchmarkKafkaFetch(b *testing.B) {
+	for _, mode := range []string{"source", "reader"} {
+		b.Run(mode, func(b *testing.B) {
+			brokers := kafkaTestCluster(b, 1, 1, []string{"events"})
+			cfg := kafkaTestConfig(brokers, "events", "bench")
+			cfg.QueueCapacity = 1000
+			kafkaProduceBench(b, cfg, b.N+1)
+			ctx := context.Background()
+			var fetch func() (Record, error)
+			var commit func(Record) error
+			switch mode {
+			case "source":
+				s := kafkaOpen(b, cfg, true)
+				fetch = func() (Record, error) { return s.Fetch(ctx) }
+				commit = func(r Record) error { return s.Commit(ctx, r) }
+			case "reader":
+				d, _ := cfg.dialer()
+				r := kafka.NewReader(kafka.ReaderConfig{
+					Brokers: brokers, Topic: "events", Dialer: d,
+					QueueCapacity: 1000, MinBytes: 1, MaxBytes: 1 << 20, MaxWait: cfg.MaxWait,
+				})
+				b.Cleanup(func() { r.Close() })
+				fetch = func() (Record, error) {
+					m, err := r.FetchMessage(ctx)
+					return Record{Value: m.Value, Offset: m.Offset}, err
+				}
+				commit = func(Record) error { return nil }
+			}
+			if _, err := fetch(); err != nil { // joined and connected
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			start := time.Now()
+			for i := 1; i <= b.N; i++ {
+				r, err := fetch()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if r.Offset != int64(i) {
+					b.Fatalf("offset %d, want %d", r.Offset, i)
+				}
+				if i%1000 == 0 || i == b.N {
+					if err := commit(r); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "events/s")
+		})
+	}
+}
+
+func kafkaProduceBench(b *testing.B, cfg KafkaConfig, n int) {
+	w := &kafka.Writer{
+		Addr: kafka.TCP(cfg.Brokers...), Topic: "events", BatchTimeout: time.Millisecond,
+		BatchSize: 5000, BatchBytes: 8 << 20, RequiredAcks: kafka.RequireAll,
+	}
+	defer w.Close()
+	msgs := make([]kafka.Message, 0, 5000)
+	for i := range n {
+		msgs = append(msgs, kafka.Message{Value: fmt.Appendf(nil,
+			`{"id":"m-%d","key":"tenant-%d","ts":"2026-11-22T10:00:00Z","label":%d,"features":{"len":42,"has_url":1},"text":"WIN a FREE prize now"}`,
+			i, i%10, i%2)})
+		if len(msgs) == cap(msgs) || i == n-1 {
+			if err := w.WriteMessages(context.Background(), msgs...); err != nil {
+				b.Fatal(err)
+			}
+			msgs = msgs[:0]
+		}
+	}
+}

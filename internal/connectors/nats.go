@@ -1,0 +1,493 @@
+package connectors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// Defaults of NATSConfig. Each one is what a zero field means.
+const (
+	// DefaultNATSURL is the NATS default client port on loopback, where
+	// `streamlearn run` with no config starts its embedded server.
+	DefaultNATSURL = "nats://127.0.0.1:4222"
+	// DefaultNATSSubject is the subject events are read from.
+	DefaultNATSSubject = "events"
+	// DefaultJetStreamStream and DefaultJetStreamDurable name the stream
+	// and the durable pull consumer of a JetStream source.
+	DefaultJetStreamStream  = "EVENTS"
+	DefaultJetStreamDurable = "streamlearn"
+	// DefaultNATSFetchBatch is nats.go's own jetstream.DefaultMaxMessages:
+	// how many messages the client buffers ahead of Fetch.
+	DefaultNATSFetchBatch = 500
+	// DefaultNATSFetchWait is the expiry of one pull request; a JetStream
+	// source also re-checks its consumer after this long without a message.
+	DefaultNATSFetchWait = 5 * time.Second
+	// DefaultNATSAckBatch acknowledges every Commit: callers batch commits.
+	DefaultNATSAckBatch = 1
+	// DefaultNATSMaxAckPending bounds the messages delivered but not yet
+	// committed. It must exceed the caller's commit interval (the
+	// checkpoint interval, 10000 events in the example config) plus
+	// FetchBatch, or the server stops delivering before the caller commits.
+	DefaultNATSMaxAckPending = 1 << 16
+	// DefaultNATSAckWait is how long the server waits for an ack before it
+	// redelivers; a JetStream source skips such redeliveries of records it
+	// already returned, so a short AckWait costs bandwidth, not correctness.
+	DefaultNATSAckWait = 2 * time.Minute
+	// DefaultNATSPendingMsgs and DefaultNATSPendingBytes bound what a core
+	// NATS subscription buffers (nats.go's own defaults).
+	DefaultNATSPendingMsgs  = nats.DefaultSubPendingMsgsLimit
+	DefaultNATSPendingBytes = nats.DefaultSubPendingBytesLimit
+	// DefaultNATSPublishWindow bounds the JetStream publishes awaiting their
+	// acknowledgement.
+	DefaultNATSPublishWindow = 1024
+	// DefaultNATSName is the client name the server shows in its monitoring.
+	DefaultNATSName = "streamlearn"
+)
+
+// natsCloseWait bounds how long Close waits for a final ack, a flush and
+// the connection's closed callback.
+const natsCloseWait = 5 * time.Second
+
+// NATSConfig configures NATS core and JetStream sources and sinks: the
+// `source:` block with kind nats or jetstream, and nats/jetstream sinks.
+// The zero value works against DefaultNATSURL.
+type NATSConfig struct {
+	// URL is the server, or a comma-separated list of servers of one
+	// cluster (nats://, tls://, ws://, wss://). Default DefaultNATSURL.
+	// User and password in the URL work too; they are never printed.
+	URL string `yaml:"url"`
+	// Subject is what a source reads: a core subscription's subject or a
+	// JetStream consumer's filter subject; wildcards are allowed. Default
+	// "events".
+	Subject string `yaml:"subject"`
+	// Stream is the JetStream stream. Default "EVENTS".
+	Stream string `yaml:"stream"`
+	// Durable names the JetStream durable pull consumer, which keeps the
+	// position across restarts. One process uses a durable at a time
+	// (acks are cumulative). Default "streamlearn".
+	Durable string `yaml:"durable"`
+	// Name is the client name shown by the server. Default "streamlearn".
+	Name string `yaml:"name"`
+
+	// TLS enables TLS; nil means plaintext unless the URL says tls://.
+	TLS *TLSConfig `yaml:"tls"`
+	// User and Password authenticate with a user name and password.
+	User     string `yaml:"user"`
+	Password string `yaml:"password"`
+	// Token authenticates with a token.
+	Token string `yaml:"token"`
+	// NKeySeedFile is a file holding a user nkey seed ("SU...").
+	NKeySeedFile string `yaml:"nkey_seed_file"`
+	// CredsFile is a decentralized-auth credentials file (user JWT and
+	// seed), as written by `nsc`.
+	CredsFile string `yaml:"creds_file"`
+
+	// FetchBatch is how many JetStream messages the client buffers ahead
+	// of Fetch (jetstream.PullMaxMessages). Default 500.
+	FetchBatch int `yaml:"fetch_batch"`
+	// FetchWait is the expiry of one pull request, at least 1s. An idle
+	// JetStream source re-checks its consumer this often (until-end,
+	// stalled acks). Default 5s.
+	FetchWait time.Duration `yaml:"fetch_wait"`
+	// AckBatch makes a JetStream source acknowledge only every AckBatch-th
+	// Commit; the latest commit not yet acknowledged is acknowledged by
+	// Close. Unacknowledged records are redelivered after a crash. Default
+	// 1: every Commit is acknowledged, and confirmed by the server, before
+	// it returns.
+	AckBatch int `yaml:"ack_batch"`
+	// MaxAckPending bounds the messages the server delivers before it sees
+	// a commit. It must exceed FetchBatch+AckBatch plus the caller's commit
+	// interval. Default 65536.
+	MaxAckPending int `yaml:"max_ack_pending"`
+	// AckWait is the server's redelivery timeout. Default 2m.
+	AckWait time.Duration `yaml:"ack_wait"`
+	// PendingMsgs and PendingBytes bound a core subscription's buffer;
+	// beyond them messages are dropped and counted (core NATS is
+	// at-most-once). Defaults 512Ki messages and 64 MiB (nats.go's).
+	PendingMsgs  int `yaml:"pending_msgs"`
+	PendingBytes int `yaml:"pending_bytes"`
+	// PublishWindow bounds the JetStream publishes awaiting their
+	// acknowledgement; Publish blocks when it is full. Default 1024.
+	PublishWindow int `yaml:"publish_window"`
+}
+
+// withDefaults returns c with every zero field set to its default.
+func (c NATSConfig) withDefaults() NATSConfig {
+	def := func(s *string, d string) {
+		if *s == "" {
+			*s = d
+		}
+	}
+	def(&c.URL, DefaultNATSURL)
+	def(&c.Subject, DefaultNATSSubject)
+	def(&c.Stream, DefaultJetStreamStream)
+	def(&c.Durable, DefaultJetStreamDurable)
+	def(&c.Name, DefaultNATSName)
+	if c.FetchBatch == 0 {
+		c.FetchBatch = DefaultNATSFetchBatch
+	}
+	if c.FetchWait == 0 {
+		c.FetchWait = DefaultNATSFetchWait
+	}
+	if c.AckBatch == 0 {
+		c.AckBatch = DefaultNATSAckBatch
+	}
+	if c.MaxAckPending == 0 {
+		c.MaxAckPending = DefaultNATSMaxAckPending
+	}
+	if c.AckWait == 0 {
+		c.AckWait = DefaultNATSAckWait
+	}
+	if c.PendingMsgs == 0 {
+		c.PendingMsgs = DefaultNATSPendingMsgs
+	}
+	if c.PendingBytes == 0 {
+		c.PendingBytes = DefaultNATSPendingBytes
+	}
+	if c.PublishWindow == 0 {
+		c.PublishWindow = DefaultNATSPublishWindow
+	}
+	return c
+}
+
+// Validate reports the first invalid field, naming its YAML key. Zero
+// fields are valid: they mean the default.
+func (c NATSConfig) Validate() error {
+	c = c.withDefaults()
+	for u := range strings.SplitSeq(c.URL, ",") {
+		p, err := url.Parse(strings.TrimSpace(u))
+		if err != nil {
+			return fmt.Errorf("url: %w", err)
+		}
+		switch p.Scheme {
+		case "nats", "tls", "ws", "wss":
+		default:
+			return fmt.Errorf("url: %q: scheme must be nats, tls, ws or wss", p.Redacted())
+		}
+		if p.Host == "" {
+			return fmt.Errorf("url: %q has no host", p.Redacted())
+		}
+	}
+	if strings.ContainsAny(c.Subject, " \t\r\n") {
+		return fmt.Errorf("subject: %q holds white space", c.Subject)
+	}
+	if strings.ContainsAny(c.Stream, " \t\r\n.*>/\\") {
+		return fmt.Errorf("stream: %q: a stream name has no white space, '.', '*', '>' or path separators", c.Stream)
+	}
+	if strings.ContainsAny(c.Durable, " \t\r\n.*>/\\") {
+		return fmt.Errorf("durable: %q: a consumer name has no white space, '.', '*', '>' or path separators", c.Durable)
+	}
+	methods := 0
+	if c.User != "" || c.Password != "" {
+		if c.User == "" {
+			return errors.New("password: set without user")
+		}
+		methods++
+	}
+	for _, s := range []string{c.Token, c.NKeySeedFile, c.CredsFile} {
+		if s != "" {
+			methods++
+		}
+	}
+	if methods > 1 {
+		return errors.New("user/password, token, nkey_seed_file and creds_file: set only one")
+	}
+	for _, f := range []struct {
+		key string
+		v   int
+	}{
+		{"fetch_batch", c.FetchBatch}, {"ack_batch", c.AckBatch}, {"max_ack_pending", c.MaxAckPending},
+		{"pending_msgs", c.PendingMsgs}, {"pending_bytes", c.PendingBytes}, {"publish_window", c.PublishWindow},
+	} {
+		if f.v < 0 {
+			return fmt.Errorf("%s: %d is negative", f.key, f.v)
+		}
+	}
+	if c.FetchWait < time.Second {
+		return fmt.Errorf("fetch_wait: %v is below the 1s a JetStream pull request needs", c.FetchWait)
+	}
+	if c.AckWait < time.Second {
+		return fmt.Errorf("ack_wait: %v is below 1s", c.AckWait)
+	}
+	if c.MaxAckPending <= c.FetchBatch+c.AckBatch {
+		return fmt.Errorf("max_ack_pending: %d must exceed fetch_batch+ack_batch (%d) plus the commit interval",
+			c.MaxAckPending, c.FetchBatch+c.AckBatch)
+	}
+	return nil
+}
+
+// redactedURL is c.URL with passwords masked, for errors.
+func (c NATSConfig) redactedURL() string {
+	parts := strings.Split(c.URL, ",")
+	for i, u := range parts {
+		if p, err := url.Parse(strings.TrimSpace(u)); err == nil {
+			parts[i] = p.Redacted()
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// natsConn is a connection and the channel its closed callback closes, so
+// that Close can wait for the connection's callback goroutine.
+type natsConn struct {
+	*nats.Conn
+	closed chan struct{}
+}
+
+// natsConnect connects with c's authentication and TLS. c has its
+// defaults. The connection reconnects forever; the first connect fails
+// fast with an error naming the server.
+func natsConnect(c NATSConfig) (*natsConn, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	closed := make(chan struct{})
+	var once sync.Once
+	opts := []nats.Option{
+		nats.Name(c.Name),
+		nats.MaxReconnects(-1),
+		nats.ClosedHandler(func(*nats.Conn) { once.Do(func() { close(closed) }) }),
+		// Slow consumers are counted by the subscription (Dropped); the
+		// default handler would only print.
+		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}),
+	}
+	if c.TLS != nil {
+		t, err := c.TLS.Build()
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, nats.Secure(t))
+	}
+	switch {
+	case c.User != "":
+		opts = append(opts, nats.UserInfo(c.User, c.Password))
+	case c.Token != "":
+		opts = append(opts, nats.Token(c.Token))
+	case c.NKeySeedFile != "":
+		o, err := nats.NkeyOptionFromSeed(c.NKeySeedFile)
+		if err != nil {
+			return nil, fmt.Errorf("nkey_seed_file: %w", err)
+		}
+		opts = append(opts, o)
+	case c.CredsFile != "":
+		opts = append(opts, nats.UserCredentials(c.CredsFile))
+	}
+	nc, err := nats.Connect(c.URL, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect %s: %w", c.redactedURL(), err)
+	}
+	return &natsConn{Conn: nc, closed: closed}, nil
+}
+
+// close flushes what was published, closes the connection and waits
+// (bounded) for its closed callback.
+func (nc *natsConn) close() error {
+	var err error
+	if nc.IsConnected() {
+		err = nc.FlushTimeout(natsCloseWait)
+	}
+	nc.Close()
+	select {
+	case <-nc.closed:
+	case <-time.After(natsCloseWait):
+	}
+	return err
+}
+
+// natsFlush is FlushWithContext, which needs a deadline: without one,
+// natsCloseWait bounds the wait.
+func natsFlush(ctx context.Context, nc *nats.Conn) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, natsCloseWait)
+		defer cancel()
+	}
+	return nc.FlushWithContext(ctx)
+}
+
+// natsLastToken returns the last token of a subject: a record's key.
+func natsLastToken(subject string) string {
+	return subject[strings.LastIndexByte(subject, '.')+1:]
+}
+
+// ErrNATSUntilEnd is returned by NewNATSSource for untilEnd: a core NATS
+// subject keeps no messages, so it has no end to stop at.
+var ErrNATSUntilEnd = errors.New("nats source: --until-end needs a stream with an end; core NATS keeps none: use source.kind jetstream")
+
+// NATSSource reads a core NATS subscription: at-most-once. Messages
+// published while no subscription exists are never seen, and messages
+// beyond the bounded pending buffer (PendingMsgs, PendingBytes) are
+// dropped by the client and counted (Dropped), never buffered without
+// limit. Record.Offset is the arrival count (1 for the first message
+// received), Key the subject's last token, and Commit a no-op. It is not
+// safe for concurrent use, except Dropped and Pending.
+type NATSSource struct {
+	nc   *natsConn
+	sub  *nats.Subscription
+	name string
+	n    int64
+	key  []byte
+
+	mu      sync.Mutex
+	dropped int64
+	closed  bool
+}
+
+var _ Source = (*NATSSource)(nil)
+
+// NewNATSSource subscribes to cfg.Subject. The subscription is registered
+// on the server when it returns. untilEnd is not supported: it returns
+// ErrNATSUntilEnd.
+func NewNATSSource(ctx context.Context, cfg NATSConfig, untilEnd bool) (*NATSSource, error) {
+	if untilEnd {
+		return nil, ErrNATSUntilEnd
+	}
+	cfg = cfg.withDefaults()
+	nc, err := natsConnect(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("nats source: %w", err)
+	}
+	s := &NATSSource{nc: nc, name: "nats:" + cfg.Subject}
+	fail := func(op string, err error) (*NATSSource, error) {
+		_ = nc.close()
+		return nil, fmt.Errorf("nats source %s: %s: %w", cfg.Subject, op, err)
+	}
+	if s.sub, err = nc.SubscribeSync(cfg.Subject); err != nil {
+		return fail("subscribe", err)
+	}
+	if err := s.sub.SetPendingLimits(cfg.PendingMsgs, cfg.PendingBytes); err != nil {
+		return fail("pending limits", err)
+	}
+	if err := natsFlush(ctx, nc.Conn); err != nil {
+		return fail("subscribe", err)
+	}
+	return s, nil
+}
+
+// Fetch returns the next message. A drop since the previous Fetch is
+// counted, not returned as an error.
+func (s *NATSSource) Fetch(ctx context.Context) (Record, error) {
+	for {
+		m, err := s.sub.NextMsgWithContext(ctx)
+		if err != nil {
+			if errors.Is(err, nats.ErrSlowConsumer) {
+				s.Dropped()
+				continue
+			}
+			if cerr := ctx.Err(); cerr != nil {
+				return Record{}, cerr
+			}
+			return Record{}, fmt.Errorf("nats source %s: fetch: %w", s.name, err)
+		}
+		s.n++
+		s.key = append(s.key[:0], natsLastToken(m.Subject)...)
+		return Record{Value: m.Data, Key: s.key, Offset: s.n}, nil
+	}
+}
+
+// Commit does nothing: core NATS has no acknowledgements.
+func (s *NATSSource) Commit(context.Context, Record) error { return nil }
+
+// Name returns "nats:<subject>".
+func (s *NATSSource) Name() string { return s.name }
+
+// Dropped returns how many messages the client dropped because the
+// subscription's pending buffer was full (slow consumer). It is safe for
+// concurrent use.
+func (s *NATSSource) Dropped() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		if n, err := s.sub.Dropped(); err == nil {
+			s.dropped = int64(n)
+		}
+	}
+	return s.dropped
+}
+
+// Pending returns how many messages wait in the subscription's buffer:
+// the source's lag. It is safe for concurrent use.
+func (s *NATSSource) Pending() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0
+	}
+	n, _, _ := s.sub.Pending()
+	return int64(n)
+}
+
+// Close unsubscribes and closes the connection.
+func (s *NATSSource) Close() error {
+	s.Dropped()
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	_ = s.sub.Unsubscribe()
+	return s.nc.close()
+}
+
+// NATSSink publishes to a core NATS subject: at-most-once, as core NATS
+// is. Keys are not sent (core NATS messages have none; put what routes a
+// message in the subject). It is not safe for concurrent use.
+type NATSSink struct {
+	nc      *natsConn
+	subject string
+	closed  bool
+}
+
+var _ Sink = (*NATSSink)(nil)
+
+// NewNATSSink connects with cfg (cfg.Subject is not used) and publishes to
+// subject.
+func NewNATSSink(cfg NATSConfig, subject string) (*NATSSink, error) {
+	if subject == "" || strings.ContainsAny(subject, " \t\r\n*>") {
+		return nil, fmt.Errorf("nats sink: subject %q: need a subject without white space or wildcards", subject)
+	}
+	nc, err := natsConnect(cfg.withDefaults())
+	if err != nil {
+		return nil, fmt.Errorf("nats sink: %w", err)
+	}
+	return &NATSSink{nc: nc, subject: subject}, nil
+}
+
+// Publish sends value; the client buffers it (bounded by nats.go's
+// reconnect buffer while disconnected).
+func (s *NATSSink) Publish(_ context.Context, _, value []byte) error {
+	if err := s.nc.Publish(s.subject, value); err != nil {
+		return fmt.Errorf("nats sink %s: publish: %w", s.subject, err)
+	}
+	return nil
+}
+
+// Flush waits until the server has received everything published so far.
+// Without a deadline on ctx it waits at most 5s.
+func (s *NATSSink) Flush(ctx context.Context) error {
+	if err := natsFlush(ctx, s.nc.Conn); err != nil {
+		return fmt.Errorf("nats sink %s: flush: %w", s.subject, err)
+	}
+	return nil
+}
+
+// Close flushes and closes the connection.
+func (s *NATSSink) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if err := s.nc.close(); err != nil {
+		return fmt.Errorf("nats sink %s: close: %w", s.subject, err)
+	}
+	return nil
+}

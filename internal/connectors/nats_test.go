@@ -1,0 +1,635 @@
+package connectors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// natsTestServer runs a server with JetStream on a free loopback port and
+// a temporary store; mod adjusts its options (auth, TLS).
+func natsTestServer(t testing.TB, mod func(*server.Options)) *server.Server {
+	t.Helper()
+	opts := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir()}
+	if mod != nil {
+		mod(opts)
+	}
+	srv, err := jsStartServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	return srv
+}
+
+// natsTestStream creates stream name capturing subjects, with a client of
+// its own.
+func natsTestStream(t testing.TB, url, name string, subjects ...string) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: subjects}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// natsEvent is the i-th test event.
+func natsEvent(i int) []byte {
+	return fmt.Appendf(nil, `{"id":"e-%d","label":%d,"x":[%d]}`, i, i%2, i)
+}
+
+// jsPublish publishes events from..to-1 into JetStream, waiting for acks.
+func jsPublish(t testing.TB, url, subject string, from, to int) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	for i := from; i < to; i++ {
+		if _, err := js.PublishAsync(subject, natsEvent(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-time.After(10 * time.Second):
+		t.Fatal("publish: no acks")
+	}
+}
+
+// natsFetchN fetches n records and checks they are events want, want+1, ...
+// It returns the last record.
+func natsFetchN(t *testing.T, src Source, n, want int) Record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var r Record
+	for i := range n {
+		var err error
+		if r, err = src.Fetch(ctx); err != nil {
+			t.Fatalf("fetch %d of %d: %v", i+1, n, err)
+		}
+		if got, exp := string(r.Value), string(natsEvent(want+i)); got != exp {
+			t.Fatalf("record %d: got %s, want %s", i+1, got, exp)
+		}
+	}
+	return r
+}
+
+// natsWantEnd checks that the next Fetch returns ErrEndOfInput.
+func natsWantEnd(t *testing.T, src Source) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := src.Fetch(ctx)
+	if !errors.Is(err, ErrEndOfInput) {
+		t.Fatalf("fetch: got %q (offset %d), %v; want ErrEndOfInput", r.Value, r.Offset, err)
+	}
+}
+
+func TestNATSConfigValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  NATSConfig
+		want string // substring of the error; "" for valid
+	}{
+		{"zero", NATSConfig{}, ""},
+		{"cluster", NATSConfig{URL: "nats://a:4222, tls://b:4222"}, ""},
+		{"scheme", NATSConfig{URL: "http://a:4222"}, "url:"},
+		{"no host", NATSConfig{URL: "nats://"}, "no host"},
+		{"password redacted", NATSConfig{URL: "http://u:secret@a"}, "xxxxx"},
+		{"stream", NATSConfig{Stream: "EV.ENTS"}, "stream:"},
+		{"durable", NATSConfig{Durable: "a b"}, "durable:"},
+		{"subject", NATSConfig{Subject: "a b"}, "subject:"},
+		{"password alone", NATSConfig{Password: "p"}, "password:"},
+		{"two methods", NATSConfig{User: "u", Token: "t"}, "only one"},
+		{"negative", NATSConfig{FetchBatch: -1}, "fetch_batch:"},
+		{"fetch wait", NATSConfig{FetchWait: time.Millisecond}, "fetch_wait:"},
+		{"ack wait", NATSConfig{AckWait: time.Millisecond}, "ack_wait:"},
+		{"max ack pending", NATSConfig{FetchBatch: 100, AckBatch: 10, MaxAckPending: 110}, "max_ack_pending:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.cfg.Validate()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("unexpected error %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("got %v, want an error with %q", err, tc.want)
+			case tc.want != "" && strings.Contains(err.Error(), "secret"):
+				t.Fatalf("error shows the password: %v", err)
+			}
+		})
+	}
+}
+
+func TestNATSSourceOrder(t *testing.T) {
+	srv := natsTestServer(t, nil)
+	ctx := context.Background()
+	src, err := NewNATSSource(ctx, NATSConfig{URL: srv.ClientURL(), Subject: "events.*"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if src.Name() != "nats:events.*" {
+		t.Errorf("name %q", src.Name())
+	}
+	sink, err := NewNATSSink(NATSConfig{URL: srv.ClientURL()}, "events.tenant-7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 2000
+	for i := range n {
+		if err := sink.Publish(ctx, nil, natsEvent(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sink.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for i := range n {
+		r, err := src.Fetch(cctx)
+		if err != nil {
+			t.Fatalf("fetch %d: %v", i, err)
+		}
+		if string(r.Value) != string(natsEvent(i)) || r.Offset != int64(i+1) || string(r.Key) != "tenant-7" {
+			t.Fatalf("record %d: value %s offset %d key %q", i, r.Value, r.Offset, r.Key)
+		}
+		if err := src.Commit(cctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := src.Dropped(); d != 0 {
+		t.Errorf("dropped %d", d)
+	}
+	// Cancellation ends a blocked Fetch with ctx.Err().
+	short, cancel2 := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel2()
+	if _, err := src.Fetch(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("fetch on an idle subject: %v, want DeadlineExceeded", err)
+	}
+}
+
+func TestNATSSourceUntilEndUnsupported(t *testing.T) {
+	_, err := NewNATSSource(context.Background(), NATSConfig{}, true)
+	if !errors.Is(err, ErrNATSUntilEnd) {
+		t.Fatalf("got %v, want ErrNATSUntilEnd", err)
+	}
+}
+
+// A slow consumer drops beyond its pending limit and counts the drops:
+// nothing buffers without limit.
+func TestNATSSourceSlowConsumerDrops(t *testing.T) {
+	srv := natsTestServer(t, nil)
+	ctx := context.Background()
+	src, err := NewNATSSource(ctx, NATSConfig{URL: srv.ClientURL(), PendingMsgs: 10}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	sink, err := NewNATSSink(NATSConfig{URL: srv.ClientURL()}, "events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 500
+	for i := range n {
+		_ = sink.Publish(ctx, nil, natsEvent(i))
+	}
+	if err := sink.Close(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for src.Dropped()+src.Pending() < n && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if p := src.Pending(); p > 10 {
+		t.Errorf("pending %d beyond the limit 10", p)
+	}
+	got := 0
+	for {
+		c, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		r, err := src.Fetch(c)
+		cancel()
+		if err != nil {
+			break
+		}
+		got++
+		if r.Offset != int64(got) {
+			t.Fatalf("offset %d, want arrival count %d", r.Offset, got)
+		}
+	}
+	if d := src.Dropped(); d == 0 || int(d)+got != n {
+		t.Fatalf("dropped %d + received %d, want > 0 drops and %d in all", d, got, n)
+	}
+}
+
+func TestJetStreamUntilEnd(t *testing.T) {
+	srv := natsTestServer(t, nil)
+	natsTestStream(t, srv.ClientURL(), "EVENTS", "events.>")
+	const n = 700
+	jsPublish(t, srv.ClientURL(), "events.a", 0, n)
+	cfg := NATSConfig{URL: srv.ClientURL(), Subject: "events.>", FetchBatch: 64}
+	src, err := NewJetStreamSource(context.Background(), cfg, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if src.Name() != "jetstream:EVENTS/streamlearn" {
+		t.Errorf("name %q", src.Name())
+	}
+	// Published after open: beyond the end the source had at start.
+	jsPublish(t, srv.ClientURL(), "events.b", n, n+50)
+	ctx := context.Background()
+	for i := range n {
+		r, err := src.Fetch(ctx)
+		if err != nil {
+			t.Fatalf("fetch %d: %v", i, err)
+		}
+		if string(r.Value) != string(natsEvent(i)) || r.Offset != int64(i+1) || string(r.Key) != "a" || r.Time.IsZero() {
+			t.Fatalf("record %d: %s offset %d key %q time %v", i, r.Value, r.Offset, r.Key, r.Time)
+		}
+		if (i+1)%100 == 0 {
+			if err := src.Commit(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	natsWantEnd(t, src)
+	natsWantEnd(t, src)
+	if lag := src.Lag(); lag != 50 {
+		t.Errorf("lag %d, want the 50 published after open", lag)
+	}
+}
+
+// A durable that already consumed everything ends at once; an empty
+// stream ends at once.
+func TestJetStreamUntilEndNothingLeft(t *testing.T) {
+	srv := natsTestServer(t, nil)
+	natsTestStream(t, srv.ClientURL(), "EVENTS", "events")
+	cfg := NATSConfig{URL: srv.ClientURL()}
+	ctx := context.Background()
+	src, err := NewJetStreamSource(ctx, cfg, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	natsWantEnd(t, src)
+	src.Close()
+
+	jsPublish(t, srv.ClientURL(), "events", 0, 10)
+	src, err = NewJetStreamSource(ctx, cfg, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := natsFetchN(t, src, 10, 0)
+	natsWantEnd(t, src)
+	if err := src.Commit(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	src.Close()
+
+	src, err = NewJetStreamSource(ctx, cfg, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	natsWantEnd(t, src)
+}
+
+// Commit after K, close, reopen: resumes at K+1; what was fetched after K
+// and not committed comes again, nothing is lost or returned twice.
+func TestJetStreamResumeAfterCommit(t *testing.T) {
+	srv := natsTestServer(t, nil)
+	natsTestStream(t, srv.ClientURL(), "EVENTS", "events")
+	const n, k = 300, 120
+	jsPublish(t, srv.ClientURL(), "events", 0, n)
+	cfg := NATSConfig{URL: srv.ClientURL(), FetchBatch: 50}
+	ctx := context.Background()
+
+	src, err := NewJetStreamSource(ctx, cfg, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := natsFetchN(t, src, k, 0)
+	if err := src.Commit(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	natsFetchN(t, src, 30, k) // fetched, not committed
+	if err := src.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	src, err = NewJetStreamSource(ctx, cfg, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = natsFetchN(t, src, n-k, k)
+	if r.Offset != n {
+		t.Fatalf("last offset %d, want %d", r.Offset, n)
+	}
+	natsWantEnd(t, src)
+	if err := src.Commit(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Without a commit, everything fetched is redelivered after a restart.
+func TestJetStreamRedeliveryWithoutCommit(t *testing.T) {
+	srv := natsTestServer(t, nil)
+	natsTestStream(t, srv.ClientURL(), "EVENTS", "events")
+	jsPublish(t, srv.ClientURL(), "events", 0, 40)
+	cfg := NATSConfig{URL: srv.ClientURL()}
+	ctx := context.Background()
+	for range 2 {
+		src, err := NewJetStreamSource(ctx, cfg, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := natsFetchN(t, src, 25, 0)
+		if r.Offset != 25 {
+			t.Fatalf("offset %d", r.Offset)
+		}
+		src.Close()
+	}
+}
+
+// With AckBatch, commits are acknowledged every AckBatch calls and the
+// rest on Close.
+func TestJetStreamAckBatch(t *testing.T) {
+	srv := natsTestServer(t, nil)
+	natsTestStream(t, srv.ClientURL(), "EVENTS", "events")
+	jsPublish(t, srv.ClientURL(), "events", 0, 60)
+	cfg := NATSConfig{URL: srv.ClientURL(), AckBatch: 10}
+	ctx := context.Background()
+	src, err := NewJetStreamSource(ctx, cfg, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 25 {
+		r := natsFetchN(t, src, 1, i)
+		if err := src.Commit(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	info, err := src.cons.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.AckFloor.Stream != 20 {
+		t.Errorf("ack floor %d before Close, want 20 (two batches of 10)", info.AckFloor.Stream)
+	}
+	if err := src.Close(); err != nil {
+		t.Fatal(err)
+	}
+	src, err = NewJetStreamSource(ctx, cfg, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	natsFetchN(t, src, 35, 25)
+	natsWantEnd(t, src)
+}
+
+// A redelivery after AckWait of a record already returned is skipped:
+// offsets stay strictly increasing.
+func TestJetStreamSkipsAckWaitRedelivery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for AckWait")
+	}
+	srv := natsTestServer(t, nil)
+	natsTestStream(t, srv.ClientURL(), "EVENTS", "events")
+	jsPublish(t, srv.ClientURL(), "events", 0, 5)
+	cfg := NATSConfig{URL: srv.ClientURL(), AckWait: time.Second, FetchWait: time.Second}
+	ctx := context.Background()
+	src, err := NewJetStreamSource(ctx, cfg, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	natsFetchN(t, src, 5, 0)
+	time.Sleep(1500 * time.Millisecond) // past AckWait: the server redelivers 1..5
+	jsPublish(t, srv.ClientURL(), "events", 5, 6)
+	r := natsFetchN(t, src, 1, 5)
+	if r.Offset != 6 || src.Redelivered() == 0 {
+		t.Fatalf("offset %d redelivered %d, want 6 and > 0", r.Offset, src.Redelivered())
+	}
+}
+
+func TestJetStreamSourceNoStream(t *testing.T) {
+	srv := natsTestServer(t, nil)
+	_, err := NewJetStreamSource(context.Background(), NATSConfig{URL: srv.ClientURL(), Stream: "NOPE"}, false)
+	if err == nil || !strings.Contains(err.Error(), `stream "NOPE" not found`) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestJetStreamSinkRoundTrip(t *testing.T) {
+	srv := natsTestServer(t, nil)
+	natsTestStream(t, srv.ClientURL(), "PRED", "predictions")
+	cfg := NATSConfig{URL: srv.ClientURL(), PublishWindow: 16}
+	sink, err := NewJetStreamSink(cfg, "PRED", "predictions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const n = 500
+	buf := make([]byte, 0, 64)
+	for i := range n {
+		buf = append(buf[:0], natsEvent(i)...)
+		if err := sink.Publish(ctx, nil, buf); err != nil { // buf is reused: the sink must copy
+			t.Fatal(err)
+		}
+	}
+	if err := sink.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Stream, cfg.Subject, cfg.Durable = "PRED", "predictions", "reader"
+	src, err := NewJetStreamSource(ctx, cfg, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	natsFetchN(t, src, n, 0)
+	natsWantEnd(t, src)
+}
+
+func TestJetStreamSinkErrors(t *testing.T) {
+	srv := natsTestServer(t, nil)
+	natsTestStream(t, srv.ClientURL(), "PRED", "predictions")
+	cfg := NATSConfig{URL: srv.ClientURL()}
+	if _, err := NewJetStreamSink(cfg, "NOPE", "predictions"); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("missing stream: %v", err)
+	}
+	// A subject no stream captures: the publish fails and Flush says so.
+	sink, err := NewJetStreamSink(cfg, "PRED", "elsewhere")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	_ = sink.Publish(ctx, nil, []byte(`{}`))
+	if err := sink.Flush(ctx); err == nil || !strings.Contains(err.Error(), "publish") {
+		t.Fatalf("flush: %v, want a publish error", err)
+	}
+	if err := sink.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestEmbedded(t *testing.T) {
+	e, err := StartEmbedded(EmbeddedConfig{Port: -1, Stream: EmbeddedStream})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if !strings.HasPrefix(e.ClientURL(), "nats://127.0.0.1:") {
+		t.Errorf("url %q", e.ClientURL())
+	}
+	if err := e.CreateStream(ctx, EmbeddedStream, EmbeddedSubject); err != nil {
+		t.Fatalf("create again: %v", err)
+	}
+	sink, err := NewJetStreamSink(NATSConfig{URL: e.ClientURL()}, EmbeddedStream, EmbeddedSubject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		if err := sink.Publish(ctx, nil, natsEvent(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sink.Close(); err != nil {
+		t.Fatal(err)
+	}
+	src, err := NewJetStreamSource(ctx, NATSConfig{URL: e.ClientURL()}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	natsFetchN(t, src, 20, 0)
+	natsWantEnd(t, src)
+	src.Close()
+	e.Shutdown()
+	if _, err := NewNATSSource(ctx, NATSConfig{URL: e.ClientURL()}, false); err == nil {
+		t.Fatal("connected to a shut down server")
+	}
+}
+
+// Close leaves no goroutine behind: sources, sinks and their connections.
+func TestNATSJetStreamCloseLeavesNoGoroutine(t *testing.T) {
+	srv := natsTestServer(t, nil)
+	natsTestStream(t, srv.ClientURL(), "EVENTS", "events")
+	jsPublish(t, srv.ClientURL(), "events", 0, 100)
+	ctx := context.Background()
+	cfg := NATSConfig{URL: srv.ClientURL()}
+	exercise := func() {
+		js, err := NewJetStreamSource(ctx, cfg, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := natsFetchN(t, js, 50, 0)
+		if err := js.Commit(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		core, err := NewNATSSource(ctx, cfg, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sink, err := NewNATSSink(cfg, "events")
+		if err != nil {
+			t.Fatal(err)
+		}
+		jsink, err := NewJetStreamSink(cfg, "EVENTS", "events")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = sink.Publish(ctx, nil, natsEvent(0))
+		_ = jsink.Publish(ctx, nil, natsEvent(1))
+		c, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if _, err := core.Fetch(c); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []interface{ Close() error }{js, core, sink, jsink} {
+			if err := c.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The next run starts over: the durable is reset to seq 0 below.
+	}
+	// The first run creates the durable consumer, whose server-side
+	// goroutines stay; count from the second.
+	exercise()
+	natsGoroutinesSettle(t, -1)
+	before := runtime.NumGoroutine()
+	nc, _ := nats.Connect(srv.ClientURL())
+	jsc, _ := jetstream.New(nc)
+	st, _ := jsc.Stream(ctx, "EVENTS")
+	if _, err := st.ResetConsumerToSequence(ctx, DefaultJetStreamDurable, 1); err != nil {
+		t.Fatal(err)
+	}
+	nc.Close()
+	natsGoroutinesSettle(t, before)
+	exercise()
+	natsGoroutinesSettle(t, before)
+}
+
+// natsGoroutinesSettle waits until at most want goroutines run (want < 0:
+// until the count stops falling) and fails with their stacks if they do
+// not: connections end their goroutines asynchronously.
+func natsGoroutinesSettle(t *testing.T, want int) {
+	t.Helper()
+	now := runtime.NumGoroutine()
+	for range 150 {
+		time.Sleep(20 * time.Millisecond)
+		n := runtime.NumGoroutine()
+		if want >= 0 && n <= want || want < 0 && n == now {
+			return
+		}
+		now = n
+	}
+	if want < 0 {
+		return
+	}
+	buf := make([]byte, 1<<20)
+	t.Fatalf("%d goroutines, want at most %d:\n%s", now, want, buf[:runtime.Stack(buf, true)])
+}
+
+func TestJetStreamAckMeta(t *testing.T) {
+	for _, tc := range []struct {
+		reply            string
+		seq, pending, ts uint64
+		ok               bool
+	}{
+		{"$JS.ACK.EVENTS.dur.1.42.7.1700000000000000001.3", 42, 3, 1700000000000000001, true},
+		{"$JS.ACK._.hash.EVENTS.dur.2.43.8.1700000000000000002.0.rnd", 43, 0, 1700000000000000002, true},
+		{"$JS.ACK.dom.hash.EVENTS.dur.2.44.8.5.9", 44, 9, 5, true},
+		{"$JS.ACK.EVENTS.dur.1.x.7.1.3", 0, 0, 0, false},
+		{"$JS.ACK.EVENTS.dur.1.42", 0, 0, 0, false},
+		{"_INBOX.abc", 0, 0, 0, false},
+	} {
+		seq, pending, ts, ok := jsAckMeta(tc.reply)
+		if ok != tc.ok || ok && (seq != tc.seq || pending != tc.pending || uint64(ts) != tc.ts) {
+			t.Errorf("%s: got %d %d %d %v", tc.reply, seq, pending, ts, ok)
+		}
+	}
+}

@@ -1,0 +1,64 @@
+package connectors
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrEndOfInput is returned by Fetch of a source opened with UntilEnd once
+// every partition it owns reached the end it had when the source was
+// opened: what a test replaying a recorded topic wants.
+var ErrEndOfInput = errors.New("connectors: end of input")
+
+// Record is one message of a source. Its slices are valid until the next
+// Fetch: "Fetch overwrites the previous record".
+type Record struct {
+	// Value is the message body: one JSON event.
+	Value []byte
+	// Key is the Kafka record key or the NATS subject's last token; may be
+	// empty.
+	Key []byte
+	// Partition is the Kafka partition; 0 for NATS and files.
+	Partition int32
+	// Offset is the Kafka offset, the JetStream stream sequence, the
+	// arrival count of a NATS core subscription, or a file's line number.
+	Offset int64
+	// Time is the broker's timestamp, zero when unknown.
+	Time time.Time
+
+	// ack is the transport's handle for Commit (a JetStream message).
+	ack any
+}
+
+// A Source delivers the records of one stream, in order within each
+// partition. Sources are not safe for concurrent use: one goroutine
+// fetches, processes and commits.
+type Source interface {
+	// Fetch blocks until the next record is available. It returns
+	// ErrEndOfInput when the source was opened with UntilEnd and is
+	// consumed up to the end it had at start, and ctx.Err() when ctx is
+	// done.
+	Fetch(ctx context.Context) (Record, error)
+	// Commit acknowledges r and every record before it in r's partition
+	// (commits are cumulative, as Kafka offsets and JetStream AckAll are).
+	// Callers commit only records whose effect is in the model; sources
+	// never commit on their own.
+	Commit(ctx context.Context, r Record) error
+	// Name says what the source reads, for metrics and errors
+	// ("kafka:events", "jetstream:EVENTS/streamlearn").
+	Name() string
+	// Close stops the source and waits for every goroutine it started.
+	Close() error
+}
+
+// A Sink publishes messages: predictions, reports or dead letters.
+type Sink interface {
+	// Publish sends value (and key, when the transport has keys). It may
+	// batch; it does not retain key or value after it returns.
+	Publish(ctx context.Context, key, value []byte) error
+	// Flush waits until everything published so far is acknowledged.
+	Flush(ctx context.Context) error
+	// Close flushes and releases the sink.
+	Close() error
+}

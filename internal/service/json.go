@@ -1,0 +1,67 @@
+package service
+
+import (
+	"encoding/json"
+	"strconv"
+
+	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/event"
+	"github.com/streamlearn/streamlearn/internal/online"
+	"github.com/streamlearn/streamlearn/internal/pipeline"
+)
+
+func marshalReport(r Report) ([]byte, error) { return json.Marshal(r) }
+
+// appendPrediction appends the prediction message of one event:
+//
+//	{"id":"m-1","partition":0,"offset":17,"round":17,"labeled":true,
+//	 "predictions":[{"learner":"pct","label":1,"score":0.42}, ...]}
+//
+// round is the number of events the model has seen, this one included;
+// label is +1 or -1. Built by hand: the hot path allocates nothing.
+func appendPrediction(b []byte, ev *event.Event, rec connectors.Record, p *pipeline.Pipeline, preds []online.Prediction) []byte {
+	b = append(b, `{"id":`...)
+	b = appendJSONString(b, ev.ID)
+	b = append(b, `,"partition":`...)
+	b = strconv.AppendInt(b, int64(rec.Partition), 10)
+	b = append(b, `,"offset":`...)
+	b = strconv.AppendInt(b, rec.Offset, 10)
+	b = append(b, `,"round":`...)
+	b = strconv.AppendUint(b, p.Seen(), 10)
+	b = append(b, `,"labeled":`...)
+	b = strconv.AppendBool(b, ev.Labeled)
+	b = append(b, `,"predictions":[`...)
+	for i, pr := range preds {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"learner":`...)
+		b = appendJSONString(b, p.Name(i))
+		b = append(b, `,"label":`...)
+		b = strconv.AppendInt(b, int64(pr.Label), 10)
+		b = append(b, `,"score":`...)
+		b = strconv.AppendFloat(b, pr.Score, 'g', -1, 64)
+		b = append(b, '}')
+	}
+	return append(b, "]}"...)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string (s is valid UTF-8: the
+// decoder checked it).
+func appendJSONString[S ~string | ~[]byte](b []byte, s S) []byte {
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
+}

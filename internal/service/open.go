@@ -1,0 +1,77 @@
+package service
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/streamlearn/streamlearn/internal/config"
+	"github.com/streamlearn/streamlearn/internal/connectors"
+)
+
+// Tuning holds transport knobs that the config file does not expose;
+// tests lower the timeouts. The zero value means the connectors' defaults.
+type Tuning struct {
+	Kafka connectors.KafkaConfig
+	NATS  connectors.NATSConfig
+}
+
+func kafkaConfig(c config.Conn, topic, group string, t Tuning) connectors.KafkaConfig {
+	k := t.Kafka
+	k.Brokers, k.Topic, k.Group, k.TLS, k.SASL = c.Brokers, topic, group, c.TLS, c.SASL
+	return k
+}
+
+func natsConfig(c config.Conn, subject, stream, durable string, t Tuning) connectors.NATSConfig {
+	n := t.NATS
+	n.URL, n.Subject, n.Stream, n.Durable, n.TLS = c.URL, subject, stream, durable, c.TLS
+	n.User, n.Password, n.Token, n.NKeySeedFile, n.CredsFile = c.User, c.Password, c.Token, c.NKeySeedFile, c.CredsFile
+	return n
+}
+
+// OpenSource opens the configured source. untilEnd makes it end with
+// connectors.ErrEndOfInput at the end it had when opened.
+func OpenSource(ctx context.Context, s config.Source, untilEnd bool, t Tuning) (connectors.Source, error) {
+	switch s.Kind {
+	case "kafka":
+		return connectors.NewKafkaSource(ctx, kafkaConfig(s.Conn, s.Topic, s.Group, t), untilEnd)
+	case "nats":
+		return connectors.NewNATSSource(ctx, natsConfig(s.Conn, s.Subject, "", "", t), untilEnd)
+	case "jetstream":
+		return connectors.NewJetStreamSource(ctx, natsConfig(s.Conn, s.Subject, s.Stream, s.Durable, t), untilEnd)
+	case "file":
+		return connectors.NewFileSource(s.Path)
+	case "":
+		return nil, fmt.Errorf("source.kind: missing (kafka, nats, jetstream or file)")
+	}
+	return nil, fmt.Errorf("source.kind: unknown kind %q", s.Kind)
+}
+
+// sameTransport reports whether a sink of kind k can reuse the connection
+// settings of a source of kind src.
+func sameTransport(k, src string) bool {
+	nats := func(s string) bool { return s == "nats" || s == "jetstream" }
+	return k == src || nats(k) && nats(src)
+}
+
+// OpenSink opens a configured sink. A sink that gives no connection
+// settings uses the source's when they speak the same transport.
+func OpenSink(s *config.Sink, src config.Source, t Tuning) (connectors.Sink, error) {
+	if s == nil {
+		return nil, nil
+	}
+	conn := s.Conn
+	if conn.IsZero() && sameTransport(s.Kind, src.Kind) {
+		conn = src.Conn
+	}
+	switch s.Kind {
+	case "kafka":
+		return connectors.NewKafkaSink(kafkaConfig(conn, s.Topic, "", t), s.Topic)
+	case "nats":
+		return connectors.NewNATSSink(natsConfig(conn, s.Subject, "", "", t), s.Subject)
+	case "jetstream":
+		return connectors.NewJetStreamSink(natsConfig(conn, s.Subject, s.Stream, "", t), s.Stream, s.Subject)
+	case "file":
+		return connectors.NewFileSink(s.Path), nil
+	}
+	return nil, fmt.Errorf("sink kind %q: want kafka, nats, jetstream or file", s.Kind)
+}

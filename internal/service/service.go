@@ -1,0 +1,309 @@
+// Package service is streamlearn's live loop: it fetches records from a
+// connectors.Source, decodes them, runs each through the model of its
+// partition (pipeline.Pipeline), publishes predictions, dead letters and
+// periodic regret reports, and commits positions back to the source only
+// for records whose effect is already in the model.
+//
+// Models and partitions: every partition gets its own model, learned in
+// partition order by the single process that owns the partition. That is
+// the only arrangement in which a model is a deterministic function of a
+// stream: records of different partitions interleave differently on every
+// run. Users who want one model per tenant or key produce with the key as
+// the partitioning key (Kafka's default partitioner keeps a key on one
+// partition) and give the topic as many partitions as they want models
+// learned in parallel; users who want one model over everything use one
+// partition. NATS subjects and files are one partition.
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/streamlearn/streamlearn/internal/config"
+	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/event"
+	"github.com/streamlearn/streamlearn/internal/pipeline"
+)
+
+// Defaults of Options.
+const (
+	DefaultCommitEvery    = 1000
+	DefaultCommitInterval = time.Second
+)
+
+// Options configure a Service. Source and Config are required; every sink
+// is optional.
+type Options struct {
+	Config *config.Config
+	Source connectors.Source
+
+	// Predictions receives one JSON object per event (see Prediction).
+	Predictions connectors.Sink
+	// Reports receives the report of a model (Report) every ReportEvery
+	// labeled events of that model and every ReportInterval; 0 disables
+	// either trigger.
+	Reports        connectors.Sink
+	ReportEvery    int
+	ReportInterval time.Duration
+	// DeadLetters receives bad records with the reason and original bytes.
+	DeadLetters connectors.Sink
+
+	// CommitEvery and CommitInterval batch commits to the source: after
+	// that many records or that much time, whichever comes first
+	// (defaults DefaultCommitEvery, DefaultCommitInterval).
+	CommitEvery    int
+	CommitInterval time.Duration
+
+	// Logger gets lifecycle events; nil discards them.
+	Logger *slog.Logger
+}
+
+// Service runs one source through per-partition models. Run owns
+// everything: the Service is not safe for concurrent use.
+type Service struct {
+	opt     Options
+	dec     *event.Decoder
+	dl      *DeadLetters
+	models  map[int32]*model
+	order   []int32 // partitions in the order first seen
+	ev      event.Event
+	predBuf []byte
+	logger  *slog.Logger
+
+	uncommitted int
+	lastCommit  time.Time
+}
+
+type model struct {
+	p           *pipeline.Pipeline
+	last        connectors.Record // last processed, not yet committed
+	dirty       bool
+	sinceReport int
+}
+
+// New checks the options and builds the decoder.
+func New(opt Options) (*Service, error) {
+	if opt.Config == nil || opt.Source == nil {
+		return nil, errors.New("service: Config and Source are required")
+	}
+	if opt.CommitEvery <= 0 {
+		opt.CommitEvery = DefaultCommitEvery
+	}
+	if opt.CommitInterval <= 0 {
+		opt.CommitInterval = DefaultCommitInterval
+	}
+	dec, err := event.NewDecoder(pipeline.EventConfig(opt.Config))
+	if err != nil {
+		return nil, fmt.Errorf("service: %w", err)
+	}
+	dec.Source = opt.Source.Name()
+	s := &Service{opt: opt, dec: dec, models: map[int32]*model{}, logger: opt.Logger}
+	if s.logger == nil {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
+	if opt.DeadLetters != nil {
+		s.dl = &DeadLetters{Sink: opt.DeadLetters}
+	}
+	return s, nil
+}
+
+// Run consumes the source until ctx is done or the source reports
+// connectors.ErrEndOfInput. Either way it then commits what was learned,
+// publishes a final report of every model and flushes the sinks; it
+// returns nil after such a graceful stop and an error when a source, sink
+// or commit fails.
+func (s *Service) Run(ctx context.Context) error {
+	s.lastCommit = time.Now()
+	var tick <-chan time.Time
+	if s.opt.ReportInterval > 0 {
+		t := time.NewTicker(s.opt.ReportInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	runErr := s.loop(ctx, tick)
+	// Drain: commit and report with a context of its own, since ctx may be
+	// the one that was cancelled.
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	err := errors.Join(runErr, s.commit(dctx), s.publishReports(dctx), s.flush(dctx))
+	return err
+}
+
+func (s *Service) loop(ctx context.Context, tick <-chan time.Time) error {
+	for {
+		select {
+		case <-tick:
+			if err := s.publishReports(ctx); err != nil {
+				return err
+			}
+		default:
+		}
+		rec, err := s.opt.Source.Fetch(ctx)
+		switch {
+		case err == nil:
+		case errors.Is(err, connectors.ErrEndOfInput):
+			s.logger.Info("end of input", "source", s.opt.Source.Name())
+			return nil
+		case ctx.Err() != nil:
+			return nil
+		default:
+			return fmt.Errorf("service: fetch: %w", err)
+		}
+		if err := s.process(ctx, rec); err != nil {
+			return err
+		}
+		s.uncommitted++
+		if s.uncommitted >= s.opt.CommitEvery || time.Since(s.lastCommit) >= s.opt.CommitInterval {
+			if err := s.commit(ctx); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (s *Service) model(partition int32) (*model, error) {
+	if m, ok := s.models[partition]; ok {
+		return m, nil
+	}
+	p, err := pipeline.New(s.opt.Config)
+	if err != nil {
+		return nil, err
+	}
+	m := &model{p: p}
+	s.models[partition] = m
+	s.order = append(s.order, partition)
+	s.logger.Info("new model", "source", s.opt.Source.Name(), "partition", partition)
+	return m, nil
+}
+
+func (s *Service) process(ctx context.Context, rec connectors.Record) error {
+	m, err := s.model(rec.Partition)
+	if err != nil {
+		return err
+	}
+	m.last, m.dirty = rec, true
+	err = s.dec.Decode(rec.Value, &s.ev)
+	var de *event.Error
+	switch {
+	case err == nil:
+	case errors.As(err, &de):
+		m.p.Reject(de.Reason)
+		de.Offset = rec.Offset
+		return s.deadLetter(rec, de.Reason, de.Error())
+	default:
+		return fmt.Errorf("service: decode: %w", err)
+	}
+	preds, reason := m.p.Process(&s.ev)
+	if reason != "" {
+		return s.deadLetter(rec, reason, fmt.Sprintf("%s:%d: outside the domain of a hypothesis class", s.opt.Source.Name(), rec.Offset))
+	}
+	if s.opt.Predictions != nil {
+		s.predBuf = appendPrediction(s.predBuf[:0], &s.ev, rec, m.p, preds)
+		if err := s.opt.Predictions.Publish(ctx, s.ev.Key, s.predBuf); err != nil {
+			return fmt.Errorf("service: predictions: %w", err)
+		}
+	}
+	if s.ev.Labeled && s.opt.Reports != nil && s.opt.ReportEvery > 0 {
+		m.sinceReport++
+		if m.sinceReport >= s.opt.ReportEvery {
+			m.sinceReport = 0
+			if err := s.publishReport(ctx, rec.Partition, m); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Service) deadLetter(rec connectors.Record, reason event.Reason, msg string) error {
+	if s.dl == nil {
+		return nil
+	}
+	err := s.dl.DeadLetter(pipeline.DeadLetter{Source: s.opt.Source.Name(), Offset: rec.Offset, Reason: reason, Err: msg, Raw: rec.Value})
+	if err != nil {
+		return fmt.Errorf("service: dead letters: %w", err)
+	}
+	return nil
+}
+
+// commit acknowledges the last processed record of every partition.
+func (s *Service) commit(ctx context.Context) error {
+	for _, part := range s.order {
+		m := s.models[part]
+		if !m.dirty {
+			continue
+		}
+		if err := s.opt.Source.Commit(ctx, m.last); err != nil {
+			return fmt.Errorf("service: commit partition %d offset %d: %w", part, m.last.Offset, err)
+		}
+		m.dirty = false
+	}
+	s.uncommitted = 0
+	s.lastCommit = time.Now()
+	return nil
+}
+
+func (s *Service) flush(ctx context.Context) error {
+	var errs []error
+	for _, sink := range []connectors.Sink{s.opt.Predictions, s.opt.Reports, s.opt.DeadLetters} {
+		if sink != nil {
+			errs = append(errs, sink.Flush(ctx))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Report is a model's regret report (DESIGN.md's object) with the source
+// and partition it learned from.
+type Report struct {
+	Source    string `json:"source"`
+	Partition int32  `json:"partition"`
+	pipeline.Report
+}
+
+// Reports returns the report of every model, ordered by partition.
+func (s *Service) Reports() ([]Report, error) {
+	parts := slices.Clone(s.order)
+	slices.Sort(parts)
+	out := make([]Report, 0, len(parts))
+	for _, part := range parts {
+		r, err := s.models[part].p.Report()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Report{Source: s.opt.Source.Name(), Partition: part, Report: r})
+	}
+	return out, nil
+}
+
+func (s *Service) publishReports(ctx context.Context) error {
+	if s.opt.Reports == nil {
+		return nil
+	}
+	for _, part := range s.order {
+		if err := s.publishReport(ctx, part, s.models[part]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Service) publishReport(ctx context.Context, part int32, m *model) error {
+	r, err := m.p.Report()
+	if err != nil {
+		return err
+	}
+	b, err := marshalReport(Report{Source: s.opt.Source.Name(), Partition: part, Report: r})
+	if err != nil {
+		return err
+	}
+	if err := s.opt.Reports.Publish(ctx, []byte(strconv.Itoa(int(part))), b); err != nil {
+		return fmt.Errorf("service: reports: %w", err)
+	}
+	return nil
+}
