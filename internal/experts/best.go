@@ -1,6 +1,10 @@
 package experts
 
-import "math/bits"
+import (
+	"math/bits"
+
+	"github.com/streamlearn/streamlearn/internal/codec"
+)
 
 // bestLoss keeps every hypothesis's (expert's) cumulative number of
 // mistakes and the minimum, exactly and incrementally: atMin is the set at
@@ -66,9 +70,8 @@ func (b *bestLoss) reset() {
 	copy(b.atMin, b.full)
 }
 
-func (b *bestLoss) appendTo(dst []byte) []byte {
+func (b *bestLoss) appendTo(e *codec.Encoder) {
 	for _, l := range b.loss {
-		dst = appendU64(dst, l)
+		e.U64(l)
 	}
-	return dst
 }

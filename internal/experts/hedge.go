@@ -7,6 +7,7 @@ import (
 	"math/bits"
 	"math/rand/v2"
 
+	"github.com/streamlearn/streamlearn/internal/codec"
 	"github.com/streamlearn/streamlearn/internal/online"
 )
 
@@ -228,53 +229,50 @@ func (h *hedge) guarantee() online.Guarantee {
 // appendState encodes: d (u32), horizon, η config bits, seed, rounds
 // (u64), the d weights (float64 bits), the d epoch losses and the d total
 // losses (u64), and the PCG state (its 20-byte MarshalBinary).
-func (h *hedge) appendState(b []byte) []byte {
-	b = appendU32(b, uint32(h.d))
-	b = appendU64(b, uint64(h.cfg.Horizon))
-	b = appendF64(b, h.cfg.Eta)
-	b = appendU64(b, h.cfg.Seed)
-	b = appendU64(b, h.rounds)
+func (h *hedge) appendState(e *codec.Encoder) {
+	e.U32(uint32(h.d))
+	e.U64(uint64(h.cfg.Horizon))
+	e.F64(h.cfg.Eta)
+	e.U64(h.cfg.Seed)
+	e.U64(h.rounds)
 	for _, w := range h.weight {
-		b = appendF64(b, w)
+		e.F64(w)
 	}
-	b = h.ep.appendTo(b)
-	b = h.total.appendTo(b)
+	h.ep.appendTo(e)
+	h.total.appendTo(e)
 	r, _ := h.rng.MarshalBinary() // cannot fail
-	return append(b, r...)
+	e.Raw(r)
 }
 
 // pcgStateLen is the length of rand.PCG's MarshalBinary.
 const pcgStateLen = 20
 
-func (h *hedge) decodeState(d *decoder) error {
-	n, horizon, eta, seed := d.u32(), d.u64(), d.u64(), d.u64()
-	if d.err == nil && (int(n) != h.d || horizon != uint64(h.cfg.Horizon) ||
+func (h *hedge) decodeState(d *codec.Decoder) error {
+	n, horizon, eta, seed := d.U32(), d.U64(), d.U64(), d.U64()
+	if d.Err() == nil && (int(n) != h.d || horizon != uint64(h.cfg.Horizon) ||
 		eta != math.Float64bits(h.cfg.Eta) || seed != h.cfg.Seed) {
 		return errors.New("experts: encoding is for a different weighted-majority configuration")
 	}
-	rounds := d.u64()
+	rounds := d.U64()
 	weight := make([]float64, h.d)
 	for i := range weight {
-		weight[i] = d.f64()
+		weight[i] = d.F64()
 	}
 	epl, tot := make([]uint64, h.d), make([]uint64, h.d)
 	for i := range epl {
-		epl[i] = d.u64()
+		epl[i] = d.U64()
 	}
 	for i := range tot {
-		tot[i] = d.u64()
+		tot[i] = d.U64()
 	}
 	var rng rand.PCG
-	if p := d.take(pcgStateLen); p != nil {
+	if p := d.Take(pcgStateLen); p != nil {
 		if err := rng.UnmarshalBinary(p); err != nil {
 			return fmt.Errorf("experts: rng state: %w", err)
 		}
 	}
-	if d.err != nil {
-		return fmt.Errorf("experts: %w", d.err)
-	}
-	if len(d.b) != 0 {
-		return fmt.Errorf("experts: %d trailing bytes", len(d.b))
+	if err := d.Finish(); err != nil {
+		return fmt.Errorf("experts: %w", err)
 	}
 	// Replay the epoch arithmetic to find the epoch of round `rounds`.
 	m, start := 0, uint64(0)
@@ -369,24 +367,28 @@ func (h *hedge) weights(dst []float64) []float64 {
 // MarshalBinary encodes the state canonically: version byte, tag 'E', then
 // the state described at appendState.
 func (e *Hedge) MarshalBinary() ([]byte, error) {
-	return e.h.appendState([]byte{encodingVersion, tagHedge}), nil
+	var enc codec.Encoder
+	enc.U8(encodingVersion)
+	enc.U8(tagHedge)
+	e.h.appendState(&enc)
+	return enc.Bytes(), nil
 }
 
 // UnmarshalBinary restores a state encoded by MarshalBinary with the same
 // d and config; on error the state is unchanged.
 func (e *Hedge) UnmarshalBinary(b []byte) error {
-	d := decoder{b: b}
-	if err := header(&d, tagHedge); err != nil {
+	d := codec.NewDecoder(b)
+	if err := header(d, tagHedge); err != nil {
 		return err
 	}
-	return e.h.decodeState(&d)
+	return e.h.decodeState(d)
 }
 
-func header(d *decoder, tag byte) error {
-	v, t := d.u8(), d.u8()
+func header(d *codec.Decoder, tag byte) error {
+	v, t := d.U8(), d.U8()
 	switch {
-	case d.err != nil:
-		return fmt.Errorf("experts: %w", d.err)
+	case d.Err() != nil:
+		return fmt.Errorf("experts: %w", d.Err())
 	case v != encodingVersion:
 		return fmt.Errorf("experts: encoding version %d, want %d", v, encodingVersion)
 	case t != tag:
@@ -452,19 +454,23 @@ func (l *WeightedMajority) Weights(dst []float64) []float64 { return l.h.weights
 // MarshalBinary encodes the state canonically: version byte, tag 'W',
 // class fingerprint (u64), then the state described at appendState.
 func (l *WeightedMajority) MarshalBinary() ([]byte, error) {
-	b := appendU64([]byte{encodingVersion, tagWeightedMajority}, l.c.fp)
-	return l.h.appendState(b), nil
+	var e codec.Encoder
+	e.U8(encodingVersion)
+	e.U8(tagWeightedMajority)
+	e.U64(l.c.fp)
+	l.h.appendState(&e)
+	return e.Bytes(), nil
 }
 
 // UnmarshalBinary restores a state encoded by MarshalBinary for the same
 // class and config; on error the state is unchanged.
 func (l *WeightedMajority) UnmarshalBinary(b []byte) error {
-	d := decoder{b: b}
-	if err := header(&d, tagWeightedMajority); err != nil {
+	d := codec.NewDecoder(b)
+	if err := header(d, tagWeightedMajority); err != nil {
 		return err
 	}
-	if fp := d.u64(); d.err == nil && fp != l.c.fp {
+	if fp := d.U64(); d.Err() == nil && fp != l.c.fp {
 		return errors.New("experts: encoding is for a different class")
 	}
-	return l.h.decodeState(&d)
+	return l.h.decodeState(d)
 }

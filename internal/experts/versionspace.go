@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/streamlearn/streamlearn/internal/codec"
 	"github.com/streamlearn/streamlearn/internal/online"
 )
 
@@ -118,48 +119,47 @@ func (s *versionSpace) guarantee(bound float64) online.Guarantee {
 // violations (u64), the version space (⌈|H|/64⌉ u64 words), then each
 // hypothesis's mistakes (u64).
 func (s *versionSpace) MarshalBinary() ([]byte, error) {
-	b := make([]byte, 0, 2+8+4+16+8*s.c.w+8*s.c.n)
-	b = append(b, encodingVersion, s.tag)
-	b = appendU64(b, s.c.fp)
-	b = appendU32(b, uint32(s.c.n))
-	b = appendU64(b, s.rounds)
-	b = appendU64(b, s.violations)
+	e := codec.NewEncoder(2 + 8 + 4 + 16 + 8*s.c.w + 8*s.c.n)
+	e.U8(encodingVersion)
+	e.U8(s.tag)
+	e.U64(s.c.fp)
+	e.U32(uint32(s.c.n))
+	e.U64(s.rounds)
+	e.U64(s.violations)
 	for _, w := range s.v {
-		b = appendU64(b, w)
+		e.U64(w)
 	}
-	return s.best.appendTo(b), nil
+	s.best.appendTo(e)
+	return e.Bytes(), nil
 }
 
 // UnmarshalBinary restores a state encoded by MarshalBinary for the same
 // learner kind and class; on error the state is unchanged.
 func (s *versionSpace) UnmarshalBinary(b []byte) error {
-	d := decoder{b: b}
-	if v := d.u8(); d.err == nil && v != encodingVersion {
+	d := codec.NewDecoder(b)
+	if v := d.U8(); d.Err() == nil && v != encodingVersion {
 		return fmt.Errorf("experts: encoding version %d, want %d", v, encodingVersion)
 	}
-	if t := d.u8(); d.err == nil && t != s.tag {
+	if t := d.U8(); d.Err() == nil && t != s.tag {
 		return fmt.Errorf("experts: encoding of learner %q, want %q", t, s.tag)
 	}
-	if fp := d.u64(); d.err == nil && fp != s.c.fp {
+	if fp := d.U64(); d.Err() == nil && fp != s.c.fp {
 		return errors.New("experts: encoding is for a different class")
 	}
-	if n := d.u32(); d.err == nil && int(n) != s.c.n {
+	if n := d.U32(); d.Err() == nil && int(n) != s.c.n {
 		return fmt.Errorf("experts: encoding has %d hypotheses, want %d", n, s.c.n)
 	}
-	rounds, violations := d.u64(), d.u64()
+	rounds, violations := d.U64(), d.U64()
 	v := s.c.NewSet()
 	for k := range v {
-		v[k] = d.u64()
+		v[k] = d.U64()
 	}
 	loss := make([]uint64, s.c.n)
 	for i := range loss {
-		loss[i] = d.u64()
+		loss[i] = d.U64()
 	}
-	if d.err != nil {
-		return fmt.Errorf("experts: %w", d.err)
-	}
-	if len(d.b) != 0 {
-		return fmt.Errorf("experts: %d trailing bytes", len(d.b))
+	if err := d.Finish(); err != nil {
+		return fmt.Errorf("experts: %w", err)
 	}
 	for k := range v {
 		if v[k]&^s.c.full[k] != 0 {

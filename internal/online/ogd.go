@@ -453,45 +453,45 @@ const ogdMagic = "SLOG"
 // (as s and v: the representation is part of the deterministic state).
 func (o *OGD) MarshalBinary() ([]byte, error) {
 	e := newEncoder(ogdMagic, 120+8*len(o.v))
-	e.u64(uint64(o.bits))
-	e.str(o.cfg.Loss)
-	e.f64(o.cfg.Eta)
-	e.str(o.cfg.Schedule)
-	e.f64(o.cfg.Radius)
-	e.bool(o.cfg.Bias)
-	e.f64(o.cfg.BiasEta)
-	e.u64(o.rounds)
-	e.f64(o.maxG2)
-	e.f64(o.maxD2)
-	e.u64(o.viol)
-	e.f64(o.s)
-	e.f64(o.w2)
-	e.f64s(o.v)
-	return e.b, nil
+	e.U64(uint64(o.bits))
+	e.String(o.cfg.Loss)
+	e.F64(o.cfg.Eta)
+	e.String(o.cfg.Schedule)
+	e.F64(o.cfg.Radius)
+	e.Bool(o.cfg.Bias)
+	e.F64(o.cfg.BiasEta)
+	e.U64(o.rounds)
+	e.F64(o.maxG2)
+	e.F64(o.maxD2)
+	e.U64(o.viol)
+	e.F64(o.s)
+	e.F64(o.w2)
+	e.F64s(o.v)
+	return e.Bytes(), nil
 }
 
 // UnmarshalBinary restores a state encoded by MarshalBinary; the bits and
 // configuration must match the receiver's.
 func (o *OGD) UnmarshalBinary(b []byte) error {
 	d := newDecoder("ogd", ogdMagic, b)
-	bits := d.u64()
+	bits := d.U64()
 	var cfg OGDConfig
-	cfg.Loss = d.str(16)
-	cfg.Eta = d.f64()
-	cfg.Schedule = d.str(16)
-	cfg.Radius = d.f64()
-	cfg.Bias = d.bool()
-	cfg.BiasEta = d.f64()
-	if d.err == nil && (bits != uint64(o.bits) || cfg != o.cfg) {
-		d.fail("encoding is of ogd over %d bits with %+v, not %d bits with %+v", bits, cfg, o.bits, o.cfg)
+	cfg.Loss = d.String(16)
+	cfg.Eta = d.F64()
+	cfg.Schedule = d.String(16)
+	cfg.Radius = d.F64()
+	cfg.Bias = d.Bool()
+	cfg.BiasEta = d.F64()
+	if d.Err() == nil && (bits != uint64(o.bits) || cfg != o.cfg) {
+		d.Fail("encoding is of ogd over %d bits with %+v, not %d bits with %+v", bits, cfg, o.bits, o.cfg)
 	}
-	rounds, maxG2, maxD2, viol, s, w2 := d.u64(), d.f64(), d.f64(), d.u64(), d.f64(), d.f64()
-	if d.err == nil && !(s > 0 && s <= 1 && w2 >= 0 && maxG2 >= 0 && maxD2 >= 0 && finite(w2) && finite(maxG2) && finite(maxD2)) {
-		d.fail("inconsistent state")
+	rounds, maxG2, maxD2, viol, s, w2 := d.U64(), d.F64(), d.F64(), d.U64(), d.F64(), d.F64()
+	if d.Err() == nil && !(s > 0 && s <= 1 && w2 >= 0 && maxG2 >= 0 && maxD2 >= 0 && finite(w2) && finite(maxG2) && finite(maxD2)) {
+		d.Fail("inconsistent state")
 	}
 	v := make([]float64, len(o.v))
-	d.f64sInto(v)
-	if err := d.finish(); err != nil {
+	d.F64sInto(v)
+	if err := finish("ogd", d); err != nil {
 		return err
 	}
 	o.rounds, o.maxG2, o.maxD2, o.viol, o.s, o.w2, o.v = rounds, maxG2, maxD2, viol, s, w2, v

@@ -223,42 +223,42 @@ const perceptronMagic = "SLPC"
 // MarshalBinary encodes the configuration, counters and weights.
 func (p *Perceptron) MarshalBinary() ([]byte, error) {
 	e := newEncoder(perceptronMagic, 80+8*(len(p.w)+len(p.u)))
-	e.u64(uint64(p.bits))
-	e.bool(p.cfg.Bias)
-	e.bool(p.cfg.Average)
-	e.f64(p.cfg.Margin)
-	e.u64(p.rounds)
-	e.u64(p.updates)
-	e.f64(p.maxR2)
-	e.u64(p.viol)
-	e.f64s(p.w)
+	e.U64(uint64(p.bits))
+	e.Bool(p.cfg.Bias)
+	e.Bool(p.cfg.Average)
+	e.F64(p.cfg.Margin)
+	e.U64(p.rounds)
+	e.U64(p.updates)
+	e.F64(p.maxR2)
+	e.U64(p.viol)
+	e.F64s(p.w)
 	if p.cfg.Average {
-		e.f64s(p.u)
+		e.F64s(p.u)
 	}
-	return e.b, nil
+	return e.Bytes(), nil
 }
 
 // UnmarshalBinary restores a state encoded by MarshalBinary; the bits and
 // configuration must match the receiver's.
 func (p *Perceptron) UnmarshalBinary(b []byte) error {
 	d := newDecoder("perceptron", perceptronMagic, b)
-	bits := d.u64()
-	cfg := PerceptronConfig{Bias: d.bool(), Average: d.bool(), Margin: d.f64()}
-	if d.err == nil && (bits != uint64(p.bits) || cfg != p.cfg) {
-		d.fail("encoding is of a perceptron over %d bits with %+v, not %d bits with %+v", bits, cfg, p.bits, p.cfg)
+	bits := d.U64()
+	cfg := PerceptronConfig{Bias: d.Bool(), Average: d.Bool(), Margin: d.F64()}
+	if d.Err() == nil && (bits != uint64(p.bits) || cfg != p.cfg) {
+		d.Fail("encoding is of a perceptron over %d bits with %+v, not %d bits with %+v", bits, cfg, p.bits, p.cfg)
 	}
-	rounds, updates, maxR2, viol := d.u64(), d.u64(), d.f64(), d.u64()
-	if d.err == nil && (updates > rounds || viol > updates || !(maxR2 >= 0) || math.IsInf(maxR2, 0)) {
-		d.fail("inconsistent counters")
+	rounds, updates, maxR2, viol := d.U64(), d.U64(), d.F64(), d.U64()
+	if d.Err() == nil && (updates > rounds || viol > updates || !(maxR2 >= 0) || math.IsInf(maxR2, 0)) {
+		d.Fail("inconsistent counters")
 	}
 	w := make([]float64, len(p.w))
-	d.f64sInto(w)
+	d.F64sInto(w)
 	var u []float64
 	if p.cfg.Average {
 		u = make([]float64, len(p.u))
-		d.f64sInto(u)
+		d.F64sInto(u)
 	}
-	if err := d.finish(); err != nil {
+	if err := finish("perceptron", d); err != nil {
 		return err
 	}
 	p.rounds, p.updates, p.maxR2, p.viol = rounds, updates, maxR2, viol

@@ -167,52 +167,52 @@ func (s *Scaler) MarshalBinary() ([]byte, error) {
 		}
 	}
 	e := newEncoder(scalerMagic, 32+len(s.kind)+used*32)
-	e.str(s.kind)
-	e.u64(uint64(s.bits))
-	e.u64(uint64(used))
+	e.String(s.kind)
+	e.U64(uint64(s.bits))
+	e.U64(uint64(used))
 	for i := range s.stats {
 		if st := &s.stats[i]; st.count != 0 {
-			e.u64(uint64(i))
-			e.u64(st.count)
-			e.f64(st.mean)
-			e.f64(st.vari)
+			e.U64(uint64(i))
+			e.U64(st.count)
+			e.F64(st.mean)
+			e.F64(st.vari)
 		}
 	}
-	return e.b, nil
+	return e.Bytes(), nil
 }
 
 // UnmarshalBinary restores a state encoded by MarshalBinary; the kind and
 // bits must match the receiver's.
 func (s *Scaler) UnmarshalBinary(b []byte) error {
 	d := newDecoder("scaler", scalerMagic, b)
-	kind := d.str(16)
-	bits := d.u64()
-	if d.err == nil && (kind != s.kind || bits != uint64(s.bits)) {
-		d.fail("encoding is of a %q scaler over %d bits, not %q over %d", kind, bits, s.kind, s.bits)
+	kind := d.String(16)
+	bits := d.U64()
+	if d.Err() == nil && (kind != s.kind || bits != uint64(s.bits)) {
+		d.Fail("encoding is of a %q scaler over %d bits, not %q over %d", kind, bits, s.kind, s.bits)
 	}
-	used := d.u64()
-	if d.err == nil && used > uint64(len(s.stats)) {
-		d.fail("%d observed slots in a space of %d", used, len(s.stats))
+	used := d.U64()
+	if d.Err() == nil && used > uint64(len(s.stats)) {
+		d.Fail("%d observed slots in a space of %d", used, len(s.stats))
 	}
-	if d.err != nil {
-		return d.finish()
+	if d.Err() != nil {
+		return finish("scaler", d)
 	}
 	stats := make([]slotStats, len(s.stats))
 	prev := -1
 	for range used {
-		i := d.u64()
-		c, m, v := d.u64(), d.f64(), d.f64()
-		if d.err != nil {
+		i := d.U64()
+		c, m, v := d.U64(), d.F64(), d.F64()
+		if d.Err() != nil {
 			break
 		}
 		if i >= uint64(len(stats)) || int(i) <= prev || c == 0 || !finite(m) || !(v >= 0) || math.IsInf(v, 0) {
-			d.fail("bad slot record %d", i)
+			d.Fail("bad slot record %d", i)
 			break
 		}
 		prev = int(i)
 		stats[i] = slotStats{count: c, mean: m, vari: v}
 	}
-	if err := d.finish(); err != nil {
+	if err := finish("scaler", d); err != nil {
 		return err
 	}
 	s.stats = stats

@@ -1,0 +1,179 @@
+package codec
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// ErrTruncated is the error of a read past the end of the encoding.
+var ErrTruncated = errors.New("truncated encoding")
+
+// Encoder appends little-endian fields to a byte slice. The zero value is
+// ready to use.
+type Encoder struct{ b []byte }
+
+// NewEncoder returns an Encoder whose buffer has room for size bytes.
+func NewEncoder(size int) *Encoder { return &Encoder{b: make([]byte, 0, size)} }
+
+// Bytes returns the encoding written so far. It aliases the Encoder's
+// buffer until the next write.
+func (e *Encoder) Bytes() []byte { return e.b }
+
+// Raw appends p verbatim.
+func (e *Encoder) Raw(p []byte) { e.b = append(e.b, p...) }
+
+// RawString appends the bytes of s verbatim, with no length prefix.
+func (e *Encoder) RawString(s string) { e.b = append(e.b, s...) }
+
+// U8 appends one byte.
+func (e *Encoder) U8(v uint8) { e.b = append(e.b, v) }
+
+// U32 appends v in 4 bytes.
+func (e *Encoder) U32(v uint32) { e.b = binary.LittleEndian.AppendUint32(e.b, v) }
+
+// U64 appends v in 8 bytes.
+func (e *Encoder) U64(v uint64) { e.b = binary.LittleEndian.AppendUint64(e.b, v) }
+
+// F64 appends the IEEE-754 bits of v in 8 bytes.
+func (e *Encoder) F64(v float64) { e.U64(math.Float64bits(v)) }
+
+// Bool appends 1 for true, 0 for false.
+func (e *Encoder) Bool(v bool) {
+	if v {
+		e.U8(1)
+	} else {
+		e.U8(0)
+	}
+}
+
+// String appends len(s) as a uint64, then the bytes of s.
+func (e *Encoder) String(s string) {
+	e.U64(uint64(len(s)))
+	e.b = append(e.b, s...)
+}
+
+// F64s appends len(v) as a uint64, then each element as F64 does.
+func (e *Encoder) F64s(v []float64) {
+	e.U64(uint64(len(v)))
+	for _, x := range v {
+		e.F64(x)
+	}
+}
+
+// Decoder reads little-endian fields from a byte slice. The first error
+// sticks: every later read returns a zero value (nil for Take) and leaves
+// the error in place.
+type Decoder struct {
+	b   []byte
+	err error
+}
+
+// NewDecoder returns a Decoder reading b from its start.
+func NewDecoder(b []byte) *Decoder { return &Decoder{b: b} }
+
+// Err returns the first error, or nil.
+func (d *Decoder) Err() error { return d.err }
+
+// Len returns the number of unread bytes (0 after an error).
+func (d *Decoder) Len() int { return len(d.b) }
+
+// Take returns the next n bytes, aliasing the input, or nil (setting
+// ErrTruncated) when fewer remain.
+func (d *Decoder) Take(n int) []byte {
+	if d.err != nil {
+		return nil
+	}
+	if n < 0 || len(d.b) < n {
+		d.err = ErrTruncated
+		d.b = nil
+		return nil
+	}
+	p := d.b[:n]
+	d.b = d.b[n:]
+	return p
+}
+
+// U8 reads one byte.
+func (d *Decoder) U8() uint8 {
+	if p := d.Take(1); p != nil {
+		return p[0]
+	}
+	return 0
+}
+
+// U32 reads a 4-byte unsigned integer.
+func (d *Decoder) U32() uint32 {
+	if p := d.Take(4); p != nil {
+		return binary.LittleEndian.Uint32(p)
+	}
+	return 0
+}
+
+// U64 reads an 8-byte unsigned integer.
+func (d *Decoder) U64() uint64 {
+	if p := d.Take(8); p != nil {
+		return binary.LittleEndian.Uint64(p)
+	}
+	return 0
+}
+
+// F64 reads a float64 from its 8-byte IEEE-754 bits.
+func (d *Decoder) F64() float64 { return math.Float64frombits(d.U64()) }
+
+// Bool reads a byte that must be 0 or 1.
+func (d *Decoder) Bool() bool {
+	switch d.U8() {
+	case 0:
+		return false
+	case 1:
+		return true
+	default:
+		d.Fail("bad boolean")
+		return false
+	}
+}
+
+// String reads a string written by Encoder.String, failing when it is
+// longer than max bytes.
+func (d *Decoder) String(max int) string {
+	n := d.U64()
+	if d.err == nil && n > uint64(max) {
+		d.Fail("string of %d bytes", n)
+	}
+	return string(d.Take(int(n)))
+}
+
+// F64sInto reads a slice written by Encoder.F64s into dst; the encoded
+// length must be exactly len(dst).
+func (d *Decoder) F64sInto(dst []float64) {
+	if n := d.U64(); d.err == nil && n != uint64(len(dst)) {
+		d.Fail("vector of %d values, want %d", n, len(dst))
+	}
+	p := d.Take(8 * len(dst))
+	if p == nil {
+		return
+	}
+	for i := range dst {
+		dst[i] = math.Float64frombits(binary.LittleEndian.Uint64(p[8*i:]))
+	}
+}
+
+// Fail records fmt.Errorf(format, args...) unless an error is already
+// recorded.
+func (d *Decoder) Fail(format string, args ...any) {
+	if d.err == nil {
+		d.err = fmt.Errorf(format, args...)
+	}
+}
+
+// Finish returns the first error or, when every read succeeded but bytes
+// remain unread, an error counting them. Callers wrap it with the name of
+// what they decode.
+func (d *Decoder) Finish() error {
+	if d.err == nil && len(d.b) != 0 {
+		d.err = fmt.Errorf("%d trailing bytes", len(d.b))
+	}
+	return d.err
+}
