@@ -31,6 +31,11 @@ type deadLetterJSON struct {
 
 // DeadLetter publishes one dead letter.
 func (s *DeadLetters) DeadLetter(d pipeline.DeadLetter) error {
+	return s.publish(context.Background(), d)
+}
+
+// publish publishes one dead letter; ctx bounds a sink that blocks.
+func (s *DeadLetters) publish(ctx context.Context, d pipeline.DeadLetter) error {
 	j := deadLetterJSON{Source: d.Source, Offset: d.Offset, Reason: string(d.Reason), Error: d.Err}
 	if utf8.Valid(d.Raw) {
 		j.Raw = string(d.Raw)
@@ -41,5 +46,5 @@ func (s *DeadLetters) DeadLetter(d pipeline.DeadLetter) error {
 	if err != nil {
 		return err
 	}
-	return s.Sink.Publish(context.Background(), nil, b)
+	return s.Sink.Publish(ctx, nil, b)
 }

@@ -2,6 +2,7 @@ package service
 
 import (
 	"encoding/json"
+	"math"
 	"strconv"
 
 	"github.com/streamlearn/streamlearn/internal/connectors"
@@ -18,7 +19,8 @@ func marshalReport(r Report) ([]byte, error) { return json.Marshal(r) }
 //	 "predictions":[{"learner":"pct","label":1,"score":0.42}, ...]}
 //
 // round is the number of events the model has seen, this one included;
-// label is +1 or -1. Built by hand: the hot path allocates nothing.
+// label is +1 or -1; score is null when it is not finite (a perceptron's
+// ⟨w,x⟩ overflows on huge feature values). Built by hand: the hot path allocates nothing.
 func appendPrediction(b []byte, ev *event.Event, rec connectors.Record, p *pipeline.Pipeline, preds []online.Prediction) []byte {
 	b = append(b, `{"id":`...)
 	b = appendJSONString(b, ev.ID)
@@ -40,7 +42,11 @@ func appendPrediction(b []byte, ev *event.Event, rec connectors.Record, p *pipel
 		b = append(b, `,"label":`...)
 		b = strconv.AppendInt(b, int64(pr.Label), 10)
 		b = append(b, `,"score":`...)
-		b = strconv.AppendFloat(b, pr.Score, 'g', -1, 64)
+		if math.IsNaN(pr.Score) || math.IsInf(pr.Score, 0) {
+			b = append(b, "null"...) // JSON has no Inf or NaN
+		} else {
+			b = strconv.AppendFloat(b, pr.Score, 'g', -1, 64)
+		}
 		b = append(b, '}')
 	}
 	return append(b, "]}"...)

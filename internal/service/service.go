@@ -77,6 +77,7 @@ type Service struct {
 
 	uncommitted int
 	lastCommit  time.Time
+	nextReport  time.Time // zero without ReportInterval
 }
 
 type model struct {
@@ -117,15 +118,16 @@ func New(opt Options) (*Service, error) {
 // publishes a final report of every model and flushes the sinks; it
 // returns nil after such a graceful stop and an error when a source, sink
 // or commit fails.
+//
+// Commits after CommitInterval and reports after ReportInterval happen
+// also while the source is idle: Fetch then runs under a deadline (one
+// context per commit or report period, not per record).
 func (s *Service) Run(ctx context.Context) error {
 	s.lastCommit = time.Now()
-	var tick <-chan time.Time
 	if s.opt.ReportInterval > 0 {
-		t := time.NewTicker(s.opt.ReportInterval)
-		defer t.Stop()
-		tick = t.C
+		s.nextReport = s.lastCommit.Add(s.opt.ReportInterval)
 	}
-	runErr := s.loop(ctx, tick)
+	runErr := s.loop(ctx)
 	// Drain: commit and report with a context of its own, since ctx may be
 	// the one that was cancelled.
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -134,16 +136,26 @@ func (s *Service) Run(ctx context.Context) error {
 	return err
 }
 
-func (s *Service) loop(ctx context.Context, tick <-chan time.Time) error {
+func (s *Service) loop(ctx context.Context) error {
+	var fc deadlineCtx
+	defer fc.stop()
 	for {
-		select {
-		case <-tick:
+		now := time.Now()
+		if !s.nextReport.IsZero() && !now.Before(s.nextReport) {
 			if err := s.publishReports(ctx); err != nil {
 				return err
 			}
-		default:
+			// From the end of this round of reports: reports slower than
+			// the interval must not starve the stream.
+			s.nextReport = time.Now().Add(s.opt.ReportInterval)
 		}
-		rec, err := s.opt.Source.Fetch(ctx)
+		if s.uncommitted > 0 && now.Sub(s.lastCommit) >= s.opt.CommitInterval {
+			if err := s.commit(ctx); err != nil {
+				return err
+			}
+		}
+		fctx := fc.get(ctx, s.deadline())
+		rec, err := s.opt.Source.Fetch(fctx)
 		switch {
 		case err == nil:
 		case errors.Is(err, connectors.ErrEndOfInput):
@@ -151,6 +163,8 @@ func (s *Service) loop(ctx context.Context, tick <-chan time.Time) error {
 			return nil
 		case ctx.Err() != nil:
 			return nil
+		case fctx.Err() != nil:
+			continue // a commit or a report is due
 		default:
 			return fmt.Errorf("service: fetch: %w", err)
 		}
@@ -158,12 +172,52 @@ func (s *Service) loop(ctx context.Context, tick <-chan time.Time) error {
 			return err
 		}
 		s.uncommitted++
-		if s.uncommitted >= s.opt.CommitEvery || time.Since(s.lastCommit) >= s.opt.CommitInterval {
+		if s.uncommitted >= s.opt.CommitEvery {
 			if err := s.commit(ctx); err != nil {
 				return err
 			}
 		}
 	}
+}
+
+// deadlineCtx is the context Fetch runs under: ctx, or ctx with the
+// deadline of the next commit or report, made once per deadline.
+type deadlineCtx struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	at     time.Time
+}
+
+func (d *deadlineCtx) get(parent context.Context, at time.Time) context.Context {
+	if d.ctx != nil && at.Equal(d.at) {
+		return d.ctx
+	}
+	d.stop()
+	d.ctx, d.at = parent, at
+	if !at.IsZero() {
+		d.ctx, d.cancel = context.WithDeadline(parent, at)
+	}
+	return d.ctx
+}
+
+func (d *deadlineCtx) stop() {
+	if d.cancel != nil {
+		d.cancel()
+		d.cancel = nil
+	}
+}
+
+// deadline returns when the next commit or interval report is due, or the
+// zero time when neither is pending.
+func (s *Service) deadline() time.Time {
+	var d time.Time
+	if s.uncommitted > 0 {
+		d = s.lastCommit.Add(s.opt.CommitInterval)
+	}
+	if !s.nextReport.IsZero() && (d.IsZero() || s.nextReport.Before(d)) {
+		d = s.nextReport
+	}
+	return d
 }
 
 func (s *Service) model(partition int32) (*model, error) {
@@ -181,26 +235,28 @@ func (s *Service) model(partition int32) (*model, error) {
 	return m, nil
 }
 
+// process runs rec through the model of its partition. Only a record
+// processed to the end (learned or rejected, its prediction or dead letter
+// published) becomes the partition's position to commit.
 func (s *Service) process(ctx context.Context, rec connectors.Record) error {
 	m, err := s.model(rec.Partition)
 	if err != nil {
 		return err
 	}
+	if err := s.learn(ctx, rec, m); err != nil {
+		return err
+	}
 	m.last, m.dirty = rec, true
-	err = s.dec.Decode(rec.Value, &s.ev)
-	var de *event.Error
-	switch {
-	case err == nil:
-	case errors.As(err, &de):
-		m.p.Reject(de.Reason)
-		de.Offset = rec.Offset
-		return s.deadLetter(rec, de.Reason, de.Error())
-	default:
-		return fmt.Errorf("service: decode: %w", err)
+	return nil
+}
+
+func (s *Service) learn(ctx context.Context, rec connectors.Record, m *model) error {
+	if err := s.dec.Decode(rec.Value, &s.ev); err != nil {
+		return s.rejectDecode(ctx, rec, m, err)
 	}
 	preds, reason := m.p.Process(&s.ev)
 	if reason != "" {
-		return s.deadLetter(rec, reason, fmt.Sprintf("%s:%d: outside the domain of a hypothesis class", s.opt.Source.Name(), rec.Offset))
+		return s.deadLetter(ctx, rec, reason, fmt.Sprintf("%s:%d: outside the domain of a hypothesis class", s.opt.Source.Name(), rec.Offset))
 	}
 	if s.opt.Predictions != nil {
 		s.predBuf = appendPrediction(s.predBuf[:0], &s.ev, rec, m.p, preds)
@@ -220,25 +276,44 @@ func (s *Service) process(ctx context.Context, rec connectors.Record) error {
 	return nil
 }
 
-func (s *Service) deadLetter(rec connectors.Record, reason event.Reason, msg string) error {
+// rejectDecode counts and dead-letters a record the decoder refused. It is
+// apart from learn because errors.As moves its target to the heap: the
+// valid records' path stays free of allocations.
+func (s *Service) rejectDecode(ctx context.Context, rec connectors.Record, m *model, err error) error {
+	var de *event.Error
+	if !errors.As(err, &de) {
+		return fmt.Errorf("service: decode: %w", err)
+	}
+	m.p.Reject(de.Reason)
+	de.Offset = rec.Offset
+	return s.deadLetter(ctx, rec, de.Reason, de.Error())
+}
+
+func (s *Service) deadLetter(ctx context.Context, rec connectors.Record, reason event.Reason, msg string) error {
 	if s.dl == nil {
 		return nil
 	}
-	err := s.dl.DeadLetter(pipeline.DeadLetter{Source: s.opt.Source.Name(), Offset: rec.Offset, Reason: reason, Err: msg, Raw: rec.Value})
+	err := s.dl.publish(ctx, pipeline.DeadLetter{Source: s.opt.Source.Name(), Offset: rec.Offset, Reason: reason, Err: msg, Raw: rec.Value})
 	if err != nil {
 		return fmt.Errorf("service: dead letters: %w", err)
 	}
 	return nil
 }
 
-// commit acknowledges the last processed record of every partition.
+// commit acknowledges the last processed record of every partition. A
+// partition a Kafka rebalance gave to another process is not committed
+// (the new owner reads it from the group's last commit); its model stays,
+// and goes on from where it was if the partition comes back.
 func (s *Service) commit(ctx context.Context) error {
 	for _, part := range s.order {
 		m := s.models[part]
 		if !m.dirty {
 			continue
 		}
-		if err := s.opt.Source.Commit(ctx, m.last); err != nil {
+		if err := s.opt.Source.Commit(ctx, m.last); errors.Is(err, connectors.ErrKafkaPartitionRevoked) {
+			s.logger.Warn("partition revoked before its commit: its records since the last commit will be learned again by the new owner",
+				"source", s.opt.Source.Name(), "partition", part, "offset", m.last.Offset)
+		} else if err != nil {
 			return fmt.Errorf("service: commit partition %d offset %d: %w", part, m.last.Offset, err)
 		}
 		m.dirty = false
