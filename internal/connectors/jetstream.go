@@ -29,7 +29,10 @@ import (
 // durable whose delivered sequence is ahead of its ack floor is reset to
 // its ack floor (jetstream.Stream.ResetConsumer, nats-server 2.14+), so
 // they come again first and in order, instead of after AckWait and out of
-// order (an ack of a later message would then cover them unprocessed). A
+// order (an ack of a later message would then cover them unprocessed).
+// Servers older than 2.14 have no consumer reset: there the durable is
+// deleted and created again, delivering from its ack floor + 1 (a
+// DeliverByStartSequence consumer, whose start later opens keep). A
 // durable is therefore used by one process at a time.
 //
 // It is not safe for concurrent use, except Lag and Redelivered.
@@ -96,7 +99,7 @@ func (s *JetStreamSource) open(ctx context.Context) error {
 		}
 		return fmt.Errorf("stream %q: %w", cfg.Stream, err)
 	}
-	s.cons, err = stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+	ccfg := jetstream.ConsumerConfig{
 		Durable:       cfg.Durable,
 		Description:   "streamlearn source",
 		DeliverPolicy: jetstream.DeliverAllPolicy,
@@ -104,23 +107,49 @@ func (s *JetStreamSource) open(ctx context.Context) error {
 		AckWait:       cfg.AckWait,
 		MaxAckPending: cfg.MaxAckPending,
 		FilterSubject: cfg.Subject,
-	})
+	}
+	// A durable that jsRecreate restarted at a sequence (on an older
+	// server) keeps that start: servers refuse to change a consumer's
+	// deliver policy.
+	old, err := stream.Consumer(ctx, cfg.Durable)
+	switch {
+	case err == nil:
+		if oc := old.CachedInfo().Config; oc.DeliverPolicy == jetstream.DeliverByStartSequencePolicy {
+			ccfg.DeliverPolicy, ccfg.OptStartSeq = oc.DeliverPolicy, oc.OptStartSeq
+		}
+	case !errors.Is(err, jetstream.ErrConsumerNotFound):
+		return fmt.Errorf("consumer: %w", err)
+	}
+	s.cons, err = stream.CreateOrUpdateConsumer(ctx, ccfg)
 	if err != nil {
 		return fmt.Errorf("consumer: %w", err)
 	}
 	info := s.cons.CachedInfo()
-	if info.Delivered.Stream > info.AckFloor.Stream {
+	floor := jsAckFloor(info)
+	if delivered := info.Delivered.Stream; delivered > floor {
 		// Delivered but not acknowledged by an earlier run: deliver again,
 		// from the ack floor and in order.
-		if _, err := stream.ResetConsumer(ctx, cfg.Durable); err != nil {
-			return fmt.Errorf("consumer: reset to ack floor %d for redelivery of %d..%d: %w",
-				info.AckFloor.Stream, info.AckFloor.Stream+1, info.Delivered.Stream, err)
+		if jsServerAtLeast(s.nc.ConnectedServerVersion(), 2, 14) {
+			if _, err := stream.ResetConsumer(ctx, cfg.Durable); err != nil {
+				return fmt.Errorf("consumer: reset to ack floor %d for redelivery of %d..%d: %w",
+					floor, floor+1, delivered, err)
+			}
+			info, err = s.cons.Info(ctx)
+		} else {
+			s.cons, info, err = jsRecreate(ctx, stream, ccfg, floor+1)
+			if err != nil {
+				err = fmt.Errorf("recreate at ack floor %d for redelivery of %d..%d (nats-server %s has no consumer reset): %w",
+					floor, floor+1, delivered, s.nc.ConnectedServerVersion(), err)
+			}
 		}
-		if info, err = s.cons.Info(ctx); err != nil {
+		if err != nil {
 			return fmt.Errorf("consumer: %w", err)
 		}
+		if f := jsAckFloor(info); f != floor || info.Delivered.Stream != floor {
+			return fmt.Errorf("consumer: after the reset to ack floor %d: ack floor %d, delivered %d", floor, f, info.Delivered.Stream)
+		}
 	}
-	s.last, s.acked = info.AckFloor.Stream, info.AckFloor.Stream
+	s.last, s.acked = floor, floor
 	s.lag.Store(int64(info.NumPending))
 	if s.untilEnd {
 		if info.NumPending == 0 {
@@ -134,6 +163,48 @@ func (s *JetStreamSource) open(ctx context.Context) error {
 		return fmt.Errorf("consume: %w", err)
 	}
 	return nil
+}
+
+// jsServerAtLeast reports whether a server version ("2.9.10",
+// "2.14.0-beta.1") is at least major.minor.
+func jsServerAtLeast(version string, major, minor int) bool {
+	var ma, mi int
+	if _, err := fmt.Sscanf(version, "%d.%d", &ma, &mi); err != nil {
+		return false
+	}
+	return ma > major || ma == major && mi >= minor
+}
+
+// jsAckFloor returns the stream sequence below which the consumer has
+// nothing left to deliver: its ack floor, or for a consumer that starts at
+// a sequence and has acknowledged nothing yet, the sequence before its
+// start (servers before 2.10 report ack floor 0 then).
+func jsAckFloor(info *jetstream.ConsumerInfo) uint64 {
+	floor := info.AckFloor.Stream
+	if c := info.Config; c.DeliverPolicy == jetstream.DeliverByStartSequencePolicy && c.OptStartSeq > 0 {
+		floor = max(floor, c.OptStartSeq-1)
+	}
+	return floor
+}
+
+// jsRecreate is the consumer reset of servers older than 2.14, which have
+// none: it deletes the durable and creates it again, delivering from
+// stream sequence start (the old ack floor + 1) with cfg otherwise; its
+// delivered sequence, and its floor by jsAckFloor, are start-1. Not
+// atomic: a crash between the delete and the create loses the position,
+// and the next open starts the durable from the beginning of the stream
+// (at-least-once, but from far back), so the window is kept to two
+// requests.
+func jsRecreate(ctx context.Context, stream jetstream.Stream, cfg jetstream.ConsumerConfig, start uint64) (jetstream.Consumer, *jetstream.ConsumerInfo, error) {
+	cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, start
+	if err := stream.DeleteConsumer(ctx, cfg.Durable); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, nil, fmt.Errorf("delete: %w", err)
+	}
+	c, err := stream.CreateConsumer(ctx, cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("create: %w", err)
+	}
+	return c, c.CachedInfo(), nil
 }
 
 // jsLastSeq returns the stream sequence of subject's last message, or the

@@ -1,0 +1,81 @@
+// Command kfake runs an in-memory Kafka cluster (franz-go's kfake, which
+// speaks the real wire protocol) as a process of its own, for end-to-end
+// tests with independent clients such as kcat:
+//
+//	kfake [-ports 0] [-partitions 1] [-topic events] [-session-min 100ms]
+//
+// It listens on 127.0.0.1, prints the bootstrap address (host:port of every
+// broker, comma-separated) as one line on standard output once the brokers
+// accept connections, and runs until SIGINT or SIGTERM. Nothing is kept on
+// disk: the cluster's data dies with the process.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+func main() {
+	ports := flag.String("ports", "0", "comma-separated loopback `ports`, one broker each (0: a free port)")
+	partitions := flag.Int("partitions", 1, "partitions of each seeded topic")
+	var topics []string
+	flag.Func("topic", "seed this `topic` (repeatable, or comma-separated)", func(s string) error {
+		for t := range strings.SplitSeq(s, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				topics = append(topics, t)
+			}
+		}
+		return nil
+	})
+	sessionMin := flag.Duration("session-min", 100*time.Millisecond, "smallest group session timeout the brokers accept (Kafka's default is 6s)")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		fail(2, "unexpected arguments %q", flag.Args())
+	}
+	if *partitions < 1 {
+		fail(2, "-partitions %d: want at least 1", *partitions)
+	}
+
+	var portList []int
+	for p := range strings.SplitSeq(*ports, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || n < 0 || n > 65535 {
+			fail(2, "-ports: %q is not a port", p)
+		}
+		portList = append(portList, n)
+	}
+	opts := []kfake.Opt{
+		kfake.Ports(portList...),
+		kfake.GroupMinSessionTimeout(*sessionMin),
+	}
+	if len(topics) > 0 {
+		opts = append(opts, kfake.SeedTopics(int32(*partitions), topics...))
+	}
+
+	// Subscribe before starting, so that a signal sent as soon as the
+	// address is printed is not lost.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+
+	c, err := kfake.NewCluster(opts...)
+	if err != nil {
+		fail(1, "%v", err)
+	}
+	// The listeners are bound once NewCluster returns: clients may connect.
+	fmt.Println(strings.Join(c.ListenAddrs(), ","))
+	<-sig
+	c.Close()
+}
+
+func fail(code int, format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "kfake: "+format+"\n", a...)
+	os.Exit(code)
+}
