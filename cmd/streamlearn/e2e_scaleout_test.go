@@ -1,0 +1,194 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// TestE2EKafkaScaleOut: two `streamlearn run` processes in one consumer
+// group on a 4-partition topic of a kfake broker process. The partitions
+// split between them; every event is learned exactly once; each partition's
+// model equals a replay of that partition's records in offset order.
+//
+// Both processes join before the events are published, so no partition
+// changes hands while it has records learned but not committed: handing a
+// model over through a checkpoint on rebalance is issue 5's.
+func TestE2EKafkaScaleOut(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test")
+	}
+	sl, kfakeBin := e2eBuild(t)
+	ctx, cancel := context.WithTimeout(t.Context(), e2eTimeout)
+	defer cancel()
+	dir := t.TempDir()
+
+	broker, out := start(t, ctx, dir, true, kfakeBin, "-topic", "events", "-partitions", "4")
+	addr := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(out).ReadString('\n')
+		addr <- strings.TrimSpace(line)
+		io.Copy(io.Discard, out)
+	}()
+	var bootstrap string
+	select {
+	case bootstrap = <-addr:
+	case <-broker.done:
+		t.Fatalf("kfake exited: %v\n%s", broker.err, broker.stderr.String())
+	case <-ctx.Done():
+		t.Fatal("kfake printed no address")
+	}
+
+	// The demo, keyed by 16 tenants: publish partitions by key.
+	demo, err := os.ReadFile(e2eDemo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keyed bytes.Buffer
+	n := 0
+	for line := range bytes.Lines(demo) {
+		fmt.Fprintf(&keyed, `{"key":"tenant-%d",%s`, n%16, line[1:])
+		n++
+	}
+	events := filepath.Join(dir, "keyed.jsonl")
+	if err := os.WriteFile(events, keyed.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	const group = "scale"
+	cfg := e2eConfig(t, dir, "kafka.yaml", fmt.Sprintf(
+		"source: {kind: kafka, brokers: [%q], topic: events, group: %s}\n", bootstrap, group))
+	a, _ := start(t, ctx, dir, false, sl, "run", "-c", cfg, "--report", "json")
+	b, _ := start(t, ctx, dir, false, sl, "run", "-c", cfg, "--report", "json")
+
+	client := &kafka.Client{Addr: kafka.TCP(bootstrap), Timeout: 5 * time.Second}
+	waitFor(t, ctx, "both members to own two partitions each", func() bool {
+		resp, err := client.DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{group}})
+		if err != nil || len(resp.Groups) != 1 || resp.Groups[0].GroupState != "Stable" || len(resp.Groups[0].Members) != 2 {
+			return false
+		}
+		for _, m := range resp.Groups[0].Members {
+			owned := 0
+			for _, tp := range m.MemberAssignments.Topics {
+				owned += len(tp.Partitions)
+			}
+			if owned != 2 {
+				return false
+			}
+		}
+		return true
+	})
+
+	runProc(t, ctx, dir, sl, "publish", "-c", cfg, events)
+	waitFor(t, ctx, "the group to commit every event", func() bool {
+		resp, err := client.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{"events": {0, 1, 2, 3}}})
+		if err != nil {
+			return false
+		}
+		var sum int64
+		for _, p := range resp.Topics["events"] {
+			if p.CommittedOffset > 0 {
+				sum += p.CommittedOffset
+			}
+		}
+		return sum == int64(n)
+	})
+	for _, p := range []*proc{a, b} {
+		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.wait(t, ctx)
+	b.wait(t, ctx)
+
+	// Each process printed one report per partition it owned.
+	type liveReport struct {
+		Partition int32  `json:"partition"`
+		Events    uint64 `json:"events"`
+	}
+	live := map[int32][]byte{}
+	var total uint64
+	for i, p := range []*proc{a, b} {
+		var parts []int32
+		for line := range bytes.Lines(p.stdout.Bytes()) {
+			var r liveReport
+			if err := json.Unmarshal(line, &r); err != nil {
+				t.Fatalf("process %d printed %q: %v", i, line, err)
+			}
+			if _, dup := live[r.Partition]; dup {
+				t.Errorf("partition %d has a model in both processes", r.Partition)
+			}
+			live[r.Partition] = bytes.Clone(line)
+			parts = append(parts, r.Partition)
+			total += r.Events
+		}
+		if len(parts) != 2 {
+			t.Errorf("process %d learned partitions %v, want two of the four", i, parts)
+		}
+	}
+	if total != uint64(n) || len(live) != 4 {
+		t.Fatalf("%d events learned over %d partitions, want %d over 4: every event exactly once", total, len(live), n)
+	}
+
+	// The records of each partition, in offset order, replayed on their own.
+	rec := filepath.Join(dir, "recorded.jsonl")
+	runProc(t, ctx, dir, sl, "record", "-c", cfg, "--envelope", "-o", rec)
+	data, err := os.ReadFile(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perPart := map[int32]*bytes.Buffer{}
+	lastOffset := map[int32]int64{}
+	for line := range bytes.Lines(data) {
+		var e envelope
+		if err := json.Unmarshal(line, &e); err != nil {
+			t.Fatal(err)
+		}
+		if last, ok := lastOffset[e.Partition]; ok && e.Offset <= last {
+			t.Fatalf("partition %d: offset %d after %d", e.Partition, e.Offset, last)
+		}
+		lastOffset[e.Partition] = e.Offset
+		if perPart[e.Partition] == nil {
+			perPart[e.Partition] = new(bytes.Buffer)
+		}
+		perPart[e.Partition].Write(append(e.Value, '\n'))
+	}
+	parts := make([]int32, 0, 4)
+	for p := range live {
+		parts = append(parts, p)
+	}
+	slices.Sort(parts)
+	for _, p := range parts {
+		file := filepath.Join(dir, fmt.Sprintf("partition-%d.jsonl", p))
+		if err := os.WriteFile(file, perPart[p].Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		count := bytes.Count(perPart[p].Bytes(), []byte("\n"))
+		want := normReport(t, "replay", runProc(t, ctx, dir, sl, "replay", "-c", cfg, "--report", "json", file), "", count)
+		sameReport(t, fmt.Sprintf("partition %d's model", p), normReport(t, "run", live[p], "", count), want)
+	}
+}
+
+// waitFor polls cond every 100ms until it holds, failing t at ctx's end.
+func waitFor(t *testing.T, ctx context.Context, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("timed out waiting for %s", what)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
