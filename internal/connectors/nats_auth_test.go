@@ -5,10 +5,10 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net"
 	"os"
@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/nats-io/jwt/v2"
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nkeys"
 )
 
@@ -45,9 +44,10 @@ func natsUserSeed(t *testing.T) (nkeys.KeyPair, string, []byte) {
 }
 
 // natsCreds builds an operator, an account and a user signed by it, and
-// returns the server options for it and the user's creds file; wrongCreds
+// returns the server configuration for it (operator JWT file, accounts
+// preloaded into a memory resolver) and the user's creds file; wrongCreds
 // is a user signed by an account the server does not know.
-func natsCreds(t *testing.T, dir string) (mod func(*server.Options), creds, wrongCreds string) {
+func natsCreds(t *testing.T, dir string) (conf natsConf, creds, wrongCreds string) {
 	t.Helper()
 	okp, _ := nkeys.CreateOperator()
 	opub, _ := okp.PublicKey()
@@ -56,10 +56,7 @@ func natsCreds(t *testing.T, dir string) (mod func(*server.Options), creds, wron
 	if err != nil {
 		t.Fatal(err)
 	}
-	oc, err = jwt.DecodeOperatorClaims(ojwt)
-	if err != nil {
-		t.Fatal(err)
-	}
+	opFile := natsWriteFile(t, dir, "operator.jwt", []byte(ojwt))
 	account := func(jetStream bool) (nkeys.KeyPair, string, string) {
 		akp, _ := nkeys.CreateAccount()
 		apub, _ := akp.PublicKey()
@@ -89,24 +86,19 @@ func natsCreds(t *testing.T, dir string) (mod func(*server.Options), creds, wron
 	akp, apub, ajwt := account(true)
 	_, sapub, sajwt := account(false) // the system account has no JetStream
 	other, _, _ := account(true)      // not registered with the server
-	res := &server.MemAccResolver{}
-	if err := res.Store(apub, ajwt); err != nil {
-		t.Fatal(err)
+	conf = natsConf{
+		fmt.Sprintf("operator: %q", opFile),
+		fmt.Sprintf("system_account: %q", sapub),
+		"resolver: MEMORY",
+		fmt.Sprintf("resolver_preload: { %s: %q, %s: %q }", apub, ajwt, sapub, sajwt),
 	}
-	if err := res.Store(sapub, sajwt); err != nil {
-		t.Fatal(err)
-	}
-	mod = func(o *server.Options) {
-		o.TrustedOperators = []*jwt.OperatorClaims{oc}
-		o.AccountResolver = res
-		o.SystemAccount = sapub
-	}
-	return mod, user(akp, "user.creds"), user(other, "other.creds")
+	return conf, user(akp, "user.creds"), user(other, "other.creds")
 }
 
-// natsTLSFiles writes a CA and a server certificate for 127.0.0.1 and
-// returns the server's TLS config and the CA file.
-func natsTLSFiles(t *testing.T, dir string) (*tls.Config, string) {
+// natsTLSFiles writes a CA and a server certificate for 127.0.0.1 with
+// its key and returns the server's TLS configuration (timeout 2s) and the
+// CA file.
+func natsTLSFiles(t *testing.T, dir string) (natsConf, string) {
 	t.Helper()
 	key := func() *ecdsa.PrivateKey {
 		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -137,11 +129,14 @@ func natsTLSFiles(t *testing.T, dir string) (*tls.Config, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	keyDER, err := x509.MarshalECPrivateKey(srvKey)
+	if err != nil {
+		t.Fatal(err)
+	}
 	caFile := natsWriteFile(t, dir, "ca.pem", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}))
-	return &tls.Config{
-		MinVersion:   tls.VersionTLS12,
-		Certificates: []tls.Certificate{{Certificate: [][]byte{srvDER}, PrivateKey: srvKey}},
-	}, caFile
+	certFile := natsWriteFile(t, dir, "server.pem", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srvDER}))
+	keyFile := natsWriteFile(t, dir, "server-key.pem", pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
+	return natsConf{fmt.Sprintf("tls { cert_file: %q, key_file: %q, timeout: 2 }", certFile, keyFile)}, caFile
 }
 
 // TestNATSAuth: the right credentials connect (and JetStream works with
@@ -152,53 +147,54 @@ func TestNATSAuth(t *testing.T) {
 	_, _, wrongSeed := natsUserSeed(t)
 	nkeyFile := natsWriteFile(t, dir, "user.nk", nkeySeed)
 	wrongNkeyFile := natsWriteFile(t, dir, "wrong.nk", wrongSeed)
-	credsMod, creds, wrongCreds := natsCreds(t, dir)
+	credsConf, creds, wrongCreds := natsCreds(t, dir)
 	tlsConf, caFile := natsTLSFiles(t, dir)
+	nkeyConf := natsConf{fmt.Sprintf("authorization { users: [ { nkey: %q } ] }", nkeyPub)}
 
 	for _, tc := range []struct {
 		name      string
-		server    func(*server.Options)
+		server    natsConf
 		good, bad NATSConfig
 		badErr    string // substring of the bad config's error
 	}{
 		{
 			name:   "user/password",
-			server: func(o *server.Options) { o.Username, o.Password = "learner", "s3cret" },
+			server: natsConf{`authorization { user: "learner", password: "s3cret" }`},
 			good:   NATSConfig{User: "learner", Password: "s3cret"},
 			bad:    NATSConfig{User: "learner", Password: "nope"},
 			badErr: "authorization violation",
 		},
 		{
 			name:   "token",
-			server: func(o *server.Options) { o.Authorization = "t0ken" },
+			server: natsConf{`authorization { token: "t0ken" }`},
 			good:   NATSConfig{Token: "t0ken"},
 			bad:    NATSConfig{Token: "other"},
 			badErr: "authorization violation",
 		},
 		{
 			name:   "nkey",
-			server: func(o *server.Options) { o.Nkeys = []*server.NkeyUser{{Nkey: nkeyPub}} },
+			server: nkeyConf,
 			good:   NATSConfig{NKeySeedFile: nkeyFile},
 			bad:    NATSConfig{NKeySeedFile: wrongNkeyFile},
 			badErr: "authorization violation",
 		},
 		{
 			name:   "nkey file missing",
-			server: func(o *server.Options) { o.Nkeys = []*server.NkeyUser{{Nkey: nkeyPub}} },
+			server: nkeyConf,
 			good:   NATSConfig{NKeySeedFile: nkeyFile},
 			bad:    NATSConfig{NKeySeedFile: filepath.Join(dir, "missing.nk")},
 			badErr: "nkey_seed_file",
 		},
 		{
 			name:   "creds",
-			server: credsMod,
+			server: credsConf,
 			good:   NATSConfig{CredsFile: creds},
 			bad:    NATSConfig{CredsFile: wrongCreds},
 			badErr: "authorization violation",
 		},
 		{
 			name:   "tls",
-			server: func(o *server.Options) { o.TLS, o.TLSConfig, o.TLSTimeout = true, tlsConf, 2 },
+			server: tlsConf,
 			good:   NATSConfig{TLS: &TLSConfig{CA: caFile}},
 			bad:    NATSConfig{TLS: &TLSConfig{}}, // system roots do not know the test CA
 			badErr: "certificate",
