@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -59,6 +60,9 @@ type JetStreamSource struct {
 	pending jetstream.Msg
 	unacked int
 	acked   uint64
+
+	// wait bounds Fetch's wait for a message by FetchWait.
+	wait jsWaiter
 
 	lag         atomic.Int64
 	redelivered atomic.Int64
@@ -234,14 +238,15 @@ func (s *JetStreamSource) Fetch(ctx context.Context) (Record, error) {
 		if s.ended {
 			return Record{}, ErrEndOfInput
 		}
-		wctx, cancel := context.WithTimeout(ctx, s.cfg.FetchWait)
-		msg, err := s.iter.Next(jetstream.NextContext(wctx))
-		cancel()
+		msg, err := s.iter.Next(s.wait.begin(ctx, s.cfg.FetchWait)...)
+		expired := s.wait.end()
 		if err != nil {
 			if cerr := ctx.Err(); cerr != nil {
 				return Record{}, cerr
 			}
-			if errors.Is(err, context.DeadlineExceeded) {
+			// A missed heartbeat is transient: the client pulls again. Treat
+			// it as an expired wait rather than a failure of the source.
+			if expired || errors.Is(err, jetstream.ErrNoHeartbeat) {
 				if err := s.idle(ctx); err != nil {
 					return Record{}, err
 				}
@@ -406,6 +411,7 @@ func (s *JetStreamSource) Close() error {
 	defer cancel()
 	err := s.ack(ctx)
 	s.iter.Stop()
+	s.wait.stop()
 	return errors.Join(err, s.nc.close())
 }
 
@@ -536,4 +542,94 @@ func (s *JetStreamSink) Close() error {
 	err := s.Flush(ctx)
 	s.closed = true
 	return errors.Join(err, s.nc.close())
+}
+
+// jsWaiter is what JetStreamSource.Fetch waits for a message under: a
+// context done when the caller's context is or when the wait has lasted
+// its limit (FetchWait). A context.WithTimeout per record costs four
+// allocations and a timer started and stopped per record; here the context
+// is derived once per caller context (told apart by its Done channel) and
+// again only after a wait expired, and one timer, moved forward lazily,
+// measures all the waits: begin only notes when the current wait expires.
+// begin and end are called by Fetch's goroutine, fire by the timer's.
+type jsWaiter struct {
+	mu      sync.Mutex
+	ctx     context.Context // derived from the caller's; nil before the first wait
+	cancel  context.CancelFunc
+	opts    []jetstream.NextOpt // NextContext(ctx)
+	parent  <-chan struct{}     // Done of the caller's context ctx derives from
+	expired bool                // fire cancelled ctx: the wait expired
+
+	timer    *time.Timer
+	armed    bool // timer will call fire
+	waiting  bool // between begin and end
+	epoch    time.Time
+	deadline time.Duration // since epoch: when the current wait expires
+}
+
+// begin starts a wait of at most d under parent and returns the options
+// that make MessagesContext.Next honour it.
+func (w *jsWaiter) begin(parent context.Context, d time.Duration) []jetstream.NextOpt {
+	done := parent.Done()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ctx == nil || w.expired || done != w.parent {
+		if w.cancel != nil {
+			w.cancel()
+		}
+		w.ctx, w.cancel = context.WithCancel(parent)
+		w.opts = append(w.opts[:0], jetstream.NextContext(w.ctx))
+		w.parent, w.expired = done, false
+	}
+	switch {
+	case w.timer == nil:
+		w.epoch = time.Now()
+		w.timer = time.AfterFunc(d, w.fire)
+		w.armed = true
+	case !w.armed:
+		w.timer.Reset(d)
+		w.armed = true
+	}
+	w.deadline = time.Since(w.epoch) + d
+	w.waiting = true
+	return w.opts
+}
+
+// end ends the wait begin started and reports whether it expired.
+func (w *jsWaiter) end() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.waiting = false
+	return w.expired
+}
+
+// fire runs on the timer: it expires the current wait if its deadline has
+// passed, and otherwise moves the timer to that deadline. Between waits it
+// lets the timer rest until the next begin.
+func (w *jsWaiter) fire() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.waiting {
+		w.armed = false
+		return
+	}
+	if left := w.deadline - time.Since(w.epoch); left > 0 {
+		w.timer.Reset(left)
+		return
+	}
+	w.armed, w.expired = false, true
+	w.cancel()
+}
+
+// stop releases the timer and the derived context.
+func (w *jsWaiter) stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.timer != nil {
+		w.timer.Stop()
+		w.armed = false
+	}
+	if w.cancel != nil {
+		w.cancel()
+	}
 }

@@ -494,33 +494,62 @@ func (s *KafkaSource) Fetch(ctx context.Context) (Record, error) {
 			return Record{}, ErrEndOfInput
 		}
 		s.mu.Unlock()
+		// The stop signals come before queued records; each is checked
+		// alone (a non-blocking receive takes no lock), and a select over
+		// all of them only when no record is queued: a five-way select
+		// per record locks five channels.
 		select {
-		case km := <-s.msgs:
-			m := &km.m
-			s.mu.Lock()
-			if km.gen != s.gen || m.Offset < s.next[m.Partition] {
-				s.mu.Unlock() // fetched for a generation that ended
-				continue
-			}
-			s.next[m.Partition] = m.Offset + 1
-			s.mu.Unlock()
-			return Record{
-				Value:     m.Value,
-				Key:       m.Key,
-				Partition: int32(m.Partition),
-				Offset:    m.Offset,
-				Time:      m.Time,
-				ack:       km.gen,
-			}, nil
-		case err := <-s.errc:
-			return Record{}, err
-		case <-wake:
-		case <-s.done:
-			return Record{}, fmt.Errorf("kafka source %s: fetch: %w", s.name, errKafkaClosed)
 		case <-ctx.Done():
 			return Record{}, ctx.Err()
+		default:
 		}
+		select {
+		case <-s.done:
+			return Record{}, s.errClosed()
+		default:
+		}
+		select {
+		case err := <-s.errc:
+			return Record{}, err
+		default:
+		}
+		var km kafkaMsg
+		select {
+		case km = <-s.msgs:
+		default:
+			select {
+			case km = <-s.msgs:
+			case err := <-s.errc:
+				return Record{}, err
+			case <-wake:
+				continue
+			case <-s.done:
+				return Record{}, s.errClosed()
+			case <-ctx.Done():
+				return Record{}, ctx.Err()
+			}
+		}
+		m := &km.m
+		s.mu.Lock()
+		if km.gen != s.gen || m.Offset < s.next[m.Partition] {
+			s.mu.Unlock() // fetched for a generation that ended
+			continue
+		}
+		s.next[m.Partition] = m.Offset + 1
+		s.mu.Unlock()
+		return Record{
+			Value:     m.Value,
+			Key:       m.Key,
+			Partition: int32(m.Partition),
+			Offset:    m.Offset,
+			Time:      m.Time,
+			ack:       km.gen,
+		}, nil
 	}
+}
+
+func (s *KafkaSource) errClosed() error {
+	return fmt.Errorf("kafka source %s: fetch: %w", s.name, errKafkaClosed)
 }
 
 var errKafkaClosed = errors.New("source is closed")

@@ -1,0 +1,481 @@
+package service_test
+
+// End-to-end throughput of the live loop against the broker client it sits
+// on (the issue's acceptance test): `run` (service.Run over the source the
+// command opens, a Perceptron and its tracker) versus a bare consumer of
+// the same client library reading the same topic or stream, on brokers in
+// this process (franz-go's kfake, an embedded nats-server).
+//
+//	go test -run '^$' -bench 'Kafka|JetStream' -count 5 ./internal/service/
+//
+// Every benchmark preloads benchEventCount() events once (the DESIGN.md
+// event shape: id, key, ts, label and ten named features), then each
+// iteration reads all of them from the start, with a fresh consumer group
+// or durable, open and close included, and reports events/s and
+// allocs/event. The bare consumers do what a bare consumer must to be
+// at-least-once like the source they are compared with: they commit (Kafka)
+// or acknowledge (JetStream) every service.DefaultCommitEvery records and
+// the last one, synchronously, as service.Run does.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/streamlearn/streamlearn/internal/config"
+	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/service"
+)
+
+// benchSeq numbers consumer groups and durables: every iteration starts
+// a new one, which reads the topic from the start.
+var benchSeq atomic.Int64
+
+func benchName(prefix string) string { return prefix + "-" + strconv.FormatInt(benchSeq.Add(1), 10) }
+
+// benchTimeout bounds one iteration, so that a stuck consumer fails the
+// benchmark instead of hanging it.
+const benchTimeout = 5 * time.Minute
+
+// benchEventCount is how many events a benchmark preloads and every
+// iteration reads: STREAMLEARN_BENCH_EVENTS, default 100000.
+func benchEventCount(tb testing.TB) int {
+	if s := os.Getenv("STREAMLEARN_BENCH_EVENTS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n <= 0 {
+			tb.Fatalf("STREAMLEARN_BENCH_EVENTS=%q: want a positive integer", s)
+		}
+		return n
+	}
+	return 100_000
+}
+
+// benchAppendEvent appends event i (no newline): DESIGN.md's shape with ten
+// named features, a label and a key of ten tenants.
+func benchAppendEvent(b []byte, i int, r *rand.Rand) []byte {
+	return fmt.Appendf(b, `{"id":"m-%d","key":"tenant-%d","ts":"2026-11-22T10:00:00Z","label":%d,"features":{"len":%d,"has_url":%d,"sender=bulk.example":1,"caps":%.3f,"digits":%d,"exclaim":%d,"hour":%d,"reply":%d,"lang=en":1,"score":%.4f}}`,
+		i, r.IntN(10), r.IntN(2), r.IntN(200), r.IntN(2), r.Float64(), r.IntN(20), r.IntN(5), r.IntN(24), r.IntN(2), r.Float64())
+}
+
+// benchEvents returns n events.
+func benchEvents(n int) [][]byte {
+	r := rand.New(rand.NewPCG(10, 10))
+	out := make([][]byte, n)
+	for i := range out {
+		out[i] = benchAppendEvent(nil, i, r)
+	}
+	return out
+}
+
+// benchYAML is the learner set of the benchmarks: `run` with a Perceptron
+// (and, always, the regret tracker).
+const benchYAML = `
+learners:
+  - {name: pct, algorithm: perceptron, bias: true}
+`
+
+func benchConfig(tb testing.TB) *config.Config {
+	tb.Helper()
+	c, err := config.Parse("bench.yaml", []byte(benchYAML))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// benchRun runs the service over src until the end of input, closes src
+// and checks that every one of n events was learned. Run gets a
+// cancellable context, as under `run` (a signal context).
+func benchRun(tb testing.TB, c *config.Config, src connectors.Source, n int) {
+	tb.Helper()
+	svc, err := service.New(service.Options{Config: c, Source: src})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), benchTimeout)
+	defer cancel()
+	runErr := svc.Run(ctx)
+	if err := errors.Join(runErr, src.Close()); err != nil {
+		tb.Fatal(err)
+	}
+	reps, err := svc.Reports()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var learned uint64
+	for _, r := range reps {
+		learned += r.Labeled
+	}
+	if learned != uint64(n) {
+		tb.Fatalf("learned %d events, want %d", learned, n)
+	}
+}
+
+// benchMeter reports events/s and allocs/event of the loop around it.
+type benchMeter struct {
+	b      *testing.B
+	events int
+	ms     runtime.MemStats
+	allocs uint64
+	cpu    time.Duration
+}
+
+// benchCPU returns the CPU time the process has used.
+func benchCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func newBenchMeter(b *testing.B, events int) *benchMeter {
+	b.ReportAllocs()
+	m := &benchMeter{b: b, events: events}
+	runtime.ReadMemStats(&m.ms)
+	m.allocs = m.ms.Mallocs
+	m.cpu = benchCPU()
+	return m
+}
+
+func (m *benchMeter) report(iters int) {
+	runtime.ReadMemStats(&m.ms)
+	total := float64(iters * m.events)
+	m.b.ReportMetric(total/m.b.Elapsed().Seconds(), "events/s")
+	m.b.ReportMetric(float64(m.ms.Mallocs-m.allocs)/total, "allocs/event")
+	m.b.ReportMetric(float64(benchCPU()-m.cpu)/float64(m.b.Elapsed()), "cpus")
+}
+
+// Kafka.
+
+const benchTopic = "bench-events"
+
+// benchKafkaTuning lowers kafka-go's waits as the connector tests do, so
+// that a group join takes milliseconds; fetch sizes and queue capacity are
+// the source's defaults, which the bare reader is given too.
+func benchKafkaTuning() connectors.KafkaConfig {
+	return connectors.KafkaConfig{
+		MaxWait:           50 * time.Millisecond,
+		HeartbeatInterval: 50 * time.Millisecond,
+		SessionTimeout:    2 * time.Second,
+		RebalanceTimeout:  2 * time.Second,
+		JoinGroupBackoff:  50 * time.Millisecond,
+		Timeout:           2 * time.Second,
+		DialTimeout:       2 * time.Second,
+	}
+}
+
+// Defaults of connectors.KafkaConfig, given to the bare reader.
+const (
+	benchKafkaQueueCapacity = 1000
+	benchKafkaMinBytes      = 1
+	benchKafkaMaxBytes      = 1 << 20
+)
+
+// benchKafka starts a one-broker kfake cluster with a one-partition topic
+// holding n events and returns the broker addresses.
+func benchKafka(b testing.TB, n int) []string {
+	b.Helper()
+	c, err := kfake.NewCluster(
+		kfake.NumBrokers(1),
+		kfake.GroupMinSessionTimeout(100*time.Millisecond),
+		kfake.SeedTopics(1, benchTopic),
+	)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(c.Close)
+	brokers := c.ListenAddrs()
+	w := &kafka.Writer{
+		Addr:         kafka.TCP(brokers...),
+		Topic:        benchTopic,
+		BatchTimeout: time.Millisecond,
+		BatchSize:    1000,
+		BatchBytes:   4 << 20,
+		RequiredAcks: kafka.RequireAll,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	evs := benchEvents(n)
+	msgs := make([]kafka.Message, 0, 1000)
+	for i, v := range evs {
+		msgs = append(msgs, kafka.Message{Key: []byte("tenant-" + strconv.Itoa(i%10)), Value: v})
+		if len(msgs) == cap(msgs) || i == len(evs)-1 {
+			if err := w.WriteMessages(ctx, msgs...); err != nil {
+				b.Fatalf("preload: %v", err)
+			}
+			msgs = msgs[:0]
+		}
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return brokers
+}
+
+// BenchmarkRunKafka: `run --until-end` over a Kafka topic — the source
+// `run` opens (a consumer-group member reading each assigned partition
+// with a partition kafka.Reader), service.Run with a Perceptron and its
+// tracker, commits every service.DefaultCommitEvery records.
+func BenchmarkRunKafka(b *testing.B) {
+	n := benchEventCount(b)
+	brokers := benchKafka(b, n)
+	c := benchConfig(b)
+	tuning := service.Tuning{Kafka: benchKafkaTuning()}
+	ctx := context.Background()
+	m := newBenchMeter(b, n)
+	i := 0
+	for b.Loop() {
+		i++
+		src, err := service.OpenSource(ctx, config.Source{Kind: "kafka", Conn: config.Conn{Brokers: brokers},
+			Topic: benchTopic, Group: benchName("run")}, true, tuning)
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchRun(b, c, src, n)
+	}
+	m.report(i)
+}
+
+// BenchmarkBareKafka: a bare kafka-go consumer reading the same topic to
+// the end, with the source's fetch settings.
+//
+//   - group: what `run` is compared with. A group kafka.Reader (GroupID
+//     set): a consumer-group member, as KafkaSource is, which also reads
+//     each assigned partition with kafka-go's partition reader underneath;
+//     it commits synchronously (CommitInterval 0) every
+//     service.DefaultCommitEvery records and the last one, as Run does.
+//   - partition: a partition kafka.Reader with no group and no commits:
+//     the library's floor, for reference.
+func BenchmarkBareKafka(b *testing.B) {
+	n := benchEventCount(b)
+	brokers := benchKafka(b, n)
+	tc := benchKafkaTuning()
+	dialer := &kafka.Dialer{ClientID: "bare", Timeout: tc.DialTimeout, DualStack: true}
+	read := func(b *testing.B, r *kafka.Reader, commit bool) {
+		ctx, cancel := context.WithTimeout(context.Background(), benchTimeout)
+		defer cancel()
+		defer func() {
+			if err := r.Close(); err != nil {
+				b.Fatal(err)
+			}
+		}()
+		for k := range n {
+			msg, err := r.FetchMessage(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if commit && ((k+1)%service.DefaultCommitEvery == 0 || k == n-1) {
+				if err := r.CommitMessages(ctx, msg); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	b.Run("group", func(b *testing.B) {
+		m := newBenchMeter(b, n)
+		i := 0
+		for b.Loop() {
+			i++
+			read(b, kafka.NewReader(kafka.ReaderConfig{
+				Brokers:           brokers,
+				Topic:             benchTopic,
+				GroupID:           benchName("bare"),
+				Dialer:            dialer,
+				QueueCapacity:     benchKafkaQueueCapacity,
+				MinBytes:          benchKafkaMinBytes,
+				MaxBytes:          benchKafkaMaxBytes,
+				MaxWait:           tc.MaxWait,
+				ReadLagInterval:   -1,
+				HeartbeatInterval: tc.HeartbeatInterval,
+				SessionTimeout:    tc.SessionTimeout,
+				RebalanceTimeout:  tc.RebalanceTimeout,
+				JoinGroupBackoff:  tc.JoinGroupBackoff,
+				StartOffset:       kafka.FirstOffset,
+			}), true)
+		}
+		m.report(i)
+	})
+	b.Run("partition", func(b *testing.B) {
+		m := newBenchMeter(b, n)
+		i := 0
+		for b.Loop() {
+			i++
+			read(b, kafka.NewReader(kafka.ReaderConfig{
+				Brokers:         brokers,
+				Topic:           benchTopic,
+				Partition:       0,
+				Dialer:          dialer,
+				QueueCapacity:   benchKafkaQueueCapacity,
+				MinBytes:        benchKafkaMinBytes,
+				MaxBytes:        benchKafkaMaxBytes,
+				MaxWait:         tc.MaxWait,
+				ReadLagInterval: -1,
+			}), false)
+		}
+		m.report(i)
+	})
+}
+
+// JetStream.
+
+const (
+	benchStream  = "BENCH"
+	benchSubject = "bench.events"
+)
+
+// benchNATSTuning: the source's defaults except a 1s pull expiry (the
+// least FetchWait allows); the bare consumer gets the same.
+func benchNATSTuning() connectors.NATSConfig {
+	return connectors.NATSConfig{FetchWait: time.Second}
+}
+
+// benchJetStream starts an embedded server (file storage, as `run` with no
+// config uses) with a stream holding n events and returns its URL.
+func benchJetStream(b testing.TB, n int) string {
+	b.Helper()
+	e, err := connectors.StartEmbedded(connectors.EmbeddedConfig{Port: -1, StoreDir: b.TempDir(),
+		Stream: benchStream, Subjects: []string{benchSubject}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(e.Shutdown)
+	url := e.ClientURL()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4096))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, v := range benchEvents(n) {
+		if _, err := js.PublishAsync(benchSubject, v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-time.After(2 * time.Minute):
+		b.Fatal("preload: no acks")
+	}
+	return url
+}
+
+// benchDeleteConsumer removes an iteration's durable, off the clock.
+func benchDeleteConsumer(b *testing.B, url, durable string) {
+	b.Helper()
+	b.StopTimer()
+	defer b.StartTimer()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := js.DeleteConsumer(ctx, benchStream, durable); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkRunJetStream: `run --until-end` over a JetStream stream — the
+// source `run` opens (a durable pull consumer, AckAll, 500 messages
+// buffered ahead), service.Run with a Perceptron and its tracker,
+// a confirmed ack every service.DefaultCommitEvery records.
+func BenchmarkRunJetStream(b *testing.B) {
+	n := benchEventCount(b)
+	url := benchJetStream(b, n)
+	c := benchConfig(b)
+	tuning := service.Tuning{NATS: benchNATSTuning()}
+	ctx := context.Background()
+	m := newBenchMeter(b, n)
+	i := 0
+	for b.Loop() {
+		i++
+		durable := benchName("run")
+		src, err := service.OpenSource(ctx, config.Source{Kind: "jetstream", Conn: config.Conn{URL: url},
+			Subject: benchSubject, Stream: benchStream, Durable: durable}, true, tuning)
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchRun(b, c, src, n)
+		benchDeleteConsumer(b, url, durable)
+	}
+	m.report(i)
+}
+
+// BenchmarkBareJetStream: a bare nats.go jetstream pull consumer on the
+// same stream, configured as the source configures its durable (AckAll,
+// same MaxAckPending, AckWait and filter), the same batch
+// (PullMaxMessages 500) and pull expiry, a confirmed ack (DoubleAck) every
+// service.DefaultCommitEvery messages and on the last one.
+func BenchmarkBareJetStream(b *testing.B) {
+	n := benchEventCount(b)
+	url := benchJetStream(b, n)
+	tn := benchNATSTuning()
+	ctx := context.Background()
+	m := newBenchMeter(b, n)
+	i := 0
+	for b.Loop() {
+		i++
+		durable := benchName("bare")
+		func() {
+			nc, err := nats.Connect(url)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer nc.Close()
+			js, err := jetstream.New(nc)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cons, err := js.CreateOrUpdateConsumer(ctx, benchStream, jetstream.ConsumerConfig{
+				Durable:       durable,
+				DeliverPolicy: jetstream.DeliverAllPolicy,
+				AckPolicy:     jetstream.AckAllPolicy,
+				AckWait:       connectors.DefaultNATSAckWait,
+				MaxAckPending: connectors.DefaultNATSMaxAckPending,
+				FilterSubject: benchSubject,
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			it, err := cons.Messages(jetstream.PullMaxMessages(connectors.DefaultNATSFetchBatch), jetstream.PullExpiry(tn.FetchWait))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer it.Stop()
+			watchdog := time.AfterFunc(benchTimeout, it.Stop) // Next fails instead of hanging
+			defer watchdog.Stop()
+			for k := range n {
+				msg, err := it.Next()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if (k+1)%service.DefaultCommitEvery == 0 || k == n-1 {
+					if err := msg.DoubleAck(ctx); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		}()
+		benchDeleteConsumer(b, url, durable)
+	}
+	m.report(i)
+}
