@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"image/color"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -126,4 +127,16 @@ func addLine(p *plot.Plot, name string, xys plotter.XYs, c color.Color, dashed b
 	p.Add(l)
 	p.Legend.Add(name, l)
 	return nil
+}
+
+func writeCanvas(path string, c vg.CanvasWriterTo) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("plot: %w", err)
+	}
+	if _, err := c.WriteTo(f); err != nil {
+		f.Close()
+		return fmt.Errorf("plot %s: %w", path, err)
+	}
+	return f.Close()
 }
