@@ -54,6 +54,12 @@ type JetStreamSource struct {
 	last uint64
 	key  []byte
 
+	// ackPre is the prefix of the consumer's ack reply subjects, through
+	// "<consumer>.", and ackTrail whether tokens follow <pending> (see
+	// jsAckMeta).
+	ackPre   string
+	ackTrail bool
+
 	// pending is the latest committed message not yet acknowledged
 	// (AckBatch > 1), unacked how many commits it stands for, and acked
 	// the stream sequence of the last acknowledgement.
@@ -254,7 +260,7 @@ func (s *JetStreamSource) Fetch(ctx context.Context) (Record, error) {
 			}
 			return Record{}, fmt.Errorf("jetstream source %s: fetch: %w", s.name, err)
 		}
-		seq, pending, ts, ok := jsAckMeta(msg.Reply())
+		seq, pending, ts, ok := s.ackMeta(msg.Reply())
 		if !ok {
 			md, err := msg.Metadata()
 			if err != nil {
@@ -275,7 +281,9 @@ func (s *JetStreamSource) Fetch(ctx context.Context) (Record, error) {
 		s.last = seq
 		s.ended = s.untilEnd && seq == s.end
 		s.lag.Store(int64(pending))
-		s.key = append(s.key[:0], natsLastToken(msg.Subject())...)
+		if k := natsLastToken(msg.Subject()); string(s.key) != k {
+			s.key = append(s.key[:0], k...)
+		}
 		return Record{Value: msg.Data(), Key: s.key, Offset: int64(seq), Time: time.Unix(0, ts), ack: msg}, nil
 	}
 }
@@ -287,40 +295,86 @@ func (s *JetStreamSource) Fetch(ctx context.Context) (Record, error) {
 //	$JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>
 //
 // or, from newer servers, with <domain>.<account hash> after $JS.ACK and
-// possibly more tokens at the end (nats.go internal/parser).
-func jsAckMeta(reply string) (seq, pending uint64, ts int64, ok bool) {
-	rest, found := strings.CutPrefix(reply, "$JS.ACK.")
-	if !found {
-		return 0, 0, 0, false
+// possibly more tokens at the end (nats.go internal/parser). pre is the
+// length of its prefix through "<consumer>.", and trail whether tokens may
+// follow <pending>.
+func jsAckMeta(reply string) (seq, pending uint64, ts int64, pre int, trail, ok bool) {
+	const ack = "$JS.ACK."
+	if !strings.HasPrefix(reply, ack) {
+		return 0, 0, 0, 0, false, false
 	}
 	skip := 0 // tokens before <delivered>
-	switch n := strings.Count(rest, ".") + 1; {
+	switch n := strings.Count(reply[len(ack):], ".") + 1; {
 	case n == 7:
 		skip = 2
 	case n >= 9:
-		skip = 4
+		skip, trail = 4, true
 	default:
+		return 0, 0, 0, 0, false, false
+	}
+	pre = len(ack)
+	for range skip {
+		pre += strings.IndexByte(reply[pre:], '.') + 1
+	}
+	seq, pending, ts, ok = jsAckNums(reply[pre:], trail)
+	return seq, pending, ts, pre, trail, ok
+}
+
+// jsAckNums reads <sseq>, <ts> and <pending> from the rest of an ack reply
+// subject after its prefix, "<delivered>.<sseq>.<cseq>.<ts>.<pending>",
+// followed by ".<more>" if trail: one pass, no cuts.
+func jsAckNums(rest string, trail bool) (seq, pending uint64, ts int64, ok bool) {
+	i := 0
+	for i < len(rest) && rest[i] != '.' { // <delivered>: short, a call costs more
+		i++
+	}
+	seq, i, ok = jsAckNum(rest, i+1)
+	if !ok {
 		return 0, 0, 0, false
 	}
-	var tok string
-	for range skip + 1 { // through <delivered>
-		_, rest, _ = strings.Cut(rest, ".")
+	_, i, ok = jsAckNum(rest, i+1) // <cseq>
+	if !ok {
+		return 0, 0, 0, false
 	}
-	var v [4]uint64 // sseq, cseq, ts, pending
-	for i := range v {
-		tok, rest, _ = strings.Cut(rest, ".")
-		if tok == "" {
-			return 0, 0, 0, false
+	t, i, ok := jsAckNum(rest, i+1)
+	if !ok {
+		return 0, 0, 0, false
+	}
+	pending, i, ok = jsAckNum(rest, i+1)
+	if !ok || i < len(rest) && !trail {
+		return 0, 0, 0, false
+	}
+	return seq, pending, int64(t), true
+}
+
+// jsAckNum reads the decimal token of s at i, which ends at a dot or at
+// the end of s, and returns its value and where it ends.
+func jsAckNum(s string, i int) (v uint64, end int, ok bool) {
+	start := i
+	for ; i < len(s); i++ {
+		d := s[i] - '0'
+		if d > 9 {
+			break
 		}
-		for j := 0; j < len(tok); j++ {
-			c := tok[j]
-			if c < '0' || c > '9' {
-				return 0, 0, 0, false
-			}
-			v[i] = v[i]*10 + uint64(c-'0')
+		v = v*10 + uint64(d)
+	}
+	return v, i, i > start && (i == len(s) || s[i] == '.')
+}
+
+// ackMeta is jsAckMeta for the source's messages: the reply subjects of a
+// consumer share their prefix, learnt from the first, so that only the
+// numbers after it are read.
+func (s *JetStreamSource) ackMeta(reply string) (seq, pending uint64, ts int64, ok bool) {
+	if p := s.ackPre; p != "" && len(reply) > len(p) && reply[:len(p)] == p {
+		if seq, pending, ts, ok = jsAckNums(reply[len(p):], s.ackTrail); ok {
+			return seq, pending, ts, true
 		}
 	}
-	return v[0], v[3], int64(v[2]), true
+	seq, pending, ts, pre, trail, ok := jsAckMeta(reply)
+	if ok {
+		s.ackPre, s.ackTrail = strings.Clone(reply[:pre]), trail
+	}
+	return seq, pending, ts, ok
 }
 
 // idle runs when no message came for FetchWait.
@@ -546,88 +600,138 @@ func (s *JetStreamSink) Close() error {
 
 // jsWaiter is what JetStreamSource.Fetch waits for a message under: a
 // context done when the caller's context is or when the wait has lasted
-// its limit (FetchWait). A context.WithTimeout per record costs four
+// its limit d (FetchWait). A context.WithTimeout per record costs four
 // allocations and a timer started and stopped per record; here the context
 // is derived once per caller context (told apart by its Done channel) and
-// again only after a wait expired, and one timer, moved forward lazily,
-// measures all the waits: begin only notes when the current wait expires.
+// again only after a wait expired.
+//
+// Nor does a wait read the clock or take a lock: begin and end each add one
+// to a count of wait edges in st (odd while a wait is in progress), and one
+// timer, ticking every d/16 while it is armed, looks at the count. A wait
+// it sees in progress under the same count for d since it first saw it (or
+// since begin armed the timer for it) expires: a wait expires after d and
+// at most a tick more. A tick that finds no wait in progress lets the
+// timer rest until the next begin arms it again, so a source whose caller
+// does not fetch costs no wake-ups, and a flowing one at most 16 per d.
+//
 // begin and end are called by Fetch's goroutine, fire by the timer's.
 type jsWaiter struct {
-	mu      sync.Mutex
-	ctx     context.Context // derived from the caller's; nil before the first wait
-	cancel  context.CancelFunc
-	opts    []jetstream.NextOpt // NextContext(ctx)
-	parent  <-chan struct{}     // Done of the caller's context ctx derives from
-	expired bool                // fire cancelled ctx: the wait expired
+	// st: jsWaitArmed, jsWaitExpired and, from jsWaitOne up, the count of
+	// begins and ends. Only fire sets the two flags and only under the
+	// count it saw; begin clears them, under mu.
+	st atomic.Uint64
 
-	timer    *time.Timer
-	armed    bool // timer will call fire
-	waiting  bool // between begin and end
-	epoch    time.Time
-	deadline time.Duration // since epoch: when the current wait expires
+	// Fetch's goroutine only.
+	opts   []jetstream.NextOpt // NextContext(ctx); nil before the first wait
+	parent <-chan struct{}     // Done of the caller's context ctx derives from
+
+	mu      sync.Mutex
+	ctx     context.Context // derived from the caller's
+	cancel  context.CancelFunc
+	timer   *time.Timer
+	d, tick time.Duration
+	seen    uint64    // the count of the wait fire watches
+	seenAt  time.Time // when that wait was first seen (at most when it began)
+	stopped bool
 }
+
+const (
+	jsWaitArmed   uint64 = 1 << iota // the timer will call fire
+	jsWaitExpired                    // fire cancelled ctx: the wait expired
+	jsWaitOne                        // the count's unit; its bit is set while waiting
+)
 
 // begin starts a wait of at most d under parent and returns the options
 // that make MessagesContext.Next honour it.
 func (w *jsWaiter) begin(parent context.Context, d time.Duration) []jetstream.NextOpt {
 	done := parent.Done()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.ctx == nil || w.expired || done != w.parent {
-		if w.cancel != nil {
-			w.cancel()
-		}
-		w.ctx, w.cancel = context.WithCancel(parent)
-		w.opts = append(w.opts[:0], jetstream.NextContext(w.ctx))
-		w.parent, w.expired = done, false
+	if w.opts == nil || done != w.parent || d != w.d || w.st.Load()&jsWaitExpired != 0 {
+		w.renew(parent, done, d)
 	}
-	switch {
-	case w.timer == nil:
-		w.epoch = time.Now()
-		w.timer = time.AfterFunc(d, w.fire)
-		w.armed = true
-	case !w.armed:
-		w.timer.Reset(d)
-		w.armed = true
+	if s := w.st.Add(jsWaitOne); s&jsWaitArmed == 0 {
+		w.arm(s)
 	}
-	w.deadline = time.Since(w.epoch) + d
-	w.waiting = true
 	return w.opts
 }
 
 // end ends the wait begin started and reports whether it expired.
 func (w *jsWaiter) end() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.waiting = false
-	return w.expired
+	return w.st.Add(jsWaitOne)&jsWaitExpired != 0
 }
 
-// fire runs on the timer: it expires the current wait if its deadline has
-// passed, and otherwise moves the timer to that deadline. Between waits it
-// lets the timer rest until the next begin.
+// renew derives a new context from parent, for waits of at most d, and
+// clears the expiry of the last wait. No wait is in progress.
+func (w *jsWaiter) renew(parent context.Context, done <-chan struct{}, d time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cancel != nil {
+		w.cancel()
+	}
+	w.ctx, w.cancel = context.WithCancel(parent)
+	w.opts = append(w.opts[:0], jetstream.NextContext(w.ctx))
+	w.parent = done
+	w.d, w.tick = d, max(d/16, time.Microsecond)
+	w.st.And(^jsWaitExpired)
+}
+
+// arm starts the timer for the wait begin started, st s, while the timer
+// rests: fire is not pending and does not run.
+func (w *jsWaiter) arm(s uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return
+	}
+	w.st.Or(jsWaitArmed)
+	w.seen, w.seenAt = s&^(jsWaitArmed|jsWaitExpired), time.Now()
+	if w.timer == nil {
+		w.timer = time.AfterFunc(w.tick, w.fire)
+	} else {
+		w.timer.Reset(w.tick)
+	}
+}
+
+// fire runs on the timer: it expires the wait in progress once it has
+// been seen for d, ticks on while a wait is in progress, and otherwise lets
+// the timer rest until the next begin.
 func (w *jsWaiter) fire() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if !w.waiting {
-		w.armed = false
+	if w.stopped {
 		return
 	}
-	if left := w.deadline - time.Since(w.epoch); left > 0 {
-		w.timer.Reset(left)
-		return
+	now := time.Now()
+	for {
+		s := w.st.Load()
+		count := s &^ (jsWaitArmed | jsWaitExpired)
+		switch {
+		case s&jsWaitOne == 0: // between waits
+			if w.st.CompareAndSwap(s, s&^jsWaitArmed) {
+				return
+			}
+		case count != w.seen: // a wait begun since the last look
+			w.seen, w.seenAt = count, now
+			w.timer.Reset(w.tick)
+			return
+		case now.Sub(w.seenAt) < w.d:
+			w.timer.Reset(min(w.tick, w.d-now.Sub(w.seenAt)))
+			return
+		default: // the same wait for d: expire it, unless it just ended
+			if w.st.CompareAndSwap(s, (s|jsWaitExpired)&^jsWaitArmed) {
+				w.cancel()
+				return
+			}
+		}
 	}
-	w.armed, w.expired = false, true
-	w.cancel()
 }
 
 // stop releases the timer and the derived context.
 func (w *jsWaiter) stop() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.stopped = true
 	if w.timer != nil {
 		w.timer.Stop()
-		w.armed = false
 	}
 	if w.cancel != nil {
 		w.cancel()

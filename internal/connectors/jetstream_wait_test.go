@@ -163,3 +163,67 @@ func TestJetStreamFetchContext(t *testing.T) {
 	jsPublish(t, srv.ClientURL(), "events", 0, 1)
 	natsFetchN(t, src, 1, 0)
 }
+
+// A wait begun while the timer ticks (waits before it kept it armed)
+// expires after d and at most about a tick (d/16) more.
+func TestJSWaiterExpiresWhileTicking(t *testing.T) {
+	var w jsWaiter
+	defer w.stop()
+	const d = 160 * time.Millisecond
+	ctx := context.Background()
+	for end := time.Now().Add(d / 2); time.Now().Before(end); {
+		w.begin(ctx, d)
+		time.Sleep(time.Millisecond)
+		if w.end() {
+			t.Fatal("a short wait expired")
+		}
+	}
+	start := time.Now()
+	w.begin(ctx, d)
+	if w.st.Load()&jsWaitArmed == 0 {
+		t.Fatal("the timer rests during a wait")
+	}
+	for !jsWaitDone(&w) {
+		if time.Since(start) > 5*time.Second {
+			t.Fatal("the wait never expired")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	el := time.Since(start)
+	if !w.end() {
+		t.Error("end() = false after the wait expired")
+	}
+	if el < d {
+		t.Errorf("expired after %v, before %v", el, d)
+	}
+	if el > d+d/16+50*time.Millisecond { // a tick, and slack for a loaded machine
+		t.Logf("expired after %v, want about %v (slow machine?)", el, d+d/16)
+	}
+}
+
+// Between waits the timer rests after a tick: an idle source does not wake.
+func TestJSWaiterRests(t *testing.T) {
+	var w jsWaiter
+	defer w.stop()
+	const d = 32 * time.Millisecond
+	w.begin(context.Background(), d)
+	w.end()
+	deadline := time.Now().Add(5 * time.Second)
+	for w.st.Load()&jsWaitArmed != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the timer never rests")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// The next wait arms it again, and expires.
+	w.begin(context.Background(), d)
+	for !jsWaitDone(&w) {
+		if time.Now().After(deadline) {
+			t.Fatal("the wait after a rest never expired")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if !w.end() {
+		t.Error("end() = false after the wait expired")
+	}
+}

@@ -624,9 +624,38 @@ func TestJetStreamAckMeta(t *testing.T) {
 		{"$JS.ACK.EVENTS.dur.1.42", 0, 0, 0, false},
 		{"_INBOX.abc", 0, 0, 0, false},
 	} {
-		seq, pending, ts, ok := jsAckMeta(tc.reply)
+		seq, pending, ts, _, _, ok := jsAckMeta(tc.reply)
 		if ok != tc.ok || ok && (seq != tc.seq || pending != tc.pending || uint64(ts) != tc.ts) {
 			t.Errorf("%s: got %d %d %d %v", tc.reply, seq, pending, ts, ok)
+		}
+	}
+	// A source reads what follows the prefix it learnt, and falls back to
+	// jsAckMeta on another prefix: the same results, whatever came before.
+	var src JetStreamSource
+	for _, tc := range []struct {
+		reply            string
+		seq, pending, ts uint64
+		ok               bool
+	}{
+		{"$JS.ACK.EVENTS.dur.1.42.7.1700000000000000001.3", 42, 3, 1700000000000000001, true},
+		{"$JS.ACK.EVENTS.dur.12.43.8.1700000000000000002.2", 43, 2, 1700000000000000002, true},
+		{"$JS.ACK.EVENTS.dur.1.44.9.1700000000000000003.1.x", 0, 0, 0, false},
+		{"$JS.ACK.EVENTS.dur.1.44.9.17000000000000000x3.1", 0, 0, 0, false},
+		{"$JS.ACK.EVENTS.dur.1.44.9..1", 0, 0, 0, false},
+		{"$JS.ACK.EVENTS.dur.1.44.9.5", 0, 0, 0, false},
+		{"$JS.ACK.EVENTS.dur.1", 0, 0, 0, false},
+		{"$JS.ACK.EVENTS.dur.", 0, 0, 0, false},
+		{"$JS.ACK.EVENTS.other.1.45.1.6.0", 45, 0, 6, true},
+		{"$JS.ACK._.hash.EVENTS.dur.2.46.8.1700000000000000002.0.rnd", 46, 0, 1700000000000000002, true},
+		{"$JS.ACK._.hash.EVENTS.dur.2.47.8.7.5", 47, 5, 7, true},
+		{"$JS.ACK._.hash.EVENTS.dur.2.48.8.7.5.", 48, 5, 7, true},
+		{"$JS.ACK._.hash.EVENTS.dur.2.49.8.7.5x", 0, 0, 0, false},
+		{"$JS.ACK.EVENTS.dur.1.50.7.8.3", 50, 3, 8, true},
+		{"_INBOX.abc", 0, 0, 0, false},
+	} {
+		seq, pending, ts, ok := src.ackMeta(tc.reply)
+		if ok != tc.ok || ok && (seq != tc.seq || pending != tc.pending || uint64(ts) != tc.ts) {
+			t.Errorf("source: %s: got %d %d %d %v", tc.reply, seq, pending, ts, ok)
 		}
 	}
 }
