@@ -22,6 +22,14 @@ type canonicalizer struct {
 	keys, tmp []uint64
 	vals      []float64
 	counts    [bucketSort + 1]int32
+
+	// The slots of the last vector that needed sorting, in their input
+	// order, and its sorted keys (in keys or tmp). Sorted keys depend on
+	// the slot sequence alone, so a vector with the same sequence (a
+	// stream's events tend to list the same features in the same order)
+	// reuses them instead of sorting.
+	last   []uint32
+	sorted []uint64
 }
 
 // canonicalize sorts x by slot and sums the values of equal slots, in
@@ -42,21 +50,11 @@ func (c *canonicalizer) canonicalize(x *online.Vector) bool {
 	if k >= n {
 		return true // already canonical: the common case for LIBSVM
 	}
-	keys := slices.Grow(c.keys[:0], n)[:n]
-	for j, i := range idx {
-		keys[j] = uint64(i)<<32 | uint64(j)
-	}
-	switch {
-	case n <= smallSort:
-		insertionSort(keys, k) // keys[:k] are sorted already
-	case n <= bucketSort:
-		c.keys = keys
-		keys = c.bucket(keys) // into c.tmp
-	default:
-		slices.Sort(keys)
-	}
-	if n > bucketSort || n <= smallSort {
-		c.keys = keys
+	var keys []uint64
+	if len(c.sorted) == n && slices.Equal(c.last, idx) {
+		keys = c.sorted
+	} else {
+		keys = c.sort(idx, k)
 	}
 	vals := append(c.vals[:0], val...)
 	c.vals = vals
@@ -92,6 +90,31 @@ func (c *canonicalizer) canonicalize(x *online.Vector) bool {
 	}
 	x.Idx, x.Val = idx[:w], val[:w]
 	return finite
+}
+
+// sort returns the sorted packed keys of idx, whose first k slots are
+// increasing, and records them for reuse.
+func (c *canonicalizer) sort(idx []uint32, k int) []uint64 {
+	n := len(idx)
+	c.last = append(c.last[:0], idx...)
+	keys := slices.Grow(c.keys[:0], n)[:n]
+	for j, i := range idx {
+		keys[j] = uint64(i)<<32 | uint64(j)
+	}
+	switch {
+	case n <= smallSort:
+		insertionSort(keys, k) // keys[:k] are sorted already
+	case n <= bucketSort:
+		c.keys = keys
+		keys = c.bucket(keys) // into c.tmp
+	default:
+		slices.Sort(keys)
+	}
+	if n > bucketSort || n <= smallSort {
+		c.keys = keys
+	}
+	c.sorted = keys
+	return keys
 }
 
 // insertionSort sorts keys k.. into the sorted keys[:k].

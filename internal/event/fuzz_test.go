@@ -51,6 +51,13 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// A decoder with warm caches (the features of another event, then
+		// of this one) decodes exactly as a fresh one.
+		w, _ := NewDecoder(cfg)
+		var wev Event
+		w.Decode(jsonEvent40, &wev)
+		checkFresh(t, w, cfg, data, &wev)
+		checkFresh(t, w, cfg, data, &wev)
 		var ev Event
 		err = d.Decode(data, &ev)
 		// Differential check of the JSON syntax against encoding/json

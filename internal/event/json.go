@@ -110,6 +110,7 @@ type jsonParser struct {
 	kbuf, vbuf, cbuf, sbuf []byte // unescape buffers: keys, values, categorical names, skipped strings
 	tok                    tokenizer
 	canon                  canonicalizer
+	slots                  slotCache
 }
 
 func (p *jsonParser) decode(data []byte, ev *Event) *Error {
@@ -495,7 +496,7 @@ func (p *jsonParser) num() (v float64, st numStatus, ok bool) {
 	}
 	p.i = j
 	if nd <= 15 && exp >= -22 {
-		v = float64(mant)
+		v = float64(int64(mant)) // exact: mant < 10^15
 		if neg {
 			v = -v
 		}
@@ -591,7 +592,12 @@ func (p *jsonParser) members(ev *Event) bool {
 	}
 	seen := 0
 	for {
-		k, ok := p.key(&p.kbuf)
+		k, ok := p.knownKey()
+		if ok {
+			ok = p.colon()
+		} else {
+			k, ok = p.key(&p.kbuf)
+		}
 		if !ok {
 			return false
 		}
@@ -635,6 +641,41 @@ func (p *jsonParser) members(ev *Event) bool {
 			return ok
 		}
 	}
+}
+
+// knownKey consumes the string at p.i if it is one of the event's keys
+// written without escapes, the common case, and returns its contents (as
+// str would). Otherwise it consumes nothing and returns false.
+func (p *jsonParser) knownKey() ([]byte, bool) {
+	d, i := p.data, p.i+1
+	if i >= len(d) || d[i-1] != '"' {
+		return nil, false
+	}
+	var w string
+	switch d[i] {
+	case 'f':
+		w = `features"`
+	case 'l':
+		w = `label"`
+	case 'i':
+		w = `id"`
+	case 'k':
+		w = `key"`
+	case 't':
+		w = `ts"`
+		if i+1 < len(d) && d[i+1] == 'e' {
+			w = `text"`
+		}
+	case 'x':
+		w = `x"`
+	default:
+		return nil, false
+	}
+	if len(d)-i < len(w) || string(d[i:i+len(w)]) != w {
+		return nil, false
+	}
+	p.i = i + len(w)
+	return d[i : i+len(w)-1], true
 }
 
 // stringValue parses a string (copied into *dst) or null.
@@ -711,12 +752,45 @@ func (p *jsonParser) features(ev *Event) bool {
 	mask := p.s.mask
 	x := &ev.X
 	d := p.data
+	cache := &p.slots
+	link := &cache.head // where to record the entry of this feature's name
 	for {
 		if p.i >= len(d) || d[p.i] != '"' {
 			return p.syntax(ReasonMalformed, "expected a string key")
 		}
-		name, ok := p.str(&p.kbuf)
-		if !ok || !p.colon() {
+		// The name and its slot: the key predicted by the cache if the
+		// input matches it, else scanned and looked up.
+		var name []byte
+		var slot uint32
+		var ent uint16
+		raw := true // name is the input's bytes, no escapes
+		if pred := *link; pred != 0 {
+			if e := &cache.ents[pred-1]; e.match(d, p.i+1) {
+				j := p.i + 1 + int(e.n)
+				name, slot, ent = d[p.i+1:j-1], e.slot, pred
+				p.i = j
+			}
+		}
+		if ent == 0 {
+			start := p.i
+			var ok bool
+			if name, ok = p.str(&p.kbuf); !ok {
+				return false
+			}
+			// Escapes make the contents shorter than the input.
+			raw = p.i-start-2 == len(name)
+			slot, ent = cache.lookup(name, raw, mask)
+			if *link != ent {
+				*link = ent
+			}
+		}
+		link = &cache.dead
+		if ent != 0 {
+			link = &cache.ents[ent-1].next
+		}
+		if j := p.i; j+1 < len(d) && d[j] == ':' && d[j+1] > ' ' {
+			p.i = j + 1 // the common case: no space
+		} else if !p.colon() {
 			return false
 		}
 		var c byte
@@ -734,28 +808,30 @@ func (p *jsonParser) features(ev *Event) bool {
 				p.semantic(ReasonNonFinite, "features."+string(name), fmt.Errorf("%s overflows float64", d[start:p.i]))
 				break
 			}
-			x.Idx = append(x.Idx, online.Slot(name, mask))
+			x.Idx = append(x.Idx, slot)
 			x.Val = append(x.Val, v)
 		case c == '"':
+			start := p.i
 			val, ok := p.str(&p.vbuf)
 			if !ok {
 				return false
 			}
 			cat := append(append(append(p.cbuf[:0], name...), '='), val...)
 			p.cbuf = cat
-			x.Idx = append(x.Idx, online.Slot(cat, mask))
+			catSlot, _ := cache.lookup(cat, raw && p.i-start-2 == len(val), mask)
+			x.Idx = append(x.Idx, catSlot)
 			x.Val = append(x.Val, 1)
 		case c == 't':
 			if !p.literal("true") {
 				return false
 			}
-			x.Idx = append(x.Idx, online.Slot(name, mask))
+			x.Idx = append(x.Idx, slot)
 			x.Val = append(x.Val, 1)
 		case c == 'f':
 			if !p.literal("false") {
 				return false
 			}
-			x.Idx = append(x.Idx, online.Slot(name, mask))
+			x.Idx = append(x.Idx, slot)
 			x.Val = append(x.Val, 0)
 		case c == 'n':
 			if !p.literal("null") {
