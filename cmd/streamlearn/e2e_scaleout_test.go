@@ -1,16 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -35,21 +32,7 @@ func TestE2EKafkaScaleOut(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 
-	broker, out := start(t, ctx, dir, true, kfakeBin, "-topic", "events", "-partitions", "4")
-	addr := make(chan string, 1)
-	go func() {
-		line, _ := bufio.NewReader(out).ReadString('\n')
-		addr <- strings.TrimSpace(line)
-		io.Copy(io.Discard, out)
-	}()
-	var bootstrap string
-	select {
-	case bootstrap = <-addr:
-	case <-broker.done:
-		t.Fatalf("kfake exited: %v\n%s", broker.err, broker.stderr.String())
-	case <-ctx.Done():
-		t.Fatal("kfake printed no address")
-	}
+	bootstrap := startKfake(t, ctx, dir, kfakeBin, 4)
 
 	// The demo, keyed by 16 tenants: publish partitions by key.
 	demo, err := os.ReadFile(e2eDemo)

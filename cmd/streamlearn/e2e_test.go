@@ -371,25 +371,7 @@ func TestE2EKafkaKcat(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	broker, out := start(t, ctx, dir, true, kfake, "-topic", "events", "-partitions", "1")
-	addr := make(chan string, 1)
-	go func() {
-		line, _ := bufio.NewReader(out).ReadString('\n')
-		addr <- strings.TrimSpace(line)
-		io.Copy(io.Discard, out)
-	}()
-	var bootstrap string
-	select {
-	case bootstrap = <-addr:
-	case <-broker.done:
-		t.Fatalf("kfake exited: %v\n%s", broker.err, broker.stderr.String())
-	case <-ctx.Done():
-		t.Fatal("kfake printed no address")
-	}
-	if _, _, err := net.SplitHostPort(bootstrap); err != nil {
-		t.Fatalf("kfake printed %q, want host:port: %v\n%s", bootstrap, err, broker.stderr.String())
-	}
-	t.Logf("kfake broker at %s (pid %d)", bootstrap, broker.cmd.Process.Pid)
+	bootstrap := startKfake(t, ctx, dir, kfake, 1)
 
 	// -l: every line of the file is a message. Idempotence keeps them in
 	// order across retries; the topic has one partition, so one model.
@@ -411,6 +393,32 @@ func TestE2EKafkaKcat(t *testing.T) {
 	if again := runProc(t, ctx, dir, sl, "run", "-c", cfg, "--until-end", "--report", "json"); len(again) != 0 {
 		t.Errorf("second run of group e2e: want no report (nothing left), got\n%s", again)
 	}
+}
+
+// startKfake runs the kfake broker program with one topic "events" of the
+// given number of partitions and returns its bootstrap address.
+func startKfake(t *testing.T, ctx context.Context, dir, bin string, partitions int) string {
+	t.Helper()
+	broker, out := start(t, ctx, dir, true, bin, "-topic", "events", "-partitions", strconv.Itoa(partitions))
+	addr := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(out).ReadString('\n')
+		addr <- strings.TrimSpace(line)
+		io.Copy(io.Discard, out)
+	}()
+	var bootstrap string
+	select {
+	case bootstrap = <-addr:
+	case <-broker.done:
+		t.Fatalf("kfake exited: %v\n%s", broker.err, broker.stderr.String())
+	case <-ctx.Done():
+		t.Fatal("kfake printed no address")
+	}
+	if _, _, err := net.SplitHostPort(bootstrap); err != nil {
+		t.Fatalf("kfake printed %q, want host:port: %v\n%s", bootstrap, err, broker.stderr.String())
+	}
+	t.Logf("kfake broker at %s (pid %d)", bootstrap, broker.cmd.Process.Pid)
+	return bootstrap
 }
 
 // natsServer starts Debian's nats-server with JetStream and monitoring on
