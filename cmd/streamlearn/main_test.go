@@ -5,10 +5,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/streamlearn/streamlearn/internal/pipeline"
 )
@@ -182,7 +187,7 @@ func TestExitCodes(t *testing.T) {
 // server, the demo preloaded, consumed to its end — the same numbers as a
 // replay of the file with the same (default) configuration.
 func TestRunEmbeddedEqualsReplay(t *testing.T) {
-	code, out, errOut := run(t, "run", "--until-end", "--report", "json", "--nats-port", "-1", "--preload", "../../testdata/demo.jsonl")
+	code, out, errOut := run(t, "run", "--until-end", "--report", "json", "--nats-port", "-1", "--http", "off", "--preload", "../../testdata/demo.jsonl")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -203,5 +208,104 @@ func TestRunEmbeddedEqualsReplay(t *testing.T) {
 	jb, _ := json.Marshal(want)
 	if !bytes.Equal(ja, jb) {
 		t.Errorf("run and replay differ:\n%s\n%s", ja, jb)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for one writer and concurrent readers.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// The live service serves its metrics and report over HTTP while it runs,
+// and the two agree; SIGINT (a cancelled context) drains and exits 0.
+func TestRunServesMetricsAndReport(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var stdout, stderr lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Main(ctx, []string{"run", "--nats-port", "-1", "--http", "127.0.0.1:0", "--preload", "../../testdata/demo.jsonl"}, &stdout, &stderr)
+	}()
+	var base string
+	deadline := time.Now().Add(20 * time.Second)
+	for base == "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("no HTTP address announced:\n%s", stderr.String())
+		}
+		if _, rest, ok := strings.Cut(stderr.String(), "serving http://"); ok {
+			base = "http://" + strings.Fields(rest)[0]
+			base = strings.TrimSuffix(base, "/metrics")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	get := func(path string) (int, []byte) {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	var reports []struct {
+		pipeline.Report
+		Partition int32 `json:"partition"`
+	}
+	for {
+		if time.Now().After(deadline) {
+			t.Fatalf("the report never reached 5000 events: %+v", reports)
+		}
+		if code, body := get("/v1/report"); code == 200 {
+			if err := json.Unmarshal(body, &reports); err != nil {
+				t.Fatal(err)
+			}
+			if len(reports) == 1 && reports[0].Events == 5000 {
+				break
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if code, _ := get("/readyz"); code != 200 {
+		t.Errorf("/readyz: %d", code)
+	}
+	// Scrape after the report: the service is idle, both read one snapshot.
+	_, body := get("/metrics")
+	for _, l := range reports[0].Learners {
+		want := fmt.Sprintf("streamlearn_mistakes_total{learner=%q,partition=\"0\"} %d\n", l.Name, l.Mistakes)
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+		want = fmt.Sprintf("streamlearn_rounds_total{learner=%q,partition=\"0\"} %d\n", l.Name, l.Rounds)
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if !strings.Contains(string(body), `streamlearn_events_total{outcome="learned",source="jetstream:EVENTS/streamlearn"} 5000`) {
+		t.Errorf("/metrics lacks the learned events count")
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("run did not stop after cancel")
+	}
+	if !strings.Contains(stdout.String(), "events 5000") {
+		t.Errorf("final report missing:\n%s", stdout.String())
 	}
 }

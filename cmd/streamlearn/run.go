@@ -8,14 +8,22 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/streamlearn/streamlearn/internal/api"
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/metrics"
 	"github.com/streamlearn/streamlearn/internal/service"
 )
 
-const runArgs = "[-c config.yaml] [--until-end] [--report text|json] [--preload FILE] [--nats-port N] [--store DIR]"
+const runArgs = "[-c config.yaml] [--until-end] [--report text|json] [--http ADDR] [--preload FILE] [--nats-port N] [--store DIR]"
 
 // tuning lets tests lower the transports' timeouts; zero in production.
 var tuning service.Tuning
@@ -25,6 +33,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	cfgPath := fs.String("c", "", "config `file` (default: an embedded NATS JetStream server on 127.0.0.1:4222, stream EVENTS, subject events)")
 	untilEnd := fs.Bool("until-end", false, "stop once the source is consumed up to the end it had at start, then print the final report")
 	reportFmt := fs.String("report", "text", "final report `format`: text or json (one object per model, a line each)")
+	httpAddr := fs.String("http", "", "serve /metrics, /healthz, /readyz and /v1/report on `addr` (default: the config's http.addr; off disables)")
 	preload := fs.String("preload", "", "publish the JSONL `file` into the source's topic or subject before consuming")
 	port := fs.Int("nats-port", 4222, "client `port` of the embedded server on 127.0.0.1 (no -c only; -1 picks a free one)")
 	store := fs.String("store", "", "JetStream storage `dir` of the embedded server (no -c only; default: a temporary directory removed at exit)")
@@ -54,6 +63,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		defer emb.Shutdown()
 		cfg = config.Default()
+		cfg.HTTP.Addr = "127.0.0.1:8080"
 		cfg.Source = config.Source{Kind: "jetstream", Conn: config.Conn{URL: emb.ClientURL()},
 			Subject: connectors.EmbeddedSubject, Stream: connectors.EmbeddedStream, Durable: "streamlearn"}
 		fmt.Fprintf(stderr, "streamlearn: embedded NATS JetStream at %s: events published to subject %q are learned (stream %s, durable %s)\n",
@@ -90,11 +100,39 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if r := cfg.Sinks.Reports; r != nil {
 		opt.ReportEvery, opt.ReportInterval = r.Every, r.Interval
 	}
+	hist := metrics.NewEventDuration()
+	opt.EventDuration = hist
 	svc, err := service.New(opt)
 	if err != nil {
 		return err
 	}
+	addr := cfg.HTTP.Addr
+	if *httpAddr != "" {
+		addr = *httpAddr
+	}
+	var srv *http.Server
+	if addr != "" && addr != "off" {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(metrics.NewCollector(svc.Snapshot), hist,
+			collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("http: %w", err)
+		}
+		srv = api.NewServer(addr, api.New(api.Options{Snapshot: svc.Snapshot, Gatherer: reg, Config: cfg}))
+		fmt.Fprintf(stderr, "streamlearn: serving http://%s/metrics and /v1/report\n", ln.Addr())
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				logger.Error("http server", "err", err)
+			}
+		}()
+	}
 	runErr := svc.Run(ctx)
+	if srv != nil {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		runErr = errors.Join(runErr, srv.Shutdown(sctx))
+		cancel()
+	}
 	for _, s := range sinks {
 		runErr = errors.Join(runErr, s.Close())
 	}

@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/streamlearn/streamlearn/internal/config"
@@ -34,7 +35,19 @@ import (
 const (
 	DefaultCommitEvery    = 1000
 	DefaultCommitInterval = time.Second
+	// DefaultSnapshotInterval is a second: scrapes (typically every
+	// 10–60s) see numbers at most a second old. A snapshot digests every
+	// learner's state (Report's state_sha256): about 10ms per model with
+	// config.yaml's 2^18-slot learners on the README's machine, so about
+	// 1% of a core per partition at this interval.
+	DefaultSnapshotInterval = time.Second
 )
+
+// Observer records one observation; prometheus.Histogram satisfies it.
+// Observe must not allocate: it runs once per record.
+type Observer interface {
+	Observe(float64)
+}
 
 // Options configure a Service. Source and Config are required; every sink
 // is optional.
@@ -59,12 +72,20 @@ type Options struct {
 	CommitEvery    int
 	CommitInterval time.Duration
 
+	// SnapshotInterval is how often Run publishes the Snapshot that
+	// readers on other goroutines see (default DefaultSnapshotInterval).
+	SnapshotInterval time.Duration
+	// EventDuration, when not nil, observes the seconds each record took
+	// to process: decode, predict, update, track and its sink messages.
+	EventDuration Observer
+
 	// Logger gets lifecycle events; nil discards them.
 	Logger *slog.Logger
 }
 
 // Service runs one source through per-partition models. Run owns
-// everything: the Service is not safe for concurrent use.
+// everything: the Service is not safe for concurrent use, except for
+// Snapshot, which any goroutine may call at any time.
 type Service struct {
 	opt     Options
 	dec     *event.Decoder
@@ -78,6 +99,41 @@ type Service struct {
 	uncommitted int
 	lastCommit  time.Time
 	nextReport  time.Time // zero without ReportInterval
+
+	snap         atomic.Pointer[Snapshot]
+	nextSnapshot time.Time
+}
+
+// Snapshot is what the service looked like at one moment, for readers on
+// other goroutines (metrics, the HTTP API). It is immutable once
+// published: readers must not modify it, and every reader of one Snapshot
+// sees the same numbers.
+type Snapshot struct {
+	// Time is when the snapshot was taken.
+	Time time.Time
+	// Source is the source's name (connectors.Source.Name).
+	Source string
+	// Reports has the report of every model, ordered by partition.
+	Reports []Report
+	// Started is true once Run has started consuming the source.
+	Started bool
+}
+
+// Snapshot returns the latest published snapshot; it is never nil. Run
+// publishes one when it starts, every SnapshotInterval while it runs
+// (also while the source is idle) and one after its final commit. Before
+// Run, it has Started false and no reports. Safe for concurrent use.
+func (s *Service) Snapshot() *Snapshot { return s.snap.Load() }
+
+// publishSnapshot takes the reports of every model and publishes them.
+func (s *Service) publishSnapshot() error {
+	reports, err := s.Reports()
+	if err != nil {
+		return err
+	}
+	s.snap.Store(&Snapshot{Time: time.Now(), Source: s.opt.Source.Name(), Reports: reports, Started: true})
+	s.nextSnapshot = time.Now().Add(s.opt.SnapshotInterval)
+	return nil
 }
 
 type model struct {
@@ -98,6 +154,9 @@ func New(opt Options) (*Service, error) {
 	if opt.CommitInterval <= 0 {
 		opt.CommitInterval = DefaultCommitInterval
 	}
+	if opt.SnapshotInterval <= 0 {
+		opt.SnapshotInterval = DefaultSnapshotInterval
+	}
 	dec, err := event.NewDecoder(pipeline.EventConfig(opt.Config))
 	if err != nil {
 		return nil, fmt.Errorf("service: %w", err)
@@ -110,6 +169,7 @@ func New(opt Options) (*Service, error) {
 	if opt.DeadLetters != nil {
 		s.dl = &DeadLetters{Sink: opt.DeadLetters}
 	}
+	s.snap.Store(&Snapshot{Time: time.Now(), Source: opt.Source.Name(), Reports: []Report{}})
 	return s, nil
 }
 
@@ -121,18 +181,22 @@ func New(opt Options) (*Service, error) {
 //
 // Commits after CommitInterval and reports after ReportInterval happen
 // also while the source is idle: Fetch then runs under a deadline (one
-// context per commit or report period, not per record).
+// context per commit, report or snapshot period, not per record); so do
+// the snapshots Snapshot returns.
 func (s *Service) Run(ctx context.Context) error {
 	s.lastCommit = time.Now()
 	if s.opt.ReportInterval > 0 {
 		s.nextReport = s.lastCommit.Add(s.opt.ReportInterval)
 	}
-	runErr := s.loop(ctx)
+	runErr := s.publishSnapshot()
+	if runErr == nil {
+		runErr = s.loop(ctx)
+	}
 	// Drain: commit and report with a context of its own, since ctx may be
 	// the one that was cancelled.
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	err := errors.Join(runErr, s.commit(dctx), s.publishReports(dctx), s.flush(dctx))
+	err := errors.Join(runErr, s.commit(dctx), s.publishReports(dctx), s.flush(dctx), s.publishSnapshot())
 	return err
 }
 
@@ -154,6 +218,11 @@ func (s *Service) loop(ctx context.Context) error {
 				return err
 			}
 		}
+		if !now.Before(s.nextSnapshot) {
+			if err := s.publishSnapshot(); err != nil {
+				return err
+			}
+		}
 		fctx := fc.get(ctx, s.deadline())
 		rec, err := s.opt.Source.Fetch(fctx)
 		switch {
@@ -164,7 +233,7 @@ func (s *Service) loop(ctx context.Context) error {
 		case ctx.Err() != nil:
 			return nil
 		case fctx.Err() != nil:
-			continue // a commit or a report is due
+			continue // a commit, a report or a snapshot is due
 		default:
 			return fmt.Errorf("service: fetch: %w", err)
 		}
@@ -181,7 +250,7 @@ func (s *Service) loop(ctx context.Context) error {
 }
 
 // deadlineCtx is the context Fetch runs under: ctx, or ctx with the
-// deadline of the next commit or report, made once per deadline.
+// deadline of the next commit, report or snapshot, made once per deadline.
 type deadlineCtx struct {
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -207,14 +276,16 @@ func (d *deadlineCtx) stop() {
 	}
 }
 
-// deadline returns when the next commit or interval report is due, or the
-// zero time when neither is pending.
+// deadline returns when the next commit, interval report or snapshot is
+// due, whichever comes first.
 func (s *Service) deadline() time.Time {
-	var d time.Time
+	d := s.nextSnapshot
 	if s.uncommitted > 0 {
-		d = s.lastCommit.Add(s.opt.CommitInterval)
+		if c := s.lastCommit.Add(s.opt.CommitInterval); c.Before(d) {
+			d = c
+		}
 	}
-	if !s.nextReport.IsZero() && (d.IsZero() || s.nextReport.Before(d)) {
+	if !s.nextReport.IsZero() && s.nextReport.Before(d) {
 		d = s.nextReport
 	}
 	return d
@@ -239,6 +310,10 @@ func (s *Service) model(partition int32) (*model, error) {
 // processed to the end (learned or rejected, its prediction or dead letter
 // published) becomes the partition's position to commit.
 func (s *Service) process(ctx context.Context, rec connectors.Record) error {
+	var start time.Time
+	if s.opt.EventDuration != nil {
+		start = time.Now()
+	}
 	m, err := s.model(rec.Partition)
 	if err != nil {
 		return err
@@ -247,6 +322,9 @@ func (s *Service) process(ctx context.Context, rec connectors.Record) error {
 		return err
 	}
 	m.last, m.dirty = rec, true
+	if s.opt.EventDuration != nil {
+		s.opt.EventDuration.Observe(time.Since(start).Seconds())
+	}
 	return nil
 }
 

@@ -1,0 +1,131 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/streamlearn/streamlearn/internal/config"
+	"github.com/streamlearn/streamlearn/internal/service"
+)
+
+// Options configure the handler. All are required.
+type Options struct {
+	// Snapshot returns the service's latest snapshot (service.Service's
+	// Snapshot); it is called from the server's goroutines. A nil
+	// snapshot reads as not started.
+	Snapshot func() *service.Snapshot
+	// Gatherer is the registry /metrics serves, typically one holding
+	// metrics.NewCollector and metrics.NewEventDuration.
+	Gatherer prometheus.Gatherer
+	// Config is the running configuration; /v1/learners lists its learners.
+	Config *config.Config
+}
+
+// Learner is one entry of GET /v1/learners.
+type Learner struct {
+	Name      string `json:"name"`
+	Algorithm string `json:"algorithm"`
+}
+
+// New returns the handler of the endpoints in the package comment. It is
+// safe for concurrent use. It panics when an option is missing, a
+// programmer error.
+func New(opt Options) http.Handler {
+	if opt.Snapshot == nil || opt.Gatherer == nil || opt.Config == nil {
+		panic("api: New needs Snapshot, Gatherer and Config")
+	}
+	learners := make([]Learner, len(opt.Config.Learners))
+	for i, l := range opt.Config.Learners {
+		learners[i] = Learner{Name: l.Name, Algorithm: l.Algorithm}
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(opt.Gatherer, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		text(w, http.StatusOK, "ok")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if snap := opt.Snapshot(); snap == nil || !snap.Started {
+			text(w, http.StatusServiceUnavailable, "not ready: the service has not started consuming its source")
+			return
+		}
+		text(w, http.StatusOK, "ok")
+	})
+	mux.HandleFunc("GET /v1/report", func(w http.ResponseWriter, r *http.Request) {
+		var reports []service.Report
+		if snap := opt.Snapshot(); snap != nil {
+			reports = snap.Reports
+		}
+		if reports == nil {
+			reports = []service.Report{}
+		}
+		q := r.URL.Query()
+		if !q.Has("partition") {
+			writeJSON(w, reports)
+			return
+		}
+		p, err := strconv.ParseInt(q.Get("partition"), 10, 32)
+		if err != nil {
+			text(w, http.StatusBadRequest, "partition: want an integer, got "+strconv.Quote(q.Get("partition")))
+			return
+		}
+		for _, rep := range reports {
+			if rep.Partition == int32(p) {
+				writeJSON(w, rep)
+				return
+			}
+		}
+		text(w, http.StatusNotFound, "no model for partition "+strconv.FormatInt(p, 10))
+	})
+	mux.HandleFunc("GET /v1/learners", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, learners)
+	})
+	return mux
+}
+
+// text writes a one-line plain-text response.
+func text(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_, _ = w.Write([]byte(msg + "\n"))
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		text(w, http.StatusInternalServerError, "encoding the response: "+err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// Server limits, so that a slow or idle client cannot hold a connection:
+// a scrape or a report is small and fast, and Prometheus' default scrape
+// timeout is 10s.
+const (
+	ReadHeaderTimeout = 5 * time.Second
+	ReadTimeout       = 10 * time.Second
+	WriteTimeout      = 30 * time.Second
+	IdleTimeout       = 2 * time.Minute
+	MaxHeaderBytes    = 64 << 10
+)
+
+// NewServer returns a server for h on addr with the limits above. The
+// caller runs ListenAndServe (or Serve) and Shutdown.
+func NewServer(addr string, h http.Handler) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           h,
+		ReadHeaderTimeout: ReadHeaderTimeout,
+		ReadTimeout:       ReadTimeout,
+		WriteTimeout:      WriteTimeout,
+		IdleTimeout:       IdleTimeout,
+		MaxHeaderBytes:    MaxHeaderBytes,
+	}
+}

@@ -1,0 +1,37 @@
+// Package metrics exports streamlearn's numbers to Prometheus, under the
+// names, types and labels of DESIGN.md's "Metrics" table.
+//
+// The collector holds no counters of its own: at every scrape it reads one
+// service.Snapshot — the immutable copy of every model's report that the
+// service's loop publishes — and turns it into constant metrics. So the
+// learners, the tracker and the hot path know nothing of Prometheus, and
+// one scrape is consistent with itself and with GET /v1/report served from
+// the same snapshot. The one metric updated per event is the
+// streamlearn_event_duration_seconds histogram, which the service observes
+// through service.Options.EventDuration.
+//
+// Metrics and labels (partition is the source partition whose model is
+// reported; each partition has its own model, see package service):
+//
+//	streamlearn_events_total{source,outcome}        counter  learned, predicted, invalid; summed over partitions
+//	streamlearn_invalid_events_total{reason}        counter  every event.Reason and "domain", present at 0
+//	streamlearn_rounds_total{learner,partition}     counter
+//	streamlearn_mistakes_total{learner,partition}   counter
+//	streamlearn_loss_total{learner,partition}       counter  the report's cumulative loss
+//	streamlearn_bound{learner,partition,kind}       gauge    the theorem's bound now; kind mistakes or regret
+//	streamlearn_regret{learner,partition}           gauge    loss minus the comparator's loss
+//	streamlearn_regret_bound{learner,partition}     gauge
+//	streamlearn_bound_violations_total{learner,partition} counter
+//	streamlearn_event_duration_seconds              histogram
+//
+// A learner without a theorem has no streamlearn_bound series, and one
+// without a comparator no regret series, as its report has no bound or
+// regret object. Counters are exported from the report, whose counts only
+// grow for a given model; they restart from zero with the process, which
+// Prometheus' rate() handles as a counter reset.
+//
+// Not exported yet: streamlearn_consumer_lag{source,partition} needs the
+// sources to report their end offsets, and
+// streamlearn_checkpoint_age_seconds needs checkpoints (issue 5). Both
+// will be read from the snapshot the same way.
+package metrics

@@ -1,0 +1,147 @@
+package metrics
+
+import (
+	"slices"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/streamlearn/streamlearn/internal/event"
+	"github.com/streamlearn/streamlearn/internal/pipeline"
+	"github.com/streamlearn/streamlearn/internal/service"
+)
+
+// Outcomes of streamlearn_events_total.
+const (
+	OutcomeLearned   = "learned"
+	OutcomePredicted = "predicted"
+	OutcomeInvalid   = "invalid"
+)
+
+var (
+	eventsDesc = prometheus.NewDesc("streamlearn_events_total",
+		"Records consumed, by outcome: learned (labeled), predicted (unlabeled, served only) or invalid (dead-lettered).",
+		[]string{"source", "outcome"}, nil)
+	invalidDesc = prometheus.NewDesc("streamlearn_invalid_events_total",
+		"Invalid records, by reason.",
+		[]string{"reason"}, nil)
+	roundsDesc = prometheus.NewDesc("streamlearn_rounds_total",
+		"Labeled rounds the learner was scored on.",
+		[]string{"learner", "partition"}, nil)
+	mistakesDesc = prometheus.NewDesc("streamlearn_mistakes_total",
+		"Rounds whose prediction differed from the label.",
+		[]string{"learner", "partition"}, nil)
+	lossDesc = prometheus.NewDesc("streamlearn_loss_total",
+		"Cumulative loss: mistakes for deterministic classifiers, the surrogate loss for ogd, the expected loss for weighted-majority.",
+		[]string{"learner", "partition"}, nil)
+	boundDesc = prometheus.NewDesc("streamlearn_bound",
+		"The learner's theorem at the current round: the most mistakes (kind mistakes) or regret (kind regret) it allows.",
+		[]string{"learner", "partition", "kind"}, nil)
+	regretDesc = prometheus.NewDesc("streamlearn_regret",
+		"Cumulative loss minus the comparator's loss.",
+		[]string{"learner", "partition"}, nil)
+	regretBoundDesc = prometheus.NewDesc("streamlearn_regret_bound",
+		"The regret the learner's theorem allows at the current round.",
+		[]string{"learner", "partition"}, nil)
+	violationsDesc = prometheus.NewDesc("streamlearn_bound_violations_total",
+		"Times the learner's bound stopped holding, plus rounds whose version space became empty.",
+		[]string{"learner", "partition"}, nil)
+)
+
+// NewCollector returns a collector of the metrics in the package comment.
+// At each scrape it calls snapshot once and reads only what that returns;
+// snapshot must be safe to call from any goroutine (service.Service's
+// Snapshot is) and may return nil, which exports nothing.
+func NewCollector(snapshot func() *service.Snapshot) prometheus.Collector {
+	return &collector{snapshot: snapshot}
+}
+
+type collector struct {
+	snapshot func() *service.Snapshot
+}
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{eventsDesc, invalidDesc, roundsDesc, mistakesDesc, lossDesc,
+		boundDesc, regretDesc, regretBoundDesc, violationsDesc} {
+		ch <- d
+	}
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	snap := c.snapshot()
+	if snap == nil {
+		return
+	}
+	var learned, predicted, invalid uint64
+	byReason := map[string]uint64{}
+	for _, r := range reasons() {
+		byReason[r] = 0
+	}
+	for _, r := range snap.Reports {
+		learned += r.Labeled
+		predicted += r.Predicted
+		invalid += r.Invalid
+		for reason, n := range r.InvalidByReason {
+			byReason[reason] += n
+		}
+		part := strconv.FormatInt(int64(r.Partition), 10)
+		for _, l := range r.Learners {
+			ch <- prometheus.MustNewConstMetric(roundsDesc, prometheus.CounterValue, float64(l.Rounds), l.Name, part)
+			ch <- prometheus.MustNewConstMetric(mistakesDesc, prometheus.CounterValue, float64(l.Mistakes), l.Name, part)
+			ch <- prometheus.MustNewConstMetric(lossDesc, prometheus.CounterValue, l.Loss, l.Name, part)
+			ch <- prometheus.MustNewConstMetric(violationsDesc, prometheus.CounterValue, float64(l.BoundViolations), l.Name, part)
+			if b := l.Bound; b != nil {
+				ch <- prometheus.MustNewConstMetric(boundDesc, prometheus.GaugeValue, b.Value, l.Name, part, string(b.Kind))
+			}
+			if g := l.Regret; g != nil {
+				ch <- prometheus.MustNewConstMetric(regretDesc, prometheus.GaugeValue, g.Value, l.Name, part)
+				if g.Bound != nil {
+					ch <- prometheus.MustNewConstMetric(regretBoundDesc, prometheus.GaugeValue, *g.Bound, l.Name, part)
+				}
+			}
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(eventsDesc, prometheus.CounterValue, float64(learned), snap.Source, OutcomeLearned)
+	ch <- prometheus.MustNewConstMetric(eventsDesc, prometheus.CounterValue, float64(predicted), snap.Source, OutcomePredicted)
+	ch <- prometheus.MustNewConstMetric(eventsDesc, prometheus.CounterValue, float64(invalid), snap.Source, OutcomeInvalid)
+	for reason, n := range byReason {
+		ch <- prometheus.MustNewConstMetric(invalidDesc, prometheus.CounterValue, float64(n), reason)
+	}
+}
+
+// reasons returns every invalid-event reason, pre-registered at 0 so that
+// rate() and alerts see a series before the first bad record.
+func reasons() []string {
+	var out []string
+	for _, r := range event.Reasons() {
+		out = append(out, string(r))
+	}
+	out = append(out, string(pipeline.ReasonDomain))
+	return slices.Compact(out)
+}
+
+// DurationBuckets are the bucket upper bounds of
+// streamlearn_event_duration_seconds, in seconds: 1µs to 100ms at 1-2.5-5
+// steps. A record takes a fraction of a µs to a few µs on the benchmarks of
+// README ("Speed"), and up to milliseconds with a broker sink in the path;
+// anything above 100ms is a stall, counted in +Inf.
+var DurationBuckets = []float64{
+	1e-6, 2.5e-6, 5e-6,
+	1e-5, 2.5e-5, 5e-5,
+	1e-4, 2.5e-4, 5e-4,
+	1e-3, 2.5e-3, 5e-3,
+	1e-2, 2.5e-2, 5e-2,
+	0.1,
+}
+
+// NewEventDuration returns the streamlearn_event_duration_seconds
+// histogram, for service.Options.EventDuration and for registering next
+// to the collector. Its Observe allocates nothing and is safe for
+// concurrent use.
+func NewEventDuration() prometheus.Histogram {
+	return prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "streamlearn_event_duration_seconds",
+		Help:    "Seconds to process one record: decode, predict, update, track and publish its prediction or dead letter.",
+		Buckets: DurationBuckets,
+	})
+}

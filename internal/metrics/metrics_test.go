@@ -1,0 +1,174 @@
+package metrics
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/streamlearn/streamlearn/internal/config"
+	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/service"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/demo200.prom")
+
+// named gives a source a fixed name, so that the golden file does not
+// depend on where the test wrote its input.
+type named struct {
+	connectors.Source
+	name string
+}
+
+func (n named) Name() string { return n.name }
+
+// runDemo runs the service over the first lines of testdata/demo.jsonl
+// with the learners of config.yaml (both at the repository's root) and
+// returns it after the end of input.
+func runDemo(t *testing.T, lines int, opt service.Options) *service.Service {
+	t.Helper()
+	cfg, err := config.Load("../../config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open("../../testdata/demo.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var buf bytes.Buffer
+	sc := bufio.NewScanner(f)
+	for i := 0; i < lines && sc.Scan(); i++ {
+		buf.Write(sc.Bytes())
+		buf.WriteByte('\n')
+	}
+	path := filepath.Join(t.TempDir(), "demo.jsonl")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src, err := connectors.NewFileSource(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { src.Close() })
+	opt.Config, opt.Source = cfg, named{src, "file:demo200"}
+	s, err := service.New(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// The exposition of a deterministic run equals the golden file (rewrite
+// it with -update after checking the change). Its numbers are those of
+// `streamlearn replay -c config.yaml` over the same 200 lines.
+func TestGolden(t *testing.T) {
+	s := runDemo(t, 200, service.Options{})
+	c := NewCollector(s.Snapshot)
+	golden := filepath.Join("testdata", "demo200.prom")
+	if *update {
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(c)
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for _, mf := range mfs {
+			if _, err := writeText(&b, mf); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.Open(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer want.Close()
+	if err := testutil.CollectAndCompare(c, want); err != nil {
+		t.Error(err)
+	}
+}
+
+// GatherAndLint finds nothing to fault in the collector and the histogram.
+func TestLint(t *testing.T) {
+	s := runDemo(t, 200, service.Options{})
+	reg := prometheus.NewPedanticRegistry()
+	h := NewEventDuration()
+	h.Observe(3e-6)
+	reg.MustRegister(NewCollector(s.Snapshot), h)
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("%s: %s", p.Metric, p.Text)
+	}
+}
+
+// The metrics equal the snapshot's reports: counters summed over
+// partitions, learner series per partition.
+func TestCollectorMatchesSnapshot(t *testing.T) {
+	h := NewEventDuration()
+	s := runDemo(t, 300, service.Options{EventDuration: h})
+	snap := s.Snapshot()
+	c := NewCollector(func() *service.Snapshot { return snap })
+	if len(snap.Reports) != 1 {
+		t.Fatalf("%d reports, want one (a file is one partition)", len(snap.Reports))
+	}
+	r := snap.Reports[0]
+	if n := histCount(t, h); n != r.Events {
+		t.Errorf("event duration count %d, want %d (one per record)", n, r.Events)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	// 3 outcomes, 10 reasons, and per learner rounds, mistakes, loss,
+	// violations plus the bound, regret and regret bound it has.
+	want := 3 + len(reasons())
+	for _, l := range r.Learners {
+		want += 4
+		if l.Bound != nil {
+			want++
+		}
+		if l.Regret != nil {
+			want++
+			if l.Regret.Bound != nil {
+				want++
+			}
+		}
+	}
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != want {
+		t.Errorf("%d series (%v), want %d", n, err, want)
+	}
+	if len(reasons()) != 10 {
+		t.Errorf("reasons %v: want event.Reasons() and domain", reasons())
+	}
+}
+
+// With no snapshot (nil) the collector exports nothing and does not fail.
+func TestNilSnapshot(t *testing.T) {
+	if n := testutil.CollectAndCount(NewCollector(func() *service.Snapshot { return nil })); n != 0 {
+		t.Errorf("%d metrics from a nil snapshot, want 0", n)
+	}
+}
+
+// Observe on the histogram allocates nothing: it runs once per record.
+func TestEventDurationAllocs(t *testing.T) {
+	h := NewEventDuration()
+	if a := testing.AllocsPerRun(1000, func() { h.Observe(4e-6) }); a != 0 {
+		t.Errorf("%v allocations per Observe, want 0", a)
+	}
+}
