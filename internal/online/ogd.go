@@ -125,30 +125,32 @@ const renormBelow = 1e-100
 // squared ½(s−y)².
 //
 // Guarantee (Guaranteed), at round T with G the largest gradient norm
-// ‖∇ℓ_t(w(t))‖ seen in rounds 1..T, Kind RegretBound:
+// ‖∇ℓ_t(w(t))‖ seen in rounds 1..T, Kind RegretBound. Value (= RegretBound)
+// bounds the regret the tracker measures, against u = 0, and with a ball the
+// certificate "ball_regret_bound" bounds the regret against every u of it:
 //
-//	schedule fixed, radius B:   Value = B²/(2η) + η·G²·T/2
-//	schedule fixed, no radius:  Value = η·G²·T/2                 (u = 0)
-//	schedule sqrt,  radius B:   Value = (2B)²·√T/(2η) + η·G²·(√T − ½)
-//	schedule sqrt,  no radius:  Value = D²·√T/(2η) + η·G²·(√T − ½)  (u = 0)
+//	                            Value (u = 0)                     certificate (every ‖u‖ ≤ B)
+//	schedule fixed, radius B:   η·G²·T/2                          B²/(2η) + η·G²·T/2
+//	schedule fixed, no radius:  η·G²·T/2                          —
+//	schedule sqrt,  radius B:   B²·√T/(2η) + η·G²·(√T − ½)        (2B)²·√T/(2η) + η·G²·(√T − ½)
+//	schedule sqrt,  no radius:  D²·√T/(2η) + η·G²·(√T − ½)        —
 //
-// bounding Σ_t ℓ_t(w(t)) − Σ_t ℓ_t(u) for every u in the ball (the
-// comparator set) or for u = 0 where there is no ball. The fixed-step rows
-// are the textbook's OGD theorem (Theorem 21.15: regret(u) ≤ ‖u‖²/(2η) +
-// (η/2)Σ‖v_t‖²); the sqrt rows are Zinkevich 2003, Theorem 1 with step
-// η/√t, diameter bound D ≥ ‖w(t) − u‖ and Σ_{t≤T} 1/√t ≤ 2√T − 1 (also the
-// lecture notes' stochastic sub-gradient descent bound, Theorem 5). With a
-// ball, D = 2B for the whole ball; without one, D is the largest ‖w(t)‖
-// seen (u = 0), a bound known only after the fact but still implied by the
-// theorem for the rounds so far.
+// The fixed-step rows are the textbook's OGD theorem (Theorem 21.15:
+// regret(u) ≤ ‖u‖²/(2η) + (η/2)Σ‖v_t‖²); the sqrt rows are Zinkevich 2003,
+// Theorem 1 with step η/√t, diameter bound D ≥ ‖w(t) − u‖ and
+// Σ_{t≤T} 1/√t ≤ 2√T − 1 (also the lecture notes' stochastic sub-gradient
+// descent bound, Theorem 5): ‖w(t) − 0‖ ≤ B inside a ball, ‖w(t) − u‖ ≤ 2B
+// for every u of it; without a ball D is the largest ‖w(t)‖ seen, a bound
+// known only after the fact but still implied by the theorem for the rounds
+// so far.
 //
 // The tracker can only measure regret against a comparator it can compute
 // online, so the Guarantee's comparator is "zero_vector": ComparatorLoss =
-// Σ_t ℓ_t(0) = T·loss(0, y) (hinge 1, logistic ln 2, squared ½ per round)
-// and RegretBound is the bound for u = 0: the rows above with (2B)²
-// replaced by B² (‖w(t) − 0‖ ≤ B) and B²/(2η) by 0. The best comparator in
-// hindsight over the ball is a convex program over all rounds, not an
-// O(nnz) online quantity; but regret against 0 never exceeds regret against
+// Σ_t ℓ_t(0) = T·loss(0, y) (hinge 1, logistic ln 2, squared ½ per round),
+// and `bound.holds` compares that regret with the u = 0 bound. The best
+// comparator in hindsight over the ball is a convex program over all
+// rounds, not an O(nnz) online quantity (the tests solve it offline and
+// check the certificate); regret against 0 never exceeds regret against
 // the best u, so a violation seen live is a true violation of the theorem.
 //
 // With BiasEta ≠ Eta (no ball), all norms are those of the preconditioned
@@ -425,24 +427,30 @@ func (o *OGD) Guarantee() Guarantee {
 	if o.rounds == 0 {
 		return g
 	}
+	// Value is the bound on the regret the tracker measures (against u = 0),
+	// so `holds` compares like with like; the bound against every u of the
+	// ball is published as a certificate.
 	eta, G2, B := o.cfg.Eta, o.maxG2, o.cfg.Radius
+	var ball float64
 	switch o.cfg.Schedule {
 	case ScheduleFixed:
 		g.RegretBound = eta * G2 * T / 2
-		g.Value = g.RegretBound
 		if B > 0 {
-			g.Value += B * B / (2 * eta)
+			ball = B*B/(2*eta) + g.RegretBound
 		}
 	default:
 		r := math.Sqrt(T)
 		grad := eta * G2 * (r - 0.5)
 		if B > 0 {
 			g.RegretBound = B*B*r/(2*eta) + grad
-			g.Value = 4*B*B*r/(2*eta) + grad
+			ball = 4*B*B*r/(2*eta) + grad
 		} else {
 			g.RegretBound = o.maxD2*r/(2*eta) + grad
-			g.Value = g.RegretBound
 		}
+	}
+	g.Value = g.RegretBound
+	if B > 0 {
+		g.CertificateKind, g.Certificate = "ball_regret_bound", ball
 	}
 	return g
 }

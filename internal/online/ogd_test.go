@@ -233,8 +233,17 @@ func TestOGDRegret(t *testing.T) {
 				if reg0 := L - g.ComparatorLoss; reg0 > g.RegretBound {
 					t.Errorf("%s: regret against 0 %v > bound %v", name, reg0, g.RegretBound)
 				}
-				if g.RegretBound > g.Value || g.Violations != 0 {
-					t.Errorf("%s: RegretBound %v > Value %v or violations %d", name, g.RegretBound, g.Value, g.Violations)
+				if g.RegretBound != g.Value || g.Violations != 0 {
+					t.Errorf("%s: RegretBound %v != Value %v or violations %d", name, g.RegretBound, g.Value, g.Violations)
+				}
+				// The bound against every u of the ball: the certificate when
+				// there is a ball, Value (= the u = 0 bound, D = max ‖w‖) when not.
+				ball := g.Value
+				if tc.radius > 0 {
+					if g.CertificateKind != "ball_regret_bound" || g.Certificate < g.Value {
+						t.Fatalf("%s: ball certificate %q %v below the u = 0 bound %v", name, g.CertificateKind, g.Certificate, g.Value)
+					}
+					ball = g.Certificate
 				}
 				w := o.Weights(nil)
 				if tc.radius > 0 && floats.Norm(w, 2) > tc.radius*(1+1e-12) {
@@ -252,11 +261,11 @@ func TestOGDRegret(t *testing.T) {
 				if lower > fu+1e-9 {
 					t.Fatalf("%s: lower bound %v above F(u) %v", name, lower, fu)
 				}
-				if reg := L - lower; reg > g.Value {
-					t.Errorf("%s: regret against the best of the ball ≤ %v > bound %v", name, reg, g.Value)
+				if reg := L - lower; reg > ball {
+					t.Errorf("%s: regret against the best of the ball ≤ %v > bound %v", name, reg, ball)
 				}
 				t.Logf("%-40s loss %8.2f  best-in-ball %8.2f (certified gap %.1e)  regret ≤ %7.2f  bound %8.2f  vs 0: %7.2f ≤ %8.2f",
-					name, L, fu, fu-lower, L-lower, g.Value, L-g.ComparatorLoss, g.RegretBound)
+					name, L, fu, fu-lower, L-lower, ball, L-g.ComparatorLoss, g.RegretBound)
 			}
 		}
 	}
@@ -288,8 +297,12 @@ func TestOGDBoundFormulas(t *testing.T) {
 			o.Update(x, online.Positive)
 		}
 		g := o.Guarantee()
-		if math.Abs(g.Value-tc.value) > 1e-12 || math.Abs(g.RegretBound-tc.zero) > 1e-12 {
-			t.Errorf("%+v: Value %v RegretBound %v, want %v %v", tc.cfg, g.Value, g.RegretBound, tc.value, tc.zero)
+		ball := g.Value // without a ball, the u = 0 bound is the only one
+		if tc.cfg.Radius > 0 {
+			ball = g.Certificate
+		}
+		if math.Abs(ball-tc.value) > 1e-12 || math.Abs(g.RegretBound-tc.zero) > 1e-12 || g.Value != g.RegretBound {
+			t.Errorf("%+v: ball bound %v, Value %v, RegretBound %v, want %v and %v", tc.cfg, ball, g.Value, g.RegretBound, tc.value, tc.zero)
 		}
 	}
 	// sqrt without a ball uses D = max ‖w(t)‖: with η = 1, x = 1, y = +1:
