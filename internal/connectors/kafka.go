@@ -171,39 +171,23 @@ func (c *KafkaConfig) Validate() error {
 
 // withDefaults returns c with every zero optional field set to its default.
 func (c KafkaConfig) withDefaults() KafkaConfig {
-	def := func(p *time.Duration, d time.Duration) {
-		if *p == 0 {
-			*p = d
-		}
-	}
-	defInt := func(p *int, d int) {
-		if *p == 0 {
-			*p = d
-		}
-	}
-	if c.Group == "" {
-		c.Group = "streamlearn"
-	}
-	if c.ClientID == "" {
-		c.ClientID = "streamlearn"
-	}
+	orDefault(&c.Group, "streamlearn")
+	orDefault(&c.ClientID, "streamlearn")
 	c.StartOffset = strings.ToLower(c.StartOffset)
-	if c.StartOffset == "" {
-		c.StartOffset = "earliest"
-	}
-	def(&c.DialTimeout, 10*time.Second)
-	def(&c.MaxWait, time.Second)
-	def(&c.HeartbeatInterval, 3*time.Second)
-	def(&c.SessionTimeout, 30*time.Second)
-	def(&c.RebalanceTimeout, 30*time.Second)
-	def(&c.JoinGroupBackoff, 5*time.Second)
-	def(&c.Timeout, 5*time.Second)
-	def(&c.BatchTimeout, 10*time.Millisecond)
-	defInt(&c.MinBytes, 1)
-	defInt(&c.MaxBytes, 1<<20)
-	defInt(&c.QueueCapacity, 1000)
-	defInt(&c.BatchSize, 1000)
-	defInt(&c.MaxPending, 10000)
+	orDefault(&c.StartOffset, "earliest")
+	orDefault(&c.DialTimeout, 10*time.Second)
+	orDefault(&c.MaxWait, time.Second)
+	orDefault(&c.HeartbeatInterval, 3*time.Second)
+	orDefault(&c.SessionTimeout, 30*time.Second)
+	orDefault(&c.RebalanceTimeout, 30*time.Second)
+	orDefault(&c.JoinGroupBackoff, 5*time.Second)
+	orDefault(&c.Timeout, 5*time.Second)
+	orDefault(&c.BatchTimeout, 10*time.Millisecond)
+	orDefault(&c.MinBytes, 1)
+	orDefault(&c.MaxBytes, 1<<20)
+	orDefault(&c.QueueCapacity, 1000)
+	orDefault(&c.BatchSize, 1000)
+	orDefault(&c.MaxPending, 10000)
 	return c
 }
 

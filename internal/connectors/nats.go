@@ -120,40 +120,19 @@ type NATSConfig struct {
 
 // withDefaults returns c with every zero field set to its default.
 func (c NATSConfig) withDefaults() NATSConfig {
-	def := func(s *string, d string) {
-		if *s == "" {
-			*s = d
-		}
-	}
-	def(&c.URL, DefaultNATSURL)
-	def(&c.Subject, DefaultNATSSubject)
-	def(&c.Stream, DefaultJetStreamStream)
-	def(&c.Durable, DefaultJetStreamDurable)
-	def(&c.Name, DefaultNATSName)
-	if c.FetchBatch == 0 {
-		c.FetchBatch = DefaultNATSFetchBatch
-	}
-	if c.FetchWait == 0 {
-		c.FetchWait = DefaultNATSFetchWait
-	}
-	if c.AckBatch == 0 {
-		c.AckBatch = DefaultNATSAckBatch
-	}
-	if c.MaxAckPending == 0 {
-		c.MaxAckPending = DefaultNATSMaxAckPending
-	}
-	if c.AckWait == 0 {
-		c.AckWait = DefaultNATSAckWait
-	}
-	if c.PendingMsgs == 0 {
-		c.PendingMsgs = DefaultNATSPendingMsgs
-	}
-	if c.PendingBytes == 0 {
-		c.PendingBytes = DefaultNATSPendingBytes
-	}
-	if c.PublishWindow == 0 {
-		c.PublishWindow = DefaultNATSPublishWindow
-	}
+	orDefault(&c.URL, DefaultNATSURL)
+	orDefault(&c.Subject, DefaultNATSSubject)
+	orDefault(&c.Stream, DefaultJetStreamStream)
+	orDefault(&c.Durable, DefaultJetStreamDurable)
+	orDefault(&c.Name, DefaultNATSName)
+	orDefault(&c.FetchBatch, DefaultNATSFetchBatch)
+	orDefault(&c.FetchWait, DefaultNATSFetchWait)
+	orDefault(&c.AckBatch, DefaultNATSAckBatch)
+	orDefault(&c.MaxAckPending, DefaultNATSMaxAckPending)
+	orDefault(&c.AckWait, DefaultNATSAckWait)
+	orDefault(&c.PendingMsgs, DefaultNATSPendingMsgs)
+	orDefault(&c.PendingBytes, DefaultNATSPendingBytes)
+	orDefault(&c.PublishWindow, DefaultNATSPublishWindow)
 	return c
 }
 

@@ -62,3 +62,12 @@ type Sink interface {
 	// Close flushes and releases the sink.
 	Close() error
 }
+
+// orDefault sets *p to d when *p is the zero value: the defaults of the
+// connector configurations.
+func orDefault[T comparable](p *T, d T) {
+	var zero T
+	if *p == zero {
+		*p = d
+	}
+}
