@@ -125,7 +125,7 @@ func (s *FileSource) Fetch(ctx context.Context) (Record, error) {
 		if len(v) == 0 {
 			continue
 		}
-		return Record{Value: v, Offset: s.line}, nil
+		return Record{Value: v, Offset: s.line, Lag: -1}, nil
 	}
 }
 

@@ -284,7 +284,7 @@ func (s *JetStreamSource) Fetch(ctx context.Context) (Record, error) {
 		if k := natsLastToken(msg.Subject()); string(s.key) != k {
 			s.key = append(s.key[:0], k...)
 		}
-		return Record{Value: msg.Data(), Key: s.key, Offset: int64(seq), Time: time.Unix(0, ts), ack: msg}, nil
+		return Record{Value: msg.Data(), Key: s.key, Offset: int64(seq), Time: time.Unix(0, ts), Lag: int64(pending), ack: msg}, nil
 	}
 }
 

@@ -287,6 +287,7 @@ func (g *kafkaGen) owns(p int) bool {
 type kafkaMsg struct {
 	gen *kafkaGen
 	m   kafka.Message
+	lag int64 // the partition's high watermark at the fetch minus m.Offset+1
 }
 
 // NewKafkaSource joins cfg.Group on cfg.Topic and starts fetching. It first
@@ -527,6 +528,7 @@ func (s *KafkaSource) Fetch(ctx context.Context) (Record, error) {
 			Partition: int32(m.Partition),
 			Offset:    m.Offset,
 			Time:      m.Time,
+			Lag:       km.lag,
 			ack:       km.gen,
 		}, nil
 	}
@@ -773,8 +775,10 @@ func (s *KafkaSource) fetchPartition(ctx context.Context, kg *kafkaGen, p int, s
 			continue
 		}
 		backoff = 100 * time.Millisecond
+		// Lag is the reader's: the high watermark of the fetch response
+		// that carried m, minus the offset after m.
 		select {
-		case s.msgs <- kafkaMsg{gen: kg, m: m}:
+		case s.msgs <- kafkaMsg{gen: kg, m: m, lag: max(r.Lag(), 0)}:
 		case <-ctx.Done():
 			return
 		}

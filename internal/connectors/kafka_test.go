@@ -191,6 +191,24 @@ func TestKafkaSourceUntilEnd(t *testing.T) {
 	}
 }
 
+// Each record carries the partition's lag at its fetch: with nothing
+// produced meanwhile, the records after it.
+func TestKafkaSourceLag(t *testing.T) {
+	const n = 120
+	brokers := kafkaTestCluster(t, 1, 1, []string{"events"})
+	cfg := kafkaTestConfig(brokers, "events", "g-lag")
+	kafkaProduce(t, cfg, "events", 1, 0, n)
+	recs := kafkaDrain(t, kafkaOpen(t, cfg, true), 0)
+	if len(recs) != n {
+		t.Fatalf("got %d records, want %d", len(recs), n)
+	}
+	for i, r := range recs {
+		if want := int64(n - 1 - i); r.Lag != want {
+			t.Fatalf("record %d: lag %d, want %d", i, r.Lag, want)
+		}
+	}
+}
+
 func TestKafkaSourceEmptyTopicEndsAtOnce(t *testing.T) {
 	brokers := kafkaTestCluster(t, 1, 3, []string{"empty"})
 	s := kafkaOpen(t, kafkaTestConfig(brokers, "empty", "g"), true)

@@ -367,7 +367,11 @@ func (s *NATSSource) Fetch(ctx context.Context) (Record, error) {
 		}
 		s.n++
 		s.key = append(s.key[:0], natsLastToken(m.Subject)...)
-		return Record{Value: m.Data, Key: s.key, Offset: s.n}, nil
+		lag, _, err := s.sub.Pending()
+		if err != nil {
+			lag = -1
+		}
+		return Record{Value: m.Data, Key: s.key, Offset: s.n, Lag: int64(lag)}, nil
 	}
 }
 

@@ -155,6 +155,10 @@ func TestNATSSourceOrder(t *testing.T) {
 		if string(r.Value) != string(natsEvent(i)) || r.Offset != int64(i+1) || string(r.Key) != "tenant-7" {
 			t.Fatalf("record %d: value %s offset %d key %q", i, r.Value, r.Offset, r.Key)
 		}
+		// The lag is what waits in the client's buffer: at most the rest.
+		if r.Lag < 0 || r.Lag > int64(n-1-i) || (i == n-1 && r.Lag != 0) {
+			t.Fatalf("record %d: lag %d, want 0..%d", i, r.Lag, n-1-i)
+		}
 		if err := src.Commit(cctx, r); err != nil {
 			t.Fatal(err)
 		}
@@ -258,6 +262,29 @@ func TestJetStreamUntilEnd(t *testing.T) {
 	natsWantEnd(t, src)
 	if lag := src.Lag(); lag != 50 {
 		t.Errorf("lag %d, want the 50 published after open", lag)
+	}
+}
+
+// Each record carries the consumer's pending count at its delivery: with
+// nothing published meanwhile, the messages after it.
+func TestJetStreamLag(t *testing.T) {
+	srv := natsTestServer(t, nil)
+	natsTestStream(t, srv.ClientURL(), "EVENTS", "events.>")
+	const n = 300
+	jsPublish(t, srv.ClientURL(), "events.a", 0, n)
+	src, err := NewJetStreamSource(context.Background(), NATSConfig{URL: srv.ClientURL(), Subject: "events.>", FetchBatch: 64}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	for i := range n {
+		r, err := src.Fetch(context.Background())
+		if err != nil {
+			t.Fatalf("fetch %d: %v", i, err)
+		}
+		if want := int64(n - 1 - i); r.Lag != want {
+			t.Fatalf("record %d: lag %d, want %d", i, r.Lag, want)
+		}
 	}
 }
 

@@ -26,6 +26,12 @@ type Record struct {
 	Offset int64
 	// Time is the broker's timestamp, zero when unknown.
 	Time time.Time
+	// Lag is how many records of the partition followed this one when it
+	// was fetched: the Kafka high watermark of the fetch minus the next
+	// offset, the JetStream consumer's pending count, the messages waiting
+	// in a NATS core subscription's buffer; -1 when the transport does not
+	// say (files).
+	Lag int64
 
 	// ack is the transport's handle for Commit (a JetStream message).
 	ack any
