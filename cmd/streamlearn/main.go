@@ -8,6 +8,7 @@
 //	streamlearn record   [-c config.yaml | --kind K ...] [--follow] [-o FILE]
 //	streamlearn publish  [-c config.yaml | --kind K ...] FILE...
 //	streamlearn generate [-n N] [--seed S] [-o FILE]
+//	streamlearn inspect  [--report text|json] CHECKPOINT...
 //	streamlearn version
 //
 // Every subcommand takes -h. Usage errors exit with status 2, runtime
@@ -43,6 +44,7 @@ var commands = []command{
 	{"generate", "[-n N] [--seed S] [-o FILE]", "write a synthetic labeled JSONL stream (a demo and test fixture)", runGenerate},
 	{"record", recordArgs, "copy a topic or subject to a JSONL file, for replays in tests", runRecord},
 	{"publish", publishArgs, "write JSONL files into a topic or subject", runPublish},
+	{"inspect", inspectArgs, "print what checkpoint files hold: positions, learners, rounds, mistakes, digests", runInspect},
 	{"version", "", "print the version", runVersion},
 }
 

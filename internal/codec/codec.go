@@ -62,6 +62,13 @@ func (e *Encoder) F64s(v []float64) {
 	}
 }
 
+// Blob appends len(p) as a uint64, then p: an embedded encoding, such as a
+// learner's MarshalBinary inside a pipeline's.
+func (e *Encoder) Blob(p []byte) {
+	e.U64(uint64(len(p)))
+	e.b = append(e.b, p...)
+}
+
 // Decoder reads little-endian fields from a byte slice. The first error
 // sticks: every later read returns a zero value (nil for Take) and leaves
 // the error in place.
@@ -143,6 +150,19 @@ func (d *Decoder) String(max int) string {
 		d.Fail("string of %d bytes", n)
 	}
 	return string(d.Take(int(n)))
+}
+
+// Blob reads bytes written by Encoder.Blob. The result aliases the input;
+// a length past the end of the input sets ErrTruncated (it never
+// allocates the claimed length).
+func (d *Decoder) Blob() []byte {
+	n := d.U64()
+	if d.err == nil && n > uint64(len(d.b)) {
+		d.err = ErrTruncated
+		d.b = nil
+		return nil
+	}
+	return d.Take(int(n))
 }
 
 // F64sInto reads a slice written by Encoder.F64s into dst; the encoded

@@ -49,6 +49,8 @@ func TestRoundTrip(t *testing.T) {
 	e.String("standard")
 	e.F64s([]float64{1.5, math.Inf(-1), 0})
 	e.Raw([]byte("xyz"))
+	e.Blob([]byte("blob"))
+	e.Blob(nil)
 
 	d := NewDecoder(e.Bytes())
 	if v := d.U8(); v != 0xfe {
@@ -74,11 +76,17 @@ func TestRoundTrip(t *testing.T) {
 	if v[0] != 1.5 || !math.IsInf(v[1], -1) || v[2] != 0 {
 		t.Errorf("F64sInto %v", v)
 	}
-	if d.Len() != 3 {
-		t.Errorf("Len %d, want 3", d.Len())
+	if d.Len() != 3+12+8 {
+		t.Errorf("Len %d, want 23", d.Len())
 	}
 	if p := d.Take(3); string(p) != "xyz" {
 		t.Errorf("Take %q", p)
+	}
+	if p := d.Blob(); string(p) != "blob" {
+		t.Errorf("Blob %q", p)
+	}
+	if p := d.Blob(); p == nil || len(p) != 0 {
+		t.Errorf("empty Blob %q (nil %v)", p, p == nil)
 	}
 	if err := d.Finish(); err != nil {
 		t.Fatal(err)
@@ -112,6 +120,10 @@ func TestStickyErrors(t *testing.T) {
 			func(d *Decoder) { d.String(1 << 20) }, "string of 18446744073709551615 bytes"},
 		{"vector length", []byte{1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
 			func(d *Decoder) { d.F64sInto(make([]float64, 2)) }, "vector of 1 values, want 2"},
+		{"blob past the end", []byte{3, 0, 0, 0, 0, 0, 0, 0, 'a', 'b'},
+			func(d *Decoder) { d.Blob() }, "truncated"},
+		{"blob huge", []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff},
+			func(d *Decoder) { d.Blob() }, "truncated"},
 		{"fail", nil, func(d *Decoder) { d.Fail("bad %s", "thing"); d.Fail("second") }, "bad thing"},
 	}
 	for _, c := range cases {

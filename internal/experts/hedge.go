@@ -274,10 +274,11 @@ func (h *hedge) decodeState(d *codec.Decoder) error {
 	if err := d.Finish(); err != nil {
 		return fmt.Errorf("experts: %w", err)
 	}
-	// Replay the epoch arithmetic to find the epoch of round `rounds`.
+	// Replay the epoch arithmetic to find the epoch of round `rounds`
+	// (epoch m starts at round 2^m − 1, so m < 64 for any uint64 count).
 	m, start := 0, uint64(0)
 	if h.doubling() {
-		for rounds-start >= uint64(1)<<m {
+		for m < 63 && rounds-start >= uint64(1)<<m {
 			start += uint64(1) << m
 			m++
 		}

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/streamlearn/streamlearn/internal/online"
 )
@@ -291,5 +292,31 @@ func TestHedgeMarshal(t *testing.T) {
 		if err := other.UnmarshalBinary(ba); err == nil {
 			t.Error("restored a checkpoint of another seed")
 		}
+	}
+}
+
+// A state claiming the largest round count is decoded or refused at once,
+// never by looping: the epoch replay stops at m = 63.
+func TestHedgeUnmarshalHugeRounds(t *testing.T) {
+	h, err := NewHedge(3, HedgeConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := h.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// version, tag, d (4), horizon, eta, seed (8 each), then rounds.
+	const at = 2 + 4 + 3*8
+	for i := at; i < at+8; i++ {
+		b[i] = 0xff
+	}
+	done := make(chan error, 1)
+	go func() { done <- h.UnmarshalBinary(b) }()
+	select {
+	case err := <-done:
+		t.Logf("rounds 2^64-1: %v", err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("UnmarshalBinary of rounds 2^64-1 did not return")
 	}
 }

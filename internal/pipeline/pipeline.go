@@ -3,6 +3,11 @@
 // event is labeled, every learner updates and the tracker scores the round
 // — and counts what it saw. File replays and live streams share it, which
 // is what makes a replayed topic give exactly the live run's numbers.
+//
+// A Pipeline's whole state — models, scaler, counts, tracker — is bytes
+// (MarshalBinary, UnmarshalBinary: checkpoints), and Clone copies it, so
+// that predictions can be served (Predict) from a copy while the live
+// pipeline learns.
 package pipeline
 
 import (
@@ -34,6 +39,9 @@ type Pipeline struct {
 
 	counts Counts
 	start  time.Time
+	// spec is a private copy of what New read from the config, so that
+	// Clone and UnmarshalBinary can build fresh learners of the same kind.
+	spec *config.Config
 }
 
 // node is one configured learner. Exactly one of learner and hedge is set:
@@ -76,6 +84,7 @@ func New(c *config.Config) (*Pipeline, error) {
 		tracker: regret.New(),
 		counts:  Counts{InvalidBy: map[event.Reason]uint64{}},
 		start:   time.Now(),
+		spec:    specOf(c),
 	}
 	index := map[string]int{}
 	for i, lc := range c.Learners {
@@ -146,17 +155,7 @@ func (p *Pipeline) Process(ev *event.Event) ([]online.Prediction, event.Reason) 
 	} else {
 		p.scaled = ev.X
 	}
-	for i := range p.nodes {
-		n := &p.nodes[i]
-		if n.hedge != nil {
-			for k, e := range n.experts {
-				n.advice[k] = p.preds[e].Label
-			}
-			p.preds[i] = n.hedge.Predict(n.advice)
-			continue
-		}
-		p.preds[i] = n.learner.Predict(p.input(n, ev))
-	}
+	p.predict(ev)
 	if !ev.Labeled {
 		p.counts.Predicted++
 		return p.preds, ""
@@ -174,6 +173,60 @@ func (p *Pipeline) Process(ev *event.Event) ([]online.Prediction, event.Reason) 
 		}
 		p.tracker.Observe(i, p.preds[i], y, n.loss)
 	}
+	return p.preds, ""
+}
+
+// predict fills p.preds with every learner's prediction of ev, whose
+// scaled vector is in p.scaled; a hedge node's advice is the labels its
+// experts, configured before it, predicted this round.
+func (p *Pipeline) predict(ev *event.Event) {
+	for i := range p.nodes {
+		n := &p.nodes[i]
+		if n.hedge != nil {
+			for k, e := range n.experts {
+				n.advice[k] = p.preds[e].Label
+			}
+			p.preds[i] = n.hedge.Predict(n.advice)
+			continue
+		}
+		p.preds[i] = n.learner.Predict(p.input(n, ev))
+	}
+}
+
+// Predict returns every learner's prediction of ev, in configuration
+// order, as Process would return them for the same event, without learning
+// and without counting: Counts, the tracker, the scaler's statistics and
+// every model's weights, version space and expert weights are untouched,
+// labeled or not. It applies Process's domain check (an event outside a
+// hypothesis class's domain returns nil and ReasonDomain, uncounted), its
+// scaling (with standard scaling, the statistics as Process would update
+// them with ev, computed aside: see scaleAsObserved) and
+// Weighted-Majority-over-learners advice. It is for serving predictions.
+//
+// Predict is not free of side effects, so call it on a Clone, not on the
+// live pipeline: Weighted-Majority (over a class or over learners) draws
+// its realized label from its seeded generator, which advances it — the
+// learner's state, its digest and the labels it draws later change exactly
+// as an unlabeled event would change them — and the linear learners keep
+// the round's score for an Update, which the next Process overwrites. A
+// pipeline without Weighted-Majority learners encodes (MarshalBinary) to
+// the same bytes before and after Predict.
+//
+// The returned slice is valid until the next call of Predict or Process.
+// Predict does not retain ev. Like Process, it is not safe for concurrent
+// use.
+func (p *Pipeline) Predict(ev *event.Event) ([]online.Prediction, event.Reason) {
+	for _, d := range p.domains {
+		if !d.InDomain(ev.X) {
+			return nil, ReasonDomain
+		}
+	}
+	if p.scaler != nil {
+		scaleAsObserved(p.scaler, &p.scaled, ev.X)
+	} else {
+		p.scaled = ev.X
+	}
+	p.predict(ev)
 	return p.preds, ""
 }
 

@@ -25,4 +25,9 @@
 // not holding, and once for every round on which a realizable-case learner
 // found its version space empty (online.Guarantee.Violations). Either is a
 // drift signal: the stream stopped behaving as the theorem assumes.
+//
+// A Tracker's MarshalBinary and UnmarshalBinary carry all of that state
+// (counters, the guarantee as of the last round, crossings and the sampled
+// history), but not the models: their owner encodes those, so that a
+// checkpoint restores the reports exactly.
 package regret

@@ -31,10 +31,14 @@ type History struct {
 }
 
 // EnableHistory makes the tracker sample curves, at most max points per
-// learner (max >= 2).
+// learner: max is raised to 2 and capped at MaxHistoryPoints. It starts an
+// empty history, discarding any earlier one.
 func (t *Tracker) EnableHistory(max int) {
 	if max < 2 {
 		max = 2
+	}
+	if max > MaxHistoryPoints {
+		max = MaxHistoryPoints
 	}
 	t.history = &History{max: max, stride: 1}
 	t.history.grow(len(t.learners))

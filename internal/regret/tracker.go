@@ -65,6 +65,10 @@ func (t *Tracker) Add(name, algorithm string, m Model) int {
 // Len returns the number of learners.
 func (t *Tracker) Len() int { return len(t.learners) }
 
+// Rounds returns the number of rounds learner i was scored on, without
+// computing a report.
+func (t *Tracker) Rounds(i int) uint64 { return t.learners[i].rounds }
+
 // Observe scores one round of learner i: it predicted p, the label was y,
 // and the learner's loss for the round was loss. Call it after the
 // learner's Update, so that its guarantee covers this round.

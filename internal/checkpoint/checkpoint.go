@@ -1,0 +1,153 @@
+// Package checkpoint stores the durable state of streamlearn's models: one
+// checkpoint per source partition, holding the partition's model (the
+// pipeline's state, opaque here), the position of the last record whose
+// effect that state contains, and a fingerprint of the model
+// configuration that produced it.
+//
+// The service commits a position to the broker only after the checkpoint
+// holding its effect is durable, and on start resumes every partition
+// from its checkpoint: after a crash nothing is lost and nothing is
+// applied twice (DESIGN.md, "Guarantees").
+//
+// # Format
+//
+// A checkpoint file is, in order (integers little-endian):
+//
+//	magic    "SLCKPT\r\n" (8 bytes; the CR LF catches text-mode mangling)
+//	version  uint32, FormatVersion
+//	length   uint64, bytes of the body
+//	body     fields, each as internal/codec writes them:
+//	           created    int64, Unix nanoseconds
+//	           fingerprint 32 bytes
+//	           source     string
+//	           partition  int32 (as uint32)
+//	           position   int64 (as uint64)
+//	           state      blob
+//	           report     blob (JSON, for inspect)
+//	sha256   32 bytes, SHA-256 of everything before it
+//
+// A file that is short, has trailing bytes, a wrong magic or a wrong
+// checksum is refused with ErrCorrupt; a version this build does not know
+// with a *VersionError. Neither is ever treated as "no checkpoint".
+package checkpoint
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/streamlearn/streamlearn/internal/codec"
+)
+
+// FormatVersion is the version of the file format this build writes and
+// reads.
+const FormatVersion = 1
+
+const magic = "SLCKPT\r\n"
+
+// headerLen is the length of magic, version and body length.
+const headerLen = len(magic) + 4 + 8
+
+// MaxSize bounds a checkpoint file: 1 GiB, far above any model the
+// configuration allows (2^24 slots of float64 per linear learner are
+// 128 MiB), so that a corrupt length cannot make the reader allocate
+// without limit.
+const MaxSize = 1 << 30
+
+// ErrCorrupt is the error of a checkpoint whose bytes are not a whole,
+// intact checkpoint.
+var ErrCorrupt = errors.New("checkpoint corrupt")
+
+// VersionError is the error of a checkpoint written in a format version
+// this build does not read.
+type VersionError struct{ Version uint32 }
+
+func (e *VersionError) Error() string {
+	return fmt.Sprintf("checkpoint format version %d, this build reads version %d", e.Version, FormatVersion)
+}
+
+// Checkpoint is the state of one partition's model.
+type Checkpoint struct {
+	// Created is when the checkpoint was taken.
+	Created time.Time
+	// Fingerprint identifies the model configuration (features, input
+	// decoding, learners): state is only loaded into the configuration
+	// that wrote it.
+	Fingerprint [32]byte
+	// Source is the name of the source (connectors.Source.Name).
+	Source string
+	// Partition is the source partition the model learns.
+	Partition int32
+	// Position is the offset (Kafka) or stream sequence (JetStream) of the
+	// last record whose effect State contains; -1 when none.
+	Position int64
+	// State is the model's state (pipeline.Pipeline.MarshalBinary).
+	State []byte
+	// Report is the model's report when the checkpoint was taken (JSON),
+	// so that a checkpoint can be inspected without its configuration.
+	Report []byte
+}
+
+// MarshalBinary encodes c in the format of the package comment.
+func (c *Checkpoint) MarshalBinary() ([]byte, error) {
+	e := codec.NewEncoder(headerLen + 128 + len(c.Source) + len(c.State) + len(c.Report) + sha256.Size)
+	e.RawString(magic)
+	e.U32(FormatVersion)
+	e.U64(0) // body length, set below
+	e.U64(uint64(c.Created.UnixNano()))
+	e.Raw(c.Fingerprint[:])
+	e.String(c.Source)
+	e.U32(uint32(c.Partition))
+	e.U64(uint64(c.Position))
+	e.Blob(c.State)
+	e.Blob(c.Report)
+	b := e.Bytes()
+	binary.LittleEndian.PutUint64(b[len(magic)+4:], uint64(len(b)-headerLen))
+	sum := sha256.Sum256(b)
+	b = append(b, sum[:]...)
+	if len(b) > MaxSize {
+		return nil, fmt.Errorf("checkpoint of partition %d: %d bytes, more than the %d allowed", c.Partition, len(b), MaxSize)
+	}
+	return b, nil
+}
+
+// UnmarshalBinary decodes a checkpoint written by MarshalBinary. State and
+// Report are copies: c does not alias b.
+func (c *Checkpoint) UnmarshalBinary(b []byte) error {
+	if len(b) < headerLen+sha256.Size {
+		return fmt.Errorf("%w: %d bytes, shorter than any checkpoint", ErrCorrupt, len(b))
+	}
+	if string(b[:len(magic)]) != magic {
+		return fmt.Errorf("%w: not a streamlearn checkpoint (magic %q)", ErrCorrupt, b[:len(magic)])
+	}
+	if v := binary.LittleEndian.Uint32(b[len(magic):]); v != FormatVersion {
+		return &VersionError{Version: v}
+	}
+	n := binary.LittleEndian.Uint64(b[len(magic)+4:])
+	if n != uint64(len(b)-headerLen-sha256.Size) {
+		return fmt.Errorf("%w: body of %d bytes, the file has room for %d (truncated or appended to)", ErrCorrupt, n, len(b)-headerLen-sha256.Size)
+	}
+	body, sum := b[:len(b)-sha256.Size], b[len(b)-sha256.Size:]
+	if want := sha256.Sum256(body); !bytes.Equal(sum, want[:]) {
+		return fmt.Errorf("%w: SHA-256 mismatch (stored %x, computed %x)", ErrCorrupt, sum[:8], want[:8])
+	}
+	d := codec.NewDecoder(body[headerLen:])
+	var out Checkpoint
+	out.Created = time.Unix(0, int64(d.U64())).UTC()
+	copy(out.Fingerprint[:], d.Take(len(out.Fingerprint)))
+	out.Source = d.String(1 << 16)
+	out.Partition = int32(d.U32())
+	out.Position = int64(d.U64())
+	out.State = bytes.Clone(d.Blob())
+	out.Report = bytes.Clone(d.Blob())
+	if err := d.Finish(); err != nil {
+		// The checksum matched, so this build wrote something it cannot
+		// read back: a bug, reported as corruption rather than ignored.
+		return fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	*c = out
+	return nil
+}

@@ -1,0 +1,206 @@
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// A Store keeps one checkpoint per partition. Save is durable when it
+// returns: after a crash of the process or the machine, Load returns
+// either the previous checkpoint or the new one, whole.
+type Store interface {
+	// Save replaces the checkpoint of c.Partition.
+	Save(ctx context.Context, c *Checkpoint) error
+	// Load returns the checkpoint of partition, or an error wrapping
+	// fs.ErrNotExist when there is none.
+	Load(ctx context.Context, partition int32) (*Checkpoint, error)
+	// Partitions lists the partitions that have a checkpoint, ascending.
+	Partitions(ctx context.Context) ([]int32, error)
+	// String names the store in logs and errors.
+	String() string
+}
+
+// Dir is a Store in a local directory: one file per partition,
+// "partition-N.ckpt", each replaced atomically (written to a temporary
+// file in the same directory, fsynced, renamed over the old one, and the
+// directory fsynced so that the rename itself is durable).
+type Dir struct {
+	path string
+}
+
+var _ Store = (*Dir)(nil)
+
+// OpenDir returns the Store in path, creating the directory (mode 0750)
+// when it does not exist. It checks at once that the directory is
+// writable, so that a bad path fails at start rather than at the first
+// checkpoint.
+func OpenDir(path string) (*Dir, error) {
+	if path == "" {
+		return nil, errors.New("checkpoint: empty directory path")
+	}
+	if err := os.MkdirAll(path, 0o750); err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	f, err := os.CreateTemp(path, ".probe-*")
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: directory %s is not writable: %w", path, err)
+	}
+	name := f.Name()
+	f.Close()
+	os.Remove(name)
+	return &Dir{path: path}, nil
+}
+
+// OpenDirReadOnly returns the Store in an existing directory path without
+// creating or probing it, for reading (streamlearn inspect).
+func OpenDirReadOnly(path string) (*Dir, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("checkpoint: %s is not a directory", path)
+	}
+	return &Dir{path: path}, nil
+}
+
+// String returns "dir:PATH".
+func (d *Dir) String() string { return "dir:" + d.path }
+
+// File returns the path of partition's checkpoint file.
+func (d *Dir) File(partition int32) string {
+	return filepath.Join(d.path, "partition-"+strconv.FormatInt(int64(partition), 10)+".ckpt")
+}
+
+// Save writes c atomically and durably (see Dir). On any error the
+// previous checkpoint is left in place and the temporary file removed.
+func (d *Dir) Save(ctx context.Context, c *Checkpoint) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b, err := c.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(d.File(c.Partition), b); err != nil {
+		return fmt.Errorf("checkpoint %s partition %d: %w", d, c.Partition, err)
+	}
+	return nil
+}
+
+// writeFileAtomic replaces path with data: temp file, fsync, rename, fsync
+// of the directory.
+func writeFileAtomic(path string, data []byte) (err error) {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+// syncDir fsyncs a directory, making a rename in it durable.
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
+}
+
+// Load reads and verifies partition's checkpoint.
+func (d *Dir) Load(ctx context.Context, partition int32) (*Checkpoint, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return ReadFile(d.File(partition))
+}
+
+// Partitions lists the partitions with a checkpoint file.
+func (d *Dir) Partitions(ctx context.Context) ([]int32, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(d.path)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	var out []int32
+	for _, e := range entries {
+		n, ok := strings.CutPrefix(e.Name(), "partition-")
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		n, ok = strings.CutSuffix(n, ".ckpt")
+		if !ok {
+			continue
+		}
+		p, err := strconv.ParseInt(n, 10, 32)
+		if err != nil || strconv.FormatInt(p, 10) != n {
+			continue
+		}
+		out = append(out, int32(p))
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// ReadFile reads and verifies the checkpoint file at path. A missing file
+// is an error wrapping fs.ErrNotExist; a damaged one wraps ErrCorrupt.
+func ReadFile(path string) (*Checkpoint, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("checkpoint %s: not a regular file", path)
+	}
+	if st.Size() > MaxSize {
+		return nil, fmt.Errorf("checkpoint %s: %w: %d bytes, more than the %d allowed", path, ErrCorrupt, st.Size(), MaxSize)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	var c Checkpoint
+	if err := c.UnmarshalBinary(b); err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	return &c, nil
+}
+
+// IsNotExist reports whether err says there is no checkpoint.
+func IsNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

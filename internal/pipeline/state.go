@@ -1,0 +1,405 @@
+package pipeline
+
+import (
+	"encoding"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math/bits"
+	"slices"
+	"strings"
+
+	"github.com/streamlearn/streamlearn/internal/codec"
+	"github.com/streamlearn/streamlearn/internal/config"
+	"github.com/streamlearn/streamlearn/internal/event"
+)
+
+var (
+	_ encoding.BinaryMarshaler   = (*Pipeline)(nil)
+	_ encoding.BinaryUnmarshaler = (*Pipeline)(nil)
+)
+
+// The pipeline's state encoding (MarshalBinary), written with package
+// codec: little-endian, float64 as its IEEE-754 bits, strings and blobs
+// prefixed by their length as a uint64.
+//
+//	"SLPL"  magic
+//	u8      format version (stateVersion)
+//	what the state is of, checked against the receiving pipeline first:
+//	  u64     features.bits
+//	  string  features.scale
+//	  u32     number of learners
+//	  per learner: string name, string algorithm, u32 number of experts,
+//	  then the index of each (Weighted-Majority over learners; 0 experts
+//	  otherwise)
+//	the state:
+//	  per learner: f64 the last round's loss, blob the model's
+//	  MarshalBinary (the learner's own, or its Hedge's)
+//	  bool    scaler present (features.scale is not none); blob its state
+//	  u64     events, learned, predicted, invalid
+//	  u32     number of invalid reasons, then per reason in increasing
+//	          byte order: string reason, u64 count (> 0)
+//	  blob    the tracker's MarshalBinary (regret.Tracker)
+//	u32     CRC-32C (Castagnoli) of every byte before it
+//
+// The checksum catches what no structural check can, such as a flipped bit
+// in a weight, which would otherwise restore a different model silently.
+// The pipeline's start time is not state.
+const (
+	stateMagic   = "SLPL"
+	stateVersion = 1
+)
+
+// Limits on decoded strings: they bound what corrupt bytes can make
+// UnmarshalBinary allocate, with room to spare for real names.
+const (
+	maxNameLen   = 1 << 12 // learner names and algorithms
+	maxScaleLen  = 16      // features.scale
+	maxReasonLen = 1 << 8  // invalid-event reasons
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// model is what the pipeline encodes of a node: its learner, or the Hedge
+// of a Weighted-Majority over learners.
+func (n *node) model() interface {
+	encoding.BinaryMarshaler
+	encoding.BinaryUnmarshaler
+} {
+	if n.hedge != nil {
+		return n.hedge
+	}
+	return n.learner
+}
+
+// specOf returns a deep copy of what New reads from c (features.bits,
+// features.scale and the learners), so that later changes to c cannot make
+// Clone or UnmarshalBinary build different learners.
+func specOf(c *config.Config) *config.Config {
+	s := &config.Config{Features: c.Features, Learners: make([]config.Learner, len(c.Learners))}
+	for i, l := range c.Learners {
+		l.Experts = slices.Clone(l.Experts)
+		if l.Class != nil {
+			cs := *l.Class
+			cs.Features = slices.Clone(cs.Features)
+			cs.Domain = slices.Clone(cs.Domain)
+			if cs.Hypotheses != nil {
+				cs.Hypotheses = make([][]int, len(l.Class.Hypotheses))
+				for k, h := range l.Class.Hypotheses {
+					cs.Hypotheses[k] = slices.Clone(h)
+				}
+			}
+			l.Class = &cs
+		}
+		s.Learners[i] = l
+	}
+	return s
+}
+
+// MarshalBinary encodes the pipeline's whole state: every learner's model,
+// every Weighted-Majority-over-learners node's Hedge, the scaler's
+// statistics, the event counts and the tracker (history included). The
+// layout is documented at stateMagic. Equal states give equal bytes, so a
+// pipeline restored from a checkpoint and run on is provably the
+// uninterrupted one.
+//
+// It copies every model: about 8·2^bits bytes per linear learner. Like
+// every method, it must be called by the goroutine that owns p.
+func (p *Pipeline) MarshalBinary() ([]byte, error) {
+	models := make([][]byte, len(p.nodes))
+	size := 64
+	for i := range p.nodes {
+		n := &p.nodes[i]
+		b, err := n.model().MarshalBinary()
+		if err != nil {
+			return nil, fmt.Errorf("pipeline: marshal learner %q: %w", n.name, err)
+		}
+		models[i] = b
+		size += len(b) + 64 + len(n.name) + len(n.algorithm) + 4*len(n.experts)
+	}
+	var scaler []byte
+	if p.scaler != nil {
+		var err error
+		if scaler, err = p.scaler.MarshalBinary(); err != nil {
+			return nil, fmt.Errorf("pipeline: marshal scaler: %w", err)
+		}
+	}
+	tracker, err := p.tracker.MarshalBinary()
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: marshal tracker: %w", err)
+	}
+	reasons := make([]event.Reason, 0, len(p.counts.InvalidBy))
+	for r := range p.counts.InvalidBy {
+		reasons = append(reasons, r)
+		size += len(r) + 16
+	}
+	slices.Sort(reasons)
+	size += len(scaler) + len(tracker) + len(p.spec.Features.Scale)
+
+	e := codec.NewEncoder(size)
+	e.RawString(stateMagic)
+	e.U8(stateVersion)
+	e.U64(uint64(p.spec.Features.Bits))
+	e.String(p.spec.Features.Scale)
+	e.U32(uint32(len(p.nodes)))
+	for i := range p.nodes {
+		n := &p.nodes[i]
+		e.String(n.name)
+		e.String(n.algorithm)
+		e.U32(uint32(len(n.experts)))
+		for _, x := range n.experts {
+			e.U32(uint32(x))
+		}
+	}
+	for i := range p.nodes {
+		e.F64(p.nodes[i].loss)
+		e.Blob(models[i])
+	}
+	e.Bool(p.scaler != nil)
+	if p.scaler != nil {
+		e.Blob(scaler)
+	}
+	c := &p.counts
+	e.U64(c.Events)
+	e.U64(c.Learned)
+	e.U64(c.Predicted)
+	e.U64(c.Invalid)
+	e.U32(uint32(len(reasons)))
+	for _, r := range reasons {
+		e.String(string(r))
+		e.U64(c.InvalidBy[r])
+	}
+	e.Blob(tracker)
+	e.U32(crc32.Checksum(e.Bytes(), castagnoli))
+	return e.Bytes(), nil
+}
+
+// UnmarshalBinary restores a state encoded by MarshalBinary into p, which
+// must have been built by New from the same configuration: the same
+// features.bits and features.scale, and the same learners (names,
+// algorithms and experts, in order) with the same settings. A state of a
+// different configuration is refused with an error naming what differs;
+// truncated or corrupt bytes (the checksum covers every byte) and unknown
+// format versions are refused too. On any error p is unchanged: the state
+// is decoded into freshly built learners, which replace p's only once
+// everything decoded.
+//
+// p keeps its start time (Report's seconds), and its Tracker keeps its
+// identity (the same *regret.Tracker, with restored contents; its history
+// is the encoded one, see regret.Tracker.UnmarshalBinary). Models p had
+// handed out before are no longer p's.
+//
+// It builds a whole new set of learners (as New does, SOA's Littlestone
+// dimension tables included) besides decoding: a restart's cost, not a
+// per-event one.
+func (p *Pipeline) UnmarshalBinary(b []byte) error {
+	q, err := New(p.spec)
+	if err != nil {
+		return fmt.Errorf("pipeline: unmarshal: %w", err)
+	}
+	if err := q.decode(b); err != nil {
+		return fmt.Errorf("pipeline: unmarshal: %w", err)
+	}
+	tr := p.tracker
+	*tr = *q.tracker
+	p.nodes, p.scaler, p.domains, p.preds, p.counts = q.nodes, q.scaler, q.domains, q.preds, q.counts
+	return nil
+}
+
+// Clone returns an independent deep copy of p: the same learners in the
+// same state, counts and tracker (history included), and p's start time.
+// Nothing is shared, so the copy may be handed to another goroutine and
+// used (Predict, Process, Report) while p goes on; Clone itself reads p,
+// so call it from the goroutine that owns p.
+//
+// Cost: a MarshalBinary, a New and an UnmarshalBinary's decoding — for
+// each linear learner (perceptron, ogd) about three times 8·2^bits bytes
+// allocated (2 MiB each at the default bits 18), plus what New spends
+// building hypothesis classes (SOA's Littlestone dimension tables). Take a
+// clone per batch of requests or per report interval, not per event.
+func (p *Pipeline) Clone() (*Pipeline, error) {
+	b, err := p.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	q, err := New(p.spec)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: clone: %w", err)
+	}
+	if err := q.decode(b); err != nil {
+		return nil, fmt.Errorf("pipeline: clone: %w", err) // a bug: p's own state
+	}
+	q.start = p.start
+	return q, nil
+}
+
+// decode restores b into q, a pipeline fresh from New; on error q is
+// half-restored and must be discarded.
+func (q *Pipeline) decode(b []byte) error {
+	const header = len(stateMagic) + 1
+	switch {
+	case len(b) < header+4:
+		return fmt.Errorf("%d bytes: %w", len(b), codec.ErrTruncated)
+	case string(b[:len(stateMagic)]) != stateMagic:
+		return fmt.Errorf("not a pipeline state (magic %q)", b[:len(stateMagic)])
+	case b[len(stateMagic)] != stateVersion:
+		return fmt.Errorf("unsupported state format version %d (this build reads version %d)", b[len(stateMagic)], stateVersion)
+	}
+	body, sum := b[:len(b)-4], b[len(b)-4:]
+	if got, want := crc32.Checksum(body, castagnoli), uint32(sum[0])|uint32(sum[1])<<8|uint32(sum[2])<<16|uint32(sum[3])<<24; got != want {
+		return fmt.Errorf("checksum mismatch (%08x, encoded %08x): the state is truncated or corrupt", got, want)
+	}
+	d := codec.NewDecoder(body[header:])
+	if err := q.decodeShape(d); err != nil {
+		return err
+	}
+	for i := range q.nodes {
+		n := &q.nodes[i]
+		n.loss = d.F64()
+		blob := d.Blob()
+		if d.Err() != nil {
+			return d.Err()
+		}
+		if err := n.model().UnmarshalBinary(blob); err != nil {
+			return fmt.Errorf("learner %q: %w", n.name, err)
+		}
+	}
+	if has := d.Bool(); d.Err() == nil && has != (q.scaler != nil) {
+		return fmt.Errorf("scaler present %v with features.scale %q", has, q.spec.Features.Scale)
+	}
+	if q.scaler != nil {
+		blob := d.Blob()
+		if d.Err() != nil {
+			return d.Err()
+		}
+		if err := q.scaler.UnmarshalBinary(blob); err != nil {
+			return err
+		}
+	}
+	if err := q.decodeCounts(d); err != nil {
+		return err
+	}
+	blob := d.Blob()
+	if d.Err() != nil {
+		return d.Err()
+	}
+	if err := q.tracker.UnmarshalBinary(blob); err != nil {
+		return err
+	}
+	if err := d.Finish(); err != nil {
+		return err
+	}
+	// Process observes every learner on every labeled event.
+	for i := range q.nodes {
+		if r := q.tracker.Rounds(i); r != q.counts.Learned {
+			return fmt.Errorf("learner %q tracked %d rounds, but %d events were learned", q.nodes[i].name, r, q.counts.Learned)
+		}
+	}
+	return nil
+}
+
+// decodeShape reads what the state is of and compares it with q's
+// configuration, naming the first difference.
+func (q *Pipeline) decodeShape(d *codec.Decoder) error {
+	bitsN, scale := d.U64(), d.String(maxScaleLen)
+	if d.Err() != nil {
+		return d.Err()
+	}
+	f := q.spec.Features
+	if bitsN != uint64(f.Bits) {
+		return fmt.Errorf("state is of features.bits %d, pipeline has %d", bitsN, f.Bits)
+	}
+	if scale != f.Scale {
+		return fmt.Errorf("state is of features.scale %q, pipeline has %q", scale, f.Scale)
+	}
+	n := d.U32()
+	if d.Err() == nil && uint64(n) > uint64(d.Len())/20 { // ≥ 20 bytes per learner
+		return codec.ErrTruncated
+	}
+	type learner struct {
+		name, algorithm string
+		experts         []int
+	}
+	ls := make([]learner, n)
+	for i := range ls {
+		l := &ls[i]
+		l.name, l.algorithm = d.String(maxNameLen), d.String(maxNameLen)
+		k := d.U32()
+		if d.Err() == nil && uint64(k) > uint64(i) {
+			return fmt.Errorf("learner %d (%q) has %d experts among the %d learners before it", i, l.name, k, i)
+		}
+		for range k {
+			x := d.U32()
+			if d.Err() == nil && int64(x) >= int64(i) {
+				return fmt.Errorf("learner %d (%q) has expert %d, not a learner before it", i, l.name, x)
+			}
+			l.experts = append(l.experts, int(x))
+		}
+		if d.Err() != nil {
+			return d.Err()
+		}
+	}
+	names := func(pick func(i int) string, m int) string {
+		s := make([]string, m)
+		for i := range s {
+			s[i] = pick(i)
+		}
+		return strings.Join(s, ", ")
+	}
+	stateNames := func(idx []int) string { return names(func(i int) string { return ls[idx[i]].name }, len(idx)) }
+	ourNames := func(idx []int) string { return names(func(i int) string { return q.nodes[idx[i]].name }, len(idx)) }
+	for i := range min(len(ls), len(q.nodes)) {
+		l, nd := &ls[i], &q.nodes[i]
+		if l.name != nd.name || l.algorithm != nd.algorithm {
+			return fmt.Errorf("learner %d: state has %q (%s), pipeline has %q (%s)", i, l.name, l.algorithm, nd.name, nd.algorithm)
+		}
+		if !slices.Equal(l.experts, nd.experts) {
+			return fmt.Errorf("learner %q: state's experts are [%s], pipeline's are [%s]", nd.name, stateNames(l.experts), ourNames(nd.experts))
+		}
+	}
+	if len(ls) != len(q.nodes) {
+		return fmt.Errorf("state has %d learners (%s), pipeline has %d (%s)",
+			len(ls), names(func(i int) string { return ls[i].name }, len(ls)),
+			len(q.nodes), names(func(i int) string { return q.nodes[i].name }, len(q.nodes)))
+	}
+	return nil
+}
+
+// decodeCounts reads the event counters, checking that they add up as
+// Process and Reject keep them.
+func (q *Pipeline) decodeCounts(d *codec.Decoder) error {
+	c := Counts{Events: d.U64(), Learned: d.U64(), Predicted: d.U64(), Invalid: d.U64()}
+	n := d.U32()
+	if d.Err() != nil {
+		return d.Err()
+	}
+	if uint64(n) > uint64(d.Len())/16 { // ≥ 16 bytes per reason
+		return codec.ErrTruncated
+	}
+	c.InvalidBy = make(map[event.Reason]uint64, n)
+	var prev string
+	var sum uint64
+	for k := range n {
+		r, v := d.String(maxReasonLen), d.U64()
+		if d.Err() != nil {
+			return d.Err()
+		}
+		if (k > 0 && r <= prev) || v == 0 {
+			return fmt.Errorf("invalid-event reasons out of order or zero at %q", r)
+		}
+		prev = r
+		c.InvalidBy[event.Reason(r)] = v
+		var carry uint64
+		if sum, carry = bits.Add64(sum, v, 0); carry != 0 {
+			return errors.New("invalid-event counts overflow")
+		}
+	}
+	total, c1 := bits.Add64(c.Learned, c.Predicted, 0)
+	total, c2 := bits.Add64(total, c.Invalid, 0)
+	if sum != c.Invalid || total != c.Events || c1|c2 != 0 {
+		return fmt.Errorf("counts do not add up: %d events, %d learned, %d predicted, %d invalid (%d by reason)",
+			c.Events, c.Learned, c.Predicted, c.Invalid, sum)
+	}
+	q.counts = c
+	return nil
+}

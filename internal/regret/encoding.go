@@ -1,0 +1,265 @@
+package regret
+
+import (
+	"encoding"
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+
+	"github.com/streamlearn/streamlearn/internal/codec"
+	"github.com/streamlearn/streamlearn/internal/online"
+)
+
+var (
+	_ encoding.BinaryMarshaler   = (*Tracker)(nil)
+	_ encoding.BinaryUnmarshaler = (*Tracker)(nil)
+)
+
+// The tracker's encoding, written with package codec (little-endian,
+// float64 as its IEEE-754 bits, strings and blobs length-prefixed by a
+// uint64):
+//
+//	"SLRT"  magic
+//	u8      format version (trackerVersion)
+//	u32     number of learners
+//	per learner, in the order they were added:
+//	  string  name
+//	  string  algorithm
+//	  u64     rounds
+//	  u64     mistakes
+//	  f64     loss
+//	  bool    broken (the bound did not hold as of the last round)
+//	  u64     crossings (times the bound went from holding to broken)
+//	  the guarantee as of the last round:
+//	    string kind, f64 value, string comparator, f64 comparator loss,
+//	    f64 regret bound, string certificate kind, f64 certificate,
+//	    u64 violations
+//	bool    history enabled
+//	when enabled:
+//	  u64   max points per learner
+//	  u64   stride
+//	  per learner: u32 number of points, then each point as u64 round,
+//	  u64 mistakes, f64 loss, f64 regret, f64 mistake bound, f64 regret
+//	  bound
+//
+// The guarantee is stored rather than re-read from the model: it is what
+// the next report publishes, and storing it keeps the tracker's state
+// self-contained (restoring it does not depend on the models having been
+// restored first).
+const (
+	trackerMagic   = "SLRT"
+	trackerVersion = 1
+)
+
+// Limits on decoded lengths: they bound what a corrupt encoding can make
+// UnmarshalBinary allocate, with room to spare for real names.
+const (
+	maxNameLen = 1 << 12 // learner names and algorithms
+	maxKindLen = 64      // bound kinds, comparator and certificate names
+)
+
+// MaxHistoryPoints is the most points per learner History keeps: 2^16
+// points are far more than a plot resolves, and bounding them bounds what
+// decoding a tracker's encoding can allocate (3 MiB per learner).
+const MaxHistoryPoints = 1 << 16
+
+// MarshalBinary encodes every learner's counters and current guarantee and,
+// when enabled, the sampled history: everything later reports and digests
+// depend on, except the models, which the tracker does not own (their
+// owner encodes them). The layout is documented at trackerMagic. It never
+// fails.
+func (t *Tracker) MarshalBinary() ([]byte, error) {
+	e := codec.NewEncoder(64 + 160*len(t.learners))
+	e.RawString(trackerMagic)
+	e.U8(trackerVersion)
+	e.U32(uint32(len(t.learners)))
+	for i := range t.learners {
+		l := &t.learners[i]
+		e.String(l.name)
+		e.String(l.algorithm)
+		e.U64(l.rounds)
+		e.U64(l.mistakes)
+		e.F64(l.loss)
+		e.Bool(l.broken)
+		e.U64(l.crossing)
+		g := &l.g
+		e.String(string(g.Kind))
+		e.F64(g.Value)
+		e.String(g.Comparator)
+		e.F64(g.ComparatorLoss)
+		e.F64(g.RegretBound)
+		e.String(g.CertificateKind)
+		e.F64(g.Certificate)
+		e.U64(g.Violations)
+	}
+	h := t.history
+	e.Bool(h != nil)
+	if h != nil {
+		e.U64(uint64(h.max))
+		e.U64(h.stride)
+		for _, s := range h.series {
+			e.U32(uint32(len(s)))
+			for _, p := range s {
+				e.U64(p.Round)
+				e.U64(p.Mistakes)
+				e.F64(p.Loss)
+				e.F64(p.Regret)
+				e.F64(p.MistakeBound)
+				e.F64(p.RegretBound)
+			}
+		}
+	}
+	return e.Bytes(), nil
+}
+
+// UnmarshalBinary restores a state encoded by MarshalBinary into a tracker
+// that has the same learners added (same names and algorithms, in the same
+// order); the models those learners track keep their own state and must be
+// restored by their owner. The history is restored as encoded: enabled
+// with the encoded size when the encoding has one, disabled when it has
+// none (call EnableHistory afterwards to start a new one).
+//
+// Truncated, corrupt or inconsistent encodings (mistakes above rounds, a
+// broken flag the guarantee contradicts, history points out of order, ...)
+// and encodings of a different set of learners are errors, and then the
+// tracker is unchanged.
+func (t *Tracker) UnmarshalBinary(b []byte) error {
+	ls, h, err := t.decode(b)
+	if err != nil {
+		return fmt.Errorf("regret: unmarshal tracker: %w", err)
+	}
+	t.learners, t.history = ls, h
+	return nil
+}
+
+// decode decodes b into a copy of t's learners and a new history.
+func (t *Tracker) decode(b []byte) ([]learner, *History, error) {
+	d := codec.NewDecoder(b)
+	hdr := d.Take(len(trackerMagic) + 1)
+	switch {
+	case hdr == nil:
+		return nil, nil, d.Err()
+	case string(hdr[:len(trackerMagic)]) != trackerMagic:
+		return nil, nil, fmt.Errorf("not a tracker encoding (magic %q)", hdr[:len(trackerMagic)])
+	case hdr[len(trackerMagic)] != trackerVersion:
+		return nil, nil, fmt.Errorf("unsupported format version %d (this build reads %d)", hdr[len(trackerMagic)], trackerVersion)
+	}
+	n := d.U32()
+	if d.Err() == nil && int64(n) != int64(len(t.learners)) {
+		return nil, nil, fmt.Errorf("encoding has %d learners, tracker has %d", n, len(t.learners))
+	}
+	ls := make([]learner, len(t.learners))
+	copy(ls, t.learners)
+	for i := range ls {
+		l := &ls[i]
+		name, alg := d.String(maxNameLen), d.String(maxNameLen)
+		if d.Err() == nil && (name != l.name || alg != l.algorithm) {
+			return nil, nil, fmt.Errorf("learner %d: encoding has %q (%s), tracker has %q (%s)", i, name, alg, l.name, l.algorithm)
+		}
+		l.rounds, l.mistakes, l.loss = d.U64(), d.U64(), d.F64()
+		l.broken, l.crossing = d.Bool(), d.U64()
+		l.g = online.Guarantee{
+			Kind:            online.BoundKind(d.String(maxKindLen)),
+			Value:           d.F64(),
+			Comparator:      d.String(maxKindLen),
+			ComparatorLoss:  d.F64(),
+			RegretBound:     d.F64(),
+			CertificateKind: d.String(maxKindLen),
+			Certificate:     d.F64(),
+			Violations:      d.U64(),
+		}
+		if d.Err() != nil {
+			return nil, nil, d.Err()
+		}
+		if err := l.check(); err != nil {
+			return nil, nil, fmt.Errorf("learner %q: %w", l.name, err)
+		}
+	}
+	var h *History
+	if d.Bool() {
+		var err error
+		if h, err = decodeHistory(d, ls); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := d.Finish(); err != nil {
+		return nil, nil, err
+	}
+	return ls, h, nil
+}
+
+// check rejects decoded counters no run can produce.
+func (l *learner) check() error {
+	switch {
+	case l.mistakes > l.rounds:
+		return fmt.Errorf("%d mistakes in %d rounds", l.mistakes, l.rounds)
+	case l.crossing > l.rounds:
+		return fmt.Errorf("%d bound crossings in %d rounds", l.crossing, l.rounds)
+	}
+	switch l.g.Kind {
+	case online.NoBound, online.MistakeBound, online.RegretBound:
+	default:
+		return fmt.Errorf("unknown bound kind %q", l.g.Kind)
+	}
+	if l.guaranteed == nil {
+		// Add leaves the guarantee zero for a model without a theorem, and
+		// Observe never sets it.
+		if l.g.Kind != online.NoBound || l.g.Comparator != "" || l.g.CertificateKind != "" || l.broken || l.crossing != 0 ||
+			math.Float64bits(l.g.Value)|math.Float64bits(l.g.ComparatorLoss)|math.Float64bits(l.g.RegretBound)|
+				math.Float64bits(l.g.Certificate)|l.g.Violations != 0 {
+			return errors.New("bound state for a learner without a theorem")
+		}
+		return nil
+	}
+	// broken is !holds() as of the last round, and false before the first.
+	if l.rounds == 0 && (l.broken || l.crossing != 0) {
+		return errors.New("bound crossings before the first round")
+	}
+	if l.rounds > 0 && l.broken != !l.holds() {
+		return fmt.Errorf("broken flag %v contradicts the bound", l.broken)
+	}
+	return nil
+}
+
+func decodeHistory(d *codec.Decoder, ls []learner) (*History, error) {
+	max, stride := d.U64(), d.U64()
+	if d.Err() != nil {
+		return nil, d.Err()
+	}
+	if max < 2 || max > MaxHistoryPoints {
+		return nil, fmt.Errorf("history of %d points per learner, want 2..%d", max, MaxHistoryPoints)
+	}
+	// Strides double from 1; one past 2^62 could double to 0.
+	if bits.OnesCount64(stride) != 1 || stride > 1<<62 {
+		return nil, fmt.Errorf("history stride %d is not a power of two up to 2^62", stride)
+	}
+	h := &History{max: int(max), stride: stride, series: make([][]Point, len(ls))}
+	for i := range ls {
+		n := d.U32()
+		if d.Err() != nil {
+			return nil, d.Err()
+		}
+		if uint64(n) > max {
+			return nil, fmt.Errorf("history of learner %q has %d points, at most %d", ls[i].name, n, max)
+		}
+		// Each point is 48 bytes: refuse a count the input cannot hold
+		// before allocating max points for it.
+		if uint64(d.Len()) < 48*uint64(n) {
+			return nil, codec.ErrTruncated
+		}
+		s := make([]Point, n, max)
+		var prev Point
+		for k := range s {
+			p := Point{Round: d.U64(), Mistakes: d.U64(), Loss: d.F64(), Regret: d.F64(), MistakeBound: d.F64(), RegretBound: d.F64()}
+			if p.Round <= prev.Round || p.Round%stride != 0 || p.Round > ls[i].rounds ||
+				p.Mistakes < prev.Mistakes || p.Mistakes > p.Round || p.Mistakes > ls[i].mistakes {
+				return nil, fmt.Errorf("history of learner %q: point %d (round %d) inconsistent", ls[i].name, k, p.Round)
+			}
+			prev = p
+			s[k] = p
+		}
+		h.series[i] = s
+	}
+	return h, nil
+}
