@@ -33,7 +33,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	cfgPath := fs.String("c", "", "config `file` (default: an embedded NATS JetStream server on 127.0.0.1:4222, stream EVENTS, subject events)")
 	untilEnd := fs.Bool("until-end", false, "stop once the source is consumed up to the end it had at start, then print the final report")
 	reportFmt := fs.String("report", "text", "final report `format`: text or json (one object per model, a line each)")
-	httpAddr := fs.String("http", "", "serve /metrics, /healthz, /readyz and /v1/report on `addr` (default: the config's http.addr; off disables)")
+	httpAddr := fs.String("http", "", "serve the dashboard (/), /metrics, /healthz, /readyz and /v1/report on `addr` (default: the config's http.addr; off disables)")
 	preload := fs.String("preload", "", "publish the JSONL `file` into the source's topic or subject before consuming")
 	port := fs.Int("nats-port", 4222, "client `port` of the embedded server on 127.0.0.1 (no -c only; -1 picks a free one)")
 	store := fs.String("store", "", "JetStream storage `dir` of the embedded server (no -c only; default: a temporary directory removed at exit)")
@@ -102,15 +102,18 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	hist := metrics.NewEventDuration()
 	opt.EventDuration = hist
-	svc, err := service.New(opt)
-	if err != nil {
-		return err
-	}
 	addr := cfg.HTTP.Addr
 	if *httpAddr != "" {
 		addr = *httpAddr
 	}
 	var srv *http.Server
+	if addr == "" || addr == "off" {
+		opt.HistoryPoints = -1 // the curves are for the dashboard
+	}
+	svc, err := service.New(opt)
+	if err != nil {
+		return err
+	}
 	if addr != "" && addr != "off" {
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(metrics.NewCollector(svc.Snapshot), hist,
@@ -119,8 +122,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if err != nil {
 			return fmt.Errorf("http: %w", err)
 		}
-		srv = api.NewServer(addr, api.New(api.Options{Snapshot: svc.Snapshot, Gatherer: reg, Config: cfg}))
-		fmt.Fprintf(stderr, "streamlearn: serving http://%s/metrics and /v1/report\n", ln.Addr())
+		srv = api.NewServer(addr, api.New(api.Options{Snapshot: svc.Snapshot, Gatherer: reg, Config: cfg, Predictor: svc.Predictor}))
+		fmt.Fprintf(stderr, "streamlearn: serving http://%s/metrics and /v1/report; the dashboard at /\n", ln.Addr())
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				logger.Error("http server", "err", err)

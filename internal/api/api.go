@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -24,6 +25,10 @@ type Options struct {
 	Gatherer prometheus.Gatherer
 	// Config is the running configuration; /v1/learners lists its learners.
 	Config *config.Config
+	// Predictor returns the model copy that answers POST /v1/predict
+	// (service.Service's Predictor). Optional: without it the endpoint
+	// answers 501.
+	Predictor func(ctx context.Context, partition int32, only bool) (*service.Predictor, error)
 }
 
 // Learner is one entry of GET /v1/learners.
@@ -84,6 +89,14 @@ func New(opt Options) http.Handler {
 	mux.HandleFunc("GET /v1/learners", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, learners)
 	})
+	if opt.Predictor != nil {
+		mux.Handle("POST /v1/predict", predictHandler(opt))
+	} else {
+		mux.HandleFunc("POST /v1/predict", func(w http.ResponseWriter, _ *http.Request) {
+			text(w, http.StatusNotImplemented, "predictions are not served by this handler")
+		})
+	}
+	handleDashboard(mux, opt.Snapshot) // GET /, /dashboard/*, /v1/history
 	return mux
 }
 

@@ -104,7 +104,7 @@ func setup(t *testing.T, cfg *config.Config, src connectors.Source, reports conn
 	}
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(metrics.NewCollector(svc.Snapshot), hist)
-	ts := httptest.NewServer(New(Options{Snapshot: svc.Snapshot, Gatherer: reg, Config: cfg}))
+	ts := httptest.NewServer(New(Options{Snapshot: svc.Snapshot, Gatherer: reg, Config: cfg, Predictor: svc.Predictor}))
 	t.Cleanup(ts.Close)
 	return svc, ts
 }
@@ -328,7 +328,7 @@ func TestMethodsAndPaths(t *testing.T) {
 		{"DELETE", "/readyz", 405},
 		{"POST", "/v1/report", 405},
 		{"POST", "/v1/learners", 405},
-		{"GET", "/", 404},
+		{"GET", "/", 200}, // the dashboard
 		{"GET", "/v1/nope", 404},
 		{"GET", "/metrics/x", 404},
 	} {

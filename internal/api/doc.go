@@ -1,13 +1,34 @@
-// Package api is streamlearn's read-only HTTP interface: Prometheus
-// metrics, health and readiness probes, the regret report and the
-// configured learners.
+// Package api is streamlearn's read-only HTTP interface: a live dashboard,
+// Prometheus metrics, health and readiness probes, the regret report, the
+// learners' curves and the configured learners.
 //
+//	GET /              the dashboard: per model and learner, the report's numbers, a badge
+//	                   saying whether the bound holds, and mistakes and regret against their
+//	                   bounds over rounds; it polls /v1/report and /v1/history every second
+//	GET /dashboard/... its script, style sheet and icon (embedded: the page works offline)
 //	GET /metrics       Prometheus text exposition of Options.Gatherer
 //	GET /healthz       200 "ok" while the process serves HTTP
 //	GET /readyz        200 "ok" once the service has started consuming, else 503 and a one-line reason
 //	GET /v1/report     JSON array of every model's report (service.Report), ordered by partition;
 //	                   ?partition=N: that model's report alone, 404 if there is none
 //	GET /v1/learners   JSON array of {"name", "algorithm"} in configuration order
+//	GET /v1/history    JSON array of every model's sampled curves (History), ordered by
+//	                   partition; ?partition=N as for /v1/report
+//
+// A /v1/history object, with columns of equal length per learner (element
+// k of each is the k-th sample; at most service.Options.HistoryPoints
+// samples plus the current round, so the last element is the report's):
+//
+//	{"source": "jetstream:EVENTS/streamlearn", "partition": 0,
+//	 "learners": [{"name": "pct", "algorithm": "perceptron",
+//	   "round": [1, 2, ...], "mistakes": [1, 1, ...], "loss": [1, 1, ...], "regret": [0, 0, ...],
+//	   "mistake_bound": [3.2, 6.1, ...], "regret_bound": [0, 0, ...]}]}
+//
+// The dashboard's responses carry ContentSecurityPolicy (the page runs
+// only its own script: no inline code, nothing from other hosts), nosniff
+// and X-Frame-Options: DENY; the page inserts names as text, never as
+// markup. /v1/history and the dashboard's files carry an ETag, so polling
+// an idle service costs a 304.
 //
 // Other methods get 405 with an Allow header, other paths 404. Every
 // handler reads the latest service.Snapshot, an immutable copy the service

@@ -23,6 +23,8 @@
 //	streamlearn_regret_bound{learner,partition}     gauge
 //	streamlearn_bound_violations_total{learner,partition} counter
 //	streamlearn_event_duration_seconds              histogram
+//	streamlearn_consumer_lag{source,partition}      gauge    the report's consumer_lag (see connectors.Record.Lag)
+//	streamlearn_checkpoint_age_seconds              gauge    time since the models last matched committed positions
 //
 // A learner without a theorem has no streamlearn_bound series, and one
 // without a comparator no regret series, as its report has no bound or
@@ -30,8 +32,11 @@
 // grow for a given model; they restart from zero with the process, which
 // Prometheus' rate() handles as a counter reset.
 //
-// Not exported yet: streamlearn_consumer_lag{source,partition} needs the
-// sources to report their end offsets, and
-// streamlearn_checkpoint_age_seconds needs checkpoints (issue 5). Both
-// will be read from the snapshot the same way.
+// streamlearn_consumer_lag is the lag of the last record processed, as
+// the broker reported it with that record; a partition whose source says
+// nothing (files) has no series. streamlearn_checkpoint_age_seconds is
+// computed at the scrape from the snapshot's Durable time: until
+// checkpoints exist (issue 5) the durable state is the offsets committed
+// with the model in memory, so it measures how much learning a crash now
+// would redo; it is 0 while everything processed is committed.
 package metrics

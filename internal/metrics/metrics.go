@@ -3,6 +3,7 @@ package metrics
 import (
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -46,6 +47,12 @@ var (
 	violationsDesc = prometheus.NewDesc("streamlearn_bound_violations_total",
 		"Times the learner's bound stopped holding, plus rounds whose version space became empty.",
 		[]string{"learner", "partition"}, nil)
+	lagDesc = prometheus.NewDesc("streamlearn_consumer_lag",
+		"Records of the partition the broker held beyond the last one processed, when it was fetched.",
+		[]string{"source", "partition"}, nil)
+	checkpointAgeDesc = prometheus.NewDesc("streamlearn_checkpoint_age_seconds",
+		"Seconds since the model state last matched the positions committed to the source; 0 while everything processed is committed.",
+		nil, nil)
 )
 
 // NewCollector returns a collector of the metrics in the package comment.
@@ -53,16 +60,17 @@ var (
 // snapshot must be safe to call from any goroutine (service.Service's
 // Snapshot is) and may return nil, which exports nothing.
 func NewCollector(snapshot func() *service.Snapshot) prometheus.Collector {
-	return &collector{snapshot: snapshot}
+	return &collector{snapshot: snapshot, now: time.Now}
 }
 
 type collector struct {
 	snapshot func() *service.Snapshot
+	now      func() time.Time // the scrape's clock, replaced in tests
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{eventsDesc, invalidDesc, roundsDesc, mistakesDesc, lossDesc,
-		boundDesc, regretDesc, regretBoundDesc, violationsDesc} {
+		boundDesc, regretDesc, regretBoundDesc, violationsDesc, lagDesc, checkpointAgeDesc} {
 		ch <- d
 	}
 }
@@ -85,6 +93,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			byReason[reason] += n
 		}
 		part := strconv.FormatInt(int64(r.Partition), 10)
+		if r.ConsumerLag != nil {
+			ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, float64(*r.ConsumerLag), snap.Source, part)
+		}
 		for _, l := range r.Learners {
 			ch <- prometheus.MustNewConstMetric(roundsDesc, prometheus.CounterValue, float64(l.Rounds), l.Name, part)
 			ch <- prometheus.MustNewConstMetric(mistakesDesc, prometheus.CounterValue, float64(l.Mistakes), l.Name, part)
@@ -107,6 +118,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	for reason, n := range byReason {
 		ch <- prometheus.MustNewConstMetric(invalidDesc, prometheus.CounterValue, float64(n), reason)
 	}
+	var age float64
+	if !snap.Durable.IsZero() {
+		age = max(c.now().Sub(snap.Durable).Seconds(), 0)
+	}
+	ch <- prometheus.MustNewConstMetric(checkpointAgeDesc, prometheus.GaugeValue, age)
 }
 
 // reasons returns every invalid-event reason, pre-registered at 0 so that

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -135,9 +136,10 @@ func TestCollectorMatchesSnapshot(t *testing.T) {
 	}
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(c)
-	// 3 outcomes, 10 reasons, and per learner rounds, mistakes, loss,
-	// violations plus the bound, regret and regret bound it has.
-	want := 3 + len(reasons())
+	// 3 outcomes, 10 reasons, the checkpoint age (a file source has no
+	// lag), and per learner rounds, mistakes, loss, violations plus the
+	// bound, regret and regret bound it has.
+	want := 3 + len(reasons()) + 1
 	for _, l := range r.Learners {
 		want += 4
 		if l.Bound != nil {
@@ -155,6 +157,38 @@ func TestCollectorMatchesSnapshot(t *testing.T) {
 	}
 	if len(reasons()) != 10 {
 		t.Errorf("reasons %v: want event.Reasons() and domain", reasons())
+	}
+}
+
+// streamlearn_consumer_lag has one series per partition whose source
+// reports a lag, with the lag of the last record processed;
+// streamlearn_checkpoint_age_seconds is the time since Durable at the
+// scrape, 0 when everything processed is committed.
+func TestLagAndCheckpointAge(t *testing.T) {
+	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	lag := int64(42)
+	snap := &service.Snapshot{
+		Time: t0, Source: "kafka:events", Started: true, Durable: t0.Add(-2500 * time.Millisecond),
+		Reports: []service.Report{
+			{Source: "kafka:events", Partition: 0, ConsumerLag: &lag},
+			{Source: "kafka:events", Partition: 3},
+		},
+	}
+	c := &collector{snapshot: func() *service.Snapshot { return snap }, now: func() time.Time { return t0.Add(500 * time.Millisecond) }}
+	want := `# HELP streamlearn_checkpoint_age_seconds Seconds since the model state last matched the positions committed to the source; 0 while everything processed is committed.
+# TYPE streamlearn_checkpoint_age_seconds gauge
+streamlearn_checkpoint_age_seconds 3
+# HELP streamlearn_consumer_lag Records of the partition the broker held beyond the last one processed, when it was fetched.
+# TYPE streamlearn_consumer_lag gauge
+streamlearn_consumer_lag{partition="0",source="kafka:events"} 42
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "streamlearn_consumer_lag", "streamlearn_checkpoint_age_seconds"); err != nil {
+		t.Error(err)
+	}
+	snap.Durable = time.Time{}
+	want = strings.Replace(want, "streamlearn_checkpoint_age_seconds 3", "streamlearn_checkpoint_age_seconds 0", 1)
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "streamlearn_consumer_lag", "streamlearn_checkpoint_age_seconds"); err != nil {
+		t.Error(err)
 	}
 }
 

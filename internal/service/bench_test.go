@@ -364,7 +364,9 @@ func benchJetStream(b testing.TB, n int) string {
 		b.Fatal(err)
 	}
 	for _, v := range benchEvents(n) {
-		if _, err := js.PublishAsync(benchSubject, v); err != nil {
+		// A loaded machine acks slowly: wait for room in the window
+		// rather than fail after the default 200ms.
+		if _, err := js.PublishAsync(benchSubject, v, jetstream.WithStallWait(time.Minute)); err != nil {
 			b.Fatal(err)
 		}
 	}

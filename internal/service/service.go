@@ -29,6 +29,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/connectors"
 	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
+	"github.com/streamlearn/streamlearn/internal/regret"
 )
 
 // Defaults of Options.
@@ -41,7 +42,17 @@ const (
 	// config.yaml's 2^18-slot learners on the README's machine, so about
 	// 1% of a core per partition at this interval.
 	DefaultSnapshotInterval = time.Second
+	// DefaultHistoryPoints bounds the sampled curves a Snapshot carries per
+	// learner: enough for a chart a few hundred pixels wide at any stream
+	// length, about 48kB per learner (regret.Point is 48 bytes).
+	DefaultHistoryPoints = 1000
 )
+
+// curvesInterval is the shortest time between two copies of the curves
+// into snapshots (Snapshot.Curves): a dashboard polls every second, and a
+// copy is a pass over every learner's samples. Snapshots in between share
+// the last copy.
+const curvesInterval = 250 * time.Millisecond
 
 // Observer records one observation; prometheus.Histogram satisfies it.
 // Observe must not allocate: it runs once per record.
@@ -78,6 +89,12 @@ type Options struct {
 	// EventDuration, when not nil, observes the seconds each record took
 	// to process: decode, predict, update, track and its sink messages.
 	EventDuration Observer
+	// HistoryPoints is how many points per learner the curves of a
+	// Snapshot (Snapshot.Curves) keep, sampled evenly over the run
+	// (regret.Tracker.EnableHistory); default DefaultHistoryPoints, a
+	// negative value disables the curves. Sampling allocates nothing per
+	// record.
+	HistoryPoints int
 
 	// Logger gets lifecycle events; nil discards them.
 	Logger *slog.Logger
@@ -102,6 +119,12 @@ type Service struct {
 
 	snap         atomic.Pointer[Snapshot]
 	nextSnapshot time.Time
+	curves       [][][]regret.Point // the last copy of the curves, shared by snapshots
+	curvesAt     time.Time
+	curvesEvents uint64                  // the events of every model at that copy
+	draining     bool                    // Run is taking its final snapshot
+	serving      atomic.Pointer[serving] // model copies for predictions; nil while idle
+	serveUntil   atomic.Int64            // Unix ns until which serving is active
 }
 
 // Snapshot is what the service looked like at one moment, for readers on
@@ -117,6 +140,21 @@ type Snapshot struct {
 	Reports []Report
 	// Started is true once Run has started consuming the source.
 	Started bool
+	// Durable is when the models last matched the positions committed to
+	// the source (the last commit) while some processed record is not yet
+	// committed, and zero when everything processed is committed. The
+	// time since Durable is streamlearn_checkpoint_age_seconds: how much
+	// learning a crash now would make the service redo.
+	Durable time.Time
+	// Curves[i] has the sampled curves of the model of Reports[i], one
+	// series per learner in the order of its Learners, each ending with
+	// the learner's state when they were copied (regret.Tracker.History);
+	// nil when Options.HistoryPoints is negative. They are copied at most
+	// every 250ms (curvesInterval) and in the final snapshot, so they may
+	// end a little before Reports: a reader drawing them appends the
+	// report's numbers (package api does). Snapshots may share them; no
+	// one modifies them.
+	Curves [][][]regret.Point
 }
 
 // Snapshot returns the latest published snapshot; it is never nil. Run
@@ -131,7 +169,30 @@ func (s *Service) publishSnapshot() error {
 	if err != nil {
 		return err
 	}
-	s.snap.Store(&Snapshot{Time: time.Now(), Source: s.opt.Source.Name(), Reports: reports, Started: true})
+	now := time.Now()
+	var events uint64
+	for _, r := range reports {
+		events += r.Events
+	}
+	if s.opt.HistoryPoints > 0 && (len(s.curves) != len(reports) ||
+		events != s.curvesEvents && (s.draining || now.Sub(s.curvesAt) >= curvesInterval)) {
+		curves := make([][][]regret.Point, len(reports))
+		for i, r := range reports {
+			curves[i] = s.models[r.Partition].p.Tracker().History() // a copy
+		}
+		s.curves, s.curvesAt, s.curvesEvents = curves, now, events
+	}
+	var durable time.Time
+	for _, m := range s.models {
+		if m.dirty {
+			durable = s.lastCommit
+			break
+		}
+	}
+	s.snap.Store(&Snapshot{Time: now, Source: s.opt.Source.Name(), Reports: reports, Started: true, Durable: durable, Curves: s.curves})
+	if err := s.refreshServing(now); err != nil {
+		return err
+	}
 	s.nextSnapshot = time.Now().Add(s.opt.SnapshotInterval)
 	return nil
 }
@@ -140,6 +201,8 @@ type model struct {
 	p           *pipeline.Pipeline
 	last        connectors.Record // last processed, not yet committed
 	dirty       bool
+	seen        bool  // a record was processed
+	lag         int64 // Lag of the last record processed
 	sinceReport int
 }
 
@@ -156,6 +219,9 @@ func New(opt Options) (*Service, error) {
 	}
 	if opt.SnapshotInterval <= 0 {
 		opt.SnapshotInterval = DefaultSnapshotInterval
+	}
+	if opt.HistoryPoints == 0 {
+		opt.HistoryPoints = DefaultHistoryPoints
 	}
 	dec, err := event.NewDecoder(pipeline.EventConfig(opt.Config))
 	if err != nil {
@@ -196,6 +262,7 @@ func (s *Service) Run(ctx context.Context) error {
 	// the one that was cancelled.
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
+	s.draining = true // the final snapshot has the curves up to the last record
 	err := errors.Join(runErr, s.commit(dctx), s.publishReports(dctx), s.flush(dctx), s.publishSnapshot())
 	return err
 }
@@ -299,6 +366,9 @@ func (s *Service) model(partition int32) (*model, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.opt.HistoryPoints > 0 {
+		p.Tracker().EnableHistory(s.opt.HistoryPoints)
+	}
 	m := &model{p: p}
 	s.models[partition] = m
 	s.order = append(s.order, partition)
@@ -321,7 +391,7 @@ func (s *Service) process(ctx context.Context, rec connectors.Record) error {
 	if err := s.learn(ctx, rec, m); err != nil {
 		return err
 	}
-	m.last, m.dirty = rec, true
+	m.last, m.dirty, m.seen, m.lag = rec, true, true, rec.Lag
 	if s.opt.EventDuration != nil {
 		s.opt.EventDuration.Observe(time.Since(start).Seconds())
 	}
@@ -416,6 +486,10 @@ func (s *Service) flush(ctx context.Context) error {
 type Report struct {
 	Source    string `json:"source"`
 	Partition int32  `json:"partition"`
+	// ConsumerLag is the Lag of the last record the model processed (see
+	// connectors.Record): how far behind the broker's end it was then.
+	// Absent when the source does not say or before the first record.
+	ConsumerLag *int64 `json:"consumer_lag,omitempty"`
 	pipeline.Report
 }
 
@@ -425,13 +499,27 @@ func (s *Service) Reports() ([]Report, error) {
 	slices.Sort(parts)
 	out := make([]Report, 0, len(parts))
 	for _, part := range parts {
-		r, err := s.models[part].p.Report()
+		rep, err := s.report(part, s.models[part])
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Report{Source: s.opt.Source.Name(), Partition: part, Report: r})
+		out = append(out, rep)
 	}
 	return out, nil
+}
+
+// report returns the report of the model of part.
+func (s *Service) report(part int32, m *model) (Report, error) {
+	r, err := m.p.Report()
+	if err != nil {
+		return Report{}, err
+	}
+	rep := Report{Source: s.opt.Source.Name(), Partition: part, Report: r}
+	if m.seen && m.lag >= 0 {
+		lag := m.lag // a copy: reports are immutable
+		rep.ConsumerLag = &lag
+	}
+	return rep, nil
 }
 
 func (s *Service) publishReports(ctx context.Context) error {
@@ -447,11 +535,11 @@ func (s *Service) publishReports(ctx context.Context) error {
 }
 
 func (s *Service) publishReport(ctx context.Context, part int32, m *model) error {
-	r, err := m.p.Report()
+	r, err := s.report(part, m)
 	if err != nil {
 		return err
 	}
-	b, err := marshalReport(Report{Source: s.opt.Source.Name(), Partition: part, Report: r})
+	b, err := marshalReport(r)
 	if err != nil {
 		return err
 	}

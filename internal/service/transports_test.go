@@ -217,6 +217,14 @@ func TestTransportsAgree(t *testing.T) {
 					t.Fatalf("%s: %d models, want one (partition 0)", what, len(reps))
 				}
 				sameReport(t, what, reps[0].Report, want)
+				// Consumed to the end: a broker says the lag is 0; a file
+				// says nothing.
+				switch lag := reps[0].ConsumerLag; {
+				case what == "file" && lag != nil:
+					t.Errorf("file: consumer_lag %d, want none", *lag)
+				case what != "file" && (lag == nil || *lag != 0):
+					t.Errorf("%s: consumer_lag %v, want 0", what, lag)
+				}
 			}
 
 			path := filepath.Join(t.TempDir(), st.name+".jsonl")

@@ -1,0 +1,532 @@
+// streamlearn dashboard. Polls v1/report (the numbers) and v1/history (the
+// curves) every second and draws, per model (partition) and learner, the
+// current numbers and the cumulative mistakes and regret against their
+// bounds over rounds, as `streamlearn replay --plot` does.
+//
+// Data reaches the DOM only through textContent and setAttribute, never as
+// markup: learner names and invalid-event reasons come from the config and
+// the stream. Every number shown is in an element with data-field (and
+// data-partition, data-learner, data-reason where they apply) whose
+// data-value holds the exact JSON value, for tests and scripts; <body>
+// carries data-ready once the first poll rendered and data-seq, the number
+// of polls rendered so far.
+'use strict';
+
+(function () {
+  const POLL_MS = 1000;
+  const TIMEOUT_MS = 5000;
+  const SVG_NS = 'http://www.w3.org/2000/svg';
+
+  // ?partition=N shows one model; other query values are ignored.
+  const query = (function () {
+    const p = new URLSearchParams(window.location.search).get('partition');
+    return p !== null && /^-?[0-9]+$/.test(p) ? '?partition=' + p : '';
+  })();
+
+  const state = {
+    seq: 0,
+    layout: '', // partitions and learner names the DOM was built for
+    models: new Map(), // partition -> view
+    rates: new Map(), // partition -> {events, seconds, rate}
+  };
+
+  // ---- DOM helpers -------------------------------------------------------
+
+  function el(tag, attrs, text) {
+    const e = document.createElement(tag);
+    for (const k in attrs || {}) e.setAttribute(k, attrs[k]);
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+
+  function svg(tag, attrs, text) {
+    const e = document.createElementNS(SVG_NS, tag);
+    for (const k in attrs || {}) e.setAttribute(k, String(attrs[k]));
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+
+  // A number's element: its data-value is the exact value, its text the
+  // formatted one.
+  function field(tag, part, learner, name) {
+    const attrs = {};
+    if (part !== null) attrs['data-partition'] = String(part);
+    if (learner !== null) attrs['data-learner'] = learner;
+    attrs['data-field'] = name;
+    attrs['data-value'] = '';
+    return el(tag, attrs, '—');
+  }
+
+  function set(node, value, text) {
+    node.setAttribute('data-value', value === undefined || value === null ? '' : String(value));
+    node.textContent = text === undefined ? fmt(value) : text;
+  }
+
+  function stat(dl, label, node, cls) {
+    const d = el('div', cls ? { class: cls } : {});
+    const dt = el('dt', {}, label);
+    d.append(dt, node);
+    dl.append(d);
+    return dt;
+  }
+
+  // ---- formatting --------------------------------------------------------
+
+  const intFmt = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
+
+  function minus(s) {
+    return s.replace('-', '\u2212');
+  }
+
+  function fmt(v) {
+    if (v === undefined || v === null) return '—';
+    if (typeof v !== 'number') return String(v);
+    if (!Number.isFinite(v)) return String(v);
+    const a = Math.abs(v);
+    if (Number.isInteger(v) || a >= 1000) return minus(intFmt.format(v));
+    if (a >= 100) return minus(v.toFixed(1));
+    if (a >= 1) return minus(v.toFixed(2));
+    return minus(v.toPrecision(3));
+  }
+
+  function compact(v) {
+    const a = Math.abs(v);
+    const t = (x) => minus(String(Number(x.toPrecision(3))));
+    if (a >= 1e9) return t(v / 1e9) + 'G';
+    if (a >= 1e6) return t(v / 1e6) + 'M';
+    if (a >= 1e4) return t(v / 1e3) + 'k';
+    return t(v);
+  }
+
+  function words(s) {
+    return String(s).replace(/_/g, ' ');
+  }
+
+  // ---- polling -----------------------------------------------------------
+
+  async function getJSON(path) {
+    const resp = await fetch(path + query, {
+      headers: { Accept: 'application/json' },
+      cache: 'no-cache', // revalidate: /v1/history answers 304 while nothing changed
+      signal: AbortSignal.timeout(TIMEOUT_MS),
+    });
+    if (resp.status === 404 && query) return []; // that partition has no model yet
+    if (!resp.ok) throw new Error(path + ': HTTP ' + resp.status);
+    const v = await resp.json();
+    return Array.isArray(v) ? v : [v];
+  }
+
+  async function tick() {
+    try {
+      const [reports, history] = await Promise.all([getJSON('v1/report'), getJSON('v1/history')]);
+      render(reports, history);
+      setStatus('live', 'live \u00b7 updated ' + new Date().toLocaleTimeString());
+    } catch (err) {
+      setStatus('error', 'disconnected (' + (err && err.message ? err.message : String(err)) + '), retrying');
+    } finally {
+      window.setTimeout(tick, POLL_MS);
+    }
+  }
+
+  function setStatus(s, text) {
+    document.getElementById('status').setAttribute('data-state', s);
+    document.getElementById('status-text').textContent = text;
+  }
+
+  // Events per second of a model: the events between two snapshots over
+  // the time between them (the report's seconds), or the average since
+  // the model started for the first snapshot seen.
+  function rate(r) {
+    const prev = state.rates.get(r.partition);
+    let v;
+    if (!prev || r.seconds < prev.seconds || r.events < prev.events) {
+      v = r.seconds > 0 ? r.events / r.seconds : 0;
+    } else if (r.seconds > prev.seconds) {
+      v = (r.events - prev.events) / (r.seconds - prev.seconds);
+    } else {
+      v = prev.rate; // the same snapshot again
+    }
+    state.rates.set(r.partition, { events: r.events, seconds: r.seconds, rate: v });
+    return v;
+  }
+
+  // ---- rendering ---------------------------------------------------------
+
+  function render(reports, history) {
+    const curves = new Map();
+    for (const h of history) {
+      for (const c of h.learners || []) curves.set(h.partition + '\u0000' + c.name, c);
+    }
+    const layout = JSON.stringify(reports.map((r) => [r.partition, (r.learners || []).map((l) => l.name)]));
+    if (layout !== state.layout) {
+      build(reports);
+      state.layout = layout;
+    }
+
+    const totals = { events: 0, labeled: 0, invalid: 0, rate: 0, violations: 0 };
+    const violated = [];
+    const sources = new Set();
+    for (const r of reports) {
+      const view = state.models.get(r.partition);
+      const rt = rate(r);
+      let violations = 0;
+      for (const l of r.learners || []) {
+        violations += l.bound_violations || 0;
+        if ((l.bound && !l.bound.holds) || l.bound_violations > 0) {
+          let who = l.name + ' (' + fmt(l.bound_violations) + (l.bound_violations === 1 ? ' violation' : ' violations');
+          if (l.bound && !l.bound.holds) who += ', bound exceeded';
+          violated.push(who + (reports.length > 1 ? ', partition ' + r.partition : '') + ')');
+        }
+        updateLearner(view.learners.get(l.name), l, curves.get(r.partition + '\u0000' + l.name));
+      }
+      updateModel(view, r, rt, violations);
+      totals.events += r.events;
+      totals.labeled += r.labeled;
+      totals.invalid += r.invalid;
+      totals.rate += rt;
+      totals.violations += violations;
+      sources.add(r.source);
+    }
+
+    const q = (name) => document.querySelector('header [data-field="' + name + '"]');
+    set(q('total_events'), totals.events);
+    set(q('total_events_per_second'), totals.rate, fmt(Math.round(totals.rate)));
+    set(q('total_labeled'), totals.labeled);
+    set(q('total_invalid'), totals.invalid);
+    const tv = q('total_violations');
+    set(tv, totals.violations);
+    tv.classList.toggle('bad', totals.violations > 0);
+    document.getElementById('source').textContent = sources.size > 0 ? Array.from(sources).join(', ') : '—';
+
+    const alerts = document.getElementById('alerts');
+    if (violated.length > 0) {
+      alerts.replaceChildren(
+        el('strong', {}, 'Bound violated'),
+        document.createTextNode(' \u2014 a drift signal: the stream broke a theorem\u2019s assumption (label noise, drift or a class that cannot fit it). '),
+        document.createTextNode(violated.join(' \u00b7 ')),
+      );
+      alerts.hidden = false;
+    } else {
+      alerts.hidden = true;
+    }
+
+    state.seq++;
+    document.body.setAttribute('data-seq', String(state.seq));
+    document.body.setAttribute('data-ready', 'true');
+  }
+
+  function build(reports) {
+    const main = document.getElementById('models');
+    state.models.clear();
+    const nodes = [];
+    if (reports.length === 0) {
+      nodes.push(el('p', { class: 'empty' }, query ? 'No model for this partition yet.' : 'No events yet: the service has not seen a record.'));
+    }
+    for (const r of reports) {
+      const view = buildModel(r);
+      state.models.set(r.partition, view);
+      nodes.push(view.root);
+    }
+    main.replaceChildren(...nodes);
+
+    const nav = document.getElementById('partitions');
+    if (reports.length > 1 || query) {
+      const links = [el('span', {}, 'partitions:'), el('a', { href: '.' }, 'all')];
+      for (const r of reports) links.push(el('a', { href: '?partition=' + r.partition }, String(r.partition)));
+      nav.replaceChildren(...links);
+      nav.hidden = false;
+    } else {
+      nav.hidden = true;
+    }
+  }
+
+  function buildModel(r) {
+    const p = r.partition;
+    const root = el('section', { class: 'model', 'data-partition': String(p) });
+    const head = el('div', { class: 'model-head' });
+    head.append(el('h2', {}, 'partition ' + p));
+    const dl = el('dl', { class: 'model-stats' });
+    const f = {};
+    for (const [name, label] of [
+      ['events', 'events'],
+      ['events_per_second', 'events/s'],
+      ['labeled', 'labeled'],
+      ['predicted', 'predicted only'],
+      ['invalid', 'invalid'],
+      ['violations', 'bound violations'],
+      ['consumer_lag', 'consumer lag'],
+    ]) {
+      f[name] = field('dd', p, null, name);
+      stat(dl, label, f[name]);
+    }
+    head.append(dl);
+    const reasons = el('div', { class: 'reasons', 'data-partition': String(p) });
+    const grid = el('div', { class: 'learners' });
+    const learners = new Map();
+    for (const l of r.learners || []) {
+      const v = buildLearner(p, l);
+      learners.set(l.name, v);
+      grid.append(v.root);
+    }
+    root.append(head, reasons, grid);
+    return { root, fields: f, reasons, learners };
+  }
+
+  function updateModel(view, r, rt, violations) {
+    const f = view.fields;
+    set(f.events, r.events);
+    set(f.events_per_second, rt, fmt(Math.round(rt)));
+    set(f.labeled, r.labeled);
+    set(f.predicted, r.predicted);
+    set(f.invalid, r.invalid);
+    f.invalid.classList.toggle('warn', r.invalid > 0);
+    set(f.violations, violations);
+    f.violations.classList.toggle('bad', violations > 0);
+    set(f.consumer_lag, r.consumer_lag);
+
+    const by = r.invalid_by_reason || {};
+    const chips = [el('span', { class: 'reasons-label' }, 'invalid by reason')];
+    const keys = Object.keys(by).sort();
+    for (const reason of keys) {
+      const chip = el('span', { class: 'chip' });
+      const n = field('b', r.partition, null, 'invalid_by_reason');
+      n.setAttribute('data-reason', reason);
+      set(n, by[reason]);
+      chip.append(el('span', {}, reason), n);
+      chips.push(chip);
+    }
+    if (keys.length === 0) chips.push(el('span', { class: 'none' }, 'none'));
+    view.reasons.replaceChildren(...chips);
+  }
+
+  function buildLearner(p, l) {
+    const root = el('article', { class: 'learner', 'data-partition': String(p), 'data-learner': l.name });
+    const head = el('header', { class: 'card-head' });
+    const title = el('div', { class: 'title' });
+    title.append(el('h3', {}, l.name), el('span', { class: 'algo' }, l.algorithm));
+    const badge = field('span', p, l.name, 'holds');
+    badge.className = 'badge';
+    head.append(title, badge);
+
+    const dl = el('dl', { class: 'stats' });
+    const f = {};
+    const labels = {};
+    for (const [name, label] of [
+      ['rounds', 'rounds'],
+      ['mistakes', 'mistakes'],
+      ['accuracy', 'accuracy'],
+      ['loss', 'loss'],
+      ['regret', 'regret'],
+      ['bound', 'bound'],
+      ['regret_bound', 'regret bound'],
+      ['violations', 'violations'],
+      ['certificate', 'certificate'],
+      ['state_sha256', 'state sha256'],
+    ]) {
+      f[name] = field('dd', p, l.name, name);
+      labels[name] = stat(dl, label, f[name]);
+    }
+    f.bound_kind = field('span', p, l.name, 'bound_kind');
+    f.bound_kind.className = 'kind';
+    labels.bound.append(' ', f.bound_kind);
+    f.state_sha256.classList.add('mono');
+
+    const charts = el('div', { class: 'charts' });
+    const mistakes = svg('svg', { viewBox: '0 0 ' + CW + ' ' + CH, class: 'chart', role: 'img', 'data-chart': 'mistakes' });
+    const regret = svg('svg', { viewBox: '0 0 ' + CW + ' ' + CH, class: 'chart', role: 'img', 'data-chart': 'regret' });
+    charts.append(mistakes, regret);
+    root.append(head, dl, charts);
+    return { root, badge, fields: f, labels, mistakes, regret };
+  }
+
+  function updateLearner(view, l, c) {
+    const f = view.fields;
+    set(f.rounds, l.rounds);
+    set(f.mistakes, l.mistakes);
+    set(f.accuracy, l.accuracy, l.rounds > 0 ? (100 * l.accuracy).toFixed(2) + '%' : '—');
+    set(f.loss, l.loss);
+    const rg = l.regret;
+    set(f.regret, rg ? rg.value : null);
+    f.regret.title = rg ? 'loss minus the loss of ' + words(rg.comparator) : 'no comparator';
+    set(f.regret_bound, rg && rg.bound !== undefined ? rg.bound : null);
+    const b = l.bound;
+    set(f.bound, b ? b.value : null);
+    set(f.bound_kind, b ? b.kind : null, b ? '(' + b.kind + ')' : '');
+    set(f.violations, l.bound_violations);
+    f.violations.classList.toggle('bad', l.bound_violations > 0);
+    const cert = l.certificate;
+    set(f.certificate, cert ? cert.value : null);
+    f.certificate.title = cert ? words(cert.kind) : '';
+    view.labels.certificate.textContent = cert ? words(cert.kind) : 'certificate';
+    set(f.state_sha256, l.state_sha256, (l.state_sha256 || '').slice(0, 12) || '—');
+    f.state_sha256.title = l.state_sha256 || '';
+
+    // The badge: green while the bound holds, red once it does not, amber
+    // while it holds again after a violation (a version space emptied).
+    const badge = view.badge;
+    const warned = l.bound_violations > 0;
+    if (!b) {
+      set(badge, null, warned ? '\u26a0 ' + fmt(l.bound_violations) + ' violations' : 'no bound');
+      badge.className = 'badge ' + (warned ? 'warn' : 'none');
+      badge.title = 'this learner\u2019s theorem gives no bound';
+    } else {
+      const observed = b.kind === 'regret' && rg ? rg.value : l.mistakes;
+      let text = '\u2713 bound holds';
+      if (!b.holds) text = '\u2717 bound violated';
+      else if (warned) text = '\u26a0 bound holds, ' + fmt(l.bound_violations) + (l.bound_violations === 1 ? ' violation' : ' violations');
+      set(badge, b.holds, text);
+      badge.className = 'badge ' + (!b.holds ? 'bad' : warned ? 'warn' : 'ok');
+      badge.title = b.kind + ' ' + fmt(observed) + (b.holds ? ' \u2264 ' : ' > ') + 'bound ' + fmt(b.value);
+    }
+    view.root.classList.toggle('violated', !!b && !b.holds);
+    view.root.classList.toggle('warned', warned && !(b && !b.holds));
+
+    const pts = c || { round: [], mistakes: [], regret: [], mistake_bound: [], regret_bound: [] };
+    drawChart(view.mistakes, {
+      title: 'mistakes',
+      x: pts.round,
+      y: pts.mistakes,
+      bound: pts.mistake_bound,
+      integer: true,
+    });
+    const hasRegret = !!rg || pts.regret.some((v) => v !== 0) || pts.regret_bound.some((v) => v > 0);
+    drawChart(view.regret, {
+      title: rg ? 'regret vs ' + words(rg.comparator) : 'regret',
+      x: pts.round,
+      y: pts.regret,
+      bound: pts.regret_bound,
+      empty: hasRegret ? null : 'no regret comparator',
+    });
+  }
+
+  // ---- charts ------------------------------------------------------------
+
+  const CW = 300;
+  const CH = 168;
+  const M = { l: 44, r: 12, t: 26, b: 22 };
+
+  function niceStep(span, n, integer) {
+    const raw = span / n;
+    const p = Math.pow(10, Math.floor(Math.log10(raw)));
+    const f = raw / p;
+    let s = (f <= 1 ? 1 : f <= 2 ? 2 : f <= 2.5 ? 2.5 : f <= 5 ? 5 : 10) * p;
+    if (integer) s = Math.max(1, Math.round(s));
+    return s;
+  }
+
+  function ticks(lo, hi, n, integer) {
+    const s = niceStep(hi - lo, n, integer);
+    const a = Math.floor(lo / s + 1e-9) * s;
+    const b = Math.ceil(hi / s - 1e-9) * s;
+    const out = [];
+    for (let k = 0; a + k * s <= b + s / 2 && k < 50; k++) {
+      const v = a + k * s;
+      out.push(Math.abs(v) < s * 1e-9 ? 0 : v);
+    }
+    return out;
+  }
+
+  // points returns the polyline segments of (x, y) with keep(y), in the
+  // plot area's coordinates.
+  function segments(xs, ys, keep, sx, sy) {
+    const out = [];
+    let cur = [];
+    for (let k = 0; k < xs.length && k < ys.length; k++) {
+      if (!keep(ys[k])) {
+        if (cur.length > 0) out.push(cur);
+        cur = [];
+        continue;
+      }
+      cur.push(sx(xs[k]).toFixed(1) + ',' + sy(ys[k]).toFixed(1));
+    }
+    if (cur.length > 0) out.push(cur);
+    return out;
+  }
+
+  function drawChart(node, spec) {
+    const pw = CW - M.l - M.r;
+    const ph = CH - M.t - M.b;
+    const kids = [svg('text', { x: 2, y: 13, class: 'c-title' }, spec.title)];
+    const n = Math.min(spec.x.length, spec.y.length);
+    if (spec.empty || n === 0) {
+      kids.push(svg('rect', { x: M.l, y: M.t, width: pw, height: ph, class: 'frame' }));
+      kids.push(svg('text', { x: M.l + pw / 2, y: M.t + ph / 2 + 4, class: 'c-empty' }, spec.empty || 'no labeled events yet'));
+      node.replaceChildren(...kids);
+      return;
+    }
+    const xs = spec.x;
+    const ys = spec.y;
+    const bs = spec.bound || [];
+    const xmax = Math.max(xs[n - 1], 1);
+    let cmin = 0;
+    let cmax = 0;
+    for (let k = 0; k < n; k++) {
+      if (ys[k] < cmin) cmin = ys[k];
+      if (ys[k] > cmax) cmax = ys[k];
+    }
+    let bmax = 0;
+    let blast = 0;
+    for (const b of bs) {
+      if (b > 0) {
+        blast = b;
+        if (b > bmax) bmax = b;
+      }
+    }
+    let lo = cmin;
+    let hi = Math.max(cmax, bmax);
+    // A bound far above the curve would flatten it: scale to the curve and
+    // say where the bound is.
+    const cspan = cmax - cmin;
+    let offScale = false;
+    if (bmax > cmax && cspan > 0 && cspan < 0.1 * (hi - lo)) {
+      hi = cmax + 0.2 * cspan;
+      offScale = true;
+    }
+    if (hi <= lo) hi = lo + 1;
+    const yt = ticks(lo, hi, 4, spec.integer);
+    lo = yt[0];
+    hi = yt[yt.length - 1];
+    const sx = (x) => (x / xmax) * pw;
+    const sy = (y) => ((hi - y) / (hi - lo)) * ph;
+
+    for (const t of yt) {
+      const y = M.t + sy(t);
+      kids.push(svg('line', { x1: M.l, x2: M.l + pw, y1: y, y2: y, class: t === 0 ? 'zero' : 'grid' }));
+      kids.push(svg('text', { x: M.l - 5, y: y + 3.5, class: 'tick y' }, compact(t)));
+    }
+    for (const t of ticks(0, xmax, 4, true)) {
+      if (t > xmax) continue;
+      const x = M.l + sx(t);
+      kids.push(svg('line', { x1: x, x2: x, y1: M.t + ph, y2: M.t + ph + 3, class: 'axis' }));
+      // The last label would overflow the right edge: end it at its tick.
+      const anchor = x > CW - M.r - 10 ? 'end' : 'middle';
+      kids.push(svg('text', { x: anchor === 'end' ? x + 3 : x, y: CH - 6, class: 'tick x', 'text-anchor': anchor }, compact(t)));
+    }
+    kids.push(svg('rect', { x: M.l, y: M.t, width: pw, height: ph, class: 'frame' }));
+
+    // The plot area: a nested svg clips what is off scale.
+    const area = svg('svg', { x: M.l, y: M.t, width: pw, height: ph, overflow: 'hidden' });
+    for (const seg of segments(xs, bs, (b) => b > 0, sx, sy)) {
+      area.append(svg('polyline', { points: seg.join(' '), class: 'bound' }));
+    }
+    for (const seg of segments(xs.slice(0, n), ys, () => true, sx, sy)) {
+      area.append(svg('polyline', { points: seg.join(' '), class: 'curve' }));
+    }
+    kids.push(area);
+
+    // The bound's key, right-aligned on the title line (the title names the
+    // curve; the page's footer keys both); an arrow when it is off scale.
+    if (bmax > 0) {
+      const label = offScale ? 'bound ' + compact(blast) + ' \u2191' : 'bound';
+      const x = CW - M.r;
+      const w = 6 * label.length;
+      const legend = svg('g', { class: 'legend' });
+      legend.append(svg('text', { x: x, y: 13, class: 'l-bound' }, label));
+      legend.append(svg('line', { x1: x - w - 20, x2: x - w - 6, y1: 9.5, y2: 9.5, class: 'bound' }));
+      kids.push(legend);
+    }
+    node.replaceChildren(...kids);
+  }
+
+  tick();
+})();

@@ -1,0 +1,187 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/streamlearn/streamlearn/internal/event"
+	"github.com/streamlearn/streamlearn/internal/pipeline"
+	"github.com/streamlearn/streamlearn/internal/service"
+)
+
+// Limits of POST /v1/predict.
+const (
+	// MaxPredictBody bounds a request body: 8 MiB.
+	MaxPredictBody = 8 << 20
+	// MaxPredictEvents bounds the events of one request.
+	MaxPredictEvents = 10000
+	// PredictWait bounds how long a request waits for the first copy of
+	// the models after an idle spell (service.Predictor).
+	PredictWait = 5 * time.Second
+)
+
+// PredictResponse is the answer for one event of POST /v1/predict.
+type PredictResponse struct {
+	// ID is the event's id, empty when it has none.
+	ID string `json:"id"`
+	// Partition is the partition whose model answered; ModelEvents how
+	// many records that model had processed when the serving copy was
+	// made, at ModelTime.
+	Partition   int32     `json:"partition"`
+	ModelEvents uint64    `json:"model_events"`
+	ModelTime   time.Time `json:"model_time"`
+	// Predictions has one entry per learner, in the configuration's order.
+	Predictions []PredictedLabel `json:"predictions"`
+}
+
+// PredictedLabel is one learner's prediction: the label (+1 or -1) and
+// the score (null when not finite).
+type PredictedLabel struct {
+	Learner string   `json:"learner"`
+	Label   int8     `json:"label"`
+	Score   *float64 `json:"score"`
+}
+
+// predictHandler serves POST /v1/predict: the body is one JSON event (the
+// wire format of DESIGN.md) or a JSON array of them; the answer is one
+// PredictResponse or an array of them, in order. Nothing is learned, even
+// from labeled events. ?partition=N chooses the model when there are
+// several. Errors are 4xx/5xx with a one-line reason: 400 for a body that
+// is not an event or array of events (naming the event at fault), 413
+// when too large, 422 for an event outside a hypothesis class's domain,
+// 503 while there is no model to serve.
+func predictHandler(opt Options) http.HandlerFunc {
+	ecfg := pipeline.EventConfig(opt.Config)
+	decoders := sync.Pool{New: func() any {
+		d, err := event.NewDecoder(ecfg)
+		if err != nil {
+			return err
+		}
+		return d
+	}}
+	return func(w http.ResponseWriter, r *http.Request) {
+		var (
+			partition int32
+			only      = true
+		)
+		if q := r.URL.Query(); q.Has("partition") {
+			p, err := strconv.ParseInt(q.Get("partition"), 10, 32)
+			if err != nil {
+				text(w, http.StatusBadRequest, "partition: want an integer, got "+strconv.Quote(q.Get("partition")))
+				return
+			}
+			partition, only = int32(p), false
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxPredictBody))
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				text(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", MaxPredictBody))
+				return
+			}
+			text(w, http.StatusBadRequest, "reading the body: "+err.Error())
+			return
+		}
+		raws, array, err := splitEvents(body)
+		if err != nil {
+			text(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		d := decoders.Get()
+		dec, ok := d.(*event.Decoder)
+		if !ok {
+			text(w, http.StatusInternalServerError, fmt.Sprintf("event decoder: %v", d))
+			return
+		}
+		defer decoders.Put(dec)
+		ctx, cancel := context.WithTimeout(r.Context(), PredictWait)
+		defer cancel()
+		pr, err := opt.Predictor(ctx, partition, only)
+		if err != nil {
+			code := http.StatusBadRequest
+			if errors.Is(err, service.ErrNoModel) {
+				code = http.StatusServiceUnavailable
+				if !only {
+					code = http.StatusNotFound
+				}
+			}
+			text(w, code, err.Error())
+			return
+		}
+		out := make([]PredictResponse, 0, len(raws))
+		var ev event.Event
+		var preds []service.Prediction
+		for i, raw := range raws {
+			if err := dec.Decode(raw, &ev); err != nil {
+				text(w, http.StatusBadRequest, eventErr(array, i, err.Error()))
+				return
+			}
+			var reason event.Reason
+			preds, reason = pr.Predict(preds[:0], &ev)
+			if reason != "" {
+				text(w, http.StatusUnprocessableEntity, eventErr(array, i, "outside the domain of a hypothesis class ("+string(reason)+")"))
+				return
+			}
+			resp := PredictResponse{ID: string(ev.ID), Partition: pr.Partition, ModelEvents: pr.Events, ModelTime: pr.Time,
+				Predictions: make([]PredictedLabel, len(preds))}
+			for j, p := range preds {
+				resp.Predictions[j] = PredictedLabel{Learner: p.Learner, Label: p.Label}
+				if !math.IsNaN(p.Score) && !math.IsInf(p.Score, 0) {
+					score := p.Score
+					resp.Predictions[j].Score = &score
+				}
+			}
+			out = append(out, resp)
+		}
+		if array {
+			writeJSON(w, out)
+			return
+		}
+		writeJSON(w, out[0])
+	}
+}
+
+// splitEvents returns the events of a body holding one JSON object or an
+// array of them, and whether it was an array.
+func splitEvents(body []byte) ([][]byte, bool, error) {
+	trimmed := bytes.TrimSpace(body)
+	switch {
+	case len(trimmed) == 0:
+		return nil, false, errors.New("empty body: want a JSON event or an array of events")
+	case trimmed[0] == '{':
+		return [][]byte{trimmed}, false, nil
+	case trimmed[0] != '[':
+		return nil, false, errors.New("body: want a JSON event or an array of events")
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(trimmed, &raws); err != nil {
+		return nil, true, fmt.Errorf("body: not a JSON array of events: %v", err)
+	}
+	if len(raws) == 0 {
+		return nil, true, errors.New("body: an empty array")
+	}
+	if len(raws) > MaxPredictEvents {
+		return nil, true, fmt.Errorf("body: %d events, at most %d per request", len(raws), MaxPredictEvents)
+	}
+	out := make([][]byte, len(raws))
+	for i, r := range raws {
+		out[i] = r
+	}
+	return out, true, nil
+}
+
+func eventErr(array bool, i int, msg string) string {
+	if array {
+		return fmt.Sprintf("event %d: %s", i, msg)
+	}
+	return "event: " + msg
+}

@@ -1,0 +1,220 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/streamlearn/streamlearn/internal/event"
+	"github.com/streamlearn/streamlearn/internal/pipeline"
+	"github.com/streamlearn/streamlearn/internal/service"
+)
+
+func post(t *testing.T, url string, body []byte) (int, []byte) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, b
+}
+
+// runUntil starts svc and waits until its snapshot has n events in all.
+func runUntil(t *testing.T, svc *service.Service, n uint64) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var seen uint64
+		for _, r := range svc.Snapshot().Reports {
+			seen += r.Events
+		}
+		if seen == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d events after 10s, want %d", seen, n)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// POST /v1/predict answers with the predictions the model makes on the
+// events, learning nothing: the answers equal those of a copy of a replay
+// of the same stream, bit for bit (Weighted-Majority's draws included,
+// as the serving copy's generator continues from the model's), and the
+// live model's digests do not move.
+func TestPredict(t *testing.T) {
+	cfg, lines := demo(t, 340)
+	train, queries := lines[:300], lines[300:]
+	svc, ts := setup(t, cfg, &sliceSource{lines: train, partitions: 1, block: true}, nil)
+	runUntil(t, svc, 300)
+
+	// The reference: a replay of the same 300 events, then a copy of it
+	// predicting the queries in the order the requests send them.
+	ref, err := pipeline.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := event.NewDecoder(pipeline.EventConfig(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev event.Event
+	for _, l := range train {
+		if err := dec.Decode(l, &ev); err != nil {
+			t.Fatal(err)
+		}
+		ref.Process(&ev)
+	}
+	before, err := ref.Report()
+	if err != nil {
+		t.Fatal(err)
+	}
+	served, err := ref.Clone()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := func(line []byte) []PredictedLabel {
+		if err := dec.Decode(line, &ev); err != nil {
+			t.Fatal(err)
+		}
+		preds, reason := served.Predict(&ev)
+		if reason != "" {
+			t.Fatal(reason)
+		}
+		out := make([]PredictedLabel, len(preds))
+		for i, p := range preds {
+			out[i] = PredictedLabel{Learner: served.Name(i), Label: p.Label}
+			if !math.IsInf(p.Score, 0) && !math.IsNaN(p.Score) {
+				s := p.Score
+				out[i].Score = &s
+			}
+		}
+		return out
+	}
+	check := func(what string, got PredictResponse, line []byte) {
+		t.Helper()
+		w := want(line)
+		if got.Partition != 0 || got.ModelEvents != 300 || len(got.Predictions) != len(w) {
+			t.Fatalf("%s: %+v, want partition 0, model_events 300, %d predictions", what, got, len(w))
+		}
+		for i := range w {
+			g := got.Predictions[i]
+			if g.Learner != w[i].Learner || g.Label != w[i].Label || (g.Score == nil) != (w[i].Score == nil) ||
+				(g.Score != nil && *g.Score != *w[i].Score) {
+				t.Errorf("%s: learner %d: got %s %d %v, want %s %d %v", what, i, g.Learner, g.Label, deref(g.Score), w[i].Learner, w[i].Label, deref(w[i].Score))
+			}
+		}
+	}
+
+	// One event.
+	code, body := post(t, ts.URL+"/v1/predict", queries[0])
+	if code != http.StatusOK {
+		t.Fatalf("one event: %d %s", code, body)
+	}
+	var one PredictResponse
+	if err := json.Unmarshal(body, &one); err != nil {
+		t.Fatalf("one event: %v: %s", err, body)
+	}
+	if !strings.HasPrefix(one.ID, "e-") && one.ID == "" {
+		t.Errorf("id %q", one.ID)
+	}
+	check("one event", one, queries[0])
+
+	// An array, in order.
+	arr := append(append([]byte("[\n"), bytes.Join(queries[1:], []byte(",\n"))...), ']')
+	code, body = post(t, ts.URL+"/v1/predict?partition=0", arr)
+	if code != http.StatusOK {
+		t.Fatalf("array: %d %s", code, body)
+	}
+	var many []PredictResponse
+	if err := json.Unmarshal(body, &many); err != nil {
+		t.Fatalf("array: %v: %s", err, body)
+	}
+	if len(many) != len(queries)-1 {
+		t.Fatalf("array: %d answers, want %d", len(many), len(queries)-1)
+	}
+	for i, r := range many {
+		check(fmt.Sprintf("array[%d]", i), r, queries[1+i])
+	}
+
+	// Nothing was learned: the live model is the replay's.
+	if n := svc.Snapshot().Reports[0].Events; n != 300 {
+		t.Errorf("%d events after the predictions, want 300", n)
+	}
+	live, err := svc.Reports()
+	if err == nil && len(live) == 1 {
+		for i, l := range live[0].Learners {
+			if l.StateSHA256 != before.Learners[i].StateSHA256 || l.Rounds != before.Learners[i].Rounds {
+				t.Errorf("%s: state %s rounds %d after predictions, want the replay's %s %d",
+					l.Name, l.StateSHA256[:12], l.Rounds, before.Learners[i].StateSHA256[:12], before.Learners[i].Rounds)
+			}
+		}
+	}
+}
+
+func deref(p *float64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// Bad requests get a 4xx with a one-line reason naming what is wrong.
+func TestPredictErrors(t *testing.T) {
+	cfg, lines := demo(t, 20)
+	svc, ts := setup(t, cfg, &sliceSource{lines: lines, partitions: 2, block: true}, nil)
+	runUntil(t, svc, 20)
+	good := string(lines[0])
+	for _, c := range []struct {
+		name, query, body string
+		code              int
+		msg               string
+	}{
+		{"two models, none chosen", "", good, 400, "2 models (partitions 0, 1): choose one with ?partition=N"},
+		{"no such partition", "?partition=7", good, 404, "no model yet for partition 7"},
+		{"bad partition", "?partition=x", good, 400, `partition: want an integer, got "x"`},
+		{"empty body", "?partition=0", "", 400, "empty body"},
+		{"not JSON", "?partition=0", "hello", 400, "want a JSON event or an array"},
+		{"empty array", "?partition=0", "[]", 400, "an empty array"},
+		{"broken array", "?partition=0", "[" + good + ",", 400, "not a JSON array of events"},
+		{"bad event in an array", "?partition=1", "[" + good + `,{"label":"maybe","features":{"a":1}}]`, 400, "event 1: "},
+		{"bad single event", "?partition=1", `{"features":{"a":1e999}}`, 400, "event: "},
+	} {
+		code, body := post(t, ts.URL+"/v1/predict"+c.query, []byte(c.body))
+		if code != c.code || !strings.Contains(string(body), c.msg) || strings.Count(string(body), "\n") != 1 {
+			t.Errorf("%s: %d %q, want %d with %q on one line", c.name, code, body, c.code, c.msg)
+		}
+	}
+	big := bytes.Repeat([]byte(" "), MaxPredictBody+1)
+	if code, body := post(t, ts.URL+"/v1/predict?partition=0", big); code != http.StatusRequestEntityTooLarge {
+		t.Errorf("body of %d bytes: %d %q, want 413", len(big), code, body)
+	}
+	if code, _, _ := get(t, "GET", ts.URL+"/v1/predict"); code != http.StatusMethodNotAllowed {
+		t.Errorf("GET /v1/predict: %d, want 405", code)
+	}
+	if code, body := post(t, ts.URL+"/v1/predict?partition=1", lines[1]); code != http.StatusOK {
+		t.Errorf("a good event for partition 1: %d %s", code, body)
+	}
+}

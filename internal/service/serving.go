@@ -1,0 +1,147 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/streamlearn/streamlearn/internal/event"
+	"github.com/streamlearn/streamlearn/internal/online"
+	"github.com/streamlearn/streamlearn/internal/pipeline"
+)
+
+// Serving predictions (POST /v1/predict) must not touch the live models:
+// they belong to the loop goroutine, and a prediction must never change
+// what a model learns. So the loop publishes copies. Copying costs a few
+// MiB per linear learner, so it happens only while someone asks: a
+// request marks serving active for ServeIdle, and while it is, each
+// snapshot (every SnapshotInterval) also refreshes the copy of every model
+// that learned something since its last copy. The first request after an
+// idle spell waits for the next snapshot; later ones are answered at once
+// by a copy at most about one SnapshotInterval behind the live model.
+
+// ServeIdle is how long serving stays active after a prediction request.
+const ServeIdle = time.Minute
+
+// ErrNoModel is returned by Predictor when there is no model to serve:
+// the service has not learned from the partition (or from anything yet).
+var ErrNoModel = errors.New("no model yet")
+
+// A Predictor is the copy of one partition's model that answers
+// predictions. It is safe for concurrent use.
+type Predictor struct {
+	// Partition is the source partition of the model.
+	Partition int32
+	// Events is how many records the model had processed when copied.
+	Events uint64
+	// Time is when it was copied.
+	Time time.Time
+
+	mu sync.Mutex
+	p  *pipeline.Pipeline
+}
+
+// Prediction is one learner's prediction of an event.
+type Prediction struct {
+	Learner string
+	online.Prediction
+}
+
+// Predict appends to dst every learner's prediction of ev, without
+// learning, and returns it; reason is non-empty (and nothing appended)
+// when ev lies outside the domain of a configured hypothesis class.
+func (pr *Predictor) Predict(dst []Prediction, ev *event.Event) ([]Prediction, event.Reason) {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	preds, reason := pr.p.Predict(ev)
+	if reason != "" {
+		return dst, reason
+	}
+	for i, p := range preds {
+		dst = append(dst, Prediction{Learner: pr.p.Name(i), Prediction: p})
+	}
+	return dst, ""
+}
+
+// serving is the set of Predictors a snapshot published.
+type serving struct {
+	byPartition map[int32]*Predictor
+	order       []int32 // ascending
+}
+
+// Predictor returns the copy of partition's model that serves predictions,
+// or, when only is true, of the only model there is. It marks serving
+// active (see ServeIdle) and, when serving was idle, waits for the next
+// snapshot to copy the models, until ctx is done.
+func (s *Service) Predictor(ctx context.Context, partition int32, only bool) (*Predictor, error) {
+	s.serveUntil.Store(time.Now().Add(ServeIdle).UnixNano())
+	for {
+		if sv := s.serving.Load(); sv != nil {
+			return sv.pick(partition, only)
+		}
+		t := time.NewTimer(10 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("%w: no copy of the models was made (%v)", ErrNoModel, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// pick chooses the Predictor of partition, or the only one when only.
+func (sv *serving) pick(partition int32, only bool) (*Predictor, error) {
+	if only {
+		switch len(sv.order) {
+		case 0:
+			return nil, ErrNoModel
+		case 1:
+			return sv.byPartition[sv.order[0]], nil
+		default:
+			parts := make([]string, len(sv.order))
+			for i, p := range sv.order {
+				parts[i] = strconv.Itoa(int(p))
+			}
+			return nil, fmt.Errorf("%d models (partitions %s): choose one with ?partition=N", len(sv.order), strings.Join(parts, ", "))
+		}
+	}
+	if pr, ok := sv.byPartition[partition]; ok {
+		return pr, nil
+	}
+	return nil, fmt.Errorf("%w for partition %d", ErrNoModel, partition)
+}
+
+// refreshServing, called by the loop when it publishes a snapshot, copies
+// the models that changed since their last copy, while serving is active.
+func (s *Service) refreshServing(now time.Time) error {
+	if now.UnixNano() > s.serveUntil.Load() {
+		if s.serving.Load() != nil {
+			s.serving.Store(nil) // idle: let the copies go
+		}
+		return nil
+	}
+	old := s.serving.Load()
+	sv := &serving{byPartition: make(map[int32]*Predictor, len(s.models)), order: slices.Sorted(maps.Keys(s.models))}
+	for _, part := range sv.order {
+		m := s.models[part]
+		if old != nil {
+			if pr, ok := old.byPartition[part]; ok && pr.Events == m.p.Seen() {
+				sv.byPartition[part] = pr
+				continue
+			}
+		}
+		c, err := m.p.Clone()
+		if err != nil {
+			return fmt.Errorf("service: copying the model of partition %d for predictions: %w", part, err)
+		}
+		sv.byPartition[part] = &Predictor{Partition: part, Events: c.Seen(), Time: now, p: c}
+	}
+	s.serving.Store(sv)
+	return nil
+}
