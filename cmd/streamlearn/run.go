@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,13 +18,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/streamlearn/streamlearn/internal/api"
+	"github.com/streamlearn/streamlearn/internal/checkpoint"
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
 	"github.com/streamlearn/streamlearn/internal/metrics"
 	"github.com/streamlearn/streamlearn/internal/service"
 )
 
-const runArgs = "[-c config.yaml] [--until-end] [--report text|json] [--http ADDR] [--preload FILE] [--nats-port N] [--store DIR]"
+const runArgs = "[-c config.yaml] [--until-end] [--report text|json] [--http ADDR] [--preload FILE] [--nats-port N] [--store DIR] [--checkpoint-dir DIR]"
 
 // tuning lets tests lower the transports' timeouts; zero in production.
 var tuning service.Tuning
@@ -37,6 +39,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	preload := fs.String("preload", "", "publish the JSONL `file` into the source's topic or subject before consuming")
 	port := fs.Int("nats-port", 4222, "client `port` of the embedded server on 127.0.0.1 (no -c only; -1 picks a free one)")
 	store := fs.String("store", "", "JetStream storage `dir` of the embedded server (no -c only; default: a temporary directory removed at exit)")
+	ckptDir := fs.String("checkpoint-dir", "", "keep the models' checkpoints in `dir` and resume from them (default: the config's checkpoint.dir; none: no checkpoints)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -83,6 +86,13 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	defer src.Close()
 	opt := service.Options{Config: cfg, Source: src, Logger: logger}
+	if dir := cmp.Or(*ckptDir, cfg.Checkpoint.Dir); dir != "" {
+		st, err := checkpoint.OpenDir(dir)
+		if err != nil {
+			return err
+		}
+		opt.Checkpoints, opt.CommitEvery = st, cfg.Checkpoint.Every
+	}
 	var sinks []connectors.Sink
 	for _, s := range []struct {
 		cfg *config.Sink

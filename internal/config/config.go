@@ -163,6 +163,13 @@ type Source struct {
 	Durable string `yaml:"durable"`
 	// Path: a JSONL file (kind file).
 	Path string `yaml:"path"`
+	// SessionTimeout and HeartbeatInterval tune the Kafka consumer group:
+	// how long the coordinator waits for a silent member (a crashed
+	// process) before handing its partitions to the others, and how often
+	// members say they are alive. Defaults 30s and 3s; the session timeout
+	// must lie within the brokers' group.min/max.session.timeout.ms.
+	SessionTimeout    time.Duration `yaml:"session_timeout"`
+	HeartbeatInterval time.Duration `yaml:"heartbeat_interval"`
 }
 
 // Sink is one output.

@@ -72,6 +72,7 @@ func TestBadConfigs(t *testing.T) {
 		{"syntax.yaml", "testdata/bad/syntax.yaml:1: did not find expected ',' or '}'"},
 		{"class_points.yaml", "testdata/bad/class_points.yaml:2: learners[0].class: ..."},
 		{"sink_kind.yaml", `testdata/bad/sink_kind.yaml:4: sinks.reports.kind: "carrier-pigeon" is not one of kafka, nats, jetstream, file`},
+		{"session_not_kafka.yaml", `testdata/bad/session_not_kafka.yaml:6: source.session_timeout: tunes a Kafka consumer group; source.kind is "jetstream"`},
 	} {
 		_, err := Load(filepath.Join("testdata/bad", tc.file))
 		if err == nil {
@@ -91,7 +92,7 @@ func TestBadConfigs(t *testing.T) {
 		}
 	}
 	entries, _ := os.ReadDir("testdata/bad")
-	if len(entries) != 14 {
+	if len(entries) != 15 {
 		t.Errorf("testdata/bad has %d files; every one needs a row above", len(entries))
 	}
 }

@@ -65,6 +65,16 @@ func (c *Config) validate() error {
 	if err := oneOf("source.kind", c.Source.Kind, "", "kafka", "nats", "jetstream", "file"); err != nil {
 		return err
 	}
+	if c.Source.SessionTimeout != 0 || c.Source.HeartbeatInterval != 0 {
+		switch {
+		case c.Source.Kind != "kafka":
+			return errAt("source.session_timeout", "tunes a Kafka consumer group; source.kind is %q", c.Source.Kind)
+		case c.Source.SessionTimeout < 0:
+			return errAt("source.session_timeout", "must not be negative")
+		case c.Source.HeartbeatInterval < 0:
+			return errAt("source.heartbeat_interval", "must not be negative")
+		}
+	}
 	for name, s := range map[string]*Sink{"predictions": c.Sinks.Predictions, "reports": c.Sinks.Reports, "dead_letters": c.Sinks.DeadLetters} {
 		if s == nil {
 			continue

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -33,7 +34,10 @@ func natsConfig(c config.Conn, subject, stream, durable string, t Tuning) connec
 func OpenSource(ctx context.Context, s config.Source, untilEnd bool, t Tuning) (connectors.Source, error) {
 	switch s.Kind {
 	case "kafka":
-		return connectors.NewKafkaSource(ctx, kafkaConfig(s.Conn, s.Topic, s.Group, t), untilEnd)
+		k := kafkaConfig(s.Conn, s.Topic, s.Group, t)
+		k.SessionTimeout = cmp.Or(s.SessionTimeout, k.SessionTimeout)
+		k.HeartbeatInterval = cmp.Or(s.HeartbeatInterval, k.HeartbeatInterval)
+		return connectors.NewKafkaSource(ctx, k, untilEnd)
 	case "nats":
 		return connectors.NewNATSSource(ctx, natsConfig(s.Conn, s.Subject, "", "", t), untilEnd)
 	case "jetstream":

@@ -25,6 +25,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/streamlearn/streamlearn/internal/checkpoint"
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
 	"github.com/streamlearn/streamlearn/internal/event"
@@ -96,6 +97,13 @@ type Options struct {
 	// record.
 	HistoryPoints int
 
+	// Checkpoints, when not nil, stores a checkpoint of each model before
+	// every commit of its positions, and restores models from it (see
+	// Fingerprint and the comment of checkpoint.go). CommitEvery and
+	// CommitInterval then default to DefaultCheckpointEvery and
+	// DefaultCheckpointInterval.
+	Checkpoints checkpoint.Store
+
 	// Logger gets lifecycle events; nil discards them.
 	Logger *slog.Logger
 }
@@ -114,8 +122,13 @@ type Service struct {
 	logger  *slog.Logger
 
 	uncommitted int
-	lastCommit  time.Time
+	lastCommit  time.Time // the last commit round, successful or not
+	durableAt   time.Time // the last commit round that committed everything
 	nextReport  time.Time // zero without ReportInterval
+
+	fingerprint [32]byte // of the model configuration, in checkpoints
+	volatile    bool     // the source's offsets do not survive a restart
+	saveFailing bool     // the last checkpoint save failed
 
 	snap         atomic.Pointer[Snapshot]
 	nextSnapshot time.Time
@@ -185,7 +198,7 @@ func (s *Service) publishSnapshot() error {
 	var durable time.Time
 	for _, m := range s.models {
 		if m.dirty {
-			durable = s.lastCommit
+			durable = s.durableAt
 			break
 		}
 	}
@@ -203,6 +216,7 @@ type model struct {
 	dirty       bool
 	seen        bool  // a record was processed
 	lag         int64 // Lag of the last record processed
+	pos         int64 // offset of the last record whose effect is in p; -1 before any
 	sinceReport int
 }
 
@@ -213,9 +227,15 @@ func New(opt Options) (*Service, error) {
 	}
 	if opt.CommitEvery <= 0 {
 		opt.CommitEvery = DefaultCommitEvery
+		if opt.Checkpoints != nil {
+			opt.CommitEvery = DefaultCheckpointEvery
+		}
 	}
 	if opt.CommitInterval <= 0 {
 		opt.CommitInterval = DefaultCommitInterval
+		if opt.Checkpoints != nil {
+			opt.CommitInterval = DefaultCheckpointInterval
+		}
 	}
 	if opt.SnapshotInterval <= 0 {
 		opt.SnapshotInterval = DefaultSnapshotInterval
@@ -228,7 +248,8 @@ func New(opt Options) (*Service, error) {
 		return nil, fmt.Errorf("service: %w", err)
 	}
 	dec.Source = opt.Source.Name()
-	s := &Service{opt: opt, dec: dec, models: map[int32]*model{}, logger: opt.Logger}
+	s := &Service{opt: opt, dec: dec, models: map[int32]*model{}, logger: opt.Logger,
+		fingerprint: Fingerprint(opt.Config), volatile: volatile(opt.Source)}
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
 	}
@@ -251,10 +272,14 @@ func New(opt Options) (*Service, error) {
 // the snapshots Snapshot returns.
 func (s *Service) Run(ctx context.Context) error {
 	s.lastCommit = time.Now()
+	s.durableAt = s.lastCommit
 	if s.opt.ReportInterval > 0 {
 		s.nextReport = s.lastCommit.Add(s.opt.ReportInterval)
 	}
-	runErr := s.publishSnapshot()
+	runErr := s.restoreIdle(ctx)
+	if runErr == nil {
+		runErr = s.publishSnapshot()
+	}
 	if runErr == nil {
 		runErr = s.loop(ctx)
 	}
@@ -262,6 +287,9 @@ func (s *Service) Run(ctx context.Context) error {
 	// the one that was cancelled.
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
+	if runErr == nil {
+		runErr = s.restoreIdle(dctx)
+	}
 	s.draining = true // the final snapshot has the curves up to the last record
 	err := errors.Join(runErr, s.commit(dctx), s.publishReports(dctx), s.flush(dctx), s.publishSnapshot())
 	return err
@@ -358,7 +386,7 @@ func (s *Service) deadline() time.Time {
 	return d
 }
 
-func (s *Service) model(partition int32) (*model, error) {
+func (s *Service) model(ctx context.Context, partition int32) (*model, error) {
 	if m, ok := s.models[partition]; ok {
 		return m, nil
 	}
@@ -369,7 +397,10 @@ func (s *Service) model(partition int32) (*model, error) {
 	if s.opt.HistoryPoints > 0 {
 		p.Tracker().EnableHistory(s.opt.HistoryPoints)
 	}
-	m := &model{p: p}
+	m := &model{p: p, pos: -1}
+	if err := s.restore(ctx, partition, m); err != nil {
+		return nil, err
+	}
 	s.models[partition] = m
 	s.order = append(s.order, partition)
 	s.logger.Info("new model", "source", s.opt.Source.Name(), "partition", partition)
@@ -384,14 +415,20 @@ func (s *Service) process(ctx context.Context, rec connectors.Record) error {
 	if s.opt.EventDuration != nil {
 		start = time.Now()
 	}
-	m, err := s.model(rec.Partition)
+	m, err := s.model(ctx, rec.Partition)
 	if err != nil {
 		return err
+	}
+	if rec.Offset <= m.pos && !s.volatile {
+		// Already in the model, restored from a checkpoint saved after
+		// this record and before its commit: acknowledge it only.
+		m.last, m.dirty = rec, true
+		return nil
 	}
 	if err := s.learn(ctx, rec, m); err != nil {
 		return err
 	}
-	m.last, m.dirty, m.seen, m.lag = rec, true, true, rec.Lag
+	m.last, m.dirty, m.seen, m.lag, m.pos = rec, true, true, rec.Lag, rec.Offset
 	if s.opt.EventDuration != nil {
 		s.opt.EventDuration.Observe(time.Since(start).Seconds())
 	}
@@ -453,10 +490,21 @@ func (s *Service) deadLetter(ctx context.Context, rec connectors.Record, reason 
 // (the new owner reads it from the group's last commit); its model stays,
 // and goes on from where it was if the partition comes back.
 func (s *Service) commit(ctx context.Context) error {
+	var failed error
 	for _, part := range s.order {
 		m := s.models[part]
 		if !m.dirty {
 			continue
+		}
+		if s.opt.Checkpoints != nil {
+			if err := s.save(ctx, part, m); err != nil {
+				// Learning goes on; this partition's commits wait for a
+				// checkpoint that holds them.
+				failed = fmt.Errorf("service: checkpoint of partition %d: %w", part, err)
+				s.logger.Error("checkpoint failed: commits stop until a checkpoint succeeds", "store", s.opt.Checkpoints.String(), "partition", part, "err", err)
+				s.saveFailing = true
+				continue
+			}
 		}
 		if err := s.opt.Source.Commit(ctx, m.last); errors.Is(err, connectors.ErrKafkaPartitionRevoked) {
 			s.logger.Warn("partition revoked before its commit: its records since the last commit will be learned again by the new owner",
@@ -468,6 +516,17 @@ func (s *Service) commit(ctx context.Context) error {
 	}
 	s.uncommitted = 0
 	s.lastCommit = time.Now()
+	if failed != nil {
+		if s.draining {
+			return failed // the last chance: the caller must know
+		}
+		return nil
+	}
+	if s.saveFailing {
+		s.saveFailing = false
+		s.logger.Info("checkpoints succeed again: commits resumed", "store", s.opt.Checkpoints.String())
+	}
+	s.durableAt = s.lastCommit
 	return nil
 }
 

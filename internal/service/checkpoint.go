@@ -1,0 +1,141 @@
+package service
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/streamlearn/streamlearn/internal/checkpoint"
+	"github.com/streamlearn/streamlearn/internal/config"
+	"github.com/streamlearn/streamlearn/internal/connectors"
+)
+
+// Checkpoints make the models survive the process: with Options.Checkpoints
+// set, every commit first saves, for each partition with something new,
+// a checkpoint of its model holding the position of the last record whose
+// effect is in it, and commits that partition's position to the source
+// only once the checkpoint is durable. A model is created from its
+// partition's checkpoint when there is one, and records at or before the
+// checkpoint's position — the ones a crash between the save and the
+// commit leaves uncommitted — are skipped (and committed): after a crash
+// and a restart, each model equals the one an uninterrupted run would
+// have, nothing lost and nothing applied twice (DESIGN.md, "Guarantees").
+//
+// A checkpoint written by another model configuration, or for another
+// source, or damaged, stops the service with an error saying so: it is
+// never silently replaced by a fresh model. A failing save (a full disk,
+// an unwritable directory) stops the commits, not the learning: the
+// service logs why at each attempt, streamlearn_checkpoint_age_seconds
+// grows, and the next successful save commits everything learned since.
+
+// Defaults of the checkpoint cadence: a checkpoint copies every learner's
+// weights (2 MiB per linear learner at 2^18 slots) and digests them, so
+// it is taken per batch of records or seconds, not per commit of the
+// checkpoint-less service.
+const (
+	DefaultCheckpointEvery    = 100000
+	DefaultCheckpointInterval = 5 * time.Second
+)
+
+// Fingerprint identifies the parts of a configuration a model's state
+// depends on: how records are decoded (input), how events become vectors
+// (features) and the learners. Sources, sinks and HTTP settings do not
+// enter it: a model may move to another broker address.
+func Fingerprint(c *config.Config) [32]byte {
+	b, err := json.Marshal(struct {
+		Input    config.Input
+		Features config.Features
+		Learners []config.Learner
+	}{c.Input, c.Features, c.Learners})
+	if err != nil {
+		panic("service: fingerprint of the configuration: " + err.Error()) // plain structs: cannot fail
+	}
+	return sha256.Sum256(b)
+}
+
+// volatile reports whether the source's offsets do not identify records
+// across restarts (core NATS), so that a restored model skips nothing.
+func volatile(src connectors.Source) bool {
+	v, ok := src.(interface{ VolatileOffsets() bool })
+	return ok && v.VolatileOffsets()
+}
+
+// restore loads partition's checkpoint into m, when there is one.
+func (s *Service) restore(ctx context.Context, partition int32, m *model) error {
+	if s.opt.Checkpoints == nil {
+		return nil
+	}
+	c, err := s.opt.Checkpoints.Load(ctx, partition)
+	if checkpoint.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("service: restoring partition %d: %w", partition, err)
+	}
+	if c.Fingerprint != s.fingerprint {
+		return fmt.Errorf("service: the checkpoint of partition %d in %s was written by another model configuration (input, features or learners differ): move it away to start that model afresh",
+			partition, s.opt.Checkpoints)
+	}
+	if c.Source != s.opt.Source.Name() {
+		return fmt.Errorf("service: the checkpoint of partition %d in %s is of source %s, not %s",
+			partition, s.opt.Checkpoints, c.Source, s.opt.Source.Name())
+	}
+	if err := m.p.UnmarshalBinary(c.State); err != nil {
+		return fmt.Errorf("service: restoring partition %d from %s: %w", partition, s.opt.Checkpoints, err)
+	}
+	if !s.volatile {
+		m.pos = c.Position
+	}
+	s.logger.Info("model restored from checkpoint", "store", s.opt.Checkpoints.String(), "partition", partition,
+		"position", c.Position, "events", m.p.Seen(), "created", c.Created)
+	return nil
+}
+
+// save writes the checkpoint of m.
+func (s *Service) save(ctx context.Context, part int32, m *model) error {
+	state, err := m.p.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	rep, err := s.report(part, m)
+	if err != nil {
+		return err
+	}
+	rj, err := json.Marshal(rep.Report)
+	if err != nil {
+		return err
+	}
+	return s.opt.Checkpoints.Save(ctx, &checkpoint.Checkpoint{
+		Created: time.Now(), Fingerprint: s.fingerprint, Source: s.opt.Source.Name(),
+		Partition: part, Position: m.pos, State: state, Report: rj,
+	})
+}
+
+// restoreIdle creates, from their checkpoints, the models of the
+// partitions the service owns that no record has brought yet: at the start
+// every checkpointed partition of a source without consumer-group
+// assignments, and at the end the partitions a Kafka group assigns to
+// this process. So a service restarted after everything was committed
+// still reports its models.
+func (s *Service) restoreIdle(ctx context.Context) error {
+	if s.opt.Checkpoints == nil {
+		return nil
+	}
+	stored, err := s.opt.Checkpoints.Partitions(ctx)
+	if err != nil {
+		return fmt.Errorf("service: listing checkpoints: %w", err)
+	}
+	if a, ok := s.opt.Source.(interface{ Assignments() []int32 }); ok {
+		owned := a.Assignments()
+		stored = slices.DeleteFunc(stored, func(p int32) bool { return !slices.Contains(owned, p) })
+	}
+	for _, p := range stored {
+		if _, err := s.model(ctx, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,184 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/streamlearn/streamlearn/internal/checkpoint"
+	"github.com/streamlearn/streamlearn/internal/config"
+	"github.com/streamlearn/streamlearn/internal/connectors"
+)
+
+// runStore runs a Service with checkpoints in store over recs (all of
+// them from the first, as a source re-reading from an old commit does)
+// and returns its reports and commits.
+func runStore(t *testing.T, c *config.Config, store checkpoint.Store, values [][]byte, partitions int32, every int) ([]Report, []connectors.Record, error) {
+	t.Helper()
+	src := newMemSource(values, partitions)
+	s := newService(t, Options{Config: c, Source: src, Checkpoints: store, CommitEvery: every})
+	err := s.Run(context.Background())
+	reps, rerr := s.Reports()
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	return reps, src.commitLog(), err
+}
+
+// A run cut anywhere and resumed from its checkpoints ends with the models
+// of an uninterrupted run: the second run re-reads the stream from the
+// start (as after a crash between a checkpoint and its commit) and skips
+// what the restored models already hold.
+func TestCheckpointResume(t *testing.T) {
+	c := loadExampleConfig(t)
+	values := genEvents(3000, 5, 0.05, 0.1, 97) // noise, unlabeled and bad records
+	const parts = 3
+	want, _, err := runStore(t, c, nil, values, parts, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cut := range []int{1, 700, 2999} {
+		store, err := checkpoint.OpenDir(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := runStore(t, c, store, values[:cut], parts, 250); err != nil {
+			t.Fatal(err)
+		}
+		got, commits, err := runStore(t, c, store, values, parts, 250)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("cut %d: %d models, want %d", cut, len(got), len(want))
+		}
+		for i := range want {
+			sameReport(t, "resumed", got[i].Report, want[i].Report)
+		}
+		// Every partition is committed up to its last record.
+		last := map[int32]int64{}
+		for _, r := range commits {
+			last[r.Partition] = max(last[r.Partition], r.Offset)
+		}
+		for p := range int32(parts) {
+			if wantLast := int64(len(values)/parts - 1); last[p] != wantLast {
+				t.Errorf("cut %d: partition %d committed up to %d, want %d", cut, p, last[p], wantLast)
+			}
+		}
+		// Restarted with nothing left to read, it still has its models.
+		idle, _, err := runStore(t, c, store, nil, parts, 250)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(idle) != len(want) {
+			t.Fatalf("cut %d, restart with nothing to read: %d models, want %d", cut, len(idle), len(want))
+		}
+		for i := range want {
+			sameReport(t, "restarted idle", idle[i].Report, want[i].Report)
+		}
+		// What inspect reads: the position and the report of each model.
+		for p := range int32(parts) {
+			cp, err := store.Load(context.Background(), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cp.Position != int64(len(values)/parts-1) || !strings.Contains(string(cp.Report), want[p].Learners[0].StateSHA256) {
+				t.Errorf("cut %d: checkpoint of partition %d: position %d, report %.80s", cut, p, cp.Position, cp.Report)
+			}
+		}
+	}
+}
+
+// A checkpoint of another model configuration, of another source, or
+// damaged, stops the service: never a silent fresh start.
+func TestCheckpointRefused(t *testing.T) {
+	c := loadExampleConfig(t)
+	values := genEvents(200, 5, 0, 0, 0)
+	dir := t.TempDir()
+	store, err := checkpoint.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := runStore(t, c, store, values, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+
+	other := *c
+	other.Learners = append([]config.Learner(nil), c.Learners...)
+	other.Learners[0].Bias = !other.Learners[0].Bias
+	if _, _, err := runStore(t, &other, store, values, 1, 0); err == nil || !strings.Contains(err.Error(), "another model configuration") {
+		t.Errorf("another configuration: %v", err)
+	}
+
+	s := newService(t, Options{Config: c, Source: named{newMemSource(values, 1), "mem:other"}, Checkpoints: store})
+	if err := s.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "is of source mem:test, not mem:other") {
+		t.Errorf("another source: %v", err)
+	}
+
+	b, err := os.ReadFile(store.File(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 1
+	if err := os.WriteFile(store.File(0), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := runStore(t, c, store, values, 1, 0); !errors.Is(err, checkpoint.ErrCorrupt) {
+		t.Errorf("damaged checkpoint: %v, want ErrCorrupt", err)
+	}
+}
+
+type named struct {
+	connectors.Source
+	name string
+}
+
+func (n named) Name() string { return n.name }
+
+// failingStore fails its saves while fail is set.
+type failingStore struct {
+	checkpoint.Store
+	fail atomic.Bool
+}
+
+func (f *failingStore) Save(ctx context.Context, c *checkpoint.Checkpoint) error {
+	if f.fail.Load() {
+		return errors.New("no space left on device")
+	}
+	return f.Store.Save(ctx, c)
+}
+
+// While checkpoints fail, nothing is committed and the checkpoint age
+// grows; the final drain reports the failure; once saves succeed again,
+// everything learned is committed.
+func TestCheckpointFailureStopsCommits(t *testing.T) {
+	c := loadExampleConfig(t)
+	values := genEvents(500, 5, 0, 0, 0)
+	dir, err := checkpoint.OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &failingStore{Store: dir}
+	store.fail.Store(true)
+	_, commits, err := runStore(t, c, store, values, 1, 100)
+	if len(commits) != 0 {
+		t.Errorf("%d commits while checkpoints fail, want none", len(commits))
+	}
+	if err == nil || !strings.Contains(err.Error(), "no space left on device") {
+		t.Errorf("Run with failing checkpoints: %v, want the save's error", err)
+	}
+	if _, err := dir.Load(context.Background(), 0); !checkpoint.IsNotExist(err) {
+		t.Errorf("a checkpoint exists after failing saves: %v", err)
+	}
+	store.fail.Store(false)
+	_, commits, err = runStore(t, c, store, values, 1, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(commits); n == 0 || commits[n-1].Offset != 499 {
+		t.Errorf("commits after recovery: %v, want up to offset 499", commits)
+	}
+}
