@@ -268,6 +268,8 @@ type KafkaSource struct {
 	wake      chan struct{} // closed and replaced whenever gen changes
 	next      map[int]int64 // per partition: offset of the next record to deliver
 	committed map[int]int64 // per partition: last offset committed by the group, as known here
+	lastGen   *kafkaGen     // the last generation this member took part in
+	epochs    uint64        // epochs handed out
 }
 
 var _ Source = (*KafkaSource)(nil)
@@ -275,7 +277,8 @@ var _ Source = (*KafkaSource)(nil)
 // kafkaGen is one generation of the group as this member saw it.
 type kafkaGen struct {
 	g     *kafka.Generation
-	owned []int // sorted partition ids
+	owned []int          // sorted partition ids
+	epoch map[int]uint64 // per owned partition: its epoch (Record.Epoch)
 }
 
 func (g *kafkaGen) owns(p int) bool {
@@ -529,6 +532,7 @@ func (s *KafkaSource) Fetch(ctx context.Context) (Record, error) {
 			Offset:    m.Offset,
 			Time:      m.Time,
 			Lag:       km.lag,
+			Epoch:     km.gen.epoch[m.Partition],
 			ack:       km.gen,
 		}, nil
 	}
@@ -659,12 +663,24 @@ func (s *KafkaSource) run(ctx context.Context) {
 // previous one has returned, so no fetcher of an older generation runs.
 func (s *KafkaSource) startGeneration(g *kafka.Generation) {
 	assigned := g.Assignments[s.cfg.Topic]
-	kg := &kafkaGen{g: g, owned: make([]int, 0, len(assigned))}
+	kg := &kafkaGen{g: g, owned: make([]int, 0, len(assigned)), epoch: make(map[int]uint64, len(assigned))}
 	starts := make(map[int]int64, len(assigned))
 	s.mu.Lock()
+	prev := s.lastGen
+	s.lastGen = kg
 	for _, a := range assigned {
 		p, start := a.ID, a.Offset
 		kg.owned = append(kg.owned, p)
+		// A partition continues only when this member owned it in the
+		// generation just before; otherwise another member may have had
+		// it: a new epoch, read from the group's committed offset.
+		if prev != nil && g.ID == prev.g.ID+1 && prev.owns(p) {
+			kg.epoch[p] = prev.epoch[p]
+		} else {
+			s.epochs++
+			kg.epoch[p] = s.epochs
+			delete(s.next, p)
+		}
 		switch start {
 		case kafka.FirstOffset:
 			start = s.first[p]

@@ -339,7 +339,7 @@ func TestKafkaSourceRebalanceKeepsPosition(t *testing.T) {
 	defer cancel()
 	a := kafkaOpen(t, cfg, false)
 	lastOf := map[int32]Record{}
-	for len(lastOf) < parts { // nothing committed
+	for len(lastOf) < parts || lastOf[0].Offset < 20 || lastOf[1].Offset < 20 { // nothing committed
 		r, err := a.Fetch(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -376,8 +376,44 @@ func TestKafkaSourceRebalanceKeepsPosition(t *testing.T) {
 	if rest[0].Offset != lastOf[kept].Offset+1 {
 		t.Errorf("partition %d resumed at %d, want %d", kept, rest[0].Offset, lastOf[kept].Offset+1)
 	}
+	if rest[0].Epoch != lastOf[kept].Epoch || rest[0].Epoch == 0 {
+		t.Errorf("kept partition: epoch %d after the rebalance, %d before; want the same, not 0", rest[0].Epoch, lastOf[kept].Epoch)
+	}
 	if err := a.Commit(ctx, rest[len(rest)-1]); err != nil {
 		t.Errorf("commit of a kept partition with a record of the new generation: %v", err)
+	}
+
+	// b learns the lost partition a little (from offset 0: nothing was
+	// committed) and commits offset 4, then leaves. The partition comes
+	// back to a in a new epoch, read from the group's commit, not from
+	// where a had been: b had it in between.
+	var br Record
+	for br.Offset < 4 || br.Partition != lost {
+		r, err := b.Fetch(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		br = r
+	}
+	if err := b.Commit(ctx, br); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		r, err := a.Fetch(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Partition != lost {
+			continue
+		}
+		if r.Offset != br.Offset+1 || r.Epoch == lastOf[lost].Epoch || r.Epoch == rest[0].Epoch {
+			t.Errorf("partition %d back: offset %d epoch %d; want offset %d (b's commit) and a new epoch (was %d)",
+				lost, r.Offset, r.Epoch, br.Offset+1, lastOf[lost].Epoch)
+		}
+		break
 	}
 }
 

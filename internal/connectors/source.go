@@ -32,6 +32,12 @@ type Record struct {
 	// in a NATS core subscription's buffer; -1 when the transport does not
 	// say (files).
 	Lag int64
+	// Epoch changes when the partition's records stop continuing the ones
+	// this source delivered before: a Kafka partition assigned to this
+	// process anew after a rebalance (another member may have learned it
+	// meanwhile). A model of the partition held in memory is then stale
+	// and must be reloaded from its checkpoint. Always 0 for other sources.
+	Epoch uint64
 
 	// ack is the transport's handle for Commit (a JetStream message).
 	ack any

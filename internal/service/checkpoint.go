@@ -139,3 +139,25 @@ func (s *Service) restoreIdle(ctx context.Context) error {
 	}
 	return nil
 }
+
+// assignments returns the partitions a consumer group assigns to the
+// source now, and whether a generation is live; owned is nil for sources
+// without consumer groups.
+func (s *Service) assignments() (owned []int32, live bool) {
+	a, ok := s.opt.Source.(interface{ Assignments() []int32 })
+	if !ok {
+		return nil, false
+	}
+	owned = a.Assignments()
+	if owned == nil {
+		return []int32{}, false
+	}
+	return owned, true
+}
+
+// dropModel forgets the model of part; the next record of part creates it
+// again, from its checkpoint.
+func (s *Service) dropModel(part int32) {
+	delete(s.models, part)
+	s.order = slices.DeleteFunc(s.order, func(p int32) bool { return p == part })
+}

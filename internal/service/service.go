@@ -217,6 +217,8 @@ type model struct {
 	seen        bool  // a record was processed
 	lag         int64 // Lag of the last record processed
 	pos         int64 // offset of the last record whose effect is in p; -1 before any
+	epoch       uint64
+	hasEpoch    bool // epoch is the Record.Epoch of the records learned
 	sinceReport int
 }
 
@@ -419,6 +421,16 @@ func (s *Service) process(ctx context.Context, rec connectors.Record) error {
 	if err != nil {
 		return err
 	}
+	if m.hasEpoch && rec.Epoch != m.epoch && s.opt.Checkpoints != nil {
+		// The partition came back after a rebalance: another process may
+		// have learned it meanwhile, and its checkpoint holds that.
+		s.logger.Info("partition assigned anew: reloading its model from the checkpoint", "partition", rec.Partition)
+		s.dropModel(rec.Partition)
+		if m, err = s.model(ctx, rec.Partition); err != nil {
+			return err
+		}
+	}
+	m.epoch, m.hasEpoch = rec.Epoch, true
 	if rec.Offset <= m.pos && !s.volatile {
 		// Already in the model, restored from a checkpoint saved after
 		// this record and before its commit: acknowledge it only.
@@ -491,10 +503,25 @@ func (s *Service) deadLetter(ctx context.Context, rec connectors.Record, reason 
 // and goes on from where it was if the partition comes back.
 func (s *Service) commit(ctx context.Context) error {
 	var failed error
+	owned, live := s.assignments()
+	if s.opt.Checkpoints != nil && live {
+		for _, part := range slices.Clone(s.order) {
+			if !slices.Contains(owned, part) {
+				// Given to another process: its checkpoint is the new
+				// owner's to write, and this model is stale (if the
+				// partition comes back, it comes back from the checkpoint).
+				s.logger.Info("partition revoked: dropping its model", "partition", part)
+				s.dropModel(part)
+			}
+		}
+	}
 	for _, part := range s.order {
 		m := s.models[part]
 		if !m.dirty {
 			continue
+		}
+		if s.opt.Checkpoints != nil && owned != nil && !live {
+			continue // between generations: commit once one is live
 		}
 		if s.opt.Checkpoints != nil {
 			if err := s.save(ctx, part, m); err != nil {
