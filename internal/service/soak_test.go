@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/streamlearn/streamlearn/internal/checkpoint"
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
 	"github.com/streamlearn/streamlearn/internal/service"
@@ -127,6 +128,13 @@ type soakSample struct {
 }
 
 func TestSoak(t *testing.T) {
+	t.Run("plain", func(t *testing.T) { soak(t, false) })
+	// With a checkpoint before each commit: the state is copied and
+	// written every `every` events, and memory stays flat all the same.
+	t.Run("checkpoints", func(t *testing.T) { soak(t, true) })
+}
+
+func soak(t *testing.T, checkpoints bool) {
 	n, every := 200_000, 20_000
 	if os.Getenv("STREAMLEARN_SOAK") == "1" {
 		n, every = 10_000_000, 1_000_000
@@ -150,13 +158,21 @@ func TestSoak(t *testing.T) {
 	}}
 	samples = make([]soakSample, 0, n/every+1)
 	preds, reports := &soakSink{}, &soakSink{}
-	svc, err := service.New(service.Options{
+	opt := service.Options{
 		Config:      c,
 		Source:      src,
 		Predictions: preds,
 		Reports:     reports,
 		ReportEvery: every / 2,
-	})
+	}
+	var store *checkpoint.Dir
+	if checkpoints {
+		if store, err = checkpoint.OpenDir(t.TempDir()); err != nil {
+			t.Fatal(err)
+		}
+		opt.Checkpoints, opt.CommitEvery = store, every/2
+	}
+	svc, err := service.New(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,6 +196,12 @@ func TestSoak(t *testing.T) {
 	}
 	if src.last != int64(n-1) {
 		t.Errorf("last commit at offset %d, want %d", src.last, n-1)
+	}
+	if store != nil {
+		cp, err := store.Load(context.Background(), 0)
+		if err != nil || cp.Position != int64(n-1) {
+			t.Errorf("last checkpoint: %v; want position %d", err, n-1)
+		}
 	}
 	if len(samples) != n/every {
 		t.Fatalf("%d heap samples, want %d", len(samples), n/every)

@@ -1,0 +1,187 @@
+package checkpoint
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+)
+
+// rawWriter stores b under name in a Store's backend, bypassing Save: a
+// file in a Dir, an object in an ObjectStore.
+type rawWriter func(t *testing.T, name string, b []byte)
+
+// sameCheckpoint reports whether a and b hold the same checkpoint.
+func sameCheckpoint(a, b *Checkpoint) bool {
+	return a.Created.Equal(b.Created) && a.Fingerprint == b.Fingerprint && a.Source == b.Source &&
+		a.Partition == b.Partition && a.Position == b.Position &&
+		bytes.Equal(a.State, b.State) && bytes.Equal(a.Report, b.Report)
+}
+
+// bigSample is sample(partition) with a state of n bytes.
+func bigSample(partition int32, n int) *Checkpoint {
+	c := sample(partition)
+	c.State = make([]byte, n)
+	for i := range c.State {
+		c.State[i] = byte(i*31 + i>>13)
+	}
+	return c
+}
+
+// testStore is the contract every Store keeps; s must be empty.
+func testStore(t *testing.T, s Store, writeRaw rawWriter) {
+	ctx := context.Background()
+	if s.String() == "" {
+		t.Error("String is empty")
+	}
+	if _, err := s.Load(ctx, 0); !IsNotExist(err) || errors.Is(err, ErrCorrupt) {
+		t.Fatalf("empty store: Load = %v, want not exist", err)
+	}
+	if ps, err := s.Partitions(ctx); err != nil || len(ps) != 0 {
+		t.Fatalf("empty store: Partitions = %v, %v", ps, err)
+	}
+
+	// Save, replace, Load, Partitions.
+	for _, p := range []int32{10, 2, 0} {
+		if err := s.Save(ctx, sample(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := sample(2)
+	c.Position = 50000
+	c.State = c.State[:100]
+	if err := s.Save(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Load(ctx, 2); err != nil || !sameCheckpoint(got, c) {
+		t.Fatalf("Load(2) after replace = %+v, %v; want position 50000", got, err)
+	}
+	if got, err := s.Load(ctx, 10); err != nil || !sameCheckpoint(got, sample(10)) {
+		t.Fatalf("Load(10) = %+v, %v", got, err)
+	}
+	if ps, err := s.Partitions(ctx); err != nil || !slices.Equal(ps, []int32{0, 2, 10}) {
+		t.Fatalf("Partitions = %v, %v; want [0 2 10]", ps, err)
+	}
+	if _, err := s.Load(ctx, 1); !IsNotExist(err) {
+		t.Errorf("Load(1) = %v, want not exist", err)
+	}
+
+	// Large checkpoints: 20 MiB (JetStream chunks it into 160 messages).
+	big := bigSample(7, 20<<20)
+	if err := s.Save(ctx, big); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Load(ctx, 7); err != nil || !sameCheckpoint(got, big) {
+		t.Fatalf("Load of a 20 MiB checkpoint: %v (equal: %v)", err, got != nil && sameCheckpoint(got, big))
+	}
+	// Replaced by a small one.
+	if err := s.Save(ctx, sample(7)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Load(ctx, 7); err != nil || !sameCheckpoint(got, sample(7)) {
+		t.Fatalf("Load(7) after replacing the large one: %v", err)
+	}
+
+	// Other names are not partitions.
+	for _, name := range []string{"partition-x.ckpt", "partition-07.ckpt", "partition-+8.ckpt",
+		"partition-5.ckpt.bak", "partition-99999999999.ckpt", "notes.txt"} {
+		writeRaw(t, name, []byte("not a checkpoint"))
+	}
+	if ps, err := s.Partitions(ctx); err != nil || !slices.Equal(ps, []int32{0, 2, 7, 10}) {
+		t.Fatalf("Partitions with other names around = %v, %v; want [0 2 7 10]", ps, err)
+	}
+
+	// Damage is refused, never taken for a missing checkpoint.
+	good, err := sample(3).MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		b    []byte
+	}{
+		{"text", []byte("SLCKPT\r\nnot really")},
+		{"empty", nil},
+		{"truncated", good[:len(good)-1]},
+		{"flipped", append(append([]byte(nil), good[:100]...), append([]byte{good[100] ^ 1}, good[101:]...)...)},
+	} {
+		writeRaw(t, ObjectName(3), tc.b)
+		if _, err := s.Load(ctx, 3); !errors.Is(err, ErrCorrupt) || IsNotExist(err) {
+			t.Errorf("%s object: Load = %v, want ErrCorrupt", tc.name, err)
+		}
+	}
+	v2 := bytes.Clone(good)
+	v2[len(magic)] = 2
+	writeRaw(t, ObjectName(3), v2)
+	var ve *VersionError
+	if _, err := s.Load(ctx, 3); !errors.As(err, &ve) || ve.Version != 2 {
+		t.Errorf("version 2: Load = %v, want a VersionError", err)
+	}
+	// Saving over a damaged checkpoint repairs it.
+	if err := s.Save(ctx, sample(3)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Load(ctx, 3); err != nil || !sameCheckpoint(got, sample(3)) {
+		t.Fatalf("Load(3) after Save over damage: %v", err)
+	}
+
+	// Concurrent Saves of different partitions.
+	const n = 12
+	var wg sync.WaitGroup
+	for i := range int32(n) {
+		wg.Go(func() {
+			for round := range int64(3) {
+				c := sample(100 + i)
+				c.Position = round
+				if err := s.Save(ctx, c); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for i := range int32(n) {
+		if got, err := s.Load(ctx, 100+i); err != nil || got.Partition != 100+i || got.Position != 2 {
+			t.Errorf("after concurrent Saves: Load(%d) = %+v, %v; want the last one", 100+i, got, err)
+		}
+	}
+	ps, err := s.Partitions(ctx)
+	if err != nil || len(ps) != 5+n {
+		t.Fatalf("after concurrent Saves: Partitions = %v, %v", ps, err)
+	}
+
+	// A cancelled context: nothing happens.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	c = sample(2)
+	c.Position = 1
+	if err := s.Save(cctx, c); !errors.Is(err, context.Canceled) {
+		t.Errorf("Save with a cancelled context: %v", err)
+	}
+	if _, err := s.Load(cctx, 2); !errors.Is(err, context.Canceled) {
+		t.Errorf("Load with a cancelled context: %v", err)
+	}
+	if _, err := s.Partitions(cctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Partitions with a cancelled context: %v", err)
+	}
+	if got, err := s.Load(ctx, 2); err != nil || got.Position != 50000 {
+		t.Errorf("after a cancelled Save: Load(2) = %+v, %v; want position 50000", got, err)
+	}
+}
+
+func TestDirStore(t *testing.T) {
+	path := t.TempDir()
+	d, err := OpenDir(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testStore(t, d, func(t *testing.T, name string, b []byte) {
+		if err := os.WriteFile(filepath.Join(path, name), b, 0o640); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
