@@ -4,15 +4,20 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/streamlearn/streamlearn/internal/checkpoint"
 )
 
 // TestE2ECrashResume is DESIGN.md's guarantee under kill -9: streamlearn
@@ -118,4 +123,182 @@ func modTime(path string) time.Time {
 		return time.Time{}
 	}
 	return st.ModTime()
+}
+
+// TestE2ECheckpointBucket keeps the checkpoints in a JetStream Object Store
+// bucket of the source's server: a run to the end saves them there, and a
+// second run, with nothing left to read, reports the same models, restored
+// from the bucket.
+func TestE2ECheckpointBucket(t *testing.T) {
+	sl, _ := e2eBuild(t)
+	natsBin := e2eTool(t, "nats-server", "nats-server", "/usr/sbin", "/usr/local/sbin")
+	ctx, cancel := context.WithTimeout(t.Context(), e2eTimeout)
+	defer cancel()
+	dir := t.TempDir()
+	demo, err := filepath.Abs(e2eDemo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, _ := natsServer(t, ctx, natsBin, dir)
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "EVENTS", Subjects: []string{"events"}}); err != nil {
+		t.Fatal(err)
+	}
+	runProc(t, ctx, dir, sl, "publish", "--kind", "jetstream", "--url", url, "--stream", "EVENTS", "--subject", "events", demo)
+	want := normReport(t, "replay", runProc(t, ctx, dir, sl, "replay", "-c", e2eConfig(t, dir, "replay.yaml", ""), "--report", "json", demo), "", 5000)
+
+	cfg := e2eConfig(t, dir, "bucket.yaml", fmt.Sprintf(
+		"source: {kind: jetstream, url: %q, subject: events, stream: EVENTS, durable: bucket}\ncheckpoint: {bucket: STATE, every: 1000}\n", url))
+	first := runProc(t, ctx, dir, sl, "run", "-c", cfg, "--until-end", "--report", "json", "--http", "off")
+	sameReport(t, "run with a bucket", normReport(t, "run", first, "jetstream:EVENTS/bucket", 5000), want)
+	obj, err := js.ObjectStore(ctx, "STATE")
+	if err != nil {
+		t.Fatalf("no bucket STATE after the run: %v", err)
+	}
+	if info, err := obj.GetInfo(ctx, "partition-0.ckpt"); err != nil || info.Size == 0 {
+		t.Fatalf("partition-0.ckpt in bucket STATE: %+v, %v", info, err)
+	}
+	again := runProc(t, ctx, dir, sl, "run", "-c", cfg, "--until-end", "--report", "json", "--http", "off")
+	sameReport(t, "second run, restored from the bucket", normReport(t, "run", again, "jetstream:EVENTS/bucket", 5000), want)
+}
+
+// TestE2EBrokerRestart kills the JetStream server (Debian's nats-server,
+// SIGKILL) while streamlearn learns from it and starts it again on the same
+// port and store: streamlearn reconnects, resumes, and its final model
+// equals a replay.
+func TestE2EBrokerRestart(t *testing.T) {
+	sl, _ := e2eBuild(t)
+	natsBin := e2eTool(t, "nats-server", "nats-server", "/usr/sbin", "/usr/local/sbin")
+	ctx, cancel := context.WithTimeout(t.Context(), 2*e2eTimeout)
+	defer cancel()
+	dir := t.TempDir()
+	const n = 30000
+	stream := filepath.Join(dir, "stream.jsonl")
+	runProc(t, ctx, dir, sl, "generate", "-n", strconv.Itoa(n), "--seed", "9", "-o", stream)
+	want := normReport(t, "replay", runProc(t, ctx, dir, sl, "replay", "-c", e2eConfig(t, dir, "replay.yaml", ""), "--report", "json", stream), "", n)
+
+	port := freePorts(t, 1)[0]
+	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
+	store := filepath.Join(dir, "jetstream")
+	startServer := func() *proc {
+		srv, _ := start(t, ctx, dir, false, natsBin, "-js", "-a", "127.0.0.1", "-p", strconv.Itoa(port), "-sd", store)
+		for {
+			nc, err := nats.Connect(url, nats.Timeout(time.Second))
+			if err == nil {
+				nc.Close()
+				return srv
+			}
+			select {
+			case <-srv.done:
+				t.Fatalf("nats-server exited: %v\n%s", srv.err, srv.stderr.String())
+			case <-ctx.Done():
+				t.Fatal("nats-server does not accept clients")
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	srv := startServer()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "EVENTS", Subjects: []string{"events"}}); err != nil {
+		t.Fatal(err)
+	}
+	nc.Close()
+	runProc(t, ctx, dir, sl, "publish", "--kind", "jetstream", "--url", url, "--stream", "EVENTS", "--subject", "events", stream)
+
+	ckpt := filepath.Join(dir, "state")
+	cfg := e2eConfig(t, dir, "restart.yaml", fmt.Sprintf(
+		"source: {kind: jetstream, url: %q, subject: events, stream: EVENTS, durable: restart}\ncheckpoint: {dir: %q, every: 1000}\n", url, ckpt))
+	run, _ := start(t, ctx, dir, false, sl, "run", "-c", cfg, "--until-end", "--report", "json", "--http", "off")
+	for modTime(filepath.Join(ckpt, "partition-0.ckpt")).IsZero() {
+		select {
+		case <-run.done:
+			t.Fatalf("run ended before its first checkpoint: %v\n%s", run.err, run.stderr.String())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	if err := srv.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-srv.done
+	time.Sleep(500 * time.Millisecond) // the client notices, and retries
+	cp, err := checkpoint.ReadFile(filepath.Join(ckpt, "partition-0.ckpt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp.Position >= n {
+		t.Fatalf("the run had learned everything (position %d) before the broker died", cp.Position)
+	}
+	t.Logf("broker killed with the checkpoint at position %d of %d", cp.Position, n)
+	startServer()
+	run.wait(t, ctx)
+	sameReport(t, "run across a broker restart", normReport(t, "run", run.stdout.Bytes(), "jetstream:EVENTS/restart", n), want)
+}
+
+// TestE2EKafkaBrokerOutage freezes the Kafka broker (a kfake process,
+// SIGSTOP) for longer than the group's session timeout while streamlearn
+// learns from it, then lets it go on (SIGCONT): streamlearn rides out the
+// outage with its retries, and when the broker's clock has expired the
+// member's session, the group rebalances and the partition comes back in
+// a new epoch, through its checkpoint. The final model equals a replay. (kfake keeps its log in memory, so a broker killed and
+// restarted would come back empty: an outage is what can be tested here.)
+func TestE2EKafkaBrokerOutage(t *testing.T) {
+	sl, kfake := e2eBuild(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*e2eTimeout)
+	defer cancel()
+	dir := t.TempDir()
+	const n = 30000
+	stream := filepath.Join(dir, "stream.jsonl")
+	runProc(t, ctx, dir, sl, "generate", "-n", strconv.Itoa(n), "--seed", "5", "-o", stream)
+	want := normReport(t, "replay", runProc(t, ctx, dir, sl, "replay", "-c", e2eConfig(t, dir, "replay.yaml", ""), "--report", "json", stream), "", n)
+
+	broker, out := start(t, ctx, dir, true, kfake, "-topic", "events", "-partitions", "1")
+	var line [64]byte
+	k, _ := out.Read(line[:])
+	bootstrap := strings.TrimSpace(string(line[:k]))
+	go io.Copy(io.Discard, out)
+	runProc(t, ctx, dir, sl, "publish", "--kind", "kafka", "--brokers", bootstrap, "--topic", "events", stream)
+
+	ckpt := filepath.Join(dir, "state")
+	cfg := e2eConfig(t, dir, "outage.yaml", fmt.Sprintf(
+		"source: {kind: kafka, brokers: [%q], topic: events, group: outage, session_timeout: 1s, heartbeat_interval: 200ms}\ncheckpoint: {dir: %q, every: 1000}\n", bootstrap, ckpt))
+	run, _ := start(t, ctx, dir, false, sl, "run", "-c", cfg, "--until-end", "--report", "json", "--http", "off")
+	for modTime(filepath.Join(ckpt, "partition-0.ckpt")).IsZero() {
+		select {
+		case <-run.done:
+			t.Fatalf("run ended before its first checkpoint: %v\n%s", run.err, run.stderr.String())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	if err := broker.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	cp, err := checkpoint.ReadFile(filepath.Join(ckpt, "partition-0.ckpt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("broker frozen for 3s with the checkpoint at position %d of %d", cp.Position, n)
+	if err := broker.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	if cp.Position >= n-1 {
+		t.Fatalf("the run had learned everything (position %d) before the outage", cp.Position)
+	}
+	run.wait(t, ctx)
+	sameReport(t, "run across a broker outage", normReport(t, "run", run.stdout.Bytes(), "kafka:events", n), want)
 }

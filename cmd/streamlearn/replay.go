@@ -57,7 +57,10 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	if *plotPath != "" {
-		p.Tracker().EnableHistory(2000)
+		// The sampling of the live service's curves: the plot draws the
+		// points the dashboard's /v1/history serves for the same stream
+		// (internal/api TestHistory pins those to a replay's).
+		p.Tracker().EnableHistory(service.DefaultHistoryPoints)
 	}
 
 	var (

@@ -25,7 +25,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/service"
 )
 
-const runArgs = "[-c config.yaml] [--until-end] [--report text|json] [--http ADDR] [--preload FILE] [--nats-port N] [--store DIR] [--checkpoint-dir DIR]"
+const runArgs = "[-c config.yaml] [--until-end] [--report text|json] [--http ADDR] [--preload FILE] [--nats-port N] [--store DIR] [--checkpoint-dir DIR] [--http-token-file FILE]"
 
 // tuning lets tests lower the transports' timeouts; zero in production.
 var tuning service.Tuning
@@ -39,6 +39,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	preload := fs.String("preload", "", "publish the JSONL `file` into the source's topic or subject before consuming")
 	port := fs.Int("nats-port", 4222, "client `port` of the embedded server on 127.0.0.1 (no -c only; -1 picks a free one)")
 	store := fs.String("store", "", "JetStream storage `dir` of the embedded server (no -c only; default: a temporary directory removed at exit)")
+	tokenFile := fs.String("http-token-file", "", "require \"Authorization: Bearer <token>\" on the HTTP API (but /healthz, /readyz and the dashboard's files), the token in `file` (default: $"+tokenEnv+", else the config's http.token_file)")
 	ckptDir := fs.String("checkpoint-dir", "", "keep the models' checkpoints in `dir` and resume from them (default: the config's checkpoint.dir; none: no checkpoints)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -86,11 +87,23 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	defer src.Close()
 	opt := service.Options{Config: cfg, Source: src, Logger: logger}
-	if dir := cmp.Or(*ckptDir, cfg.Checkpoint.Dir); dir != "" {
+	switch dir := cmp.Or(*ckptDir, cfg.Checkpoint.Dir); {
+	case dir != "":
 		st, err := checkpoint.OpenDir(dir)
 		if err != nil {
 			return err
 		}
+		opt.Checkpoints, opt.CommitEvery = st, cfg.Checkpoint.Every
+	case cfg.Checkpoint.Bucket != "":
+		nc := service.NATSConfig(cfg.Source.Conn, tuning)
+		if u := cfg.Checkpoint.URL; u != "" {
+			nc = connectors.NATSConfig{URL: u}
+		}
+		st, err := checkpoint.DialObjectStore(ctx, nc, cfg.Checkpoint.Bucket, checkpoint.ObjectStoreConfig{})
+		if err != nil {
+			return fmt.Errorf("checkpoint.bucket: %w", err)
+		}
+		defer st.Close()
 		opt.Checkpoints, opt.CommitEvery = st, cfg.Checkpoint.Every
 	}
 	var sinks []connectors.Sink
@@ -128,12 +141,20 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(metrics.NewCollector(svc.Snapshot), hist,
 			collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		token, err := httpToken(*tokenFile, cfg.HTTP.TokenFile, os.LookupEnv)
+		if err != nil {
+			return err
+		}
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return fmt.Errorf("http: %w", err)
 		}
-		srv = api.NewServer(addr, api.New(api.Options{Snapshot: svc.Snapshot, Gatherer: reg, Config: cfg, Predictor: svc.Predictor}))
-		fmt.Fprintf(stderr, "streamlearn: serving http://%s/metrics and /v1/report; the dashboard at /\n", ln.Addr())
+		srv = api.NewServer(addr, api.New(api.Options{Snapshot: svc.Snapshot, Gatherer: reg, Config: cfg, Predictor: svc.Predictor, Token: token}))
+		auth := ""
+		if token != "" {
+			auth = " (bearer token required but for /healthz and /readyz; open the dashboard as /#token=TOKEN)"
+		}
+		fmt.Fprintf(stderr, "streamlearn: serving http://%s/metrics and /v1/report; the dashboard at /%s\n", ln.Addr(), auth)
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				logger.Error("http server", "err", err)

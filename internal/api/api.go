@@ -14,7 +14,8 @@ import (
 	"github.com/streamlearn/streamlearn/internal/service"
 )
 
-// Options configure the handler. All are required.
+// Options configure the handler. Snapshot, Gatherer and Config are
+// required.
 type Options struct {
 	// Snapshot returns the service's latest snapshot (service.Service's
 	// Snapshot); it is called from the server's goroutines. A nil
@@ -29,6 +30,12 @@ type Options struct {
 	// (service.Service's Predictor). Optional: without it the endpoint
 	// answers 501.
 	Predictor func(ctx context.Context, partition int32, only bool) (*service.Predictor, error)
+	// Token, when not empty, is the bearer token every request needs
+	// ("Authorization: Bearer <token>"), but for the probes and the
+	// dashboard's static files (see publicPaths); it must pass
+	// CheckToken. Empty: no authentication (the default address is
+	// loopback).
+	Token string
 }
 
 // Learner is one entry of GET /v1/learners.
@@ -38,11 +45,16 @@ type Learner struct {
 }
 
 // New returns the handler of the endpoints in the package comment. It is
-// safe for concurrent use. It panics when an option is missing, a
-// programmer error.
+// safe for concurrent use. It panics when an option is missing or the
+// token fails CheckToken, a programmer error.
 func New(opt Options) http.Handler {
 	if opt.Snapshot == nil || opt.Gatherer == nil || opt.Config == nil {
 		panic("api: New needs Snapshot, Gatherer and Config")
+	}
+	if opt.Token != "" {
+		if err := CheckToken(opt.Token); err != nil {
+			panic("api: Options.Token: " + err.Error())
+		}
 	}
 	learners := make([]Learner, len(opt.Config.Learners))
 	for i, l := range opt.Config.Learners {
@@ -97,7 +109,11 @@ func New(opt Options) http.Handler {
 		})
 	}
 	handleDashboard(mux, opt.Snapshot) // GET /, /dashboard/*, /v1/history
-	return mux
+	h := limitBodies(mux)
+	if opt.Token != "" {
+		h = requireToken(opt.Token, h)
+	}
+	return h
 }
 
 // text writes a one-line plain-text response.
@@ -130,7 +146,8 @@ const (
 )
 
 // NewServer returns a server for h on addr with the limits above. The
-// caller runs ListenAndServe (or Serve) and Shutdown.
+// caller runs ListenAndServe (or Serve) and Shutdown; it may change the
+// limits, plain fields of the server, before serving (tests shorten them).
 func NewServer(addr string, h http.Handler) *http.Server {
 	return &http.Server{
 		Addr:              addr,

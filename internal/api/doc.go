@@ -30,6 +30,27 @@
 // markup. /v1/history and the dashboard's files carry an ETag, so polling
 // an idle service costs a 304.
 //
+// # Authentication
+//
+// The listener defaults to loopback. With Options.Token (config
+// http.token_file, STREAMLEARN_HTTP_TOKEN or `run --http-token-file`),
+// every request needs "Authorization: Bearer <token>", compared in
+// constant time, and gets 401 with a WWW-Authenticate: Bearer challenge
+// and a one-line reason otherwise — except /healthz and /readyz
+// (Kubernetes probes cannot send a token; they tell only up and started)
+// and the dashboard's constant files (/, /dashboard/*: a browser's page
+// load cannot send a header). Open the dashboard as /#token=TOKEN: the
+// fragment never reaches a server, proxy or log; the page keeps the token
+// for the tab's session, drops it from the address bar and sends it as a
+// header with its requests for data. Prometheus scrapes with
+// `authorization: {credentials_file: FILE}` in its scrape config. The
+// token only authenticates: serve plain HTTP on loopback, or behind a
+// TLS-terminating proxy, or the token travels in clear.
+//
+// Every request body is capped at MaxPredictBody; the server's timeouts
+// (NewServer) disconnect clients that send their headers or body too
+// slowly.
+//
 // Other methods get 405 with an Allow header, other paths 404. Every
 // handler reads the latest service.Snapshot, an immutable copy the service
 // loop publishes; the metrics collector (package metrics) reads the same
@@ -47,7 +68,7 @@
 //	reg := prometheus.NewRegistry()
 //	reg.MustRegister(metrics.NewCollector(svc.Snapshot), hist,
 //		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-//	srv := api.NewServer(cfg.HTTP.Addr, api.New(api.Options{Snapshot: svc.Snapshot, Gatherer: reg, Config: cfg}))
+//	srv := api.NewServer(cfg.HTTP.Addr, api.New(api.Options{Snapshot: svc.Snapshot, Gatherer: reg, Config: cfg, Token: token}))
 //	go srv.ListenAndServe() // report an error other than http.ErrServerClosed
 //	runErr := svc.Run(ctx)
 //	srv.Shutdown(shutdownCtx)

@@ -17,6 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/experts"
 	"github.com/streamlearn/streamlearn/internal/online"
 )
@@ -47,6 +48,11 @@ type Input struct {
 	Negative []string `yaml:"negative"`
 	// MaxBytes is the largest record accepted; default 1 MiB.
 	MaxBytes int `yaml:"max_bytes"`
+	// MaxAbsValue is the largest magnitude of a feature value accepted;
+	// records with a larger one are dead-lettered as "range". Default
+	// 2^53−1 (event.DefaultMaxAbs, which says why); at least 1 and at
+	// most 1e100 (event.MaxMaxAbs, which keeps every learner finite).
+	MaxAbsValue float64 `yaml:"max_abs_value"`
 }
 
 // Features says how events become vectors.
@@ -196,18 +202,34 @@ type Sinks struct {
 // HTTP is the API and metrics listener.
 type HTTP struct {
 	Addr string `yaml:"addr"`
+	// TokenFile is a file holding a bearer token (surrounding white space
+	// is trimmed); when set, every endpoint but the probes and the
+	// dashboard's static files requires "Authorization: Bearer <token>"
+	// (see package api). `streamlearn run` reads it at start; the
+	// environment variable STREAMLEARN_HTTP_TOKEN and the flag
+	// --http-token-file override it.
+	TokenFile string `yaml:"token_file"`
 }
 
 // Checkpoint says where and how often state is saved.
 type Checkpoint struct {
-	Dir   string `yaml:"dir"`
-	Every int    `yaml:"every"`
+	// Dir keeps checkpoints in a local directory, one file per partition.
+	Dir string `yaml:"dir"`
+	// Bucket keeps them in a NATS JetStream Object Store bucket instead
+	// (created when missing), reached with the source's NATS connection
+	// settings, or at URL when the source is not NATS.
+	Bucket string `yaml:"bucket"`
+	URL    string `yaml:"url"`
+	// Every: a checkpoint (and the commit it allows) every Every records
+	// of a partition at most; default 100000, and every 5 seconds.
+	Every int `yaml:"every"`
 }
 
 // Defaults.
 const (
-	DefaultBits     = 18
-	DefaultMaxBytes = 1 << 20
+	DefaultBits        = 18
+	DefaultMaxBytes    = 1 << 20
+	DefaultMaxAbsValue = event.DefaultMaxAbs
 )
 
 // Default returns the configuration used when no file is given: a
@@ -237,6 +259,9 @@ func (c *Config) fill() {
 	}
 	if c.Input.MaxBytes == 0 {
 		c.Input.MaxBytes = DefaultMaxBytes
+	}
+	if c.Input.MaxAbsValue == 0 {
+		c.Input.MaxAbsValue = DefaultMaxAbsValue
 	}
 }
 

@@ -49,6 +49,9 @@ func TestAllLearnersConfig(t *testing.T) {
 	if got := c.Input.Positive; len(got) != 1 || got[0] != "UP" {
 		t.Errorf("positive = %q", got)
 	}
+	if c.Input.MaxAbsValue != 1e6 || c.HTTP.TokenFile != "/run/secrets/streamlearn-http-token" {
+		t.Errorf("max_abs_value %g, http.token_file %q", c.Input.MaxAbsValue, c.HTTP.TokenFile)
+	}
 }
 
 // Every error names the file, the line and the key at fault.
@@ -72,6 +75,7 @@ func TestBadConfigs(t *testing.T) {
 		{"syntax.yaml", "testdata/bad/syntax.yaml:1: did not find expected ',' or '}'"},
 		{"class_points.yaml", "testdata/bad/class_points.yaml:2: learners[0].class: ..."},
 		{"sink_kind.yaml", `testdata/bad/sink_kind.yaml:4: sinks.reports.kind: "carrier-pigeon" is not one of kafka, nats, jetstream, file`},
+		{"max_abs_value.yaml", "testdata/bad/max_abs_value.yaml:2: input.max_abs_value: 1e+300 is outside [1, 1e100]"},
 		{"session_not_kafka.yaml", `testdata/bad/session_not_kafka.yaml:6: source.session_timeout: tunes a Kafka consumer group; source.kind is "jetstream"`},
 	} {
 		_, err := Load(filepath.Join("testdata/bad", tc.file))
@@ -92,7 +96,7 @@ func TestBadConfigs(t *testing.T) {
 		}
 	}
 	entries, _ := os.ReadDir("testdata/bad")
-	if len(entries) != 15 {
+	if len(entries) != 16 {
 		t.Errorf("testdata/bad has %d files; every one needs a row above", len(entries))
 	}
 }
@@ -102,7 +106,7 @@ func TestDefault(t *testing.T) {
 	if err := c.validate(); err != nil {
 		t.Fatal(err)
 	}
-	if c.Features.Bits != DefaultBits || len(c.Learners) != 2 {
+	if c.Features.Bits != DefaultBits || len(c.Learners) != 2 || c.Input.MaxAbsValue != DefaultMaxAbsValue {
 		t.Errorf("default = %+v", c)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/online"
 )
 
@@ -27,6 +28,9 @@ func (c *Config) validate() error {
 	}
 	if c.Input.MaxBytes < 0 {
 		return errAt("input.max_bytes", "must be positive")
+	}
+	if v := c.Input.MaxAbsValue; !(v >= 1 && v <= event.MaxMaxAbs) {
+		return errAt("input.max_abs_value", "%g is outside [1, 1e100]", v)
 	}
 	for _, p := range c.Input.Positive {
 		if slices.Contains(c.Input.Negative, p) {
@@ -89,6 +93,12 @@ func (c *Config) validate() error {
 		if s.Every < 0 || s.Interval < 0 {
 			return errAt(key+".every", "must not be negative")
 		}
+	}
+	if c.Checkpoint.Dir != "" && c.Checkpoint.Bucket != "" {
+		return errAt("checkpoint.bucket", "set dir or bucket, not both")
+	}
+	if c.Checkpoint.Bucket != "" && c.Checkpoint.URL == "" && c.Source.Kind != "nats" && c.Source.Kind != "jetstream" {
+		return errAt("checkpoint.url", "a bucket needs a NATS server: set url (the source is not NATS)")
 	}
 	if c.Checkpoint.Every < 0 {
 		return errAt("checkpoint.every", "must not be negative")

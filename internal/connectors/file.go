@@ -73,7 +73,9 @@ func (s *FileSink) Close() error {
 // FileSource reads a JSONL file, one record per line, for `run` with
 // source.kind file. Offsets are line numbers; Commit does nothing (a file
 // is replayed from its start). It ends with ErrEndOfInput at the end of
-// the file, whether or not it was opened to stop there.
+// the file, whether or not it was opened to stop there. Blank lines
+// (nothing but spaces, tabs and carriage returns) are no records, as for
+// `replay` (event.Reader), so that both count the same records.
 type FileSource struct {
 	path string
 	f    *os.File
@@ -93,7 +95,7 @@ func NewFileSource(path string) (*FileSource, error) {
 	return &FileSource{path: path, f: f, r: bufio.NewReaderSize(f, 64<<10)}, nil
 }
 
-// Fetch returns the next non-empty line.
+// Fetch returns the next line that is not blank.
 func (s *FileSource) Fetch(ctx context.Context) (Record, error) {
 	for {
 		if err := ctx.Err(); err != nil {
@@ -122,7 +124,7 @@ func (s *FileSource) Fetch(ctx context.Context) (Record, error) {
 		for len(v) > 0 && (v[len(v)-1] == '\n' || v[len(v)-1] == '\r') {
 			v = v[:len(v)-1]
 		}
-		if len(v) == 0 {
+		if blankLine(v) {
 			continue
 		}
 		return Record{Value: v, Offset: s.line, Lag: -1}, nil
@@ -137,3 +139,14 @@ func (s *FileSource) Name() string { return "file:" + s.path }
 
 // Close closes the file.
 func (s *FileSource) Close() error { return s.f.Close() }
+
+// blankLine reports whether b holds only spaces, tabs and carriage returns
+// (event.Reader's rule for JSONL).
+func blankLine(b []byte) bool {
+	for _, c := range b {
+		if c != ' ' && c != '\t' && c != '\r' {
+			return false
+		}
+	}
+	return true
+}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -73,6 +74,10 @@ type JetStreamSource struct {
 	lag         atomic.Int64
 	redelivered atomic.Int64
 	closed      bool
+	// reconnected is set by the client when it reconnected to a server:
+	// messages the consumer delivered while the connection was down are
+	// lost to this client, and the ones after them would leave a gap.
+	reconnected atomic.Bool
 }
 
 var _ Source = (*JetStreamSource)(nil)
@@ -89,6 +94,7 @@ func NewJetStreamSource(ctx context.Context, cfg NATSConfig, untilEnd bool) (*Je
 		return nil, fmt.Errorf("jetstream source: %w", err)
 	}
 	s := &JetStreamSource{nc: nc, name: name, cfg: cfg, untilEnd: untilEnd}
+	nc.SetReconnectHandler(func(*nats.Conn) { s.reconnected.Store(true) })
 	if err := s.open(ctx); err != nil {
 		_ = nc.close()
 		return nil, fmt.Errorf("jetstream source %s: %w", name, err)
@@ -244,6 +250,11 @@ func (s *JetStreamSource) Fetch(ctx context.Context) (Record, error) {
 		if s.ended {
 			return Record{}, ErrEndOfInput
 		}
+		if s.reconnected.Load() {
+			if err := s.reopen(ctx); err != nil {
+				return Record{}, err
+			}
+		}
 		msg, err := s.iter.Next(s.wait.begin(ctx, s.cfg.FetchWait)...)
 		expired := s.wait.end()
 		if err != nil {
@@ -377,6 +388,27 @@ func (s *JetStreamSource) ackMeta(reply string) (seq, pending uint64, ts int64, 
 	return seq, pending, ts, ok
 }
 
+// reopen restarts delivery at the consumer's ack floor after messages may
+// have been lost in flight (a reconnection): what this source already
+// returned comes again and is skipped (seq ≤ last), what it never
+// received comes in order.
+func (s *JetStreamSource) reopen(ctx context.Context) error {
+	s.reconnected.Store(false)
+	s.iter.Stop()
+	if err := s.ack(ctx); err != nil && ctx.Err() != nil {
+		return ctx.Err()
+	} // else: a lower ack floor only means more to skip
+	last, end, ended := s.last, s.end, s.ended
+	if err := s.open(ctx); err != nil {
+		return fmt.Errorf("jetstream source %s: reopen after a reconnection: %w", s.name, err)
+	}
+	s.last = max(s.last, last)
+	if s.untilEnd {
+		s.end, s.ended = end, ended || last >= end
+	}
+	return nil
+}
+
 // idle runs when no message came for FetchWait.
 func (s *JetStreamSource) idle(ctx context.Context) error {
 	info, err := s.cons.Info(ctx)
@@ -388,6 +420,11 @@ func (s *JetStreamSource) idle(ctx context.Context) error {
 	}
 	s.lag.Store(int64(info.NumPending))
 	if s.untilEnd && info.NumPending == 0 {
+		if s.last < s.end && info.Delivered.Stream > s.last {
+			// Delivered, yet never received (lost with a connection):
+			// deliver them again now rather than after AckWait.
+			return s.reopen(ctx)
+		}
 		// Every message of the subject was delivered and, after FetchWait
 		// without one, returned: nothing up to the end at open is left.
 		s.ended = true

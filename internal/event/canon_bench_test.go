@@ -39,7 +39,7 @@ func packed(c *canonicalizer, x *online.Vector) []uint64 {
 func BenchmarkCanonicalize(b *testing.B) {
 	for _, n := range []int{10, 16, 49, 200} {
 		b.Run("auto/"+strconv.Itoa(n), func(b *testing.B) {
-			benchCanon(b, n, func(c *canonicalizer, x *online.Vector) { c.canonicalize(x) })
+			benchCanon(b, n, func(c *canonicalizer, x *online.Vector) { c.canonicalize(x, DefaultMaxAbs) })
 		})
 		b.Run("pdq/"+strconv.Itoa(n), func(b *testing.B) {
 			benchCanon(b, n, func(c *canonicalizer, x *online.Vector) { slicesSort(packed(c, x)) })

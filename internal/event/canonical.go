@@ -35,12 +35,14 @@ type canonicalizer struct {
 // canonicalize sorts x by slot and sums the values of equal slots, in
 // place. The result does not depend on the order of the entries, bit for
 // bit: equal slots are summed in ascending order of their values, so even
-// rounding is canonical. It reports false when a sum overflows to ±Inf.
+// rounding is canonical. It returns ReasonNonFinite when a sum overflows
+// to ±Inf, ReasonRange when a sum exceeds maxAbs in magnitude, else "".
+// (It checks sums only: callers check each value as they parse it.)
 //
 // It sorts packed keys slot<<32 | position (one uint64 compare and move
 // per step instead of a pair), then gathers the values by position and
 // sorts each run of one slot by value as it merges the run.
-func (c *canonicalizer) canonicalize(x *online.Vector) bool {
+func (c *canonicalizer) canonicalize(x *online.Vector, maxAbs float64) Reason {
 	idx, val := x.Idx, x.Val
 	n := len(idx)
 	k := 1
@@ -48,7 +50,7 @@ func (c *canonicalizer) canonicalize(x *online.Vector) bool {
 		k++
 	}
 	if k >= n {
-		return true // already canonical: the common case for LIBSVM
+		return "" // already canonical: the common case for LIBSVM
 	}
 	var keys []uint64
 	if len(c.sorted) == n && slices.Equal(c.last, idx) {
@@ -61,7 +63,7 @@ func (c *canonicalizer) canonicalize(x *online.Vector) bool {
 	// Gather and merge. A run of one slot is gathered into val[w:w+r],
 	// free since w <= j, sorted by value and summed in that order.
 	w := 0
-	finite := true
+	var bad Reason
 	for j := 0; j < n; w++ {
 		key := keys[j]
 		slot := uint32(key >> 32)
@@ -85,11 +87,16 @@ func (c *canonicalizer) canonicalize(x *online.Vector) bool {
 			s += v
 		}
 		val[w] = s
-		finite = finite && !math.IsInf(s, 0)
+		if !(math.Abs(s) <= maxAbs) && bad != ReasonNonFinite {
+			bad = ReasonRange
+			if math.IsInf(s, 0) {
+				bad = ReasonNonFinite
+			}
+		}
 		j = h
 	}
 	x.Idx, x.Val = idx[:w], val[:w]
-	return finite
+	return bad
 }
 
 // sort returns the sorted packed keys of idx, whose first k slots are

@@ -35,6 +35,27 @@ const (
 	// MaxDepth is the deepest JSON nesting of arrays and objects accepted;
 	// deeper input is rejected with ReasonDepth. An event needs 2.
 	MaxDepth = 64
+	// DefaultMaxAbs is the largest feature magnitude accepted by default,
+	// 2^53 − 1 = 9007199254740991: the largest integer every float64 (and
+	// so every JSON parser) represents exactly, the bound RFC 8259 §6 and
+	// I-JSON (RFC 7493 §2.2) give for interoperable numbers. Counts, sizes,
+	// prices in cents and Unix times in milliseconds or microseconds fit;
+	// a value past it has lost integer precision on its way here, and is
+	// far more likely garbage or an attack (1e308) than a measurement.
+	// Every data set of the tests (../shared/data, testdata) stays below
+	// 1e4. Users who know their features' range should set a tighter one.
+	DefaultMaxAbs = 1<<53 - 1
+	// MaxMaxAbs bounds Config.MaxAbs, so that no accepted stream can
+	// overflow a learner. With |x_i| ≤ 1e100, at most 2^28 distinct slots
+	// (online.MaxBits) and at most 2^64 rounds, the largest quantity a
+	// learner computes — the averaged Perceptron's Σ_i u_i·x_i, where u_i
+	// sums at most 2^64 updates weighted by round numbers below 2^64, so
+	// |u_i| ≤ 2^128·1e100 — stays below 2^28·2^128·1e200 ≈ 1e247, far
+	// from the float64 limit 1.8e308. Perceptron weights (|w_i| ≤
+	// 2^64·1e100), scores, squared norms (≤ 2^28·1e200), the l2 scaler and
+	// the standard scaler's statistics (products of differences, at most
+	// 4e200) are finite too. (OGD bounds its own steps; see online.OGD.)
+	MaxMaxAbs = 1e100
 )
 
 // Config says how records become events. The zero Config is valid: every
@@ -61,6 +82,12 @@ type Config struct {
 	// line terminator). Default DefaultMaxBytes. Larger records are
 	// rejected with ReasonOversized without being buffered.
 	MaxBytes int
+	// MaxAbs is the largest magnitude of a feature value accepted: a
+	// record with a value v (after summing colliding slots) such that
+	// |v| > MaxAbs is rejected with ReasonRange. Default DefaultMaxAbs;
+	// it must lie in [1, MaxMaxAbs] (booleans, categorical features and
+	// words have value 1).
+	MaxAbs float64
 	// LabelColumn is the CSV label column. Default: "label" if the header
 	// has it, else the last column.
 	LabelColumn string
@@ -76,6 +103,7 @@ type settings struct {
 	ngrams   int
 	dense    int
 	maxBytes int
+	maxAbs   float64
 	labelCol string
 	format   Format
 	labels   labelSet
@@ -83,7 +111,7 @@ type settings struct {
 
 func (c Config) settings() (settings, error) {
 	s := settings{
-		bits: c.Bits, ngrams: c.NGrams, dense: c.Dense, maxBytes: c.MaxBytes,
+		bits: c.Bits, ngrams: c.NGrams, dense: c.Dense, maxBytes: c.MaxBytes, maxAbs: c.MaxAbs,
 		labelCol: c.LabelColumn, format: c.Format,
 	}
 	if s.bits == 0 {
@@ -107,6 +135,12 @@ func (c Config) settings() (settings, error) {
 	}
 	if s.maxBytes < 0 {
 		return s, fmt.Errorf("event: max bytes %d is negative", c.MaxBytes)
+	}
+	if s.maxAbs == 0 {
+		s.maxAbs = DefaultMaxAbs
+	}
+	if !(s.maxAbs >= 1 && s.maxAbs <= MaxMaxAbs) { // NaN too
+		return s, fmt.Errorf("event: max abs value %g outside [1, %g]", c.MaxAbs, float64(MaxMaxAbs))
 	}
 	switch s.format {
 	case "", JSONL, LIBSVM, CSV, TSV:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -254,7 +255,7 @@ func (r *Reader) csv(rec []byte, ev *Event) *Error {
 			if len(t) > 0 {
 				y, ok := r.s.labels.parse(t)
 				if !ok {
-					first = &Error{Field: c.name, Reason: ReasonLabel, Err: fmt.Errorf("%q is not a configured label", t)}
+					first = &Error{Field: c.name, Reason: ReasonLabel, Err: fmt.Errorf("%q is not a configured label", clip(t))}
 					continue
 				}
 				ev.Labeled, ev.Label = true, y
@@ -267,10 +268,14 @@ func (r *Reader) csv(rec []byte, ev *Event) *Error {
 		v, st := parseFloat(t)
 		switch st {
 		case numOK:
+			if math.Abs(v) > r.s.maxAbs {
+				first = &Error{Field: c.name, Reason: ReasonRange, Err: errRange(t, r.s.maxAbs)}
+				continue
+			}
 			x.Idx = append(x.Idx, c.slot)
 			x.Val = append(x.Val, v)
 		case numNonFinite:
-			first = &Error{Field: c.name, Reason: ReasonNonFinite, Err: fmt.Errorf("%q is not finite", t)}
+			first = &Error{Field: c.name, Reason: ReasonNonFinite, Err: fmt.Errorf("%q is not finite", clip(t))}
 		default:
 			if !utf8.Valid(f) {
 				first = &Error{Field: c.name, Reason: ReasonUTF8, Err: errors.New("value is not valid UTF-8")}
@@ -288,8 +293,8 @@ func (r *Reader) csv(rec []byte, ev *Event) *Error {
 	if first != nil {
 		return first
 	}
-	if !r.p.canon.canonicalize(x) {
-		return errCollision()
+	if reason := r.p.canon.canonicalize(x, r.s.maxAbs); reason != "" {
+		return errSum(reason, r.s.maxAbs)
 	}
 	return nil
 }

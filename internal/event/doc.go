@@ -24,6 +24,16 @@
 // standardizer counts them); a missing value (JSON null, an empty CSV
 // field) is no entry. A sum that overflows is ReasonNonFinite.
 //
+// # Value range
+//
+// Every value of a decoded vector has magnitude at most Config.MaxAbs
+// (default DefaultMaxAbs, 2^53−1): in every format, a number beyond it
+// (1e308, -1e200) is ReasonRange, naming its field, and so are colliding
+// values (or word counts) whose sum is beyond it. Finite but huge values
+// are not a model's input: w ← w + y·x would overflow a Perceptron's
+// weights to ±Inf, and its scores to NaN, after one or two of them.
+// MaxMaxAbs, the largest limit allowed, keeps every learner finite.
+//
 // # Labels
 //
 // A label is looked up by its text in the configured sets first
@@ -66,6 +76,9 @@
 //
 // Numbers follow the JSON grammar and are parsed to the float64 nearest
 // (as strconv.ParseFloat); one that overflows (1e400) is ReasonNonFinite.
+// NaN and Infinity are not JSON (ReasonMalformed); the string "NaN" is a
+// string: in `x` ReasonType, as a label ReasonLabel, as a feature value
+// the categorical feature "name=NaN".
 // Strings must be valid UTF-8 (else ReasonUTF8); escapes, \uXXXX
 // surrogate pairs included, are decoded, and a lone surrogate escape
 // becomes U+FFFD (as in encoding/json). Nesting deeper than MaxDepth is

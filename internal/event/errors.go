@@ -1,8 +1,11 @@
 package event
 
 import (
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Reason classifies why a record was rejected. The set is closed and small,
@@ -25,6 +28,10 @@ const (
 	// number that overflows (1e400), "inf"/"nan" in text formats, or
 	// duplicate slots whose sum overflows.
 	ReasonNonFinite Reason = "nonfinite"
+	// ReasonRange: a finite feature value whose magnitude exceeds
+	// Config.MaxAbs (1e308, or colliding values whose sum does): accepted,
+	// it could overflow a learner's weights or scores to ±Inf.
+	ReasonRange Reason = "range"
 	// ReasonLabel: a label that is neither in the configured sets nor
 	// numerically 1, 0 or -1.
 	ReasonLabel Reason = "label"
@@ -46,7 +53,7 @@ const (
 // Reasons returns every Reason, in a fixed order (for pre-registering
 // metric label values).
 func Reasons() []Reason {
-	return []Reason{ReasonMalformed, ReasonType, ReasonNonFinite, ReasonLabel,
+	return []Reason{ReasonMalformed, ReasonType, ReasonNonFinite, ReasonRange, ReasonLabel,
 		ReasonLength, ReasonOversized, ReasonDepth, ReasonUTF8, ReasonDuplicate}
 }
 
@@ -90,7 +97,7 @@ func (e *Error) Error() string {
 	b.WriteString(": ")
 	if e.Field != "" {
 		b.WriteString("field ")
-		b.WriteString(strconv.Quote(e.Field))
+		b.WriteString(strconv.Quote(clip(e.Field)))
 		b.WriteString(": ")
 	}
 	b.WriteString(string(e.Reason))
@@ -103,3 +110,36 @@ func (e *Error) Error() string {
 
 // Unwrap returns e.Err.
 func (e *Error) Unwrap() error { return e.Err }
+
+// maxQuoted bounds how much of a record an error message quotes: a record
+// may be a megabyte (a feature name, a label, a number's digits), its
+// error is one line for a log, a dead letter or an HTTP answer.
+const maxQuoted = 64
+
+// clip returns s, or its first maxQuoted bytes, cut at a UTF-8 boundary,
+// followed by "...", for quoting in an error message.
+func clip[S ~string | ~[]byte](s S) string {
+	if len(s) <= maxQuoted {
+		return string(s)
+	}
+	n := maxQuoted
+	for n > maxQuoted-utf8.UTFMax && n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return string(s[:n]) + "..."
+}
+
+// errRange is the error of a feature value v, written as text, beyond
+// maxAbs.
+func errRange(text []byte, maxAbs float64) error {
+	return fmt.Errorf("%s exceeds the limit %g in magnitude", clip(text), maxAbs)
+}
+
+// errSum is the error of colliding features whose sum is not finite or
+// beyond maxAbs (canonicalize's reason r).
+func errSum(r Reason, maxAbs float64) *Error {
+	if r == ReasonNonFinite {
+		return &Error{Reason: r, Err: errors.New("values of colliding features sum to an infinity")}
+	}
+	return &Error{Reason: r, Err: fmt.Errorf("values of colliding features sum beyond the limit %g in magnitude", maxAbs)}
+}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -26,9 +27,19 @@ func checkErr(t *testing.T, err error) *Error {
 	return e
 }
 
-func checkEvent(t *testing.T, ev *Event, mask uint32) {
+// checkEvent fails t unless ev is a valid decoded event: canonical, every
+// value within ±maxAbs (0: DefaultMaxAbs), labeled with ±1 or unlabeled.
+func checkEvent(t *testing.T, ev *Event, mask uint32, maxAbs float64) {
 	t.Helper()
 	checkCanonical(t, ev.X, mask)
+	if maxAbs == 0 {
+		maxAbs = DefaultMaxAbs
+	}
+	for _, v := range ev.X.Val {
+		if math.Abs(v) > maxAbs {
+			t.Fatalf("value %v beyond the limit %v accepted", v, maxAbs)
+		}
+	}
 	if ev.Labeled != (ev.Label == online.Positive || ev.Label == online.Negative) || !ev.Labeled && ev.Label != 0 {
 		t.Fatalf("labeled %v label %d", ev.Labeled, ev.Label)
 	}
@@ -41,12 +52,25 @@ func FuzzDecode(f *testing.F) {
 		`{"label":1e400}`, `{"x":[1e400]}`, `{"a":[[[[[]]]]]}`, `{"id":"\ud83d\ude00\u00e9\n"}`,
 		`{"features":{"a":1e308,"a":1e308}}`, "{\"id\":\"\xff\"}", `[1]`, `{"label":1,"label":1}`,
 		`{"x":[01]}`, `{"text":"a b a b c"}`, ` {} `, `{"features":{"7":1,"x":{}}}`,
+		// Hostile records: huge finite values (alone and summed), NaN as
+		// a string, deep nesting, invalid UTF-8 in names and text, wrong
+		// label and feature types, a truncated record, a lone number of
+		// many digits.
+		`{"features":{"a":1e308},"label":1}`, `{"x":[-1e308,1e200]}`, `{"features":{"a":6e15,"a":6e15}}`,
+		`{"x":[9007199254740991,-9007199254740991]}`, `{"x":["NaN"],"label":"NaN"}`, `{"label":1e999}`,
+		`{"a":` + strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1) + `}`,
+		"{\"features\":{\"\xc3\x28\":1}}", "{\"text\":\"ok \xf0\x28\x8c\xbc\"}", `{"label":{"v":1}}`,
+		`{"features":{"v":[1]},"x":[true]}`, `{"features":{"v":0.5},"lab`, ``, `{"features":{"v":1` + strings.Repeat("0", 400) + `}}`,
+		`{"text":"a a a a a a a a a a"}`,
 	} {
 		f.Add([]byte(s), uint8(0))
 	}
 	f.Fuzz(func(t *testing.T, data []byte, bits uint8) {
 		cfg := Config{Bits: uint(bits%online.MaxBits) + 1, NGrams: int(bits%3) + 1,
 			Positive: []string{"spam"}, Negative: []string{"ham"}, Dense: int(bits % 4)}
+		if bits%5 == 1 {
+			cfg.MaxAbs = 4 // small enough for word counts and sums to exceed it
+		}
 		d, err := NewDecoder(cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -80,7 +104,7 @@ func FuzzDecode(f *testing.F) {
 		if !utf8.Valid(data) {
 			t.Fatalf("invalid UTF-8 accepted: %q", data)
 		}
-		checkEvent(t, &ev, online.Mask(cfg.Bits))
+		checkEvent(t, &ev, online.Mask(cfg.Bits), cfg.MaxAbs)
 		// Decoding again into the used Event gives the same result.
 		x := online.Vector{Idx: slices.Clone(ev.X.Idx), Val: slices.Clone(ev.X.Val)}
 		if err := d.Decode(data, &ev); err != nil || !sameVector(ev.X, x) {
@@ -114,7 +138,7 @@ func fuzzReader(t *testing.T, data []byte, cfg Config) {
 			}
 			continue
 		}
-		checkEvent(t, &ev, mask)
+		checkEvent(t, &ev, mask, cfg.MaxAbs)
 	}
 	t.Fatal("more records than lines")
 }
@@ -138,28 +162,32 @@ func readerCfg(format Format, knob uint8) Config {
 	if knob >= 8 {
 		cfg.MaxBytes = int(knob) // tiny limits exercise oversized records
 	}
+	if knob%5 == 1 {
+		cfg.MaxAbs = 4 // small enough for values, word counts and sums to exceed it
+	}
 	return cfg
 }
 
 func FuzzReaderLIBSVM(f *testing.F) {
 	readerSeeds(f, a9aLines, "+1 3:1 11:0.5 \r\n\n-1\n1.0 7:9.86E-02 2:0.0 # c\n0 qid:3 1:1\n2 1:1\n1 1:x\n1 4:inf\n-1.0\t1:2\t1:3",
-		"1 1:1e308 1:1e308\n", "-1 4294967295:1 4294967296:2 00007:3\n")
+		"1 1:1e308 1:1e308\n", "-1 4294967295:1 4294967296:2 00007:3\n", "1 1:6e15 1:6e15\n-1 2:-1e200\n1 3:nan\n+1 1:3 1:3\n")
 	f.Fuzz(func(t *testing.T, data []byte, knob uint8) { fuzzReader(t, data, readerCfg(LIBSVM, knob)) })
 }
 
 func FuzzReaderCSV(f *testing.F) {
 	readerSeeds(f, elecCSV+elecRows, "a,b,label,c\n1.5,,1,red\n\n\" 2 \",\"x\"\"y\",0,\"multi\nline\"\n1,2,1\n1,inf,1,3\n1,a\"b,1,3\n\"1\"x,2,1,3\n1,\xff,1,3\n0,-0,,\r\n1,2,1,\"open\n",
-		"x,x\n1,2\n", "\"a\nb\",label\n1,0\n")
+		"x,x\n1,2\n", "\"a\nb\",label\n1,0\n", "a,b,label\n1e308,0,1\n-1e200,5,0\nNaN,1,1\n3,3,1\n")
 	f.Fuzz(func(t *testing.T, data []byte, knob uint8) { fuzzReader(t, data, readerCfg(CSV, knob)) })
 }
 
 func FuzzReaderTSV(f *testing.F) {
-	readerSeeds(f, smsRows, "ham\tGo until jurong point\nspam\tFREE \"win\"\r\n\njunk\ttext\nno tab\nham\t\xff\n\t:)\n")
+	readerSeeds(f, smsRows, "ham\tGo until jurong point\nspam\tFREE \"win\"\r\n\njunk\ttext\nno tab\nham\t\xff\n\t:)\n", "spam\tno no no no no no\n")
 	f.Fuzz(func(t *testing.T, data []byte, knob uint8) { fuzzReader(t, data, readerCfg(TSV, knob)) })
 }
 
 func FuzzReaderJSONL(f *testing.F) {
-	readerSeeds(f, string(jsonEvent40)+"\n", "{\"label\":1,\"x\":[2]}\n  \n{\"label\":1,\"x\":[\"a\"]}\n{\"label\":\n{\"label\":0}")
+	readerSeeds(f, string(jsonEvent40)+"\n", "{\"label\":1,\"x\":[2]}\n  \n{\"label\":1,\"x\":[\"a\"]}\n{\"label\":\n{\"label\":0}",
+		"{\"label\":1,\"x\":[1e308]}\n{\"label\":0,\"features\":{\"a\":-1e200}}\n{\"label\":1,\"x\":[3,4]}\n")
 	f.Fuzz(func(t *testing.T, data []byte, knob uint8) { fuzzReader(t, data, readerCfg(JSONL, knob)) })
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"unicode/utf8"
 
@@ -22,7 +23,7 @@ type Event struct {
 	Labeled bool
 	Label   int8
 	// X holds the features, canonical: Idx strictly increasing, the values
-	// of colliding slots summed, every value finite.
+	// of colliding slots summed, every value finite and within ±Config.MaxAbs.
 	X online.Vector
 }
 
@@ -129,8 +130,8 @@ func (p *jsonParser) decode(data []byte, ev *Event) *Error {
 	if p.sem != "" {
 		return &Error{Field: p.semField, Reason: p.sem, Err: p.semErr}
 	}
-	if !p.canon.canonicalize(&ev.X) {
-		return &Error{Reason: ReasonNonFinite, Err: errors.New("values of colliding features sum to an infinity")}
+	if r := p.canon.canonicalize(&ev.X, p.s.maxAbs); r != "" {
+		return errSum(r, p.s.maxAbs)
 	}
 	return nil
 }
@@ -143,7 +144,9 @@ func (p *jsonParser) syntax(r Reason, msg string) bool {
 	return false
 }
 
-// semantic records a semantic fault unless one is recorded already.
+// semantic records a semantic fault unless one is recorded already. Loops
+// over values check p.sem first, so that a record of a million bad values
+// builds one message, not a million.
 func (p *jsonParser) semantic(r Reason, field string, err error) {
 	if p.sem == "" {
 		p.sem, p.semField, p.semErr = r, field, err
@@ -726,7 +729,7 @@ func (p *jsonParser) label(ev *Event) bool {
 	}
 	y, ok := p.s.labels.parse(text)
 	if !ok {
-		p.semantic(ReasonLabel, "label", fmt.Errorf("%q is not a configured label", text))
+		p.semantic(ReasonLabel, "label", fmt.Errorf("%q is not a configured label", clip(text)))
 		return true
 	}
 	ev.Labeled, ev.Label = true, y
@@ -805,7 +808,15 @@ func (p *jsonParser) features(ev *Event) bool {
 				return false
 			}
 			if st != numOK {
-				p.semantic(ReasonNonFinite, "features."+string(name), fmt.Errorf("%s overflows float64", d[start:p.i]))
+				if p.sem == "" {
+					p.semantic(ReasonNonFinite, "features."+string(name), fmt.Errorf("%s overflows float64", clip(d[start:p.i])))
+				}
+				break
+			}
+			if math.Abs(v) > p.s.maxAbs {
+				if p.sem == "" {
+					p.semantic(ReasonRange, "features."+string(name), errRange(d[start:p.i], p.s.maxAbs))
+				}
 				break
 			}
 			x.Idx = append(x.Idx, slot)
@@ -838,7 +849,9 @@ func (p *jsonParser) features(ev *Event) bool {
 				return false
 			}
 		default:
-			p.semantic(ReasonType, "features."+string(name), errors.New("want a number, string, boolean or null"))
+			if p.sem == "" {
+				p.semantic(ReasonType, "features."+string(name), errors.New("want a number, string, boolean or null"))
+			}
 			if !p.skip(2) {
 				return false
 			}
@@ -882,14 +895,23 @@ func (p *jsonParser) dense(ev *Event) bool {
 				if !ok {
 					return false
 				}
-				if st != numOK {
-					p.semantic(ReasonNonFinite, fmt.Sprintf("x[%d]", n), fmt.Errorf("%s overflows float64", p.data[start:p.i]))
-				} else {
+				switch {
+				case st != numOK:
+					if p.sem == "" {
+						p.semantic(ReasonNonFinite, fmt.Sprintf("x[%d]", n), fmt.Errorf("%s overflows float64", clip(p.data[start:p.i])))
+					}
+				case math.Abs(v) > p.s.maxAbs:
+					if p.sem == "" {
+						p.semantic(ReasonRange, fmt.Sprintf("x[%d]", n), errRange(p.data[start:p.i], p.s.maxAbs))
+					}
+				default:
 					x.Idx = append(x.Idx, uint32(n)&mask)
 					x.Val = append(x.Val, v)
 				}
 			} else {
-				p.semantic(ReasonType, fmt.Sprintf("x[%d]", n), errors.New("want a number"))
+				if p.sem == "" {
+					p.semantic(ReasonType, fmt.Sprintf("x[%d]", n), errors.New("want a number"))
+				}
 				if !p.skip(2) {
 					return false
 				}

@@ -30,7 +30,7 @@ func vec(es ...entry) online.Vector {
 		x.Val = append(x.Val, e.val)
 	}
 	var c canonicalizer
-	c.canonicalize(&x)
+	c.canonicalize(&x, DefaultMaxAbs)
 	return x
 }
 
@@ -162,7 +162,13 @@ func TestDecodeErrors(t *testing.T) {
 		{"label array", Config{}, `{"label":[1]}`, ReasonType, "label"},
 		{"nonfinite feature", Config{}, `{"features":{"a":1e400}}`, ReasonNonFinite, "features.a"},
 		{"nonfinite x", Config{}, `{"x":[0,-1e999]}`, ReasonNonFinite, "x[1]"},
-		{"collision overflow", Config{}, `{"features":{"a":1e308,"a":1e308}}`, ReasonNonFinite, ""},
+		{"huge feature", Config{}, `{"features":{"a":1e308}}`, ReasonRange, "features.a"},
+		{"huge negative x", Config{}, `{"x":[0,-1e308]}`, ReasonRange, "x[1]"},
+		{"just past the limit", Config{}, `{"x":[9007199254740993]}`, ReasonRange, "x[0]"},
+		{"configured limit", Config{MaxAbs: 10}, `{"features":{"a":-10.5}}`, ReasonRange, "features.a"},
+		{"collision beyond the limit", Config{}, `{"features":{"a":6e15,"a":6e15}}`, ReasonRange, ""},
+		{"text counts beyond the limit", Config{MaxAbs: 2}, `{"text":"a a a"}`, ReasonRange, ""},
+		{"the first fault wins", Config{}, `{"x":[1e308,1e999]}`, ReasonRange, "x[0]"},
 		{"label 2", Config{}, `{"label":2}`, ReasonLabel, "label"},
 		{"label 0.5", Config{}, `{"label":0.5}`, ReasonLabel, "label"},
 		{"label unknown string", Config{}, `{"label":"spam"}`, ReasonLabel, "label"},
@@ -302,7 +308,7 @@ func TestCanonicalizeSums(t *testing.T) {
 			}
 			x.Idx = append(x.Idx, 1)
 			x.Val = append(x.Val, 2)
-			c.canonicalize(&x)
+			c.canonicalize(&x, DefaultMaxAbs)
 			if len(x.Idx) != 2 || x.Idx[0] != 1 || x.Idx[1] != 5 || x.Val[1] != want {
 				t.Errorf("n %d order %v: %v, want [1 5] [2 %v]", n, order, x, want)
 			}

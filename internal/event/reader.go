@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"strings"
 
@@ -311,7 +312,7 @@ func (r *Reader) libsvm(line []byte, ev *Event) (skip bool, e *Error) {
 	j := tokenEnd(line, i)
 	y, ok := r.s.labels.parse(line[i:j])
 	if !ok {
-		return false, &Error{Field: "label", Reason: ReasonLabel, Err: fmt.Errorf("%q is not a configured label", line[i:j])}
+		return false, &Error{Field: "label", Reason: ReasonLabel, Err: fmt.Errorf("%q is not a configured label", clip(line[i:j]))}
 	}
 	ev.Labeled, ev.Label = true, y
 	mask := r.s.mask
@@ -356,16 +357,19 @@ func (r *Reader) libsvm(line []byte, ev *Event) (skip bool, e *Error) {
 				j = tokenEnd(line, i)
 				val := line[i:j]
 				if _, st = parseFloat(val); st == numNonFinite {
-					return false, &Error{Field: string(line[start : i-1]), Reason: ReasonNonFinite, Err: fmt.Errorf("value %q is not finite", val)}
+					return false, &Error{Field: string(line[start : i-1]), Reason: ReasonNonFinite, Err: fmt.Errorf("value %q is not finite", clip(val))}
 				}
-				return false, &Error{Field: string(line[start : i-1]), Reason: ReasonMalformed, Err: fmt.Errorf("value %q is not a number", val)}
+				return false, &Error{Field: string(line[start : i-1]), Reason: ReasonMalformed, Err: fmt.Errorf("value %q is not a number", clip(val))}
+			}
+			if math.Abs(v) > r.s.maxAbs {
+				return false, &Error{Field: string(line[start : i-1]), Reason: ReasonRange, Err: errRange(line[i:j], r.s.maxAbs)}
 			}
 		}
 		x.Idx = append(x.Idx, slot)
 		x.Val = append(x.Val, v)
 	}
-	if !r.p.canon.canonicalize(x) {
-		return false, errCollision()
+	if reason := r.p.canon.canonicalize(x, r.s.maxAbs); reason != "" {
+		return false, errSum(reason, r.s.maxAbs)
 	}
 	return false, nil
 }
@@ -377,16 +381,12 @@ func libsvmToken(line []byte, i int) (int, *Error) {
 	tok := line[i:j]
 	c := bytes.IndexByte(tok, ':')
 	if c < 0 {
-		return j, &Error{Reason: ReasonMalformed, Err: fmt.Errorf("token %q is not index:value", tok)}
+		return j, &Error{Reason: ReasonMalformed, Err: fmt.Errorf("token %q is not index:value", clip(tok))}
 	}
 	if idx, val := tok[:c], tok[c+1:]; string(idx) == "qid" && allDigits(val) {
 		return j, nil // SVMlight query id
 	}
-	return j, &Error{Reason: ReasonMalformed, Err: fmt.Errorf("token %q: index is not a decimal integer", tok)}
-}
-
-func errCollision() *Error {
-	return &Error{Reason: ReasonNonFinite, Err: errors.New("values of colliding features sum to an infinity")}
+	return j, &Error{Reason: ReasonMalformed, Err: fmt.Errorf("token %q: index is not a decimal integer", clip(tok))}
 }
 
 // tsv parses a "label<TAB>text" line.
@@ -399,7 +399,7 @@ func (r *Reader) tsv(line []byte, ev *Event) *Error {
 	if label := bytes.TrimSpace(line[:k]); len(label) > 0 {
 		y, ok := r.s.labels.parse(label)
 		if !ok {
-			return &Error{Field: "label", Reason: ReasonLabel, Err: fmt.Errorf("%q is not a configured label", label)}
+			return &Error{Field: "label", Reason: ReasonLabel, Err: fmt.Errorf("%q is not a configured label", clip(label))}
 		}
 		ev.Labeled, ev.Label = true, y
 	}
@@ -407,6 +407,9 @@ func (r *Reader) tsv(line []byte, ev *Event) *Error {
 		ev.X.Idx, ev.X.Val = ev.X.Idx[:0], ev.X.Val[:0] // as if rejected before tokenizing
 		return &Error{Field: "text", Reason: ReasonUTF8, Err: errors.New("text is not valid UTF-8")}
 	}
-	r.p.canon.canonicalize(&ev.X) // text counts cannot overflow
+	// Word counts exceed MaxAbs only when it is set below a line's length.
+	if reason := r.p.canon.canonicalize(&ev.X, r.s.maxAbs); reason != "" {
+		return errSum(reason, r.s.maxAbs)
+	}
 	return nil
 }

@@ -136,7 +136,7 @@ func TestCollectorMatchesSnapshot(t *testing.T) {
 	}
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(c)
-	// 3 outcomes, 10 reasons, the checkpoint age (a file source has no
+	// 3 outcomes, 11 reasons, the checkpoint age (a file source has no
 	// lag), and per learner rounds, mistakes, loss, violations plus the
 	// bound, regret and regret bound it has.
 	want := 3 + len(reasons()) + 1
@@ -155,7 +155,7 @@ func TestCollectorMatchesSnapshot(t *testing.T) {
 	if n, err := testutil.GatherAndCount(reg); err != nil || n != want {
 		t.Errorf("%d series (%v), want %d", n, err, want)
 	}
-	if len(reasons()) != 10 {
+	if len(reasons()) != 11 {
 		t.Errorf("reasons %v: want event.Reasons() and domain", reasons())
 	}
 }

@@ -329,6 +329,7 @@ func EventConfig(c *config.Config) event.Config {
 		Negative:    c.Input.Negative,
 		Dense:       c.Features.Dense,
 		MaxBytes:    c.Input.MaxBytes,
+		MaxAbs:      c.Input.MaxAbsValue,
 		LabelColumn: c.Input.LabelColumn,
 		Format:      event.Format(c.Input.Format),
 	}

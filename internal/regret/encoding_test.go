@@ -3,6 +3,7 @@ package regret
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 
@@ -255,4 +256,29 @@ func FuzzTrackerUnmarshal(f *testing.F) {
 		}
 		tr.History()
 	})
+}
+
+// A diverging learner's infinite loss or regret is written as null, not
+// an encoding error that would stop a report.
+func TestReportJSONNonFinite(t *testing.T) {
+	inf := math.Inf(1)
+	b, err := json.Marshal(LearnerReport{Name: "sq", Algorithm: "ogd", Rounds: 3, Accuracy: 0.5, Loss: inf,
+		Regret: &RegretReport{Comparator: "zero_vector", Value: math.NaN(), Bound: &inf}})
+	if err == nil {
+		t.Fatalf("a regret bound of +Inf encoded: %s (reports never carry a non-finite bound)", b)
+	}
+	b, err = json.Marshal(LearnerReport{Name: "sq", Algorithm: "ogd", Rounds: 3, Accuracy: 0.5, Loss: inf,
+		Regret: &RegretReport{Comparator: "zero_vector", Value: math.NaN()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"loss":null`, `"value":null`, `"accuracy":0.5`, `"rounds":3`, `"comparator":"zero_vector"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("%s lacks %s", b, want)
+		}
+	}
+	var back LearnerReport
+	if err := json.Unmarshal(b, &back); err != nil || back.Rounds != 3 || back.Loss != 0 || back.Accuracy != 0.5 {
+		t.Errorf("decoded %+v, %v", back, err)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"math"
 
@@ -208,3 +209,31 @@ func (l *learner) report() (LearnerReport, error) {
 }
 
 func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+
+// MarshalJSON writes a non-finite accuracy or loss as null: JSON has no
+// Inf or NaN, and a diverging learner (an OGD with squared loss and no
+// projection on a hostile scale) must not stop a report.
+func (r LearnerReport) MarshalJSON() ([]byte, error) {
+	type plain LearnerReport
+	return json.Marshal(struct {
+		plain
+		Accuracy *float64 `json:"accuracy"`
+		Loss     *float64 `json:"loss"`
+	}{plain(r), finitePtr(r.Accuracy), finitePtr(r.Loss)})
+}
+
+// MarshalJSON writes a non-finite regret as null (see LearnerReport).
+func (r RegretReport) MarshalJSON() ([]byte, error) {
+	type plain RegretReport
+	return json.Marshal(struct {
+		plain
+		Value *float64 `json:"value"`
+	}{plain(r), finitePtr(r.Value)})
+}
+
+func finitePtr(f float64) *float64 {
+	if !finite(f) {
+		return nil
+	}
+	return &f
+}

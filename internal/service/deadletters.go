@@ -10,10 +10,25 @@ import (
 	"github.com/streamlearn/streamlearn/internal/pipeline"
 )
 
+// DeadLetterMaxRaw is how many bytes of a bad record a dead letter keeps:
+// 128 KiB, all of any event of realistic size (a few kB). It bounds a
+// dead letter's size so that the sink takes it whatever the record was:
+// JSON escaping makes at most 6 bytes of one (a control character becomes
+// \u00XX) and event errors quote at most a few dozen bytes of the record,
+// so a dead letter stays under 800 KiB, within the 1 MiB Kafka
+// (message.max.bytes) and NATS (max_payload) accept by default. A sink
+// refusing a dead letter would stop the stream on bad input, which the
+// design forbids; and a record dead-lettered as "oversized" can be any
+// size its transport allows.
+const DeadLetterMaxRaw = 128 << 10
+
 // DeadLetters publishes dead letters to a sink, one JSON object per bad
 // record: {"source", "offset", "reason", "error", "raw"} where raw holds
 // the original bytes as a string, or "raw_base64" holds them when they are
-// not valid UTF-8.
+// not valid UTF-8. A record longer than DeadLetterMaxRaw keeps only its
+// first DeadLetterMaxRaw bytes, less up to 3 so as not to cut a UTF-8
+// sequence, and the dead letter then also has "raw_truncated": true and
+// "raw_size", the record's length in bytes.
 type DeadLetters struct {
 	Sink connectors.Sink
 }
@@ -21,12 +36,14 @@ type DeadLetters struct {
 var _ pipeline.DeadLetters = (*DeadLetters)(nil)
 
 type deadLetterJSON struct {
-	Source    string `json:"source"`
-	Offset    int64  `json:"offset"`
-	Reason    string `json:"reason"`
-	Error     string `json:"error"`
-	Raw       string `json:"raw,omitempty"`
-	RawBase64 string `json:"raw_base64,omitempty"`
+	Source       string `json:"source"`
+	Offset       int64  `json:"offset"`
+	Reason       string `json:"reason"`
+	Error        string `json:"error"`
+	Raw          string `json:"raw,omitempty"`
+	RawBase64    string `json:"raw_base64,omitempty"`
+	RawTruncated bool   `json:"raw_truncated,omitempty"`
+	RawSize      int    `json:"raw_size,omitempty"`
 }
 
 // DeadLetter publishes one dead letter.
@@ -37,10 +54,20 @@ func (s *DeadLetters) DeadLetter(d pipeline.DeadLetter) error {
 // publish publishes one dead letter; ctx bounds a sink that blocks.
 func (s *DeadLetters) publish(ctx context.Context, d pipeline.DeadLetter) error {
 	j := deadLetterJSON{Source: d.Source, Offset: d.Offset, Reason: string(d.Reason), Error: d.Err}
-	if utf8.Valid(d.Raw) {
-		j.Raw = string(d.Raw)
+	raw := d.Raw
+	if len(raw) > DeadLetterMaxRaw {
+		j.RawTruncated, j.RawSize = true, len(raw)
+		// Cut before a rune's first byte, so that text stays valid UTF-8.
+		k := DeadLetterMaxRaw
+		for k > DeadLetterMaxRaw-utf8.UTFMax && !utf8.RuneStart(raw[k]) {
+			k--
+		}
+		raw = raw[:k]
+	}
+	if utf8.Valid(raw) {
+		j.Raw = string(raw)
 	} else {
-		j.RawBase64 = base64.StdEncoding.EncodeToString(d.Raw)
+		j.RawBase64 = base64.StdEncoding.EncodeToString(raw)
 	}
 	b, err := json.Marshal(j)
 	if err != nil {

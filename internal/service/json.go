@@ -19,8 +19,9 @@ func marshalReport(r Report) ([]byte, error) { return json.Marshal(r) }
 //	 "predictions":[{"learner":"pct","label":1,"score":0.42}, ...]}
 //
 // round is the number of events the model has seen, this one included;
-// label is +1 or -1; score is null when it is not finite (a perceptron's
-// ⟨w,x⟩ overflows on huge feature values). Built by hand: the hot path allocates nothing.
+// label is +1 or -1; score is null when it is not finite (input.max_abs_value
+// keeps scores finite; null is the guard behind it). Built by hand: the hot
+// path allocates nothing.
 func appendPrediction(b []byte, ev *event.Event, rec connectors.Record, p *pipeline.Pipeline, preds []online.Prediction) []byte {
 	b = append(b, `{"id":`...)
 	b = appendJSONString(b, ev.ID)

@@ -29,6 +29,13 @@ func natsConfig(c config.Conn, subject, stream, durable string, t Tuning) connec
 	return n
 }
 
+// NATSConfig returns the NATS connection settings of c (URL and
+// authentication), for other connections to the source's server such as a
+// checkpoint bucket.
+func NATSConfig(c config.Conn, t Tuning) connectors.NATSConfig {
+	return natsConfig(c, "", "", "", t)
+}
+
 // OpenSource opens the configured source. untilEnd makes it end with
 // connectors.ErrEndOfInput at the end it had when opened.
 func OpenSource(ctx context.Context, s config.Source, untilEnd bool, t Tuning) (connectors.Source, error) {

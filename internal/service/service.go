@@ -123,12 +123,13 @@ type Service struct {
 
 	uncommitted int
 	lastCommit  time.Time // the last commit round, successful or not
-	durableAt   time.Time // the last commit round that committed everything
 	nextReport  time.Time // zero without ReportInterval
 
 	fingerprint [32]byte // of the model configuration, in checkpoints
 	volatile    bool     // the source's offsets do not survive a restart
 	saveFailing bool     // the last checkpoint save failed
+	lastSaveErr error
+	saver       *saver // writes checkpoints off the loop; nil without
 
 	snap         atomic.Pointer[Snapshot]
 	nextSnapshot time.Time
@@ -197,9 +198,8 @@ func (s *Service) publishSnapshot() error {
 	}
 	var durable time.Time
 	for _, m := range s.models {
-		if m.dirty {
-			durable = s.durableAt
-			break
+		if m.dirty && (durable.IsZero() || m.durableAt.Before(durable)) {
+			durable = m.durableAt
 		}
 	}
 	s.snap.Store(&Snapshot{Time: now, Source: s.opt.Source.Name(), Reports: reports, Started: true, Durable: durable, Curves: s.curves})
@@ -218,7 +218,10 @@ type model struct {
 	lag         int64 // Lag of the last record processed
 	pos         int64 // offset of the last record whose effect is in p; -1 before any
 	epoch       uint64
-	hasEpoch    bool // epoch is the Record.Epoch of the records learned
+	hasEpoch    bool      // epoch is the Record.Epoch of the records learned
+	saving      bool      // a checkpoint of the model is being written
+	savedPos    int64     // pos of the last durable checkpoint; -1 before any
+	durableAt   time.Time // when the state of the last commit was taken
 	sinceReport int
 }
 
@@ -274,7 +277,10 @@ func New(opt Options) (*Service, error) {
 // the snapshots Snapshot returns.
 func (s *Service) Run(ctx context.Context) error {
 	s.lastCommit = time.Now()
-	s.durableAt = s.lastCommit
+	if s.opt.Checkpoints != nil {
+		s.startSaver()
+		defer s.stopSaver()
+	}
 	if s.opt.ReportInterval > 0 {
 		s.nextReport = s.lastCommit.Add(s.opt.ReportInterval)
 	}
@@ -310,8 +316,20 @@ func (s *Service) loop(ctx context.Context) error {
 			// the interval must not starve the stream.
 			s.nextReport = time.Now().Add(s.opt.ReportInterval)
 		}
+		if s.saver != nil && len(s.saver.results) > 0 {
+			// A checkpoint is written: commit the position it holds.
+			if err := s.collectSaves(ctx, false); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+		}
 		if s.uncommitted > 0 && now.Sub(s.lastCommit) >= s.opt.CommitInterval {
 			if err := s.commit(ctx); err != nil {
+				if ctx.Err() != nil {
+					return nil // stopped mid-commit: the drain commits
+				}
 				return err
 			}
 		}
@@ -340,6 +358,9 @@ func (s *Service) loop(ctx context.Context) error {
 		s.uncommitted++
 		if s.uncommitted >= s.opt.CommitEvery {
 			if err := s.commit(ctx); err != nil {
+				if ctx.Err() != nil {
+					return nil // stopped mid-commit: the drain commits
+				}
 				return err
 			}
 		}
@@ -385,6 +406,13 @@ func (s *Service) deadline() time.Time {
 	if !s.nextReport.IsZero() && s.nextReport.Before(d) {
 		d = s.nextReport
 	}
+	if s.saver != nil && s.saver.inflight > 0 {
+		// Look for finished checkpoint writes every 20ms while idle (a
+		// deadline that changes every 20ms, not per record).
+		if c := time.Now().Truncate(20 * time.Millisecond).Add(20 * time.Millisecond); c.Before(d) {
+			d = c
+		}
+	}
 	return d
 }
 
@@ -399,7 +427,7 @@ func (s *Service) model(ctx context.Context, partition int32) (*model, error) {
 	if s.opt.HistoryPoints > 0 {
 		p.Tracker().EnableHistory(s.opt.HistoryPoints)
 	}
-	m := &model{p: p, pos: -1}
+	m := &model{p: p, pos: -1, savedPos: -1, durableAt: time.Now()}
 	if err := s.restore(ctx, partition, m); err != nil {
 		return nil, err
 	}
@@ -425,6 +453,11 @@ func (s *Service) process(ctx context.Context, rec connectors.Record) error {
 		// The partition came back after a rebalance: another process may
 		// have learned it meanwhile, and its checkpoint holds that.
 		s.logger.Info("partition assigned anew: reloading its model from the checkpoint", "partition", rec.Partition)
+		if m.saving { // its last write first: the reload must not race it
+			if err := s.collectSaves(ctx, true); err != nil {
+				return err
+			}
+		}
 		s.dropModel(rec.Partition)
 		if m, err = s.model(ctx, rec.Partition); err != nil {
 			return err
@@ -502,7 +535,6 @@ func (s *Service) deadLetter(ctx context.Context, rec connectors.Record, reason 
 // (the new owner reads it from the group's last commit); its model stays,
 // and goes on from where it was if the partition comes back.
 func (s *Service) commit(ctx context.Context) error {
-	var failed error
 	owned, live := s.assignments()
 	if s.opt.Checkpoints != nil && live {
 		for _, part := range slices.Clone(s.order) {
@@ -515,45 +547,76 @@ func (s *Service) commit(ctx context.Context) error {
 			}
 		}
 	}
+	if s.opt.Checkpoints != nil {
+		// Finished checkpoints first: their commits are due. At the end,
+		// every write in flight, so that the last state is taken below.
+		if err := s.collectSaves(ctx, s.draining); err != nil {
+			return err
+		}
+	}
 	for _, part := range s.order {
 		m := s.models[part]
-		if !m.dirty {
+		if !m.dirty || m.saving {
 			continue
 		}
 		if s.opt.Checkpoints != nil && owned != nil && !live {
 			continue // between generations: commit once one is live
 		}
-		if s.opt.Checkpoints != nil {
-			if err := s.save(ctx, part, m); err != nil {
-				// Learning goes on; this partition's commits wait for a
-				// checkpoint that holds them.
-				failed = fmt.Errorf("service: checkpoint of partition %d: %w", part, err)
-				s.logger.Error("checkpoint failed: commits stop until a checkpoint succeeds", "store", s.opt.Checkpoints.String(), "partition", part, "err", err)
-				s.saveFailing = true
-				continue
+		if s.opt.Checkpoints != nil && m.pos == m.savedPos {
+			// Only records the durable checkpoint already holds (skipped
+			// after a restore): their positions may be committed as is.
+			if err := s.commitRecord(ctx, part, m, m.last, m.durableAt); err != nil {
+				return err
 			}
+			continue
 		}
-		if err := s.opt.Source.Commit(ctx, m.last); errors.Is(err, connectors.ErrKafkaPartitionRevoked) {
-			s.logger.Warn("partition revoked before its commit: its records since the last commit will be learned again by the new owner",
-				"source", s.opt.Source.Name(), "partition", part, "offset", m.last.Offset)
-		} else if err != nil {
-			return fmt.Errorf("service: commit partition %d offset %d: %w", part, m.last.Offset, err)
+		if s.opt.Checkpoints != nil {
+			// The state is taken now; it is written, and then its
+			// position committed, while the loop learns on.
+			if err := s.startSave(part, m); err != nil {
+				return err
+			}
+			continue
 		}
+		if err := s.commitRecord(ctx, part, m, m.last, time.Now()); err != nil {
+			return err
+		}
+	}
+	// Models left dirty (a checkpoint of theirs still being written, or
+	// between generations) keep commit rounds coming.
+	s.uncommitted = 0
+	for _, m := range s.models {
+		if m.dirty && !m.saving {
+			s.uncommitted++
+		}
+	}
+	s.lastCommit = time.Now()
+	if s.opt.Checkpoints != nil && s.draining {
+		// The last chance: wait for every write, commit, and say if a
+		// checkpoint failed.
+		if err := s.collectSaves(ctx, true); err != nil {
+			return err
+		}
+		if s.saveFailing {
+			return fmt.Errorf("service: the last checkpoints failed (%v): their positions are not committed", s.lastSaveErr)
+		}
+	}
+	return nil
+}
+
+// commitRecord commits rec, the last record of part that the state taken
+// at `at` holds, and marks the model clean when it learned nothing since.
+func (s *Service) commitRecord(ctx context.Context, part int32, m *model, rec connectors.Record, at time.Time) error {
+	if err := s.opt.Source.Commit(ctx, rec); errors.Is(err, connectors.ErrKafkaPartitionRevoked) {
+		s.logger.Warn("partition revoked before its commit: its records since the last commit will be learned again by the new owner",
+			"source", s.opt.Source.Name(), "partition", part, "offset", rec.Offset)
+	} else if err != nil {
+		return fmt.Errorf("service: commit partition %d offset %d: %w", part, rec.Offset, err)
+	}
+	m.durableAt = at
+	if m.last.Offset == rec.Offset && m.last.Partition == rec.Partition {
 		m.dirty = false
 	}
-	s.uncommitted = 0
-	s.lastCommit = time.Now()
-	if failed != nil {
-		if s.draining {
-			return failed // the last chance: the caller must know
-		}
-		return nil
-	}
-	if s.saveFailing {
-		s.saveFailing = false
-		s.logger.Info("checkpoints succeed again: commits resumed", "store", s.opt.Checkpoints.String())
-	}
-	s.durableAt = s.lastCommit
 	return nil
 }
 

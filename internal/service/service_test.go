@@ -345,28 +345,6 @@ func TestPredictionMessages(t *testing.T) {
 	}
 }
 
-// A perceptron's score ⟨w,x⟩ overflows to +Inf on huge (finite) feature
-// values; JSON has no Inf, so the message says null rather than breaking.
-func TestPredictionNonFiniteScore(t *testing.T) {
-	values := [][]byte{
-		[]byte(`{"id":"a","features":{"big":1e300},"label":1}`),
-		[]byte(`{"id":"b","features":{"big":1e300},"label":1}`),
-	}
-	preds := &memSink{}
-	s := newService(t, Options{Config: parseConfig(t, "learners: [{name: pct, algorithm: perceptron}]"),
-		Source: newMemSource(values, 1), Predictions: preds})
-	run(t, s)
-	msgs := preds.messages()
-	if len(msgs) != 2 {
-		t.Fatalf("%d messages", len(msgs))
-	}
-	var p predictionMsg
-	decodeStrict(t, msgs[1], &p)
-	if p.Predictions[0].Score != nil {
-		t.Errorf("score %v, want null (1e300·1e300 overflows)", *p.Predictions[0].Score)
-	}
-}
-
 type deadLetterMsg struct {
 	Source    string `json:"source"`
 	Offset    int64  `json:"offset"`

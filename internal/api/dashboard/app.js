@@ -23,6 +23,22 @@
     return p !== null && /^-?[0-9]+$/.test(p) ? '?partition=' + p : '';
   })();
 
+  // With a bearer token (http.token_file), the page is opened as
+  // /#token=TOKEN: the fragment never leaves the browser (no request line,
+  // access log or Referer carries it). The page keeps the token for the
+  // tab's session, removes it from the address bar and history, and sends
+  // it with every request for data.
+  const TOKEN_KEY = 'streamlearn-token';
+  const token = (function () {
+    const m = /(?:^#|&)token=([A-Za-z0-9._~+\/-]+=*)(?:&|$)/.exec(window.location.hash);
+    if (m) {
+      try { window.sessionStorage.setItem(TOKEN_KEY, m[1]); } catch (e) { /* storage disabled */ }
+      window.history.replaceState(null, '', window.location.pathname + window.location.search);
+      return m[1];
+    }
+    try { return window.sessionStorage.getItem(TOKEN_KEY) || ''; } catch (e) { return ''; }
+  })();
+
   const state = {
     seq: 0,
     layout: '', // partitions and learner names the DOM was built for
@@ -105,12 +121,18 @@
   // ---- polling -----------------------------------------------------------
 
   async function getJSON(path) {
+    const headers = { Accept: 'application/json' };
+    if (token) headers.Authorization = 'Bearer ' + token;
     const resp = await fetch(path + query, {
-      headers: { Accept: 'application/json' },
+      headers: headers,
       cache: 'no-cache', // revalidate: /v1/history answers 304 while nothing changed
       signal: AbortSignal.timeout(TIMEOUT_MS),
     });
     if (resp.status === 404 && query) return []; // that partition has no model yet
+    if (resp.status === 401) {
+      throw new Error(token ? 'wrong token: open the dashboard as /#token=TOKEN'
+        : 'this service needs a token: open the dashboard as /#token=TOKEN');
+    }
     if (!resp.ok) throw new Error(path + ': HTTP ' + resp.status);
     const v = await resp.json();
     return Array.isArray(v) ? v : [v];
