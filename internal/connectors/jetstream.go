@@ -78,6 +78,10 @@ type JetStreamSource struct {
 	// messages the consumer delivered while the connection was down are
 	// lost to this client, and the ones after them would leave a gap.
 	reconnected atomic.Bool
+	// reopenedIdle and reopenedAt: the idle check reopened the consumer at
+	// position reopenedAt (see idle).
+	reopenedIdle bool
+	reopenedAt   uint64
 }
 
 var _ Source = (*JetStreamSource)(nil)
@@ -420,9 +424,11 @@ func (s *JetStreamSource) idle(ctx context.Context) error {
 	}
 	s.lag.Store(int64(info.NumPending))
 	if s.untilEnd && info.NumPending == 0 {
-		if s.last < s.end && info.Delivered.Stream > s.last {
+		if s.last < s.end && info.Delivered.Stream > s.last && !(s.reopenedIdle && s.reopenedAt == s.last) {
 			// Delivered, yet never received (lost with a connection):
-			// deliver them again now rather than after AckWait.
+			// deliver them again now rather than after AckWait. Once per
+			// position: if nothing new comes, what is left was deleted.
+			s.reopenedIdle, s.reopenedAt = true, s.last
 			return s.reopen(ctx)
 		}
 		// Every message of the subject was delivered and, after FetchWait
