@@ -611,7 +611,15 @@ func (s *Service) commitRecord(ctx context.Context, part int32, m *model, rec co
 		s.logger.Warn("partition revoked before its commit: its records since the last commit will be learned again by the new owner",
 			"source", s.opt.Source.Name(), "partition", part, "offset", rec.Offset)
 	} else if err != nil {
-		return fmt.Errorf("service: commit partition %d offset %d: %w", part, rec.Offset, err)
+		err = fmt.Errorf("service: commit partition %d offset %d: %w", part, rec.Offset, err)
+		if s.draining || ctx.Err() != nil {
+			return err
+		}
+		// A broker away for a while (a restart, a network outage): the
+		// model is intact and the position waits for the next round.
+		s.logger.Warn("commit failed: retrying at the next commit round", "err", err)
+		s.uncommitted++
+		return nil
 	}
 	m.durableAt = at
 	if m.last.Offset == rec.Offset && m.last.Partition == rec.Partition {
