@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/streamlearn/streamlearn/internal/checkpoint"
 )
@@ -53,18 +52,7 @@ func TestE2ECrashResume(t *testing.T) {
 		}},
 		{"jetstream", func(t *testing.T, dir string) (string, string) {
 			url, _ := natsServer(t, ctx, natsBin, dir)
-			nc, err := nats.Connect(url)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer nc.Close()
-			js, err := jetstream.New(nc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "EVENTS", Subjects: []string{"events"}}); err != nil {
-				t.Fatal(err)
-			}
+			jsStream(t, ctx, url)
 			runProc(t, ctx, dir, sl, "publish", "--kind", "jetstream", "--url", url, "--stream", "EVENTS", "--subject", "events", stream)
 			return fmt.Sprintf("source: {kind: jetstream, url: %q, subject: events, stream: EVENTS, durable: crash}\n", url), "jetstream:EVENTS/crash"
 		}},
@@ -140,18 +128,7 @@ func TestE2ECheckpointBucket(t *testing.T) {
 		t.Fatal(err)
 	}
 	url, _ := natsServer(t, ctx, natsBin, dir)
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "EVENTS", Subjects: []string{"events"}}); err != nil {
-		t.Fatal(err)
-	}
+	js, _ := jsStream(t, ctx, url)
 	runProc(t, ctx, dir, sl, "publish", "--kind", "jetstream", "--url", url, "--stream", "EVENTS", "--subject", "events", demo)
 	want := normReport(t, "replay", runProc(t, ctx, dir, sl, "replay", "-c", e2eConfig(t, dir, "replay.yaml", ""), "--report", "json", demo), "", 5000)
 
@@ -206,18 +183,7 @@ func TestE2EBrokerRestart(t *testing.T) {
 		}
 	}
 	srv := startServer()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "EVENTS", Subjects: []string{"events"}}); err != nil {
-		t.Fatal(err)
-	}
-	nc.Close()
+	jsStream(t, ctx, url)
 	runProc(t, ctx, dir, sl, "publish", "--kind", "jetstream", "--url", url, "--stream", "EVENTS", "--subject", "events", stream)
 
 	ckpt := filepath.Join(dir, "state")

@@ -457,6 +457,27 @@ func natsServer(t *testing.T, ctx context.Context, bin, dir string) (clientURL, 
 	return clientURL, monURL
 }
 
+// jsStream creates stream EVENTS on subject "events" at the NATS server url
+// and returns it with its JetStream context; the connection closes with
+// the test.
+func jsStream(t *testing.T, ctx context.Context, url string) (jetstream.JetStream, jetstream.Stream) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "EVENTS", Subjects: []string{"events"}})
+	if err != nil {
+		t.Fatalf("create stream: %v", err)
+	}
+	return js, stream
+}
+
 // natsSubscribed waits until some client of the server at monURL has a
 // subscription on subject (core NATS keeps nothing for a subscriber that
 // is not there yet).
@@ -512,19 +533,7 @@ func TestE2ENATSServer(t *testing.T) {
 	want := normReport(t, "replay", runProc(t, ctx, dir, sl, "replay", "-c", replayCfg, "--report", "json", demo), "", 5000)
 
 	t.Run("jetstream", func(t *testing.T) {
-		nc, err := nats.Connect(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer nc.Close()
-		js, err := jetstream.New(nc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		stream, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "EVENTS", Subjects: []string{"events"}})
-		if err != nil {
-			t.Fatalf("create stream: %v", err)
-		}
+		_, stream := jsStream(t, ctx, url)
 		runProc(t, ctx, dir, sl, "publish", "--kind", "jetstream", "--url", url, "--stream", "EVENTS", "--subject", "events", demo)
 		info, err := stream.Info(ctx)
 		if err != nil {

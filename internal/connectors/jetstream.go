@@ -82,6 +82,7 @@ type JetStreamSource struct {
 	// position reopenedAt (see idle).
 	reopenedIdle bool
 	reopenedAt   uint64
+	reopens      int // consecutive reopens for a closed iterator
 }
 
 var _ Source = (*JetStreamSource)(nil)
@@ -265,6 +266,20 @@ func (s *JetStreamSource) Fetch(ctx context.Context) (Record, error) {
 			if cerr := ctx.Err(); cerr != nil {
 				return Record{}, cerr
 			}
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) && s.reopens < 30 {
+				// The client closed the iterator under us (the server went
+				// away, or lost or replaced the consumer): once connected
+				// again, deliver again from the ack floor. With backoff,
+				// for about a minute in all.
+				s.reopens++
+				if err := s.backoff(ctx, min(time.Duration(s.reopens)*100*time.Millisecond, 3*time.Second)); err != nil {
+					return Record{}, err
+				}
+				if err := s.reopen(ctx); err != nil && (ctx.Err() != nil || s.reopens >= 30) {
+					return Record{}, err
+				}
+				continue // on a failed reopen, the stopped iterator brings us back here
+			}
 			// A missed heartbeat is transient: the client pulls again. Treat
 			// it as an expired wait rather than a failure of the source.
 			if expired || errors.Is(err, jetstream.ErrNoHeartbeat) {
@@ -283,6 +298,7 @@ func (s *JetStreamSource) Fetch(ctx context.Context) (Record, error) {
 			}
 			seq, pending, ts = md.Sequence.Stream, md.NumPending, md.Timestamp.UnixNano()
 		}
+		s.reopens = 0
 		if seq <= s.last {
 			s.redelivered.Add(1)
 			continue
@@ -390,6 +406,23 @@ func (s *JetStreamSource) ackMeta(reply string) (seq, pending uint64, ts int64, 
 		s.ackPre, s.ackTrail = strings.Clone(reply[:pre]), trail
 	}
 	return seq, pending, ts, ok
+}
+
+// backoff waits d, then until the connection is up, or until ctx is done.
+func (s *JetStreamSource) backoff(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+		if s.nc.Conn.IsConnected() {
+			return nil
+		}
+		t.Reset(100 * time.Millisecond)
+	}
 }
 
 // reopen restarts delivery at the consumer's ack floor after messages may
