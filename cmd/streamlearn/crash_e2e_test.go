@@ -4,17 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats.go"
 
 	"github.com/streamlearn/streamlearn/internal/checkpoint"
 )
@@ -34,10 +30,7 @@ func TestE2ECrashResume(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	const n = 30000
-	stream := filepath.Join(dir, "stream.jsonl")
-	runProc(t, ctx, dir, sl, "generate", "-n", strconv.Itoa(n), "--seed", "7", "-o", stream)
-	want := normReport(t, "replay", runProc(t, ctx, dir, sl, "replay", "-c", e2eConfig(t, dir, "replay.yaml", ""),
-		"--report", "json", stream), "", n)
+	stream, want := e2eStream(t, ctx, dir, sl, n, 7)
 
 	for _, tc := range []struct {
 		name   string
@@ -104,6 +97,29 @@ func TestE2ECrashResume(t *testing.T) {
 	}
 }
 
+// e2eStream writes a generated stream of n events (seed) and returns its
+// path and the normalized report of its replay.
+func e2eStream(t *testing.T, ctx context.Context, dir, sl string, n int, seed int) (string, []byte) {
+	t.Helper()
+	stream := filepath.Join(dir, "stream.jsonl")
+	runProc(t, ctx, dir, sl, "generate", "-n", strconv.Itoa(n), "--seed", strconv.Itoa(seed), "-o", stream)
+	want := normReport(t, "replay", runProc(t, ctx, dir, sl, "replay", "-c", e2eConfig(t, dir, "replay.yaml", ""),
+		"--report", "json", stream), "", n)
+	return stream, want
+}
+
+// waitCheckpoint waits until run has written the checkpoint file.
+func waitCheckpoint(t *testing.T, run *proc, file string) {
+	t.Helper()
+	for modTime(file).IsZero() {
+		select {
+		case <-run.done:
+			t.Fatalf("run ended before its first checkpoint: %v\n%s", run.err, run.stderr.String())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
 // modTime returns the modification time of path, zero when it is absent.
 func modTime(path string) time.Time {
 	st, err := os.Stat(path)
@@ -158,31 +174,11 @@ func TestE2EBrokerRestart(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	const n = 30000
-	stream := filepath.Join(dir, "stream.jsonl")
-	runProc(t, ctx, dir, sl, "generate", "-n", strconv.Itoa(n), "--seed", "9", "-o", stream)
-	want := normReport(t, "replay", runProc(t, ctx, dir, sl, "replay", "-c", e2eConfig(t, dir, "replay.yaml", ""), "--report", "json", stream), "", n)
+	stream, want := e2eStream(t, ctx, dir, sl, n, 9)
 
-	port := freePorts(t, 1)[0]
-	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
-	store := filepath.Join(dir, "jetstream")
-	startServer := func() *proc {
-		srv, _ := start(t, ctx, dir, false, natsBin, "-js", "-a", "127.0.0.1", "-p", strconv.Itoa(port), "-sd", store)
-		for {
-			nc, err := nats.Connect(url, nats.Timeout(time.Second))
-			if err == nil {
-				nc.Close()
-				return srv
-			}
-			select {
-			case <-srv.done:
-				t.Fatalf("nats-server exited: %v\n%s", srv.err, srv.stderr.String())
-			case <-ctx.Done():
-				t.Fatal("nats-server does not accept clients")
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-	}
-	srv := startServer()
+	ports := freePorts(t, 2)
+	url := fmt.Sprintf("nats://127.0.0.1:%d", ports[0])
+	srv := natsServerAt(t, ctx, natsBin, dir, ports[0], ports[1])
 	jsStream(t, ctx, url)
 	runProc(t, ctx, dir, sl, "publish", "--kind", "jetstream", "--url", url, "--stream", "EVENTS", "--subject", "events", stream)
 
@@ -190,13 +186,7 @@ func TestE2EBrokerRestart(t *testing.T) {
 	cfg := e2eConfig(t, dir, "restart.yaml", fmt.Sprintf(
 		"source: {kind: jetstream, url: %q, subject: events, stream: EVENTS, durable: restart}\ncheckpoint: {dir: %q, every: 1000}\n", url, ckpt))
 	run, _ := start(t, ctx, dir, false, sl, "run", "-c", cfg, "--until-end", "--report", "json", "--http", "off")
-	for modTime(filepath.Join(ckpt, "partition-0.ckpt")).IsZero() {
-		select {
-		case <-run.done:
-			t.Fatalf("run ended before its first checkpoint: %v\n%s", run.err, run.stderr.String())
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+	waitCheckpoint(t, run, filepath.Join(ckpt, "partition-0.ckpt"))
 	if err := srv.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +200,7 @@ func TestE2EBrokerRestart(t *testing.T) {
 		t.Fatalf("the run had learned everything (position %d) before the broker died", cp.Position)
 	}
 	t.Logf("broker killed with the checkpoint at position %d of %d", cp.Position, n)
-	startServer()
+	natsServerAt(t, ctx, natsBin, dir, ports[0], ports[1])
 	run.wait(t, ctx)
 	sameReport(t, "run across a broker restart", normReport(t, "run", run.stdout.Bytes(), "jetstream:EVENTS/restart", n), want)
 }
@@ -228,28 +218,16 @@ func TestE2EKafkaBrokerOutage(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	const n = 30000
-	stream := filepath.Join(dir, "stream.jsonl")
-	runProc(t, ctx, dir, sl, "generate", "-n", strconv.Itoa(n), "--seed", "5", "-o", stream)
-	want := normReport(t, "replay", runProc(t, ctx, dir, sl, "replay", "-c", e2eConfig(t, dir, "replay.yaml", ""), "--report", "json", stream), "", n)
+	stream, want := e2eStream(t, ctx, dir, sl, n, 5)
 
-	broker, out := start(t, ctx, dir, true, kfake, "-topic", "events", "-partitions", "1")
-	var line [64]byte
-	k, _ := out.Read(line[:])
-	bootstrap := strings.TrimSpace(string(line[:k]))
-	go io.Copy(io.Discard, out)
+	broker, bootstrap := startKfakeProc(t, ctx, dir, kfake, 1)
 	runProc(t, ctx, dir, sl, "publish", "--kind", "kafka", "--brokers", bootstrap, "--topic", "events", stream)
 
 	ckpt := filepath.Join(dir, "state")
 	cfg := e2eConfig(t, dir, "outage.yaml", fmt.Sprintf(
 		"source: {kind: kafka, brokers: [%q], topic: events, group: outage, session_timeout: 1s, heartbeat_interval: 200ms}\ncheckpoint: {dir: %q, every: 1000}\n", bootstrap, ckpt))
 	run, _ := start(t, ctx, dir, false, sl, "run", "-c", cfg, "--until-end", "--report", "json", "--http", "off")
-	for modTime(filepath.Join(ckpt, "partition-0.ckpt")).IsZero() {
-		select {
-		case <-run.done:
-			t.Fatalf("run ended before its first checkpoint: %v\n%s", run.err, run.stderr.String())
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+	waitCheckpoint(t, run, filepath.Join(ckpt, "partition-0.ckpt"))
 	if err := broker.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}

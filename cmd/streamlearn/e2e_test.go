@@ -406,6 +406,13 @@ func TestE2EKafkaKcat(t *testing.T) {
 // given number of partitions and returns its bootstrap address.
 func startKfake(t *testing.T, ctx context.Context, dir, bin string, partitions int) string {
 	t.Helper()
+	_, bootstrap := startKfakeProc(t, ctx, dir, bin, partitions)
+	return bootstrap
+}
+
+// startKfakeProc is startKfake, also returning the broker's process.
+func startKfakeProc(t *testing.T, ctx context.Context, dir, bin string, partitions int) (*proc, string) {
+	t.Helper()
 	broker, out := start(t, ctx, dir, true, bin, "-topic", "events", "-partitions", strconv.Itoa(partitions))
 	addr := make(chan string, 1)
 	go func() {
@@ -425,7 +432,7 @@ func startKfake(t *testing.T, ctx context.Context, dir, bin string, partitions i
 		t.Fatalf("kfake printed %q, want host:port: %v\n%s", bootstrap, err, broker.stderr.String())
 	}
 	t.Logf("kfake broker at %s (pid %d)", bootstrap, broker.cmd.Process.Pid)
-	return bootstrap
+	return broker, bootstrap
 }
 
 // natsServer starts Debian's nats-server with JetStream and monitoring on
@@ -434,12 +441,19 @@ func startKfake(t *testing.T, ctx context.Context, dir, bin string, partitions i
 func natsServer(t *testing.T, ctx context.Context, bin, dir string) (clientURL, monURL string) {
 	t.Helper()
 	ports := freePorts(t, 2)
-	port, mport := ports[0], ports[1]
+	natsServerAt(t, ctx, bin, dir, ports[0], ports[1])
+	return fmt.Sprintf("nats://127.0.0.1:%d", ports[0]), fmt.Sprintf("http://127.0.0.1:%d", ports[1])
+}
+
+// natsServerAt is natsServer on the given ports, with its JetStream store
+// in dir/jetstream: started again with the same arguments, it is the same
+// server after a restart. It returns the server's process.
+func natsServerAt(t *testing.T, ctx context.Context, bin, dir string, port, mport int) *proc {
+	t.Helper()
 	store := filepath.Join(dir, "jetstream")
 	srv, _ := start(t, ctx, dir, false, bin, "-js", "-a", "127.0.0.1", "-p", strconv.Itoa(port),
 		"-m", strconv.Itoa(mport), "-sd", store)
-	clientURL = fmt.Sprintf("nats://127.0.0.1:%d", port)
-	monURL = fmt.Sprintf("http://127.0.0.1:%d", mport)
+	clientURL := fmt.Sprintf("nats://127.0.0.1:%d", port)
 	for {
 		nc, err := nats.Connect(clientURL, nats.Timeout(time.Second))
 		if err == nil {
@@ -454,7 +468,7 @@ func natsServer(t *testing.T, ctx context.Context, bin, dir string) (clientURL, 
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	return clientURL, monURL
+	return srv
 }
 
 // jsStream creates stream EVENTS on subject "events" at the NATS server url

@@ -152,13 +152,13 @@ func predictHandler(opt Options) http.HandlerFunc {
 
 // splitEvents returns the events of a body holding one JSON object or an
 // array of them, and whether it was an array.
-func splitEvents(body []byte) ([][]byte, bool, error) {
+func splitEvents(body []byte) ([]json.RawMessage, bool, error) {
 	trimmed := bytes.TrimSpace(body)
 	switch {
 	case len(trimmed) == 0:
 		return nil, false, errors.New("empty body: want a JSON event or an array of events")
 	case trimmed[0] == '{':
-		return [][]byte{trimmed}, false, nil
+		return []json.RawMessage{trimmed}, false, nil
 	case trimmed[0] != '[':
 		return nil, false, errors.New("body: want a JSON event or an array of events")
 	}
@@ -172,11 +172,7 @@ func splitEvents(body []byte) ([][]byte, bool, error) {
 	if len(raws) > MaxPredictEvents {
 		return nil, true, fmt.Errorf("body: %d events, at most %d per request", len(raws), MaxPredictEvents)
 	}
-	out := make([][]byte, len(raws))
-	for i, r := range raws {
-		out[i] = r
-	}
-	return out, true, nil
+	return raws, true, nil
 }
 
 func eventErr(array bool, i int, msg string) string {

@@ -114,15 +114,6 @@ func (s *Service) take(part int32, m *model) (*checkpoint.Checkpoint, error) {
 	}, nil
 }
 
-// save writes the checkpoint of m and waits for it.
-func (s *Service) save(ctx context.Context, part int32, m *model) error {
-	c, err := s.take(part, m)
-	if err != nil {
-		return err
-	}
-	return s.opt.Checkpoints.Save(ctx, c)
-}
-
 // Writing a checkpoint (a few MiB, two fsyncs: about 0.1s on the README's
 // machine) is the slow half of it; taking the state (an encoding, ~15ms)
 // the fast one. The loop takes the state and hands it to a saver

@@ -28,7 +28,11 @@ func BenchmarkCheckpoint(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				if what == "save" {
-					if err := s.save(context.Background(), 0, m); err != nil {
+					c, err := s.take(0, m)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := store.Save(context.Background(), c); err != nil {
 						b.Fatal(err)
 					}
 					continue

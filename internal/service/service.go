@@ -338,7 +338,7 @@ func (s *Service) loop(ctx context.Context) error {
 				return err
 			}
 		}
-		fctx := fc.get(ctx, s.deadline())
+		fctx := fc.get(ctx, s.deadline(now))
 		rec, err := s.opt.Source.Fetch(fctx)
 		switch {
 		case err == nil:
@@ -396,7 +396,7 @@ func (d *deadlineCtx) stop() {
 
 // deadline returns when the next commit, interval report or snapshot is
 // due, whichever comes first.
-func (s *Service) deadline() time.Time {
+func (s *Service) deadline(now time.Time) time.Time {
 	d := s.nextSnapshot
 	if s.uncommitted > 0 {
 		if c := s.lastCommit.Add(s.opt.CommitInterval); c.Before(d) {
@@ -409,7 +409,7 @@ func (s *Service) deadline() time.Time {
 	if s.saver != nil && s.saver.inflight > 0 {
 		// Look for finished checkpoint writes every 20ms while idle (a
 		// deadline that changes every 20ms, not per record).
-		if c := time.Now().Truncate(20 * time.Millisecond).Add(20 * time.Millisecond); c.Before(d) {
+		if c := now.Truncate(20 * time.Millisecond).Add(20 * time.Millisecond); c.Before(d) {
 			d = c
 		}
 	}
