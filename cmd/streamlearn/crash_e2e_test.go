@@ -152,12 +152,19 @@ func TestE2ECheckpointBucket(t *testing.T) {
 		"source: {kind: jetstream, url: %q, subject: events, stream: EVENTS, durable: bucket}\ncheckpoint: {bucket: STATE, every: 1000}\n", url))
 	first := runProc(t, ctx, dir, sl, "run", "-c", cfg, "--until-end", "--report", "json", "--http", "off")
 	sameReport(t, "run with a bucket", normReport(t, "run", first, "jetstream:EVENTS/bucket", 5000), want)
-	obj, err := js.ObjectStore(ctx, "STATE")
-	if err != nil {
+	if _, err := js.ObjectStore(ctx, "STATE"); err != nil {
 		t.Fatalf("no bucket STATE after the run: %v", err)
 	}
-	if info, err := obj.GetInfo(ctx, "partition-0.ckpt"); err != nil || info.Size == 0 {
-		t.Fatalf("partition-0.ckpt in bucket STATE: %+v, %v", info, err)
+	st, err := checkpoint.OpenObjectStore(ctx, js, "STATE", checkpoint.ObjectStoreConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := st.Load(ctx, 0)
+	if err != nil {
+		t.Fatalf("checkpoint of partition 0 in bucket STATE: %v", err)
+	}
+	if cp.Position != 5000 {
+		t.Fatalf("checkpoint of partition 0 in bucket STATE at position %d, want 5000 (the last record's sequence)", cp.Position)
 	}
 	again := runProc(t, ctx, dir, sl, "run", "-c", cfg, "--until-end", "--report", "json", "--http", "off")
 	sameReport(t, "second run, restored from the bucket", normReport(t, "run", again, "jetstream:EVENTS/bucket", 5000), want)

@@ -37,6 +37,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/streamlearn/streamlearn/internal/codec"
@@ -114,6 +115,49 @@ func (c *Checkpoint) MarshalBinary() ([]byte, error) {
 	return b, nil
 }
 
+// maxSource bounds Checkpoint.Source when decoding.
+const maxSource = 1 << 16
+
+// maxHeadLen is the longest prefix of a checkpoint that holds everything
+// before State.
+const maxHeadLen = headerLen + 8 + 32 + 8 + maxSource + 4 + 8
+
+// readHead decodes the fields before State (Created, Fingerprint, Source,
+// Partition, Position) from the start of a checkpoint file, without
+// reading the rest or verifying the checksum: what they say is only a
+// claim until the whole file is read.
+func readHead(r io.Reader) (*Checkpoint, error) {
+	b := make([]byte, headerLen+8+32+8, maxHeadLen)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	if string(b[:len(magic)]) != magic {
+		return nil, fmt.Errorf("%w: not a streamlearn checkpoint (magic %q)", ErrCorrupt, b[:len(magic)])
+	}
+	if v := binary.LittleEndian.Uint32(b[len(magic):]); v != FormatVersion {
+		return nil, &VersionError{Version: v}
+	}
+	n := binary.LittleEndian.Uint64(b[len(b)-8:]) // the length of Source
+	if n > maxSource {
+		return nil, fmt.Errorf("%w: source of %d bytes", ErrCorrupt, n)
+	}
+	b = b[:len(b)+int(n)+4+8]
+	if _, err := io.ReadFull(r, b[headerLen+8+32+8:]); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	d := codec.NewDecoder(b[headerLen:])
+	var c Checkpoint
+	c.Created = time.Unix(0, int64(d.U64())).UTC()
+	copy(c.Fingerprint[:], d.Take(len(c.Fingerprint)))
+	c.Source = d.String(maxSource)
+	c.Partition = int32(d.U32())
+	c.Position = int64(d.U64())
+	if err := d.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	return &c, nil
+}
+
 // UnmarshalBinary decodes a checkpoint written by MarshalBinary. State and
 // Report are copies: c does not alias b.
 func (c *Checkpoint) UnmarshalBinary(b []byte) error {
@@ -138,7 +182,7 @@ func (c *Checkpoint) UnmarshalBinary(b []byte) error {
 	var out Checkpoint
 	out.Created = time.Unix(0, int64(d.U64())).UTC()
 	copy(out.Fingerprint[:], d.Take(len(out.Fingerprint)))
-	out.Source = d.String(1 << 16)
+	out.Source = d.String(maxSource)
 	out.Partition = int32(d.U32())
 	out.Position = int64(d.U64())
 	out.State = bytes.Clone(d.Blob())

@@ -16,8 +16,19 @@ import (
 // A Store keeps one checkpoint per partition. Save is durable when it
 // returns: after a crash of the process or the machine, Load returns
 // either the previous checkpoint or the new one, whole.
+//
+// A Save never puts a checkpoint over one of a higher position with the
+// same fingerprint and source. The state at a position is a function of
+// the partition's records up to it, so the highest position is always
+// right; but a process that lost the partition in a rebalance while its
+// Save was in flight (paused, say) can finish that Save after the new
+// owner saved further, and if it replaced the newer checkpoint, the
+// records between the two would be missing from the model while the
+// group's commit says they were learned. Such a Save returns nil: what
+// it would store is already durable, or something past it.
 type Store interface {
-	// Save replaces the checkpoint of c.Partition.
+	// Save replaces the checkpoint of c.Partition, unless the stored one
+	// is of a higher position (see Store).
 	Save(ctx context.Context, c *Checkpoint) error
 	// Load returns the checkpoint of partition, or an error wrapping
 	// fs.ErrNotExist when there is none.
@@ -32,6 +43,14 @@ type Store interface {
 // "partition-N.ckpt", each replaced atomically (written to a temporary
 // file in the same directory, fsynced, renamed over the old one, and the
 // directory fsynced so that the rename itself is durable).
+//
+// Saves of one partition take an exclusive flock(2) on
+// ".partition-N.lock" beside the file, compare the stored checkpoint's
+// position (read from the head of the file, and the whole file verified
+// when it is the higher) and only then rename: several processes sharing
+// the directory cannot put an older checkpoint over a newer one. Lock
+// files stay. On systems without flock (Windows) the lock orders the
+// Saves of one process only.
 type Dir struct {
 	path string
 }
@@ -80,8 +99,10 @@ func (d *Dir) File(partition int32) string {
 	return filepath.Join(d.path, "partition-"+strconv.FormatInt(int64(partition), 10)+".ckpt")
 }
 
-// Save writes c atomically and durably (see Dir). On any error the
-// previous checkpoint is left in place and the temporary file removed.
+// Save writes c atomically and durably (see Dir), unless the stored
+// checkpoint of c.Partition is of a higher position (see Store). On any
+// error the previous checkpoint is left in place and the temporary file
+// removed.
 func (d *Dir) Save(ctx context.Context, c *Checkpoint) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -90,10 +111,52 @@ func (d *Dir) Save(ctx context.Context, c *Checkpoint) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(d.File(c.Partition), b); err != nil {
+	unlock, err := lockFile(ctx, d.lockFile(c.Partition))
+	if err != nil {
+		return fmt.Errorf("checkpoint %s partition %d: lock: %w", d, c.Partition, err)
+	}
+	defer unlock()
+	path := d.File(c.Partition)
+	if newer, err := storedPast(path, c); err != nil {
+		return fmt.Errorf("checkpoint %s partition %d: %w", d, c.Partition, err)
+	} else if newer {
+		return nil
+	}
+	if err := writeFileAtomic(path, b); err != nil {
 		return fmt.Errorf("checkpoint %s partition %d: %w", d, c.Partition, err)
 	}
 	return nil
+}
+
+// lockFile returns the path of the lock file of partition's Saves.
+func (d *Dir) lockFile(partition int32) string {
+	return filepath.Join(d.path, ".partition-"+strconv.FormatInt(int64(partition), 10)+".lock")
+}
+
+// storedPast reports whether the file at path holds an intact checkpoint
+// of c's fingerprint and source and of a position past c's. A missing,
+// damaged or foreign file is not past anything (Save replaces it); only
+// errors reading the file are errors.
+func storedPast(path string, c *Checkpoint) (bool, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	head, err := readHead(f)
+	f.Close()
+	if err != nil || head.Position <= c.Position || head.Fingerprint != c.Fingerprint || head.Source != c.Source {
+		return false, nil
+	}
+	// The head claims a later position: believe it only if the whole
+	// file is intact (the rare path: it takes a read of the file).
+	stored, err := ReadFile(path)
+	if err != nil {
+		return false, nil
+	}
+	return stored.Position > c.Position, nil
 }
 
 // writeFileAtomic replaces path with data: temp file, fsync, rename, fsync

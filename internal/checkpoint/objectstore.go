@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,18 +28,23 @@ import (
 const DefaultObjectStoreTimeout = time.Minute
 
 // When the chunks Load reads vanish, the object was replaced while it
-// read (the Save that replaced it purged them; see ObjectStore) and Load
-// starts over with the new meta, at most objectReplacedReads times. When
-// they vanish and the meta still names them, a lagging replica answered
-// (on a cluster) or the chunks are lost (a failed Save): Load waits and
-// reads again, and after objectLostReads calls the object corrupt.
+// read (a Save of the same position purged them; see ObjectStore) and
+// Load starts over with the new meta, at most objectReplacedReads times.
+// When they vanish and the meta still names them, a lagging replica
+// answered (on a cluster) or the chunks are lost (a failed Save): Load
+// waits and reads again, and after objectLostReads calls the object
+// corrupt. When the meta is gone too, a Save of a higher position removed
+// the object: Load lists the bucket again and reads the new highest, at
+// most objectVanishedLoads times.
 const (
 	objectReplacedReads = 10
 	objectLostReads     = 4
+	objectVanishedLoads = 10
 )
 
-// errReplaced is the error of a Load that found its object replaced
-// objectReplacedReads times while reading it.
+// errReplaced is the error of a Load that found its object replaced by
+// newer checkpoints objectReplacedReads or objectVanishedLoads times while
+// reading it.
 var errReplaced = errors.New("replaced by newer checkpoints while read")
 
 // ObjectStoreConfig configures an ObjectStore. The zero value works.
@@ -49,14 +57,85 @@ type ObjectStoreConfig struct {
 	Timeout time.Duration
 }
 
-// ObjectStore is a Store in a NATS JetStream Object Store bucket: one
-// object per partition, named "partition-N.ckpt" like Dir's files, holding
-// the checkpoint file's bytes (the package comment's format, verified on
-// Load exactly as Dir does).
+// ObjectStore is a Store in a NATS JetStream Object Store bucket. Each
+// checkpoint is an object named after its partition and position,
+// "partition-N@P.ckpt" (N and P in canonical decimal: no sign but a
+// minus, no leading zero; P may be -1), holding the checkpoint file's
+// bytes (the package comment's format, verified on Load exactly as Dir
+// does, and checked to hold the partition and position its name says).
+//
+// A Save never puts a checkpoint over one of a higher position of the same
+// partition. Several processes can save one partition at once: one that
+// lost the partition in a rebalance while its Save was in flight (paused,
+// say) can finish that Save after the new owner saved a further position.
+// The state at a position is a function of the partition's records up to
+// it, so the checkpoint of the highest position is the right one, and the
+// newer one must stay, or the records between the two positions would be
+// missing from the model while the group's commit says they were learned.
+// The Object Store has no compare-and-swap Put (nats.go's Put publishes its
+// meta message with no expected last sequence, so it cannot refuse to
+// replace a higher position), hence the objects of different positions
+// are different objects, never written over: Save puts the object of its
+// position; Load lists the bucket and reads the partition's object of the
+// highest position. A Save of a lower position than one stored puts its
+// object, returns nil and changes nothing Load returns (the object is
+// removed by that Save's own cleanup, below). A Save of the same position
+// puts the same name, replacing the object: the later Save wins, and both
+// hold the same state. When the object of the highest position is not a
+// whole checkpoint, Load returns the error and never falls back to an
+// older one: damage is an error, never a missing or an older checkpoint.
+//
+// Listing. Save and Load list the bucket by one Stream Info request for
+// the subjects of its meta messages ($O.BUCKET.M.<base64 name>; ADR-20),
+// whose names say partition and position: the server collects them from
+// its subject index under its store's lock (nats-server
+// filestore.go:5109-5122), a snapshot, taken on a cluster by the stream's
+// leader. At every instant a partition that has a checkpoint has an
+// object listed, since a Save removes the lower objects only after its
+// own is stored: a Load that lists none (or only deleted ones) rightly
+// says there is none. (nats.go's List reads the metas through a consumer that
+// waits for a message reporting nothing pending, and waited its whole
+// deadline here when metas were purged while it ran.) Objects marked
+// deleted by nats.go's Delete (`nats object rm`) are no checkpoints:
+// Load and Partitions skip them (reading their meta), and Load then takes
+// the next highest, so deleting the newest object rolls back to the one
+// before.
+//
+// Cleanup. After its Put, Save lists the bucket and removes the
+// partition's objects of positions lower than the highest one not marked
+// deleted (its own object too, when that is lower); Load does the same
+// after reading. Removing an object purges its meta message, only the
+// version just read (by stream sequence: an object put again under that
+// name meanwhile stays), then the chunks that meta names. It is not
+// nats.go's Delete, which leaves a delete marker per object
+// (object.go:966-972), one more listed per Save, forever. A removal that
+// fails is no error: the object stays until the next Save or Load of the
+// partition removes it, and Load does not pick it meanwhile. Garbage that
+// no Save or Load removes: the chunks of a failed Save (below), the
+// chunks of a Put racing another Put of the same name or a removal of it
+// (each Put purges only the chunks named by the meta it replaced), and
+// delete markers above the highest live object.
+//
+// Objects named "partition-N.ckpt" (ObjectName: what builds before this
+// one saved, one object per partition, written over) are read as well:
+// their position is their "position" metadata when it is a canonical
+// decimal, else lower than any position, and at equal positions the
+// position-named object wins; a Save supersedes such an object and
+// removes it like any lower one. Earlier builds read only those names,
+// so one group must not run both.
+//
+// Cost: every Save and Load lists the bucket: a Stream Info reply of
+// about 60 bytes per object, all partitions' objects (about one each),
+// so both slow down with the number of partitions in the bucket; past
+// 100,000 objects the server pages the reply (jetstream_api.go:495) and
+// the list is no longer one snapshot. Then Save reads the meta of the
+// partition's highest object and removes the one it superseded (a get
+// and two purges); Load reads the meta of what it reads (and of a legacy
+// object). Partitions reads the meta of each partition's highest object.
 //
 // An object is chunks (128 KiB messages on a subject of their own, fresh
 // for every Put) and a meta message naming them, published after the
-// last chunk and rolling up the previous meta. Save is a
+// last chunk and rolling up the previous meta of the same name. Save is a
 // jetstream.ObjectStore.Put, which returns only after the server has
 // acknowledged every chunk and the meta (nats.go v1.55.0
 // jetstream/object.go:744 publishes each chunk asynchronously,
@@ -75,16 +154,24 @@ type ObjectStoreConfig struct {
 // default, filestore.go:339), or with Replicas 3 on a cluster, where
 // the acknowledgement waits for a quorum.
 //
-// A reader never sees a half-written object: until the new meta is
-// stored, the meta names the previous object's chunks, which Put purges
-// only after the new meta is acknowledged (object.go:802-806). A Load
-// concurrent with a Save of the same partition returns the previous
-// checkpoint or the new one, whole. nats.go's own Get reads the chunks
-// through an ordered consumer and, when they are purged under it, stalls
-// until its deadline (5s by default) and fails; Load reads them by direct
-// get instead, sees them vanish, and starts over with the new meta, up to
-// objectReplacedReads (10) times: only when Saves of one partition follow
-// each other faster than a Load can read does it give up with an error.
+// A reader never sees a half-written object: an object of a new name is
+// not listed until its meta is stored, after its last chunk; one put
+// again under the same name (the same position) keeps naming the
+// previous chunks until the new meta is stored, and Put purges those only
+// after the new meta is acknowledged (object.go:802-806). A Load
+// concurrent with Saves of the same partition returns a whole checkpoint:
+// the highest when it listed, or, when that is superseded while it reads,
+// a later one. nats.go's own Get reads the chunks through an ordered
+// consumer and, when they are purged under it, stalls until its deadline
+// (5s by default) and fails; Load reads them by direct get instead and
+// sees them vanish. When the meta still names another object, the object
+// was put again: Load reads the new one, up to objectReplacedReads (10)
+// times. When the meta is gone, the object was superseded and removed
+// (or, on a cluster, a lagging replica answered): Load lists again and
+// reads the new highest, up to objectVanishedLoads (10) times, pausing
+// from the third on (5ms, doubling). Only when Saves of one partition follow each other faster
+// than a Load can read does it give up with an error (never a "missing"
+// one).
 //
 // When ctx ends before the acknowledgements arrive, Save returns an error
 // and the new checkpoint may still be stored a moment later: Load then
@@ -94,14 +181,16 @@ type ObjectStoreConfig struct {
 // without one, Put times out each acknowledgement after 5s
 // (object.go:682-685, publish.go:364-397) and then purges the new chunks
 // although their meta may already be stored (object.go:790-794), leaving
-// an object whose chunks are gone, and the previous one replaced. A Put
+// an object whose chunks are gone: Load picks it when its position is
+// the highest (or replaces the previous one of the same position). A Put
 // whose connection drops between the server storing the meta and the
 // client receiving its acknowledgement ends the same way (pending
 // acknowledgements fail with ErrDisconnected, publish.go:565-598). Load
-// refuses such an object with ErrCorrupt, never as missing.
+// refuses such an object with ErrCorrupt, never as missing, until a Save
+// of the same or a higher position supersedes it.
 //
-// ObjectStore is safe for concurrent use; as for any Store, one goroutine
-// saves a given partition.
+// ObjectStore is safe for concurrent use, also by several goroutines
+// saving the same partition.
 type ObjectStore struct {
 	obs     jetstream.ObjectStore
 	stream  jetstream.Stream
@@ -213,27 +302,234 @@ func (s *ObjectStore) Close() error {
 // String returns "objectstore:BUCKET".
 func (s *ObjectStore) String() string { return "objectstore:" + s.bucket }
 
-// ObjectName returns the name of partition's checkpoint object:
-// "partition-N.ckpt", the name of Dir's file.
+// ObjectName returns "partition-N.ckpt", the name of Dir's file and the
+// name under which builds before position-named objects kept partition's
+// checkpoint object. ObjectStore still reads such an object (see
+// ObjectStore) but saves under objectNameAt.
 func ObjectName(partition int32) string {
 	return "partition-" + strconv.FormatInt(int64(partition), 10) + ".ckpt"
 }
 
-// parseObjectName returns the partition of a checkpoint object's name,
-// and false for any other name (as Dir.Partitions reads file names).
-func parseObjectName(name string) (int32, bool) {
+// objectNameAt returns the name of partition's checkpoint object of
+// position: "partition-N@P.ckpt".
+func objectNameAt(partition int32, position int64) string {
+	return "partition-" + strconv.FormatInt(int64(partition), 10) + "@" + strconv.FormatInt(position, 10) + ".ckpt"
+}
+
+// parseObjectName parses a checkpoint object's name: "partition-N@P.ckpt"
+// gives partition N, position P and at true; "partition-N.ckpt" (the name
+// ObjectName gives) partition N and at false. N and P are canonical
+// decimals (as Dir.Partitions reads file names: no "+", no leading zero,
+// no "-0"), N an int32 and P an int64. Any other name gives ok false.
+func parseObjectName(name string) (partition int32, position int64, at, ok bool) {
 	n, ok := strings.CutPrefix(name, "partition-")
 	if !ok {
-		return 0, false
+		return 0, 0, false, false
 	}
 	if n, ok = strings.CutSuffix(n, ".ckpt"); !ok {
+		return 0, 0, false, false
+	}
+	n, pos, at := strings.Cut(n, "@")
+	p, ok := parseDecimal(n, 32)
+	if !ok {
+		return 0, 0, false, false
+	}
+	if at {
+		if position, ok = parseDecimal(pos, 64); !ok {
+			return 0, 0, false, false
+		}
+	}
+	return int32(p), position, at, true
+}
+
+// parseDecimal parses s as a canonical decimal integer of bits bits.
+func parseDecimal(s string, bits int) (int64, bool) {
+	v, err := strconv.ParseInt(s, 10, bits)
+	if err != nil || strconv.FormatInt(v, 10) != s {
 		return 0, false
 	}
-	p, err := strconv.ParseInt(n, 10, 32)
-	if err != nil || strconv.FormatInt(p, 10) != n {
-		return 0, false
+	return v, true
+}
+
+// object is a checkpoint object named in the bucket: a name
+// parseObjectName takes.
+type object struct {
+	name      string
+	partition int32
+	// position is the one of the name; for a legacy name (ObjectName),
+	// the "position" metadata, or math.MinInt64 when there is none (see
+	// resolve).
+	position int64
+	legacy   bool
+}
+
+// above reports whether Load prefers o to q: a higher position, or at the
+// same one a position-named object over a legacy one.
+func (o object) above(q object) bool {
+	if o.position != q.position {
+		return o.position > q.position
 	}
-	return int32(p), true
+	return !o.legacy && q.legacy
+}
+
+// legacyPosition returns the position of a legacy object of meta info:
+// its "position" metadata when that is a canonical decimal, else
+// math.MinInt64, below any position.
+func legacyPosition(info *jetstream.ObjectInfo) int64 {
+	if v, ok := parseDecimal(info.Metadata["position"], 64); ok {
+		return v
+	}
+	return math.MinInt64
+}
+
+// metaSubject returns the subject of object name's meta messages, the
+// Object Store protocol's (ADR-20), as object.go:767 builds it.
+func (s *ObjectStore) metaSubject(name string) string {
+	return "$O." + s.bucket + ".M." + base64.URLEncoding.EncodeToString([]byte(name))
+}
+
+// list returns the checkpoint objects named in the bucket, in no order:
+// the names of the stream's meta subjects, all in one Stream Info reply
+// (an atomic snapshot, where nats.go's List reads the metas through a
+// consumer that can wait for its deadline when metas are purged while it
+// runs). Objects nats.go's Delete marked deleted are included; the
+// position of a legacy name is not known yet (resolve).
+func (s *ObjectStore) list(ctx context.Context) ([]object, error) {
+	prefix := "$O." + s.bucket + ".M."
+	si, err := s.stream.Info(ctx, jetstream.WithSubjectFilter(prefix+">"))
+	if err != nil {
+		return nil, err
+	}
+	var out []object
+	for subject := range si.State.Subjects {
+		enc, ok := strings.CutPrefix(subject, prefix)
+		if !ok {
+			continue
+		}
+		raw, err := base64.URLEncoding.DecodeString(enc)
+		if err != nil {
+			continue
+		}
+		p, pos, at, ok := parseObjectName(string(raw))
+		if !ok {
+			continue
+		}
+		out = append(out, object{name: string(raw), partition: p, position: pos, legacy: !at})
+	}
+	return out, nil
+}
+
+// meta returns object name's current meta and its stream sequence, nil
+// when there is none (the object was removed).
+func (s *ObjectStore) meta(ctx context.Context, name string) (*jetstream.ObjectInfo, uint64, error) {
+	m, err := s.stream.GetLastMsgForSubject(ctx, s.metaSubject(name))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("meta of %s: %w", name, err)
+	}
+	var info jetstream.ObjectInfo
+	if err := json.Unmarshal(m.Data, &info); err != nil || info.Name != name {
+		return nil, 0, fmt.Errorf("%w: meta of %s is not an object's meta", ErrCorrupt, name)
+	}
+	return &info, m.Sequence, nil
+}
+
+// errVanished is the error of resolve when an object listed is gone: a
+// Save of a higher position removed it since the list.
+var errVanished = errors.New("object removed since listed")
+
+// candidates returns partition's objects among objs, the one Load prefers
+// first. The legacy one is resolved: its meta read for its position, and
+// left out when deleted; when it is gone, the error is errVanished.
+func (s *ObjectStore) candidates(ctx context.Context, objs []object, partition int32) ([]object, error) {
+	var out []object
+	for _, o := range objs {
+		if o.partition != partition {
+			continue
+		}
+		if o.legacy {
+			info, _, err := s.meta(ctx, o.name)
+			switch {
+			case err != nil:
+				return nil, err
+			case info == nil:
+				return nil, errVanished
+			case info.Deleted:
+				continue
+			}
+			o.position = legacyPosition(info)
+		}
+		out = append(out, o)
+	}
+	slices.SortFunc(out, func(a, b object) int {
+		switch {
+		case a.above(b):
+			return -1
+		case b.above(a):
+			return 1
+		}
+		return 0
+	})
+	return out, nil
+}
+
+// top returns the first object of cands (as candidates orders them) that
+// is not deleted, and false when all are; its meta is read, so when it is
+// gone the error is errVanished.
+func (s *ObjectStore) top(ctx context.Context, cands []object) (object, bool, error) {
+	for _, o := range cands {
+		info, _, err := s.meta(ctx, o.name)
+		switch {
+		case err != nil:
+			return object{}, false, err
+		case info == nil:
+			return object{}, false, errVanished
+		case !info.Deleted:
+			return o, true, nil
+		}
+	}
+	return object{}, false, nil
+}
+
+// prune removes the objects among cands (partition's, as candidates
+// returns them) of positions lower than top's (see ObjectStore,
+// "Cleanup"), as far as it can: a removal that fails leaves the object
+// for a later Save or Load.
+func (s *ObjectStore) prune(ctx context.Context, cands []object, top object) {
+	for _, o := range cands {
+		if o.position < top.position {
+			s.remove(ctx, o.name, top.position)
+		}
+	}
+}
+
+// remove removes object name if its current meta is that of a checkpoint
+// object (or a delete marker) of a position lower than below: it purges
+// that meta message, by sequence, so that a meta stored since stays, then
+// the chunks the meta names. Errors are ignored (see prune).
+func (s *ObjectStore) remove(ctx context.Context, name string, below int64) {
+	_, position, at, ok := parseObjectName(name)
+	if !ok {
+		return
+	}
+	info, seq, err := s.meta(ctx, name)
+	if err != nil || info == nil {
+		return
+	}
+	if !at {
+		position = legacyPosition(info)
+	}
+	if position >= below {
+		return
+	}
+	if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.metaSubject(name)), jetstream.WithPurgeSequence(seq+1)); err != nil {
+		return
+	}
+	if !info.Deleted && info.NUID != "" {
+		_ = s.stream.Purge(ctx, jetstream.WithPurgeSubject("$O."+s.bucket+".C."+info.NUID))
+	}
 }
 
 // bound returns ctx with the store's timeout when it has no deadline.
@@ -257,9 +553,12 @@ func (s *ObjectStore) ctxErr(parent, ctx context.Context, err error) error {
 	return err
 }
 
-// Save puts c's bytes as the object of c.Partition, durably when it
-// returns (see ObjectStore). On an error the previous checkpoint stays,
-// or, when ctx ended, possibly the new one: either whole.
+// Save puts c's bytes as the object of c.Partition and c.Position,
+// durably when it returns, then removes the partition's objects of lower
+// positions (see ObjectStore). When the bucket holds a checkpoint of a
+// higher position, Save's object is one of them: Load still returns the
+// higher one. On an error the previous checkpoints stay, or, when ctx
+// ended, possibly the new one too: each whole.
 func (s *ObjectStore) Save(ctx context.Context, c *Checkpoint) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -270,11 +569,11 @@ func (s *ObjectStore) Save(ctx context.Context, c *Checkpoint) error {
 	}
 	bctx, cancel := s.bound(ctx)
 	defer cancel()
-	name := ObjectName(c.Partition)
+	name := objectNameAt(c.Partition, c.Position)
 	meta := jetstream.ObjectMeta{
 		Name: name,
 		// For people looking with `nats object info`; Load reads only
-		// the checkpoint's own bytes.
+		// the checkpoint's own bytes and the name.
 		Metadata: map[string]string{
 			"source":      c.Source,
 			"position":    strconv.FormatInt(c.Position, 10),
@@ -285,48 +584,118 @@ func (s *ObjectStore) Save(ctx context.Context, c *Checkpoint) error {
 	if _, err := s.obs.Put(bctx, meta, bytes.NewReader(b)); err != nil {
 		return fmt.Errorf("checkpoint %s %s: save: %w", s, name, s.ctxErr(ctx, bctx, err))
 	}
+	// The checkpoint is saved; what follows only removes garbage.
+	if objs, err := s.list(bctx); err == nil {
+		if cands, err := s.candidates(bctx, objs, c.Partition); err == nil {
+			if top, ok, err := s.top(bctx, cands); err == nil && ok {
+				s.prune(bctx, cands, top)
+			}
+		}
+	}
 	return nil
 }
 
-// Load reads and verifies partition's checkpoint. A missing (or deleted)
-// object is an error wrapping fs.ErrNotExist; one that is not a whole
-// checkpoint wraps ErrCorrupt, and one of another format version is a
-// *VersionError.
+// Load reads and verifies partition's checkpoint: its object of the
+// highest position (see ObjectStore). No object of partition (or only
+// deleted ones) is an error wrapping fs.ErrNotExist; an object that is not
+// a whole checkpoint, or not the one its name says, wraps ErrCorrupt, and
+// one of another format version is a *VersionError.
 func (s *ObjectStore) Load(ctx context.Context, partition int32) (*Checkpoint, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	bctx, cancel := s.bound(ctx)
 	defer cancel()
-	name := ObjectName(partition)
-	b, err := s.read(bctx, name)
-	if err != nil {
+	fail := func(name string, err error) (*Checkpoint, error) {
 		return nil, fmt.Errorf("checkpoint %s %s: %w", s, name, s.ctxErr(ctx, bctx, err))
 	}
-	var c Checkpoint
-	if err := c.UnmarshalBinary(b); err != nil {
-		return nil, fmt.Errorf("checkpoint %s %s: %w", s, name, err)
+	wait := 5 * time.Millisecond
+	for loads := 1; ; loads++ {
+		if loads > 2 {
+			// Superseded again, or a lagging replica answered the
+			// meta's get (on a cluster): give it a moment.
+			select {
+			case <-time.After(wait):
+			case <-bctx.Done():
+				return fail(fmt.Sprintf("partition %d", partition), bctx.Err())
+			}
+			wait = min(2*wait, 100*time.Millisecond)
+		}
+		objs, err := s.list(bctx)
+		if err != nil {
+			return fail(fmt.Sprintf("partition %d", partition), fmt.Errorf("list: %w", err))
+		}
+		c, name, err := s.load(bctx, objs, partition)
+		switch {
+		case err == nil:
+			return c, nil
+		case errors.Is(err, errVanished) && loads < objectVanishedLoads:
+			continue
+		case errors.Is(err, errVanished):
+			return fail(name, fmt.Errorf("load: %w %d times", errReplaced, loads))
+		}
+		return fail(name, err)
 	}
-	return &c, nil
+}
+
+// load reads partition's checkpoint from its objects as objs lists them,
+// and removes the lower ones. It returns the name of the object it read
+// or tried last, for errors; errVanished when an object it read was
+// removed since listed.
+func (s *ObjectStore) load(ctx context.Context, objs []object, partition int32) (*Checkpoint, string, error) {
+	name := fmt.Sprintf("partition %d", partition)
+	cands, err := s.candidates(ctx, objs, partition)
+	if err != nil {
+		return nil, name, fmt.Errorf("load: %w", err)
+	}
+	for _, o := range cands {
+		b, err := s.read(ctx, o.name)
+		switch {
+		case errors.Is(err, errDeleted):
+			continue
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, o.name, errVanished
+		case err != nil:
+			return nil, o.name, err
+		}
+		var c Checkpoint
+		if err := c.UnmarshalBinary(b); err != nil {
+			return nil, o.name, err
+		}
+		if !o.legacy && (c.Partition != partition || c.Position != o.position) {
+			return nil, o.name, fmt.Errorf("%w: holds partition %d position %d", ErrCorrupt, c.Partition, c.Position)
+		}
+		s.prune(ctx, cands, o)
+		return &c, o.name, nil
+	}
+	return nil, name, fmt.Errorf("load: no object partition-%d@POSITION.ckpt or %s: %w", partition, ObjectName(partition), fs.ErrNotExist)
 }
 
 // errChunkGone is the error of a chunk that the object's meta counts but
 // the stream no longer holds.
 var errChunkGone = errors.New("chunk gone")
 
+// errDeleted is the error of read for an object nats.go's Delete marked
+// deleted (`nats object rm`, say): no checkpoint.
+var errDeleted = errors.New("object deleted")
+
 // read returns the bytes of object name, verified against its meta
 // (size, SHA-256 digest), starting over when its chunks vanish (see
-// objectReplacedReads).
+// objectReplacedReads). An object without a meta is an error wrapping
+// fs.ErrNotExist, a deleted one errDeleted.
 func (s *ObjectStore) read(ctx context.Context, name string) ([]byte, error) {
 	var gone string // NUID of the object whose chunks vanished last
 	wait := 10 * time.Millisecond
 	for replaced, lost := 0, 0; ; {
-		info, err := s.obs.GetInfo(ctx, name)
+		info, err := s.obs.GetInfo(ctx, name, jetstream.GetObjectInfoShowDeleted())
 		if errors.Is(err, jetstream.ErrObjectNotFound) {
 			return nil, fmt.Errorf("load: %w (%w)", fs.ErrNotExist, err)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("load: meta: %w", err)
+		}
+		if info.Deleted {
+			return nil, errDeleted
 		}
 		switch {
 		case gone == "":
@@ -394,27 +763,44 @@ func (s *ObjectStore) readChunks(ctx context.Context, info *jetstream.ObjectInfo
 	return b, nil
 }
 
-// Partitions lists the partitions with a checkpoint object, ignoring
-// deleted objects and other names.
+// Partitions lists the partitions with a checkpoint object, each once,
+// ascending, ignoring deleted objects and other names. It reads the meta
+// of each partition's highest object.
 func (s *ObjectStore) Partitions(ctx context.Context) ([]int32, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	bctx, cancel := s.bound(ctx)
 	defer cancel()
-	objs, err := s.obs.List(bctx)
-	if errors.Is(err, jetstream.ErrNoObjectsFound) {
-		return nil, nil
-	}
-	if err != nil {
+	fail := func(err error) ([]int32, error) {
 		return nil, fmt.Errorf("checkpoint %s: list: %w", s, s.ctxErr(ctx, bctx, err))
 	}
-	var out []int32
+	objs, err := s.list(bctx)
+	if err != nil {
+		return fail(err)
+	}
+	var listed []int32
 	for _, o := range objs {
-		if p, ok := parseObjectName(o.Name); ok && !o.Deleted {
+		listed = append(listed, o.partition)
+	}
+	slices.Sort(listed)
+	var out []int32
+	for _, p := range slices.Compact(listed) {
+		cands, err := s.candidates(bctx, objs, p)
+		var ok bool
+		if err == nil {
+			_, ok, err = s.top(bctx, cands)
+		}
+		switch {
+		case errors.Is(err, errVanished):
+			// Removed since listed, by a Save of a higher position.
+			ok = true
+		case err != nil:
+			return fail(err)
+		}
+		if ok {
 			out = append(out, p)
 		}
 	}
-	slices.Sort(out)
 	return out, nil
 }

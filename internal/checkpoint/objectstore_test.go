@@ -1,9 +1,11 @@
 package checkpoint
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -80,7 +82,7 @@ func TestObjectStoreDeleted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.obs.Delete(ctx, ObjectName(4)); err != nil {
+	if err := s.obs.Delete(ctx, objectNameAt(4, sample(4).Position)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Load(ctx, 4); !IsNotExist(err) {
@@ -94,6 +96,39 @@ func TestObjectStoreDeleted(t *testing.T) {
 	}
 	if got, err := s.Load(ctx, 4); err != nil || !sameCheckpoint(got, sample(4)) {
 		t.Errorf("saved again: Load = %v", err)
+	}
+
+	// A deleted object is skipped: the next highest is the checkpoint,
+	// and Saves clean up around it.
+	at := func(position int64) *Checkpoint {
+		c := sample(4)
+		c.Position = position
+		if err := s.Save(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	at(50000)
+	if err := s.obs.Delete(ctx, objectNameAt(4, 50000)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Load(ctx, 4); !IsNotExist(err) {
+		t.Errorf("newest deleted, the one before removed by its Save: Load = %v, want not exist", err)
+	}
+	lower := at(45000)
+	if got, err := s.Load(ctx, 4); err != nil || !sameCheckpoint(got, lower) {
+		t.Errorf("Save of 45000 under a deleted 50000: Load = position %d, %v; want 45000", pos(got), err)
+	}
+	if ps, err := s.Partitions(ctx); err != nil || !slices.Equal(ps, []int32{1, 4}) {
+		t.Errorf("Save of 45000 under a deleted 50000: Partitions = %v, %v; want [1 4]", ps, err)
+	}
+	higher := at(60000)
+	if got, err := s.Load(ctx, 4); err != nil || !sameCheckpoint(got, higher) {
+		t.Errorf("Save of 60000: Load = position %d, %v; want 60000", pos(got), err)
+	}
+	want := []string{objectNameAt(1, sample(1).Position), objectNameAt(4, 60000)}
+	if names := objectNames(t, s); !slices.Equal(names, want) {
+		t.Errorf("Save of 60000: objects %v, want %v (the lower ones and the delete marker removed)", names, want)
 	}
 }
 
@@ -110,7 +145,7 @@ func TestObjectStoreServerRestart(t *testing.T) {
 	}
 	big := bigSample(1, 3<<20)
 	last := sample(0)
-	last.Position = 77
+	last.Position = 42077
 	for _, c := range []*Checkpoint{sample(0), big, last} {
 		if err := s.Save(ctx, c); err != nil {
 			t.Fatal(err)
@@ -125,7 +160,7 @@ func TestObjectStoreServerRestart(t *testing.T) {
 	t.Cleanup(e.Shutdown)
 	s = dialStore(t, e.ClientURL(), "ckpt", ObjectStoreConfig{})
 	if got, err := s.Load(ctx, 0); err != nil || !sameCheckpoint(got, last) {
-		t.Errorf("after restart: Load(0) = %+v, %v; want position 77", got, err)
+		t.Errorf("after restart: Load(0) = position %d, %v; want position 42077", pos(got), err)
 	}
 	if got, err := s.Load(ctx, 1); err != nil || !sameCheckpoint(got, big) {
 		t.Errorf("after restart: Load(1): %v", err)
@@ -149,7 +184,7 @@ func TestObjectStoreServerCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	last := sample(2)
-	last.Position = 99
+	last.Position = 42099
 	if err := s.Save(ctx, last); err != nil {
 		t.Fatal(err)
 	}
@@ -161,41 +196,63 @@ func TestObjectStoreServerCrash(t *testing.T) {
 	t.Cleanup(e2.Shutdown)
 	s2 := dialStore(t, e2.ClientURL(), "ckpt", ObjectStoreConfig{})
 	if got, err := s2.Load(ctx, 2); err != nil || !sameCheckpoint(got, last) {
-		t.Errorf("after a crash: Load(2) = %+v, %v; want position 99", got, err)
+		t.Errorf("after a crash: Load(2) = position %d, %v; want position 42099", pos(got), err)
 	}
 }
 
-// A Load while Saves replace the same partition returns one of the saved
-// checkpoints, whole, and does not stall: the chunks it reads may be
-// purged under it, and it starts over with the new meta. With Saves back
-// to back, each taking about as long as a Load, a Load may lose that race
-// objectReplacedReads times and give up (errReplaced); with a pause
-// between Saves (a checkpoint interval) longer than a Load, every Load
-// succeeds.
+// A Load while Saves of the same partition go on returns one of the saved
+// checkpoints, whole, and does not stall. Saves of the same position
+// replace the object: the chunks Load reads may be purged under it, and it
+// starts over with the new meta. Saves of ever higher positions put new
+// objects and remove the one Load is reading: it lists again and reads the
+// new one. With Saves back to back, each taking about as long as a Load, a
+// Load may lose that race objectReplacedReads or objectVanishedLoads times
+// and give up (errReplaced); with a pause between Saves (a checkpoint
+// interval) longer than a Load, every Load succeeds.
 func TestObjectStoreLoadDuringSave(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		pause time.Duration
-	}{{"back to back", 0}, {"interval", 150 * time.Millisecond}} {
+		name      string
+		advancing bool
+		pause     time.Duration
+	}{
+		{"same position/back to back", false, 0},
+		{"same position/interval", false, 150 * time.Millisecond},
+		{"advancing/back to back", true, 0},
+		{"advancing/interval", true, 150 * time.Millisecond},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			s := dialStore(t, natsServer(t).ClientURL(), "ckpt", ObjectStoreConfig{})
-			versions := []*Checkpoint{bigSample(0, 1<<20), bigSample(0, 3<<19)}
-			versions[0].Position, versions[1].Position = 1, 2
-			if err := s.Save(ctx, versions[0]); err != nil {
+			// version returns the checkpoint of the i-th Save.
+			version := func(i int64) *Checkpoint {
+				c := bigSample(0, []int{1 << 20, 3 << 19}[i%2])
+				c.Position = 1
+				if tc.advancing {
+					c.Position = i + 1
+				}
+				return c
+			}
+			// saved reports whether c is what one of the Saves saved.
+			saved := func(c *Checkpoint) bool {
+				if tc.advancing {
+					return c.Position >= 1 && sameCheckpoint(c, version(c.Position-1))
+				}
+				return sameCheckpoint(c, version(0)) || sameCheckpoint(c, version(1))
+			}
+			if err := s.Save(ctx, version(0)); err != nil {
 				t.Fatal(err)
 			}
 			var saves atomic.Int64
 			stop := make(chan struct{})
 			var wg sync.WaitGroup
 			wg.Go(func() {
-				for i := 1; ; i++ {
+				for i := int64(1); ; i++ {
 					select {
 					case <-stop:
 						return
 					case <-time.After(tc.pause):
 					}
-					if err := s.Save(ctx, versions[i%2]); err != nil {
+					if err := s.Save(ctx, version(i)); err != nil {
 						t.Error(err)
 						return
 					}
@@ -216,7 +273,7 @@ func TestObjectStoreLoadDuringSave(t *testing.T) {
 					gaveUp++
 				case err != nil:
 					t.Errorf("Load during Saves: %v", err)
-				case !sameCheckpoint(got, versions[got.Position-1]):
+				case !saved(got):
 					t.Errorf("Load during Saves: position %d with other contents", got.Position)
 				}
 			}
@@ -225,6 +282,12 @@ func TestObjectStoreLoadDuringSave(t *testing.T) {
 			t.Logf("%d saves during %d loads; %d loads gave up; slowest load %v", saves.Load(), loads, gaveUp, slowest)
 			if slowest > 5*time.Second {
 				t.Errorf("slowest Load took %v: stalled", slowest)
+			}
+			if tc.advancing {
+				// Each Save removed the one before.
+				if names := objectNames(t, s); len(names) != 1 {
+					t.Errorf("after %d advancing Saves: objects %v, want 1", saves.Load()+1, names)
+				}
 			}
 		})
 	}
@@ -272,7 +335,7 @@ func TestObjectStoreChunksGone(t *testing.T) {
 	if err := s.Save(ctx, bigSample(5, 1<<20)); err != nil {
 		t.Fatal(err)
 	}
-	info, err := s.obs.GetInfo(ctx, ObjectName(5))
+	info, err := s.obs.GetInfo(ctx, objectNameAt(5, sample(5).Position))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,4 +442,319 @@ func TestObjectStoreTimeout(t *testing.T) {
 	if d := time.Since(start); d > 3*time.Second {
 		t.Errorf("three calls without a server took %v", d)
 	}
+}
+
+// objectNames lists the names of the bucket's objects, deleted ones
+// (delete markers) included, sorted.
+func objectNames(t *testing.T, s *ObjectStore) []string {
+	t.Helper()
+	infos, err := s.obs.List(context.Background(), jetstream.ListObjectsShowDeleted())
+	if errors.Is(err, jetstream.ErrNoObjectsFound) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, info := range infos {
+		name := info.Name
+		if info.Deleted {
+			name += " (deleted)"
+		}
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func TestParseObjectName(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		partition int32
+		position  int64
+		at        bool
+	}{
+		{"partition-0.ckpt", 0, 0, false},
+		{"partition-12.ckpt", 12, 0, false},
+		{"partition-2147483647.ckpt", math.MaxInt32, 0, false},
+		{"partition--3.ckpt", -3, 0, false},
+		{"partition-0@0.ckpt", 0, 0, true},
+		{"partition-5@-1.ckpt", 5, -1, true},
+		{"partition-5@41999.ckpt", 5, 41999, true},
+		{"partition-2147483647@9223372036854775807.ckpt", math.MaxInt32, math.MaxInt64, true},
+		{"partition--2147483648@-9223372036854775808.ckpt", math.MinInt32, math.MinInt64, true},
+	} {
+		p, pos, at, ok := parseObjectName(tc.name)
+		if !ok || p != tc.partition || pos != tc.position || at != tc.at {
+			t.Errorf("parseObjectName(%q) = %d, %d, %v, %v; want %d, %d, %v, true", tc.name, p, pos, at, ok, tc.partition, tc.position, tc.at)
+		}
+		want := ObjectName(tc.partition)
+		if tc.at {
+			want = objectNameAt(tc.partition, tc.position)
+		}
+		if want != tc.name {
+			t.Errorf("%q: the name of partition %d position %d is %q", tc.name, tc.partition, tc.position, want)
+		}
+	}
+	for _, name := range []string{
+		"", "partition-", "partition-.ckpt", "partition-x.ckpt", "partition-07.ckpt", "partition-+8.ckpt",
+		"partition--0.ckpt", "partition- 5.ckpt", "partition-5.ckpt.bak", "partition-5.CKPT", "Partition-5.ckpt",
+		"partition-99999999999.ckpt", "partition-2147483648.ckpt", "notes.txt", "5.ckpt", "partition-5",
+		"partition-5@07.ckpt", "partition-5@.ckpt", "partition-5@+3.ckpt", "partition-5@1@2.ckpt",
+		"partition-5@-0.ckpt", "partition-5@-07.ckpt", "partition-5@ 3.ckpt", "partition-5@3 .ckpt",
+		"partition-5@x.ckpt", "partition-5@3.ckpt.bak", "partition-@3.ckpt", "partition-05@3.ckpt",
+		"partition-5@@3.ckpt", "partition-5@9223372036854775808.ckpt", "partition-99999999999@1.ckpt",
+		"partition-5@0x10.ckpt", "partition-5@1_000.ckpt",
+	} {
+		if p, pos, at, ok := parseObjectName(name); ok {
+			t.Errorf("parseObjectName(%q) = %d, %d, %v, true; want not a checkpoint name", name, p, pos, at)
+		}
+	}
+}
+
+// Each Save puts the object of its position and removes the partition's
+// objects of lower positions, its own when it is the lower; the removed
+// ones leave nothing behind (no delete marker, no chunks).
+func TestObjectStoreLayout(t *testing.T) {
+	ctx := context.Background()
+	s := dialStore(t, natsServer(t).ClientURL(), "ckpt", ObjectStoreConfig{})
+	save := func(partition int32, position int64, state string) *Checkpoint {
+		t.Helper()
+		c := sample(partition)
+		c.Position, c.State = position, []byte(state)
+		if err := s.Save(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	save(1, -1, "empty")
+	save(2, 5, "other partition")
+	if got, want := objectNames(t, s), []string{"partition-1@-1.ckpt", "partition-2@5.ckpt"}; !slices.Equal(got, want) {
+		t.Fatalf("objects %v, want %v", got, want)
+	}
+	old, err := s.obs.GetInfo(ctx, objectNameAt(1, -1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer := save(1, 900, "newer")
+	if got, want := objectNames(t, s), []string{"partition-1@900.ckpt", "partition-2@5.ckpt"}; !slices.Equal(got, want) {
+		t.Fatalf("after a Save of position 900: objects %v, want %v", got, want)
+	}
+	if _, err := s.stream.GetLastMsgForSubject(ctx, "$O.ckpt.C."+old.NUID); !errors.Is(err, jetstream.ErrMsgNotFound) {
+		t.Errorf("chunks of the removed object: %v, want none", err)
+	}
+	// A late Save of a lower position: its object goes at once.
+	save(1, 400, "zombie")
+	if got, want := objectNames(t, s), []string{"partition-1@900.ckpt", "partition-2@5.ckpt"}; !slices.Equal(got, want) {
+		t.Errorf("after a late Save of position 400: objects %v, want %v", got, want)
+	}
+	if got, err := s.Load(ctx, 1); err != nil || !sameCheckpoint(got, newer) {
+		t.Errorf("after a late Save of position 400: Load = position %d, %v; want 900", pos(got), err)
+	}
+	// The same position again: the same object, replaced.
+	again := save(1, 900, "again")
+	if got, err := s.Load(ctx, 1); err != nil || !sameCheckpoint(got, again) {
+		t.Errorf("after a second Save of position 900: Load = %q, %v; want it", state(got), err)
+	}
+	if got, want := objectNames(t, s), []string{"partition-1@900.ckpt", "partition-2@5.ckpt"}; !slices.Equal(got, want) {
+		t.Errorf("after a second Save of position 900: objects %v, want %v", got, want)
+	}
+	if st, err := s.stream.Info(ctx); err != nil || st.State.Msgs != 2+2 {
+		t.Errorf("stream: %+v, %v; want 4 messages (2 metas, 2 chunks)", st.State, err)
+	}
+}
+
+// Removal (prune) is a compare-and-delete: it leaves an object whose
+// position is not below the given one, and one put again under the name
+// since the meta it read.
+func TestObjectStoreRemove(t *testing.T) {
+	ctx := context.Background()
+	s := dialStore(t, natsServer(t).ClientURL(), "ckpt", ObjectStoreConfig{})
+	c := sample(3)
+	c.Position = 10
+	if err := s.Save(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	name := objectNameAt(3, 10)
+	s.remove(ctx, name, 10)
+	if _, err := s.Load(ctx, 3); err != nil {
+		t.Errorf("after remove below 10: Load = %v", err)
+	}
+	s.remove(ctx, name, 11)
+	if _, err := s.Load(ctx, 3); !IsNotExist(err) {
+		t.Errorf("after remove below 11: Load = %v, want not exist", err)
+	}
+	if names := objectNames(t, s); len(names) != 0 {
+		t.Errorf("after remove: objects %v, want none", names)
+	}
+	// An object other than a checkpoint is never removed.
+	s.putRaw(t, "notes.txt", []byte("keep"))
+	s.remove(ctx, "notes.txt", math.MaxInt64)
+	if names := objectNames(t, s); !slices.Equal(names, []string{"notes.txt"}) {
+		t.Errorf("objects %v, want [notes.txt]", names)
+	}
+}
+
+// Objects named as earlier builds named them ("partition-N.ckpt") are
+// read: their position is their "position" metadata, or below any other.
+func TestObjectStoreLegacy(t *testing.T) {
+	ctx := context.Background()
+	s := dialStore(t, natsServer(t).ClientURL(), "ckpt", ObjectStoreConfig{})
+	putLegacy := func(c *Checkpoint, meta map[string]string) {
+		t.Helper()
+		b, err := c.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.obs.Put(ctx, jetstream.ObjectMeta{Name: ObjectName(c.Partition), Metadata: meta}, bytes.NewReader(b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at := func(partition int32, position int64, state string) *Checkpoint {
+		c := sample(partition)
+		c.Position, c.State = position, []byte(state)
+		return c
+	}
+
+	// With its position: a lower Save does not supersede it, a higher one
+	// does and removes it.
+	legacy := at(1, 500, "legacy")
+	putLegacy(legacy, map[string]string{"position": "500"})
+	if got, err := s.Load(ctx, 1); err != nil || !sameCheckpoint(got, legacy) {
+		t.Fatalf("legacy alone: Load = %q, %v", state(got), err)
+	}
+	if err := s.Save(ctx, at(1, 400, "lower")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Load(ctx, 1); err != nil || !sameCheckpoint(got, legacy) {
+		t.Errorf("legacy of 500 and a Save of 400: Load = %q, %v; want the legacy one", state(got), err)
+	}
+	if ps, err := s.Partitions(ctx); err != nil || !slices.Equal(ps, []int32{1}) {
+		t.Errorf("Partitions = %v, %v; want [1]", ps, err)
+	}
+	higher := at(1, 600, "higher")
+	if err := s.Save(ctx, higher); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Load(ctx, 1); err != nil || !sameCheckpoint(got, higher) {
+		t.Errorf("legacy of 500 and a Save of 600: Load = %q, %v; want the Save's", state(got), err)
+	}
+	if names := objectNames(t, s); !slices.Equal(names, []string{"partition-1@600.ckpt"}) {
+		t.Errorf("objects %v, want the Save's only", names)
+	}
+
+	// At the same position, the position-named object wins.
+	putLegacy(at(2, 700, "legacy"), map[string]string{"position": "700"})
+	same := at(2, 700, "same")
+	if err := s.Save(ctx, same); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Load(ctx, 2); err != nil || !sameCheckpoint(got, same) {
+		t.Errorf("legacy and a Save of the same position: Load = %q, %v; want the Save's", state(got), err)
+	}
+
+	// Without a position (or an odd one): below any Save, even of -1.
+	for i, meta := range []map[string]string{nil, {"position": "0500"}, {"position": "x"}} {
+		p := int32(3 + i)
+		putLegacy(at(p, 500, "legacy"), meta)
+		first := at(p, -1, "first")
+		if err := s.Save(ctx, first); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.Load(ctx, p); err != nil || !sameCheckpoint(got, first) {
+			t.Errorf("legacy with metadata %v and a Save of -1: Load = %q, %v; want the Save's", meta, state(got), err)
+		}
+		if names := objectNames(t, s); slices.Contains(names, ObjectName(p)) {
+			t.Errorf("legacy with metadata %v: not removed: %v", meta, names)
+		}
+	}
+}
+
+// The object of the highest position decides: damaged, it is an error,
+// never a fall back to an older checkpoint; a Save of a higher position
+// repairs it. An object whose checkpoint is not the one its name says is
+// damaged too.
+func TestObjectStoreDamagedHighest(t *testing.T) {
+	ctx := context.Background()
+	s := dialStore(t, natsServer(t).ClientURL(), "ckpt", ObjectStoreConfig{})
+	if err := s.Save(ctx, sample(8)); err != nil {
+		t.Fatal(err)
+	}
+	s.putRaw(t, objectNameAt(8, 50000), []byte("SLCKPT\r\nnot really"))
+	if _, err := s.Load(ctx, 8); !errors.Is(err, ErrCorrupt) || IsNotExist(err) {
+		t.Errorf("damaged highest: Load = %v, want ErrCorrupt", err)
+	}
+	if names := objectNames(t, s); len(names) != 2 {
+		t.Errorf("a Load that failed removed objects: %v", names)
+	}
+	c := sample(8)
+	c.Position = 50001
+	if err := s.Save(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Load(ctx, 8); err != nil || !sameCheckpoint(got, c) {
+		t.Errorf("after a Save of a higher position: Load = position %d, %v", pos(got), err)
+	}
+	if names := objectNames(t, s); !slices.Equal(names, []string{objectNameAt(8, 50001)}) {
+		t.Errorf("after a Save of a higher position: objects %v", names)
+	}
+
+	// Named for another position, or another partition.
+	for _, name := range []string{objectNameAt(6, 5), objectNameAt(7, sample(6).Position)} {
+		b, err := sample(6).MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.putRaw(t, name, b)
+		p, _, _, _ := parseObjectName(name)
+		if _, err := s.Load(ctx, p); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s holding partition 6 position %d: Load = %v, want ErrCorrupt", name, sample(6).Position, err)
+		}
+	}
+}
+
+// Processes (stores on connections of their own) saving one partition at
+// once, each its positions in its own order: the highest stays, alone.
+func TestObjectStoreConcurrentProcesses(t *testing.T) {
+	ctx := context.Background()
+	url := natsServer(t).ClientURL()
+	const writers, each = 4, 8
+	stores := make([]*ObjectStore, writers)
+	for w := range stores {
+		stores[w] = dialStore(t, url, "ckpt", ObjectStoreConfig{})
+	}
+	var wg sync.WaitGroup
+	for w, s := range stores {
+		wg.Go(func() {
+			for k := range each {
+				c := bigSample(9, 200<<10)
+				c.Position = int64(((k*3+w*5)%each)*writers + w)
+				c.State[0] = byte(c.Position)
+				if err := s.Save(ctx, c); err != nil {
+					t.Error(err)
+				}
+				if _, err := s.Load(ctx, 9); err != nil {
+					t.Errorf("Load during Saves: %v", err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	const top = writers*each - 1
+	for _, s := range stores {
+		if got, err := s.Load(ctx, 9); err != nil || got.Position != top || got.State[0] != top {
+			t.Fatalf("after %d concurrent processes: Load = position %d, %v; want %d", writers, pos(got), err, top)
+		}
+	}
+	if names := objectNames(t, stores[0]); !slices.Equal(names, []string{objectNameAt(9, top)}) {
+		t.Errorf("after %d concurrent processes: objects %v, want the highest only", writers, names)
+	}
+}
+
+// state is c's state as a string, "<nil>" for nil.
+func state(c *Checkpoint) string {
+	if c == nil {
+		return "<nil>"
+	}
+	return string(c.State)
 }

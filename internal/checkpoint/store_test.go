@@ -3,12 +3,15 @@ package checkpoint
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // rawWriter stores b under name in a Store's backend, bypassing Save: a
@@ -171,6 +174,75 @@ func testStore(t *testing.T, s Store, writeRaw rawWriter) {
 	if got, err := s.Load(ctx, 2); err != nil || got.Position != 50000 {
 		t.Errorf("after a cancelled Save: Load(2) = %+v, %v; want position 50000", got, err)
 	}
+
+	testStoreMonotonic(t, s)
+}
+
+// testStoreMonotonic: a Save never puts a checkpoint over one of a higher
+// position. A process that lost a partition while its save was in flight
+// (paused, say) can finish that save after the new owner saved further;
+// the newer checkpoint must stay, or the records between the two would be
+// missing from the model while the group's commit says they were learned.
+func testStoreMonotonic(t *testing.T, s Store) {
+	ctx := context.Background()
+	newer := sample(20)
+	newer.Position = 900
+	older := sample(20)
+	older.Position = 400
+	older.State = []byte("zombie")
+	if err := s.Save(ctx, newer); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save(ctx, older); err != nil {
+		t.Fatalf("Save of an older checkpoint: %v, want nil (nothing to do)", err)
+	}
+	if got, err := s.Load(ctx, 20); err != nil || !sameCheckpoint(got, newer) {
+		t.Fatalf("after a late Save of position 400 over 900: Load = position %d, %v; want the one of 900", pos(got), err)
+	}
+	// The same position again: the same records, so the same state; the
+	// later Save wins.
+	again := sample(20)
+	again.Position = 900
+	again.Report = []byte(`{"events":901}`)
+	if err := s.Save(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Load(ctx, 20); err != nil || !sameCheckpoint(got, again) {
+		t.Fatalf("after a second Save of position 900: Load = %+v, %v; want it", got, err)
+	}
+	if ps, err := s.Partitions(ctx); err != nil || slices.Index(ps, 20) < 0 || len(slices.Compact(slices.Clone(ps))) != len(ps) {
+		t.Fatalf("Partitions = %v, %v; want 20 once", ps, err)
+	}
+
+	// Several writers of one partition at once, each saving its positions
+	// in its own order: the highest position ever saved is what stays.
+	const writers, each = 4, 6
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for k := range each {
+				c := sample(21)
+				c.Position = int64(((k*5+w*3)%each)*writers + w) // a permutation per writer
+				c.State = []byte{byte(c.Position)}
+				if err := s.Save(ctx, c); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	const top = writers*each - 1
+	if got, err := s.Load(ctx, 21); err != nil || got.Position != top || !bytes.Equal(got.State, []byte{top}) {
+		t.Fatalf("after %d concurrent writers: Load(21) = position %d, %v; want %d", writers, pos(got), err, top)
+	}
+}
+
+// pos is c's position, or -2 for nil.
+func pos(c *Checkpoint) int64 {
+	if c == nil {
+		return -2
+	}
+	return c.Position
 }
 
 func TestDirStore(t *testing.T) {
@@ -184,4 +256,71 @@ func TestDirStore(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestDirSaveWaitsForLock: a Save waits while another holder (a paused
+// process) has the partition's lock, gives up when its context ends, and
+// goes through once the lock is released.
+func TestDirSaveWaitsForLock(t *testing.T) {
+	d, err := OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := lockFile(context.Background(), d.lockFile(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := d.Save(ctx, sample(4)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Save while the lock is held: %v, want DeadlineExceeded", err)
+	}
+	if _, err := d.Load(context.Background(), 4); !IsNotExist(err) {
+		t.Fatalf("Load after the refused Save: %v, want not exist", err)
+	}
+	done := make(chan error)
+	go func() { done <- d.Save(context.Background(), sample(4)) }()
+	time.Sleep(20 * time.Millisecond)
+	unlock()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got, err := d.Load(context.Background(), 4); err != nil || !sameCheckpoint(got, sample(4)) {
+		t.Fatalf("Load after the lock was released: %v", err)
+	}
+	if ps, err := d.Partitions(context.Background()); err != nil || !slices.Equal(ps, []int32{4}) {
+		t.Fatalf("Partitions = %v, %v; the lock file is not a partition", ps, err)
+	}
+}
+
+// TestReadHead: the head of a checkpoint gives its fields without the
+// rest; damage in the head is ErrCorrupt, another version a VersionError.
+func TestReadHead(t *testing.T) {
+	c := sample(9)
+	c.Source = strings.Repeat("s", 1000)
+	b, err := c.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := readHead(bytes.NewReader(b))
+	if err != nil || head.Position != c.Position || head.Partition != 9 || head.Source != c.Source ||
+		head.Fingerprint != c.Fingerprint || !head.Created.Equal(c.Created) {
+		t.Fatalf("readHead = %+v, %v", head, err)
+	}
+	for n := 0; n < headerLen+8+32+8+1000+4+8; n += 7 {
+		if _, err := readHead(bytes.NewReader(b[:n])); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("readHead of %d bytes: %v, want ErrCorrupt", n, err)
+		}
+	}
+	long := bytes.Clone(b)
+	binary.LittleEndian.PutUint64(long[headerLen+8+32:], maxSource+1)
+	if _, err := readHead(bytes.NewReader(long)); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("readHead with a source of %d bytes: %v, want ErrCorrupt", maxSource+1, err)
+	}
+	v2 := bytes.Clone(b)
+	v2[len(magic)] = 2
+	var ve *VersionError
+	if _, err := readHead(bytes.NewReader(v2)); !errors.As(err, &ve) {
+		t.Errorf("readHead of version 2: %v, want a VersionError", err)
+	}
 }

@@ -1,0 +1,43 @@
+//go:build unix
+
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"os"
+	"syscall"
+	"time"
+)
+
+// lockFile takes an exclusive flock(2) on path, creating the file, and
+// returns the function that releases it. It polls rather than blocks so
+// that ctx can end the wait: a process that holds the lock and is paused
+// (SIGSTOP, a frozen VM) holds it until it resumes or dies, and the
+// kernel releases it when it dies. flock excludes other open files of the
+// same path, so it also orders goroutines of one process; on Linux it
+// works across machines on NFS (emulated with byte-range locks).
+func lockFile(ctx context.Context, path string) (unlock func(), err error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o640)
+	if err != nil {
+		return nil, err
+	}
+	wait := time.Millisecond
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil // closing releases the lock
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			f.Close()
+			return nil, &os.PathError{Op: "flock", Path: path, Err: err}
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 50*time.Millisecond)
+	}
+}
