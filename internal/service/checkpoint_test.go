@@ -34,6 +34,7 @@ func runStore(t *testing.T, c *config.Config, store checkpoint.Store, values [][
 // what the restored models already hold.
 func TestCheckpointResume(t *testing.T) {
 	c := loadExampleConfig(t)
+	c.Features.Bits = 12                        // small checkpoints: 2^18 ones take seconds each under -race
 	values := genEvents(3000, 5, 0.05, 0.1, 97) // noise, unlabeled and bad records
 	const parts = 3
 	want, _, err := runStore(t, c, nil, values, parts, 0)

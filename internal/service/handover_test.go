@@ -26,6 +26,9 @@ import (
 func TestKafkaHandoverThroughCheckpoint(t *testing.T) {
 	const parts, n = 4, 8000
 	c := loadExampleConfig(t)
+	// 2^12 slots: the handover, not the size of a checkpoint, is under
+	// test, and under the race detector a 2^18 one takes a second.
+	c.Features.Bits = 12
 	brokers := kafkaCluster(t, parts, "events")
 	values := genEvents(n, 21, 0.1, 0.1, 211)
 	keys := make([][]byte, n)
