@@ -42,24 +42,7 @@ func TestKafkaHandoverThroughCheckpoint(t *testing.T) {
 	}
 	publishAll(t, sink, values, keys)
 
-	// Each partition's records in offset order, read by a group of its own.
-	byPart := map[int32][][]byte{}
-	rb := openKafka(t, kafkaTestConfig(brokers, "events", "readback"))
-	rctx, rcancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer rcancel()
-	for {
-		r, err := rb.Fetch(rctx)
-		if errors.Is(err, connectors.ErrEndOfInput) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		byPart[r.Partition] = append(byPart[r.Partition], bytes.Clone(r.Value))
-	}
-	if len(byPart) != parts {
-		t.Fatalf("keys landed in %d partitions of %d", len(byPart), parts)
-	}
+	byPart := readByPartition(t, brokers, "events", parts)
 
 	store, err := checkpoint.OpenDir(t.TempDir())
 	if err != nil {
@@ -147,5 +130,226 @@ func TestKafkaHandoverThroughCheckpoint(t *testing.T) {
 		return slices.ContainsFunc(b.Snapshot().Reports, func(q Report) bool { return q.Partition == r.Partition })
 	}) {
 		t.Errorf("models at the end: A %d, B %d, overlapping or not %d in all", len(a.Snapshot().Reports), len(b.Snapshot().Reports), parts)
+	}
+}
+
+// readByPartition reads topic back, each partition's records in offset
+// order, through a consumer group of its own; every one of parts
+// partitions must hold records.
+func readByPartition(t *testing.T, brokers []string, topic string, parts int) map[int32][][]byte {
+	t.Helper()
+	byPart := map[int32][][]byte{}
+	rb := openKafka(t, kafkaTestConfig(brokers, topic, "readback"))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for {
+		r, err := rb.Fetch(ctx)
+		if errors.Is(err, connectors.ErrEndOfInput) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		byPart[r.Partition] = append(byPart[r.Partition], bytes.Clone(r.Value))
+	}
+	if len(byPart) != parts {
+		t.Fatalf("keys landed in %d partitions of %d", len(byPart), parts)
+	}
+	return byPart
+}
+
+// heldStore stands for a process whose checkpoint writes are held up
+// (paused in the middle of one, say): while held, a Save keeps its
+// checkpoint and fails, so the service commits nothing; land writes them
+// all, late, in the order they were made.
+type heldStore struct {
+	checkpoint.Store
+	mu   sync.Mutex
+	hold bool
+	held []*checkpoint.Checkpoint
+}
+
+var errHeld = errors.New("held up")
+
+func (h *heldStore) Save(ctx context.Context, c *checkpoint.Checkpoint) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.hold {
+		cp := *c
+		cp.State, cp.Report = bytes.Clone(c.State), bytes.Clone(c.Report)
+		h.held = append(h.held, &cp)
+		return errHeld
+	}
+	return h.Store.Save(ctx, c)
+}
+
+func (h *heldStore) setHold(hold bool) {
+	h.mu.Lock()
+	h.hold = hold
+	h.mu.Unlock()
+}
+
+// land writes the held checkpoints and returns their partitions and
+// positions.
+func (h *heldStore) land(t *testing.T, ctx context.Context) map[int32][]int64 {
+	h.mu.Lock()
+	held := h.held
+	h.held = nil
+	h.mu.Unlock()
+	out := map[int32][]int64{}
+	for _, c := range held {
+		if err := h.Store.Save(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		out[c.Partition] = append(out[c.Partition], c.Position)
+	}
+	return out
+}
+
+// A process that loses partitions while its checkpoint writes are held up
+// (paused, say) finishes them after the new owner has learned those
+// partitions to their end and checkpointed them: the late, older
+// checkpoints must not replace the newer ones. Service A's checkpoints are
+// held from just before B joins until B has checkpointed the end of every
+// partition it took; then they land. Every partition's checkpoint must
+// still be its whole replay.
+func TestKafkaLateCheckpointAfterHandover(t *testing.T) {
+	const parts, n = 4, 8000
+	c := loadExampleConfig(t)
+	c.Features.Bits = 12
+	brokers := kafkaCluster(t, parts, "events")
+	values := genEvents(n, 23, 0.1, 0.1, 211)
+	keys := make([][]byte, n)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "tenant-%d", i%16)
+	}
+	cfg := kafkaTestConfig(brokers, "events", "late")
+	sink, err := connectors.NewKafkaSink(cfg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	publishAll(t, sink, values, keys)
+	byPart := readByPartition(t, brokers, "events", parts)
+	end := func(p int32) int64 { return int64(len(byPart[p]) - 1) }
+
+	dir, err := checkpoint.OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := &heldStore{Store: dir}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	start := func(i int, store checkpoint.Store) *Service {
+		src, err := connectors.NewKafkaSource(ctx, cfg, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { src.Close() })
+		s := newService(t, Options{Config: c, Source: src, Checkpoints: store, CommitEvery: 200})
+		wg.Go(func() { errs[i] = s.Run(ctx) })
+		return s
+	}
+	a := start(0, held)
+	for {
+		ps, err := dir.Partitions(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ps) == parts {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("service A wrote no checkpoint of some partition")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// A's writes are held up from now on; once it has made one of every
+	// partition, B joins.
+	held.setHold(true)
+	for {
+		held.mu.Lock()
+		ps := map[int32]bool{}
+		for _, c := range held.held {
+			ps[c.Partition] = true
+		}
+		held.mu.Unlock()
+		if len(ps) == parts {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("service A made no held checkpoint of some partition")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	b := start(1, dir)
+
+	// B takes half the partitions and checkpoints their ends.
+	var taken []int32
+	for {
+		taken = taken[:0]
+		for _, r := range b.Snapshot().Reports {
+			if cp, err := dir.Load(ctx, r.Partition); err == nil && cp.Position == end(r.Partition) {
+				taken = append(taken, r.Partition)
+			}
+		}
+		if len(taken) > 0 && len(taken) == len(b.Snapshot().Reports) && len(a.Snapshot().Reports) < parts {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("B checkpointed the end of %v only; A has %d models", taken, len(a.Snapshot().Reports))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	held.setHold(false)
+	landed := held.land(t, ctx)
+	t.Logf("B took %v and checkpointed their ends; A's held checkpoints landed late: %v", taken, landed)
+	for _, p := range taken {
+		if len(landed[p]) == 0 {
+			t.Fatalf("no held checkpoint of partition %d, which B took: nothing under test", p)
+		}
+		if cp, err := dir.Load(ctx, p); err != nil || cp.Position != end(p) {
+			t.Fatalf("partition %d after A's late checkpoints: position %d, %v; want its end %d", p, cp.Position, err, end(p))
+		}
+	}
+
+	// A learns its own partitions to their ends too.
+	for done := 0; done < parts; {
+		done = 0
+		for p := range int32(parts) {
+			if cp, err := dir.Load(ctx, p); err == nil && cp.Position == end(p) {
+				done++
+			}
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%d of %d partitions checkpointed at their end", done, parts)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Give any save still in flight time to land, then stop.
+	time.Sleep(200 * time.Millisecond)
+	cancel()
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("service %d: %v", i, err)
+		}
+	}
+	for p := range int32(parts) {
+		cp, err := dir.Load(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cp.Position != end(p) {
+			t.Errorf("partition %d: checkpoint at %d after the late saves, want its end %d", p, cp.Position, end(p))
+			continue
+		}
+		var got pipeline.Report
+		if err := json.Unmarshal(cp.Report, &got); err != nil {
+			t.Fatal(err)
+		}
+		data := append(bytes.Join(byPart[p], []byte("\n")), '\n')
+		sameReport(t, fmt.Sprintf("partition %d's checkpoint", p), got, replayReport(t, c, data))
 	}
 }
