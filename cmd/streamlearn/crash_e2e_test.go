@@ -217,8 +217,7 @@ func TestE2EBrokerRestart(t *testing.T) {
 // learns from it, then lets it go on (SIGCONT): streamlearn rides out the
 // outage with its retries, and when the broker's clock has expired the
 // member's session, the group rebalances and the partition comes back in
-// a new epoch, through its checkpoint. The final model equals a replay. (kfake keeps its log in memory, so a broker killed and
-// restarted would come back empty: an outage is what can be tested here.)
+// a new epoch, through its checkpoint. The final model equals a replay.
 func TestE2EKafkaBrokerOutage(t *testing.T) {
 	sl, kfake := e2eBuild(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*e2eTimeout)
@@ -252,4 +251,56 @@ func TestE2EKafkaBrokerOutage(t *testing.T) {
 	}
 	run.wait(t, ctx)
 	sameReport(t, "run across a broker outage", normReport(t, "run", run.stdout.Bytes(), "kafka:events", n), want)
+}
+
+// TestE2EKafkaBrokerRestart kills the Kafka broker (a kfake process
+// keeping its log and group commits in a directory, SIGKILL) while
+// streamlearn learns from it, and starts it again on the same port and
+// directory: streamlearn rides out the gap with its retries, rejoins the
+// group, and its final model equals a replay.
+func TestE2EKafkaBrokerRestart(t *testing.T) {
+	sl, kfake := e2eBuild(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*e2eTimeout)
+	defer cancel()
+	dir := t.TempDir()
+	const n = 30000
+	stream, want := e2eStream(t, ctx, dir, sl, n, 13)
+
+	port := strconv.Itoa(freePorts(t, 1)[0])
+	data := filepath.Join(dir, "kafka")
+	broker, bootstrap := startKfakeProc(t, ctx, dir, kfake, 1, "-ports", port, "-data-dir", data)
+	runProc(t, ctx, dir, sl, "publish", "--kind", "kafka", "--brokers", bootstrap, "--topic", "events", stream)
+
+	ckpt := filepath.Join(dir, "state")
+	cfg := e2eConfig(t, dir, "restart.yaml", fmt.Sprintf(
+		"source: {kind: kafka, brokers: [%q], topic: events, group: restart, session_timeout: 1s, heartbeat_interval: 200ms}\ncheckpoint: {dir: %q, every: 1000}\n", bootstrap, ckpt))
+	run, _ := start(t, ctx, dir, false, sl, "run", "-c", cfg, "--until-end", "--report", "json", "--http", "off")
+	waitCheckpoint(t, run, filepath.Join(ckpt, "partition-0.ckpt"))
+	if err := broker.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-broker.done
+	time.Sleep(time.Second) // past the session timeout: the client retries
+	cp, err := checkpoint.ReadFile(filepath.Join(ckpt, "partition-0.ckpt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp.Position >= n-1 {
+		t.Fatalf("the run had learned everything (position %d) before the broker died", cp.Position)
+	}
+	t.Logf("broker killed with the checkpoint at position %d of %d", cp.Position, n)
+	_, again := startKfakeProc(t, ctx, dir, kfake, 1, "-ports", port, "-data-dir", data)
+	if again != bootstrap {
+		t.Fatalf("restarted broker at %s, was %s", again, bootstrap)
+	}
+	run.wait(t, ctx)
+	sameReport(t, "run across a broker restart", normReport(t, "run", run.stdout.Bytes(), "kafka:events", n), want)
+
+	// The restarted broker holds the whole log (the run read most of it
+	// from there: the client buffers about one fetch, ~1 MB, ahead).
+	rcfg := e2eConfig(t, dir, "readback.yaml", fmt.Sprintf(
+		"source: {kind: kafka, brokers: [%q], topic: events, group: readback}\n", bootstrap))
+	rec := filepath.Join(dir, "recorded.jsonl")
+	runProc(t, ctx, dir, sl, "record", "-c", rcfg, "-o", rec)
+	sameFile(t, "record of the topic from the restarted broker", rec, stream)
 }

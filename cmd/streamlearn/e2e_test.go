@@ -411,9 +411,9 @@ func startKfake(t *testing.T, ctx context.Context, dir, bin string, partitions i
 }
 
 // startKfakeProc is startKfake, also returning the broker's process.
-func startKfakeProc(t *testing.T, ctx context.Context, dir, bin string, partitions int) (*proc, string) {
+func startKfakeProc(t *testing.T, ctx context.Context, dir, bin string, partitions int, args ...string) (*proc, string) {
 	t.Helper()
-	broker, out := start(t, ctx, dir, true, bin, "-topic", "events", "-partitions", strconv.Itoa(partitions))
+	broker, out := start(t, ctx, dir, true, bin, append([]string{"-topic", "events", "-partitions", strconv.Itoa(partitions)}, args...)...)
 	addr := make(chan string, 1)
 	go func() {
 		line, _ := bufio.NewReader(out).ReadString('\n')

@@ -2,12 +2,16 @@
 // speaks the real wire protocol) as a process of its own, for end-to-end
 // tests with independent clients such as kcat:
 //
-//	kfake [-ports 0] [-partitions 1] [-topic events] [-session-min 100ms]
+//	kfake [-ports 0] [-partitions 1] [-topic events] [-session-min 100ms] [-data-dir DIR [-sync]]
 //
 // It listens on 127.0.0.1, prints the bootstrap address (host:port of every
 // broker, comma-separated) as one line on standard output once the brokers
-// accept connections, and runs until SIGINT or SIGTERM. Nothing is kept on
-// disk: the cluster's data dies with the process.
+// accept connections, and runs until SIGINT or SIGTERM. Without -data-dir
+// the cluster's data dies with the process; with it, kfake writes its log,
+// topics and group commits there as it goes (write(2) per batch: they
+// survive a SIGKILL of the process, and with -sync a crash of the machine)
+// and a kfake started again on the same directory (and -ports) is the same
+// cluster, seeded topics ignored.
 package main
 
 import (
@@ -35,6 +39,8 @@ func main() {
 		}
 		return nil
 	})
+	dataDir := flag.String("data-dir", "", "keep the cluster's state in this `directory`, reloaded at start")
+	sync := flag.Bool("sync", false, "with -data-dir, fsync every produced batch")
 	sessionMin := flag.Duration("session-min", 100*time.Millisecond, "smallest group session timeout the brokers accept (Kafka's default is 6s)")
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -58,6 +64,14 @@ func main() {
 	}
 	if len(topics) > 0 {
 		opts = append(opts, kfake.SeedTopics(int32(*partitions), topics...))
+	}
+	if *dataDir != "" {
+		opts = append(opts, kfake.DataDir(*dataDir))
+		if *sync {
+			opts = append(opts, kfake.SyncWrites())
+		}
+	} else if *sync {
+		fail(2, "-sync needs -data-dir")
 	}
 
 	// Subscribe before starting, so that a signal sent as soon as the
