@@ -189,24 +189,14 @@ func TestE2EBrokerRestart(t *testing.T) {
 	jsStream(t, ctx, url)
 	runProc(t, ctx, dir, sl, "publish", "--kind", "jetstream", "--url", url, "--stream", "EVENTS", "--subject", "events", stream)
 
-	ckpt := filepath.Join(dir, "state")
-	cfg := e2eConfig(t, dir, "restart.yaml", fmt.Sprintf(
-		"source: {kind: jetstream, url: %q, subject: events, stream: EVENTS, durable: restart}\ncheckpoint: {dir: %q, every: 1000}\n", url, ckpt))
-	run, _ := start(t, ctx, dir, false, sl, "run", "-c", cfg, "--until-end", "--report", "json", "--http", "off")
-	waitCheckpoint(t, run, filepath.Join(ckpt, "partition-0.ckpt"))
-	if err := srv.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	<-srv.done
-	time.Sleep(500 * time.Millisecond) // the client notices, and retries
-	cp, err := checkpoint.ReadFile(filepath.Join(ckpt, "partition-0.ckpt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cp.Position >= n {
-		t.Fatalf("the run had learned everything (position %d) before the broker died", cp.Position)
-	}
-	t.Logf("broker killed with the checkpoint at position %d of %d", cp.Position, n)
+	run := runDisrupted(t, ctx, dir, sl, fmt.Sprintf("source: {kind: jetstream, url: %q, subject: events, stream: EVENTS, durable: restart}\n", url), n,
+		"broker killed", func() {
+			if err := srv.cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			<-srv.done
+			time.Sleep(500 * time.Millisecond) // the client notices, and retries
+		})
 	natsServerAt(t, ctx, natsBin, dir, ports[0], ports[1])
 	run.wait(t, ctx)
 	sameReport(t, "run across a broker restart", normReport(t, "run", run.stdout.Bytes(), "jetstream:EVENTS/restart", n), want)
@@ -229,25 +219,15 @@ func TestE2EKafkaBrokerOutage(t *testing.T) {
 	broker, bootstrap := startKfakeProc(t, ctx, dir, kfake, 1)
 	runProc(t, ctx, dir, sl, "publish", "--kind", "kafka", "--brokers", bootstrap, "--topic", "events", stream)
 
-	ckpt := filepath.Join(dir, "state")
-	cfg := e2eConfig(t, dir, "outage.yaml", fmt.Sprintf(
-		"source: {kind: kafka, brokers: [%q], topic: events, group: outage, session_timeout: 1s, heartbeat_interval: 200ms}\ncheckpoint: {dir: %q, every: 1000}\n", bootstrap, ckpt))
-	run, _ := start(t, ctx, dir, false, sl, "run", "-c", cfg, "--until-end", "--report", "json", "--http", "off")
-	waitCheckpoint(t, run, filepath.Join(ckpt, "partition-0.ckpt"))
-	if err := broker.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(3 * time.Second)
-	cp, err := checkpoint.ReadFile(filepath.Join(ckpt, "partition-0.ckpt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("broker frozen for 3s with the checkpoint at position %d of %d", cp.Position, n)
+	run := runDisrupted(t, ctx, dir, sl, fmt.Sprintf("source: {kind: kafka, brokers: [%q], topic: events, group: outage, session_timeout: 1s, heartbeat_interval: 200ms}\n", bootstrap), n,
+		"broker frozen for 3s", func() {
+			if err := broker.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(3 * time.Second)
+		})
 	if err := broker.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
-	}
-	if cp.Position >= n-1 {
-		t.Fatalf("the run had learned everything (position %d) before the outage", cp.Position)
 	}
 	run.wait(t, ctx)
 	sameReport(t, "run across a broker outage", normReport(t, "run", run.stdout.Bytes(), "kafka:events", n), want)
@@ -271,24 +251,14 @@ func TestE2EKafkaBrokerRestart(t *testing.T) {
 	broker, bootstrap := startKfakeProc(t, ctx, dir, kfake, 1, "-ports", port, "-data-dir", data)
 	runProc(t, ctx, dir, sl, "publish", "--kind", "kafka", "--brokers", bootstrap, "--topic", "events", stream)
 
-	ckpt := filepath.Join(dir, "state")
-	cfg := e2eConfig(t, dir, "restart.yaml", fmt.Sprintf(
-		"source: {kind: kafka, brokers: [%q], topic: events, group: restart, session_timeout: 1s, heartbeat_interval: 200ms}\ncheckpoint: {dir: %q, every: 1000}\n", bootstrap, ckpt))
-	run, _ := start(t, ctx, dir, false, sl, "run", "-c", cfg, "--until-end", "--report", "json", "--http", "off")
-	waitCheckpoint(t, run, filepath.Join(ckpt, "partition-0.ckpt"))
-	if err := broker.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	<-broker.done
-	time.Sleep(time.Second) // past the session timeout: the client retries
-	cp, err := checkpoint.ReadFile(filepath.Join(ckpt, "partition-0.ckpt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cp.Position >= n-1 {
-		t.Fatalf("the run had learned everything (position %d) before the broker died", cp.Position)
-	}
-	t.Logf("broker killed with the checkpoint at position %d of %d", cp.Position, n)
+	run := runDisrupted(t, ctx, dir, sl, fmt.Sprintf("source: {kind: kafka, brokers: [%q], topic: events, group: restart, session_timeout: 1s, heartbeat_interval: 200ms}\n", bootstrap), n,
+		"broker killed", func() {
+			if err := broker.cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			<-broker.done
+			time.Sleep(time.Second) // past the session timeout: the client retries
+		})
 	_, again := startKfakeProc(t, ctx, dir, kfake, 1, "-ports", port, "-data-dir", data)
 	if again != bootstrap {
 		t.Fatalf("restarted broker at %s, was %s", again, bootstrap)
@@ -303,4 +273,28 @@ func TestE2EKafkaBrokerRestart(t *testing.T) {
 	rec := filepath.Join(dir, "recorded.jsonl")
 	runProc(t, ctx, dir, sl, "record", "-c", rcfg, "-o", rec)
 	sameFile(t, "record of the topic from the restarted broker", rec, stream)
+}
+
+// runDisrupted starts `run --until-end` from source (the config's source
+// line) with a checkpoint every 1000 records, waits for its first
+// checkpoint, and calls disrupt, which breaks the broker and returns once
+// it has been broken long enough. The run must not have learned all n
+// events by then (logged as what, with the checkpoint's position). It
+// returns the running process.
+func runDisrupted(t *testing.T, ctx context.Context, dir, sl, source string, n int, what string, disrupt func()) *proc {
+	t.Helper()
+	ckpt := filepath.Join(dir, "state", "partition-0.ckpt")
+	cfg := e2eConfig(t, dir, "disrupted.yaml", source+fmt.Sprintf("checkpoint: {dir: %q, every: 1000}\n", filepath.Dir(ckpt)))
+	run, _ := start(t, ctx, dir, false, sl, "run", "-c", cfg, "--until-end", "--report", "json", "--http", "off")
+	waitCheckpoint(t, run, ckpt)
+	disrupt()
+	cp, err := checkpoint.ReadFile(ckpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp.Position >= int64(n-1) {
+		t.Fatalf("the run had learned everything (position %d) before the disruption", cp.Position)
+	}
+	t.Logf("%s with the checkpoint at position %d of %d", what, cp.Position, n)
+	return run
 }

@@ -147,15 +147,20 @@ func readHead(r io.Reader) (*Checkpoint, error) {
 	}
 	d := codec.NewDecoder(b[headerLen:])
 	var c Checkpoint
+	c.decodeHead(d)
+	if err := d.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	return &c, nil
+}
+
+// decodeHead decodes the body's fields before State into c.
+func (c *Checkpoint) decodeHead(d *codec.Decoder) {
 	c.Created = time.Unix(0, int64(d.U64())).UTC()
 	copy(c.Fingerprint[:], d.Take(len(c.Fingerprint)))
 	c.Source = d.String(maxSource)
 	c.Partition = int32(d.U32())
 	c.Position = int64(d.U64())
-	if err := d.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
-	}
-	return &c, nil
 }
 
 // UnmarshalBinary decodes a checkpoint written by MarshalBinary. State and
@@ -180,11 +185,7 @@ func (c *Checkpoint) UnmarshalBinary(b []byte) error {
 	}
 	d := codec.NewDecoder(body[headerLen:])
 	var out Checkpoint
-	out.Created = time.Unix(0, int64(d.U64())).UTC()
-	copy(out.Fingerprint[:], d.Take(len(out.Fingerprint)))
-	out.Source = d.String(maxSource)
-	out.Partition = int32(d.U32())
-	out.Position = int64(d.U64())
+	out.decodeHead(d)
 	out.State = bytes.Clone(d.Blob())
 	out.Report = bytes.Clone(d.Blob())
 	if err := d.Finish(); err != nil {

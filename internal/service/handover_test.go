@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/streamlearn/streamlearn/internal/checkpoint"
+	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
 )
@@ -25,24 +26,7 @@ import (
 // that partition: nothing lost, nothing learned twice across the move.
 func TestKafkaHandoverThroughCheckpoint(t *testing.T) {
 	const parts, n = 4, 8000
-	c := loadExampleConfig(t)
-	// 2^12 slots: the handover, not the size of a checkpoint, is under
-	// test, and under the race detector a 2^18 one takes a second.
-	c.Features.Bits = 12
-	brokers := kafkaCluster(t, parts, "events")
-	values := genEvents(n, 21, 0.1, 0.1, 211)
-	keys := make([][]byte, n)
-	for i := range keys {
-		keys[i] = fmt.Appendf(nil, "tenant-%d", i%16)
-	}
-	cfg := kafkaTestConfig(brokers, "events", "handover")
-	sink, err := connectors.NewKafkaSink(cfg, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	publishAll(t, sink, values, keys)
-
-	byPart := readByPartition(t, brokers, "events", parts)
+	c, cfg, byPart := keyedTopic(t, parts, n, 21, "handover")
 
 	store, err := checkpoint.OpenDir(t.TempDir())
 	if err != nil {
@@ -52,17 +36,7 @@ func TestKafkaHandoverThroughCheckpoint(t *testing.T) {
 	defer cancel()
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
-	startService := func(i int) *Service {
-		src, err := connectors.NewKafkaSource(ctx, cfg, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { src.Close() })
-		s := newService(t, Options{Config: c, Source: src, Checkpoints: store, CommitEvery: 200})
-		wg.Go(func() { errs[i] = s.Run(ctx) })
-		return s
-	}
-	a := startService(0)
+	a := startKafkaService(t, ctx, &wg, c, cfg, store, &errs[0])
 	seen := func(s *Service) (n uint64) {
 		for _, r := range s.Snapshot().Reports {
 			n += r.Events
@@ -81,7 +55,7 @@ func TestKafkaHandoverThroughCheckpoint(t *testing.T) {
 			before[p] = cp.Position
 		}
 	}
-	b := startService(1)
+	b := startKafkaService(t, ctx, &wg, c, cfg, store, &errs[1])
 
 	// Done when every partition's checkpoint holds its last record.
 	for done := 0; done < parts; {
@@ -114,18 +88,7 @@ func TestKafkaHandoverThroughCheckpoint(t *testing.T) {
 	if len(handed) == 0 {
 		t.Errorf("no partition was handed over with a model (A had checkpoints %v)", before)
 	}
-	for p := range int32(parts) {
-		cp, err := store.Load(context.Background(), p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got pipeline.Report
-		if err := json.Unmarshal(cp.Report, &got); err != nil {
-			t.Fatal(err)
-		}
-		data := append(bytes.Join(byPart[p], []byte("\n")), '\n')
-		sameReport(t, fmt.Sprintf("partition %d's checkpoint", p), got, replayReport(t, c, data))
-	}
+	checkpointsAreReplays(t, c, store, byPart)
 	if owners := len(a.Snapshot().Reports) + len(b.Snapshot().Reports); owners != parts || slices.ContainsFunc(a.Snapshot().Reports, func(r Report) bool {
 		return slices.ContainsFunc(b.Snapshot().Reports, func(q Report) bool { return q.Partition == r.Partition })
 	}) {
@@ -133,8 +96,71 @@ func TestKafkaHandoverThroughCheckpoint(t *testing.T) {
 	}
 }
 
+// keyedTopic publishes n generated events (seed), keyed by 16 tenants, to
+// topic "events" of a fresh Kafka cluster of parts partitions, and returns
+// the example configuration at 2^12 slots (the handover, not the size of
+// a checkpoint, is under test, and under the race detector a 2^18 one
+// takes a second), the source configuration for group, and each
+// partition's records in offset order, read back through a group of
+// their own.
+func keyedTopic(t *testing.T, parts, n int, seed uint64, group string) (*config.Config, connectors.KafkaConfig, map[int32][][]byte) {
+	t.Helper()
+	c := loadExampleConfig(t)
+	c.Features.Bits = 12
+	brokers := kafkaCluster(t, int32(parts), "events")
+	values := genEvents(n, seed, 0.1, 0.1, 211)
+	keys := make([][]byte, n)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "tenant-%d", i%16)
+	}
+	cfg := kafkaTestConfig(brokers, "events", group)
+	sink, err := connectors.NewKafkaSink(cfg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	publishAll(t, sink, values, keys)
+	return c, cfg, readByPartition(t, brokers, "events", parts)
+}
+
+// startKafkaService starts a service reading group cfg, checkpointing
+// every 200 records into store, running in wg until ctx ends; its error
+// goes to *errp.
+func startKafkaService(t *testing.T, ctx context.Context, wg *sync.WaitGroup, c *config.Config, cfg connectors.KafkaConfig, store checkpoint.Store, errp *error) *Service {
+	t.Helper()
+	src, err := connectors.NewKafkaSource(ctx, cfg, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { src.Close() })
+	s := newService(t, Options{Config: c, Source: src, Checkpoints: store, CommitEvery: 200})
+	wg.Go(func() { *errp = s.Run(ctx) })
+	return s
+}
+
+// checkpointsAreReplays checks that every partition's checkpoint holds
+// its last record and reports exactly what a replay of its records does.
+func checkpointsAreReplays(t *testing.T, c *config.Config, store checkpoint.Store, byPart map[int32][][]byte) {
+	t.Helper()
+	for p, records := range byPart {
+		cp, err := store.Load(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if end := int64(len(records) - 1); cp.Position != end {
+			t.Errorf("partition %d: checkpoint at %d, want its end %d", p, cp.Position, end)
+			continue
+		}
+		var got pipeline.Report
+		if err := json.Unmarshal(cp.Report, &got); err != nil {
+			t.Fatal(err)
+		}
+		data := append(bytes.Join(records, []byte("\n")), '\n')
+		sameReport(t, fmt.Sprintf("partition %d's checkpoint", p), got, replayReport(t, c, data))
+	}
+}
+
 // readByPartition reads topic back, each partition's records in offset
-// order, through a consumer group of its own; every one of parts
+// order (no gap), through a consumer group of its own; every one of parts
 // partitions must hold records.
 func readByPartition(t *testing.T, brokers []string, topic string, parts int) map[int32][][]byte {
 	t.Helper()
@@ -150,10 +176,13 @@ func readByPartition(t *testing.T, brokers []string, topic string, parts int) ma
 		if err != nil {
 			t.Fatal(err)
 		}
+		if r.Offset != int64(len(byPart[r.Partition])) {
+			t.Fatalf("read back partition %d: offset %d after %d records", r.Partition, r.Offset, len(byPart[r.Partition]))
+		}
 		byPart[r.Partition] = append(byPart[r.Partition], bytes.Clone(r.Value))
 	}
 	if len(byPart) != parts {
-		t.Fatalf("keys landed in %d partitions of %d", len(byPart), parts)
+		t.Fatalf("keys landed in %d partitions of %d: pick other keys", len(byPart), parts)
 	}
 	return byPart
 }
@@ -215,21 +244,7 @@ func (h *heldStore) land(t *testing.T, ctx context.Context) map[int32][]int64 {
 // still be its whole replay.
 func TestKafkaLateCheckpointAfterHandover(t *testing.T) {
 	const parts, n = 4, 8000
-	c := loadExampleConfig(t)
-	c.Features.Bits = 12
-	brokers := kafkaCluster(t, parts, "events")
-	values := genEvents(n, 23, 0.1, 0.1, 211)
-	keys := make([][]byte, n)
-	for i := range keys {
-		keys[i] = fmt.Appendf(nil, "tenant-%d", i%16)
-	}
-	cfg := kafkaTestConfig(brokers, "events", "late")
-	sink, err := connectors.NewKafkaSink(cfg, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	publishAll(t, sink, values, keys)
-	byPart := readByPartition(t, brokers, "events", parts)
+	c, cfg, byPart := keyedTopic(t, parts, n, 23, "late")
 	end := func(p int32) int64 { return int64(len(byPart[p]) - 1) }
 
 	dir, err := checkpoint.OpenDir(t.TempDir())
@@ -241,17 +256,7 @@ func TestKafkaLateCheckpointAfterHandover(t *testing.T) {
 	defer cancel()
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
-	start := func(i int, store checkpoint.Store) *Service {
-		src, err := connectors.NewKafkaSource(ctx, cfg, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { src.Close() })
-		s := newService(t, Options{Config: c, Source: src, Checkpoints: store, CommitEvery: 200})
-		wg.Go(func() { errs[i] = s.Run(ctx) })
-		return s
-	}
-	a := start(0, held)
+	a := startKafkaService(t, ctx, &wg, c, cfg, held, &errs[0])
 	for {
 		ps, err := dir.Partitions(ctx)
 		if err != nil {
@@ -283,7 +288,7 @@ func TestKafkaLateCheckpointAfterHandover(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	b := start(1, dir)
+	b := startKafkaService(t, ctx, &wg, c, cfg, dir, &errs[1])
 
 	// B takes half the partitions and checkpoints their ends.
 	var taken []int32
@@ -336,20 +341,5 @@ func TestKafkaLateCheckpointAfterHandover(t *testing.T) {
 			t.Errorf("service %d: %v", i, err)
 		}
 	}
-	for p := range int32(parts) {
-		cp, err := dir.Load(context.Background(), p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if cp.Position != end(p) {
-			t.Errorf("partition %d: checkpoint at %d after the late saves, want its end %d", p, cp.Position, end(p))
-			continue
-		}
-		var got pipeline.Report
-		if err := json.Unmarshal(cp.Report, &got); err != nil {
-			t.Fatal(err)
-		}
-		data := append(bytes.Join(byPart[p], []byte("\n")), '\n')
-		sameReport(t, fmt.Sprintf("partition %d's checkpoint", p), got, replayReport(t, c, data))
-	}
+	checkpointsAreReplays(t, c, dir, byPart)
 }

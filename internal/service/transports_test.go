@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -344,27 +343,7 @@ func TestKafkaScaleOut(t *testing.T) {
 	a.Close()
 	b.Close()
 
-	// Read the topic back in offset order, in a group of its own.
-	byPart := map[int32][][]byte{}
-	rb := openKafka(t, kafkaTestConfig(brokers, "events", "readback"))
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	for {
-		r, err := rb.Fetch(ctx)
-		if errors.Is(err, connectors.ErrEndOfInput) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.Offset != int64(len(byPart[r.Partition])) {
-			t.Fatalf("read back partition %d: offset %d after %d records", r.Partition, r.Offset, len(byPart[r.Partition]))
-		}
-		byPart[r.Partition] = append(byPart[r.Partition], bytes.Clone(r.Value))
-	}
-	if len(byPart) != parts {
-		t.Fatalf("keys landed in %d partitions of %d: pick other keys", len(byPart), parts)
-	}
+	byPart := readByPartition(t, brokers, "events", parts)
 
 	var total uint64
 	modelOf := map[int32]int{}
