@@ -2,9 +2,11 @@ package api
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -236,6 +238,52 @@ func TestHistory(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotModified {
 		t.Errorf("/v1/history with its ETag: %d, want 304", resp.StatusCode)
+	}
+
+	// Compressed for a client that takes gzip (Go's transport asks for it
+	// and decompresses by itself, so ask explicitly here), identity
+	// otherwise, each under its own ETag.
+	fetch := func(enc, inm string) (*http.Response, []byte) {
+		req, _ := http.NewRequest("GET", ts.URL+"/v1/history", nil)
+		req.Header.Set("Accept-Encoding", enc)
+		if inm != "" {
+			req.Header.Set("If-None-Match", inm)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, b
+	}
+	plain, raw := fetch("identity", "")
+	zipped, zb := fetch("br;q=1.0, gzip;q=0.8", "")
+	if plain.Header.Get("Content-Encoding") != "" || zipped.Header.Get("Content-Encoding") != "gzip" ||
+		zipped.Header.Get("Vary") != "Accept-Encoding" || plain.Header.Get("ETag") == zipped.Header.Get("ETag") {
+		t.Fatalf("identity: %q %q; gzip: %q %q %q", plain.Header.Get("Content-Encoding"), plain.Header.Get("ETag"),
+			zipped.Header.Get("Content-Encoding"), zipped.Header.Get("ETag"), zipped.Header.Get("Vary"))
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(zb))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unzipped, err := io.ReadAll(zr)
+	if err != nil || !bytes.Equal(unzipped, raw) {
+		t.Fatalf("gzip body does not decompress to the identity body (%v)", err)
+	}
+	t.Logf("/v1/history: %d bytes, %d gzipped", len(raw), len(zb))
+	if len(zb)*3 > len(raw) {
+		t.Errorf("gzip body %d bytes for %d: want at least 3x smaller", len(zb), len(raw))
+	}
+	if resp, _ := fetch("gzip", zipped.Header.Get("ETag")); resp.StatusCode != http.StatusNotModified {
+		t.Errorf("gzip with its ETag: %d, want 304", resp.StatusCode)
+	}
+	if resp, _ := fetch("gzip;q=0", ""); resp.Header.Get("Content-Encoding") != "" {
+		t.Errorf("gzip;q=0: Content-Encoding %q, want none", resp.Header.Get("Content-Encoding"))
 	}
 }
 
