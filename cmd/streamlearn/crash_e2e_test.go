@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/streamlearn/streamlearn/internal/checkpoint"
+	"github.com/streamlearn/streamlearn/internal/connectors"
 )
 
 // TestE2ECrashResume is DESIGN.md's guarantee under kill -9: streamlearn
@@ -22,48 +23,93 @@ import (
 // every learner's state_sha256, rounds, mistakes, loss, regret — equals a
 // replay of the stream, nothing lost and nothing learned twice. Kafka (a
 // kfake broker process) and JetStream (Debian's nats-server), each a
-// separate process the kills do not touch.
+// separate process the kills do not touch; on JetStream also with the
+// checkpoints in an Object Store bucket, where a kill can fall in the
+// middle of a Put.
 func TestE2ECrashResume(t *testing.T) {
 	sl, kfake := e2eBuild(t)
 	natsBin := e2eTool(t, "nats-server", "nats-server", "/usr/sbin", "/usr/local/sbin")
 	ctx, cancel := context.WithTimeout(t.Context(), 3*e2eTimeout)
 	defer cancel()
 	dir := t.TempDir()
-	const n = 30000
+	// Long enough that four kills, each a checkpoint and up to 150ms after
+	// a restart, fall before the end: a run learns 100-200k events/s here
+	// and its first file appears ~0.15s after the first checkpoint is
+	// taken (positions seen with 30,000: up to 29,994).
+	const n = 120000
 	stream, want := e2eStream(t, ctx, dir, sl, n, 7)
 
+	jetstream := func(t *testing.T, dir string) (string, string, string) {
+		url, _ := natsServer(t, ctx, natsBin, dir)
+		jsStream(t, ctx, url)
+		runProc(t, ctx, dir, sl, "publish", "--kind", "jetstream", "--url", url, "--stream", "EVENTS", "--subject", "events", stream)
+		return fmt.Sprintf("source: {kind: jetstream, url: %q, subject: events, stream: EVENTS, durable: crash}\n", url), "jetstream:EVENTS/crash", url
+	}
 	for _, tc := range []struct {
 		name   string
-		source func(t *testing.T, dir string) (yaml, name string)
+		source func(t *testing.T, dir string) (yaml, name, url string)
+		bucket bool // checkpoints in an Object Store bucket on the NATS server, not a directory
 	}{
-		{"kafka", func(t *testing.T, dir string) (string, string) {
+		{"kafka", func(t *testing.T, dir string) (string, string, string) {
 			bootstrap := startKfake(t, ctx, dir, kfake, 1)
 			runProc(t, ctx, dir, sl, "publish", "--kind", "kafka", "--brokers", bootstrap, "--topic", "events", stream)
 			// A killed member holds its partition until its session times
 			// out: keep that short.
-			return fmt.Sprintf("source: {kind: kafka, brokers: [%q], topic: events, group: crash, session_timeout: 1s, heartbeat_interval: 200ms}\n", bootstrap), "kafka:events"
-		}},
-		{"jetstream", func(t *testing.T, dir string) (string, string) {
-			url, _ := natsServer(t, ctx, natsBin, dir)
-			jsStream(t, ctx, url)
-			runProc(t, ctx, dir, sl, "publish", "--kind", "jetstream", "--url", url, "--stream", "EVENTS", "--subject", "events", stream)
-			return fmt.Sprintf("source: {kind: jetstream, url: %q, subject: events, stream: EVENTS, durable: crash}\n", url), "jetstream:EVENTS/crash"
-		}},
+			return fmt.Sprintf("source: {kind: kafka, brokers: [%q], topic: events, group: crash, session_timeout: 1s, heartbeat_interval: 200ms}\n", bootstrap), "kafka:events", ""
+		}, false},
+		{"jetstream", jetstream, false},
+		{"jetstream-bucket", jetstream, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			src, srcName := tc.source(t, dir)
+			src, srcName, url := tc.source(t, dir)
 			ckpt := filepath.Join(dir, "state")
-			cfg := e2eConfig(t, dir, "crash.yaml", src+fmt.Sprintf("checkpoint: {dir: %q, every: 1000}\n", ckpt))
-			file := filepath.Join(ckpt, "partition-0.ckpt")
+			store := fmt.Sprintf("checkpoint: {dir: %q, every: 1000}\n", ckpt)
+			// position returns the position of the partition's checkpoint,
+			// -2 when there is none yet.
+			position := func() int64 {
+				cp, err := checkpoint.ReadFile(filepath.Join(ckpt, "partition-0.ckpt"))
+				if checkpoint.IsNotExist(err) {
+					return -2
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				return cp.Position
+			}
+			if tc.bucket {
+				store = "checkpoint: {bucket: STATE, every: 1000}\n"
+				obs, err := checkpoint.DialObjectStore(ctx, connectors.NATSConfig{URL: url}, "STATE", checkpoint.ObjectStoreConfig{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { obs.Close() })
+				position = func() int64 {
+					cp, err := obs.Load(ctx, 0)
+					if checkpoint.IsNotExist(err) {
+						return -2
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					return cp.Position
+				}
+			}
+			// stamp changes with every checkpoint written: the file's
+			// modification time, cheaper to poll than its position.
+			stamp := func() int64 { return modTime(filepath.Join(ckpt, "partition-0.ckpt")).UnixNano() }
+			if tc.bucket {
+				stamp = position
+			}
+			cfg := e2eConfig(t, dir, "crash.yaml", src+store)
 			r := rand.New(rand.NewPCG(11, uint64(len(tc.name))))
 			var positions []int64
 			for kill := range 4 {
-				before := modTime(file)
+				before := stamp()
 				p, _ := start(t, ctx, dir, false, sl, "run", "-c", cfg, "--http", "off")
 				// Wait for a new checkpoint, then kill at a random moment
 				// of the next stretch of learning.
-				for modTime(file).Equal(before) {
+				for stamp() == before {
 					select {
 					case <-p.done:
 						t.Fatalf("kill %d: run exited before its first checkpoint: %v\n%s", kill, p.err, p.stderr.String())
@@ -77,9 +123,16 @@ func TestE2ECrashResume(t *testing.T) {
 					t.Fatal(err)
 				}
 				<-p.done
+				if tc.bucket {
+					positions = append(positions, position())
+					continue
+				}
 				var cps []inspected
 				if err := json.Unmarshal(runProc(t, ctx, dir, sl, "inspect", "--report", "json", ckpt), &cps); err != nil || len(cps) != 1 {
 					t.Fatalf("inspect after kill %d: %v, %d checkpoints", kill, err, len(cps))
+				}
+				if cps[0].Position != position() {
+					t.Fatalf("inspect after kill %d: position %d, the file holds %d", kill, cps[0].Position, position())
 				}
 				positions = append(positions, cps[0].Position)
 			}
