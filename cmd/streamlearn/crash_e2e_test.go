@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -236,9 +237,8 @@ func TestE2EBrokerRestart(t *testing.T) {
 	const n = 30000
 	stream, want := e2eStream(t, ctx, dir, sl, n, 9)
 
-	ports := freePorts(t, 2)
-	url := fmt.Sprintf("nats://127.0.0.1:%d", ports[0])
-	srv := natsServerAt(t, ctx, natsBin, dir, ports[0], ports[1])
+	srv, port, mport := natsServerFree(t, ctx, natsBin, dir)
+	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
 	jsStream(t, ctx, url)
 	runProc(t, ctx, dir, sl, "publish", "--kind", "jetstream", "--url", url, "--stream", "EVENTS", "--subject", "events", stream)
 
@@ -250,7 +250,7 @@ func TestE2EBrokerRestart(t *testing.T) {
 			<-srv.done
 			time.Sleep(500 * time.Millisecond) // the client notices, and retries
 		})
-	natsServerAt(t, ctx, natsBin, dir, ports[0], ports[1])
+	natsServerAt(t, ctx, natsBin, dir, port, mport)
 	run.wait(t, ctx)
 	sameReport(t, "run across a broker restart", normReport(t, "run", run.stdout.Bytes(), "jetstream:EVENTS/restart", n), want)
 }
@@ -299,9 +299,12 @@ func TestE2EKafkaBrokerRestart(t *testing.T) {
 	const n = 30000
 	stream, want := e2eStream(t, ctx, dir, sl, n, 13)
 
-	port := strconv.Itoa(freePorts(t, 1)[0])
 	data := filepath.Join(dir, "kafka")
-	broker, bootstrap := startKfakeProc(t, ctx, dir, kfake, 1, "-ports", port, "-data-dir", data)
+	broker, bootstrap := startKfakeProc(t, ctx, dir, kfake, 1, "-data-dir", data)
+	_, port, err := net.SplitHostPort(bootstrap) // to restart it on
+	if err != nil {
+		t.Fatal(err)
+	}
 	runProc(t, ctx, dir, sl, "publish", "--kind", "kafka", "--brokers", bootstrap, "--topic", "events", stream)
 
 	run := runDisrupted(t, ctx, dir, sl, fmt.Sprintf("source: {kind: kafka, brokers: [%q], topic: events, group: restart, session_timeout: 1s, heartbeat_interval: 200ms}\n", bootstrap), n,

@@ -440,15 +440,44 @@ func startKfakeProc(t *testing.T, ctx context.Context, dir, bin string, partitio
 // client URL and the monitoring base URL.
 func natsServer(t *testing.T, ctx context.Context, bin, dir string) (clientURL, monURL string) {
 	t.Helper()
-	ports := freePorts(t, 2)
-	natsServerAt(t, ctx, bin, dir, ports[0], ports[1])
-	return fmt.Sprintf("nats://127.0.0.1:%d", ports[0]), fmt.Sprintf("http://127.0.0.1:%d", ports[1])
+	_, port, mport := natsServerFree(t, ctx, bin, dir)
+	return fmt.Sprintf("nats://127.0.0.1:%d", port), fmt.Sprintf("http://127.0.0.1:%d", mport)
+}
+
+// natsServerFree is natsServerAt on free ports, which it returns. A port
+// is free when picked and can be taken before the server binds it (other
+// tests run beside this one): then it tries other ports, three times in
+// all.
+func natsServerFree(t *testing.T, ctx context.Context, bin, dir string) (srv *proc, port, mport int) {
+	t.Helper()
+	for try := 1; ; try++ {
+		ports := freePorts(t, 2)
+		srv, err := startNATSServerAt(t, ctx, bin, dir, ports[0], ports[1])
+		if err == nil {
+			return srv, ports[0], ports[1]
+		}
+		if try == 3 || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatal(err)
+		}
+		t.Logf("nats-server on ports %v, taken meanwhile: %v; again on others", ports, err)
+	}
 }
 
 // natsServerAt is natsServer on the given ports, with its JetStream store
 // in dir/jetstream: started again with the same arguments, it is the same
 // server after a restart. It returns the server's process.
 func natsServerAt(t *testing.T, ctx context.Context, bin, dir string, port, mport int) *proc {
+	t.Helper()
+	srv, err := startNATSServerAt(t, ctx, bin, dir, port, mport)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv
+}
+
+// startNATSServerAt starts the server of natsServerAt and waits until it
+// accepts clients; the error says why it did not (with its stderr).
+func startNATSServerAt(t *testing.T, ctx context.Context, bin, dir string, port, mport int) (*proc, error) {
 	t.Helper()
 	store := filepath.Join(dir, "jetstream")
 	srv, _ := start(t, ctx, dir, false, bin, "-js", "-a", "127.0.0.1", "-p", strconv.Itoa(port),
@@ -458,17 +487,16 @@ func natsServerAt(t *testing.T, ctx context.Context, bin, dir string, port, mpor
 		nc, err := nats.Connect(clientURL, nats.Timeout(time.Second))
 		if err == nil {
 			nc.Close()
-			break
+			return srv, nil
 		}
 		select {
 		case <-srv.done:
-			t.Fatalf("nats-server exited: %v\n%s", srv.err, srv.stderr.String())
+			return nil, fmt.Errorf("nats-server exited: %v\n%s", srv.err, srv.stderr.String())
 		case <-ctx.Done():
-			t.Fatalf("nats-server not accepting clients at %s: %v\n%s", clientURL, err, srv.stderr.String())
+			return nil, fmt.Errorf("nats-server not accepting clients at %s: %v\n%s", clientURL, err, srv.stderr.String())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	return srv
 }
 
 // jsStream creates stream EVENTS on subject "events" at the NATS server url
