@@ -239,9 +239,9 @@ func (h *heldStore) land(t *testing.T, ctx context.Context) map[int32][]int64 {
 // (paused, say) finishes them after the new owner has learned those
 // partitions to their end and checkpointed them: the late, older
 // checkpoints must not replace the newer ones. Service A's checkpoints are
-// held from just before B joins until B has checkpointed the end of every
-// partition it took; then they land. Every partition's checkpoint must
-// still be its whole replay.
+// held from its start until B, which joins once A has made one of every
+// partition, has checkpointed the end of every partition it took; then
+// they land. Every partition's checkpoint must still be its whole replay.
 func TestKafkaLateCheckpointAfterHandover(t *testing.T) {
 	const parts, n = 4, 8000
 	c, cfg, byPart := keyedTopic(t, parts, n, 23, "late")
@@ -256,23 +256,12 @@ func TestKafkaLateCheckpointAfterHandover(t *testing.T) {
 	defer cancel()
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
-	a := startKafkaService(t, ctx, &wg, c, cfg, held, &errs[0])
-	for {
-		ps, err := dir.Partitions(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(ps) == parts {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal("service A wrote no checkpoint of some partition")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	// A's writes are held up from now on; once it has made one of every
-	// partition, B joins.
+	// A's writes are held up from the start (each attempt kept: every
+	// 200 records of a partition, so positions below each partition's end
+	// whatever A has learned by the time B joins); once A has made one of
+	// every partition, B joins.
 	held.setHold(true)
+	a := startKafkaService(t, ctx, &wg, c, cfg, held, &errs[0])
 	for {
 		held.mu.Lock()
 		ps := map[int32]bool{}
