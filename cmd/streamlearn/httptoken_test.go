@@ -1,14 +1,12 @@
 package main
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // The token comes from --http-token-file, else $STREAMLEARN_HTTP_TOKEN,
@@ -78,27 +76,11 @@ func TestRunWithToken(t *testing.T) {
 		t.Errorf("empty token file: exit %d, %q", code, errOut)
 	}
 
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	var stdout, stderr syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- Main(ctx, []string{"run", "--nats-port", "-1", "--http", "127.0.0.1:0", "--http-token-file", tokFile,
-			"--preload", "../../testdata/demo.jsonl"}, &stdout, &stderr)
-	}()
-	var base string
-	deadline := time.Now().Add(20 * time.Second)
-	for base == "" {
-		if time.Now().After(deadline) {
-			t.Fatalf("no HTTP address announced:\n%s", stderr.String())
-		}
-		if _, rest, ok := strings.Cut(stderr.String(), "serving http://"); ok {
-			base = "http://" + strings.TrimSuffix(strings.Fields(rest)[0], "/metrics")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if !strings.Contains(stderr.String(), "bearer token required") {
-		t.Errorf("the announcement does not say a token is required:\n%s", stderr.String())
+	r := startRun(t, "run", "--nats-port", "-1", "--http", "127.0.0.1:0", "--http-token-file", tokFile,
+		"--preload", "../../testdata/demo.jsonl")
+	base := r.base
+	if !strings.Contains(r.stderr.String(), "bearer token required") {
+		t.Errorf("the announcement does not say a token is required:\n%s", r.stderr.String())
 	}
 	get := func(path, auth string) int {
 		req, _ := http.NewRequest("GET", base+path, nil)
@@ -125,13 +107,5 @@ func TestRunWithToken(t *testing.T) {
 			t.Errorf("GET %s with %q: %d, want %d", c.path, c.auth, got, c.code)
 		}
 	}
-	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Fatalf("exit %d: %s", code, stderr.String())
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("run did not stop after cancel")
-	}
+	r.stop()
 }

@@ -213,25 +213,8 @@ func TestRunEmbeddedEqualsReplay(t *testing.T) {
 // The live service serves its metrics and report over HTTP while it runs,
 // and the two agree; SIGINT (a cancelled context) drains and exits 0.
 func TestRunServesMetricsAndReport(t *testing.T) {
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	var stdout, stderr syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- Main(ctx, []string{"run", "--nats-port", "-1", "--http", "127.0.0.1:0", "--preload", "../../testdata/demo.jsonl"}, &stdout, &stderr)
-	}()
-	var base string
-	deadline := time.Now().Add(20 * time.Second)
-	for base == "" {
-		if time.Now().After(deadline) {
-			t.Fatalf("no HTTP address announced:\n%s", stderr.String())
-		}
-		if _, rest, ok := strings.Cut(stderr.String(), "serving http://"); ok {
-			base = "http://" + strings.Fields(rest)[0]
-			base = strings.TrimSuffix(base, "/metrics")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	r := startRun(t, "run", "--nats-port", "-1", "--http", "127.0.0.1:0", "--preload", "../../testdata/demo.jsonl")
+	base, deadline := r.base, time.Now().Add(20*time.Second)
 	get := func(path string) (int, []byte) {
 		resp, err := http.Get(base + path)
 		if err != nil {
@@ -277,16 +260,53 @@ func TestRunServesMetricsAndReport(t *testing.T) {
 	if !strings.Contains(string(body), `streamlearn_events_total{outcome="learned",source="jetstream:EVENTS/streamlearn"} 5000`) {
 		t.Errorf("/metrics lacks the learned events count")
 	}
-	cancel()
+	r.stop()
+	if !strings.Contains(r.stdout.String(), "events 5000") {
+		t.Errorf("final report missing:\n%s", r.stdout.String())
+	}
+}
+
+// liveRun is a `streamlearn run` in this process (Main in a goroutine)
+// serving HTTP at base.
+type liveRun struct {
+	base           string // http://host:port
+	stdout, stderr syncBuffer
+	cancel         context.CancelFunc
+	done           chan int
+	t              *testing.T
+}
+
+// startRun runs Main with args, which must serve HTTP, and waits until it
+// announces its address.
+func startRun(t *testing.T, args ...string) *liveRun {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	t.Cleanup(cancel)
+	r := &liveRun{cancel: cancel, done: make(chan int, 1), t: t}
+	go func() { r.done <- Main(ctx, args, &r.stdout, &r.stderr) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for r.base == "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("no HTTP address announced:\n%s", r.stderr.String())
+		}
+		if _, rest, ok := strings.Cut(r.stderr.String(), "serving http://"); ok {
+			r.base = "http://" + strings.TrimSuffix(strings.Fields(rest)[0], "/metrics")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return r
+}
+
+// stop cancels the run, as SIGINT does, and wants it to drain and exit 0.
+func (r *liveRun) stop() {
+	r.t.Helper()
+	r.cancel()
 	select {
-	case code := <-done:
+	case code := <-r.done:
 		if code != 0 {
-			t.Fatalf("exit %d: %s", code, stderr.String())
+			r.t.Fatalf("exit %d: %s", code, r.stderr.String())
 		}
 	case <-time.After(20 * time.Second):
-		t.Fatal("run did not stop after cancel")
-	}
-	if !strings.Contains(stdout.String(), "events 5000") {
-		t.Errorf("final report missing:\n%s", stdout.String())
+		r.t.Fatal("run did not stop after cancel")
 	}
 }

@@ -115,6 +115,13 @@ func get(t *testing.T, method, url string) (int, http.Header, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	resp, b := send(t, req)
+	return resp.StatusCode, resp.Header, b
+}
+
+// send does req and returns the response, its body read and closed.
+func send(t *testing.T, req *http.Request) (*http.Response, []byte) {
+	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +131,7 @@ func get(t *testing.T, method, url string) (int, http.Header, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return resp.StatusCode, resp.Header, b
+	return resp, b
 }
 
 // series indexes a parsed exposition by metric name and label set.

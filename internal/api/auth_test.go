@@ -51,15 +51,7 @@ func do(t *testing.T, method, url, auth string, body []byte) (int, http.Header, 
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, b := send(t, req)
 	return resp.StatusCode, resp.Header, b
 }
 

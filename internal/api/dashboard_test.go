@@ -249,16 +249,7 @@ func TestHistory(t *testing.T) {
 		if inm != "" {
 			req.Header.Set("If-None-Match", inm)
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp, b
+		return send(t, req)
 	}
 	plain, raw := fetch("identity", "")
 	zipped, zb := fetch("br;q=1.0, gzip;q=0.8", "")
