@@ -131,11 +131,8 @@ func readHead(r io.Reader) (*Checkpoint, error) {
 	if _, err := io.ReadFull(r, b); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
-	if string(b[:len(magic)]) != magic {
-		return nil, fmt.Errorf("%w: not a streamlearn checkpoint (magic %q)", ErrCorrupt, b[:len(magic)])
-	}
-	if v := binary.LittleEndian.Uint32(b[len(magic):]); v != FormatVersion {
-		return nil, &VersionError{Version: v}
+	if err := checkMagicVersion(b); err != nil {
+		return nil, err
 	}
 	n := binary.LittleEndian.Uint64(b[len(b)-8:]) // the length of Source
 	if n > maxSource {
@@ -154,6 +151,18 @@ func readHead(r io.Reader) (*Checkpoint, error) {
 	return &c, nil
 }
 
+// checkMagicVersion checks the magic and the format version at the start
+// of b, which holds at least headerLen bytes.
+func checkMagicVersion(b []byte) error {
+	if string(b[:len(magic)]) != magic {
+		return fmt.Errorf("%w: not a streamlearn checkpoint (magic %q)", ErrCorrupt, b[:len(magic)])
+	}
+	if v := binary.LittleEndian.Uint32(b[len(magic):]); v != FormatVersion {
+		return &VersionError{Version: v}
+	}
+	return nil
+}
+
 // decodeHead decodes the body's fields before State into c.
 func (c *Checkpoint) decodeHead(d *codec.Decoder) {
 	c.Created = time.Unix(0, int64(d.U64())).UTC()
@@ -169,11 +178,8 @@ func (c *Checkpoint) UnmarshalBinary(b []byte) error {
 	if len(b) < headerLen+sha256.Size {
 		return fmt.Errorf("%w: %d bytes, shorter than any checkpoint", ErrCorrupt, len(b))
 	}
-	if string(b[:len(magic)]) != magic {
-		return fmt.Errorf("%w: not a streamlearn checkpoint (magic %q)", ErrCorrupt, b[:len(magic)])
-	}
-	if v := binary.LittleEndian.Uint32(b[len(magic):]); v != FormatVersion {
-		return &VersionError{Version: v}
+	if err := checkMagicVersion(b); err != nil {
+		return err
 	}
 	n := binary.LittleEndian.Uint64(b[len(magic)+4:])
 	if n != uint64(len(b)-headerLen-sha256.Size) {
