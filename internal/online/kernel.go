@@ -1,5 +1,10 @@
 package online
 
+import (
+	"math"
+	"math/bits"
+)
+
 // The hot loops of the learners: sums over the entries of a sparse vector
 // in the canonical order documented on Vector (four interleaved partial
 // sums, entry k into sum k mod 4, combined as (s0+s1)+(s2+s3)), and the
@@ -9,10 +14,15 @@ package online
 // which rounds once instead of twice; the explicit conversion forbids it,
 // so the results are the same bits on every architecture. It costs
 // nothing where nothing would be fused.
+//
+// The functions here are the Go versions. On amd64, dotNorm2, dot and axpy
+// are SSE2 assembly that computes the same bits (kernel_amd64.s, compared
+// with these in kernel_test.go); elsewhere, and with the purego build tag,
+// they are these (kernel_generic.go).
 
-// dotNorm2 returns ⟨w,x⟩ and ‖x‖² of x = (idx, val) in one pass, each in
-// the canonical summation order (see Vector).
-func dotNorm2(idx []uint32, val []float64, w []float64) (dot, n2 float64) {
+// dotNorm2Generic returns ⟨w,x⟩ and ‖x‖² of x = (idx, val) in one pass,
+// each in the canonical summation order (see Vector).
+func dotNorm2Generic(idx []uint32, val []float64, w []float64) (dot, n2 float64) {
 	val = val[:len(idx)]
 	var d0, d1, d2, d3, n0, n1, n2_, n3 float64
 	k := 0
@@ -44,8 +54,8 @@ func dotNorm2(idx []uint32, val []float64, w []float64) (dot, n2 float64) {
 	return (d0 + d1) + (d2 + d3), (n0 + n1) + (n2_ + n3)
 }
 
-// dot returns ⟨w,x⟩ in the canonical summation order (see Vector).
-func dot(idx []uint32, val []float64, w []float64) float64 {
+// dotGeneric returns ⟨w,x⟩ in the canonical summation order (see Vector).
+func dotGeneric(idx []uint32, val []float64, w []float64) float64 {
 	val = val[:len(idx)]
 	var d0, d1, d2, d3 float64
 	k := 0
@@ -93,18 +103,18 @@ func norm2(val []float64) float64 {
 	return (n0 + n1) + (n2 + n3)
 }
 
-// axpy adds a·x to w: w[idx[k]] += a·val[k], each product rounded before
-// the sum.
-func axpy(w []float64, a float64, idx []uint32, val []float64) {
+// axpyGeneric adds a·x to w: w[idx[k]] += a·val[k] in increasing k, each
+// product rounded before the sum.
+func axpyGeneric(w []float64, a float64, idx []uint32, val []float64) {
 	val = val[:len(idx)]
 	for k, i := range idx {
 		w[i] += float64(a * val[k])
 	}
 }
 
-// stepUnscaled makes OGD's step v_i ← v_i − η·(c·x_i) on the slots of x
-// (w = v, scale 1) and returns the change of ‖v‖², summed in the canonical
-// summation order (see Vector).
+// stepUnscaled makes OGD's step v_i ← v_i − η·(c·x_i) on the slots
+// of x in increasing k (w = v, scale 1) and returns the change of ‖v‖²,
+// summed in the canonical summation order (see Vector).
 func stepUnscaled(v []float64, eta, c float64, idx []uint32, val []float64) float64 {
 	val = val[:len(idx)]
 	var d0, d1, d2, d3 float64
@@ -130,7 +140,8 @@ func stepUnscaled(v []float64, eta, c float64, idx []uint32, val []float64) floa
 	return (d0 + d1) + (d2 + d3)
 }
 
-// step1 is one coordinate of stepUnscaled: it returns the change of v_i².
+// step1 is one coordinate of stepUnscaled: it returns the change
+// of v_i².
 func step1(v []float64, i uint32, eta, c, x float64) float64 {
 	old := v[i]
 	nw := old - float64(eta*float64(c*x))
@@ -138,8 +149,8 @@ func step1(v []float64, i uint32, eta, c, x float64) float64 {
 	return float64(nw*nw) - float64(old*old)
 }
 
-// stepScaled is stepUnscaled for w = s·v: the step is made in w's scale
-// and stored divided by s (times inv = 1/s).
+// stepScaled is stepUnscaled for w = s·v: the step is made
+// in w's scale and stored divided by s (times inv = 1/s).
 func stepScaled(v []float64, s, inv, eta, c float64, idx []uint32, val []float64) float64 {
 	val = val[:len(idx)]
 	var d0, d1, d2, d3 float64
@@ -165,12 +176,22 @@ func stepScaled(v []float64, s, inv, eta, c float64, idx []uint32, val []float64
 	return (d0 + d1) + (d2 + d3)
 }
 
-// step1s is one coordinate of stepScaled: it returns the change of w_i².
+// step1s is one coordinate of stepScaled: it returns the change
+// of w_i².
 func step1s(v []float64, i uint32, s, inv, eta, c, x float64) float64 {
 	old := float64(s * v[i])
 	nw := old - float64(eta*float64(c*x))
 	v[i] = float64(nw * inv)
 	return float64(nw*nw) - float64(old*old)
+}
+
+// slotMask returns 2^j − 1 for the largest 2^j ≤ n, n ≥ 1: every index
+// ≤ slotMask(len(w)) is below len(w). The assembly kernels mask with it.
+func slotMask(n int) uint32 {
+	if uint64(n) > math.MaxUint32 {
+		return math.MaxUint32
+	}
+	return uint32(1)<<(bits.Len(uint(n))-1) - 1
 }
 
 // max0 is math.Max(x, 0), inlined: NaN stays NaN and −0 becomes +0.

@@ -1,8 +1,11 @@
 package online
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -121,5 +124,200 @@ func TestTransformFused(t *testing.T) {
 	eb, _ := b.MarshalBinary()
 	if string(ea) != string(eb) {
 		t.Fatal("statistics differ")
+	}
+}
+
+// kernelCase is a random input of the kernels: weights of a random length,
+// often 2^j or 2^j+1 as the learners' are; entries that are mostly below
+// the largest power of two in len(w), sometimes above it (the bias slot
+// of a learner), sometimes repeated; values of every magnitude, some of
+// them ±0, ±Inf, NaN or subnormal.
+func kernelCase(r *rand.Rand) (w []float64, x Vector) {
+	n := 1 << r.IntN(11)
+	switch r.IntN(4) {
+	case 0:
+		n++
+	case 1:
+		n = 1 + r.IntN(300)
+	}
+	w = make([]float64, n)
+	for i := range w {
+		w[i] = kernelValue(r)
+	}
+	m := r.IntN(50)
+	if r.IntN(20) == 0 {
+		m = 1000
+	}
+	x = Vector{Idx: make([]uint32, m), Val: make([]float64, m)}
+	low := int(slotMaskOf(n)) + 1
+	for k := range x.Idx {
+		switch {
+		case k > 0 && r.IntN(10) == 0:
+			x.Idx[k] = x.Idx[r.IntN(k)] // repeated slot
+		case r.IntN(30) == 0:
+			x.Idx[k] = uint32(r.IntN(n)) // anywhere, the top slots included
+		default:
+			x.Idx[k] = uint32(r.IntN(low))
+		}
+		x.Val[k] = kernelValue(r)
+	}
+	return w, x
+}
+
+// slotMaskOf is slotMask, written without bit tricks.
+func slotMaskOf(n int) uint32 {
+	p := uint64(1)
+	for p*2 <= uint64(n) && p*2 <= 1<<32 {
+		p *= 2
+	}
+	return uint32(p - 1)
+}
+
+func kernelValue(r *rand.Rand) float64 {
+	if r.IntN(25) == 0 {
+		return []float64{0, math.Copysign(0, -1), math.Inf(1), math.Inf(-1), math.NaN(), 5e-324, -1e-310, math.MaxFloat64}[r.IntN(8)]
+	}
+	return r.NormFloat64() * math.Exp(8*r.NormFloat64())
+}
+
+// sameBits reports whether a and b are the same float64, NaN matching any
+// NaN: which of two NaN operands x86 propagates depends on the operand
+// order, which Go does not fix either (the race detector's build of a
+// kernel returns another payload than the plain build). No caller reads a
+// payload.
+func sameBits(a, b float64) bool {
+	return math.Float64bits(a) == math.Float64bits(b) || (a != a && b != b)
+}
+
+// checkKernels runs every kernel with an assembly version (on amd64) and
+// its Go version on one input and reports the first difference.
+func checkKernels(t *testing.T, w []float64, x Vector, a float64) {
+	t.Helper()
+	d1, n1 := dotNorm2(x.Idx, x.Val, w)
+	d2, n2 := dotNorm2Generic(x.Idx, x.Val, w)
+	if !sameBits(d1, d2) || !sameBits(n1, n2) {
+		t.Fatalf("dotNorm2 = %v, %v; Go %v, %v (len(w) %d, x %v)", d1, n1, d2, n2, len(w), x)
+	}
+	if d1, d2 := dot(x.Idx, x.Val, w), dotGeneric(x.Idx, x.Val, w); !sameBits(d1, d2) {
+		t.Fatalf("dot = %v; Go %v (len(w) %d, x %v)", d1, d2, len(w), x)
+	}
+	v1, v2 := slices.Clone(w), slices.Clone(w)
+	axpy(v1, a, x.Idx, x.Val)
+	axpyGeneric(v2, a, x.Idx, x.Val)
+	for i := range v1 {
+		if !sameBits(v1[i], v2[i]) {
+			t.Fatalf("axpy: w[%d] = %v (%#x); Go %v (%#x) (a %v, x %v)", i, v1[i], math.Float64bits(v1[i]), v2[i], math.Float64bits(v2[i]), a, x)
+		}
+	}
+}
+
+// TestKernelsMatchGeneric: the kernels the learners call compute the bits
+// of the Go versions in kernel.go, on every kind of input, weights as
+// well as results (on amd64 this compares the assembly with Go).
+func TestKernelsMatchGeneric(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	for range 20000 {
+		w, x := kernelCase(r)
+		checkKernels(t, w, x, kernelValue(r))
+	}
+}
+
+// TestKernelsOutOfRange: an index ≥ len(w) panics in every kernel, as an
+// index out of range, and axpy leaves the slots before it as its Go
+// version does; len(val) < len(idx) panics.
+func TestKernelsOutOfRange(t *testing.T) {
+	w := make([]float64, 1<<4+1)
+	x := Vector{Idx: []uint32{1, 3, 16, 17, 5}, Val: []float64{1, 2, 3, 4, 5}}
+	mustPanic := func(name string, f func()) {
+		t.Helper()
+		defer func() {
+			if e, _ := recover().(error); e == nil || !strings.Contains(e.Error(), "index out of range [17] with length 17") {
+				t.Errorf("%s: recovered %v, want index out of range [17]", name, e)
+			}
+		}()
+		f()
+	}
+	mustPanic("dotNorm2", func() { dotNorm2(x.Idx, x.Val, w) })
+	mustPanic("dot", func() { dot(x.Idx, x.Val, w) })
+	v1, v2 := slices.Clone(w), slices.Clone(w)
+	mustPanic("axpy", func() { axpy(v1, 2, x.Idx, x.Val) })
+	mustPanic("axpy (Go)", func() { axpyGeneric(v2, 2, x.Idx, x.Val) })
+	if !slices.Equal(v1, v2) {
+		t.Errorf("axpy: after the panic w = %v; Go %v", v1, v2)
+	}
+	short := x.Val[:2]
+	for name, f := range map[string]func(){
+		"dotNorm2": func() { dotNorm2(x.Idx, short, w) },
+		"dot":      func() { dot(x.Idx, short, w) },
+		"axpy":     func() { axpy(w, 1, x.Idx, short) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: len(val) < len(idx) did not panic", name)
+				}
+			}()
+			f()
+		}()
+	}
+}
+
+// TestSlotMask: slotMask is the largest 2^j − 1 below n.
+func TestSlotMask(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 4, 5, 1 << 18, 1<<18 + 1, 1<<20 - 1, 1 << 31, 1<<32 - 1, 1 << 32, 1<<32 + 1, math.MaxInt} {
+		if got, want := slotMask(n), slotMaskOf(n); got != want {
+			t.Errorf("slotMask(%d) = %#x, want %#x", n, got, want)
+		}
+	}
+}
+
+// FuzzKernels compares the kernels with their Go versions on inputs made
+// from the fuzzer's values: the seeds of a kernelCase and axpy's factor.
+func FuzzKernels(f *testing.F) {
+	f.Add(uint64(1), uint64(2), 1.0)
+	f.Add(uint64(3), uint64(0), math.Inf(-1))
+	f.Fuzz(func(t *testing.T, s1, s2 uint64, a float64) {
+		w, x := kernelCase(rand.New(rand.NewPCG(s1, s2)))
+		checkKernels(t, w, x, a)
+	})
+}
+
+// BenchmarkKernels compares each kernel the learners call (the assembly
+// on amd64) with its Go version on 256 vectors of 40 random slots, over
+// weights that stay in L1 (2^10 slots) and over the default 2^18 slots.
+func BenchmarkKernels(b *testing.B) {
+	for _, bits := range []uint{10, 18} {
+		r := rand.New(rand.NewPCG(9, 9))
+		w := make([]float64, 1<<bits+1)
+		for i := range w {
+			w[i] = r.NormFloat64()
+		}
+		xs := make([]Vector, 256)
+		for k := range xs {
+			for range 40 {
+				xs[k].Idx = append(xs[k].Idx, uint32(r.IntN(1<<bits)))
+				xs[k].Val = append(xs[k].Val, r.NormFloat64())
+			}
+			slices.Sort(xs[k].Idx)
+		}
+		var sink float64
+		for _, kc := range []struct {
+			name string
+			f    func(x Vector) float64
+		}{
+			{"dotNorm2", func(x Vector) float64 { d, n := dotNorm2(x.Idx, x.Val, w); return d + n }},
+			{"dotNorm2/go", func(x Vector) float64 { d, n := dotNorm2Generic(x.Idx, x.Val, w); return d + n }},
+			{"axpy", func(x Vector) float64 { axpy(w, 1e-9, x.Idx, x.Val); return 0 }},
+			{"axpy/go", func(x Vector) float64 { axpyGeneric(w, 1e-9, x.Idx, x.Val); return 0 }},
+		} {
+			b.Run(fmt.Sprintf("bits=%d/%s", bits, kc.name), func(b *testing.B) {
+				k := 0
+				for b.Loop() {
+					sink += kc.f(xs[k&255])
+					k++
+				}
+			})
+		}
+		_ = sink
 	}
 }

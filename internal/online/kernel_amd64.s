@@ -1,0 +1,287 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// The learners' kernels in SSE2 (kernel_amd64.go says why and what the
+// wrappers check). Each computes the bits of its Go version in kernel.go:
+// the same products and sums, rounded in the same order (SSE2 arithmetic
+// is IEEE binary64 with round-to-nearest, never fused). The sums over
+// entries keep the four partial sums of the canonical order (entry k into
+// sum k mod 4); the reads pack sums 0,1 and 2,3 in two registers.
+//
+// No index is checked against the length of w. The reads use idx[k]&mask,
+// in bounds whatever idx holds (the wrappers pass 2^j-1 ≤ len(w)-1), and
+// return the OR of all indices so the caller can tell whether any was
+// masked. axpy checks first and writes nothing if an index is above the
+// mask; it masks as well, so that no value of idx can make it write out
+// of bounds.
+
+// func dotNorm2SSE2(idx []uint32, val []float64, w []float64, mask uint32) (dot, n2 float64, or uint32)
+TEXT ·dotNorm2SSE2(SB), NOSPLIT, $0-100
+	MOVQ idx_base+0(FP), SI
+	MOVQ idx_len+8(FP), CX
+	MOVQ val_base+24(FP), DX
+	MOVQ w_base+48(FP), DI
+	MOVL mask+72(FP), R8
+	XORL R9, R9   // OR of the indices
+	XORPD X0, X0  // dot sums 0, 1
+	XORPD X1, X1  // dot sums 2, 3
+	XORPD X2, X2  // norm sums 0, 1
+	XORPD X3, X3  // norm sums 2, 3
+	MOVQ CX, BX
+	SHRQ $2, BX
+	JZ   split
+
+loop:
+	MOVL   (SI), AX
+	MOVL   4(SI), R10
+	MOVL   8(SI), R11
+	MOVL   12(SI), R12
+	ORL    AX, R9
+	ORL    R10, R9
+	ORL    R11, R9
+	ORL    R12, R9
+	ANDL   R8, AX
+	ANDL   R8, R10
+	ANDL   R8, R11
+	ANDL   R8, R12
+	MOVSD  (DI)(AX*8), X4
+	MOVHPD (DI)(R10*8), X4
+	MOVSD  (DI)(R11*8), X5
+	MOVHPD (DI)(R12*8), X5
+	MOVUPD (DX), X6
+	MOVUPD 16(DX), X7
+	MULPD  X6, X4
+	MULPD  X7, X5
+	ADDPD  X4, X0
+	ADDPD  X5, X1
+	MULPD  X6, X6
+	MULPD  X7, X7
+	ADDPD  X6, X2
+	ADDPD  X7, X3
+	ADDQ   $16, SI
+	ADDQ   $32, DX
+	DECQ   BX
+	JNZ    loop
+
+split:
+	// Sums 0..3: dot in X0, X4, X1, X5; norm in X2, X6, X3, X7.
+	MOVAPD   X0, X4
+	UNPCKHPD X4, X4
+	MOVAPD   X1, X5
+	UNPCKHPD X5, X5
+	MOVAPD   X2, X6
+	UNPCKHPD X6, X6
+	MOVAPD   X3, X7
+	UNPCKHPD X7, X7
+	ANDQ     $3, CX
+	JZ       combine
+	MOVL     (SI), AX
+	ORL      AX, R9
+	ANDL     R8, AX
+	MOVSD    (DX), X8
+	MOVSD    (DI)(AX*8), X9
+	MULSD    X8, X9
+	ADDSD    X9, X0
+	MULSD    X8, X8
+	ADDSD    X8, X2
+	DECQ     CX
+	JZ       combine
+	MOVL     4(SI), AX
+	ORL      AX, R9
+	ANDL     R8, AX
+	MOVSD    8(DX), X8
+	MOVSD    (DI)(AX*8), X9
+	MULSD    X8, X9
+	ADDSD    X9, X4
+	MULSD    X8, X8
+	ADDSD    X8, X6
+	DECQ     CX
+	JZ       combine
+	MOVL     8(SI), AX
+	ORL      AX, R9
+	ANDL     R8, AX
+	MOVSD    16(DX), X8
+	MOVSD    (DI)(AX*8), X9
+	MULSD    X8, X9
+	ADDSD    X9, X1
+	MULSD    X8, X8
+	ADDSD    X8, X3
+
+combine:
+	// (s0+s1)+(s2+s3)
+	ADDSD X4, X0
+	ADDSD X5, X1
+	ADDSD X1, X0
+	ADDSD X6, X2
+	ADDSD X7, X3
+	ADDSD X3, X2
+	MOVSD X0, dot+80(FP)
+	MOVSD X2, n2+88(FP)
+	MOVL  R9, or+96(FP)
+	RET
+
+// func dotSSE2(idx []uint32, val []float64, w []float64, mask uint32) (dot float64, or uint32)
+TEXT ·dotSSE2(SB), NOSPLIT, $0-92
+	MOVQ idx_base+0(FP), SI
+	MOVQ idx_len+8(FP), CX
+	MOVQ val_base+24(FP), DX
+	MOVQ w_base+48(FP), DI
+	MOVL mask+72(FP), R8
+	XORL R9, R9
+	XORPD X0, X0  // sums 0, 1
+	XORPD X1, X1  // sums 2, 3
+	MOVQ CX, BX
+	SHRQ $2, BX
+	JZ   split
+
+loop:
+	MOVL   (SI), AX
+	MOVL   4(SI), R10
+	MOVL   8(SI), R11
+	MOVL   12(SI), R12
+	ORL    AX, R9
+	ORL    R10, R9
+	ORL    R11, R9
+	ORL    R12, R9
+	ANDL   R8, AX
+	ANDL   R8, R10
+	ANDL   R8, R11
+	ANDL   R8, R12
+	MOVSD  (DI)(AX*8), X4
+	MOVHPD (DI)(R10*8), X4
+	MOVSD  (DI)(R11*8), X5
+	MOVHPD (DI)(R12*8), X5
+	MOVUPD (DX), X6
+	MOVUPD 16(DX), X7
+	MULPD  X6, X4
+	MULPD  X7, X5
+	ADDPD  X4, X0
+	ADDPD  X5, X1
+	ADDQ   $16, SI
+	ADDQ   $32, DX
+	DECQ   BX
+	JNZ    loop
+
+split:
+	// Sums 0..3 in X0, X4, X1, X5.
+	MOVAPD   X0, X4
+	UNPCKHPD X4, X4
+	MOVAPD   X1, X5
+	UNPCKHPD X5, X5
+	ANDQ     $3, CX
+	JZ       combine
+	MOVL     (SI), AX
+	ORL      AX, R9
+	ANDL     R8, AX
+	MOVSD    (DI)(AX*8), X9
+	MULSD    (DX), X9
+	ADDSD    X9, X0
+	DECQ     CX
+	JZ       combine
+	MOVL     4(SI), AX
+	ORL      AX, R9
+	ANDL     R8, AX
+	MOVSD    (DI)(AX*8), X9
+	MULSD    8(DX), X9
+	ADDSD    X9, X4
+	DECQ     CX
+	JZ       combine
+	MOVL     8(SI), AX
+	ORL      AX, R9
+	ANDL     R8, AX
+	MOVSD    (DI)(AX*8), X9
+	MULSD    16(DX), X9
+	ADDSD    X9, X1
+
+combine:
+	ADDSD X4, X0
+	ADDSD X5, X1
+	ADDSD X1, X0
+	MOVSD X0, dot+80(FP)
+	MOVL  R9, or+88(FP)
+	RET
+
+// AXPY1 is w[idx[k]] += a·val[k] for the entry at io(SI), vo(DX); a in X0.
+#define AXPY1(io, vo) \
+	MOVL  io(SI), AX; \
+	ANDL  R8, AX; \
+	MOVSD vo(DX), X1; \
+	MULSD X0, X1; \
+	ADDSD (DI)(AX*8), X1; \
+	MOVSD X1, (DI)(AX*8)
+
+// func axpySSE2(w []float64, a float64, idx []uint32, val []float64, mask uint32) (ok bool)
+TEXT ·axpySSE2(SB), NOSPLIT, $0-89
+	MOVQ  w_base+0(FP), DI
+	MOVSD a+24(FP), X0
+	MOVQ  idx_base+32(FP), SI
+	MOVQ  idx_len+40(FP), CX
+	MOVQ  val_base+56(FP), DX
+	MOVL  mask+80(FP), R8
+	// The OR of all indices, four at a time: nothing is written if one
+	// has a bit outside the mask.
+	PXOR   X8, X8
+	MOVQ   SI, R10
+	MOVQ   CX, BX
+	SHRQ   $2, BX
+	JZ     orfold
+orloop:
+	MOVOU  (R10), X9
+	POR    X9, X8
+	ADDQ   $16, R10
+	DECQ   BX
+	JNZ    orloop
+orfold:
+	PSHUFD $0x4e, X8, X9
+	POR    X9, X8
+	PSHUFD $0xb1, X8, X9
+	POR    X9, X8
+	MOVL   X8, R9
+	MOVQ   CX, BX
+	ANDQ   $3, BX
+	JZ     orcheck
+ortail:
+	ORL    (R10), R9
+	ADDQ   $4, R10
+	DECQ   BX
+	JNZ    ortail
+orcheck:
+	MOVL   R8, AX
+	NOTL   AX
+	TESTL  AX, R9
+	JNZ    bad
+	// One entry after the other, in increasing k, as in Go: a slot that
+	// occurs twice is read after its first write.
+	MOVQ CX, BX
+	SHRQ $2, BX
+	JZ   tail
+
+loop:
+	AXPY1(0, 0)
+	AXPY1(4, 8)
+	AXPY1(8, 16)
+	AXPY1(12, 24)
+	ADDQ $16, SI
+	ADDQ $32, DX
+	DECQ BX
+	JNZ  loop
+
+tail:
+	ANDQ $3, CX
+	JZ   done
+
+tail1:
+	AXPY1(0, 0)
+	ADDQ $4, SI
+	ADDQ $8, DX
+	DECQ CX
+	JNZ  tail1
+
+done:
+	MOVB $1, ok+88(FP)
+	RET
+
+bad:
+	MOVB $0, ok+88(FP)
+	RET
