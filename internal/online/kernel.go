@@ -1,10 +1,5 @@
 package online
 
-import (
-	"math"
-	"math/bits"
-)
-
 // The hot loops of the learners: sums over the entries of a sparse vector
 // in the canonical order documented on Vector (four interleaved partial
 // sums, entry k into sum k mod 4, combined as (s0+s1)+(s2+s3)), and the
@@ -183,15 +178,6 @@ func step1s(v []float64, i uint32, s, inv, eta, c, x float64) float64 {
 	nw := old - float64(eta*float64(c*x))
 	v[i] = float64(nw * inv)
 	return float64(nw*nw) - float64(old*old)
-}
-
-// slotMask returns 2^j − 1 for the largest 2^j ≤ n, n ≥ 1: every index
-// ≤ slotMask(len(w)) is below len(w). The assembly kernels mask with it.
-func slotMask(n int) uint32 {
-	if uint64(n) > math.MaxUint32 {
-		return math.MaxUint32
-	}
-	return uint32(1)<<(bits.Len(uint(n))-1) - 1
 }
 
 // max0 is math.Max(x, 0), inlined: NaN stays NaN and −0 becomes +0.

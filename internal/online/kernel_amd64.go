@@ -12,50 +12,18 @@ package online
 // register) and replaces the bounds check of every w[idx[k]] by a mask.
 // (The OGD steps stay in Go: the same treatment did not make them faster.)
 //
-// Bounds: the reads use idx[k]&mask with mask = slotMask(len(w)), always
-// in bounds, and return the OR of the indices; if an index had a bit above
-// the mask, the wrapper drops the result and runs the Go version, which
-// reads the slot if it is below len(w) (the bias slot w[2^bits] of a
-// learner) and panics if not, exactly as before. axpy checks the indices
-// before it writes and leaves the same cases to the Go version, untouched.
+// The functions are the assembly itself, called without a Go wrapper
+// (each wrapper layer cost ~8% of a Perceptron round): kernel_amd64.s says
+// how the reads stay in bounds without a check per entry and when the Go
+// version runs instead.
 
-func dotNorm2(idx []uint32, val []float64, w []float64) (dot, n2 float64) {
-	val = val[:len(idx)]
-	if len(w) > 0 {
-		m := slotMask(len(w))
-		if d, n, or := dotNorm2SSE2(idx, val, w, m); or&^m == 0 {
-			return d, n
-		}
-	}
-	return dotNorm2Generic(idx, val, w)
-}
-
-func dot(idx []uint32, val []float64, w []float64) float64 {
-	val = val[:len(idx)]
-	if len(w) > 0 {
-		m := slotMask(len(w))
-		if d, or := dotSSE2(idx, val, w, m); or&^m == 0 {
-			return d
-		}
-	}
-	return dotGeneric(idx, val, w)
-}
-
-func axpy(w []float64, a float64, idx []uint32, val []float64) {
-	val = val[:len(idx)]
-	if len(w) == 0 || !axpySSE2(w, a, idx, val, slotMask(len(w))) {
-		axpyGeneric(w, a, idx, val)
-	}
-}
-
-// The assembly. len(val) ≥ len(idx) and len(w) > mask are the callers'
-// to guarantee.
+// Implemented in kernel_amd64.s.
 
 //go:noescape
-func dotNorm2SSE2(idx []uint32, val []float64, w []float64, mask uint32) (dot, n2 float64, or uint32)
+func dotNorm2(idx []uint32, val []float64, w []float64) (dot, n2 float64)
 
 //go:noescape
-func dotSSE2(idx []uint32, val []float64, w []float64, mask uint32) (dot float64, or uint32)
+func dot(idx []uint32, val []float64, w []float64) float64
 
 //go:noescape
-func axpySSE2(w []float64, a float64, idx []uint32, val []float64, mask uint32) (ok bool)
+func axpy(w []float64, a float64, idx []uint32, val []float64)

@@ -2,27 +2,56 @@
 
 #include "textflag.h"
 
-// The learners' kernels in SSE2 (kernel_amd64.go says why and what the
-// wrappers check). Each computes the bits of its Go version in kernel.go:
-// the same products and sums, rounded in the same order (SSE2 arithmetic
-// is IEEE binary64 with round-to-nearest, never fused). The sums over
-// entries keep the four partial sums of the canonical order (entry k into
-// sum k mod 4); the reads pack sums 0,1 and 2,3 in two registers.
+// dotNorm2, dot and axpy in SSE2 (kernel_amd64.go says why). Each computes
+// the bits of its Go version in kernel.go: the same products and sums,
+// rounded in the same order (SSE2 arithmetic is IEEE binary64 with
+// round-to-nearest, never fused). The sums over entries keep the four
+// partial sums of the canonical order (entry k into sum k mod 4); the
+// reads pack sums 0,1 and 2,3 in two registers.
 //
-// No index is checked against the length of w. The reads use idx[k]&mask,
-// in bounds whatever idx holds (the wrappers pass 2^j-1 ≤ len(w)-1), and
-// return the OR of all indices so the caller can tell whether any was
-// masked. axpy checks first and writes nothing if an index is above the
-// mask; it masks as well, so that no value of idx can make it write out
-// of bounds.
+// No index is compared with len(w). The reads use idx[k]&mask, with mask
+// = 2^j − 1 for the largest 2^j ≤ len(w), in bounds whatever idx holds,
+// and OR all indices together: if one had a bit outside the mask, the
+// result is dropped and the Go version runs instead (it reads a slot in
+// [2^j, len(w)), such as a learner's bias slot, and panics on one beyond
+// len(w)). axpy checks first and writes nothing before it hands such a
+// vector to its Go version; it masks as well, so that no value of idx can
+// make it write out of bounds. len(val) < len(idx) and an empty w go to
+// the Go versions too, which panic as they always did. The Go versions
+// have the same signatures: a tail jump with the arguments in place.
 
-// func dotNorm2SSE2(idx []uint32, val []float64, w []float64, mask uint32) (dot, n2 float64, or uint32)
-TEXT ·dotNorm2SSE2(SB), NOSPLIT, $0-100
-	MOVQ idx_base+0(FP), SI
+// SLOTMASK turns R8 = len(w) > 0 into 2^j − 1 for the largest 2^j ≤ len(w):
+// every index ≤ R8 is in bounds of w. The reads use the low 32 bits
+// (all ones once len(w) ≥ 2^32). Clobbers R10.
+#define SLOTMASK \
+	MOVQ  CX, R10; \
+	BSRQ  R8, CX; \
+	MOVL  $1, R8; \
+	SHLQ  CX, R8; \
+	DECQ  R8; \
+	MOVQ  R10, CX
+
+// MASKED jumps to slow if R9, the OR of the indices, has a bit outside
+// the mask R8, that is if some index was masked. Clobbers AX.
+#define MASKED(slow) \
+	MOVQ  R8, AX; \
+	NOTQ  AX; \
+	TESTQ AX, R9; \
+	JNZ   slow
+
+// func dotNorm2(idx []uint32, val []float64, w []float64) (dot, n2 float64)
+TEXT ·dotNorm2(SB), NOSPLIT, $0-88
 	MOVQ idx_len+8(FP), CX
+	MOVQ val_len+32(FP), BX
+	CMPQ BX, CX
+	JLT  slow
+	MOVQ w_len+56(FP), R8
+	TESTQ R8, R8
+	JZ   slow
+	SLOTMASK
+	MOVQ idx_base+0(FP), SI
 	MOVQ val_base+24(FP), DX
 	MOVQ w_base+48(FP), DI
-	MOVL mask+72(FP), R8
 	XORL R9, R9   // OR of the indices
 	XORPD X0, X0  // dot sums 0, 1
 	XORPD X1, X1  // dot sums 2, 3
@@ -116,18 +145,27 @@ combine:
 	ADDSD X6, X2
 	ADDSD X7, X3
 	ADDSD X3, X2
-	MOVSD X0, dot+80(FP)
-	MOVSD X2, n2+88(FP)
-	MOVL  R9, or+96(FP)
+	MASKED(slow)
+	MOVSD X0, dot+72(FP)
+	MOVSD X2, n2+80(FP)
 	RET
 
-// func dotSSE2(idx []uint32, val []float64, w []float64, mask uint32) (dot float64, or uint32)
-TEXT ·dotSSE2(SB), NOSPLIT, $0-92
-	MOVQ idx_base+0(FP), SI
+slow:
+	JMP ·dotNorm2Generic(SB)
+
+// func dot(idx []uint32, val []float64, w []float64) float64
+TEXT ·dot(SB), NOSPLIT, $0-80
 	MOVQ idx_len+8(FP), CX
+	MOVQ val_len+32(FP), BX
+	CMPQ BX, CX
+	JLT  slow
+	MOVQ w_len+56(FP), R8
+	TESTQ R8, R8
+	JZ   slow
+	SLOTMASK
+	MOVQ idx_base+0(FP), SI
 	MOVQ val_base+24(FP), DX
 	MOVQ w_base+48(FP), DI
-	MOVL mask+72(FP), R8
 	XORL R9, R9
 	XORPD X0, X0  // sums 0, 1
 	XORPD X1, X1  // sums 2, 3
@@ -198,9 +236,12 @@ combine:
 	ADDSD X4, X0
 	ADDSD X5, X1
 	ADDSD X1, X0
-	MOVSD X0, dot+80(FP)
-	MOVL  R9, or+88(FP)
+	MASKED(slow)
+	MOVSD X0, ret+72(FP)
 	RET
+
+slow:
+	JMP ·dotGeneric(SB)
 
 // AXPY1 is w[idx[k]] += a·val[k] for the entry at io(SI), vo(DX); a in X0.
 #define AXPY1(io, vo) \
@@ -211,14 +252,20 @@ combine:
 	ADDSD (DI)(AX*8), X1; \
 	MOVSD X1, (DI)(AX*8)
 
-// func axpySSE2(w []float64, a float64, idx []uint32, val []float64, mask uint32) (ok bool)
-TEXT ·axpySSE2(SB), NOSPLIT, $0-89
+// func axpy(w []float64, a float64, idx []uint32, val []float64)
+TEXT ·axpy(SB), NOSPLIT, $0-80
+	MOVQ  idx_len+40(FP), CX
+	MOVQ  w_len+8(FP), R8
+	MOVQ  val_len+64(FP), BX
+	CMPQ  BX, CX
+	JLT   slow
+	TESTQ R8, R8
+	JZ    slow
+	SLOTMASK
 	MOVQ  w_base+0(FP), DI
 	MOVSD a+24(FP), X0
 	MOVQ  idx_base+32(FP), SI
-	MOVQ  idx_len+40(FP), CX
 	MOVQ  val_base+56(FP), DX
-	MOVL  mask+80(FP), R8
 	// The OR of all indices, four at a time: nothing is written if one
 	// has a bit outside the mask.
 	PXOR   X8, X8
@@ -247,10 +294,7 @@ ortail:
 	DECQ   BX
 	JNZ    ortail
 orcheck:
-	MOVL   R8, AX
-	NOTL   AX
-	TESTL  AX, R9
-	JNZ    bad
+	MASKED(slow)
 	// One entry after the other, in increasing k, as in Go: a slot that
 	// occurs twice is read after its first write.
 	MOVQ CX, BX
@@ -279,9 +323,7 @@ tail1:
 	JNZ  tail1
 
 done:
-	MOVB $1, ok+88(FP)
 	RET
 
-bad:
-	MOVB $0, ok+88(FP)
-	RET
+slow:
+	JMP ·axpyGeneric(SB)

@@ -149,7 +149,7 @@ func kernelCase(r *rand.Rand) (w []float64, x Vector) {
 		m = 1000
 	}
 	x = Vector{Idx: make([]uint32, m), Val: make([]float64, m)}
-	low := int(slotMaskOf(n)) + 1
+	low := int(lowSlots(n))
 	for k := range x.Idx {
 		switch {
 		case k > 0 && r.IntN(10) == 0:
@@ -164,13 +164,14 @@ func kernelCase(r *rand.Rand) (w []float64, x Vector) {
 	return w, x
 }
 
-// slotMaskOf is slotMask, written without bit tricks.
-func slotMaskOf(n int) uint32 {
+// lowSlots is the largest power of two ≤ n: the assembly kernels mask
+// indices below it.
+func lowSlots(n int) uint64 {
 	p := uint64(1)
-	for p*2 <= uint64(n) && p*2 <= 1<<32 {
+	for p*2 <= uint64(n) {
 		p *= 2
 	}
-	return uint32(p - 1)
+	return p
 }
 
 func kernelValue(r *rand.Rand) float64 {
@@ -226,48 +227,65 @@ func TestKernelsMatchGeneric(t *testing.T) {
 // index out of range, and axpy leaves the slots before it as its Go
 // version does; len(val) < len(idx) panics.
 func TestKernelsOutOfRange(t *testing.T) {
-	w := make([]float64, 1<<4+1)
-	x := Vector{Idx: []uint32{1, 3, 16, 17, 5}, Val: []float64{1, 2, 3, 4, 5}}
-	mustPanic := func(name string, f func()) {
-		t.Helper()
-		defer func() {
-			if e, _ := recover().(error); e == nil || !strings.Contains(e.Error(), "index out of range [17] with length 17") {
-				t.Errorf("%s: recovered %v, want index out of range [17]", name, e)
-			}
-		}()
-		f()
+	for _, c := range []struct {
+		n   int
+		idx []uint32
+	}{
+		{16, []uint32{1, 3, 15, 16, 5}},
+		{17, []uint32{1, 3, 15, 17, 5}},
+		{16, []uint32{16}}, // alone: only the mask can tell it from a valid index
+		{1 << 10, []uint32{1 << 10}},
+	} {
+		n := c.n
+		w := make([]float64, n)
+		x := Vector{Idx: c.idx, Val: []float64{1, 2, 3, 4, 5}[:len(c.idx)]}
+		want := fmt.Sprintf("index out of range [%d] with length %d", n, n)
+		mustPanic := func(name string, f func()) {
+			t.Helper()
+			defer func() {
+				if e, _ := recover().(error); e == nil || !strings.Contains(e.Error(), want) {
+					t.Errorf("len(w) %d: %s: recovered %v, want %s", n, name, e, want)
+				}
+			}()
+			f()
+		}
+		mustPanic("dotNorm2", func() { dotNorm2(x.Idx, x.Val, w) })
+		mustPanic("dot", func() { dot(x.Idx, x.Val, w) })
+		v1, v2 := slices.Clone(w), slices.Clone(w)
+		mustPanic("axpy", func() { axpy(v1, 2, x.Idx, x.Val) })
+		mustPanic("axpy (Go)", func() { axpyGeneric(v2, 2, x.Idx, x.Val) })
+		if !slices.Equal(v1, v2) {
+			t.Errorf("len(w) %d: axpy: after the panic w = %v; Go %v", n, v1, v2)
+		}
+		short := x.Val[:len(x.Idx)-1]
+		for name, f := range map[string]func(){
+			"dotNorm2": func() { dotNorm2(x.Idx, short, w) },
+			"dot":      func() { dot(x.Idx, short, w) },
+			"axpy":     func() { axpy(w, 1, x.Idx, short) },
+		} {
+			func() {
+				defer func() {
+					if recover() == nil {
+						t.Errorf("%s: len(val) < len(idx) did not panic", name)
+					}
+				}()
+				f()
+			}()
+		}
 	}
-	mustPanic("dotNorm2", func() { dotNorm2(x.Idx, x.Val, w) })
-	mustPanic("dot", func() { dot(x.Idx, x.Val, w) })
-	v1, v2 := slices.Clone(w), slices.Clone(w)
-	mustPanic("axpy", func() { axpy(v1, 2, x.Idx, x.Val) })
-	mustPanic("axpy (Go)", func() { axpyGeneric(v2, 2, x.Idx, x.Val) })
-	if !slices.Equal(v1, v2) {
-		t.Errorf("axpy: after the panic w = %v; Go %v", v1, v2)
-	}
-	short := x.Val[:2]
 	for name, f := range map[string]func(){
-		"dotNorm2": func() { dotNorm2(x.Idx, short, w) },
-		"dot":      func() { dot(x.Idx, short, w) },
-		"axpy":     func() { axpy(w, 1, x.Idx, short) },
+		"dotNorm2": func() { dotNorm2([]uint32{0}, []float64{1}, nil) },
+		"dot":      func() { dot([]uint32{0}, []float64{1}, nil) },
+		"axpy":     func() { axpy(nil, 1, []uint32{0}, []float64{1}) },
 	} {
 		func() {
 			defer func() {
 				if recover() == nil {
-					t.Errorf("%s: len(val) < len(idx) did not panic", name)
+					t.Errorf("%s: an index into an empty w did not panic", name)
 				}
 			}()
 			f()
 		}()
-	}
-}
-
-// TestSlotMask: slotMask is the largest 2^j − 1 below n.
-func TestSlotMask(t *testing.T) {
-	for _, n := range []int{1, 2, 3, 4, 5, 1 << 18, 1<<18 + 1, 1<<20 - 1, 1 << 31, 1<<32 - 1, 1 << 32, 1<<32 + 1, math.MaxInt} {
-		if got, want := slotMask(n), slotMaskOf(n); got != want {
-			t.Errorf("slotMask(%d) = %#x, want %#x", n, got, want)
-		}
 	}
 }
 

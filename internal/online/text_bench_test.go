@@ -41,7 +41,7 @@ func realStream(b *testing.B, path string, cfg event.Config) ([]online.Vector, [
 		xs = append(xs, online.Vector{Idx: slices.Clone(ev.X.Idx), Val: slices.Clone(ev.X.Val)})
 		ys = append(ys, ev.Label)
 	}
-	return xs, ys
+	return packed(xs), ys
 }
 
 // BenchmarkPredictUpdateText is BenchmarkPredictUpdate on real text, one
