@@ -39,59 +39,83 @@
 	TESTQ AX, R9; \
 	JNZ   slow
 
+// READS is the start of the two read kernels, whose arguments are the
+// same (idx, val, w): it sends len(val) < len(idx) and an empty w to slow,
+// and sets CX = len(idx), R8 = the mask, SI, DX, DI = idx, val, w, R9 = 0
+// (the OR of the indices), BX = len(idx)/4 (the loop's count), X0 = X1 = 0
+// (sums 0,1 and 2,3).
+#define READS(slow) \
+	MOVQ  idx_len+8(FP), CX; \
+	MOVQ  val_len+32(FP), BX; \
+	CMPQ  BX, CX; \
+	JLT   slow; \
+	MOVQ  w_len+56(FP), R8; \
+	TESTQ R8, R8; \
+	JZ    slow; \
+	SLOTMASK; \
+	MOVQ  idx_base+0(FP), SI; \
+	MOVQ  val_base+24(FP), DX; \
+	MOVQ  w_base+48(FP), DI; \
+	XORL  R9, R9; \
+	XORPD X0, X0; \
+	XORPD X1, X1; \
+	MOVQ  CX, BX; \
+	SHRQ  $2, BX
+
+// GATHER4 reads the four entries at SI, DX: w at their masked indices
+// into X4 (entries 0, 1) and X5 (2, 3), their values into X6 and X7, and
+// ORs the indices into R9.
+#define GATHER4 \
+	MOVL   (SI), AX; \
+	MOVL   4(SI), R10; \
+	MOVL   8(SI), R11; \
+	MOVL   12(SI), R12; \
+	ORL    AX, R9; \
+	ORL    R10, R9; \
+	ORL    R11, R9; \
+	ORL    R12, R9; \
+	ANDL   R8, AX; \
+	ANDL   R8, R10; \
+	ANDL   R8, R11; \
+	ANDL   R8, R12; \
+	MOVSD  (DI)(AX*8), X4; \
+	MOVHPD (DI)(R10*8), X4; \
+	MOVSD  (DI)(R11*8), X5; \
+	MOVHPD (DI)(R12*8), X5; \
+	MOVUPD (DX), X6; \
+	MOVUPD 16(DX), X7
+
+// GATHER1 reads the entry at io(SI), vo(DX): w at its masked index into
+// X9, its value into X8, and ORs the index into R9.
+#define GATHER1(io, vo) \
+	MOVL  io(SI), AX; \
+	ORL   AX, R9; \
+	ANDL  R8, AX; \
+	MOVSD vo(DX), X8; \
+	MOVSD (DI)(AX*8), X9
+
 // func dotNorm2(idx []uint32, val []float64, w []float64) (dot, n2 float64)
 TEXT ·dotNorm2(SB), NOSPLIT, $0-88
-	MOVQ idx_len+8(FP), CX
-	MOVQ val_len+32(FP), BX
-	CMPQ BX, CX
-	JLT  slow
-	MOVQ w_len+56(FP), R8
-	TESTQ R8, R8
-	JZ   slow
-	SLOTMASK
-	MOVQ idx_base+0(FP), SI
-	MOVQ val_base+24(FP), DX
-	MOVQ w_base+48(FP), DI
-	XORL R9, R9   // OR of the indices
-	XORPD X0, X0  // dot sums 0, 1
-	XORPD X1, X1  // dot sums 2, 3
-	XORPD X2, X2  // norm sums 0, 1
-	XORPD X3, X3  // norm sums 2, 3
-	MOVQ CX, BX
-	SHRQ $2, BX
-	JZ   split
+	READS(slow)
+	XORPD X2, X2 // norm sums 0, 1
+	XORPD X3, X3 // norm sums 2, 3
+	TESTQ BX, BX
+	JZ    split
 
 loop:
-	MOVL   (SI), AX
-	MOVL   4(SI), R10
-	MOVL   8(SI), R11
-	MOVL   12(SI), R12
-	ORL    AX, R9
-	ORL    R10, R9
-	ORL    R11, R9
-	ORL    R12, R9
-	ANDL   R8, AX
-	ANDL   R8, R10
-	ANDL   R8, R11
-	ANDL   R8, R12
-	MOVSD  (DI)(AX*8), X4
-	MOVHPD (DI)(R10*8), X4
-	MOVSD  (DI)(R11*8), X5
-	MOVHPD (DI)(R12*8), X5
-	MOVUPD (DX), X6
-	MOVUPD 16(DX), X7
-	MULPD  X6, X4
-	MULPD  X7, X5
-	ADDPD  X4, X0
-	ADDPD  X5, X1
-	MULPD  X6, X6
-	MULPD  X7, X7
-	ADDPD  X6, X2
-	ADDPD  X7, X3
-	ADDQ   $16, SI
-	ADDQ   $32, DX
-	DECQ   BX
-	JNZ    loop
+	GATHER4
+	MULPD X6, X4
+	MULPD X7, X5
+	ADDPD X4, X0
+	ADDPD X5, X1
+	MULPD X6, X6
+	MULPD X7, X7
+	ADDPD X6, X2
+	ADDPD X7, X3
+	ADDQ  $16, SI
+	ADDQ  $32, DX
+	DECQ  BX
+	JNZ   loop
 
 split:
 	// Sums 0..3: dot in X0, X4, X1, X5; norm in X2, X6, X3, X7.
@@ -105,33 +129,21 @@ split:
 	UNPCKHPD X7, X7
 	ANDQ     $3, CX
 	JZ       combine
-	MOVL     (SI), AX
-	ORL      AX, R9
-	ANDL     R8, AX
-	MOVSD    (DX), X8
-	MOVSD    (DI)(AX*8), X9
+	GATHER1(0, 0)
 	MULSD    X8, X9
 	ADDSD    X9, X0
 	MULSD    X8, X8
 	ADDSD    X8, X2
 	DECQ     CX
 	JZ       combine
-	MOVL     4(SI), AX
-	ORL      AX, R9
-	ANDL     R8, AX
-	MOVSD    8(DX), X8
-	MOVSD    (DI)(AX*8), X9
+	GATHER1(4, 8)
 	MULSD    X8, X9
 	ADDSD    X9, X4
 	MULSD    X8, X8
 	ADDSD    X8, X6
 	DECQ     CX
 	JZ       combine
-	MOVL     8(SI), AX
-	ORL      AX, R9
-	ANDL     R8, AX
-	MOVSD    16(DX), X8
-	MOVSD    (DI)(AX*8), X9
+	GATHER1(8, 16)
 	MULSD    X8, X9
 	ADDSD    X9, X1
 	MULSD    X8, X8
@@ -155,51 +167,20 @@ slow:
 
 // func dot(idx []uint32, val []float64, w []float64) float64
 TEXT ·dot(SB), NOSPLIT, $0-80
-	MOVQ idx_len+8(FP), CX
-	MOVQ val_len+32(FP), BX
-	CMPQ BX, CX
-	JLT  slow
-	MOVQ w_len+56(FP), R8
-	TESTQ R8, R8
-	JZ   slow
-	SLOTMASK
-	MOVQ idx_base+0(FP), SI
-	MOVQ val_base+24(FP), DX
-	MOVQ w_base+48(FP), DI
-	XORL R9, R9
-	XORPD X0, X0  // sums 0, 1
-	XORPD X1, X1  // sums 2, 3
-	MOVQ CX, BX
-	SHRQ $2, BX
-	JZ   split
+	READS(slow)
+	TESTQ BX, BX
+	JZ    split
 
 loop:
-	MOVL   (SI), AX
-	MOVL   4(SI), R10
-	MOVL   8(SI), R11
-	MOVL   12(SI), R12
-	ORL    AX, R9
-	ORL    R10, R9
-	ORL    R11, R9
-	ORL    R12, R9
-	ANDL   R8, AX
-	ANDL   R8, R10
-	ANDL   R8, R11
-	ANDL   R8, R12
-	MOVSD  (DI)(AX*8), X4
-	MOVHPD (DI)(R10*8), X4
-	MOVSD  (DI)(R11*8), X5
-	MOVHPD (DI)(R12*8), X5
-	MOVUPD (DX), X6
-	MOVUPD 16(DX), X7
-	MULPD  X6, X4
-	MULPD  X7, X5
-	ADDPD  X4, X0
-	ADDPD  X5, X1
-	ADDQ   $16, SI
-	ADDQ   $32, DX
-	DECQ   BX
-	JNZ    loop
+	GATHER4
+	MULPD X6, X4
+	MULPD X7, X5
+	ADDPD X4, X0
+	ADDPD X5, X1
+	ADDQ  $16, SI
+	ADDQ  $32, DX
+	DECQ  BX
+	JNZ   loop
 
 split:
 	// Sums 0..3 in X0, X4, X1, X5.
@@ -209,27 +190,18 @@ split:
 	UNPCKHPD X5, X5
 	ANDQ     $3, CX
 	JZ       combine
-	MOVL     (SI), AX
-	ORL      AX, R9
-	ANDL     R8, AX
-	MOVSD    (DI)(AX*8), X9
-	MULSD    (DX), X9
+	GATHER1(0, 0)
+	MULSD    X8, X9
 	ADDSD    X9, X0
 	DECQ     CX
 	JZ       combine
-	MOVL     4(SI), AX
-	ORL      AX, R9
-	ANDL     R8, AX
-	MOVSD    (DI)(AX*8), X9
-	MULSD    8(DX), X9
+	GATHER1(4, 8)
+	MULSD    X8, X9
 	ADDSD    X9, X4
 	DECQ     CX
 	JZ       combine
-	MOVL     8(SI), AX
-	ORL      AX, R9
-	ANDL     R8, AX
-	MOVSD    (DI)(AX*8), X9
-	MULSD    16(DX), X9
+	GATHER1(8, 16)
+	MULSD    X8, X9
 	ADDSD    X9, X1
 
 combine:
