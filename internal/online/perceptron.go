@@ -88,6 +88,11 @@ type Perceptron struct {
 	raw     float64
 	xn2     float64
 	pending bool
+
+	// The Guarantee of the current updates, maxR2 and viol, valid while
+	// gOK: the tracker asks every round, it changes only on some.
+	g   Guarantee
+	gOK bool
 }
 
 var (
@@ -170,12 +175,14 @@ func (p *Perceptron) Update(x Vector, y int8) {
 	}
 	if r2 > p.maxR2 {
 		p.maxR2 = r2
+		p.gOK = false
 	}
 	fy := float64(y)
 	if fy*raw > 0 {
 		return
 	}
 	p.updates++
+	p.gOK = false
 	axpy(p.w, fy, x.Idx, x.Val)
 	if p.cfg.Bias {
 		p.w[p.dim] += fy
@@ -206,6 +213,13 @@ func (p *Perceptron) Loss(pr Prediction, y int8) float64 {
 // Guarantee returns the mistake bound (R/γ)² when Margin is set and the
 // margin certificate R/√M once there was an update.
 func (p *Perceptron) Guarantee() Guarantee {
+	if !p.gOK {
+		p.g, p.gOK = p.guarantee(), true
+	}
+	return p.g
+}
+
+func (p *Perceptron) guarantee() Guarantee {
 	g := Guarantee{RegretBound: math.NaN(), Violations: p.viol}
 	if p.cfg.Margin > 0 {
 		g.Kind = MistakeBound
@@ -262,6 +276,7 @@ func (p *Perceptron) UnmarshalBinary(b []byte) error {
 		return err
 	}
 	p.rounds, p.updates, p.maxR2, p.viol = rounds, updates, maxR2, viol
+	p.gOK = false
 	p.w, p.u = w, u
 	p.pending = false
 	return nil

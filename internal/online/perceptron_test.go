@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/streamlearn/streamlearn/internal/online"
+	"github.com/streamlearn/streamlearn/internal/online/onlinetest"
 )
 
 // marginStream returns n examples in the unit ball of R^d (slots 0..d-1)
@@ -171,6 +172,57 @@ func TestPerceptronViolation(t *testing.T) {
 	if want := p.Updates() - uint64(math.Floor(g.Value)); g.Violations < want-1 || g.Violations > want+1 {
 		t.Errorf("violations %d, want ≈ %d", g.Violations, want)
 	}
+}
+
+// TestPerceptronGuaranteeCurrent: the Guarantee the tracker asks for every
+// round (kept between the rounds that change it) is, on every round, the
+// one a learner restored from the same state computes afresh: with and
+// without a margin, as R grows, on updates and violations.
+func TestPerceptronGuaranteeCurrent(t *testing.T) {
+	for _, cfg := range []online.PerceptronConfig{{Margin: 0.3}, {Bias: true}, {Average: true}} {
+		r := rand.New(rand.NewPCG(5, 5))
+		p, _ := online.NewPerceptron(6, cfg)
+		q, _ := online.NewPerceptron(6, cfg)
+		var changes int
+		last := p.Guarantee()
+		for k := range 3000 {
+			x := onlinetest.RandomVector(r, 6, 1+r.IntN(8))
+			for i := range x.Val {
+				x.Val[i] *= 1 + float64(k)/1000 // R grows now and then
+			}
+			y := online.Positive
+			if r.IntN(3) == 0 {
+				y = online.Negative
+			}
+			p.Predict(x)
+			if g := p.Guarantee(); !sameGuarantee(g, last) {
+				t.Fatalf("%+v round %d: Predict changed the guarantee", cfg, k)
+			}
+			p.Update(x, y)
+			g := p.Guarantee()
+			b, _ := p.MarshalBinary()
+			if err := q.UnmarshalBinary(b); err != nil {
+				t.Fatal(err)
+			}
+			if want := q.Guarantee(); !sameGuarantee(g, want) {
+				t.Fatalf("%+v round %d: Guarantee %+v, restored %+v", cfg, k, g, want)
+			}
+			if !sameGuarantee(g, last) {
+				changes++
+			}
+			last = g
+		}
+		if changes < 10 {
+			t.Errorf("%+v: the guarantee changed %d times; the stream does not test the cache", cfg, changes)
+		}
+	}
+}
+
+func sameGuarantee(a, b online.Guarantee) bool {
+	same := func(x, y float64) bool { return x == y || (x != x && y != y) }
+	return a.Kind == b.Kind && same(a.Value, b.Value) && a.Comparator == b.Comparator &&
+		same(a.ComparatorLoss, b.ComparatorLoss) && same(a.RegretBound, b.RegretBound) &&
+		a.CertificateKind == b.CertificateKind && same(a.Certificate, b.Certificate) && a.Violations == b.Violations
 }
 
 // TestPerceptronAlgorithm checks the update rule and the tie rule on a
