@@ -107,9 +107,9 @@ func axpyGeneric(w []float64, a float64, idx []uint32, val []float64) {
 	}
 }
 
-// stepUnscaled makes OGD's step v_i ← v_i − η·(c·x_i) on the slots
-// of x in increasing k (w = v, scale 1) and returns the change of ‖v‖²,
-// summed in the canonical summation order (see Vector).
+// stepUnscaled makes OGD's step v_i ← v_i − η·(c·x_i) on the slots of x
+// (w = v, scale 1) and returns the change of ‖v‖², summed in the canonical
+// summation order (see Vector).
 func stepUnscaled(v []float64, eta, c float64, idx []uint32, val []float64) float64 {
 	val = val[:len(idx)]
 	var d0, d1, d2, d3 float64
@@ -135,8 +135,7 @@ func stepUnscaled(v []float64, eta, c float64, idx []uint32, val []float64) floa
 	return (d0 + d1) + (d2 + d3)
 }
 
-// step1 is one coordinate of stepUnscaled: it returns the change
-// of v_i².
+// step1 is one coordinate of stepUnscaled: it returns the change of v_i².
 func step1(v []float64, i uint32, eta, c, x float64) float64 {
 	old := v[i]
 	nw := old - float64(eta*float64(c*x))
@@ -144,8 +143,8 @@ func step1(v []float64, i uint32, eta, c, x float64) float64 {
 	return float64(nw*nw) - float64(old*old)
 }
 
-// stepScaled is stepUnscaled for w = s·v: the step is made
-// in w's scale and stored divided by s (times inv = 1/s).
+// stepScaled is stepUnscaled for w = s·v: the step is made in w's scale
+// and stored divided by s (times inv = 1/s).
 func stepScaled(v []float64, s, inv, eta, c float64, idx []uint32, val []float64) float64 {
 	val = val[:len(idx)]
 	var d0, d1, d2, d3 float64
@@ -171,8 +170,7 @@ func stepScaled(v []float64, s, inv, eta, c float64, idx []uint32, val []float64
 	return (d0 + d1) + (d2 + d3)
 }
 
-// step1s is one coordinate of stepScaled: it returns the change
-// of w_i².
+// step1s is one coordinate of stepScaled: it returns the change of w_i².
 func step1s(v []float64, i uint32, s, inv, eta, c, x float64) float64 {
 	old := float64(s * v[i])
 	nw := old - float64(eta*float64(c*x))
