@@ -195,7 +195,7 @@ func TestPerceptronGuaranteeCurrent(t *testing.T) {
 				y = online.Negative
 			}
 			p.Predict(x)
-			if g := p.Guarantee(); !sameGuarantee(g, last) {
+			if g := p.Guarantee(); !onlinetest.SameGuarantee(g, last) {
 				t.Fatalf("%+v round %d: Predict changed the guarantee", cfg, k)
 			}
 			p.Update(x, y)
@@ -204,10 +204,10 @@ func TestPerceptronGuaranteeCurrent(t *testing.T) {
 			if err := q.UnmarshalBinary(b); err != nil {
 				t.Fatal(err)
 			}
-			if want := q.Guarantee(); !sameGuarantee(g, want) {
+			if want := q.Guarantee(); !onlinetest.SameGuarantee(g, want) {
 				t.Fatalf("%+v round %d: Guarantee %+v, restored %+v", cfg, k, g, want)
 			}
-			if !sameGuarantee(g, last) {
+			if !onlinetest.SameGuarantee(g, last) {
 				changes++
 			}
 			last = g
@@ -216,13 +216,6 @@ func TestPerceptronGuaranteeCurrent(t *testing.T) {
 			t.Errorf("%+v: the guarantee changed %d times; the stream does not test the cache", cfg, changes)
 		}
 	}
-}
-
-func sameGuarantee(a, b online.Guarantee) bool {
-	same := func(x, y float64) bool { return x == y || (x != x && y != y) }
-	return a.Kind == b.Kind && same(a.Value, b.Value) && a.Comparator == b.Comparator &&
-		same(a.ComparatorLoss, b.ComparatorLoss) && same(a.RegretBound, b.RegretBound) &&
-		a.CertificateKind == b.CertificateKind && same(a.Certificate, b.Certificate) && a.Violations == b.Violations
 }
 
 // TestPerceptronAlgorithm checks the update rule and the tie rule on a

@@ -241,14 +241,16 @@ func same(a, b []round) (int, string) {
 		if math.Float64bits(x.loss) != math.Float64bits(y.loss) {
 			return k, fmt.Sprintf("loss %v vs %v", x.loss, y.loss)
 		}
-		if !sameGuarantee(x.g, y.g) {
+		if !SameGuarantee(x.g, y.g) {
 			return k, fmt.Sprintf("guarantee %+v vs %+v", x.g, y.g)
 		}
 	}
 	return -1, ""
 }
 
-func sameGuarantee(a, b online.Guarantee) bool {
+// SameGuarantee reports whether a and b are the same guarantee, bit for
+// bit, any NaN matching any NaN.
+func SameGuarantee(a, b online.Guarantee) bool {
 	eq := func(x, y float64) bool {
 		return math.Float64bits(x) == math.Float64bits(y) || (math.IsNaN(x) && math.IsNaN(y))
 	}
@@ -304,7 +306,7 @@ func testCheckpoint(t *testing.T, newLearner func() online.Learner, ex []Example
 			t.Fatalf("cut %d: restored learner marshals to different bytes", cut)
 		}
 		if ga, ok := a.(online.Guaranteed); ok {
-			if gb := b.(online.Guaranteed).Guarantee(); !sameGuarantee(ga.Guarantee(), gb) {
+			if gb := b.(online.Guaranteed).Guarantee(); !SameGuarantee(ga.Guarantee(), gb) {
 				t.Fatalf("cut %d: restored guarantee %+v, want %+v", cut, gb, ga.Guarantee())
 			}
 		}
