@@ -149,7 +149,9 @@ func acceptsGzip(header string) bool {
 }
 
 // etagMatch reports whether an If-None-Match header value matches etag
-// (weak comparison, RFC 9110 section 13.1.2).
+// (weak comparison, RFC 9110 section 13.1.2). The gzip path checks it
+// itself rather than through http.ServeContent, which wants the body
+// first: a polling dashboard's 304 would compress the curves every time.
 func etagMatch(header, etag string) bool {
 	for tag := range strings.SplitSeq(header, ",") {
 		tag = strings.TrimSpace(tag)
