@@ -1,6 +1,7 @@
 package online_test
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 
@@ -8,11 +9,10 @@ import (
 	"github.com/streamlearn/streamlearn/internal/online/onlinetest"
 )
 
-// TestConformance runs every learner configuration of this package through
-// the onlinetest suite.
-func TestConformance(t *testing.T) {
-	const bits = 8
-	stream := onlinetest.LinearStream(bits, 300, 12, 0.1)
+// linear returns a constructor for each learner configuration of this
+// package the conformance tests cover, by name.
+func linear(t *testing.T, bits uint) map[string]func() online.Learner {
+	ls := map[string]func() online.Learner{}
 	for _, cfg := range []online.PerceptronConfig{
 		{},
 		{Bias: true},
@@ -20,13 +20,13 @@ func TestConformance(t *testing.T) {
 		{Bias: true, Average: true},
 		{Margin: 0.1, Bias: true},
 	} {
-		onlinetest.Run(t, fmt.Sprintf("perceptron%+v", cfg), func() online.Learner {
+		ls[fmt.Sprintf("perceptron%+v", cfg)] = func() online.Learner {
 			p, err := online.NewPerceptron(bits, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return p
-		}, stream)
+		}
 	}
 	for _, loss := range []string{online.LossHinge, online.LossLogistic, online.LossSquared} {
 		for _, cfg := range []online.OGDConfig{
@@ -36,13 +36,52 @@ func TestConformance(t *testing.T) {
 			{Eta: 0.1, Schedule: online.ScheduleFixed, Bias: true, BiasEta: 0.01},
 		} {
 			cfg.Loss = loss
-			onlinetest.Run(t, fmt.Sprintf("ogd%+v", cfg), func() online.Learner {
+			ls[fmt.Sprintf("ogd%+v", cfg)] = func() online.Learner {
 				o, err := online.NewOGD(bits, cfg)
 				if err != nil {
 					t.Fatal(err)
 				}
 				return o
-			}, stream)
+			}
+		}
+	}
+	return ls
+}
+
+// TestConformance runs every learner configuration of this package through
+// the onlinetest suite.
+func TestConformance(t *testing.T) {
+	const bits = 8
+	stream := onlinetest.LinearStream(bits, 300, 12, 0.1)
+	for name, mk := range linear(t, bits) {
+		onlinetest.Run(t, name, mk, stream)
+	}
+}
+
+// TestUpdateWithoutPredict: the linear learners recompute what Predict
+// would have computed when Update comes without it, so a stream of bare
+// Updates learns exactly what the same stream of rounds learns.
+func TestUpdateWithoutPredict(t *testing.T) {
+	const bits = 8
+	ex := onlinetest.LinearStream(bits, 300, 12, 0.1)(1)
+	for name, mk := range linear(t, bits) {
+		rounds, bare := mk(), mk()
+		for k, e := range ex {
+			rounds.Predict(e.X)
+			rounds.Update(e.X, e.Y)
+			bare.Update(e.X, e.Y)
+			a, err := rounds.MarshalBinary()
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := bare.MarshalBinary()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(a, b) {
+				t.Errorf("%s: after %d rounds, Update alone learned another state than Predict then Update", name, k+1)
+				break
+			}
 		}
 	}
 }

@@ -177,12 +177,15 @@ type OGD struct {
 	maxD2  float64 // max ‖w(t)‖²_{A⁻¹} over t ≤ rounds
 	viol   uint64
 
-	// Derived from cfg: η_t = η/√t; a (biasA); dim-1, for t mod dim.
+	// Derived from cfg: η_t = η/√t; a, the bias step relative to η (0
+	// without a bias); dim-1, for t mod dim.
 	sqrtSched bool
 	a         float64
 	dimMask   uint64
 
-	raw     float64 // what Predict computed, for Update: the score and ‖x‖²
+	// What Predict computed, for Update: the score and ‖x‖² (-1 when
+	// Predict left it to Update, see Predict).
+	raw     float64
 	xn2     float64
 	pending bool
 }
@@ -247,13 +250,19 @@ func (o *OGD) bias() float64 {
 	return 0
 }
 
-// biasA is a, the bias step relative to η, 0 without a bias.
-func (o *OGD) biasA() float64 { return o.a }
-
 // Predict returns the score ⟨w(t),x⟩(+b) and its sign, -1 at 0.
 func (o *OGD) Predict(x Vector) Prediction {
-	// One pass computes the score and ‖x‖², which Update needs for G.
-	d, xn2 := dotNorm2(x.Idx, x.Val, o.v)
+	// Update needs ‖x‖² (for G and its overflow check) only on a step.
+	// The hinge gradient is 0 on every round a fitted model gets right by
+	// a margin, so hinge reads the score alone and leaves ‖x‖² to Update,
+	// which sums it from values still in cache when it steps; the other
+	// losses step on nearly every round and get both from one pass.
+	var d, xn2 float64
+	if o.loss == lossHinge {
+		d, xn2 = dot(x.Idx, x.Val, o.v), -1 // -1: not computed
+	} else {
+		d, xn2 = dotNorm2(x.Idx, x.Val, o.v)
+	}
 	raw := o.scale(d)
 	o.raw, o.xn2, o.pending = raw, xn2, true
 	return Prediction{Label: sign(raw), Score: raw}
@@ -313,38 +322,41 @@ func (o *OGD) dloss(s float64, y int8) float64 {
 // x must be the vector last passed to Predict (if Predict was not called,
 // the score is recomputed).
 func (o *OGD) Update(x Vector, y int8) {
-	raw, xn2 := o.raw, o.xn2
 	if !o.pending {
-		var d float64
-		d, xn2 = dotNorm2(x.Idx, x.Val, o.v)
-		raw = o.scale(d)
+		o.Predict(x)
 	}
 	o.pending = false
 	o.rounds++
-	t := o.rounds
-
-	a := o.biasA()
 	b := o.bias()
-	if d2 := o.w2 + b*b/nonzero(a); d2 > o.maxD2 {
+	if d2 := o.w2 + bias2(b, o.a); d2 > o.maxD2 {
 		o.maxD2 = d2
 	}
-	c := o.dloss(raw, y)
+	// A zero gradient (hinge beyond the margin) changes nothing else: G²
+	// grows by c²·(‖x‖²+a) = 0 (or NaN, which is not larger).
+	if c := o.dloss(o.raw, y); c != 0 {
+		o.step(x, c, b)
+	}
+	o.maintain()
+}
+
+// step is Update's step with gradient c·x on round o.rounds, b the bias
+// at w(t).
+func (o *OGD) step(x Vector, c, b float64) {
+	xn2, a := o.xn2, o.a
+	if xn2 < 0 {
+		xn2 = norm2(x.Val[:len(x.Idx)])
+	}
 	if g2 := c * c * (xn2 + a); g2 > o.maxG2 {
 		o.maxG2 = g2
 	}
-	if c == 0 {
-		o.maintain(t)
-		return
-	}
 	eta, etaB := o.cfg.Eta, o.cfg.BiasEta
 	if o.sqrtSched {
-		r := math.Sqrt(float64(t))
+		r := math.Sqrt(float64(o.rounds))
 		eta, etaB = eta/r, etaB/r
 	}
 	// Refuse a step that would overflow: ‖w(t+1)‖ ≤ ‖w(t)‖ + η_t|c|‖x‖.
 	if step := math.Sqrt(o.w2+float64(b*b)) + float64(max(eta, etaB)*math.Abs(c)*math.Sqrt(xn2+1)); !(step < 1e150) {
 		o.viol++
-		o.maintain(t)
 		return
 	}
 	// The step w_i ← w_i − η_t·(c·x_i) is computed in w's scale, rounded as
@@ -372,29 +384,34 @@ func (o *OGD) Update(x Vector, y int8) {
 			o.w2 *= f * f
 		}
 	}
-	o.maintain(t)
 }
 
-// nonzero returns a, or 1 when a is 0 (no bias: b is 0 anyway).
-func nonzero(a float64) float64 {
-	if a == 0 {
-		return 1
+// bias2 returns b²/a, the bias's part of ‖w‖²_{A⁻¹}: b² when a is 1 (the
+// same bits: x/1 is x) or 0 (no bias, b = 0), with no division on the
+// rounds of the usual configurations.
+func bias2(b, a float64) float64 {
+	if a == 1 || a == 0 {
+		return b * b
 	}
-	return a
+	return b * b / a
 }
 
 // maintain folds s into v when it gets tiny and refreshes ‖w‖² exactly
 // every 2^bits rounds, bounding the drift of the incremental norm.
-func (o *OGD) maintain(t uint64) {
+func (o *OGD) maintain() {
+	if o.s < renormBelow || o.rounds&o.dimMask == 0 { // rounds mod 2^bits
+		o.renormalize()
+	}
+}
+
+func (o *OGD) renormalize() {
 	if o.s < renormBelow {
 		for i := range o.v {
 			o.v[i] *= o.s
 		}
 		o.s = 1
-		o.recomputeNorm()
-	} else if t&o.dimMask == 0 { // t mod 2^bits
-		o.recomputeNorm()
 	}
+	o.recomputeNorm()
 }
 
 func (o *OGD) recomputeNorm() {
