@@ -95,6 +95,27 @@ func BenchmarkPredictUpdate(b *testing.B) {
 	}
 }
 
+// BenchmarkRound is BenchmarkPredictUpdate with the round played by
+// Round, as the pipeline plays it (learners without Round are skipped).
+func BenchmarkRound(b *testing.B) {
+	xs, ys := hashedStream()
+	for _, tc := range learners(b) {
+		b.Run(tc.name, func(b *testing.B) {
+			l, ok := tc.l.(online.Rounder)
+			if !ok {
+				b.Skip("not an online.Rounder")
+			}
+			b.ReportAllocs()
+			k := 0
+			for b.Loop() {
+				x, y := xs[k&255], ys[k&255]
+				k++
+				l.Round(x, y)
+			}
+		})
+	}
+}
+
 func BenchmarkScaler(b *testing.B) {
 	xs, _ := hashedStream()
 	for _, kind := range []string{online.ScaleStandard, online.ScaleL2} {
@@ -111,8 +132,9 @@ func BenchmarkScaler(b *testing.B) {
 	}
 }
 
-// TestHotPathAllocs: one round of every learner, and the scaler, allocate
-// nothing in steady state on the benchmark workload.
+// TestHotPathAllocs: one round of every learner (its three calls, and
+// Round), and the scaler, allocate nothing in steady state on the
+// benchmark workload.
 func TestHotPathAllocs(t *testing.T) {
 	xs, ys := hashedStream()
 	for _, tc := range learners(t) {
@@ -133,6 +155,15 @@ func TestHotPathAllocs(t *testing.T) {
 		})
 		if n != 0 {
 			t.Errorf("%s: %v allocations per round", tc.name, n)
+		}
+		if r, ok := tc.l.(online.Rounder); ok {
+			n := testing.AllocsPerRun(1000, func() {
+				r.Round(xs[k&255], ys[k&255])
+				k++
+			})
+			if n != 0 {
+				t.Errorf("%s: %v allocations per Round", tc.name, n)
+			}
 		}
 	}
 }

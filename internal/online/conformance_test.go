@@ -60,28 +60,48 @@ func TestConformance(t *testing.T) {
 
 // TestUpdateWithoutPredict: the linear learners recompute what Predict
 // would have computed when Update comes without it, so a stream of bare
-// Updates learns exactly what the same stream of rounds learns.
+// Updates learns exactly what the same stream of rounds learns; and after
+// a Round too, even one that follows a Predict without an Update (an
+// unlabeled event).
 func TestUpdateWithoutPredict(t *testing.T) {
 	const bits = 8
 	ex := onlinetest.LinearStream(bits, 300, 12, 0.1)(1)
 	for name, mk := range linear(t, bits) {
 		rounds, bare := mk(), mk()
+		ref, mixed := mk(), mk()
 		for k, e := range ex {
 			rounds.Predict(e.X)
 			rounds.Update(e.X, e.Y)
 			bare.Update(e.X, e.Y)
-			a, err := rounds.MarshalBinary()
-			if err != nil {
-				t.Fatal(err)
+			switch k % 3 {
+			case 0: // unlabeled
+				ref.Predict(e.X)
+				mixed.Predict(e.X)
+			case 1:
+				ref.Predict(e.X)
+				ref.Update(e.X, e.Y)
+				mixed.(online.Rounder).Round(e.X, e.Y)
+			case 2:
+				ref.Update(e.X, e.Y)
+				mixed.Update(e.X, e.Y)
 			}
-			b, err := bare.MarshalBinary()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(a, b) {
+			if !bytes.Equal(marshal(t, bare), marshal(t, rounds)) {
 				t.Errorf("%s: after %d rounds, Update alone learned another state than Predict then Update", name, k+1)
+				break
+			}
+			if !bytes.Equal(marshal(t, mixed), marshal(t, ref)) {
+				t.Errorf("%s: after %d events, Update alone after Round learned another state than after Predict and Update", name, k+1)
 				break
 			}
 		}
 	}
+}
+
+func marshal(t *testing.T, l online.Learner) []byte {
+	t.Helper()
+	b, err := l.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -44,7 +44,8 @@ func realStream(b *testing.B, path string, cfg event.Config) ([]online.Vector, [
 	return packed(xs), ys
 }
 
-// BenchmarkPredictUpdateText is BenchmarkPredictUpdate on real text, one
+// BenchmarkPredictUpdateText is BenchmarkPredictUpdate and BenchmarkRound
+// (the subbenchmarks named round/...) on real text, one
 // round per document in file order, over and over: Reuters-21578
 // "money-fx" (7,770 tf-idf documents, 43.7 non-zeros on average, word ids
 // as decimal feature names) and the SMS spam collection (5,574 messages,
@@ -78,6 +79,24 @@ func BenchmarkPredictUpdateText(b *testing.B) {
 					p := l.Predict(x)
 					_ = l.Loss(p, y)
 					l.Update(x, y)
+				}
+				b.ReportMetric(float64(nnz)/float64(len(xs)), "nnz/event")
+			})
+		}
+		for _, tc := range learners(b) {
+			l, ok := tc.l.(online.Rounder)
+			if !ok {
+				continue
+			}
+			b.Run(data.name+"/round/"+tc.name, func(b *testing.B) {
+				b.ReportAllocs()
+				k := 0
+				for b.Loop() {
+					x, y := xs[k], ys[k]
+					if k++; k == len(xs) {
+						k = 0
+					}
+					l.Round(x, y)
 				}
 				b.ReportMetric(float64(nnz)/float64(len(xs)), "nnz/event")
 			})

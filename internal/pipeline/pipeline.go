@@ -46,10 +46,12 @@ type Pipeline struct {
 
 // node is one configured learner. Exactly one of learner and hedge is set:
 // hedge is Weighted-Majority over other learners, whose advice is their
-// predictions of the same round.
+// predictions of the same round. round is learner's fused round, when it
+// has one.
 type node struct {
 	name, algorithm string
 	learner         online.Learner
+	round           online.Rounder
 	raw             bool // reads raw feature values (hypothesis classes), not scaled ones
 	hedge           *experts.Hedge
 	experts         []int // node indices giving hedge its advice
@@ -135,6 +137,7 @@ func build(lc config.Learner, bits uint, index map[string]int) (node, error) {
 	default:
 		err = fmt.Errorf("unknown algorithm %q", lc.Algorithm)
 	}
+	n.round, _ = n.learner.(online.Rounder)
 	return n, err
 }
 
@@ -155,21 +158,32 @@ func (p *Pipeline) Process(ev *event.Event) ([]online.Prediction, event.Reason) 
 	} else {
 		p.scaled = ev.X
 	}
-	p.predict(ev)
 	if !ev.Labeled {
+		p.predict(ev)
 		p.counts.Predicted++
 		return p.preds, ""
 	}
 	p.counts.Learned++
+	// Learner by learner, each predicts, then learns: the same as every
+	// learner predicting before any learns, since a learner's prediction
+	// depends on its own state only (and a hedge node's advice on the
+	// predictions of learners before it, which their updates leave as
+	// they are).
 	y := ev.Label
 	for i := range p.nodes {
 		n := &p.nodes[i]
-		if n.hedge != nil {
+		switch {
+		case n.hedge != nil:
+			p.preds[i] = p.predictNode(n, ev)
 			n.loss = n.hedge.Loss(p.preds[i], y)
 			n.hedge.Update(n.advice, y)
-		} else {
+		case n.round != nil:
+			p.preds[i], n.loss = n.round.Round(p.input(n, ev), y)
+		default:
+			x := p.input(n, ev)
+			p.preds[i] = n.learner.Predict(x)
 			n.loss = n.learner.Loss(p.preds[i], y)
-			n.learner.Update(p.input(n, ev), y)
+			n.learner.Update(x, y)
 		}
 		p.tracker.Observe(i, p.preds[i], y, n.loss)
 	}
@@ -177,20 +191,24 @@ func (p *Pipeline) Process(ev *event.Event) ([]online.Prediction, event.Reason) 
 }
 
 // predict fills p.preds with every learner's prediction of ev, whose
-// scaled vector is in p.scaled; a hedge node's advice is the labels its
-// experts, configured before it, predicted this round.
+// scaled vector is in p.scaled.
 func (p *Pipeline) predict(ev *event.Event) {
 	for i := range p.nodes {
-		n := &p.nodes[i]
-		if n.hedge != nil {
-			for k, e := range n.experts {
-				n.advice[k] = p.preds[e].Label
-			}
-			p.preds[i] = n.hedge.Predict(n.advice)
-			continue
-		}
-		p.preds[i] = n.learner.Predict(p.input(n, ev))
+		p.preds[i] = p.predictNode(&p.nodes[i], ev)
 	}
+}
+
+// predictNode returns n's prediction of ev; a hedge node's advice is the
+// labels its experts, configured before it, predicted this round (in
+// p.preds).
+func (p *Pipeline) predictNode(n *node, ev *event.Event) online.Prediction {
+	if n.hedge != nil {
+		for k, e := range n.experts {
+			n.advice[k] = p.preds[e].Label
+		}
+		return n.hedge.Predict(n.advice)
+	}
+	return n.learner.Predict(p.input(n, ev))
 }
 
 // Predict returns every learner's prediction of ev, in configuration

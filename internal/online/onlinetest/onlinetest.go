@@ -16,8 +16,12 @@
 //   - a Guaranteed learner reports non-negative, non-NaN bounds (RegretBound
 //     may be NaN, as the contract allows) and identical guarantees on
 //     identical histories;
-//   - Predict followed by Update allocates nothing in steady state
-//     (testing.AllocsPerRun == 0).
+//   - a learner that is an online.Rounder gives from Round the predictions,
+//     losses, guarantees and final state that Predict, Loss and Update
+//     give, bit for bit, whether every round or every other round is
+//     played by Round;
+//   - Predict followed by Update, and Round, allocate nothing in steady
+//     state (testing.AllocsPerRun == 0).
 //
 // The package depends on the standard library and online only.
 package onlinetest
@@ -137,6 +141,7 @@ func Run(t *testing.T, name string, newLearner func() online.Learner, stream fun
 				t.Run("Checkpoint", func(t *testing.T) { testCheckpoint(t, newLearner, ex) })
 				t.Run("BadEncoding", func(t *testing.T) { testBadEncoding(t, newLearner, ex) })
 				t.Run("EmptyAndUnseen", func(t *testing.T) { testEmptyAndUnseen(t, newLearner, ex) })
+				t.Run("Round", func(t *testing.T) { testRound(t, newLearner, ex) })
 				t.Run("Allocs", func(t *testing.T) { testAllocs(t, newLearner, ex) })
 			})
 		}
@@ -172,19 +177,34 @@ type round struct {
 // afterwards, so a learner that retains x is caught by determinism checks.
 func play(t *testing.T, l online.Learner, ex []Example, start int) []round {
 	t.Helper()
+	return playRounds(t, l, ex, start, nil)
+}
+
+// playRounds is play with the rounds k (of ex) for which fused(k) is true
+// played by l's Round; l must be an online.Rounder if fused is not nil.
+func playRounds(t *testing.T, l online.Learner, ex []Example, start int, fused func(k int) bool) []round {
+	t.Helper()
 	var buf online.Vector
 	out := make([]round, 0, len(ex))
 	for k, e := range ex {
 		buf.Idx = append(buf.Idx[:0], e.X.Idx...)
 		buf.Val = append(buf.Val[:0], e.X.Val...)
-		p := l.Predict(buf)
+		var p online.Prediction
+		var loss float64
+		if fused != nil && fused(k) {
+			p, loss = l.(online.Rounder).Round(buf, e.Y)
+		} else {
+			p = l.Predict(buf)
+			loss = l.Loss(p, e.Y)
+		}
 		checkPrediction(t, p, start+k)
-		loss := l.Loss(p, e.Y)
 		checkLoss(t, loss, start+k)
 		for _, y := range []int8{online.Positive, online.Negative} {
 			checkLoss(t, l.Loss(p, y), start+k)
 		}
-		l.Update(buf, e.Y)
+		if fused == nil || !fused(k) {
+			l.Update(buf, e.Y)
+		}
 		for i := range buf.Val {
 			buf.Val[i] = math.NaN()
 			buf.Idx[i] = ^uint32(0)
@@ -402,6 +422,30 @@ func testEmptyAndUnseen(t *testing.T, newLearner func() online.Learner, ex []Exa
 	}
 }
 
+func testRound(t *testing.T, newLearner func() online.Learner, ex []Example) {
+	if _, ok := newLearner().(online.Rounder); !ok {
+		t.Skip("not an online.Rounder")
+	}
+	ref := newLearner()
+	want := play(t, ref, ex, 0)
+	for _, tc := range []struct {
+		name  string
+		fused func(k int) bool
+	}{
+		{"every round", func(int) bool { return true }},
+		{"every other round", func(k int) bool { return k%2 == 0 }},
+	} {
+		l := newLearner()
+		got := playRounds(t, l, ex, 0, tc.fused)
+		if k, d := same(want, got); k >= 0 {
+			t.Fatalf("Round on %s: round %d differs from Predict, Loss, Update: %s", tc.name, k, d)
+		}
+		if !bytes.Equal(marshal(t, ref), marshal(t, l)) {
+			t.Fatalf("Round on %s: final MarshalBinary bytes differ from Predict, Loss, Update's", tc.name)
+		}
+	}
+}
+
 func testAllocs(t *testing.T, newLearner func() online.Learner, ex []Example) {
 	l := newLearner()
 	play(t, l, ex, 0)
@@ -416,5 +460,15 @@ func testAllocs(t *testing.T, newLearner func() online.Learner, ex []Example) {
 	})
 	if allocs != 0 {
 		t.Errorf("Predict+Update+Loss allocates %v times per round in steady state, want 0", allocs)
+	}
+	if r, ok := l.(online.Rounder); ok {
+		allocs := testing.AllocsPerRun(200, func() {
+			e := ex[k%len(ex)]
+			k++
+			r.Round(e.X, e.Y)
+		})
+		if allocs != 0 {
+			t.Errorf("Round allocates %v times per round in steady state, want 0", allocs)
+		}
 	}
 }
