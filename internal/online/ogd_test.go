@@ -403,3 +403,31 @@ func TestOGDConfig(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestOGDHingeKink: at y·s = 1 exactly the hinge subgradient is 0, so OGD
+// takes no step, whether the round is played by Round or by Predict, Loss
+// and Update.
+func TestOGDHingeKink(t *testing.T) {
+	x := online.Vector{Idx: []uint32{0}, Val: []float64{1}}
+	cfg := online.OGDConfig{Loss: online.LossHinge, Eta: 1, Schedule: online.ScheduleFixed}
+	for _, fused := range []bool{false, true} {
+		o, err := online.NewOGD(2, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var losses []float64
+		for range 3 { // s = 0: step to w_0 = 1; then s = 1: at the kink
+			if fused {
+				_, l := o.Round(x, online.Positive)
+				losses = append(losses, l)
+			} else {
+				p := o.Predict(x)
+				losses = append(losses, o.Loss(p, online.Positive))
+				o.Update(x, online.Positive)
+			}
+		}
+		if w := o.Weights(nil); w[0] != 1 || losses[0] != 1 || losses[1] != 0 || losses[2] != 0 {
+			t.Errorf("Round %v: w_0 = %v, losses %v; want 1, [1 0 0]", fused, w[0], losses)
+		}
+	}
+}
