@@ -95,24 +95,52 @@ func BenchmarkPredictUpdate(b *testing.B) {
 	}
 }
 
-// BenchmarkRound is BenchmarkPredictUpdate with the round played by
-// Round, as the pipeline plays it (learners without Round are skipped).
+// BenchmarkRound is a round as the pipeline plays it (Round) over the
+// hashed workload's vectors, on two streams. "learned" has the workload's
+// labels, which the learners fit within a few passes: after that no round
+// changes the weights, as for a model that has converged. "noisy" flips
+// each label with probability 0.1 (a sequence of 4,096 labels over the
+// 256 vectors), so the learners keep learning: the Perceptron updates on
+// ~18% of the rounds, OGD hinge steps on ~21%. steps/round is the share
+// of rounds with a positive loss: for the 0-1 and hinge losses, the
+// rounds that change the weights; logistic and squared change them on
+// every round.
 func BenchmarkRound(b *testing.B) {
 	xs, ys := hashedStream()
-	for _, tc := range learners(b) {
-		b.Run(tc.name, func(b *testing.B) {
-			l, ok := tc.l.(online.Rounder)
-			if !ok {
-				b.Skip("not an online.Rounder")
-			}
-			b.ReportAllocs()
-			k := 0
-			for b.Loop() {
-				x, y := xs[k&255], ys[k&255]
-				k++
-				l.Round(x, y)
-			}
-		})
+	r := rand.New(rand.NewPCG(7, 7))
+	noisy := make([]int8, 4096)
+	for k := range noisy {
+		noisy[k] = ys[k&255]
+		if r.Float64() < 0.1 {
+			noisy[k] = -noisy[k]
+		}
+	}
+	for _, stream := range []struct {
+		name   string
+		labels []int8 // a power of two long
+	}{{"learned", ys}, {"noisy", noisy}} {
+		for _, tc := range learners(b) {
+			b.Run(stream.name+"/"+tc.name, func(b *testing.B) {
+				l, ok := tc.l.(online.Rounder)
+				if !ok {
+					b.Skip("not an online.Rounder")
+				}
+				ls, mask := stream.labels, len(stream.labels)-1
+				for k := range 20 * len(ls) { // past the first passes
+					l.Round(xs[k&255], ls[k&mask])
+				}
+				b.ReportAllocs()
+				k, steps := 0, 0
+				for b.Loop() {
+					_, loss := l.Round(xs[k&255], ls[k&mask])
+					k++
+					if loss > 0 {
+						steps++
+					}
+				}
+				b.ReportMetric(float64(steps)/float64(b.N), "steps/round")
+			})
+		}
 	}
 }
 
