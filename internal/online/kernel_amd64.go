@@ -11,8 +11,8 @@ package online
 // the canonical order allows it (sums 0,1 and 2,3 are the two halves of a
 // register) and replaces the bounds check of every w[idx[k]] by a mask.
 // (The OGD steps stay in Go: where a fifth of the rounds step, the step
-// loop is 9% of a hinge round's profile, and the writes, not its
-// instructions, are what the stepping rounds pay for.)
+// loop is 9% of a hinge round's profile, of which SSE2 pairs would save
+// perhaps a quarter.)
 //
 // The functions are the assembly itself, called without a Go wrapper
 // (each wrapper layer cost ~8% of a Perceptron round): kernel_amd64.s says
