@@ -443,6 +443,7 @@ func (o *OGD) maintain() {
 	}
 }
 
+// renormalize is maintain's O(2^bits) pass, out of the round's line.
 func (o *OGD) renormalize() {
 	if o.s < renormBelow {
 		for i := range o.v {
@@ -450,10 +451,6 @@ func (o *OGD) renormalize() {
 		}
 		o.s = 1
 	}
-	o.recomputeNorm()
-}
-
-func (o *OGD) recomputeNorm() {
 	var w2 float64
 	for _, v := range o.v[:o.dim] {
 		w := o.s * v
