@@ -396,9 +396,17 @@ func TestE2EKafkaKcat(t *testing.T) {
 	runProc(t, ctx, dir, sl, "record", "-c", cfg, "-o", rec)
 	sameFile(t, "record of the topic", rec, demo)
 
-	// The group committed everything: a second run has nothing to learn.
-	if again := runProc(t, ctx, dir, sl, "run", "-c", cfg, "--until-end", "--report", "json"); len(again) != 0 {
-		t.Errorf("second run of group e2e: want no report (nothing left), got\n%s", again)
+	// The group committed everything: a second run has nothing to learn,
+	// and without checkpoints no model to report. That is an error unless
+	// asked for: an empty report is never a silent success.
+	again, _ := start(t, ctx, dir, false, sl, "run", "-c", cfg, "--until-end", "--report", "json")
+	<-again.done
+	if again.err == nil || again.stdout.Len() != 0 || !strings.Contains(again.stderr.String(), "no model to report") {
+		t.Errorf("second run of group e2e: want exit status 1, no report and \"no model to report\", got %v, stdout %q\nstderr:\n%s",
+			again.err, again.stdout.String(), again.stderr.String())
+	}
+	if empty := runProc(t, ctx, dir, sl, "run", "-c", cfg, "--until-end", "--allow-empty", "--report", "json"); len(empty) != 0 {
+		t.Errorf("run --allow-empty of group e2e: want no report (nothing left), got\n%s", empty)
 	}
 }
 

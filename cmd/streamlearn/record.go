@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 
@@ -123,7 +124,8 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *sf.durable != "" {
 		src.Durable = *sf.durable
 	}
-	s, err := service.OpenSource(ctx, src, !*follow, tuning)
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	s, err := service.OpenSource(ctx, src, service.SourceOptions{UntilEnd: !*follow, Logger: logger}, tuning)
 	if err != nil {
 		return err
 	}

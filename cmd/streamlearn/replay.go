@@ -24,6 +24,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	format := fs.String("format", "", "input `format`: jsonl, libsvm, csv or tsv (default: the config's input.format, else inferred per file)")
 	reportFmt := fs.String("report", "text", "report `format`: text or json")
 	plotPath := fs.String("plot", "", "draw cumulative mistakes and regret against their bounds to `file` (.svg or .png)")
+	allowEmpty := fs.Bool("allow-empty", false, "exit 0 when the input holds no record")
 	deadPath := fs.String("dead-letters", "", "append bad records to this JSONL `file` (default: the config's sinks.dead_letters when it is a file)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -89,6 +90,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	rep.Seconds = time.Since(start).Seconds()
+	if rep.Events == 0 && !*allowEmpty {
+		return fmt.Errorf("replay: no record in %s (--allow-empty accepts an empty input)", strings.Join(fs.Args(), ", "))
+	}
 	if err := closeDL(); err != nil {
 		return err
 	}

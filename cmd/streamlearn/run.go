@@ -25,7 +25,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/service"
 )
 
-const runArgs = "[-c config.yaml] [--until-end] [--report text|json] [--http ADDR] [--preload FILE] [--nats-port N] [--store DIR] [--checkpoint-dir DIR] [--http-token-file FILE]"
+const runArgs = "[-c config.yaml] [--until-end] [--allow-empty] [--report text|json] [--http ADDR] [--preload FILE] [--nats-port N] [--store DIR] [--checkpoint-dir DIR] [--http-token-file FILE]"
 
 // tuning lets tests lower the transports' timeouts; zero in production.
 var tuning service.Tuning
@@ -33,7 +33,8 @@ var tuning service.Tuning
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("run", runArgs, stderr)
 	cfgPath := fs.String("c", "", "config `file` (default: an embedded NATS JetStream server on 127.0.0.1:4222, stream EVENTS, subject events)")
-	untilEnd := fs.Bool("until-end", false, "stop once the source is consumed up to the end it had at start, then print the final report")
+	untilEnd := fs.Bool("until-end", false, "stop once the source is consumed up to the end it had at start, then print the final report (a Kafka member waits for its group to settle first)")
+	allowEmpty := fs.Bool("allow-empty", false, "exit 0 with an empty report (no model learned or restored), and let a Kafka member that its group gives no partition end without error")
 	reportFmt := fs.String("report", "text", "final report `format`: text or json (one object per model, a line each)")
 	httpAddr := fs.String("http", "", "serve the dashboard (/), /metrics, /healthz, /readyz and /v1/report on `addr` (default: the config's http.addr; off disables)")
 	preload := fs.String("preload", "", "publish the JSONL `file` into the source's topic or subject before consuming")
@@ -81,7 +82,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintf(stderr, "streamlearn: preloaded %d records from %s\n", n, *preload)
 	}
 
-	src, err := service.OpenSource(ctx, cfg.Source, *untilEnd, tuning)
+	src, err := service.OpenSource(ctx, cfg.Source, service.SourceOptions{UntilEnd: *untilEnd, AllowEmpty: *allowEmpty, Logger: logger}, tuning)
 	if err != nil {
 		return err
 	}
@@ -170,12 +171,18 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	for _, s := range sinks {
 		runErr = errors.Join(runErr, s.Close())
 	}
+	if errors.Is(runErr, connectors.ErrNoPartitions) {
+		runErr = fmt.Errorf("%w (--allow-empty accepts a member with nothing to learn)", runErr)
+	}
 	if runErr != nil {
 		return runErr
 	}
 	reports, err := svc.Reports()
 	if err != nil {
 		return err
+	}
+	if len(reports) == 0 && !*allowEmpty {
+		return fmt.Errorf("run: no model to report: %s delivered no event and no checkpoint holds a model of a partition this process owns (--allow-empty accepts an empty report)", src.Name())
 	}
 	if *reportFmt == "json" {
 		enc := json.NewEncoder(stdout)

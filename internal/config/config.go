@@ -169,12 +169,17 @@ type Source struct {
 	Durable string `yaml:"durable"`
 	// Path: a JSONL file (kind file).
 	Path string `yaml:"path"`
-	// SessionTimeout and HeartbeatInterval tune the Kafka consumer group:
-	// how long the coordinator waits for a silent member (a crashed
-	// process) before handing its partitions to the others, and how often
-	// members say they are alive. Defaults 30s and 3s; the session timeout
-	// must lie within the brokers' group.min/max.session.timeout.ms.
+	// SessionTimeout, RebalanceTimeout and HeartbeatInterval tune the
+	// Kafka consumer group: how long the coordinator waits for a silent
+	// member (a crashed process) before handing its partitions to the
+	// others, how long it waits for the members to rejoin once a
+	// rebalance begins (a member that does not — it died, even in the
+	// middle of joining — is removed then), and how often members say
+	// they are alive. Defaults 10s, 5s and 1s; the session timeout must
+	// lie within the brokers' group.min/max.session.timeout.ms, and the
+	// processes of one group should share all three.
 	SessionTimeout    time.Duration `yaml:"session_timeout"`
+	RebalanceTimeout  time.Duration `yaml:"rebalance_timeout"`
 	HeartbeatInterval time.Duration `yaml:"heartbeat_interval"`
 }
 

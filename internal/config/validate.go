@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -69,14 +70,19 @@ func (c *Config) validate() error {
 	if err := oneOf("source.kind", c.Source.Kind, "", "kafka", "nats", "jetstream", "file"); err != nil {
 		return err
 	}
-	if c.Source.SessionTimeout != 0 || c.Source.HeartbeatInterval != 0 {
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{
+		{"source.session_timeout", c.Source.SessionTimeout},
+		{"source.rebalance_timeout", c.Source.RebalanceTimeout},
+		{"source.heartbeat_interval", c.Source.HeartbeatInterval},
+	} {
 		switch {
-		case c.Source.Kind != "kafka":
-			return errAt("source.session_timeout", "tunes a Kafka consumer group; source.kind is %q", c.Source.Kind)
-		case c.Source.SessionTimeout < 0:
-			return errAt("source.session_timeout", "must not be negative")
-		case c.Source.HeartbeatInterval < 0:
-			return errAt("source.heartbeat_interval", "must not be negative")
+		case d.v != 0 && c.Source.Kind != "kafka":
+			return errAt(d.key, "tunes a Kafka consumer group; source.kind is %q", c.Source.Kind)
+		case d.v < 0:
+			return errAt(d.key, "must not be negative")
 		}
 	}
 	for name, s := range map[string]*Sink{"predictions": c.Sinks.Predictions, "reports": c.Sinks.Reports, "dead_letters": c.Sinks.DeadLetters} {

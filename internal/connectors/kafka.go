@@ -1,12 +1,16 @@
 package connectors
 
 import (
+	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,6 +26,21 @@ import (
 // owner's position. The caller may carry on; the new owner reads the
 // partition from the group's last committed offset.
 var ErrKafkaPartitionRevoked = errors.New("partition revoked by a rebalance")
+
+// ErrNoPartitions is wrapped by Fetch of a Kafka source opened with
+// untilEnd when the settled group assigns this member no partition of the
+// topic (more members than partitions, or other live members hold them
+// all) and KafkaConfig.AllowEmpty is false. The error names the group,
+// the partitions and the members that hold them.
+var ErrNoPartitions = errors.New("no partition of the topic is assigned to this member")
+
+// ErrGroupUnsettled is wrapped by Fetch of a Kafka source opened with
+// untilEnd when this member has read its own partitions to the end but the
+// group did not settle within three settle windows (see NewKafkaSource):
+// members kept joining and leaving, so the rest of the topic was never
+// either assigned to this member or shown to be held by a live one. The
+// error names the partitions and their holders.
+var ErrGroupUnsettled = errors.New("the group did not settle")
 
 // KafkaConfig configures a Kafka source or sink: the `source:` or `sinks.*`
 // block with kind kafka. The zero value of every optional field means its
@@ -77,18 +96,23 @@ type KafkaConfig struct {
 	// HeartbeatInterval is how often a source tells the group coordinator it
 	// is alive; it is also how soon it notices a rebalance.
 	//
-	// Default: 3s
+	// Default: 1s
 	HeartbeatInterval time.Duration `yaml:"heartbeat_interval"`
 	// SessionTimeout is how long the coordinator waits for a heartbeat
-	// before it declares a member dead and rebalances. It must lie within
-	// the brokers' group.min/max.session.timeout.ms.
+	// before it declares a member dead and rebalances: how long the
+	// partitions of a process that died without leaving the group (kill
+	// -9, a lost machine) wait for another member. It must lie within the
+	// brokers' group.min/max.session.timeout.ms (Kafka's default minimum
+	// is 6s).
 	//
-	// Default: 30s
+	// Default: 10s
 	SessionTimeout time.Duration `yaml:"session_timeout"`
-	// RebalanceTimeout is how long the coordinator waits for members to
-	// rejoin during a rebalance.
+	// RebalanceTimeout is how long the coordinator waits for the members to
+	// rejoin once a rebalance begins; a member that does not (it died
+	// without leaving, or in the middle of joining) is then removed. A
+	// live source rejoins within a heartbeat interval.
 	//
-	// Default: 30s
+	// Default: 5s
 	RebalanceTimeout time.Duration `yaml:"rebalance_timeout"`
 	// JoinGroupBackoff is the pause before rejoining after a failed join.
 	//
@@ -115,6 +139,13 @@ type KafkaConfig struct {
 	//
 	// Default: 10000
 	MaxPending int `yaml:"max_pending"`
+
+	// AllowEmpty lets a source opened with untilEnd end without an error
+	// when the settled group assigns it no partition (see ErrNoPartitions).
+	AllowEmpty bool `yaml:"-"`
+	// Logger receives what a source waits for and why it ends with part of
+	// the topic. Nil discards.
+	Logger *slog.Logger `yaml:"-"`
 }
 
 // Validate reports the first problem with c, naming the key at fault. It
@@ -177,9 +208,9 @@ func (c KafkaConfig) withDefaults() KafkaConfig {
 	orDefault(&c.StartOffset, "earliest")
 	orDefault(&c.DialTimeout, 10*time.Second)
 	orDefault(&c.MaxWait, time.Second)
-	orDefault(&c.HeartbeatInterval, 3*time.Second)
-	orDefault(&c.SessionTimeout, 30*time.Second)
-	orDefault(&c.RebalanceTimeout, 30*time.Second)
+	orDefault(&c.HeartbeatInterval, time.Second)
+	orDefault(&c.SessionTimeout, 10*time.Second)
+	orDefault(&c.RebalanceTimeout, 5*time.Second)
 	orDefault(&c.JoinGroupBackoff, 5*time.Second)
 	orDefault(&c.Timeout, 5*time.Second)
 	orDefault(&c.BatchTimeout, 10*time.Millisecond)
@@ -188,7 +219,19 @@ func (c KafkaConfig) withDefaults() KafkaConfig {
 	orDefault(&c.QueueCapacity, 1000)
 	orDefault(&c.BatchSize, 1000)
 	orDefault(&c.MaxPending, 10000)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
 	return c
+}
+
+// settleTimeout bounds how long a source opened with untilEnd that has read
+// its share waits, between generations, for the group to settle: three
+// times what a rebalance takes at most when a member died without leaving
+// (the coordinator removes it within the larger of the session and
+// rebalance timeouts, and the others notice at their next heartbeat).
+func (c *KafkaConfig) settleTimeout() time.Duration {
+	return 3 * (max(c.SessionTimeout, c.RebalanceTimeout) + c.HeartbeatInterval + time.Second)
 }
 
 // dialer returns the kafka-go dialer with c's TLS and SASL settings.
@@ -270,6 +313,13 @@ type KafkaSource struct {
 	committed map[int]int64 // per partition: last offset committed by the group, as known here
 	lastGen   *kafkaGen     // the last generation this member took part in
 	epochs    uint64        // epochs handed out
+
+	// With untilEnd: since when this member has had nothing left to read
+	// while the group was not settled (zero while it reads), and whether
+	// it asked the group to rebalance since the last generation began.
+	waitSince time.Time
+	probing   bool
+	probes    *atomic.Uint64 // rebalances asked for: the member metadata's user data
 }
 
 var _ Source = (*KafkaSource)(nil)
@@ -279,11 +329,45 @@ type kafkaGen struct {
 	g     *kafka.Generation
 	owned []int          // sorted partition ids
 	epoch map[int]uint64 // per owned partition: its epoch (Record.Epoch)
+	// probed: the group formed this generation in a rebalance this member
+	// asked for after it had read its share, so every other member in it
+	// rejoined since, alive. probe, closed, ends the generation to ask.
+	probed bool
+	probe  chan struct{}
 }
 
 func (g *kafkaGen) owns(p int) bool {
 	_, ok := slices.BinarySearch(g.owned, p)
 	return ok
+}
+
+// probeBalancer is one of kafka-go's group balancers whose member metadata
+// carries the number of rebalances this source asked for. A member that
+// rejoins with changed metadata makes the coordinator rebalance even when
+// it is not the group's leader (a leader's rejoin always does); the
+// assignment ignores the number, so members of earlier builds, which send
+// none, assign alike.
+//
+// It also sorts the partitions before assigning them: kafka-go's balancers
+// take them in the order of the broker's metadata response, which brokers
+// need not keep (kfake does not), so that a rebalance among the same
+// members could swap partitions between them. Sorted, the same members
+// get the same partitions, and asking for a rebalance moves none.
+type probeBalancer struct {
+	kafka.GroupBalancer
+	probes *atomic.Uint64
+}
+
+func (b probeBalancer) UserData() ([]byte, error) {
+	return binary.BigEndian.AppendUint64(nil, b.probes.Load()), nil
+}
+
+func (b probeBalancer) AssignGroups(members []kafka.GroupMember, partitions []kafka.Partition) kafka.GroupMemberAssignments {
+	partitions = slices.Clone(partitions)
+	slices.SortFunc(partitions, func(x, y kafka.Partition) int {
+		return cmp.Or(strings.Compare(x.Topic, y.Topic), cmp.Compare(x.ID, y.ID))
+	})
+	return b.GroupBalancer.AssignGroups(members, partitions)
 }
 
 // kafkaMsg is a fetched message tagged with the generation that fetched it.
@@ -299,16 +383,28 @@ type kafkaMsg struct {
 // error naming the cause.
 //
 // With untilEnd, Fetch returns ErrEndOfInput once the source has delivered,
-// on every partition the group currently assigns to it, every record below
-// the end offset that partition had when NewKafkaSource ran. Partitions that
+// on every partition a settled group assigns to it, every record below the
+// end offset that partition had when NewKafkaSource ran. Partitions that
 // were empty then (or whose committed offset is already at the end) count as
-// done at once, and records produced later are never delivered. In a group
-// of several members, each member ends when its own share is done; a member
-// assigned no partition ends as soon as it has joined. When a member leaves,
-// the others receive its partitions in a rebalance, and reading resumes at
-// the offsets the group had committed, so the group as a whole consumes the
-// topic up to its end at start as long as members commit what they learned
-// before leaving.
+// done at once, and records produced later are never delivered.
+//
+// A group is settled when this member owns every partition of the topic, or
+// when its generation has lasted a settle window — the larger of
+// SessionTimeout and RebalanceTimeout, plus HeartbeatInterval and a second —
+// with no rebalance. A member that died without leaving the group (kill -9
+// of a process, a process killed while it joined) still holds partitions
+// in the generations the coordinator forms until its session or rebalance
+// timeout removes it; the rebalance that follows hands its partitions to the
+// live members. So a member that has read its own share waits, logging once
+// what it waits for, until either a rebalance gives it more partitions or
+// the window proves the holders of the rest alive. Then it ends: with its
+// own share (live members hold the rest, and end with theirs), or, when it
+// owns no partition, with an error wrapping ErrNoPartitions unless
+// AllowEmpty is set. A group that does not settle within three windows
+// ends Fetch with an error wrapping ErrGroupUnsettled. A run that ends
+// without error has therefore read, in its group, everything it owns, and
+// nothing is pending on a dead member. Members of one group are assumed to
+// share the timeouts.
 //
 // ctx bounds the opening requests only; Close stops the source.
 func NewKafkaSource(ctx context.Context, cfg KafkaConfig, untilEnd bool) (*KafkaSource, error) {
@@ -335,7 +431,12 @@ func NewKafkaSource(ctx context.Context, cfg KafkaConfig, untilEnd bool) (*Kafka
 	if cfg.StartOffset == "latest" {
 		start = kafka.LastOffset
 	}
+	probes := new(atomic.Uint64)
 	group, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
+		GroupBalancers: []kafka.GroupBalancer{
+			probeBalancer{kafka.RangeGroupBalancer{}, probes},
+			probeBalancer{kafka.RoundRobinGroupBalancer{}, probes},
+		},
 		ID:                cfg.Group,
 		Brokers:           cfg.Brokers,
 		Dialer:            d,
@@ -366,6 +467,7 @@ func NewKafkaSource(ctx context.Context, cfg KafkaConfig, untilEnd bool) (*Kafka
 		wake:      make(chan struct{}),
 		next:      make(map[int]int64),
 		committed: make(map[int]int64),
+		probes:    probes,
 	}
 	s.wg.Go(func() { s.run(runCtx) })
 	return s, nil
@@ -470,16 +572,44 @@ func (s *KafkaSource) Assignments() []int32 {
 
 // Fetch returns the next record of a partition this source owns. Records of
 // one partition come in offset order; partitions interleave. Fetch never
-// commits. Errors: ErrEndOfInput (see NewKafkaSource), ctx.Err(), and
-// errors no retry will cure (authentication, authorization), which name the
-// source. Transient broker errors are retried inside.
+// commits. Errors: ErrEndOfInput, or errors wrapping ErrNoPartitions or
+// ErrGroupUnsettled (see NewKafkaSource), ctx.Err(), and errors no retry
+// will cure (authentication, authorization), which name the source.
+// Transient broker errors are retried inside.
 func (s *KafkaSource) Fetch(ctx context.Context) (Record, error) {
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	for {
 		s.mu.Lock()
 		wake := s.wake
-		if s.untilEnd && s.doneLocked() {
-			s.mu.Unlock()
-			return Record{}, ErrEndOfInput
+		var waitUntil time.Time // non-zero: waiting for the group to settle
+		if s.untilEnd {
+			st, until := s.untilEndLocked()
+			switch st {
+			case endWait:
+				waitUntil = until
+			case endProbe:
+				gen := s.gen
+				s.mu.Unlock()
+				s.logProbe(ctx, gen)
+				s.mu.Lock()
+				if s.gen == gen {
+					s.probes.Add(1)
+					s.probing = true
+					close(gen.probe)
+				}
+				s.mu.Unlock()
+				continue
+			case endReading:
+			default:
+				gen := s.gen
+				s.mu.Unlock()
+				return Record{}, s.ending(ctx, st, gen)
+			}
 		}
 		s.mu.Unlock()
 		// The stop signals come before queued records; each is checked
@@ -501,6 +631,15 @@ func (s *KafkaSource) Fetch(ctx context.Context) (Record, error) {
 			return Record{}, err
 		default:
 		}
+		var settle <-chan time.Time
+		if !waitUntil.IsZero() {
+			if timer == nil {
+				timer = time.NewTimer(time.Until(waitUntil))
+			} else {
+				timer.Reset(time.Until(waitUntil))
+			}
+			settle = timer.C
+		}
 		var km kafkaMsg
 		select {
 		case km = <-s.msgs:
@@ -510,6 +649,8 @@ func (s *KafkaSource) Fetch(ctx context.Context) (Record, error) {
 			case err := <-s.errc:
 				return Record{}, err
 			case <-wake:
+				continue
+			case <-settle:
 				continue
 			case <-s.done:
 				return Record{}, s.errClosed()
@@ -544,18 +685,169 @@ func (s *KafkaSource) errClosed() error {
 
 var errKafkaClosed = errors.New("source is closed")
 
-// doneLocked reports whether every owned partition is delivered up to its
-// end at open; false between generations.
-func (s *KafkaSource) doneLocked() bool {
-	if s.gen == nil {
-		return false
+// Where a source opened with untilEnd stands (untilEndLocked).
+const (
+	endReading   = iota // records of owned partitions are still to come
+	endProbe            // own share read, others hold the rest: ask for a rebalance
+	endWait             // waiting for the rebalance asked for
+	endDone             // the end: ErrEndOfInput
+	endEmpty            // settled, and this member owns no partition
+	endUnsettled        // waited too long for the group to settle
+)
+
+// untilEndLocked says where a source opened with untilEnd stands and, for
+// endWait, until when it waits at most.
+func (s *KafkaSource) untilEndLocked() (state int, until time.Time) {
+	if s.gen != nil && !s.shareReadLocked() {
+		s.waitSince = time.Time{}
+		return endReading, time.Time{}
 	}
+	if s.gen == nil && s.waitSince.IsZero() {
+		return endReading, time.Time{} // a rebalance while reading
+	}
+	now := time.Now()
+	if s.waitSince.IsZero() {
+		s.waitSince = now
+	}
+	if s.gen != nil {
+		switch {
+		case len(s.gen.owned) == len(s.end):
+			return endDone, time.Time{} // the whole topic
+		case !s.gen.probed:
+			return endProbe, time.Time{}
+		case len(s.gen.owned) == 0 && !s.cfg.AllowEmpty:
+			return endEmpty, time.Time{}
+		}
+		return endDone, time.Time{}
+	}
+	giveUp := s.waitSince.Add(s.cfg.settleTimeout())
+	if !now.Before(giveUp) {
+		return endUnsettled, time.Time{}
+	}
+	return endWait, giveUp
+}
+
+// shareReadLocked reports whether every partition of the live generation
+// is delivered up to its end at open.
+func (s *KafkaSource) shareReadLocked() bool {
 	for _, p := range s.gen.owned {
 		if s.next[p] < s.end[p] {
 			return false
 		}
 	}
 	return true
+}
+
+// ending returns what Fetch returns when a source opened with untilEnd ends in
+// state st during generation gen (nil between generations).
+func (s *KafkaSource) ending(ctx context.Context, st int, gen *kafkaGen) error {
+	var owned []int
+	if gen != nil {
+		owned = gen.owned
+	}
+	if st == endDone {
+		if len(owned) < len(s.end) {
+			s.cfg.Logger.Warn("ending with part of the topic: the rest is held by members that rejoined the group after this one read its share",
+				"source", s.name, "group", s.cfg.Group, "owned", partitionList(owned),
+				"held_by_others", s.holders(ctx, gen))
+		}
+		return ErrEndOfInput
+	}
+	if st == endEmpty {
+		return fmt.Errorf("kafka source %s: group %s: %w: partitions %s are held by %s",
+			s.name, s.cfg.Group, ErrNoPartitions, partitionList(s.others(owned)), s.holders(ctx, gen))
+	}
+	return fmt.Errorf("kafka source %s: group %s: %w within %v: this member read partitions %s to their end; partitions %s are held by %s",
+		s.name, s.cfg.Group, ErrGroupUnsettled, s.cfg.settleTimeout(), partitionList(owned),
+		partitionList(s.others(owned)), s.holders(ctx, gen))
+}
+
+// logProbe logs that this member, having read its share of generation gen,
+// asks the group to rebalance.
+func (s *KafkaSource) logProbe(ctx context.Context, gen *kafkaGen) {
+	s.cfg.Logger.Warn(fmt.Sprintf("waiting for partitions %s of group %s, held by other members: asking the group to rebalance, which removes members that died without leaving",
+		partitionList(s.others(gen.owned)), s.cfg.Group),
+		"source", s.name, "owned_and_read", partitionList(gen.owned), "held_by", s.holders(ctx, gen),
+		"gives_up_in", s.cfg.settleTimeout())
+}
+
+// others returns the topic's partitions not in owned, sorted.
+func (s *KafkaSource) others(owned []int) []int {
+	var out []int
+	for p := range s.end {
+		if !slices.Contains(owned, p) {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// holders describes, for errors and logs, the other members of the group
+// and the partitions of the topic each holds, as the coordinator reports
+// them now: "2 members: streamlearn-8c1f… (host /127.0.0.1) partitions 0,1;
+// …".
+func (s *KafkaSource) holders(ctx context.Context, gen *kafkaGen) string {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	t, err := s.cfg.transport()
+	if err != nil {
+		return "unknown members (" + err.Error() + ")"
+	}
+	defer t.CloseIdleConnections()
+	cl := &kafka.Client{Addr: kafka.TCP(s.cfg.Brokers...), Transport: t, Timeout: s.cfg.Timeout}
+	resp, err := cl.DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{s.cfg.Group}})
+	if err == nil && len(resp.Groups) == 1 {
+		err = resp.Groups[0].Error
+	}
+	if err != nil || len(resp.Groups) != 1 {
+		return fmt.Sprintf("unknown members (describing group %s: %v)", s.cfg.Group, err)
+	}
+	var self string
+	if gen != nil {
+		self = gen.g.MemberID
+	}
+	var b strings.Builder
+	n := 0
+	for _, m := range resp.Groups[0].Members {
+		if m.MemberID == self {
+			continue
+		}
+		var parts []int
+		for _, tp := range m.MemberAssignments.Topics {
+			if tp.Topic == s.cfg.Topic {
+				parts = append(parts, tp.Partitions...)
+			}
+		}
+		slices.Sort(parts)
+		if n > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s (host %s) partitions %s", m.MemberID, m.ClientHost, partitionList(parts))
+		n++
+	}
+	switch n {
+	case 0:
+		return "no other member (group " + resp.Groups[0].GroupState + ")"
+	case 1:
+		return "1 member: " + b.String()
+	}
+	return strconv.Itoa(n) + " members: " + b.String()
+}
+
+// partitionList formats partition ids as "0,1,2", or "none".
+func partitionList(ps []int) string {
+	if len(ps) == 0 {
+		return "none"
+	}
+	var b strings.Builder
+	for i, p := range ps {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(p))
+	}
+	return b.String()
 }
 
 // Commit commits r.Offset+1 for r's partition with the generation that
@@ -663,9 +955,10 @@ func (s *KafkaSource) run(ctx context.Context) {
 // previous one has returned, so no fetcher of an older generation runs.
 func (s *KafkaSource) startGeneration(g *kafka.Generation) {
 	assigned := g.Assignments[s.cfg.Topic]
-	kg := &kafkaGen{g: g, owned: make([]int, 0, len(assigned)), epoch: make(map[int]uint64, len(assigned))}
+	kg := &kafkaGen{g: g, owned: make([]int, 0, len(assigned)), epoch: make(map[int]uint64, len(assigned)), probe: make(chan struct{})}
 	starts := make(map[int]int64, len(assigned))
 	s.mu.Lock()
+	kg.probed, s.probing = s.probing, false
 	prev := s.lastGen
 	s.lastGen = kg
 	for _, a := range assigned {
@@ -702,7 +995,10 @@ func (s *KafkaSource) startGeneration(g *kafka.Generation) {
 	s.mu.Unlock()
 
 	s.kafkaStart(g, func(ctx context.Context) {
-		<-ctx.Done()
+		select {
+		case <-ctx.Done():
+		case <-kg.probe: // returning ends the generation: kafka-go rejoins
+		}
 		s.mu.Lock()
 		if s.gen == kg {
 			s.setGenLocked(nil)

@@ -241,7 +241,7 @@ func BenchmarkRunKafka(b *testing.B) {
 	for b.Loop() {
 		i++
 		src, err := service.OpenSource(ctx, config.Source{Kind: "kafka", Conn: config.Conn{Brokers: brokers},
-			Topic: benchTopic, Group: benchName("run")}, true, tuning)
+			Topic: benchTopic, Group: benchName("run")}, service.SourceOptions{UntilEnd: true}, tuning)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -412,7 +412,7 @@ func BenchmarkRunJetStream(b *testing.B) {
 		i++
 		durable := benchName("run")
 		src, err := service.OpenSource(ctx, config.Source{Kind: "jetstream", Conn: config.Conn{URL: url},
-			Subject: benchSubject, Stream: benchStream, Durable: durable}, true, tuning)
+			Subject: benchSubject, Stream: benchStream, Durable: durable}, service.SourceOptions{UntilEnd: true}, tuning)
 		if err != nil {
 			b.Fatal(err)
 		}

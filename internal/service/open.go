@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
@@ -36,19 +37,34 @@ func NATSConfig(c config.Conn, t Tuning) connectors.NATSConfig {
 	return natsConfig(c, "", "", "", t)
 }
 
-// OpenSource opens the configured source. untilEnd makes it end with
-// connectors.ErrEndOfInput at the end it had when opened.
-func OpenSource(ctx context.Context, s config.Source, untilEnd bool, t Tuning) (connectors.Source, error) {
+// SourceOptions say how a source opened by OpenSource ends and where it
+// logs.
+type SourceOptions struct {
+	// UntilEnd makes the source end with connectors.ErrEndOfInput at the
+	// end it had when opened (for a Kafka group: see
+	// connectors.NewKafkaSource).
+	UntilEnd bool
+	// AllowEmpty lets a Kafka source opened with UntilEnd end without an
+	// error when its group assigns it no partition.
+	AllowEmpty bool
+	// Logger receives the source's warnings; nil discards them.
+	Logger *slog.Logger
+}
+
+// OpenSource opens the configured source.
+func OpenSource(ctx context.Context, s config.Source, o SourceOptions, t Tuning) (connectors.Source, error) {
 	switch s.Kind {
 	case "kafka":
 		k := kafkaConfig(s.Conn, s.Topic, s.Group, t)
 		k.SessionTimeout = cmp.Or(s.SessionTimeout, k.SessionTimeout)
+		k.RebalanceTimeout = cmp.Or(s.RebalanceTimeout, k.RebalanceTimeout)
 		k.HeartbeatInterval = cmp.Or(s.HeartbeatInterval, k.HeartbeatInterval)
-		return connectors.NewKafkaSource(ctx, k, untilEnd)
+		k.AllowEmpty, k.Logger = o.AllowEmpty, o.Logger
+		return connectors.NewKafkaSource(ctx, k, o.UntilEnd)
 	case "nats":
-		return connectors.NewNATSSource(ctx, natsConfig(s.Conn, s.Subject, "", "", t), untilEnd)
+		return connectors.NewNATSSource(ctx, natsConfig(s.Conn, s.Subject, "", "", t), o.UntilEnd)
 	case "jetstream":
-		return connectors.NewJetStreamSource(ctx, natsConfig(s.Conn, s.Subject, s.Stream, s.Durable, t), untilEnd)
+		return connectors.NewJetStreamSource(ctx, natsConfig(s.Conn, s.Subject, s.Stream, s.Durable, t), o.UntilEnd)
 	case "file":
 		return connectors.NewFileSource(s.Path)
 	case "":

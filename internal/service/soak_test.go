@@ -312,7 +312,7 @@ func TestShutdownLeavesNoGoroutines(t *testing.T) {
 			baseline, _ := soakClientGoroutines()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			src, err := service.OpenSource(ctx, cfg, true, tuning)
+			src, err := service.OpenSource(ctx, cfg, service.SourceOptions{UntilEnd: true}, tuning)
 			if err != nil {
 				t.Fatal(err)
 			}

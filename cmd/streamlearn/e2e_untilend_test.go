@@ -1,0 +1,199 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestE2EKafkaUntilEndAfterKills: `run --until-end` on a Kafka group whose
+// earlier members were SIGKILLed — they never left the group, and a member
+// killed while it joined is still counted in the next generation the
+// coordinator forms. Per repetition: three `run` processes of one group,
+// each SIGKILLed at a random moment 0.1–1.1s after its start (before,
+// during or after its join, in the middle of the stream or after it), then
+// `run --until-end` of the same group. It must either print a report of
+// every partition whose learners equal a replay of that partition —
+// state digests, rounds, mistakes, loss, regret — or exit non-zero with an
+// error naming the group; never exit 0 with a missing or partial report.
+// And it must end within the session timeout plus 5s. With 1 and with 3
+// partitions, ten repetitions each, on a kfake broker process.
+func TestE2EKafkaUntilEndAfterKills(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test")
+	}
+	sl, kfakeBin := e2eBuild(t)
+	// The killed members' sessions and the rebalances that remove them
+	// are short here; the wall-time bound below is in these terms.
+	const (
+		session   = 2 * time.Second
+		rebalance = time.Second
+		reps      = 10
+	)
+	n := 60000 // a run learns 100-200k events/s: some kills fall mid-stream
+	if raceEnabled() {
+		n = 15000 // about ten times slower
+	}
+	for _, parts := range []int{1, 3} {
+		t.Run(fmt.Sprintf("partitions=%d", parts), func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(t.Context(), 5*e2eTimeout)
+			defer cancel()
+			dir := t.TempDir()
+			bootstrap := startKfake(t, ctx, dir, kfakeBin, parts)
+			source := func(group string) string {
+				return fmt.Sprintf("source: {kind: kafka, brokers: [%q], topic: events, group: %s, session_timeout: %v, rebalance_timeout: %v, heartbeat_interval: 200ms}\n",
+					bootstrap, group, session, rebalance)
+			}
+			want := publishKeyed(t, ctx, dir, sl, e2eConfig(t, dir, "publish.yaml", source("publish")), n, parts)
+
+			r := rand.New(rand.NewPCG(21, uint64(parts)))
+			var walls []time.Duration
+			failed := 0
+			for rep := range reps {
+				group := fmt.Sprintf("kill-%d", rep)
+				ckpt := filepath.Join(dir, group)
+				cfg := e2eConfig(t, dir, group+".yaml", source(group)+fmt.Sprintf("checkpoint: {dir: %q, every: 2000}\n", ckpt))
+				var kills []string
+				for range 3 {
+					after := time.Duration(100+r.IntN(1000)) * time.Millisecond
+					p, _ := start(t, ctx, dir, false, sl, "run", "-c", cfg, "--http", "off")
+					select {
+					case <-p.done:
+						t.Fatalf("repetition %d: run exited before its kill: %v\n%s", rep, p.err, p.stderr.String())
+					case <-time.After(after):
+					}
+					if err := p.cmd.Process.Kill(); err != nil {
+						t.Fatal(err)
+					}
+					<-p.done
+					kills = append(kills, after.String())
+				}
+				t0 := time.Now()
+				final, _ := start(t, ctx, dir, false, sl, "run", "-c", cfg, "--until-end", "--report", "json", "--http", "off")
+				select {
+				case <-final.done:
+				case <-ctx.Done():
+					t.Fatalf("repetition %d (kills after %v): run --until-end still running at the deadline\n%s", rep, kills, final.stderr.String())
+				}
+				wall := time.Since(t0)
+				walls = append(walls, wall)
+				if final.err != nil {
+					// An error is allowed if it names the group and why.
+					msg := final.stderr.String()
+					if !strings.Contains(msg, "group "+group) ||
+						!strings.Contains(msg, "no partition of the topic is assigned") && !strings.Contains(msg, "did not settle") {
+						t.Errorf("repetition %d (kills after %v): run --until-end: %v without the named error\nstderr:\n%s", rep, kills, final.err, msg)
+					}
+					if final.stdout.Len() != 0 {
+						t.Errorf("repetition %d: run --until-end failed but printed a report:\n%s", rep, final.stdout.String())
+					}
+					failed++
+				} else {
+					got := map[int32][]byte{}
+					for line := range bytes.Lines(final.stdout.Bytes()) {
+						var r struct {
+							Partition int32 `json:"partition"`
+						}
+						if err := json.Unmarshal(line, &r); err != nil {
+							t.Fatalf("repetition %d: run printed %q: %v", rep, line, err)
+						}
+						if _, dup := got[r.Partition]; dup {
+							t.Errorf("repetition %d: two reports of partition %d", rep, r.Partition)
+						}
+						got[r.Partition] = line
+					}
+					if len(got) != parts {
+						t.Errorf("repetition %d (kills after %v): run --until-end exited 0 with reports of partitions %v, want all %d\nstderr:\n%s",
+							rep, kills, slices.Sorted(maps.Keys(got)), parts, final.stderr.String())
+					}
+					for p, w := range want {
+						if line, ok := got[p]; ok {
+							sameReport(t, fmt.Sprintf("repetition %d: partition %d's model", rep, p), normReport(t, "run", line, "", w.events), w.report)
+						}
+					}
+				}
+				if limit := session + 5*time.Second; wall > limit {
+					t.Errorf("repetition %d (kills after %v): run --until-end took %v, want at most the session timeout plus 5s (%v)\nstderr:\n%s",
+						rep, kills, wall.Round(time.Millisecond), limit, final.stderr.String())
+				}
+			}
+			slices.Sort(walls)
+			t.Logf("%d repetitions, %d ended with the named error; run --until-end after three kills took %v (min) %v (median) %v (max)",
+				reps, failed, walls[0].Round(time.Millisecond), walls[len(walls)/2].Round(time.Millisecond), walls[len(walls)-1].Round(time.Millisecond))
+		})
+	}
+}
+
+// partitionReplay is the normalized report of a replay of one partition's
+// records, and how many there are.
+type partitionReplay struct {
+	report []byte
+	events int
+}
+
+// publishKeyed generates n events, publishes them through cfg's Kafka
+// source keyed by 16 tenants (so that they spread over the partitions),
+// records the topic back per partition in offset order, and returns the
+// replay of each partition's records.
+func publishKeyed(t *testing.T, ctx context.Context, dir, sl, cfg string, n, parts int) map[int32]partitionReplay {
+	t.Helper()
+	stream := filepath.Join(dir, "stream.jsonl")
+	runProc(t, ctx, dir, sl, "generate", "-n", strconv.Itoa(n), "--seed", "5", "-o", stream)
+	data, err := os.ReadFile(stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keyed bytes.Buffer
+	i := 0
+	for line := range bytes.Lines(data) {
+		fmt.Fprintf(&keyed, `{"key":"tenant-%d",%s`, i%16, line[1:])
+		i++
+	}
+	events := filepath.Join(dir, "keyed.jsonl")
+	if err := os.WriteFile(events, keyed.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runProc(t, ctx, dir, sl, "publish", "-c", cfg, events)
+
+	rec := filepath.Join(dir, "recorded.jsonl")
+	runProc(t, ctx, dir, sl, "record", "-c", cfg, "--envelope", "-o", rec)
+	data, err = os.ReadFile(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perPart := map[int32]*bytes.Buffer{}
+	for line := range bytes.Lines(data) {
+		var e envelope
+		if err := json.Unmarshal(line, &e); err != nil {
+			t.Fatal(err)
+		}
+		if perPart[e.Partition] == nil {
+			perPart[e.Partition] = new(bytes.Buffer)
+		}
+		perPart[e.Partition].Write(append(e.Value, '\n'))
+	}
+	if len(perPart) != parts {
+		t.Fatalf("the keyed events landed on %d partitions, want all %d", len(perPart), parts)
+	}
+	want := map[int32]partitionReplay{}
+	for p, b := range perPart {
+		file := filepath.Join(dir, fmt.Sprintf("partition-%d.jsonl", p))
+		if err := os.WriteFile(file, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		count := bytes.Count(b.Bytes(), []byte("\n"))
+		want[p] = partitionReplay{normReport(t, "replay", runProc(t, ctx, dir, sl, "replay", "-c", cfg, "--report", "json", file), "", count), count}
+	}
+	return want
+}
