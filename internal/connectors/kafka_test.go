@@ -1,6 +1,7 @@
 package connectors
 
 import (
+	"bufio"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -15,6 +16,7 @@ import (
 	"math/big"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -847,5 +849,145 @@ func kafkaProduceBench(b *testing.B, cfg KafkaConfig, n int) {
 			}
 			msgs = msgs[:0]
 		}
+	}
+}
+
+// TestKafkaSourceUntilEndDeadMembers: a source opened with untilEnd that
+// has read its share of the topic does not end while a member that died
+// without leaving the group holds the rest. The source joins first; then a
+// ghost joins — this test binary run again as a process that opens a
+// source in the group, with a 30s session — takes a partition in the
+// rebalance its join starts, and is SIGKILLed. The source must deliver
+// every record of both partitions and end well within those 30s, having
+// asked the group to rebalance, which removes the ghost: it cannot rejoin.
+// (Ending with its own partition's records, as it did before, leaves half
+// the topic unlearned.)
+func TestKafkaSourceUntilEndDeadMembers(t *testing.T) {
+	const n, parts = 200, 2
+	brokers := kafkaTestCluster(t, 1, parts, []string{"events"})
+	cfg := kafkaTestConfig(brokers, "events", "ghosts")
+	kafkaProduce(t, cfg, "events", parts, 0, n)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	t0 := time.Now()
+	s := kafkaOpen(t, cfg, true)
+	for len(s.Assignments()) != parts {
+		if ctx.Err() != nil {
+			t.Fatal("the source never owned the topic")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ghost := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestKafkaGhostProcess$")
+	ghost.Env = append(os.Environ(), "STREAMLEARN_KAFKA_GHOST="+strings.Join(brokers, ","))
+	out, err := ghost.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ghost.Stderr = os.Stderr
+	if err := ghost.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer ghost.Wait()
+	defer ghost.Process.Kill()
+	owned, _ := bufio.NewReader(out).ReadString('\n')
+	if owned != "owned\n" {
+		t.Fatalf("the ghost process said %q, want \"owned\"", owned)
+	}
+	for len(s.Assignments()) != 1 {
+		if ctx.Err() != nil {
+			t.Fatalf("the source owns %v after the ghost took a partition", s.Assignments())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := ghost.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Delivery is at least once from the group's commit (none here): a
+	// partition back in a new epoch is read again from its start.
+	recs := kafkaDrain(t, s, 0)
+	took := time.Since(t0)
+	seen := map[int]bool{}
+	for _, r := range recs {
+		seen[kafkaDecode(t, r).I] = true
+	}
+	if len(seen) != n {
+		t.Fatalf("the source ended after delivering %d of the %d records (partitions %v)", len(seen), n, s.Assignments())
+	}
+	if got := s.Assignments(); !slices.Equal(got, []int32{0, 1}) {
+		t.Errorf("the source ends owning %v, want both partitions", got)
+	}
+	if took > 15*time.Second {
+		t.Errorf("the source took %v: it waited for the ghost's session (30s) instead of asking for a rebalance", took)
+	}
+	t.Logf("ended after %v owning %v", took.Round(time.Millisecond), s.Assignments())
+}
+
+// TestKafkaGhostProcess is the ghost of TestKafkaSourceUntilEndDeadMembers
+// when run with STREAMLEARN_KAFKA_GHOST=brokers: a member of group ghosts
+// with a 30s session that says "owned" once it owns a partition and then
+// waits to be killed.
+func TestKafkaGhostProcess(t *testing.T) {
+	brokers := os.Getenv("STREAMLEARN_KAFKA_GHOST")
+	if brokers == "" {
+		t.Skip("the ghost of TestKafkaSourceUntilEndDeadMembers")
+	}
+	cfg := kafkaTestConfig(strings.Split(brokers, ","), "events", "ghosts")
+	cfg.SessionTimeout = 30 * time.Second
+	s := kafkaOpen(t, cfg, false)
+	for len(s.Assignments()) == 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	fmt.Println("owned")
+	time.Sleep(time.Minute)
+}
+
+// TestKafkaSourceUntilEndNothingOwned: a source opened with untilEnd that
+// its group gives no partition (one partition, a live member sorted before
+// it holds it) ends with an error naming the group, the partition and the
+// member holding it — not with an empty success — unless AllowEmpty.
+func TestKafkaSourceUntilEndNothingOwned(t *testing.T) {
+	brokers := kafkaTestCluster(t, 1, 1, []string{"events"})
+	for _, allow := range []bool{false, true} {
+		t.Run(fmt.Sprintf("allow_empty=%v", allow), func(t *testing.T) {
+			group := fmt.Sprintf("owned-%v", allow)
+			cfg := kafkaTestConfig(brokers, "events", group)
+			kafkaProduce(t, cfg, "events", 1, 0, 10)
+			live := cfg
+			// Member ids begin with the client id; with more members than
+			// partitions, kafka-go's range balancer gives the partition
+			// to the member sorted last.
+			live.ClientID = "z-live"
+			holder := kafkaOpen(t, live, false)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			for len(holder.Assignments()) != 1 {
+				if ctx.Err() != nil {
+					t.Fatal("the live member never owned the partition")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			cfg.ClientID, cfg.AllowEmpty = "a-late", allow
+			s := kafkaOpen(t, cfg, true)
+			_, err := s.Fetch(ctx)
+			if allow {
+				if !errors.Is(err, ErrEndOfInput) || len(s.Assignments()) != 0 {
+					t.Fatalf("Fetch with AllowEmpty: %v owning %v, want ErrEndOfInput owning nothing", err, s.Assignments())
+				}
+				return
+			}
+			if !errors.Is(err, ErrNoPartitions) {
+				t.Fatalf("Fetch: %v, want ErrNoPartitions", err)
+			}
+			for _, want := range []string{"group " + group, "partitions 0 are held by 1 member: z-live-"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %q", err, want)
+				}
+			}
+			if got := holder.Assignments(); !slices.Equal(got, []int32{0}) {
+				t.Errorf("the live member owns %v after the source's rebalance, want [0]", got)
+			}
+		})
 	}
 }
