@@ -12,8 +12,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/streamlearn/streamlearn/internal/checkpoint"
 )
 
 // TestE2EKafkaUntilEndAfterKills: `run --until-end` on a Kafka group whose
@@ -196,4 +199,45 @@ func publishKeyed(t *testing.T, ctx context.Context, dir, sl, cfg string, n, par
 		want[p] = partitionReplay{normReport(t, "replay", runProc(t, ctx, dir, sl, "replay", "-c", cfg, "--report", "json", file), "", count), count}
 	}
 	return want
+}
+
+// TestE2EKafkaCleanStopLeavesGroup: a run stopped with SIGTERM leaves its
+// consumer group, so the next run of the group is assigned its partitions
+// at once rather than after the coordinator gives up on the stopped
+// member (here a 10s session and rebalance timeout).
+func TestE2EKafkaCleanStopLeavesGroup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test")
+	}
+	sl, kfakeBin := e2eBuild(t)
+	ctx, cancel := context.WithTimeout(t.Context(), e2eTimeout)
+	defer cancel()
+	dir := t.TempDir()
+	bootstrap := startKfake(t, ctx, dir, kfakeBin, 1)
+	cfg := e2eConfig(t, dir, "kafka.yaml", fmt.Sprintf(
+		"source: {kind: kafka, brokers: [%q], topic: events, group: calm, session_timeout: 10s, rebalance_timeout: 10s}\ncheckpoint: {dir: %q, every: 1000}\n",
+		bootstrap, filepath.Join(dir, "state")))
+	demo, err := filepath.Abs(e2eDemo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runProc(t, ctx, dir, sl, "publish", "-c", cfg, demo)
+
+	first, _ := start(t, ctx, dir, false, sl, "run", "-c", cfg, "--http", "off", "--report", "json")
+	waitFor(t, ctx, "the first run to checkpoint the whole demo", func() bool {
+		cp, err := checkpoint.ReadFile(filepath.Join(dir, "state", "partition-0.ckpt"))
+		return err == nil && cp.Position == 4999
+	})
+	if err := first.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	first.wait(t, ctx)
+
+	t0 := time.Now()
+	again := runProc(t, ctx, dir, sl, "run", "-c", cfg, "--until-end", "--http", "off", "--report", "json")
+	if took := time.Since(t0); took > 5*time.Second {
+		t.Errorf("run --until-end after a SIGTERMed run took %v: the stopped member did not leave the group (rebalance timeout 10s)", took)
+	}
+	sameReport(t, "the restored model after a clean stop", normReport(t, "run", again, "kafka:events", 5000),
+		normReport(t, "run", first.stdout.Bytes(), "kafka:events", 5000))
 }

@@ -182,6 +182,35 @@ func TestExitCodes(t *testing.T) {
 	}
 }
 
+// An empty input or an empty result is never a silent success: replay of
+// a file with no record, and run --until-end on an empty JetStream stream
+// (the embedded server, nothing preloaded), exit 1 saying so, and 0 with
+// --allow-empty.
+func TestEmptyIsAnError(t *testing.T) {
+	empty := filepath.Join(t.TempDir(), "empty.jsonl")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"replay", empty}, 1, "replay: no record in " + empty + " (--allow-empty accepts an empty input)"},
+		{[]string{"replay", "--allow-empty", "--report", "json", empty}, 0, ""},
+		{[]string{"run", "--until-end", "--nats-port", "-1", "--http", "off"}, 1, "run: no model to report: jetstream:EVENTS/streamlearn delivered no event"},
+		{[]string{"run", "--until-end", "--allow-empty", "--nats-port", "-1", "--http", "off"}, 0, ""},
+	} {
+		code, out, errOut := run(t, tc.args...)
+		if code != tc.code || !strings.Contains(errOut, tc.msg) {
+			t.Errorf("%q: exit %d, stderr %q; want exit %d and %q", tc.args, code, errOut, tc.code, tc.msg)
+		}
+		if tc.code != 0 && out != "" {
+			t.Errorf("%q: failed, yet printed %q", tc.args, out)
+		}
+	}
+}
+
 // The README's first command, on a free port: the embedded JetStream
 // server, the demo preloaded, consumed to its end — the same numbers as a
 // replay of the file with the same (default) configuration.
