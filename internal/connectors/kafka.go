@@ -334,6 +334,7 @@ type kafkaGen struct {
 	// rejoined since, alive. probe, closed, ends the generation to ask.
 	probed bool
 	probe  chan struct{}
+	asked  bool // probe is closed
 }
 
 func (g *kafkaGen) owns(p int) bool {
@@ -594,15 +595,12 @@ func (s *KafkaSource) Fetch(ctx context.Context) (Record, error) {
 				waitUntil = until
 			case endProbe:
 				gen := s.gen
+				gen.asked = true
+				s.probes.Add(1)
+				s.probing = true
+				close(gen.probe)
 				s.mu.Unlock()
 				s.logProbe(ctx, gen)
-				s.mu.Lock()
-				if s.gen == gen {
-					s.probes.Add(1)
-					s.probing = true
-					close(gen.probe)
-				}
-				s.mu.Unlock()
 				continue
 			case endReading:
 			default:
@@ -713,12 +711,15 @@ func (s *KafkaSource) untilEndLocked() (state int, until time.Time) {
 		switch {
 		case len(s.gen.owned) == len(s.end):
 			return endDone, time.Time{} // the whole topic
+		case s.gen.asked:
+			// The generation ends: wait for the next one.
 		case !s.gen.probed:
 			return endProbe, time.Time{}
 		case len(s.gen.owned) == 0 && !s.cfg.AllowEmpty:
 			return endEmpty, time.Time{}
+		default:
+			return endDone, time.Time{}
 		}
-		return endDone, time.Time{}
 	}
 	giveUp := s.waitSince.Add(s.cfg.settleTimeout())
 	if !now.Before(giveUp) {
@@ -763,7 +764,7 @@ func (s *KafkaSource) ending(ctx context.Context, st int, gen *kafkaGen) error {
 }
 
 // logProbe logs that this member, having read its share of generation gen,
-// asks the group to rebalance.
+// asked the group to rebalance.
 func (s *KafkaSource) logProbe(ctx context.Context, gen *kafkaGen) {
 	s.cfg.Logger.Warn(fmt.Sprintf("waiting for partitions %s of group %s, held by other members: asking the group to rebalance, which removes members that died without leaving",
 		partitionList(s.others(gen.owned)), s.cfg.Group),
