@@ -5,9 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
-	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -35,20 +33,11 @@ func TestE2EKafkaScaleOut(t *testing.T) {
 	bootstrap := startKfake(t, ctx, dir, kfakeBin, 4)
 
 	// The demo, keyed by 16 tenants: publish partitions by key.
-	demo, err := os.ReadFile(e2eDemo)
+	demo, err := filepath.Abs(e2eDemo)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var keyed bytes.Buffer
-	n := 0
-	for line := range bytes.Lines(demo) {
-		fmt.Fprintf(&keyed, `{"key":"tenant-%d",%s`, n%16, line[1:])
-		n++
-	}
-	events := filepath.Join(dir, "keyed.jsonl")
-	if err := os.WriteFile(events, keyed.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	events, n := keyEvents(t, dir, demo)
 
 	const group = "scale"
 	cfg := e2eConfig(t, dir, "kafka.yaml", fmt.Sprintf(
@@ -126,41 +115,13 @@ func TestE2EKafkaScaleOut(t *testing.T) {
 	}
 
 	// The records of each partition, in offset order, replayed on their own.
-	rec := filepath.Join(dir, "recorded.jsonl")
-	runProc(t, ctx, dir, sl, "record", "-c", cfg, "--envelope", "-o", rec)
-	data, err := os.ReadFile(rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	perPart := map[int32]*bytes.Buffer{}
-	lastOffset := map[int32]int64{}
-	for line := range bytes.Lines(data) {
-		var e envelope
-		if err := json.Unmarshal(line, &e); err != nil {
-			t.Fatal(err)
+	want := replayPartitions(t, ctx, dir, sl, cfg)
+	for p, line := range live {
+		w, ok := want[p]
+		if !ok {
+			t.Fatalf("partition %d has a model but no records", p)
 		}
-		if last, ok := lastOffset[e.Partition]; ok && e.Offset <= last {
-			t.Fatalf("partition %d: offset %d after %d", e.Partition, e.Offset, last)
-		}
-		lastOffset[e.Partition] = e.Offset
-		if perPart[e.Partition] == nil {
-			perPart[e.Partition] = new(bytes.Buffer)
-		}
-		perPart[e.Partition].Write(append(e.Value, '\n'))
-	}
-	parts := make([]int32, 0, 4)
-	for p := range live {
-		parts = append(parts, p)
-	}
-	slices.Sort(parts)
-	for _, p := range parts {
-		file := filepath.Join(dir, fmt.Sprintf("partition-%d.jsonl", p))
-		if err := os.WriteFile(file, perPart[p].Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		count := bytes.Count(perPart[p].Bytes(), []byte("\n"))
-		want := normReport(t, "replay", runProc(t, ctx, dir, sl, "replay", "-c", cfg, "--report", "json", file), "", count)
-		sameReport(t, fmt.Sprintf("partition %d's model", p), normReport(t, "run", live[p], "", count), want)
+		sameReport(t, fmt.Sprintf("partition %d's model", p), normReport(t, "run", line, "", w.events), w.report)
 	}
 }
 

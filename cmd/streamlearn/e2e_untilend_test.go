@@ -147,13 +147,27 @@ type partitionReplay struct {
 
 // publishKeyed generates n events, publishes them through cfg's Kafka
 // source keyed by 16 tenants (so that they spread over the partitions),
-// records the topic back per partition in offset order, and returns the
-// replay of each partition's records.
+// and returns the replay of each partition's records.
 func publishKeyed(t *testing.T, ctx context.Context, dir, sl, cfg string, n, parts int) map[int32]partitionReplay {
 	t.Helper()
 	stream := filepath.Join(dir, "stream.jsonl")
 	runProc(t, ctx, dir, sl, "generate", "-n", strconv.Itoa(n), "--seed", "5", "-o", stream)
-	data, err := os.ReadFile(stream)
+	keyed, _ := keyEvents(t, dir, stream)
+	runProc(t, ctx, dir, sl, "publish", "-c", cfg, keyed)
+	want := replayPartitions(t, ctx, dir, sl, cfg)
+	if len(want) != parts {
+		t.Fatalf("the keyed events landed on %d partitions, want all %d", len(want), parts)
+	}
+	return want
+}
+
+// keyEvents writes the events of the JSONL file src keyed by 16 tenants
+// (event i by tenant-i%16), so that publishing spreads them over the
+// partitions by key, and returns the new file's path and how many events
+// it holds.
+func keyEvents(t *testing.T, dir, src string) (string, int) {
+	t.Helper()
+	data, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,27 +181,35 @@ func publishKeyed(t *testing.T, ctx context.Context, dir, sl, cfg string, n, par
 	if err := os.WriteFile(events, keyed.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	runProc(t, ctx, dir, sl, "publish", "-c", cfg, events)
+	return events, i
+}
 
+// replayPartitions records the topic of cfg's Kafka source back, per
+// partition in offset order (checking that order), and returns the replay
+// of each partition's records on their own.
+func replayPartitions(t *testing.T, ctx context.Context, dir, sl, cfg string) map[int32]partitionReplay {
+	t.Helper()
 	rec := filepath.Join(dir, "recorded.jsonl")
 	runProc(t, ctx, dir, sl, "record", "-c", cfg, "--envelope", "-o", rec)
-	data, err = os.ReadFile(rec)
+	data, err := os.ReadFile(rec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	perPart := map[int32]*bytes.Buffer{}
+	lastOffset := map[int32]int64{}
 	for line := range bytes.Lines(data) {
 		var e envelope
 		if err := json.Unmarshal(line, &e); err != nil {
 			t.Fatal(err)
 		}
+		if last, ok := lastOffset[e.Partition]; ok && e.Offset <= last {
+			t.Fatalf("partition %d: offset %d after %d", e.Partition, e.Offset, last)
+		}
+		lastOffset[e.Partition] = e.Offset
 		if perPart[e.Partition] == nil {
 			perPart[e.Partition] = new(bytes.Buffer)
 		}
 		perPart[e.Partition].Write(append(e.Value, '\n'))
-	}
-	if len(perPart) != parts {
-		t.Fatalf("the keyed events landed on %d partitions, want all %d", len(perPart), parts)
 	}
 	want := map[int32]partitionReplay{}
 	for p, b := range perPart {

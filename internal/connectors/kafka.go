@@ -747,6 +747,10 @@ func (s *KafkaSource) ending(ctx context.Context, st int, gen *kafkaGen) error {
 		owned = gen.owned
 	}
 	if st == endDone {
+		if !s.waitSince.IsZero() && len(owned) == len(s.end) {
+			s.cfg.Logger.Warn(fmt.Sprintf("group %s settled: this member owns every partition", s.cfg.Group),
+				"source", s.name, "owned", partitionList(owned), "waited", time.Since(s.waitSince).Round(time.Millisecond))
+		}
 		if len(owned) < len(s.end) {
 			s.cfg.Logger.Warn("ending with part of the topic: the rest is held by members that rejoined the group after this one read its share",
 				"source", s.name, "group", s.cfg.Group, "owned", partitionList(owned),
