@@ -219,14 +219,20 @@ func start(t *testing.T, ctx context.Context, dir string, pipeStdout bool, path 
 	return p, out
 }
 
-// wait waits for p to exit and fails t unless it exited with status 0.
-func (p *proc) wait(t *testing.T, ctx context.Context) {
+// waitExit waits for p to exit, failing t at ctx's end.
+func (p *proc) waitExit(t *testing.T, ctx context.Context) {
 	t.Helper()
 	select {
 	case <-p.done:
 	case <-ctx.Done():
 		t.Fatalf("%s %s: still running at the test's deadline\nstderr:\n%s", p.name, strings.Join(p.cmd.Args[1:], " "), p.stderr.String())
 	}
+}
+
+// wait waits for p to exit and fails t unless it exited with status 0.
+func (p *proc) wait(t *testing.T, ctx context.Context) {
+	t.Helper()
+	p.waitExit(t, ctx)
 	if p.err != nil {
 		t.Fatalf("%s %s: %v\nstderr:\n%s", p.name, strings.Join(p.cmd.Args[1:], " "), p.err, p.stderr.String())
 	}
@@ -397,16 +403,24 @@ func TestE2EKafkaKcat(t *testing.T) {
 	sameFile(t, "record of the topic", rec, demo)
 
 	// The group committed everything: a second run has nothing to learn,
-	// and without checkpoints no model to report. That is an error unless
-	// asked for: an empty report is never a silent success.
-	again, _ := start(t, ctx, dir, false, sl, "run", "-c", cfg, "--until-end", "--report", "json")
-	<-again.done
-	if again.err == nil || again.stdout.Len() != 0 || !strings.Contains(again.stderr.String(), "no model to report") {
-		t.Errorf("second run of group e2e: want exit status 1, no report and \"no model to report\", got %v, stdout %q\nstderr:\n%s",
-			again.err, again.stdout.String(), again.stderr.String())
+	// and without checkpoints no model to report.
+	emptyRun(t, ctx, dir, sl, "second run of group e2e", "run", "-c", cfg, "--until-end", "--report", "json")
+}
+
+// emptyRun runs path with args, a run that finds nothing to learn and no
+// model to restore: an empty report is never a silent success, so it must
+// exit with status 1 saying "no model to report" and print nothing; with
+// --allow-empty added, exit 0 and print nothing.
+func emptyRun(t *testing.T, ctx context.Context, dir, path, what string, args ...string) {
+	t.Helper()
+	p, _ := start(t, ctx, dir, false, path, args...)
+	p.waitExit(t, ctx)
+	if p.err == nil || p.stdout.Len() != 0 || !strings.Contains(p.stderr.String(), "no model to report") {
+		t.Errorf("%s: want exit status 1, no report and \"no model to report\", got %v, stdout %q\nstderr:\n%s",
+			what, p.err, p.stdout.String(), p.stderr.String())
 	}
-	if empty := runProc(t, ctx, dir, sl, "run", "-c", cfg, "--until-end", "--allow-empty", "--report", "json"); len(empty) != 0 {
-		t.Errorf("run --allow-empty of group e2e: want no report (nothing left), got\n%s", empty)
+	if out := runProc(t, ctx, dir, path, append(args, "--allow-empty")...); len(out) != 0 {
+		t.Errorf("%s with --allow-empty: want no report (nothing left), got\n%s", what, out)
 	}
 }
 
@@ -611,10 +625,9 @@ func TestE2ENATSServer(t *testing.T) {
 			t.Errorf("durable e2e: ack floor %d delivered %d ack pending %d pending %d; want 5000 5000 0 0",
 				ci.AckFloor.Stream, ci.Delivered.Stream, ci.NumAckPending, ci.NumPending)
 		}
-		// Restarting the durable finds nothing left.
-		if again := runProc(t, ctx, dir, sl, "run", "-c", cfg, "--until-end", "--report", "json"); len(again) != 0 {
-			t.Errorf("second run of durable e2e: want no report (nothing left), got\n%s", again)
-		}
+		// Restarting the durable finds nothing left: no model (there are no
+		// checkpoints), which is an error unless asked for.
+		emptyRun(t, ctx, dir, sl, "second run of durable e2e", "run", "-c", cfg, "--until-end", "--report", "json")
 
 		rec := filepath.Join(dir, "recorded.jsonl")
 		runProc(t, ctx, dir, sl, "record", "--kind", "jetstream", "--url", url, "--stream", "EVENTS", "--subject", "events", "-o", rec)
@@ -699,9 +712,7 @@ func TestE2ENATSServer(t *testing.T) {
 		if ci.AckFloor.Stream != 5000 || ci.NumAckPending != 0 || ci.NumPending != 0 {
 			t.Errorf("durable r: ack floor %d, ack pending %d, pending %d; want 5000, 0, 0", ci.AckFloor.Stream, ci.NumAckPending, ci.NumPending)
 		}
-		if again := runUntilEnd(); len(again) != 0 {
-			t.Errorf("third run of durable r: want no report (nothing left), got\n%s", again)
-		}
+		emptyRun(t, ctx, dir, sl, "third run of durable r", "run", "-c", cfg, "--until-end", "--report", "json")
 	})
 
 	// Core NATS keeps nothing and has no end: the service subscribes,

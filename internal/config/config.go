@@ -181,6 +181,12 @@ type Source struct {
 	SessionTimeout    time.Duration `yaml:"session_timeout"`
 	RebalanceTimeout  time.Duration `yaml:"rebalance_timeout"`
 	HeartbeatInterval time.Duration `yaml:"heartbeat_interval"`
+	// RequestTimeout bounds each request to the Kafka group coordinator
+	// (a join waits at most it plus the rebalance timeout), and
+	// JoinGroupBackoff is the pause before a member tries again after a
+	// join failed. Defaults 5s and 5s.
+	RequestTimeout   time.Duration `yaml:"request_timeout"`
+	JoinGroupBackoff time.Duration `yaml:"join_group_backoff"`
 }
 
 // Sink is one output.

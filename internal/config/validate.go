@@ -77,6 +77,8 @@ func (c *Config) validate() error {
 		{"source.session_timeout", c.Source.SessionTimeout},
 		{"source.rebalance_timeout", c.Source.RebalanceTimeout},
 		{"source.heartbeat_interval", c.Source.HeartbeatInterval},
+		{"source.request_timeout", c.Source.RequestTimeout},
+		{"source.join_group_backoff", c.Source.JoinGroupBackoff},
 	} {
 		switch {
 		case d.v != 0 && c.Source.Kind != "kafka":

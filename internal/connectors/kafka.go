@@ -433,7 +433,12 @@ func NewKafkaSource(ctx context.Context, cfg KafkaConfig, untilEnd bool) (*Kafka
 		start = kafka.LastOffset
 	}
 	probes := new(atomic.Uint64)
+	logger := cfg.Logger
 	group, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
+		// kafka-go retries what fails in joining the group; say what.
+		ErrorLogger: kafka.LoggerFunc(func(format string, args ...any) {
+			logger.Warn("kafka consumer group: "+fmt.Sprintf(format, args...), "source", name)
+		}),
 		GroupBalancers: []kafka.GroupBalancer{
 			probeBalancer{kafka.RangeGroupBalancer{}, probes},
 			probeBalancer{kafka.RoundRobinGroupBalancer{}, probes},

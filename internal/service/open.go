@@ -59,6 +59,8 @@ func OpenSource(ctx context.Context, s config.Source, o SourceOptions, t Tuning)
 		k.SessionTimeout = cmp.Or(s.SessionTimeout, k.SessionTimeout)
 		k.RebalanceTimeout = cmp.Or(s.RebalanceTimeout, k.RebalanceTimeout)
 		k.HeartbeatInterval = cmp.Or(s.HeartbeatInterval, k.HeartbeatInterval)
+		k.Timeout = cmp.Or(s.RequestTimeout, k.Timeout)
+		k.JoinGroupBackoff = cmp.Or(s.JoinGroupBackoff, k.JoinGroupBackoff)
 		k.AllowEmpty, k.Logger = o.AllowEmpty, o.Logger
 		return connectors.NewKafkaSource(ctx, k, o.UntilEnd)
 	case "nats":
