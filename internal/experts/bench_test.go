@@ -7,7 +7,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/online"
 )
 
-// benchLearner runs Predict+Loss+Update over a noisy stream of 4096 events
+// benchLearner runs Predict+Loss+Learn over a noisy stream of 4096 events
 // on 1024 thresholds (or c), cycling.
 func benchLearner(b *testing.B, c *Class, l online.Learner) {
 	r := rand.New(rand.NewPCG(1, 2))
@@ -23,7 +23,7 @@ func benchLearner(b *testing.B, c *Class, l online.Learner) {
 	}
 	for i := range n { // steady state
 		l.Predict(xs[i])
-		l.Update(xs[i], ys[i])
+		l.Learn(xs[i], l.Predict(xs[i]), ys[i])
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -31,7 +31,7 @@ func benchLearner(b *testing.B, c *Class, l online.Learner) {
 		x, y := xs[i%n], ys[i%n]
 		p := l.Predict(x)
 		_ = l.Loss(p, y)
-		l.Update(x, y)
+		l.Learn(x, p, y)
 	}
 }
 
@@ -121,6 +121,6 @@ func BenchmarkHedge8(b *testing.B) {
 		a, y := adv[i%n], ys[i%n]
 		p := h.Predict(a)
 		_ = h.Loss(p, y)
-		h.Update(a, y)
+		h.Learn(a, p, y)
 	}
 }

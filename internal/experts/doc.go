@@ -119,7 +119,10 @@
 // P(label = +1) = Σ_i w_i(t)·1[advice_i = +1], and Loss the expected loss
 // ⟨w(t), v_t⟩. The realized Label is drawn with probability Score from a
 // PCG seeded by (seed, 0x6865646765726e67): deterministic given the seed
-// and the history, and part of the checkpointed state. Weights are kept
+// and the history, and part of the checkpointed state. Round t draws the
+// t-th number of that generator: Predict draws from a copy, and Learn
+// advances the generator past the draw, so a prediction can be recomputed
+// until its round is learned, and serving one changes nothing. Weights are kept
 // scaled so the best expert of the epoch weighs exactly 1 (no underflow of
 // Z), and rebuilt exactly from the integer losses whenever that best loss
 // grows.

@@ -26,7 +26,7 @@ func ExampleSOA() {
 		if soa.Predict(x).Label != y {
 			mistakes++
 		}
-		soa.Update(x, y)
+		soa.Learn(x, soa.Predict(x), y)
 	}
 	g := soa.Guarantee()
 	fmt.Println("Ldim(H):", c.Dim(), "bound:", g.Value, "mistakes ≤ bound:", float64(mistakes) <= g.Value, "violations:", g.Violations)

@@ -129,15 +129,20 @@ func (h *hedge) predict(pos Set) online.Prediction {
 		}
 	}
 	score := s / h.z
-	u := float64(h.rng.Uint64()>>11) * 0x1p-53
+	// The draw of this round, from a copy: Predict leaves the generator
+	// as it is, and update advances it past the draw.
+	rng := h.rng
+	u := float64(rng.Uint64()>>11) * 0x1p-53
 	if u < score {
 		return online.Prediction{Label: online.Positive, Score: score}
 	}
 	return online.Prediction{Label: online.Negative, Score: score}
 }
 
-// update charges v_{t,i} = 1[advice_i ≠ y] and reweights.
+// update charges v_{t,i} = 1[advice_i ≠ y], reweights, and advances the
+// generator past the round's draw.
 func (h *hedge) update(pos Set, y int8) {
+	h.rng.Uint64()
 	if y == online.Positive {
 		for k := range h.mis {
 			h.mis[k] = h.full[k] &^ pos[k]
@@ -341,9 +346,11 @@ func (e *Hedge) Predict(advice []int8) online.Prediction {
 	return e.h.predict(e.pos)
 }
 
-// Update charges v_{t,i} = 1[advice_i ≠ y] and sets w̃_i ← w̃_i e^{-η v_i}.
-// It must follow Predict on the same round; it does not allocate.
-func (e *Hedge) Update(advice []int8, y int8) {
+// Learn charges v_{t,i} = 1[advice_i ≠ y] and sets w̃_i ← w̃_i e^{-η v_i},
+// advice being the experts' labels of the round whose prediction served
+// was (each expert is charged its advice, whatever was drawn). It does not
+// allocate.
+func (e *Hedge) Learn(advice []int8, _ online.Prediction, y int8) {
 	e.advise(advice)
 	e.h.update(e.pos, y)
 }
@@ -432,9 +439,9 @@ func (l *WeightedMajority) Predict(x online.Vector) online.Prediction {
 	return l.h.predict(l.lab)
 }
 
-// Update charges every hypothesis with h(x) ≠ y and reweights; events
+// Learn charges every hypothesis with h(x) ≠ y and reweights; events
 // outside the domain are ignored. It does not allocate.
-func (l *WeightedMajority) Update(x online.Vector, y int8) {
+func (l *WeightedMajority) Learn(x online.Vector, _ online.Prediction, y int8) {
 	if !l.c.Labels(l.lab, x) {
 		return
 	}

@@ -26,7 +26,7 @@ func runHedge(t *testing.T, h *Hedge, T int, gen func(t int, advice []int8) (sco
 		if p.Label != y {
 			mistakes++
 		}
-		h.Update(advice, y)
+		h.Learn(advice, p, y)
 		g := h.Guarantee()
 		regret = loss - g.ComparatorLoss
 		if regret > g.Value+1e-9 {
@@ -118,7 +118,7 @@ func TestHedgeDoublingTrick(t *testing.T) {
 				p := h.Predict(advice)
 				y := yOf(p.Score)
 				loss += h.Loss(p, y)
-				h.Update(advice, y)
+				h.Learn(advice, p, y)
 				gu := h.Guarantee()
 				closed := math.Sqrt2 / (math.Sqrt2 - 1) * math.Sqrt(2*float64(k)*math.Log(float64(d)))
 				if loss-gu.ComparatorLoss > gu.Value+1e-9 {
@@ -158,7 +158,7 @@ func TestHedgeSeeds(t *testing.T) {
 			a[k%3] = -a[k%3]
 			p := h.Predict(a)
 			out = append(out, p.Label)
-			h.Update(a, int8(1-2*(k/7%2)))
+			h.Learn(a, p, int8(1-2*(k/7%2)))
 		}
 		return out
 	}
@@ -184,14 +184,14 @@ func TestHedgeUnderflowRecovery(t *testing.T) {
 	h, _ := NewHedge(2, HedgeConfig{Eta: 1})
 	for range 2000 {
 		h.Predict([]int8{1, -1})
-		h.Update([]int8{1, -1}, 1)
+		h.Learn([]int8{1, -1}, h.Predict([]int8{1, -1}), 1)
 	}
 	if w := h.Weights(nil); w[1] != 0 || w[0] != 1 {
 		t.Fatalf("weights %v, want [1 0] after underflow", w)
 	}
 	for range 2100 {
 		h.Predict([]int8{1, -1})
-		h.Update([]int8{1, -1}, -1)
+		h.Learn([]int8{1, -1}, h.Predict([]int8{1, -1}), -1)
 	}
 	w := h.Weights(nil)
 	want := 1 / (1 + math.Exp(-100)) // L = (2100, 2000)
@@ -226,8 +226,8 @@ func TestWeightedMajorityIsHedge(t *testing.T) {
 			t.Fatalf("round %d: WM %+v, Hedge %+v", k, pw, ph)
 		}
 		loss += wm.Loss(pw, y)
-		wm.Update(x, y)
-		h.Update(advice, y)
+		wm.Learn(x, wm.Predict(x), y)
+		h.Learn(advice, h.Predict(advice), y)
 	}
 	g := wm.Guarantee()
 	if loss-g.ComparatorLoss > g.Value {
@@ -266,7 +266,7 @@ func TestHedgeMarshal(t *testing.T) {
 		}
 		for k := range 137 {
 			a.Predict(rounds[k])
-			a.Update(rounds[k], ys[k])
+			a.Learn(rounds[k], a.Predict(rounds[k]), ys[k])
 		}
 		snap, _ := a.MarshalBinary()
 		b := mk()
@@ -280,8 +280,8 @@ func TestHedgeMarshal(t *testing.T) {
 			if pa, pb := a.Predict(rounds[k]), b.Predict(rounds[k]); pa != pb {
 				t.Fatalf("round %d: %+v vs %+v", k, pa, pb)
 			}
-			a.Update(rounds[k], ys[k])
-			b.Update(rounds[k], ys[k])
+			a.Learn(rounds[k], a.Predict(rounds[k]), ys[k])
+			b.Learn(rounds[k], b.Predict(rounds[k]), ys[k])
 		}
 		ba, _ := a.MarshalBinary()
 		bb, _ := b.MarshalBinary()

@@ -285,7 +285,7 @@ func TestSOAIntervalsMistakeBound(t *testing.T) {
 				if soa.Predict(x).Label != y {
 					mistakes++
 				}
-				soa.Update(x, y)
+				soa.Learn(x, soa.Predict(x), y)
 			}
 			g := soa.Guarantee()
 			if g.Value != float64(c.Dim()) || float64(mistakes) > g.Value || g.Violations != 0 || !soa.VersionSpace().Has(target) {
@@ -300,7 +300,7 @@ func TestSOAIntervalsMistakeBound(t *testing.T) {
 func TestSOAIntervalsRejectsUnreachableState(t *testing.T) {
 	c := intervalsClass(t, 64)
 	a := NewSOA(c)
-	a.Update(vec(c, 10), online.Negative)
+	a.Learn(vec(c, 10), a.Predict(vec(c, 10)), online.Negative)
 	b, _ := a.MarshalBinary()
 	if err := NewSOA(c).UnmarshalBinary(b); err != nil {
 		t.Fatal(err)

@@ -236,7 +236,7 @@ func TestLdimSizeLimits(t *testing.T) {
 			}
 			x := c.pointVector(c.numPointsOrGrid() - 1)
 			l.Predict(x)
-			l.Update(x, online.Positive)
+			l.Learn(x, l.Predict(x), online.Positive)
 		}
 		l, err := NewLearner("soa", c, HedgeConfig{})
 		if tc.want == "" {

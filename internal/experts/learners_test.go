@@ -25,7 +25,7 @@ func TestMistakeBoundsRealizable(t *testing.T) {
 					if l.Predict(x).Label != y {
 						mistakes[ln]++
 					}
-					l.Update(x, y)
+					l.Learn(x, l.Predict(x), y)
 				}
 			}
 			bounds := map[string]float64{
@@ -72,8 +72,8 @@ func TestConsistentWorstCase(t *testing.T) {
 		if h.Predict(x).Label != y {
 			mh++
 		}
-		l.Update(x, y)
-		h.Update(x, y)
+		l.Learn(x, l.Predict(x), y)
+		h.Learn(x, h.Predict(x), y)
 	}
 	if mc != k-1 {
 		t.Errorf("Consistent: %d mistakes, want |H|-1 = %d", mc, k-1)
@@ -120,7 +120,7 @@ func TestSOAAdversary(t *testing.T) {
 			p := soa.Predict(x)
 			y := -p.Label
 			mistakes++
-			soa.Update(x, y)
+			soa.Learn(x, p, y)
 			stream = append(stream, ex{x, y})
 			c.column(col, node)
 			if y == online.Positive {
@@ -164,7 +164,7 @@ func TestSOANeverPredictsAbsentLabel(t *testing.T) {
 			if (p.Label == online.Positive && c1 == 0) || (p.Label == online.Negative && c0 == 0) {
 				t.Fatalf("%s: SOA predicted %d with |V^(1)|=%d |V^(0)|=%d", name, p.Label, c1, c0)
 			}
-			l.Update(x, label(c, r.IntN(c.Len()), x)) // not realizable: exercises recovery
+			l.Learn(x, p, label(c, r.IntN(c.Len()), x)) // not realizable: exercises recovery
 		}
 	}
 }
@@ -173,11 +173,11 @@ func TestViolationRecovery(t *testing.T) {
 	c := mustClass(t, ClassSpec{Kind: KindThresholds, Feature: "v", Min: 0, Max: 9, Points: 10})
 	for name, l := range realizableLearners(c) {
 		l.Predict(vec(c, 5))
-		l.Update(vec(c, 5), online.Positive) // V = h0..h5
+		l.Learn(vec(c, 5), l.Predict(vec(c, 5)), online.Positive) // V = h0..h5
 		l.Predict(vec(c, 2))
-		l.Update(vec(c, 2), online.Negative) // V = h3..h5
+		l.Learn(vec(c, 2), l.Predict(vec(c, 2)), online.Negative) // V = h3..h5
 		l.Predict(vec(c, 7))
-		l.Update(vec(c, 7), online.Negative) // h3..h5 say 1: V empty
+		l.Learn(vec(c, 7), l.Predict(vec(c, 7)), online.Negative) // h3..h5 say 1: V empty
 		g := l.Guarantee()
 		if g.Violations != 1 {
 			t.Errorf("%s: %d violations, want 1", name, g.Violations)
@@ -194,7 +194,7 @@ func TestViolationRecovery(t *testing.T) {
 		if p := l.Predict(vec(c, 9)); p.Label != online.Positive {
 			t.Errorf("%s: after recovery predicts %d at 9, want +1 (h8, h9 say 1)", name, p.Label)
 		}
-		l.Update(vec(c, 9), online.Positive)
+		l.Learn(vec(c, 9), l.Predict(vec(c, 9)), online.Positive)
 		if g := l.Guarantee(); g.Violations != 1 {
 			t.Errorf("%s: %d violations after a consistent round", name, g.Violations)
 		}
@@ -203,7 +203,7 @@ func TestViolationRecovery(t *testing.T) {
 	tab := mustClass(t, ClassSpec{Kind: KindTable, Feature: "v", Domain: []float64{1, 2}, Hypotheses: [][]int{{1, 0}, {1, 1}}})
 	for name, l := range realizableLearners(tab) {
 		l.Predict(vec(tab, 1))
-		l.Update(vec(tab, 1), online.Negative)
+		l.Learn(vec(tab, 1), l.Predict(vec(tab, 1)), online.Negative)
 		if g := l.Guarantee(); g.Violations != 1 || !equalSets(l.VersionSpace(), tab.All()) {
 			t.Errorf("%s: violations %d, V %b; want 1 and H", name, g.Violations, l.VersionSpace())
 		}
@@ -229,9 +229,9 @@ func TestComparatorLossExact(t *testing.T) {
 				y = -y
 			}
 			l.Predict(x)
-			l.Update(x, y)
+			l.Learn(x, l.Predict(x), y)
 			wm.Predict(x)
-			wm.Update(x, y)
+			wm.Learn(x, wm.Predict(x), y)
 			best := math.MaxInt
 			for i := range loss {
 				if label(c, i, x) != y {
@@ -260,7 +260,7 @@ func TestOutsideDomain(t *testing.T) {
 		if p := l.Predict(outside); p.Label != online.Negative || p.Score != 0 {
 			t.Errorf("%s: prediction outside the domain %+v", name, p)
 		}
-		l.Update(outside, online.Positive)
+		l.Learn(outside, l.Predict(outside), online.Positive)
 		after, _ := l.MarshalBinary()
 		if !bytes.Equal(before, after) {
 			t.Errorf("%s: an event outside the domain changed the state", name)
@@ -304,7 +304,7 @@ func TestMarshalRoundTrip(t *testing.T) {
 			a := newL()
 			for k := range 150 {
 				a.Predict(xs[k])
-				a.Update(xs[k], ys[k])
+				a.Learn(xs[k], a.Predict(xs[k]), ys[k])
 			}
 			snap, _ := a.MarshalBinary()
 			b := newL()
@@ -316,8 +316,8 @@ func TestMarshalRoundTrip(t *testing.T) {
 				if pa != pb {
 					t.Fatalf("%s/%s round %d: %+v vs restored %+v", name, ln, k, pa, pb)
 				}
-				a.Update(xs[k], ys[k])
-				b.Update(xs[k], ys[k])
+				a.Learn(xs[k], a.Predict(xs[k]), ys[k])
+				b.Learn(xs[k], b.Predict(xs[k]), ys[k])
 			}
 			ba, _ := a.MarshalBinary()
 			bb, _ := b.MarshalBinary()
@@ -365,7 +365,7 @@ func TestAllocsZero(t *testing.T) {
 					y = -y
 				}
 				_ = l.Loss(p, y)
-				l.Update(x, y)
+				l.Learn(x, p, y)
 			}
 			for range 200 {
 				step()
@@ -384,9 +384,9 @@ func TestAllocsZero(t *testing.T) {
 				k++
 				p := l.Predict(x)
 				_ = l.Loss(p, y)
-				l.Update(x, y)
+				l.Learn(x, p, y)
 			}); n != 0 {
-				t.Errorf("%s/%s: %v allocs per Predict+Update", name, ln, n)
+				t.Errorf("%s/%s: %v allocs per Predict+Learn", name, ln, n)
 			}
 		}
 	}

@@ -52,12 +52,14 @@ func (s *versionSpace) InDomain(x online.Vector) bool { return s.c.InDomain(x) }
 // VersionSpace returns a copy of the current version space V_t.
 func (s *versionSpace) VersionSpace() Set { return slices.Clone(s.v) }
 
-// Update learns the label y of x: V ← V^(y) = {h ∈ V : h(x) = y}, and
+// Learn learns the label y of x: V ← V^(y) = {h ∈ V : h(x) = y}, and
 // charges a mistake to every hypothesis with h(x) ≠ y. When V^(y) is empty
 // the stream is not realizable by H: the violation is counted and V
-// becomes {h ∈ H : h(x) = y}, or H if that is empty too. Events outside
-// the domain are ignored. Update does not retain x and does not allocate.
-func (s *versionSpace) Update(x online.Vector, y int8) {
+// becomes {h ∈ H : h(x) = y}, or H if that is empty too. The prediction
+// served does not matter: the hypotheses that disagree with y go, whatever
+// was predicted. Events outside the domain are ignored. Learn does not
+// retain x and does not allocate.
+func (s *versionSpace) Learn(x online.Vector, _ online.Prediction, y int8) {
 	if !s.c.Labels(s.lab, x) {
 		return
 	}

@@ -75,9 +75,9 @@ func learners(tb testing.TB) []struct {
 	}
 }
 
-// BenchmarkPredictUpdate measures one round (Predict, Loss, Update) of
+// BenchmarkPredictLearn measures one round (Predict, Loss, Learn) of
 // each learner on the hashed workload: ns/op is the time per event.
-func BenchmarkPredictUpdate(b *testing.B) {
+func BenchmarkPredictLearn(b *testing.B) {
 	xs, ys := hashedStream()
 	for _, tc := range learners(b) {
 		b.Run(tc.name, func(b *testing.B) {
@@ -89,7 +89,7 @@ func BenchmarkPredictUpdate(b *testing.B) {
 				k++
 				p := l.Predict(x)
 				_ = l.Loss(p, y)
-				l.Update(x, y)
+				l.Learn(x, p, y)
 			}
 		})
 	}
@@ -168,7 +168,7 @@ func TestHotPathAllocs(t *testing.T) {
 	for _, tc := range learners(t) {
 		for k := range xs {
 			tc.l.Predict(xs[k])
-			tc.l.Update(xs[k], ys[k])
+			tc.l.Learn(xs[k], tc.l.Predict(xs[k]), ys[k])
 		}
 		k := 0
 		n := testing.AllocsPerRun(1000, func() {
@@ -176,7 +176,7 @@ func TestHotPathAllocs(t *testing.T) {
 			k++
 			p := tc.l.Predict(x)
 			_ = tc.l.Loss(p, y)
-			tc.l.Update(x, y)
+			tc.l.Learn(x, p, y)
 			if g, ok := tc.l.(online.Guaranteed); ok {
 				_ = g.Guarantee()
 			}

@@ -1,7 +1,6 @@
 package online_test
 
 import (
-	"bytes"
 	"fmt"
 	"testing"
 
@@ -58,42 +57,36 @@ func TestConformance(t *testing.T) {
 	}
 }
 
-// TestUpdateWithoutPredict: the linear learners recompute what Predict
-// would have computed when Update comes without it, so a stream of bare
-// Updates learns exactly what the same stream of rounds learns; and after
-// a Round too, even one that follows a Predict without an Update (an
-// unlabeled event).
-func TestUpdateWithoutPredict(t *testing.T) {
-	const bits = 8
-	ex := onlinetest.LinearStream(bits, 300, 12, 0.1)(1)
-	for name, mk := range linear(t, bits) {
-		rounds, bare := mk(), mk()
-		ref, mixed := mk(), mk()
-		for k, e := range ex {
-			rounds.Predict(e.X)
-			rounds.Update(e.X, e.Y)
-			bare.Update(e.X, e.Y)
-			switch k % 3 {
-			case 0: // unlabeled
-				ref.Predict(e.X)
-				mixed.Predict(e.X)
-			case 1:
-				ref.Predict(e.X)
-				ref.Update(e.X, e.Y)
-				mixed.(online.Rounder).Round(e.X, e.Y)
-			case 2:
-				ref.Update(e.X, e.Y)
-				mixed.Update(e.X, e.Y)
-			}
-			if !bytes.Equal(marshal(t, bare), marshal(t, rounds)) {
-				t.Errorf("%s: after %d rounds, Update alone learned another state than Predict then Update", name, k+1)
-				break
-			}
-			if !bytes.Equal(marshal(t, mixed), marshal(t, ref)) {
-				t.Errorf("%s: after %d events, Update alone after Round learned another state than after Predict and Update", name, k+1)
-				break
-			}
+// TestLearnLater: a label that comes after another round was learned is
+// learned from the prediction served for it, not from what the model would
+// predict now. Two examples on the same slot are both predicted at w = 0
+// (score 0); the second is learned first. The Perceptron then updates on
+// the first too (y·served score = 0 ≤ 0), though its weights now score it
+// 1; OGD (hinge, fixed η = 1) steps again at the served score 0, though
+// the hinge at its score now, 1, has no gradient.
+func TestLearnLater(t *testing.T) {
+	x := online.Vector{Idx: []uint32{3}, Val: []float64{1}}
+	p, err := online.NewPerceptron(4, online.PerceptronConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := online.NewOGD(4, online.OGDConfig{Loss: online.LossHinge, Eta: 1, Schedule: online.ScheduleFixed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []online.Learner{p, o} {
+		first, second := l.Predict(x), l.Predict(x)
+		l.Learn(x, second, online.Positive)
+		if now := l.Predict(x); now.Score != 1 {
+			t.Fatalf("%T: score %v after one step, want 1", l, now.Score)
 		}
+		l.Learn(x, first, online.Positive)
+	}
+	if w := p.Weights()[3]; w != 2 || p.Updates() != 2 {
+		t.Errorf("Perceptron: w[3] = %v after %d updates, want 2 after 2", w, p.Updates())
+	}
+	if w := o.Weights(nil)[3]; w != 2 {
+		t.Errorf("OGD: w[3] = %v, want 2 (two steps at the served score 0)", w)
 	}
 }
 

@@ -21,18 +21,24 @@ type Prediction struct {
 
 // A Learner is an online binary classifier run by the protocol of the seed
 // texts: on every round it first predicts, then receives the label and
-// updates.
+// learns. The two halves are separate calls so that the label may come
+// later: a prediction served now can be learned from when its label
+// arrives, however many rounds after.
 //
-// Update must be called after Predict on the same x (a learner may keep
-// what Predict computed for Update), and neither may retain x: the caller
-// reuses its slices for the next event. Learners are plain values, not safe
-// for concurrent use, and own no goroutine; one goroutine owns a model.
+// Neither call retains x: the caller reuses its slices for the next event.
+// Learners are plain values, not safe for concurrent use (Predict may use
+// scratch space), and own no goroutine; one goroutine owns a model.
 type Learner interface {
-	// Predict returns the prediction for x. A randomized learner draws from
-	// its own seeded source, so Predict is deterministic given the history.
+	// Predict returns the prediction for x. It does not change the
+	// learner: called twice on the same state it returns the same
+	// prediction, and the state (its encoding) is as before. A randomized
+	// learner draws from a generator whose state is part of the model and
+	// advances only when it learns, so a prediction can be recomputed.
 	Predict(x Vector) Prediction
-	// Update learns from the label y of the x last passed to Predict.
-	Update(x Vector, y int8)
+	// Learn learns from the label y of x, whose prediction served was
+	// Predict(x) on this learner, in the state it had then. Learn(x,
+	// Predict(x), y) is the round of the seed texts.
+	Learn(x Vector, served Prediction, y int8)
 	// Loss is the loss the seed texts charge this learner on a round where
 	// it predicted p and the label was y: the 0-1 loss for deterministic
 	// classifiers, the surrogate loss at w(t) for OGD, the expected loss
@@ -46,13 +52,12 @@ type Learner interface {
 	encoding.BinaryUnmarshaler
 }
 
-// A Rounder plays a labeled round in one call, what the three calls
-// Predict(x), Loss(p, y) and Update(x, y) do, with less work between the
-// reads of the model: the linear learners keep nothing from Predict for
-// Update and make one call instead of three, ~10% of their round. Round
-// returns the prediction and its loss and leaves the learner in the state
-// Update would, bit for bit (onlinetest checks it). The pipeline uses Round
-// where a learner has it.
+// A Rounder plays a labeled round in one call, what Predict(x), Loss(p, y)
+// and Learn(x, p, y) do, with less work between the reads of the model:
+// the linear learners make one pass over x instead of two, ~10% of their
+// round. Round returns the prediction and its loss and leaves the learner
+// in the state the three calls would, bit for bit (onlinetest checks it).
+// The pipeline uses Round where a learner has it and the label is known.
 type Rounder interface {
 	Round(x Vector, y int8) (Prediction, float64)
 }

@@ -182,12 +182,6 @@ type OGD struct {
 	sqrtSched bool
 	a         float64
 	dimMask   uint64
-
-	// What Predict computed, for Update: the score and ‖x‖² (-1: not
-	// computed, see Predict).
-	raw     float64
-	xn2     float64
-	pending bool
 }
 
 const (
@@ -251,22 +245,10 @@ func (o *OGD) bias() float64 {
 	return 0
 }
 
-// Predict returns the score ⟨w(t),x⟩(+b) and its sign, -1 at 0.
+// Predict returns the score ⟨w(t),x⟩(+b) and its sign, -1 at 0. It does
+// not change the learner.
 func (o *OGD) Predict(x Vector) Prediction {
-	// The step needs ‖x‖² (for G and its overflow check), and only the
-	// step: the hinge gradient is 0 on every round a fitted model gets
-	// right by a margin, so hinge reads the score alone and leaves ‖x‖²
-	// (-1: not computed) to the step, which sums it from values still in
-	// cache; the other losses step on nearly every round and get both from
-	// one pass.
-	var d, xn2 float64
-	if o.loss == lossHinge {
-		d, xn2 = dot(x.Idx, x.Val, o.v), -1
-	} else {
-		d, xn2 = dotNorm2(x.Idx, x.Val, o.v)
-	}
-	raw := o.scale(d)
-	o.raw, o.xn2, o.pending = raw, xn2, true
+	raw := o.scale(dot(x.Idx, x.Val, o.v))
 	return Prediction{Label: sign(raw), Score: raw}
 }
 
@@ -320,28 +302,22 @@ func (o *OGD) dloss(s float64, y int8) float64 {
 	}
 }
 
-// Update takes the projected gradient step on the round's loss at w(t).
-// x must be the vector last passed to Predict (if Predict was not called,
-// the score is recomputed).
-func (o *OGD) Update(x Vector, y int8) {
-	if !o.pending {
-		o.Round(x, y)
-		return
-	}
-	o.pending = false
+// Learn takes the projected gradient step on the loss of the served score
+// (the score at w(t) when the label comes before the next step).
+func (o *OGD) Learn(x Vector, served Prediction, y int8) {
 	o.rounds++
 	b := o.bias()
 	o.trackD2(b)
 	// A zero gradient (hinge beyond the margin) changes nothing else: G²
 	// grows by c²·(‖x‖²+a) = 0 (or NaN, which is not larger).
-	if c := o.dloss(o.raw, y); c != 0 {
-		o.step(x, c, b, o.xn2)
+	if c := o.dloss(served.Score, y); c != 0 {
+		o.step(x, c, b, -1)
 	}
 	o.maintain()
 }
 
-// Round is Predict, Loss and Update in one call (see Rounder). It repeats
-// their lines instead of calling them or a helper shared with Update: on
+// Round is Predict, Loss and Learn in one call (see Rounder). It repeats
+// their lines instead of calling them or a helper shared with Learn: on
 // the hinge rounds that take no step, such calls cost 5–10% of the round.
 func (o *OGD) Round(x Vector, y int8) (Prediction, float64) {
 	var d, xn2 float64
@@ -351,7 +327,6 @@ func (o *OGD) Round(x Vector, y int8) (Prediction, float64) {
 		d, xn2 = dotNorm2(x.Idx, x.Val, o.v)
 	}
 	raw := o.scale(d)
-	o.pending = false
 	o.rounds++
 	b := o.bias()
 	o.trackD2(b)
@@ -556,6 +531,5 @@ func (o *OGD) UnmarshalBinary(b []byte) error {
 		return err
 	}
 	o.rounds, o.maxG2, o.maxD2, o.viol, o.s, o.w2, o.v = rounds, maxG2, maxD2, viol, s, w2, v
-	o.pending = false
 	return nil
 }

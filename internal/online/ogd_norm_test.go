@@ -30,7 +30,7 @@ func TestOGDNormRefreshed(t *testing.T) {
 			y = Negative
 		}
 		o.Predict(x)
-		o.Update(x, y)
+		o.Learn(x, o.Predict(x), y)
 		var w2 float64
 		for _, v := range o.v[:o.dim] {
 			w := o.s * v

@@ -223,7 +223,7 @@ func TestOGDRegret(t *testing.T) {
 						t.Fatalf("%s: round %d: Loss %v, reference %v", name, k, l, want)
 					}
 					L += l
-					o.Update(x, ys[k])
+					o.Learn(x, p, ys[k])
 				}
 				g := o.Guarantee()
 				zero, _ := refLoss(loss, 0, online.Positive)
@@ -294,7 +294,7 @@ func TestOGDBoundFormulas(t *testing.T) {
 		}
 		for range tc.rounds {
 			o.Predict(x)
-			o.Update(x, online.Positive)
+			o.Learn(x, o.Predict(x), online.Positive)
 		}
 		g := o.Guarantee()
 		ball := g.Value // without a ball, the u = 0 bound is the only one
@@ -310,7 +310,7 @@ func TestOGDBoundFormulas(t *testing.T) {
 	o, _ := online.NewOGD(1, online.OGDConfig{Eta: 1})
 	for range 3 {
 		o.Predict(x)
-		o.Update(x, online.Positive)
+		o.Learn(x, o.Predict(x), online.Positive)
 	}
 	r := math.Sqrt(3)
 	if g, want := o.Guarantee(), 1*r/2+1*1*(r-0.5); math.Abs(g.Value-want) > 1e-12 || g.RegretBound != g.Value {
@@ -337,7 +337,7 @@ func TestOGDProjectionRenormalizes(t *testing.T) {
 		if math.Abs(p.Score-s) > 1e-9*B {
 			t.Fatalf("round %d: score %v, reference %v", k, p.Score, s)
 		}
-		o.Update(x, y)
+		o.Learn(x, p, y)
 		_, c := refLoss(online.LossLogistic, s, y)
 		ref[x.Idx[0]] -= 10 * c * x.Val[0]
 		ref[8] -= 10 * c
@@ -365,7 +365,7 @@ func TestOGDDivergenceIsContained(t *testing.T) {
 		if math.IsNaN(p.Score) || math.IsInf(p.Score, 0) || math.IsInf(o.Loss(p, y), 0) {
 			t.Fatalf("round %d: score %v", k, p.Score)
 		}
-		o.Update(x, y)
+		o.Learn(x, p, y)
 	}
 	if g := o.Guarantee(); g.Violations == 0 || math.IsInf(g.Value, 0) || math.IsNaN(g.Value) {
 		t.Errorf("guarantee %+v: want refused steps and a finite bound", g)
@@ -423,7 +423,7 @@ func TestOGDHingeKink(t *testing.T) {
 			} else {
 				p := o.Predict(x)
 				losses = append(losses, o.Loss(p, online.Positive))
-				o.Update(x, online.Positive)
+				o.Learn(x, p, online.Positive)
 			}
 		}
 		if w := o.Weights(nil); w[0] != 1 || losses[0] != 1 || losses[1] != 0 || losses[2] != 0 {

@@ -78,16 +78,10 @@ type Perceptron struct {
 	w []float64 // weights, w[dim] is the bias when cfg.Bias
 	u []float64 // Average: Σ c_k·y_k·x_k over updates k (lazy averaging)
 
-	rounds  uint64  // rounds learned (Update calls)
+	rounds  uint64  // rounds learned (Learn calls)
 	updates uint64  // M
 	maxR2   float64 // R²
 	viol    uint64
-
-	// What Predict computed, for Update: the plain score ⟨w,x⟩(+b) and
-	// ‖x‖² (without the bias coordinate).
-	raw     float64
-	xn2     float64
-	pending bool
 
 	// The Guarantee of the current updates, maxR2 and viol, valid while
 	// gOK: the tracker asks every round, it changes only on some.
@@ -131,24 +125,34 @@ func (p *Perceptron) Weights() []float64 { return p.w }
 // Updates returns M, the number of updates so far.
 func (p *Perceptron) Updates() uint64 { return p.updates }
 
-// Predict returns the sign of the score, -1 at 0.
+// Predict returns the sign of the score, -1 at 0. It does not change the
+// Perceptron.
 func (p *Perceptron) Predict(x Vector) Prediction {
-	// One pass computes the score and ‖x‖², which Update needs for R.
-	raw, xn2 := dotNorm2(x.Idx, x.Val, p.w)
+	raw := p.raw(x)
+	score := raw
+	if p.cfg.Average {
+		score = p.averaged(x, raw)
+	}
+	return Prediction{Label: sign(score), Score: score}
+}
+
+// raw returns the plain score ⟨w,x⟩(+b).
+func (p *Perceptron) raw(x Vector) float64 {
+	raw := dot(x.Idx, x.Val, p.w)
 	if p.cfg.Bias {
 		raw += p.w[p.dim]
 	}
-	p.raw, p.xn2, p.pending = raw, xn2, true
-	score := raw
-	if p.cfg.Average {
-		// Average of w(1..c) = w - u/c with c = rounds+1 weight vectors.
-		ux := dot(x.Idx, x.Val, p.u)
-		if p.cfg.Bias {
-			ux += p.u[p.dim]
-		}
-		score = raw - ux/float64(p.rounds+1)
+	return raw
+}
+
+// averaged returns the score of the average of w(1..c), c = rounds+1
+// weight vectors: w - u/c, raw being the plain score.
+func (p *Perceptron) averaged(x Vector, raw float64) float64 {
+	ux := dot(x.Idx, x.Val, p.u)
+	if p.cfg.Bias {
+		ux += p.u[p.dim]
 	}
-	return Prediction{Label: sign(score), Score: score}
+	return raw - ux/float64(p.rounds+1)
 }
 
 // sign is the tie rule of the linear learners: +1 iff s > 0.
@@ -159,23 +163,26 @@ func sign(s float64) int8 {
 	return Negative
 }
 
-// Update adds y·x to w when y·⟨w,x⟩ ≤ 0. x must be the vector last passed
-// to Predict (if Predict was not called, the score is recomputed).
-func (p *Perceptron) Update(x Vector, y int8) {
-	raw, r2 := p.raw, p.xn2
-	if !p.pending {
-		raw, r2 = dotNorm2(x.Idx, x.Val, p.w)
-		if p.cfg.Bias {
-			raw += p.w[p.dim]
-		}
+// Learn adds y·x to w when y·score ≤ 0, score being the plain score
+// served.Score was, or, with Average (whose served score is the average's),
+// the plain score ⟨w,x⟩(+b) now: the same on a round whose label comes
+// before the next update.
+func (p *Perceptron) Learn(x Vector, served Prediction, y int8) {
+	raw := served.Score
+	if p.cfg.Average {
+		raw = p.raw(x)
 	}
-	p.pending = false
+	p.learn(x, raw, norm2(x.Val[:len(x.Idx)]), y)
+}
+
+// learn is a round's learning: raw the plain score, xn2 = ‖x‖².
+func (p *Perceptron) learn(x Vector, raw, xn2 float64, y int8) {
 	p.rounds++
 	if p.cfg.Bias {
-		r2++
+		xn2++
 	}
-	if r2 > p.maxR2 {
-		p.maxR2 = r2
+	if xn2 > p.maxR2 {
+		p.maxR2 = xn2
 		p.gOK = false
 	}
 	if fy := float64(y); fy*raw <= 0 {
@@ -183,13 +190,18 @@ func (p *Perceptron) Update(x Vector, y int8) {
 	}
 }
 
-// Round is Predict, Loss and Update in one call (see Rounder). It repeats
+// Round is Predict, Loss and Learn in one call (see Rounder). It repeats
 // their few lines rather than calling helpers for them: the calls would
 // cost half of what fusing the round saves.
 func (p *Perceptron) Round(x Vector, y int8) (Prediction, float64) {
 	if p.cfg.Average {
-		pr := p.Predict(x)
-		p.Update(x, y)
+		raw, xn2 := dotNorm2(x.Idx, x.Val, p.w)
+		if p.cfg.Bias {
+			raw += p.w[p.dim]
+		}
+		score := p.averaged(x, raw)
+		p.learn(x, raw, xn2, y)
+		pr := Prediction{Label: sign(score), Score: score}
 		return pr, p.Loss(pr, y)
 	}
 	raw, r2 := dotNorm2(x.Idx, x.Val, p.w)
@@ -197,7 +209,6 @@ func (p *Perceptron) Round(x Vector, y int8) (Prediction, float64) {
 		raw += p.w[p.dim]
 		r2++
 	}
-	p.pending = false
 	p.rounds++
 	if r2 > p.maxR2 {
 		p.maxR2 = r2
@@ -309,6 +320,5 @@ func (p *Perceptron) UnmarshalBinary(b []byte) error {
 	p.rounds, p.updates, p.maxR2, p.viol = rounds, updates, maxR2, viol
 	p.gOK = false
 	p.w, p.u = w, u
-	p.pending = false
 	return nil
 }

@@ -114,7 +114,7 @@ func TestPerceptronMistakeBound(t *testing.T) {
 				if p.Predict(x).Label != ys[k] {
 					mistakes++
 				}
-				p.Update(x, ys[k])
+				p.Learn(x, p.Predict(x), ys[k])
 				r2n := x.Norm2()
 				if tc.bias {
 					r2n++
@@ -161,7 +161,7 @@ func TestPerceptronViolation(t *testing.T) {
 			y = -y
 		}
 		p.Predict(x)
-		p.Update(x, y)
+		p.Learn(x, p.Predict(x), y)
 	}
 	g := p.Guarantee()
 	if g.Violations == 0 || float64(p.Updates()) <= g.Value {
@@ -198,7 +198,7 @@ func TestPerceptronGuaranteeCurrent(t *testing.T) {
 			if g := p.Guarantee(); !onlinetest.SameGuarantee(g, last) {
 				t.Fatalf("%+v round %d: Predict changed the guarantee", cfg, k)
 			}
-			p.Update(x, y)
+			p.Learn(x, p.Predict(x), y)
 			g := p.Guarantee()
 			b, _ := p.MarshalBinary()
 			if err := q.UnmarshalBinary(b); err != nil {
@@ -249,7 +249,7 @@ func TestPerceptronAlgorithm(t *testing.T) {
 		if pr.Score != s.score || pr.Label != s.label {
 			t.Fatalf("step %d: predicted %+v, want score %v label %d", k, pr, s.score, s.label)
 		}
-		p.Update(s.x, s.y)
+		p.Learn(s.x, pr, s.y)
 	}
 	if w := p.Weights(); w[0] != -1 || w[1] != 2 || w[4] != 0 || p.Updates() != 2 {
 		t.Fatalf("weights %v, updates %d", w, p.Updates())
@@ -276,8 +276,8 @@ func TestPerceptronAlgorithm(t *testing.T) {
 			t.Fatalf("round %d: averaged score %v, want %v", k, got, want)
 		}
 		plain.Predict(x)
-		a.Update(x, y)
-		plain.Update(x, y)
+		a.Learn(x, a.Predict(x), y)
+		plain.Learn(x, plain.Predict(x), y)
 	}
 }
 

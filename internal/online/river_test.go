@@ -90,7 +90,7 @@ func prequential(t *testing.T, xs []online.Vector, ys []int8, sc *online.Scaler,
 		if p.Label == ys[k] {
 			correct++
 		}
-		l.Update(z, ys[k])
+		l.Learn(z, p, ys[k])
 	}
 	return correct
 }
@@ -154,7 +154,7 @@ func TestRiverPhishingPerceptronVariants(t *testing.T) {
 			if pr.Label == ys[k] {
 				correct++
 			}
-			p.Update(z, ys[k])
+			p.Learn(z, pr, ys[k])
 		}
 		if correct != tc.want {
 			t.Errorf("%s: correct = %d, want %d", tc.name, correct, tc.want)

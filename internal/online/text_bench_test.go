@@ -44,7 +44,7 @@ func realStream(b *testing.B, path string, cfg event.Config) ([]online.Vector, [
 	return packed(xs), ys
 }
 
-// BenchmarkPredictUpdateText is BenchmarkPredictUpdate and BenchmarkRound
+// BenchmarkPredictLearnText is BenchmarkPredictLearn and BenchmarkRound
 // (the subbenchmarks named round/...) on real text, one
 // round per document in file order, over and over: Reuters-21578
 // "money-fx" (7,770 tf-idf documents, 43.7 non-zeros on average, word ids
@@ -53,7 +53,7 @@ func realStream(b *testing.B, path string, cfg event.Config) ([]online.Vector, [
 // average). Unlike the synthetic workload, whose 10,240 uniformly random
 // slots miss the 512 KiB L2 cache on most reads, word frequencies are
 // skewed as in any text stream, so the hot weights stay in cache.
-func BenchmarkPredictUpdateText(b *testing.B) {
+func BenchmarkPredictLearnText(b *testing.B) {
 	for _, data := range []struct {
 		name, path string
 		cfg        event.Config
@@ -78,7 +78,7 @@ func BenchmarkPredictUpdateText(b *testing.B) {
 					}
 					p := l.Predict(x)
 					_ = l.Loss(p, y)
-					l.Update(x, y)
+					l.Learn(x, p, y)
 				}
 				b.ReportMetric(float64(nnz)/float64(len(xs)), "nnz/event")
 			})

@@ -176,14 +176,14 @@ func (p *Pipeline) Process(ev *event.Event) ([]online.Prediction, event.Reason) 
 		case n.hedge != nil:
 			p.preds[i] = p.predictNode(n, ev)
 			n.loss = n.hedge.Loss(p.preds[i], y)
-			n.hedge.Update(n.advice, y)
+			n.hedge.Learn(n.advice, p.preds[i], y)
 		case n.round != nil:
 			p.preds[i], n.loss = n.round.Round(p.input(n, ev), y)
 		default:
 			x := p.input(n, ev)
 			p.preds[i] = n.learner.Predict(x)
 			n.loss = n.learner.Loss(p.preds[i], y)
-			n.learner.Update(x, y)
+			n.learner.Learn(x, p.preds[i], y)
 		}
 		p.tracker.Observe(i, p.preds[i], y, n.loss)
 	}
@@ -221,18 +221,14 @@ func (p *Pipeline) predictNode(n *node, ev *event.Event) online.Prediction {
 // them with ev, computed aside: see scaleAsObserved) and
 // Weighted-Majority-over-learners advice. It is for serving predictions.
 //
-// Predict is not free of side effects, so call it on a Clone, not on the
-// live pipeline: Weighted-Majority (over a class or over learners) draws
-// its realized label from its seeded generator, which advances it — the
-// learner's state, its digest and the labels it draws later change exactly
-// as an unlabeled event would change them — and the linear learners keep
-// the round's score for an Update, which the next Process overwrites. A
-// pipeline without Weighted-Majority learners encodes (MarshalBinary) to
-// the same bytes before and after Predict.
+// Predict changes no model (every learner's Predict is pure, and
+// Weighted-Majority draws from a copy of its generator): the pipeline
+// encodes (MarshalBinary) to the same bytes before and after. It does use
+// the pipeline's scratch space, so it is not safe for concurrent use, nor
+// concurrent with Process; serve from a Clone.
 //
 // The returned slice is valid until the next call of Predict or Process.
-// Predict does not retain ev. Like Process, it is not safe for concurrent
-// use.
+// Predict does not retain ev.
 func (p *Pipeline) Predict(ev *event.Event) ([]online.Prediction, event.Reason) {
 	for _, d := range p.domains {
 		if !d.InDomain(ev.X) {

@@ -16,11 +16,18 @@
 //   - a Guaranteed learner reports non-negative, non-NaN bounds (RegretBound
 //     may be NaN, as the contract allows) and identical guarantees on
 //     identical histories;
+//   - Predict is pure: called twice, it returns the same prediction, and
+//     the state's encoding is the same before and after;
+//   - delayed labels: predictions served several rounds before their
+//     labels are learned, in order, give two learners the same predictions
+//     and final bytes, and a learner restored from a checkpoint taken while
+//     labels were pending learns them to the same bytes (nothing Learn
+//     needs is kept outside the encoding);
 //   - a learner that is an online.Rounder gives from Round the predictions,
-//     losses, guarantees and final state that Predict, Loss and Update
-//     give, bit for bit, whether every round or every other round is
-//     played by Round;
-//   - Predict followed by Update, and Round, allocate nothing in steady
+//     losses, guarantees and final state that Predict, Loss and
+//     Learn(x, Predict(x), y) give, bit for bit, whether every round or
+//     every other round is played by Round;
+//   - Predict followed by Learn, and Round, allocate nothing in steady
 //     state (testing.AllocsPerRun == 0).
 //
 // The package depends on the standard library and online only.
@@ -141,6 +148,8 @@ func Run(t *testing.T, name string, newLearner func() online.Learner, stream fun
 				t.Run("Checkpoint", func(t *testing.T) { testCheckpoint(t, newLearner, ex) })
 				t.Run("BadEncoding", func(t *testing.T) { testBadEncoding(t, newLearner, ex) })
 				t.Run("EmptyAndUnseen", func(t *testing.T) { testEmptyAndUnseen(t, newLearner, ex) })
+				t.Run("Pure", func(t *testing.T) { testPure(t, newLearner, ex) })
+				t.Run("Delayed", func(t *testing.T) { testDelayed(t, newLearner, ex) })
 				t.Run("Round", func(t *testing.T) { testRound(t, newLearner, ex) })
 				t.Run("Allocs", func(t *testing.T) { testAllocs(t, newLearner, ex) })
 			})
@@ -203,7 +212,7 @@ func playRounds(t *testing.T, l online.Learner, ex []Example, start int, fused f
 			checkLoss(t, l.Loss(p, y), start+k)
 		}
 		if fused == nil || !fused(k) {
-			l.Update(buf, e.Y)
+			l.Learn(buf, p, e.Y)
 		}
 		for i := range buf.Val {
 			buf.Val[i] = math.NaN()
@@ -438,11 +447,112 @@ func testRound(t *testing.T, newLearner func() online.Learner, ex []Example) {
 		l := newLearner()
 		got := playRounds(t, l, ex, 0, tc.fused)
 		if k, d := same(want, got); k >= 0 {
-			t.Fatalf("Round on %s: round %d differs from Predict, Loss, Update: %s", tc.name, k, d)
+			t.Fatalf("Round on %s: round %d differs from Predict, Loss, Learn: %s", tc.name, k, d)
 		}
 		if !bytes.Equal(marshal(t, ref), marshal(t, l)) {
-			t.Fatalf("Round on %s: final MarshalBinary bytes differ from Predict, Loss, Update's", tc.name)
+			t.Fatalf("Round on %s: final MarshalBinary bytes differ from Predict, Loss, Learn's", tc.name)
 		}
+	}
+}
+
+// testPure checks that Predict changes nothing: on the first rounds and on
+// every 16th, the encoding before and after two Predict calls, and the
+// two predictions, are the same; and the learner, which also predicts the
+// next example before it learns each round's label, ends with the bytes
+// of one that does not (Learn uses the prediction it is given, not the
+// last one made).
+func testPure(t *testing.T, newLearner func() online.Learner, ex []Example) {
+	l, ref := newLearner(), newLearner()
+	for k, e := range ex {
+		before := []byte(nil)
+		if k < 32 || k%16 == 0 {
+			before = marshal(t, l)
+		}
+		p := l.Predict(e.X)
+		if again := l.Predict(e.X); !samePrediction(p, again) {
+			t.Fatalf("round %d: Predict gave %+v, then %+v on the same state", k, p, again)
+		}
+		if before != nil && !bytes.Equal(before, marshal(t, l)) {
+			t.Fatalf("round %d: Predict changed the learner's encoding", k)
+		}
+		if k+1 < len(ex) {
+			l.Predict(ex[k+1].X)
+		}
+		l.Learn(e.X, p, e.Y)
+		if want := ref.Predict(e.X); !samePrediction(p, want) {
+			t.Fatalf("round %d: predicted %+v after predicting an extra example each round, want %+v", k, p, want)
+		}
+		ref.Learn(e.X, p, e.Y)
+	}
+	if !bytes.Equal(marshal(t, l), marshal(t, ref)) {
+		t.Fatal("predicting an extra example before each Learn changed the final MarshalBinary bytes")
+	}
+}
+
+func samePrediction(a, b online.Prediction) bool {
+	return a.Label == b.Label && math.Float64bits(a.Score) == math.Float64bits(b.Score)
+}
+
+// testDelayed serves the predictions of delay rounds before learning the
+// oldest one's label, as a stream whose labels come later would: two
+// learners agree prediction for prediction and byte for byte, and one
+// restored mid-stream from a checkpoint taken with labels pending learns
+// them to the same bytes.
+func testDelayed(t *testing.T, newLearner func() online.Learner, ex []Example) {
+	const delay = 5
+	type pending struct {
+		x online.Vector
+		p online.Prediction
+		y int8
+	}
+	// run plays ex[from:] on l with q pending; at round stop it returns
+	// early with the queue (stop < 0: play to the end and drain).
+	run := func(l online.Learner, q []pending, from, stop int) ([]online.Prediction, []pending) {
+		var preds []online.Prediction
+		for k := from; k < len(ex); k++ {
+			if k == stop {
+				return preds, q
+			}
+			p := l.Predict(ex[k].X)
+			preds = append(preds, p)
+			q = append(q, pending{ex[k].X, p, ex[k].Y})
+			if len(q) > delay {
+				l.Learn(q[0].x, q[0].p, q[0].y)
+				q = q[1:]
+			}
+		}
+		for _, d := range q {
+			l.Learn(d.x, d.p, d.y)
+		}
+		return preds, nil
+	}
+	a, b := newLearner(), newLearner()
+	pa, _ := run(a, nil, 0, -1)
+	pb, _ := run(b, nil, 0, -1)
+	for k := range pa {
+		if !samePrediction(pa[k], pb[k]) {
+			t.Fatalf("round %d: delayed labels gave predictions %+v and %+v on two learners", k, pa[k], pb[k])
+		}
+	}
+	final := marshal(t, a)
+	if !bytes.Equal(final, marshal(t, b)) {
+		t.Fatal("delayed labels: two learners end with different MarshalBinary bytes")
+	}
+	mid := len(ex) / 2
+	c := newLearner()
+	_, q := run(c, nil, 0, mid)
+	restored := newLearner()
+	if err := restored.UnmarshalBinary(marshal(t, c)); err != nil {
+		t.Fatalf("UnmarshalBinary with labels pending: %v", err)
+	}
+	rest, _ := run(restored, q, mid, -1)
+	for k, p := range rest {
+		if !samePrediction(p, pa[mid+k]) {
+			t.Fatalf("round %d after a checkpoint with %d labels pending: predicted %+v, want %+v", mid+k, len(q), p, pa[mid+k])
+		}
+	}
+	if !bytes.Equal(final, marshal(t, restored)) {
+		t.Fatalf("a learner restored with %d labels pending ends with different MarshalBinary bytes", len(q))
 	}
 }
 
@@ -455,11 +565,11 @@ func testAllocs(t *testing.T, newLearner func() online.Learner, ex []Example) {
 		e := ex[k%len(ex)]
 		k++
 		p := l.Predict(e.X)
-		l.Update(e.X, e.Y)
+		l.Learn(e.X, p, e.Y)
 		_ = l.Loss(p, e.Y)
 	})
 	if allocs != 0 {
-		t.Errorf("Predict+Update+Loss allocates %v times per round in steady state, want 0", allocs)
+		t.Errorf("Predict+Learn+Loss allocates %v times per round in steady state, want 0", allocs)
 	}
 	if r, ok := l.(online.Rounder); ok {
 		allocs := testing.AllocsPerRun(200, func() {
