@@ -10,10 +10,10 @@ package online
 // so the results are the same bits on every architecture. It costs
 // nothing where nothing would be fused.
 //
-// The functions here are the Go versions. On amd64, dotNorm2, dot and axpy
-// are SSE2 assembly that computes the same bits (kernel_amd64.s, compared
-// with these in kernel_test.go); elsewhere, and with the purego build tag,
-// they are these (kernel_generic.go).
+// The functions here are Go. On amd64, dotNorm2 is SSE2 assembly that
+// computes the bits of dotNorm2Generic (kernel_amd64.s, compared with it
+// in kernel_test.go); elsewhere, and with the purego build tag, it is
+// dotNorm2Generic (kernel_generic.go).
 
 // dotNorm2Generic returns ⟨w,x⟩ and ‖x‖² of x = (idx, val) in one pass,
 // each in the canonical summation order (see Vector).
@@ -49,8 +49,8 @@ func dotNorm2Generic(idx []uint32, val []float64, w []float64) (dot, n2 float64)
 	return (d0 + d1) + (d2 + d3), (n0 + n1) + (n2_ + n3)
 }
 
-// dotGeneric returns ⟨w,x⟩ in the canonical summation order (see Vector).
-func dotGeneric(idx []uint32, val []float64, w []float64) float64 {
+// dot returns ⟨w,x⟩ in the canonical summation order (see Vector).
+func dot(idx []uint32, val []float64, w []float64) float64 {
 	val = val[:len(idx)]
 	var d0, d1, d2, d3 float64
 	k := 0
@@ -98,9 +98,9 @@ func norm2(val []float64) float64 {
 	return (n0 + n1) + (n2 + n3)
 }
 
-// axpyGeneric adds a·x to w: w[idx[k]] += a·val[k] in increasing k, each
-// product rounded before the sum.
-func axpyGeneric(w []float64, a float64, idx []uint32, val []float64) {
+// axpy adds a·x to w: w[idx[k]] += a·val[k] in increasing k, each product
+// rounded before the sum.
+func axpy(w []float64, a float64, idx []uint32, val []float64) {
 	val = val[:len(idx)]
 	for k, i := range idx {
 		w[i] += float64(a * val[k])

@@ -2,23 +2,21 @@
 
 #include "textflag.h"
 
-// dotNorm2, dot and axpy in SSE2 (kernel_amd64.go says why). Each computes
-// the bits of its Go version in kernel.go: the same products and sums,
-// rounded in the same order (SSE2 arithmetic is IEEE binary64 with
-// round-to-nearest, never fused). The sums over entries keep the four
-// partial sums of the canonical order (entry k into sum k mod 4); the
-// reads pack sums 0,1 and 2,3 in two registers.
+// dotNorm2 in SSE2 (kernel_amd64.go says why). It computes the bits of
+// its Go version in kernel.go: the same products and sums, rounded in the
+// same order (SSE2 arithmetic is IEEE binary64 with round-to-nearest,
+// never fused). The sums over entries keep the four partial sums of the
+// canonical order (entry k into sum k mod 4); the reads pack sums 0,1 and
+// 2,3 in two registers.
 //
 // No index is compared with len(w). The reads use idx[k]&mask, with mask
 // = 2^j − 1 for the largest 2^j ≤ len(w), in bounds whatever idx holds,
 // and OR all indices together: if one had a bit outside the mask, the
 // result is dropped and the Go version runs instead (it reads a slot in
 // [2^j, len(w)), such as a learner's bias slot, and panics on one beyond
-// len(w)). axpy checks first and writes nothing before it hands such a
-// vector to its Go version; it masks as well, so that no value of idx can
-// make it write out of bounds. len(val) < len(idx) and an empty w go to
-// the Go versions too, which panic as they always did. The Go versions
-// have the same signatures: a tail jump with the arguments in place.
+// len(w)). len(val) < len(idx) and an empty w go to the Go version too,
+// which panics as it always did. The Go version has the same signature:
+// a tail jump with the arguments in place.
 
 // SLOTMASK turns R8 = len(w) > 0 into 2^j − 1 for the largest 2^j ≤ len(w):
 // every index ≤ R8 is in bounds of w. The reads use the low 32 bits
@@ -39,8 +37,8 @@
 	TESTQ AX, R9; \
 	JNZ   slow
 
-// READS is the start of the two read kernels, whose arguments are the
-// same (idx, val, w): it sends len(val) < len(idx) and an empty w to slow,
+// READS is the start of the read kernel, whose arguments are
+// (idx, val, w): it sends len(val) < len(idx) and an empty w to slow,
 // and sets CX = len(idx), R8 = the mask, SI, DX, DI = idx, val, w, R9 = 0
 // (the OR of the indices), BX = len(idx)/4 (the loop's count), X0 = X1 = 0
 // (sums 0,1 and 2,3).
@@ -164,138 +162,3 @@ combine:
 
 slow:
 	JMP ·dotNorm2Generic(SB)
-
-// func dot(idx []uint32, val []float64, w []float64) float64
-TEXT ·dot(SB), NOSPLIT, $0-80
-	READS(slow)
-	TESTQ BX, BX
-	JZ    split
-
-loop:
-	GATHER4
-	MULPD X6, X4
-	MULPD X7, X5
-	ADDPD X4, X0
-	ADDPD X5, X1
-	ADDQ  $16, SI
-	ADDQ  $32, DX
-	DECQ  BX
-	JNZ   loop
-
-split:
-	// Sums 0..3 in X0, X4, X1, X5.
-	MOVAPD   X0, X4
-	UNPCKHPD X4, X4
-	MOVAPD   X1, X5
-	UNPCKHPD X5, X5
-	ANDQ     $3, CX
-	JZ       combine
-	GATHER1(0, 0)
-	MULSD    X8, X9
-	ADDSD    X9, X0
-	DECQ     CX
-	JZ       combine
-	GATHER1(4, 8)
-	MULSD    X8, X9
-	ADDSD    X9, X4
-	DECQ     CX
-	JZ       combine
-	GATHER1(8, 16)
-	MULSD    X8, X9
-	ADDSD    X9, X1
-
-combine:
-	ADDSD X4, X0
-	ADDSD X5, X1
-	ADDSD X1, X0
-	MASKED(slow)
-	MOVSD X0, ret+72(FP)
-	RET
-
-slow:
-	JMP ·dotGeneric(SB)
-
-// AXPY1 is w[idx[k]] += a·val[k] for the entry at io(SI), vo(DX); a in X0.
-#define AXPY1(io, vo) \
-	MOVL  io(SI), AX; \
-	ANDL  R8, AX; \
-	MOVSD vo(DX), X1; \
-	MULSD X0, X1; \
-	ADDSD (DI)(AX*8), X1; \
-	MOVSD X1, (DI)(AX*8)
-
-// func axpy(w []float64, a float64, idx []uint32, val []float64)
-TEXT ·axpy(SB), NOSPLIT, $0-80
-	MOVQ  idx_len+40(FP), CX
-	MOVQ  w_len+8(FP), R8
-	MOVQ  val_len+64(FP), BX
-	CMPQ  BX, CX
-	JLT   slow
-	TESTQ R8, R8
-	JZ    slow
-	SLOTMASK
-	MOVQ  w_base+0(FP), DI
-	MOVSD a+24(FP), X0
-	MOVQ  idx_base+32(FP), SI
-	MOVQ  val_base+56(FP), DX
-	// The OR of all indices, four at a time: nothing is written if one
-	// has a bit outside the mask.
-	PXOR   X8, X8
-	MOVQ   SI, R10
-	MOVQ   CX, BX
-	SHRQ   $2, BX
-	JZ     orfold
-orloop:
-	MOVOU  (R10), X9
-	POR    X9, X8
-	ADDQ   $16, R10
-	DECQ   BX
-	JNZ    orloop
-orfold:
-	PSHUFD $0x4e, X8, X9
-	POR    X9, X8
-	PSHUFD $0xb1, X8, X9
-	POR    X9, X8
-	MOVL   X8, R9
-	MOVQ   CX, BX
-	ANDQ   $3, BX
-	JZ     orcheck
-ortail:
-	ORL    (R10), R9
-	ADDQ   $4, R10
-	DECQ   BX
-	JNZ    ortail
-orcheck:
-	MASKED(slow)
-	// One entry after the other, in increasing k, as in Go: a slot that
-	// occurs twice is read after its first write.
-	MOVQ CX, BX
-	SHRQ $2, BX
-	JZ   tail
-
-loop:
-	AXPY1(0, 0)
-	AXPY1(4, 8)
-	AXPY1(8, 16)
-	AXPY1(12, 24)
-	ADDQ $16, SI
-	ADDQ $32, DX
-	DECQ BX
-	JNZ  loop
-
-tail:
-	ANDQ $3, CX
-	JZ   done
-
-tail1:
-	AXPY1(0, 0)
-	ADDQ $4, SI
-	ADDQ $8, DX
-	DECQ CX
-	JNZ  tail1
-
-done:
-	RET
-
-slow:
-	JMP ·axpyGeneric(SB)
