@@ -16,7 +16,6 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/streamlearn/streamlearn/internal/connectors"
 	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/experts"
 	"github.com/streamlearn/streamlearn/internal/online"
@@ -136,10 +135,10 @@ type Conn struct {
 	// URL is the NATS server URL (comma-separated for a cluster).
 	URL string `yaml:"url"`
 	// TLS enables TLS (Kafka and NATS); nil means plaintext.
-	TLS *connectors.TLSConfig `yaml:"tls"`
+	TLS *TLS `yaml:"tls"`
 	// SASL authenticates to Kafka: mechanism plain, scram-sha-256 or
 	// scram-sha-512, username, password.
-	SASL *connectors.SASLConfig `yaml:"sasl"`
+	SASL *SASL `yaml:"sasl"`
 	// NATS authentication: at most one of user/password, token, an nkey
 	// seed file or a credentials file.
 	User         string `yaml:"user"`
@@ -187,6 +186,32 @@ type Source struct {
 	// join failed. Defaults 5s and 5s.
 	RequestTimeout   time.Duration `yaml:"request_timeout"`
 	JoinGroupBackoff time.Duration `yaml:"join_group_backoff"`
+}
+
+// TLS is the `tls:` block of a connection: the files and names a TLS
+// client needs. (The connectors build crypto/tls from it.)
+type TLS struct {
+	// CA is a PEM file of certificate authorities to trust instead of the
+	// system roots.
+	CA string `yaml:"ca"`
+	// Cert and Key are PEM files of a client certificate (mutual TLS).
+	Cert string `yaml:"cert"`
+	Key  string `yaml:"key"`
+	// ServerName overrides the name checked in the server's certificate.
+	ServerName string `yaml:"server_name"`
+	// InsecureSkipVerify disables verification; for tests only.
+	InsecureSkipVerify bool `yaml:"insecure_skip_verify"`
+}
+
+// SASL is the `sasl:` block of a Kafka connection. Combine it with TLS:
+// PLAIN sends the password as is.
+type SASL struct {
+	// Mechanism is plain, scram-sha-256 or scram-sha-512 (case does not
+	// matter).
+	Mechanism string `yaml:"mechanism"`
+	// Username and Password are the credentials.
+	Username string `yaml:"username"`
+	Password string `yaml:"password"`
 }
 
 // Sink is one output.

@@ -20,13 +20,6 @@ import (
 	"github.com/segmentio/kafka-go/sasl"
 )
 
-// ErrKafkaPartitionRevoked is wrapped by KafkaSource.Commit when the record's
-// partition was assigned to another member of the group by a rebalance since
-// the record was fetched. The commit is not sent: it would overwrite the new
-// owner's position. The caller may carry on; the new owner reads the
-// partition from the group's last committed offset.
-var ErrKafkaPartitionRevoked = errors.New("partition revoked by a rebalance")
-
 // ErrNoPartitions is wrapped by Fetch of a Kafka source opened with
 // untilEnd when the settled group assigns this member no partition of the
 // topic (more members than partitions, or other live members hold them
@@ -321,6 +314,8 @@ type KafkaSource struct {
 	probing   bool
 	probes    *atomic.Uint64 // rebalances asked for: the member metadata's user data
 }
+
+var _ Assigned = (*KafkaSource)(nil)
 
 var _ Source = (*KafkaSource)(nil)
 
@@ -867,7 +862,7 @@ func partitionList(ps []int) string {
 // a rebalance to finish) and cumulative, so committing the last learned
 // record of each partition is enough; a commit at or below the offset the
 // group already has is a no-op. It returns an error wrapping
-// ErrKafkaPartitionRevoked when a rebalance gave the partition to another
+// ErrPartitionRevoked when a rebalance gave the partition to another
 // member.
 func (s *KafkaSource) Commit(ctx context.Context, r Record) error {
 	if _, ok := r.ack.(*kafkaGen); !ok {
@@ -893,7 +888,7 @@ func (s *KafkaSource) Commit(ctx context.Context, r Record) error {
 			}
 		}
 		if !gen.owns(p) {
-			return fmt.Errorf("kafka source %s: commit partition %d offset %d: %w", s.name, p, off, ErrKafkaPartitionRevoked)
+			return fmt.Errorf("kafka source %s: commit partition %d offset %d: %w", s.name, p, off, ErrPartitionRevoked)
 		}
 		err := gen.g.CommitOffsets(map[string]map[int]int64{s.cfg.Topic: {p: off}})
 		if err == nil {

@@ -358,8 +358,8 @@ func TestKafkaSourceRebalanceKeepsPosition(t *testing.T) {
 	}
 	kept := pa[0]
 	lost := 1 - kept
-	if err := a.Commit(ctx, lastOf[lost]); !errors.Is(err, ErrKafkaPartitionRevoked) {
-		t.Errorf("commit of a revoked partition: %v, want ErrKafkaPartitionRevoked", err)
+	if err := a.Commit(ctx, lastOf[lost]); !errors.Is(err, ErrPartitionRevoked) {
+		t.Errorf("commit of a revoked partition: %v, want ErrPartitionRevoked", err)
 	}
 	// 10 more events per partition, so the kept one has some left even if
 	// a delivered all of it before the rebalance.

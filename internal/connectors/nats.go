@@ -386,6 +386,8 @@ func (s *NATSSource) Name() string { return s.name }
 // identify the record across restarts (see service's checkpoints).
 func (s *NATSSource) VolatileOffsets() bool { return true }
 
+var _ Volatile = (*NATSSource)(nil)
+
 // Dropped returns how many messages the client dropped because the
 // subscription's pending buffer was full (slow consumer). It is safe for
 // concurrent use.

@@ -11,6 +11,13 @@ import (
 // opened: what a test replaying a recorded topic wants.
 var ErrEndOfInput = errors.New("connectors: end of input")
 
+// ErrPartitionRevoked is wrapped by Commit when the record's partition is
+// no longer this source's: a Kafka rebalance gave it to another member
+// since the record was fetched. The commit is not sent, as it would
+// overwrite the new owner's position; the caller may carry on, and the new
+// owner reads the partition from the group's last committed position.
+var ErrPartitionRevoked = errors.New("partition revoked by a rebalance")
+
 // Record is one message of a source. Its slices are valid until the next
 // Fetch: "Fetch overwrites the previous record".
 type Record struct {
@@ -62,6 +69,26 @@ type Source interface {
 	Name() string
 	// Close stops the source and waits for every goroutine it started.
 	Close() error
+}
+
+// An Assigned source has its partitions assigned to it by a group, and
+// the assignment changes with the group (a Kafka consumer group). A
+// partition it no longer owns must leave this process: its model is handed
+// over through its checkpoint.
+type Assigned interface {
+	Source
+	// Assignments returns the partitions this source owns now, sorted.
+	Assignments() []int32
+}
+
+// A Volatile source's offsets do not name its records across runs (a
+// core NATS subscription numbers arrivals from 1 in every run): a
+// checkpoint cannot say where it stands in the stream, only that it
+// learned so many records.
+type Volatile interface {
+	Source
+	// VolatileOffsets reports whether the offsets are volatile.
+	VolatileOffsets() bool
 }
 
 // A Sink publishes messages: predictions, reports or dead letters.

@@ -59,7 +59,7 @@ func Fingerprint(c *config.Config) [32]byte {
 // volatile reports whether the source's offsets do not identify records
 // across restarts (core NATS), so that a restored model skips nothing.
 func volatile(src connectors.Source) bool {
-	v, ok := src.(interface{ VolatileOffsets() bool })
+	v, ok := src.(connectors.Volatile)
 	return ok && v.VolatileOffsets()
 }
 
@@ -242,7 +242,7 @@ func (s *Service) restoreIdle(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("service: listing checkpoints: %w", err)
 	}
-	if a, ok := s.opt.Source.(interface{ Assignments() []int32 }); ok {
+	if a, ok := s.opt.Source.(connectors.Assigned); ok {
 		owned := a.Assignments()
 		stored = slices.DeleteFunc(stored, func(p int32) bool { return !slices.Contains(owned, p) })
 	}
@@ -258,7 +258,7 @@ func (s *Service) restoreIdle(ctx context.Context) error {
 // source now, and whether a generation is live; owned is nil for sources
 // without consumer groups.
 func (s *Service) assignments() (owned []int32, live bool) {
-	a, ok := s.opt.Source.(interface{ Assignments() []int32 })
+	a, ok := s.opt.Source.(connectors.Assigned)
 	if !ok {
 		return nil, false
 	}

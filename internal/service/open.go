@@ -19,13 +19,15 @@ type Tuning struct {
 
 func kafkaConfig(c config.Conn, topic, group string, t Tuning) connectors.KafkaConfig {
 	k := t.Kafka
-	k.Brokers, k.Topic, k.Group, k.TLS, k.SASL = c.Brokers, topic, group, c.TLS, c.SASL
+	k.Brokers, k.Topic, k.Group = c.Brokers, topic, group
+	k.TLS, k.SASL = (*connectors.TLSConfig)(c.TLS), (*connectors.SASLConfig)(c.SASL)
 	return k
 }
 
 func natsConfig(c config.Conn, subject, stream, durable string, t Tuning) connectors.NATSConfig {
 	n := t.NATS
-	n.URL, n.Subject, n.Stream, n.Durable, n.TLS = c.URL, subject, stream, durable, c.TLS
+	n.URL, n.Subject, n.Stream, n.Durable = c.URL, subject, stream, durable
+	n.TLS = (*connectors.TLSConfig)(c.TLS)
 	n.User, n.Password, n.Token, n.NKeySeedFile, n.CredsFile = c.User, c.Password, c.Token, c.NKeySeedFile, c.CredsFile
 	return n
 }

@@ -607,7 +607,7 @@ func (s *Service) commit(ctx context.Context) error {
 // commitRecord commits rec, the last record of part that the state taken
 // at `at` holds, and marks the model clean when it learned nothing since.
 func (s *Service) commitRecord(ctx context.Context, part int32, m *model, rec connectors.Record, at time.Time) error {
-	if err := s.opt.Source.Commit(ctx, rec); errors.Is(err, connectors.ErrKafkaPartitionRevoked) {
+	if err := s.opt.Source.Commit(ctx, rec); errors.Is(err, connectors.ErrPartitionRevoked) {
 		s.logger.Warn("partition revoked before its commit: its records since the last commit will be learned again by the new owner",
 			"source", s.opt.Source.Name(), "partition", part, "offset", rec.Offset)
 	} else if err != nil {

@@ -786,7 +786,7 @@ type revokingSource struct {
 
 func (s revokingSource) Commit(ctx context.Context, r connectors.Record) error {
 	if r.Partition == s.revoked {
-		return fmt.Errorf("kafka source kafka:events: commit partition %d offset %d: %w", r.Partition, r.Offset+1, connectors.ErrKafkaPartitionRevoked)
+		return fmt.Errorf("kafka source kafka:events: commit partition %d offset %d: %w", r.Partition, r.Offset+1, connectors.ErrPartitionRevoked)
 	}
 	return s.memSource.Commit(ctx, r)
 }
