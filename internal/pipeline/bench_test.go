@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/streamlearn/streamlearn/internal/event"
@@ -121,6 +122,42 @@ func BenchmarkBare(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*lines), "ns/record")
 			b.ReportMetric(float64(b.N*lines)/b.Elapsed().Seconds(), "records/s")
+		})
+	}
+}
+
+// BenchmarkReport is the once-a-second report (digests included) of a
+// pipeline with the state test's twelve learners at the default 2^18
+// slots: "unchanged" when no event came since the last report, "learned"
+// when one did (every learner's model is encoded and hashed again).
+func BenchmarkReport(b *testing.B) {
+	c := mustConfig(b, strings.Replace(stateConfig, "bits: 10", "bits: 18", 1))
+	p := mustNew(b, c)
+	s := saltedDemo(b, 200)
+	feed(b, p, c, s.data)
+	evs := decodeLines(b, c, s.data)
+	var ev event.Event
+	for _, e := range evs {
+		if e.Labeled {
+			ev = e
+			break
+		}
+	}
+	for _, learn := range []bool{false, true} {
+		name := "unchanged"
+		if learn {
+			name = "learned"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if learn {
+					p.Process(&ev)
+				}
+				if _, err := p.Report(); err != nil {
+					b.Fatal(err)
+				}
+			}
 		})
 	}
 }

@@ -115,6 +115,7 @@ func (p *Pipeline) MarshalBinary() ([]byte, error) {
 			return nil, fmt.Errorf("pipeline: marshal learner %q: %w", n.name, err)
 		}
 		models[i] = b
+		p.tracker.NoteState(i, b) // the report's digest, without a second encoding
 		size += len(b) + 64 + len(n.name) + len(n.algorithm) + 4*len(n.experts)
 	}
 	var scaler []byte

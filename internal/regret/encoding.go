@@ -157,6 +157,7 @@ func (t *Tracker) decode(b []byte) ([]learner, *History, error) {
 		if d.Err() == nil && (name != l.name || alg != l.algorithm) {
 			return nil, nil, fmt.Errorf("learner %d: encoding has %q (%s), tracker has %q (%s)", i, name, alg, l.name, l.algorithm)
 		}
+		l.digestOK = false // the model is restored apart, if at all
 		l.rounds, l.mistakes, l.loss = d.U64(), d.U64(), d.F64()
 		l.broken, l.crossing = d.Bool(), d.U64()
 		l.g = online.Guarantee{

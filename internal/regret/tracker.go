@@ -43,6 +43,13 @@ type learner struct {
 	g        online.Guarantee // as of the last round
 	broken   bool             // the bound does not hold as of the last round
 	crossing uint64           // times the bound went from holding to broken
+
+	// The state digest as of round digestAt, valid while digestOK: a
+	// model changes only in the rounds the tracker observes (Predict is
+	// pure), so an unchanged model is not encoded again.
+	digest   [sha256.Size]byte
+	digestAt uint64
+	digestOK bool
 }
 
 // New returns an empty tracker.
@@ -193,10 +200,20 @@ func (l *learner) report() (LearnerReport, error) {
 			r.Certificate = &CertificateReport{Kind: g.CertificateKind, Value: g.Certificate}
 		}
 	}
-	state, err := l.model.MarshalBinary()
-	if err != nil {
-		return LearnerReport{}, fmt.Errorf("regret: state of learner %q: %w", l.name, err)
+	if !l.digestOK || l.digestAt != l.rounds {
+		state, err := l.model.MarshalBinary()
+		if err != nil {
+			return LearnerReport{}, fmt.Errorf("regret: state of learner %q: %w", l.name, err)
+		}
+		l.noteState(state)
 	}
+	r.StateSHA256 = hex.EncodeToString(l.digest[:])
+	return r, nil
+}
+
+// noteState takes the digest of state, the model's encoding as of now,
+// with the round count, mistakes and loss.
+func (l *learner) noteState(state []byte) {
 	h := sha256.New()
 	h.Write(state)
 	var c [24]byte
@@ -204,9 +221,15 @@ func (l *learner) report() (LearnerReport, error) {
 	binary.LittleEndian.PutUint64(c[8:], l.mistakes)
 	binary.LittleEndian.PutUint64(c[16:], math.Float64bits(l.loss))
 	h.Write(c[:])
-	r.StateSHA256 = hex.EncodeToString(h.Sum(nil))
-	return r, nil
+	h.Sum(l.digest[:0])
+	l.digestAt, l.digestOK = l.rounds, true
 }
+
+// NoteState tells the tracker that learner i's model encodes to state now
+// (its MarshalBinary, taken anyway for a checkpoint): the next report takes
+// the state digest from it rather than encoding the model again. The
+// tracker keeps the digest, not state.
+func (t *Tracker) NoteState(i int, state []byte) { t.learners[i].noteState(state) }
 
 func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 

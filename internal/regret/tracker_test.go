@@ -120,6 +120,60 @@ func TestTrackerDigest(t *testing.T) {
 	}
 }
 
+// counting encodes to its state and counts the encodings.
+type counting struct {
+	state []byte
+	n     int
+}
+
+func (c *counting) MarshalBinary() ([]byte, error) { c.n++; return c.state, nil }
+
+// TestTrackerDigestCached: a model is encoded for its digest once per
+// round it learned, not once per report; a state noted by NoteState (a
+// checkpoint's encoding) serves the next report; a restored tracker
+// encodes again.
+func TestTrackerDigestCached(t *testing.T) {
+	m := &counting{state: []byte{1, 2}}
+	tr := New()
+	tr.Add("p", "perceptron", m)
+	digest := func() string {
+		t.Helper()
+		r, err := tr.Learners()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r[0].StateSHA256
+	}
+	first := digest()
+	if digest() != first || digest() != first || m.n != 1 {
+		t.Fatalf("three reports of an unchanged model encoded it %d times, want 1", m.n)
+	}
+	tr.Observe(0, online.Prediction{Label: 1}, 1, 0)
+	m.state = []byte{3}
+	second := digest()
+	if m.n != 2 || second == first {
+		t.Fatalf("after a round: %d encodings, digest changed %v; want 2, true", m.n, second != first)
+	}
+	tr.Observe(0, online.Prediction{Label: 1}, 1, 0)
+	m.state = []byte{4}
+	tr.NoteState(0, []byte{4})
+	noted := digest()
+	if m.n != 2 {
+		t.Fatalf("a report after NoteState encoded the model (%d encodings, want 2)", m.n)
+	}
+	m.n = 0
+	enc, err := tr.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.UnmarshalBinary(enc); err != nil {
+		t.Fatal(err)
+	}
+	if digest() != noted || m.n != 1 {
+		t.Fatalf("after a restore: digest %v, %d encodings; want the same digest from 1 encoding", digest() == noted, m.n)
+	}
+}
+
 func TestHistoryBounded(t *testing.T) {
 	tr := New()
 	tr.Add("a", "perceptron", plain{})
