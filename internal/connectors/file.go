@@ -11,13 +11,15 @@ import (
 )
 
 // FileSink appends one message per line to a file, created on the first
-// message so a sink that never fires leaves no file behind. Keys are not
-// written. It is safe for concurrent use.
+// message so a sink that never fires leaves no file behind; an existing
+// file is appended to, never truncated. Keys are not written. Flush
+// fsyncs. It is safe for concurrent use.
 type FileSink struct {
-	path string
-	mu   sync.Mutex
-	f    *os.File
-	w    *bufio.Writer
+	path     string
+	mu       sync.Mutex
+	f        *os.File
+	w        *bufio.Writer
+	unsynced bool // lines written since the last fsync
 }
 
 var _ Sink = (*FileSink)(nil)
@@ -42,19 +44,25 @@ func (s *FileSink) Publish(_ context.Context, _, value []byte) error {
 	if err := s.w.WriteByte('\n'); err != nil {
 		return fmt.Errorf("file sink %s: %w", s.path, err)
 	}
+	s.unsynced = true // bufio may have written some of it already
 	return nil
 }
 
-// Flush writes buffered lines to the file.
+// Flush writes buffered lines to the file and makes them durable
+// (fsync): what a commit of the positions they come from waits for.
 func (s *FileSink) Flush(context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.w == nil {
+	if s.w == nil || s.w.Buffered() == 0 && !s.unsynced {
 		return nil
 	}
 	if err := s.w.Flush(); err != nil {
 		return fmt.Errorf("file sink %s: %w", s.path, err)
 	}
+	if err := s.f.Sync(); err != nil {
+		return fmt.Errorf("file sink %s: fsync: %w", s.path, err)
+	}
+	s.unsynced = false
 	return nil
 }
 

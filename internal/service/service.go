@@ -536,7 +536,18 @@ func (s *Service) deadLetter(ctx context.Context, rec connectors.Record, reason 
 // partition a Kafka rebalance gave to another process is not committed
 // (the new owner reads it from the group's last commit); its model stays,
 // and goes on from where it was if the partition comes back.
+//
+// Outputs are as durable as the model: every output of the records
+// processed so far — predictions, dead letters, reports — is flushed to
+// its sink first (a file fsynced, Kafka and JetStream acknowledged), so no
+// position committed now or by a checkpoint taken now is ahead of them. A
+// crash repeats the outputs since the last commit; they carry their
+// identity (source, partition, offset) for the consumer, or the server
+// (JetStream's Nats-Msg-Id), to drop the duplicates.
 func (s *Service) commit(ctx context.Context) error {
+	if err := s.flush(ctx); err != nil {
+		return fmt.Errorf("service: outputs not durable, nothing committed: %w", err)
+	}
 	owned, live := s.assignments()
 	if s.opt.Checkpoints != nil && live {
 		for _, part := range slices.Clone(s.order) {
