@@ -573,7 +573,7 @@ type JetStreamSink struct {
 	closed   bool
 }
 
-var _ Sink = (*JetStreamSink)(nil)
+var _ IDSink = (*JetStreamSink)(nil)
 
 // jsPublishTimeout bounds the wait for one publish acknowledgement.
 const jsPublishTimeout = 30 * time.Second
@@ -616,6 +616,13 @@ func NewJetStreamSink(cfg NATSConfig, stream, subject string) (*JetStreamSink, e
 // Publish sends a copy of value (the client keeps it for retries until
 // the server acknowledges it).
 func (s *JetStreamSink) Publish(ctx context.Context, _, value []byte) error {
+	return s.PublishID(ctx, "", nil, value)
+}
+
+// PublishID is Publish with the message's identity, sent as Nats-Msg-Id
+// (none when id is empty): the stream drops a message whose id it stored
+// within its duplicate window.
+func (s *JetStreamSink) PublishID(ctx context.Context, id string, _, value []byte) error {
 	if s.closed {
 		return fmt.Errorf("%s: publish: closed", s.name)
 	}
@@ -626,7 +633,11 @@ func (s *JetStreamSink) Publish(ctx context.Context, _, value []byte) error {
 			return err
 		}
 	}
-	f, perr := s.js.PublishAsync(s.subject, bytes.Clone(value))
+	var opts []jetstream.PublishOpt
+	if id != "" {
+		opts = append(opts, jetstream.WithMsgID(id))
+	}
+	f, perr := s.js.PublishAsync(s.subject, bytes.Clone(value), opts...)
 	if perr != nil {
 		return errors.Join(err, fmt.Errorf("%s: publish: %w", s.name, perr))
 	}

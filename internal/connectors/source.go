@@ -102,6 +102,17 @@ type Sink interface {
 	Close() error
 }
 
+// An IDSink publishes a message with its identity, which the server
+// deduplicates on: the JetStream sink sends it as Nats-Msg-Id, and the
+// stream stores a message whose id it has stored within its duplicate
+// window (two minutes by default) only once. The outputs a crash repeats —
+// those since the last commit — are then stored once.
+type IDSink interface {
+	Sink
+	// PublishID is Publish with the message's identity id.
+	PublishID(ctx context.Context, id string, key, value []byte) error
+}
+
 // orDefault sets *p to d when *p is the zero value: the defaults of the
 // connector configurations.
 func orDefault[T comparable](p *T, d T) {

@@ -11,11 +11,12 @@ import (
 
 // DeadLetter is a record that could not be used, with why.
 type DeadLetter struct {
-	Source string       // file, topic or subject
-	Offset int64        // line, offset or sequence of the record
-	Reason event.Reason // bounded set, as counted
-	Err    string       // the one-line error
-	Raw    []byte       // the record's original bytes; valid during the call only
+	Source    string       // file, topic or subject
+	Partition int32        // the Kafka partition; 0 elsewhere
+	Offset    int64        // line, offset or sequence of the record
+	Reason    event.Reason // bounded set, as counted
+	Err       string       // the one-line error
+	Raw       []byte       // the record's original bytes; valid during the call only
 }
 
 // DeadLetters receives dead letters. DeadLetter must not retain d.Raw.

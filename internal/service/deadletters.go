@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/streamlearn/streamlearn/internal/connectors"
@@ -23,7 +24,7 @@ import (
 const DeadLetterMaxRaw = 128 << 10
 
 // DeadLetters publishes dead letters to a sink, one JSON object per bad
-// record: {"source", "offset", "reason", "error", "raw"} where raw holds
+// record: {"source", "partition", "offset", "reason", "error", "raw"} where raw holds
 // the original bytes as a string, or "raw_base64" holds them when they are
 // not valid UTF-8. A record longer than DeadLetterMaxRaw keeps only its
 // first DeadLetterMaxRaw bytes, less up to 3 so as not to cut a UTF-8
@@ -37,6 +38,7 @@ var _ pipeline.DeadLetters = (*DeadLetters)(nil)
 
 type deadLetterJSON struct {
 	Source       string `json:"source"`
+	Partition    int32  `json:"partition"`
 	Offset       int64  `json:"offset"`
 	Reason       string `json:"reason"`
 	Error        string `json:"error"`
@@ -53,7 +55,7 @@ func (s *DeadLetters) DeadLetter(d pipeline.DeadLetter) error {
 
 // publish publishes one dead letter; ctx bounds a sink that blocks.
 func (s *DeadLetters) publish(ctx context.Context, d pipeline.DeadLetter) error {
-	j := deadLetterJSON{Source: d.Source, Offset: d.Offset, Reason: string(d.Reason), Error: d.Err}
+	j := deadLetterJSON{Source: d.Source, Partition: d.Partition, Offset: d.Offset, Reason: string(d.Reason), Error: d.Err}
 	raw := d.Raw
 	if len(raw) > DeadLetterMaxRaw {
 		j.RawTruncated, j.RawSize = true, len(raw)
@@ -73,5 +75,25 @@ func (s *DeadLetters) publish(ctx context.Context, d pipeline.DeadLetter) error 
 	if err != nil {
 		return err
 	}
+	if is, ok := s.Sink.(connectors.IDSink); ok {
+		return is.PublishID(ctx, OutputID(d.Source, d.Partition, d.Offset, "dead-letter"), nil, b)
+	}
 	return s.Sink.Publish(ctx, nil, b)
+}
+
+// OutputID is the identity of an output: the record it comes from
+// (source, partition, offset) and its kind ("prediction",
+// "dead-letter"), as in "kafka:events/3/1041/prediction". A sink that
+// deduplicates (connectors.IDSink: JetStream's Nats-Msg-Id) stores the
+// outputs a crash repeats once.
+func OutputID(source string, partition int32, offset int64, kind string) string {
+	b := make([]byte, 0, len(source)+len(kind)+32)
+	b = append(b, source...)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, int64(partition), 10)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, offset, 10)
+	b = append(b, '/')
+	b = append(b, kind...)
+	return string(b)
 }

@@ -189,6 +189,7 @@ func rawsOf(recs []saltedRecord) [][]byte {
 // hostileDeadLetter is a dead letter as DeadLetters writes it.
 type hostileDeadLetter struct {
 	Source       string `json:"source"`
+	Partition    int32  `json:"partition"`
 	Offset       int64  `json:"offset"`
 	Reason       string `json:"reason"`
 	Error        string `json:"error"`
@@ -515,7 +516,7 @@ func TestPredictionNonFiniteScore(t *testing.T) {
 	}
 	ev := event.Event{ID: []byte("a")}
 	preds := []online.Prediction{{Label: 1, Score: math.Inf(1)}, {Label: -1, Score: math.NaN()}}
-	b := appendPrediction(nil, &ev, connectors.Record{}, p, preds)
+	b := appendPrediction(nil, &ev, "s", connectors.Record{}, p, preds)
 	var m predictionMsg
 	decodeStrict(t, b, &m)
 	for _, pr := range m.Predictions {

@@ -15,16 +15,20 @@ func marshalReport(r Report) ([]byte, error) { return json.Marshal(r) }
 
 // appendPrediction appends the prediction message of one event:
 //
-//	{"id":"m-1","partition":0,"offset":17,"round":17,"labeled":true,
+//	{"id":"m-1","source":"kafka:events","partition":0,"offset":17,"round":17,"labeled":true,
 //	 "predictions":[{"learner":"pct","label":1,"score":0.42}, ...]}
 //
-// round is the number of events the model has seen, this one included;
+// source, partition and offset name the record it comes from (its
+// identity); round is the number of events the model has seen, this one
+// included;
 // label is +1 or -1; score is null when it is not finite (input.max_abs_value
 // keeps scores finite; null is the guard behind it). Built by hand: the hot
 // path allocates nothing.
-func appendPrediction(b []byte, ev *event.Event, rec connectors.Record, p *pipeline.Pipeline, preds []online.Prediction) []byte {
+func appendPrediction(b []byte, ev *event.Event, source string, rec connectors.Record, p *pipeline.Pipeline, preds []online.Prediction) []byte {
 	b = append(b, `{"id":`...)
 	b = appendJSONString(b, ev.ID)
+	b = append(b, `,"source":`...)
+	b = appendJSONString(b, source)
 	b = append(b, `,"partition":`...)
 	b = strconv.AppendInt(b, int64(rec.Partition), 10)
 	b = append(b, `,"offset":`...)

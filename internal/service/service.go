@@ -121,6 +121,7 @@ type Service struct {
 	order   []int32 // partitions in the order first seen
 	ev      event.Event
 	predBuf []byte
+	predIDs connectors.IDSink // Predictions, when it deduplicates on an identity
 	logger  *slog.Logger
 
 	uncommitted int
@@ -263,6 +264,7 @@ func New(opt Options) (*Service, error) {
 	if opt.DeadLetters != nil {
 		s.dl = &DeadLetters{Sink: opt.DeadLetters}
 	}
+	s.predIDs, _ = opt.Predictions.(connectors.IDSink)
 	s.snap.Store(&Snapshot{Time: time.Now(), Source: opt.Source.Name(), Reports: []Report{}})
 	return s, nil
 }
@@ -491,8 +493,14 @@ func (s *Service) learn(ctx context.Context, rec connectors.Record, m *model) er
 		return s.deadLetter(ctx, rec, reason, fmt.Sprintf("%s:%d: outside the domain of a hypothesis class", s.opt.Source.Name(), rec.Offset))
 	}
 	if s.opt.Predictions != nil {
-		s.predBuf = appendPrediction(s.predBuf[:0], &s.ev, rec, m.p, preds)
-		if err := s.opt.Predictions.Publish(ctx, s.ev.Key, s.predBuf); err != nil {
+		s.predBuf = appendPrediction(s.predBuf[:0], &s.ev, s.dec.Source, rec, m.p, preds)
+		var err error
+		if s.predIDs != nil {
+			err = s.predIDs.PublishID(ctx, OutputID(s.opt.Source.Name(), rec.Partition, rec.Offset, "prediction"), s.ev.Key, s.predBuf)
+		} else {
+			err = s.opt.Predictions.Publish(ctx, s.ev.Key, s.predBuf)
+		}
+		if err != nil {
 			return fmt.Errorf("service: predictions: %w", err)
 		}
 	}
@@ -525,7 +533,7 @@ func (s *Service) deadLetter(ctx context.Context, rec connectors.Record, reason 
 	if s.dl == nil {
 		return nil
 	}
-	err := s.dl.publish(ctx, pipeline.DeadLetter{Source: s.opt.Source.Name(), Offset: rec.Offset, Reason: reason, Err: msg, Raw: rec.Value})
+	err := s.dl.publish(ctx, pipeline.DeadLetter{Source: s.opt.Source.Name(), Partition: rec.Partition, Offset: rec.Offset, Reason: reason, Err: msg, Raw: rec.Value})
 	if err != nil {
 		return fmt.Errorf("service: dead letters: %w", err)
 	}

@@ -263,6 +263,7 @@ func run(t testing.TB, s *Service) {
 
 type predictionMsg struct {
 	ID          string `json:"id"`
+	Source      string `json:"source"`
 	Partition   int32  `json:"partition"`
 	Offset      int64  `json:"offset"`
 	Round       uint64 `json:"round"`
@@ -337,7 +338,7 @@ func TestPredictionMessages(t *testing.T) {
 		if i >= 2 {
 			offset++ // after the bad record
 		}
-		if p.ID != ids[i] || p.Partition != 0 || p.Offset != offset || p.Round != uint64(offset+1) || p.Labeled != (i%2 == 0) {
+		if p.ID != ids[i] || p.Source != "mem:test" || p.Partition != 0 || p.Offset != offset || p.Round != uint64(offset+1) || p.Labeled != (i%2 == 0) {
 			t.Errorf("message %d: %+v, want id %q offset %d round %d labeled %v", i, p, ids[i], offset, offset+1, i%2 == 0)
 		}
 		if string(preds.keys[i]) != fmt.Sprintf("k%d", i) {
@@ -356,6 +357,7 @@ func TestPredictionMessages(t *testing.T) {
 
 type deadLetterMsg struct {
 	Source    string `json:"source"`
+	Partition int32  `json:"partition"`
 	Offset    int64  `json:"offset"`
 	Reason    string `json:"reason"`
 	Error     string `json:"error"`
