@@ -82,7 +82,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintf(stderr, "streamlearn: preloaded %d records from %s\n", n, *preload)
 	}
 
-	src, err := service.OpenSource(ctx, cfg.Source, service.SourceOptions{UntilEnd: *untilEnd, AllowEmpty: *allowEmpty, Logger: logger}, tuning)
+	src, err := service.OpenSource(ctx, cfg.Source, service.SourceOptions{UntilEnd: *untilEnd, AllowEmpty: *allowEmpty, Logger: logger, MaxBytes: cfg.Input.MaxBytes}, tuning)
 	if err != nil {
 		return err
 	}

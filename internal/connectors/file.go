@@ -84,7 +84,15 @@ func (s *FileSink) Close() error {
 // the file, whether or not it was opened to stop there. Blank lines
 // (nothing but spaces, tabs and carriage returns) are no records, as for
 // `replay` (event.Reader), so that both count the same records.
+//
+// A line longer than MaxBytes is delivered as its first MaxBytes+1 bytes
+// (the decoder, whose limit is the same, rejects it as oversized) and the
+// rest of it is read and dropped: a file with a line of any length costs at
+// most MaxBytes of memory.
 type FileSource struct {
+	// MaxBytes bounds a record (input.max_bytes); 0 means 1 MiB.
+	MaxBytes int
+
 	path string
 	f    *os.File
 	r    *bufio.Reader
@@ -110,9 +118,24 @@ func (s *FileSource) Fetch(ctx context.Context) (Record, error) {
 			return Record{}, err
 		}
 		s.buf = s.buf[:0]
+		keep := s.MaxBytes + 1
+		if s.MaxBytes <= 0 {
+			keep = 1<<20 + 1
+		}
+		size := 0        // the line's length, its end included
+		var tail [2]byte // its last two bytes
+		cut := false     // bytes of it were dropped
 		for {
 			chunk, err := s.r.ReadSlice('\n')
-			s.buf = append(s.buf, chunk...)
+			size += len(chunk)
+			for _, c := range chunk[max(0, len(chunk)-2):] {
+				tail[0], tail[1] = tail[1], c
+			}
+			room := keep - len(s.buf)
+			cut = cut || len(chunk) > room
+			if room > 0 {
+				s.buf = append(s.buf, chunk[:min(len(chunk), room)]...)
+			}
 			if err == bufio.ErrBufferFull {
 				continue
 			}
@@ -135,7 +158,19 @@ func (s *FileSource) Fetch(ctx context.Context) (Record, error) {
 		if blankLine(v) {
 			continue
 		}
-		return Record{Value: v, Offset: s.line, Lag: -1}, nil
+		r := Record{Value: v, Offset: s.line, Lag: -1}
+		// The record's length is the line's without its end; more than
+		// Value holds when the line was cut.
+		if tail[1] == '\n' {
+			size--
+			if tail[0] == '\r' {
+				size--
+			}
+		}
+		if cut && size > len(v) {
+			r.Size = size
+		}
+		return r, nil
 	}
 }
 

@@ -46,6 +46,11 @@ type Record struct {
 	// and must be reloaded from its checkpoint. Always 0 for other sources.
 	Epoch uint64
 
+	// Size is the record's length in bytes when Value holds only its
+	// start (a file line longer than the file source's limit); 0 when
+	// Value is the whole record.
+	Size int
+
 	// ack is the transport's handle for Commit (a JetStream message).
 	ack any
 }

@@ -17,6 +17,7 @@ type DeadLetter struct {
 	Reason    event.Reason // bounded set, as counted
 	Err       string       // the one-line error
 	Raw       []byte       // the record's original bytes; valid during the call only
+	Size      int          // the record\'s length when Raw holds only its start; 0 otherwise
 }
 
 // DeadLetters receives dead letters. DeadLetter must not retain d.Raw.

@@ -57,8 +57,11 @@ func (s *DeadLetters) DeadLetter(d pipeline.DeadLetter) error {
 func (s *DeadLetters) publish(ctx context.Context, d pipeline.DeadLetter) error {
 	j := deadLetterJSON{Source: d.Source, Partition: d.Partition, Offset: d.Offset, Reason: string(d.Reason), Error: d.Err}
 	raw := d.Raw
+	if d.Size > len(raw) { // the source kept only its start
+		j.RawTruncated, j.RawSize = true, d.Size
+	}
 	if len(raw) > DeadLetterMaxRaw {
-		j.RawTruncated, j.RawSize = true, len(raw)
+		j.RawTruncated, j.RawSize = true, max(len(raw), d.Size)
 		// Cut before a rune's first byte, so that text stays valid UTF-8.
 		k := DeadLetterMaxRaw
 		for k > DeadLetterMaxRaw-utf8.UTFMax && !utf8.RuneStart(raw[k]) {

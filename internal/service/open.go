@@ -51,6 +51,9 @@ type SourceOptions struct {
 	AllowEmpty bool
 	// Logger receives the source's warnings; nil discards them.
 	Logger *slog.Logger
+	// MaxBytes bounds the memory a file source gives one line
+	// (input.max_bytes; see connectors.FileSource).
+	MaxBytes int
 }
 
 // OpenSource opens the configured source.
@@ -70,7 +73,12 @@ func OpenSource(ctx context.Context, s config.Source, o SourceOptions, t Tuning)
 	case "jetstream":
 		return connectors.NewJetStreamSource(ctx, natsConfig(s.Conn, s.Subject, s.Stream, s.Durable, t), o.UntilEnd)
 	case "file":
-		return connectors.NewFileSource(s.Path)
+		src, err := connectors.NewFileSource(s.Path)
+		if err != nil {
+			return nil, err
+		}
+		src.MaxBytes = o.MaxBytes
+		return src, nil
 	case "":
 		return nil, fmt.Errorf("source.kind: missing (kafka, nats, jetstream or file)")
 	}

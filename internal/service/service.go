@@ -533,7 +533,7 @@ func (s *Service) deadLetter(ctx context.Context, rec connectors.Record, reason 
 	if s.dl == nil {
 		return nil
 	}
-	err := s.dl.publish(ctx, pipeline.DeadLetter{Source: s.opt.Source.Name(), Partition: rec.Partition, Offset: rec.Offset, Reason: reason, Err: msg, Raw: rec.Value})
+	err := s.dl.publish(ctx, pipeline.DeadLetter{Source: s.opt.Source.Name(), Partition: rec.Partition, Offset: rec.Offset, Reason: reason, Err: msg, Raw: rec.Value, Size: rec.Size})
 	if err != nil {
 		return fmt.Errorf("service: dead letters: %w", err)
 	}

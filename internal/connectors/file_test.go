@@ -1,0 +1,61 @@
+package connectors
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestFileSourceBoundsLines: a line longer than MaxBytes comes as its
+// first MaxBytes+1 bytes (too long for the decoder, whose limit is the
+// same), with Size its whole length, and costs no more memory; the lines
+// around it, one of exactly
+// MaxBytes before its "\r\n", come whole, with their line numbers.
+func TestFileSourceBoundsLines(t *testing.T) {
+	const max = 1024
+	huge := bytes.Repeat([]byte("x"), 5<<20)
+	exact := bytes.Repeat([]byte("y"), max)
+	var file bytes.Buffer
+	file.WriteString("{\"a\":1}\n")
+	file.Write(huge)
+	file.WriteString("\n{\"b\":2}\n")
+	file.Write(exact)
+	file.WriteString("\r\n")
+	path := filepath.Join(t.TempDir(), "lines.jsonl")
+	if err := os.WriteFile(path, file.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewFileSource(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.MaxBytes = max
+	for _, want := range []struct {
+		value  []byte
+		offset int64
+		size   int
+	}{
+		{[]byte(`{"a":1}`), 1, 0},
+		{huge[:max+1], 2, len(huge)},
+		{[]byte(`{"b":2}`), 3, 0},
+		{exact, 4, 0},
+	} {
+		r, err := s.Fetch(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(r.Value, want.value) || r.Offset != want.offset || r.Size != want.size {
+			t.Fatalf("line %d: %d bytes %.20q (size %d), want %d bytes %.20q (size %d)", r.Offset, len(r.Value), r.Value, r.Size, len(want.value), want.value, want.size)
+		}
+		if c := cap(s.buf); c > 4*max {
+			t.Fatalf("line %d: the source holds a %d-byte buffer for a limit of %d", r.Offset, c, max)
+		}
+	}
+	if _, err := s.Fetch(context.Background()); !errors.Is(err, ErrEndOfInput) {
+		t.Fatalf("after the last line: %v, want ErrEndOfInput", err)
+	}
+}
