@@ -168,7 +168,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"replay", "--format", "parquet", "x"}, 2, `--format "parquet"`},
 		{[]string{"replay", "-h"}, 0, "Usage: streamlearn replay"},
 		{[]string{"replay", filepath.Join(dir, "missing.jsonl")}, 1, "missing.jsonl: no such file"},
-		{[]string{"replay", "-c", bad, "../../testdata/demo.jsonl"}, 1, "bad.yaml:2: learners[0].wings: unknown key"},
+		{[]string{"replay", "-c", bad, "../../testdata/demo.jsonl"}, 1, "bad.yaml:2: learners[0].wings: not used by algorithm perceptron (its keys: bias, average, margin)"},
 		{[]string{"generate", "-n", "-3"}, 2, "-n must be >= 0"},
 	} {
 		code, _, errOut := run(t, tc.args...)

@@ -1,8 +1,9 @@
 // Package arch holds no code: its test checks that the dependencies of
 // streamlearn's packages point one way.
 //
-//   - The learning core — online, experts, regret, and codec, their
-//     encoding — imports only the standard library and gonum.
+//   - The learning core — online, experts, regret, learners (the
+//     algorithm registry) and codec, their encoding — imports only the
+//     standard library and gonum.
 //   - event (decoding), config and pipeline (learning a stream) import no
 //     connector, checkpoint store, broker client or Prometheus package:
 //     replaying a file needs none of them.

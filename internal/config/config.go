@@ -5,6 +5,7 @@ package config
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/experts"
+	"github.com/streamlearn/streamlearn/internal/learners"
 	"github.com/streamlearn/streamlearn/internal/online"
 )
 
@@ -72,59 +74,96 @@ type Text struct {
 	NGrams int `yaml:"ngrams"`
 }
 
-// Learner is one entry of `learners`. Which keys apply depends on the
-// algorithm; a key set for an algorithm that does not use it is an error.
+// Learner is one entry of `learners`: a name, an algorithm of the
+// registry (package learners), and the algorithm's own keys, decoded into
+// its parameter struct. A key the algorithm does not take is an error.
 type Learner struct {
 	Name      string `yaml:"name"`
 	Algorithm string `yaml:"algorithm"`
-
-	// perceptron and ogd
-	Bias bool `yaml:"bias"`
-	// perceptron
-	Average bool    `yaml:"average"`
-	Margin  float64 `yaml:"margin"`
-	// ogd (Eta also weighted-majority: 0 means the theorem's rate)
-	Loss     string  `yaml:"loss"`
-	Eta      float64 `yaml:"eta"`
-	Schedule string  `yaml:"schedule"`
-	Radius   float64 `yaml:"radius"`
-	BiasEta  float64 `yaml:"bias_eta"`
-
-	// consistent, halving, soa, weighted-majority
-	Class *experts.ClassSpec `yaml:"class"`
-	// weighted-majority over other learners (by name), instead of a class
-	Experts []string `yaml:"experts"`
-	Horizon int      `yaml:"horizon"`
-	Seed    uint64   `yaml:"seed"`
+	// Params holds the algorithm's keys: what learners.Lookup(Algorithm)'s
+	// Params makes (a *online.PerceptronConfig for perceptron, ...); nil
+	// when the algorithm is unknown, which validation reports.
+	Params any `yaml:"-"`
 }
 
-// Perceptron returns the learner's perceptron settings.
-func (l *Learner) Perceptron() online.PerceptronConfig {
-	return online.PerceptronConfig{Bias: l.Bias, Average: l.Average, Margin: l.Margin}
+// UnmarshalYAML decodes name and algorithm, then the algorithm's keys into
+// its parameter struct. (Parse has checked every key against the
+// registry before.)
+func (l *Learner) UnmarshalYAML(n *yaml.Node) error {
+	var head struct {
+		Name      string `yaml:"name"`
+		Algorithm string `yaml:"algorithm"`
+	}
+	if err := n.Decode(&head); err != nil {
+		return err
+	}
+	l.Name, l.Algorithm, l.Params = head.Name, head.Algorithm, nil
+	if a, ok := learners.Lookup(head.Algorithm); ok {
+		p := a.Params()
+		if err := n.Decode(p); err != nil {
+			return err
+		}
+		l.Params = p
+	}
+	return nil
 }
 
-// OGD returns the learner's OGD settings.
-func (l *Learner) OGD() online.OGDConfig {
-	return online.OGDConfig{Loss: l.Loss, Eta: l.Eta, Schedule: l.Schedule, Radius: l.Radius, Bias: l.Bias, BiasEta: l.BiasEta}
-}
-
-// Hedge returns the learner's Weighted-Majority settings.
-func (l *Learner) Hedge() experts.HedgeConfig {
-	return experts.HedgeConfig{Horizon: l.Horizon, Eta: l.Eta, Seed: l.Seed}
-}
-
-// Algorithms lists the learner algorithms, as users type them.
-var Algorithms = []string{"perceptron", "ogd", "weighted-majority", "consistent", "halving", "soa"}
-
-// keysOf says which learner keys each algorithm takes (besides name and
-// algorithm).
-var keysOf = map[string][]string{
-	"perceptron":        {"bias", "average", "margin"},
-	"ogd":               {"loss", "eta", "schedule", "radius", "bias", "bias_eta"},
-	"consistent":        {"class"},
-	"halving":           {"class"},
-	"soa":               {"class"},
-	"weighted-majority": {"class", "experts", "horizon", "eta", "seed"},
+// MarshalJSON writes the learner as one flat object of its name,
+// algorithm and every parameter field by its Go name — the shape learner
+// settings had before the registry, for every field any algorithm had
+// then, so that the configuration fingerprint a checkpoint carries
+// (service.Fingerprint) is the same for the same settings. A parameter
+// field of a later algorithm is added by name.
+func (l Learner) MarshalJSON() ([]byte, error) {
+	flat := struct {
+		Name      string
+		Algorithm string
+		Bias      bool
+		Average   bool
+		Margin    float64
+		Loss      string
+		Eta       float64
+		Schedule  string
+		Radius    float64
+		BiasEta   float64
+		Class     *experts.ClassSpec
+		Experts   []string
+		Horizon   int
+		Seed      uint64
+	}{Name: l.Name, Algorithm: l.Algorithm}
+	if l.Params == nil {
+		return json.Marshal(flat)
+	}
+	// The parameter struct's fields by name into flat; any field flat
+	// lacks is appended after flat's.
+	pj, err := json.Marshal(l.Params)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(pj, &flat); err != nil {
+		return nil, err
+	}
+	out, err := json.Marshal(flat)
+	if err != nil {
+		return nil, err
+	}
+	var extra map[string]json.RawMessage
+	if err := json.Unmarshal(pj, &extra); err != nil {
+		return nil, err
+	}
+	known := reflect.TypeOf(flat)
+	var names []string
+	for k := range extra {
+		if _, ok := known.FieldByName(k); !ok {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		out = out[:len(out)-1] // the closing brace
+		out = fmt.Appendf(out, ",%q:%s}", k, extra[k])
+	}
+	return out, nil
 }
 
 // Conn holds the connection settings shared by a source and its sinks. A
@@ -274,8 +313,8 @@ const (
 func Default() *Config {
 	c := &Config{
 		Learners: []Learner{
-			{Name: "perceptron", Algorithm: "perceptron", Bias: true},
-			{Name: "ogd", Algorithm: "ogd", Loss: "logistic", Eta: 0.5, Bias: true},
+			{Name: "perceptron", Algorithm: "perceptron", Params: &online.PerceptronConfig{Bias: true}},
+			{Name: "ogd", Algorithm: "ogd", Params: &online.OGDConfig{Loss: "logistic", Eta: 0.5, Bias: true}},
 		},
 	}
 	c.fill()
@@ -412,6 +451,9 @@ func checkKeys(file string, n *yaml.Node, t reflect.Type, path string) error {
 	case reflect.Struct:
 		if t == reflect.TypeFor[time.Duration]() {
 			return nil
+		}
+		if t == reflect.TypeFor[Learner]() {
+			return nil // its keys are its algorithm's: checkLearnerKeys
 		}
 		if n.Kind != yaml.MappingNode {
 			return &Error{File: file, Line: n.Line, Key: path, Msg: "want a mapping of keys"}

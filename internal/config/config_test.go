@@ -1,10 +1,14 @@
 package config
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/streamlearn/streamlearn/internal/learners"
+	"github.com/streamlearn/streamlearn/internal/online"
 )
 
 func TestGoodConfigs(t *testing.T) {
@@ -37,11 +41,11 @@ func TestAllLearnersConfig(t *testing.T) {
 	if got := len(c.Learners); got != 9 {
 		t.Fatalf("%d learners, want 9", got)
 	}
-	if l := c.Learners[2]; l.Loss != "logistic" || l.Eta != 0.5 || l.Schedule != "fixed" || l.Radius != 10 || !l.Bias {
-		t.Errorf("ogd = %+v", l)
+	if l, ok := c.Learners[2].Params.(*online.OGDConfig); !ok || l.Loss != "logistic" || l.Eta != 0.5 || l.Schedule != "fixed" || l.Radius != 10 || !l.Bias {
+		t.Errorf("ogd = %+v", c.Learners[2].Params)
 	}
-	if l := c.Learners[6]; l.Class == nil || len(l.Class.Hypotheses) != 2 || len(l.Class.Domain) != 3 {
-		t.Errorf("table class = %+v", l.Class)
+	if l, ok := c.Learners[6].Params.(*learners.ClassParams); !ok || l.Class == nil || len(l.Class.Hypotheses) != 2 || len(l.Class.Domain) != 3 {
+		t.Errorf("table class = %+v", c.Learners[6].Params)
 	}
 	if s := c.Sinks.Reports; s == nil || s.Every != 1000 || s.Interval.Seconds() != 10 {
 		t.Errorf("reports sink = %+v", s)
@@ -63,7 +67,8 @@ func TestBadConfigs(t *testing.T) {
 		{"unknown_top.yaml", "testdata/bad/unknown_top.yaml:3: lerners: unknown key (known keys here: checkpoint, features, http, input, learners, sinks, source)"},
 		{"unknown_nested.yaml", "testdata/bad/unknown_nested.yaml:3: features.scal: unknown key (known keys here: bits, dense, scale, text)"},
 		{"key_not_for_algorithm.yaml", "testdata/bad/key_not_for_algorithm.yaml:4: learners[0].class: not used by algorithm perceptron (its keys: bias, average, margin)"},
-		{"unknown_algorithm.yaml", `testdata/bad/unknown_algorithm.yaml:2: learners[0].algorithm: "perceptorn" is not one of perceptron, ogd, weighted-majority, consistent, halving, soa`},
+		{"unknown_algorithm.yaml", `testdata/bad/unknown_algorithm.yaml:2: learners[0].algorithm: "perceptorn" is not one of consistent, halving, last-label, majority, ogd, perceptron, soa, weighted-majority`},
+		{"baseline_key.yaml", "testdata/bad/baseline_key.yaml:3: learners[0].bias: not used by algorithm majority (its keys: none)"},
 		{"duplicate_name.yaml", `testdata/bad/duplicate_name.yaml:3: learners[1].name: "a" is also the name of learners[0]`},
 		{"bad_type.yaml", "testdata/bad/bad_type.yaml:2: cannot unmarshal !!str `many` into uint"},
 		{"bits_range.yaml", "testdata/bad/bits_range.yaml:2: features.bits: 40 is outside 1..28"},
@@ -97,7 +102,7 @@ func TestBadConfigs(t *testing.T) {
 		}
 	}
 	entries, _ := os.ReadDir("testdata/bad")
-	if len(entries) != 17 {
+	if len(entries) != 18 {
 		t.Errorf("testdata/bad has %d files; every one needs a row above", len(entries))
 	}
 }
@@ -110,4 +115,42 @@ func TestDefault(t *testing.T) {
 	if c.Features.Bits != DefaultBits || len(c.Learners) != 2 || c.Input.MaxAbsValue != DefaultMaxAbsValue {
 		t.Errorf("default = %+v", c)
 	}
+}
+
+// TestLearnerFingerprintJSON: a learner's JSON, which the configuration
+// fingerprint of every checkpoint hashes, has the flat shape it had before
+// the algorithm registry, byte for byte, so that checkpoints written then
+// are restored now; a baseline's has its name and algorithm.
+func TestLearnerFingerprintJSON(t *testing.T) {
+	c, err := Parse("fp.yaml", []byte(`learners:
+  - {name: p, algorithm: perceptron, bias: true, margin: 0.5}
+  - {name: o, algorithm: ogd, loss: logistic, eta: 0.5, schedule: fixed, bias: true}
+  - {name: s, algorithm: soa, class: {kind: thresholds, feature: v, min: 0, max: 1, points: 3}}
+  - {name: w, algorithm: weighted-majority, experts: [p, o], horizon: 100, seed: 7}
+  - {name: m, algorithm: majority}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := json.Marshal(c.Learners)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const empty = `"Bias":false,"Average":false,"Margin":0,"Loss":"","Eta":0,"Schedule":"","Radius":0,"BiasEta":0,"Class":null,"Experts":null,"Horizon":0,"Seed":0`
+	want := `[{"Name":"p","Algorithm":"perceptron","Bias":true,"Average":false,"Margin":0.5,"Loss":"","Eta":0,"Schedule":"","Radius":0,"BiasEta":0,"Class":null,"Experts":null,"Horizon":0,"Seed":0},` +
+		`{"Name":"o","Algorithm":"ogd","Bias":true,"Average":false,"Margin":0,"Loss":"logistic","Eta":0.5,"Schedule":"fixed","Radius":0,"BiasEta":0,"Class":null,"Experts":null,"Horizon":0,"Seed":0},` +
+		`{"Name":"s","Algorithm":"soa","Bias":false,"Average":false,"Margin":0,"Loss":"","Eta":0,"Schedule":"","Radius":0,"BiasEta":0,"Class":` + classJSON(t, c) + `,"Experts":null,"Horizon":0,"Seed":0},` +
+		`{"Name":"w","Algorithm":"weighted-majority","Bias":false,"Average":false,"Margin":0,"Loss":"","Eta":0,"Schedule":"","Radius":0,"BiasEta":0,"Class":null,"Experts":["p","o"],"Horizon":100,"Seed":7},` +
+		`{"Name":"m","Algorithm":"majority",` + empty + `}]`
+	if string(got) != want {
+		t.Errorf("learners JSON\n got %s\nwant %s", got, want)
+	}
+}
+
+func classJSON(t *testing.T, c *Config) string {
+	b, err := json.Marshal(c.Learners[2].Params.(*learners.ClassParams).Class)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

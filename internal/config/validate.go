@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/streamlearn/streamlearn/internal/event"
+	"github.com/streamlearn/streamlearn/internal/learners"
 	"github.com/streamlearn/streamlearn/internal/online"
 )
 
@@ -114,65 +116,33 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// validate checks one learner; seen holds the names of the learners
-// configured before it (Weighted-Majority's experts must come first, which
-// rules out cycles and fixes the order in which learners predict).
+// validate checks one learner through its algorithm's registry entry;
+// seen holds the names of the learners configured before it
+// (Weighted-Majority's experts must come first, which rules out cycles and
+// fixes the order in which learners predict).
 func (l *Learner) validate(key string, seen map[string]int) error {
-	switch l.Algorithm {
-	case "perceptron":
-		return keyed(key, "perceptron", l.Perceptron().Validate())
-	case "ogd":
-		return keyed(key, "ogd", l.OGD().Validate())
-	case "consistent", "halving", "soa":
-		if l.Class == nil {
-			return errAt(key+".class", "%s needs a hypothesis class", l.Algorithm)
-		}
-		if err := l.Class.Validate(); err != nil {
-			return errAt(key+".class", "%v", err)
-		}
-	case "weighted-majority":
-		switch {
-		case l.Class != nil && len(l.Experts) > 0:
-			return errAt(key+".experts", "give either class or experts, not both")
-		case l.Class != nil:
-			if err := l.Class.Validate(); err != nil {
-				return errAt(key+".class", "%v", err)
-			}
-		case len(l.Experts) > 0:
-			dup := map[string]bool{}
-			for j, e := range l.Experts {
-				if _, ok := seen[e]; !ok || e == l.Name {
-					return errAt(fmt.Sprintf("%s.experts[%d]", key, j), "%q is not a learner configured before this one", e)
-				}
-				if dup[e] {
-					return errAt(fmt.Sprintf("%s.experts[%d]", key, j), "%q is listed twice", e)
-				}
-				dup[e] = true
-			}
-		default:
-			return errAt(key, "weighted-majority needs a class or a list of experts")
-		}
-		if l.Horizon < 0 {
-			return errAt(key+".horizon", "must not be negative (0 means unknown: doubling trick)")
-		}
-		if l.Eta < 0 {
-			return errAt(key+".eta", "must not be negative (0 means the theorem's rate)")
-		}
-	case "":
-		return errAt(key+".algorithm", "missing (one of %s)", strings.Join(Algorithms, ", "))
-	default:
-		return errAt(key+".algorithm", "%q is not one of %s", l.Algorithm, strings.Join(Algorithms, ", "))
+	a, ok := learners.Lookup(l.Algorithm)
+	switch {
+	case l.Algorithm == "":
+		return errAt(key+".algorithm", "missing (one of %s)", strings.Join(learners.Names(), ", "))
+	case !ok:
+		return errAt(key+".algorithm", "%q is not one of %s", l.Algorithm, strings.Join(learners.Names(), ", "))
+	case a.Validate == nil:
+		return nil
 	}
-	return nil
+	// seen holds this learner too; weighted-majority refuses itself as an
+	// expert by name.
+	prior := slices.Collect(maps.Keys(seen))
+	return keyed(key, a.Validate(l.Params, learners.Env{Name: l.Name, Prior: prior}))
 }
 
-// keyed turns a learner package's "alg: key: message" error into an error
-// at the key of learner key.
-func keyed(key, alg string, err error) error {
+// keyed turns an algorithm's "key: message" error into an error at that
+// key of learner key (or at the learner when the message names no key).
+func keyed(key string, err error) error {
 	if err == nil {
 		return nil
 	}
-	msg := strings.TrimPrefix(err.Error(), alg+": ")
+	msg := err.Error()
 	if k, m, ok := strings.Cut(msg, ": "); ok && !strings.Contains(k, " ") {
 		return errAt(key+"."+k, "%s", m)
 	}
@@ -182,18 +152,18 @@ func keyed(key, alg string, err error) error {
 // checkLearnerKeys rejects keys that the learner's algorithm does not use:
 // `class` on a perceptron is a mistake, not something to ignore.
 func checkLearnerKeys(file string, doc *yaml.Node) error {
-	var learners *yaml.Node
+	var list *yaml.Node
 	if doc.Kind == yaml.MappingNode {
 		for i := 0; i+1 < len(doc.Content); i += 2 {
 			if doc.Content[i].Value == "learners" {
-				learners = doc.Content[i+1]
+				list = doc.Content[i+1]
 			}
 		}
 	}
-	if learners == nil || learners.Kind != yaml.SequenceNode {
+	if list == nil || list.Kind != yaml.SequenceNode {
 		return nil
 	}
-	for i, n := range learners.Content {
+	for i, n := range list.Content {
 		if n.Kind != yaml.MappingNode {
 			continue
 		}
@@ -203,17 +173,29 @@ func checkLearnerKeys(file string, doc *yaml.Node) error {
 				alg = n.Content[j+1].Value
 			}
 		}
-		allowed, ok := keysOf[alg]
+		a, ok := learners.Lookup(alg)
 		if !ok {
 			continue // validate reports the algorithm itself
 		}
+		keys, types := a.Keys()
 		for j := 0; j+1 < len(n.Content); j += 2 {
-			k := n.Content[j]
-			if k.Value == "name" || k.Value == "algorithm" || slices.Contains(allowed, k.Value) {
+			k, v := n.Content[j], n.Content[j+1]
+			path := fmt.Sprintf("learners[%d].%s", i, k.Value)
+			if k.Value == "name" || k.Value == "algorithm" {
 				continue
 			}
-			return &Error{File: file, Line: k.Line, Key: fmt.Sprintf("learners[%d].%s", i, k.Value),
-				Msg: fmt.Sprintf("not used by algorithm %s (its keys: %s)", alg, strings.Join(allowed, ", "))}
+			t, ok := types[k.Value]
+			if !ok {
+				its := "none"
+				if len(keys) > 0 {
+					its = strings.Join(keys, ", ")
+				}
+				return &Error{File: file, Line: k.Line, Key: path,
+					Msg: fmt.Sprintf("not used by algorithm %s (its keys: %s)", alg, its)}
+			}
+			if err := checkKeys(file, v, t, path); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -18,6 +18,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/experts"
+	"github.com/streamlearn/streamlearn/internal/learners"
 	"github.com/streamlearn/streamlearn/internal/online"
 	"github.com/streamlearn/streamlearn/internal/regret"
 )
@@ -109,36 +110,35 @@ func New(c *config.Config) (*Pipeline, error) {
 	return p, nil
 }
 
+// build makes the node of one learner with its algorithm's registry entry.
+// Weighted-Majority over learners configured before it is the one learner
+// the registry cannot build: its advice is their predictions, which the
+// pipeline passes it each round.
 func build(lc config.Learner, bits uint, index map[string]int) (node, error) {
 	n := node{name: lc.Name, algorithm: lc.Algorithm}
-	var err error
-	switch lc.Algorithm {
-	case "perceptron":
-		n.learner, err = online.NewPerceptron(bits, lc.Perceptron())
-	case "ogd":
-		n.learner, err = online.NewOGD(bits, lc.OGD())
-	case "consistent", "halving", "soa", "weighted-majority":
-		hc := lc.Hedge()
-		if lc.Class == nil {
-			for _, e := range lc.Experts {
-				n.experts = append(n.experts, index[e])
-			}
-			n.advice = make([]int8, len(n.experts))
-			n.hedge, err = experts.NewHedge(len(n.experts), hc)
-			break
-		}
-		n.raw = true
-		var class *experts.Class
-		class, err = experts.NewClass(*lc.Class, bits)
-		if err != nil {
-			break
-		}
-		n.learner, err = experts.NewLearner(lc.Algorithm, class, hc)
-	default:
-		err = fmt.Errorf("unknown algorithm %q", lc.Algorithm)
+	a, ok := learners.Lookup(lc.Algorithm)
+	if !ok {
+		return n, fmt.Errorf("unknown algorithm %q", lc.Algorithm)
 	}
-	n.round, _ = n.learner.(online.Rounder)
-	return n, err
+	if wm, ok := lc.Params.(*learners.WeightedMajorityParams); ok && wm.Class == nil {
+		for _, e := range wm.Experts {
+			n.experts = append(n.experts, index[e])
+		}
+		n.advice = make([]int8, len(n.experts))
+		var err error
+		n.hedge, err = experts.NewHedge(len(n.experts), wm.Hedge())
+		return n, err
+	}
+	l, err := a.New(lc.Params, learners.Env{Name: lc.Name, Bits: bits})
+	if err != nil {
+		return n, err
+	}
+	n.learner = l
+	// A learner over a hypothesis class reads raw feature values: the
+	// class's grid is in the feature's own units.
+	_, n.raw = l.(interface{ InDomain(online.Vector) bool })
+	n.round, _ = l.(online.Rounder)
+	return n, nil
 }
 
 // Process runs one decoded event through every learner and returns their

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math/bits"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -78,22 +79,53 @@ func (n *node) model() interface {
 func specOf(c *config.Config) *config.Config {
 	s := &config.Config{Features: c.Features, Learners: make([]config.Learner, len(c.Learners))}
 	for i, l := range c.Learners {
-		l.Experts = slices.Clone(l.Experts)
-		if l.Class != nil {
-			cs := *l.Class
-			cs.Features = slices.Clone(cs.Features)
-			cs.Domain = slices.Clone(cs.Domain)
-			if cs.Hypotheses != nil {
-				cs.Hypotheses = make([][]int, len(l.Class.Hypotheses))
-				for k, h := range l.Class.Hypotheses {
-					cs.Hypotheses[k] = slices.Clone(h)
-				}
-			}
-			l.Class = &cs
+		if l.Params != nil {
+			l.Params = deepCopy(reflect.ValueOf(l.Params)).Interface()
 		}
 		s.Learners[i] = l
 	}
 	return s
+}
+
+// deepCopy copies v and everything it points to: a learner's parameters
+// are plain data (pointers, structs, slices, maps, strings, numbers).
+func deepCopy(v reflect.Value) reflect.Value {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			return v
+		}
+		c := reflect.New(v.Elem().Type())
+		c.Elem().Set(deepCopy(v.Elem()))
+		return c
+	case reflect.Struct:
+		c := reflect.New(v.Type()).Elem()
+		for i := range v.NumField() {
+			if c.Field(i).CanSet() {
+				c.Field(i).Set(deepCopy(v.Field(i)))
+			}
+		}
+		return c
+	case reflect.Slice:
+		if v.IsNil() {
+			return v
+		}
+		c := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+		for i := range v.Len() {
+			c.Index(i).Set(deepCopy(v.Index(i)))
+		}
+		return c
+	case reflect.Map:
+		if v.IsNil() {
+			return v
+		}
+		c := reflect.MakeMapWithSize(v.Type(), v.Len())
+		for it := v.MapRange(); it.Next(); {
+			c.SetMapIndex(it.Key(), deepCopy(it.Value()))
+		}
+		return c
+	}
+	return v
 }
 
 // MarshalBinary encodes the pipeline's whole state: every learner's model,

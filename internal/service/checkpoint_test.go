@@ -11,6 +11,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/checkpoint"
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/online"
 )
 
 // runStore runs a Service with checkpoints in store over recs (all of
@@ -109,7 +110,9 @@ func TestCheckpointRefused(t *testing.T) {
 
 	other := *c
 	other.Learners = append([]config.Learner(nil), c.Learners...)
-	other.Learners[0].Bias = !other.Learners[0].Bias
+	pc := *other.Learners[0].Params.(*online.PerceptronConfig)
+	pc.Bias = !pc.Bias
+	other.Learners[0].Params = &pc
 	if _, _, err := runStore(t, &other, store, values, 1, 0); err == nil || !strings.Contains(err.Error(), "another model configuration") {
 		t.Errorf("another configuration: %v", err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
 	"github.com/streamlearn/streamlearn/internal/event"
+	"github.com/streamlearn/streamlearn/internal/learners"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
 )
 
@@ -151,7 +152,7 @@ func loadExampleConfig(t testing.TB) *config.Config {
 	}
 	algs := map[string]bool{}
 	for _, l := range c.Learners {
-		if l.Algorithm == "weighted-majority" && l.Class == nil {
+		if wm, ok := l.Params.(*learners.WeightedMajorityParams); ok && wm.Class == nil {
 			algs["weighted-majority/learners"] = true
 		} else {
 			algs[l.Algorithm] = true

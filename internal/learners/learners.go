@@ -1,0 +1,129 @@
+// Package learners is the registry of learner algorithms. Each algorithm
+// declares, in one file of this package, its name as the configuration
+// types it, its parameters (a struct whose yaml tags are its keys), their
+// validation, the bound the tracker publishes for it with the theorem, and
+// its constructor. The configuration decodes and checks a learner's keys
+// through the registry, and the pipeline builds learners with it: adding
+// an algorithm is one new file here, its tests and its documentation.
+//
+// The package imports only the learning core (online, experts, codec).
+package learners
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/streamlearn/streamlearn/internal/online"
+)
+
+// Env is what building or checking a learner may need besides its
+// parameters.
+type Env struct {
+	// Name is the learner's name; Prior the names of the learners
+	// configured before it, in order.
+	Name  string
+	Prior []string
+	// Bits is features.bits: the learner's vectors have 2^Bits slots.
+	Bits uint
+}
+
+// An Algorithm is one learner algorithm of the registry.
+type Algorithm struct {
+	// Name is the algorithm as the configuration names it.
+	Name string
+	// Summary says what it does, in one line.
+	Summary string
+	// Bound says what the tracker checks for it and which theorem
+	// promises it; empty for an algorithm without a theorem.
+	Bound string
+	// Params returns new parameters: a pointer to a struct whose yaml
+	// tags are the algorithm's keys (besides name and algorithm), its zero
+	// value meaning every default.
+	Params func() any
+	// Validate checks params (from Params); an error's message starts
+	// with the key at fault and ": " when there is one ("margin: ...").
+	// Nil means every value is valid.
+	Validate func(params any, env Env) error
+	// New builds the learner.
+	New func(params any, env Env) (online.Learner, error)
+}
+
+var algorithms = map[string]*Algorithm{}
+
+// Register adds a to the registry. It panics when the name is taken or a
+// required field is missing: registration happens in init functions.
+func Register(a *Algorithm) {
+	switch {
+	case a.Name == "" || a.Params == nil || a.New == nil:
+		panic("learners: Register needs a name, Params and New")
+	case algorithms[a.Name] != nil:
+		panic("learners: algorithm " + a.Name + " registered twice")
+	}
+	algorithms[a.Name] = a
+}
+
+// Lookup returns the algorithm named name.
+func Lookup(name string) (*Algorithm, bool) {
+	a, ok := algorithms[name]
+	return a, ok
+}
+
+// Names returns the names of the registered algorithms, sorted.
+func Names() []string {
+	names := make([]string, 0, len(algorithms))
+	for n := range algorithms {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Keys returns the configuration keys of a's parameters, in the order of
+// their fields, and the Go type of each.
+func (a *Algorithm) Keys() ([]string, map[string]reflect.Type) {
+	t := reflect.TypeOf(a.Params()).Elem()
+	var keys []string
+	types := map[string]reflect.Type{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if !f.IsExported() || name == "-" || name == "" {
+			continue
+		}
+		keys = append(keys, name)
+		types[name] = f.Type
+	}
+	return keys, types
+}
+
+// learner returns l as an online.Learner, or nil (not a typed nil) with
+// err.
+func learner[T online.Learner](l T, err error) (online.Learner, error) {
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// params is Validate's and New's first step: params must be what Params makes.
+func params[T any](a string, p any) (*T, error) {
+	v, ok := p.(*T)
+	if !ok || v == nil {
+		return nil, fmt.Errorf("learners: %s: parameters of type %T, want %T", a, p, new(T))
+	}
+	return v, nil
+}
+
+// trim turns a learner package's "alg: key: message" error into
+// "key: message".
+func trim(alg string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if msg, ok := strings.CutPrefix(err.Error(), alg+": "); ok {
+		return fmt.Errorf("%s", msg)
+	}
+	return err
+}

@@ -1,0 +1,109 @@
+package learners
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/streamlearn/streamlearn/internal/online"
+	"github.com/streamlearn/streamlearn/internal/online/onlinetest"
+)
+
+func TestRegistry(t *testing.T) {
+	want := []string{"consistent", "halving", "last-label", "majority", "ogd", "perceptron", "soa", "weighted-majority"}
+	if got := Names(); !slices.Equal(got, want) {
+		t.Fatalf("Names() = %v, want %v", got, want)
+	}
+	for _, name := range want {
+		a, ok := Lookup(name)
+		if !ok || a.Name != name {
+			t.Fatalf("Lookup(%q) = %v, %v", name, a, ok)
+		}
+		if reflect.TypeOf(a.Params()).Kind() != reflect.Pointer || reflect.TypeOf(a.Params()).Elem().Kind() != reflect.Struct {
+			t.Errorf("%s: Params returns %T, want a pointer to a struct", name, a.Params())
+		}
+		keys, types := a.Keys()
+		for _, k := range keys {
+			if k == "name" || k == "algorithm" || types[k] == nil {
+				t.Errorf("%s: key %q", name, k)
+			}
+		}
+		if reflect.TypeOf(a.Params()).Elem().Size() > 0 && a.Params() == a.Params() {
+			t.Errorf("%s: Params returns the same value twice", name)
+		}
+	}
+	if _, ok := Lookup("perceptorn"); ok {
+		t.Error("Lookup of an unknown name succeeded")
+	}
+	if keys, _ := algorithms["perceptron"].Keys(); !slices.Equal(keys, []string{"bias", "average", "margin"}) {
+		t.Errorf("perceptron keys %v", keys)
+	}
+}
+
+func newBaseline(t *testing.T, name string) func() online.Learner {
+	return func() online.Learner {
+		a, _ := Lookup(name)
+		l, err := a.New(a.Params(), Env{Bits: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+}
+
+func TestBaselinesConform(t *testing.T) {
+	for _, name := range []string{"majority", "last-label"} {
+		onlinetest.Run(t, name, newBaseline(t, name), onlinetest.LinearStream(8, 300, 10, 0.05))
+	}
+}
+
+// TestBaselines plays labels + + - - - + : majority predicts - + + + - -
+// (ties -1), last-label - + + - - -.
+func TestBaselines(t *testing.T) {
+	labels := []int8{1, 1, -1, -1, -1, 1}
+	for name, want := range map[string][]int8{
+		"majority":   {-1, 1, 1, 1, -1, -1},
+		"last-label": {-1, 1, 1, -1, -1, -1},
+	} {
+		l := newBaseline(t, name)()
+		var x online.Vector
+		for k, y := range labels {
+			p := l.Predict(x)
+			if p.Label != want[k] {
+				t.Fatalf("%s: round %d predicted %d, want %d", name, k+1, p.Label, want[k])
+			}
+			if l.Loss(p, y) != map[bool]float64{true: 0, false: 1}[p.Label == y] {
+				t.Fatalf("%s: round %d: loss %v", name, k+1, l.Loss(p, y))
+			}
+			l.Learn(x, p, y)
+		}
+	}
+}
+
+// TestValidate: the version-space and weighted-majority checks name the
+// key at fault.
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		alg    string
+		params any
+		env    Env
+		want   string
+	}{
+		{"soa", &ClassParams{}, Env{}, "class: soa needs a hypothesis class"},
+		{"weighted-majority", &WeightedMajorityParams{}, Env{}, "weighted-majority needs a class or a list of experts"},
+		{"weighted-majority", &WeightedMajorityParams{Experts: []string{"a", "b"}}, Env{Name: "w", Prior: []string{"a"}}, `experts[1]: "b" is not a learner configured before this one`},
+		{"weighted-majority", &WeightedMajorityParams{Experts: []string{"a"}, Horizon: -1}, Env{Prior: []string{"a"}}, "horizon: must not be negative (0 means unknown: doubling trick)"},
+		{"perceptron", &online.PerceptronConfig{Margin: -1}, Env{}, "margin: -1 is not a finite number ≥ 0"},
+		{"perceptron", &ClassParams{}, Env{}, "learners: perceptron: parameters of type *learners.ClassParams, want *online.PerceptronConfig"},
+	} {
+		a, _ := Lookup(tc.alg)
+		err := a.Validate(tc.params, tc.env)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%s %+v: %v, want %s", tc.alg, tc.params, err, tc.want)
+		}
+	}
+	a, _ := Lookup("weighted-majority")
+	if _, err := a.New(&WeightedMajorityParams{Experts: []string{"a"}}, Env{}); err != ErrOverLearners {
+		t.Errorf("New of weighted-majority over learners: %v, want ErrOverLearners", err)
+	}
+}
