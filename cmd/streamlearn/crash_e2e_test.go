@@ -111,24 +111,7 @@ func TestE2ECrashResume(t *testing.T) {
 			r := rand.New(rand.NewPCG(11, uint64(len(tc.name))))
 			var positions []int64
 			for kill := range 4 {
-				before := stamp()
-				p, _ := start(t, ctx, dir, false, sl, "run", "-c", cfg, "--http", "off")
-				// Wait for a new checkpoint, then kill at a random moment
-				// of the next stretch of learning.
-				for stamp() == before {
-					select {
-					case <-p.done:
-						t.Fatalf("kill %d: run exited before its first checkpoint: %v\n%s", kill, p.err, p.stderr.String())
-					case <-ctx.Done():
-						t.Fatalf("kill %d: no new checkpoint\n%s", kill, p.stderr.String())
-					case <-time.After(5 * time.Millisecond):
-					}
-				}
-				time.Sleep(time.Duration(r.IntN(150)) * time.Millisecond)
-				if err := p.cmd.Process.Kill(); err != nil {
-					t.Fatal(err)
-				}
-				<-p.done
+				killAfterCheckpoint(t, ctx, dir, sl, cfg, kill, stamp, r)
 				if tc.bucket {
 					positions = append(positions, position())
 					continue
@@ -154,6 +137,29 @@ func TestE2ECrashResume(t *testing.T) {
 			sameReport(t, "run resumed after four SIGKILLs", normReport(t, "run", final, srcName, n), want)
 		})
 	}
+}
+
+// killAfterCheckpoint starts `run -c cfg`, waits until stamp changes (the
+// run wrote a new checkpoint), and SIGKILLs it at a random moment of the
+// next 150ms of learning.
+func killAfterCheckpoint(t *testing.T, ctx context.Context, dir, sl, cfg string, kill int, stamp func() int64, r *rand.Rand) {
+	t.Helper()
+	before := stamp()
+	p, _ := start(t, ctx, dir, false, sl, "run", "-c", cfg, "--http", "off")
+	for stamp() == before {
+		select {
+		case <-p.done:
+			t.Fatalf("kill %d: run exited before a new checkpoint: %v\n%s", kill, p.err, p.stderr.String())
+		case <-ctx.Done():
+			t.Fatalf("kill %d: no new checkpoint\n%s", kill, p.stderr.String())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	time.Sleep(time.Duration(r.IntN(150)) * time.Millisecond)
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-p.done
 }
 
 // e2eStream writes a generated stream of n events (seed) and returns its

@@ -88,22 +88,7 @@ sinks:
 	stamp := func() int64 { return modTime(filepath.Join(ckpt, "partition-0.ckpt")).UnixNano() }
 	r := rand.New(rand.NewPCG(13, 13))
 	for kill := range 4 {
-		before := stamp()
-		p, _ := start(t, ctx, dir, false, sl, "run", "-c", cfg, "--http", "off")
-		for stamp() == before {
-			select {
-			case <-p.done:
-				t.Fatalf("kill %d: run exited before a new checkpoint: %v\n%s", kill, p.err, p.stderr.String())
-			case <-ctx.Done():
-				t.Fatalf("kill %d: no new checkpoint\n%s", kill, p.stderr.String())
-			case <-time.After(5 * time.Millisecond):
-			}
-		}
-		time.Sleep(time.Duration(r.IntN(150)) * time.Millisecond)
-		if err := p.cmd.Process.Kill(); err != nil {
-			t.Fatal(err)
-		}
-		<-p.done
+		killAfterCheckpoint(t, ctx, dir, sl, cfg, kill, stamp, r)
 	}
 	runProc(t, ctx, dir, sl, "run", "-c", cfg, "--until-end", "--report", "json", "--http", "off")
 

@@ -10,10 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
-
 	"github.com/streamlearn/streamlearn/internal/connectors"
 	"github.com/streamlearn/streamlearn/internal/connectors/sourcetest"
+	"github.com/streamlearn/streamlearn/internal/testbroker"
 )
 
 // TestSourceConformance runs the source conformance suite against the
@@ -43,33 +42,9 @@ func TestSourceConformance(t *testing.T) {
 		Follows: true,
 		New: func(t *testing.T, values [][]byte) func(*testing.T, bool) connectors.Source {
 			topic := fmt.Sprintf("conf-%d", streams.Add(1))
-			c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topic),
-				kfake.GroupMinSessionTimeout(100*time.Millisecond))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(c.Close)
-			cfg := connectors.KafkaConfig{
-				Brokers: c.ListenAddrs(), Topic: topic, Group: "conformance",
-				MaxWait: 50 * time.Millisecond, HeartbeatInterval: 50 * time.Millisecond,
-				SessionTimeout: 2 * time.Second, RebalanceTimeout: 2 * time.Second,
-				JoinGroupBackoff: 50 * time.Millisecond, Timeout: 2 * time.Second,
-				DialTimeout: 2 * time.Second, BatchTimeout: 2 * time.Millisecond,
-			}
+			cfg := testbroker.KafkaConfig(testbroker.Kafka(t, 1, topic), topic, "conformance")
 			sink, err := connectors.NewKafkaSink(cfg, topic)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			for _, v := range values {
-				if err := sink.Publish(ctx, nil, v); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := sink.Close(); err != nil {
-				t.Fatal(err)
-			}
+			publishAll(t, sink, err, values)
 			return func(t *testing.T, untilEnd bool) connectors.Source {
 				s, err := connectors.NewKafkaSource(context.Background(), cfg, untilEnd)
 				if err != nil {
@@ -92,19 +67,7 @@ func TestSourceConformance(t *testing.T) {
 			t.Cleanup(e.Shutdown)
 			cfg := connectors.NATSConfig{URL: e.ClientURL(), Subject: "conf", Stream: "CONF", Durable: "conformance"}
 			sink, err := connectors.NewJetStreamSink(cfg, "CONF", "conf")
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			for _, v := range values {
-				if err := sink.Publish(ctx, nil, v); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := sink.Close(); err != nil {
-				t.Fatal(err)
-			}
+			publishAll(t, sink, err, values)
 			return func(t *testing.T, untilEnd bool) connectors.Source {
 				s, err := connectors.NewJetStreamSource(context.Background(), cfg, untilEnd)
 				if err != nil {
@@ -115,4 +78,23 @@ func TestSourceConformance(t *testing.T) {
 			}
 		},
 	})
+}
+
+// publishAll publishes values through sink (err: its constructor's) and
+// closes it, which waits for every acknowledgement.
+func publishAll(t *testing.T, sink connectors.Sink, err error, values [][]byte) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, v := range values {
+		if err := sink.Publish(ctx, nil, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sink.Close(); err != nil {
+		t.Fatal(err)
+	}
 }

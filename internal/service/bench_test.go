@@ -33,11 +33,11 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/segmentio/kafka-go"
-	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
 	"github.com/streamlearn/streamlearn/internal/service"
+	"github.com/streamlearn/streamlearn/internal/testbroker"
 )
 
 // benchSeq numbers consumer groups and durables: every iteration starts
@@ -167,15 +167,9 @@ const benchTopic = "bench-events"
 // that a group join takes milliseconds; fetch sizes and queue capacity are
 // the source's defaults, which the bare reader is given too.
 func benchKafkaTuning() connectors.KafkaConfig {
-	return connectors.KafkaConfig{
-		MaxWait:           50 * time.Millisecond,
-		HeartbeatInterval: 50 * time.Millisecond,
-		SessionTimeout:    2 * time.Second,
-		RebalanceTimeout:  2 * time.Second,
-		JoinGroupBackoff:  50 * time.Millisecond,
-		Timeout:           2 * time.Second,
-		DialTimeout:       2 * time.Second,
-	}
+	c := testbroker.KafkaConfig(nil, "", "")
+	c.BatchTimeout = 0
+	return c
 }
 
 // Defaults of connectors.KafkaConfig, given to the bare reader.
@@ -189,16 +183,7 @@ const (
 // holding n events and returns the broker addresses.
 func benchKafka(b testing.TB, n int) []string {
 	b.Helper()
-	c, err := kfake.NewCluster(
-		kfake.NumBrokers(1),
-		kfake.GroupMinSessionTimeout(100*time.Millisecond),
-		kfake.SeedTopics(1, benchTopic),
-	)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(c.Close)
-	brokers := c.ListenAddrs()
+	brokers := testbroker.Kafka(b, 1, benchTopic)
 	w := &kafka.Writer{
 		Addr:         kafka.TCP(brokers...),
 		Topic:        benchTopic,

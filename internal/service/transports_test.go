@@ -13,48 +13,25 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
-
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
 	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/learners"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
+	"github.com/streamlearn/streamlearn/internal/testbroker"
 )
 
-// kafkaCluster starts an in-process Kafka cluster (franz-go's kfake) with
-// the topics seeded. Group session timeouts down to 100ms are allowed.
+// kafkaCluster starts an in-process Kafka cluster with the topics seeded.
 func kafkaCluster(t testing.TB, partitions int32, topics ...string) []string {
-	t.Helper()
-	c, err := kfake.NewCluster(
-		kfake.NumBrokers(1),
-		kfake.GroupMinSessionTimeout(100*time.Millisecond),
-		kfake.SeedTopics(partitions, topics...),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c.ListenAddrs()
+	return testbroker.Kafka(t, partitions, topics...)
 }
 
 // kafkaConfig lowers every wait so that a join or an idle fetch takes
 // milliseconds (as internal/connectors' tests do).
 func kafkaTestConfig(brokers []string, topic, group string) connectors.KafkaConfig {
-	return connectors.KafkaConfig{
-		Brokers:           brokers,
-		Topic:             topic,
-		Group:             group,
-		MaxWait:           50 * time.Millisecond,
-		HeartbeatInterval: 50 * time.Millisecond,
-		SessionTimeout:    2 * time.Second,
-		RebalanceTimeout:  2 * time.Second,
-		JoinGroupBackoff:  50 * time.Millisecond,
-		Timeout:           2 * time.Second,
-		DialTimeout:       2 * time.Second,
-		BatchTimeout:      2 * time.Millisecond,
-		QueueCapacity:     256,
-	}
+	c := testbroker.KafkaConfig(brokers, topic, group)
+	c.QueueCapacity = 256
+	return c
 }
 
 // publishAll publishes values (with keys, when not nil) through sink and

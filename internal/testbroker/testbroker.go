@@ -1,0 +1,52 @@
+// Package testbroker holds the brokers and settings the tests of the
+// packages above connectors share: an in-process Kafka cluster (franz-go's
+// kfake) and the Kafka settings that make a join, a rebalance or an idle
+// fetch take milliseconds. (The kfake directory below is a broker process
+// for the end-to-end tests.) Package connectors' own tests cannot import
+// it, as it imports connectors.
+package testbroker
+
+import (
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/streamlearn/streamlearn/internal/connectors"
+)
+
+// Kafka starts an in-process one-broker Kafka cluster with topics of
+// partitions each, stopped when tb ends, and returns its addresses. Group
+// session timeouts down to 100ms are allowed.
+func Kafka(tb testing.TB, partitions int32, topics ...string) []string {
+	tb.Helper()
+	c, err := kfake.NewCluster(
+		kfake.NumBrokers(1),
+		kfake.GroupMinSessionTimeout(100*time.Millisecond),
+		kfake.SeedTopics(partitions, topics...),
+	)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(c.Close)
+	return c.ListenAddrs()
+}
+
+// KafkaConfig returns the settings of a test's Kafka source or sink: every
+// wait lowered (kafka-go's defaults make each test wait seconds), the
+// other settings the connector's defaults.
+func KafkaConfig(brokers []string, topic, group string) connectors.KafkaConfig {
+	return connectors.KafkaConfig{
+		Brokers:           brokers,
+		Topic:             topic,
+		Group:             group,
+		MaxWait:           50 * time.Millisecond,
+		HeartbeatInterval: 50 * time.Millisecond,
+		SessionTimeout:    2 * time.Second,
+		RebalanceTimeout:  2 * time.Second,
+		JoinGroupBackoff:  50 * time.Millisecond,
+		Timeout:           2 * time.Second,
+		DialTimeout:       2 * time.Second,
+		BatchTimeout:      2 * time.Millisecond,
+	}
+}
