@@ -339,3 +339,66 @@ func (r *liveRun) stop() {
 		r.t.Fatal("run did not stop after cancel")
 	}
 }
+
+// TestRunFileEqualsReplay: `run` over a file source and `replay` over the
+// same file, with config.yaml's learners, print the same report — every
+// count, every reason a record was refused, every learner's numbers and
+// state digest — on a stream salted with bad records, blank lines and a
+// line longer than input.max_bytes.
+func TestRunFileEqualsReplay(t *testing.T) {
+	demo, err := os.ReadFile("../../testdata/demo.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var salted bytes.Buffer
+	for i, line := range bytes.SplitAfter(demo, []byte("\n")) {
+		salted.Write(line)
+		switch i % 500 {
+		case 100:
+			salted.WriteString("{\"id\": broken\n")
+		case 200:
+			salted.WriteString("  \n")
+		case 300:
+			fmt.Fprintf(&salted, "{\"id\":\"long\",\"label\":1,\"text\":%q}\n", strings.Repeat("word ", 2000))
+		}
+	}
+	dir := t.TempDir()
+	stream := filepath.Join(dir, "salted.jsonl")
+	if err := os.WriteFile(stream, salted.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base, err := os.ReadFile("../../config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "file.yaml")
+	// config.yaml with the salted file as its source, no sinks, and a
+	// record limit the long lines exceed.
+	conf := strings.Replace(string(base), "path: testdata/demo.jsonl", "path: "+stream, 1)
+	conf = strings.Replace(conf, "max_bytes: 1048576", "max_bytes: 4096", 1)
+	conf, _, _ = strings.Cut(conf, "\nsinks:")
+	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, "run", "-c", cfg, "--until-end", "--report", "json", "--http", "off")
+	if code != 0 {
+		t.Fatalf("run: exit %d: %s", code, errOut)
+	}
+	var live struct {
+		Source string `json:"source"`
+		pipeline.Report
+	}
+	if err := json.Unmarshal([]byte(out), &live); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	want := replayJSON(t, "-c", cfg, stream)
+	if live.Source != "file:"+stream || want.Invalid == 0 || want.InvalidByReason["oversized"] == 0 || want.InvalidByReason["malformed"] == 0 {
+		t.Fatalf("run from %q; replay refused %v", live.Source, want.InvalidByReason)
+	}
+	live.Seconds, want.Seconds = 0, 0
+	ja, _ := json.Marshal(live.Report)
+	jb, _ := json.Marshal(want)
+	if !bytes.Equal(ja, jb) {
+		t.Errorf("run over the file and replay differ:\n%s\n%s", ja, jb)
+	}
+}
