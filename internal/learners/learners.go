@@ -98,6 +98,28 @@ func (a *Algorithm) Keys() ([]string, map[string]reflect.Type) {
 	return keys, types
 }
 
+// configured completes a, whose parameters are a learner package's
+// configuration T (validated by its own Validate, whose errors start with
+// the algorithm's name) and whose learners ctor builds over 2^bits slots.
+func configured[T interface{ Validate() error }, L online.Learner](a Algorithm, ctor func(bits uint, cfg T) (L, error)) *Algorithm {
+	a.Params = func() any { return new(T) }
+	a.Validate = func(p any, _ Env) error {
+		c, err := params[T](a.Name, p)
+		if err != nil {
+			return err
+		}
+		return trim(a.Name, (*c).Validate())
+	}
+	a.New = func(p any, env Env) (online.Learner, error) {
+		c, err := params[T](a.Name, p)
+		if err != nil {
+			return nil, err
+		}
+		return learner(ctor(env.Bits, *c))
+	}
+	return &a
+}
+
 // learner returns l as an online.Learner, or nil (not a typed nil) with
 // err.
 func learner[T online.Learner](l T, err error) (online.Learner, error) {

@@ -226,10 +226,15 @@ func (l *learner) noteState(state []byte) {
 }
 
 // NoteState tells the tracker that learner i's model encodes to state now
-// (its MarshalBinary, taken anyway for a checkpoint): the next report takes
-// the state digest from it rather than encoding the model again. The
-// tracker keeps the digest, not state.
-func (t *Tracker) NoteState(i int, state []byte) { t.learners[i].noteState(state) }
+// (its MarshalBinary, taken anyway for a checkpoint or a copy): the next
+// report takes the state digest from it rather than encoding the model
+// again. A digest already taken at this round is kept, not hashed again.
+// The tracker keeps the digest, not state.
+func (t *Tracker) NoteState(i int, state []byte) {
+	if l := &t.learners[i]; !l.digestOK || l.digestAt != l.rounds {
+		l.noteState(state)
+	}
+}
 
 func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 
