@@ -179,11 +179,12 @@ const (
 	benchKafkaMaxBytes      = 1 << 20
 )
 
-// benchKafka starts a one-broker kfake cluster with a one-partition topic
-// holding n events and returns the broker addresses.
-func benchKafka(b testing.TB, n int) []string {
+// benchKafka starts a one-broker kfake cluster with a topic of partitions
+// partitions holding n events (spread round-robin) and returns the broker
+// addresses.
+func benchKafka(b testing.TB, n, partitions int) []string {
 	b.Helper()
-	brokers := testbroker.Kafka(b, 1, benchTopic)
+	brokers := testbroker.Kafka(b, int32(partitions), benchTopic)
 	w := &kafka.Writer{
 		Addr:         kafka.TCP(brokers...),
 		Topic:        benchTopic,
@@ -211,28 +212,36 @@ func benchKafka(b testing.TB, n int) []string {
 	return brokers
 }
 
-// BenchmarkRunKafka: `run --until-end` over a Kafka topic — the source
-// `run` opens (a consumer-group member reading each assigned partition
-// with a partition kafka.Reader), service.Run with a Perceptron and its
-// tracker, commits every service.DefaultCommitEvery records.
+// BenchmarkRunKafka: `run --until-end` over a Kafka topic of one and of
+// four partitions — the source `run` opens (a consumer-group member
+// reading each assigned partition with a partition kafka.Reader),
+// service.Run with a Perceptron and its tracker (a model and a worker per
+// partition), commits every service.DefaultCommitEvery records. With -cpu
+// 1,2 it shows what the workers gain from a second core:
+//
+//	go test -run '^$' -bench RunKafka -cpu 1,2 -count 5 ./internal/service/
 func BenchmarkRunKafka(b *testing.B) {
 	n := benchEventCount(b)
-	brokers := benchKafka(b, n)
-	c := benchConfig(b)
-	tuning := service.Tuning{Kafka: benchKafkaTuning()}
-	ctx := context.Background()
-	m := newBenchMeter(b, n)
-	i := 0
-	for b.Loop() {
-		i++
-		src, err := service.OpenSource(ctx, config.Source{Kind: "kafka", Conn: config.Conn{Brokers: brokers},
-			Topic: benchTopic, Group: benchName("run")}, service.SourceOptions{UntilEnd: true}, tuning)
-		if err != nil {
-			b.Fatal(err)
-		}
-		benchRun(b, c, src, n)
+	for _, parts := range []int{1, 4} {
+		b.Run(fmt.Sprintf("partitions=%d", parts), func(b *testing.B) {
+			brokers := benchKafka(b, n, parts)
+			c := benchConfig(b)
+			tuning := service.Tuning{Kafka: benchKafkaTuning()}
+			ctx := context.Background()
+			m := newBenchMeter(b, n)
+			i := 0
+			for b.Loop() {
+				i++
+				src, err := service.OpenSource(ctx, config.Source{Kind: "kafka", Conn: config.Conn{Brokers: brokers},
+					Topic: benchTopic, Group: benchName("run")}, service.SourceOptions{UntilEnd: true}, tuning)
+				if err != nil {
+					b.Fatal(err)
+				}
+				benchRun(b, c, src, n)
+			}
+			m.report(i)
+		})
 	}
-	m.report(i)
 }
 
 // BenchmarkBareKafka: a bare kafka-go consumer reading the same topic to
@@ -247,7 +256,7 @@ func BenchmarkRunKafka(b *testing.B) {
 //     the library's floor, for reference.
 func BenchmarkBareKafka(b *testing.B) {
 	n := benchEventCount(b)
-	brokers := benchKafka(b, n)
+	brokers := benchKafka(b, n, 1)
 	tc := benchKafkaTuning()
 	dialer := &kafka.Dialer{ClientID: "bare", Timeout: tc.DialTimeout, DualStack: true}
 	read := func(b *testing.B, r *kafka.Reader, commit bool) {

@@ -87,45 +87,26 @@ func (s *Service) restore(ctx context.Context, partition int32, m *model) error 
 		return fmt.Errorf("service: restoring partition %d from %s: %w", partition, s.opt.Checkpoints, err)
 	}
 	if !s.volatile {
-		m.pos, m.savedPos = c.Position, c.Position
+		m.pos = c.Position
 	}
 	s.logger.Info("model restored from checkpoint", "store", s.opt.Checkpoints.String(), "partition", partition,
 		"position", c.Position, "events", m.p.Seen(), "created", c.Created)
 	return nil
 }
 
-// take returns the checkpoint of m as of now.
-func (s *Service) take(part int32, m *model) (*checkpoint.Checkpoint, error) {
-	state, err := m.p.MarshalBinary()
-	if err != nil {
-		return nil, err
-	}
-	rep, err := s.report(part, m)
-	if err != nil {
-		return nil, err
-	}
-	rj, err := json.Marshal(rep.Report)
-	if err != nil {
-		return nil, err
-	}
-	return &checkpoint.Checkpoint{
-		Created: time.Now(), Fingerprint: s.fingerprint, Source: s.opt.Source.Name(),
-		Partition: part, Position: m.pos, State: state, Report: rj,
-	}, nil
-}
-
 // Writing a checkpoint (a few MiB, two fsyncs: about 0.1s on the README's
 // machine) is the slow half of it; taking the state (an encoding, ~15ms)
-// the fast one. The loop takes the state and hands it to a saver
-// goroutine, which writes it; the loop commits the position the state
-// holds once the write is done, when it next commits (collectSaves), and
-// learns on meanwhile. One write per partition at a time.
+// the fast one. The partition's worker takes the state when a commit
+// round asks, and the loop hands it to a saver goroutine, which writes it;
+// the loop commits the position the state holds once the write is done
+// (collectSaves), and the worker learns on meanwhile. One write per
+// partition at a time.
 
 // saveJob is one checkpoint to write, and the record whose position
 // it allows to commit.
 type saveJob struct {
 	part int32
-	m    *model
+	w    *worker
 	rec  connectors.Record
 	pos  int64     // the model's position in the checkpoint
 	at   time.Time // when the state was taken
@@ -141,7 +122,9 @@ type saver struct {
 }
 
 func (s *Service) startSaver() {
-	sv := &saver{jobs: make(chan saveJob, 64), results: make(chan saveJob, 64), done: make(chan struct{})}
+	// One write per partition at a time: a thousand partitions before a
+	// finished write waits for the loop.
+	sv := &saver{jobs: make(chan saveJob, 1024), results: make(chan saveJob, 1024), done: make(chan struct{})}
 	store := s.opt.Checkpoints
 	go func() {
 		defer close(sv.done)
@@ -171,21 +154,6 @@ func (s *Service) stopSaver() {
 	<-sv.done
 }
 
-// startSave takes the checkpoint of m and queues its write.
-func (s *Service) startSave(part int32, m *model) error {
-	if s.saver.inflight == cap(s.saver.jobs) {
-		return nil // the writer is behind: the next commit round
-	}
-	c, err := s.take(part, m)
-	if err != nil {
-		return fmt.Errorf("service: checkpoint of partition %d: %w", part, err)
-	}
-	m.saving = true
-	s.saver.inflight++
-	s.saver.jobs <- saveJob{part: part, m: m, rec: m.last, pos: m.pos, at: c.Created, c: c} // room: inflight < cap
-	return nil
-}
-
 // collectSaves commits the positions of the finished checkpoint writes;
 // with wait, it waits for all of them.
 func (s *Service) collectSaves(ctx context.Context, wait bool) error {
@@ -201,7 +169,7 @@ func (s *Service) collectSaves(ctx context.Context, wait bool) error {
 			}
 		}
 		s.saver.inflight--
-		j.m.saving = false
+		j.w.saving = false
 		if j.err != nil {
 			// Learning goes on; this partition's commits wait for a
 			// checkpoint that holds them.
@@ -214,14 +182,14 @@ func (s *Service) collectSaves(ctx context.Context, wait bool) error {
 			s.saveFailing = false
 			s.logger.Info("checkpoints succeed again: commits resumed", "store", s.opt.Checkpoints.String())
 		}
-		if s.models[j.part] != j.m {
+		if s.workers[j.part] != j.w {
 			continue // dropped meanwhile (revoked, or reloaded): not ours to commit
 		}
-		j.m.savedPos = j.pos
-		if err := s.commitRecord(ctx, j.part, j.m, j.rec, j.at); err != nil {
+		j.w.savedPos = j.pos
+		if err := s.commitRecord(ctx, j.w, j.rec, j.at); err != nil {
 			return err
 		}
-		if j.m.dirty {
+		if j.w.dirty {
 			s.uncommitted++ // learned more meanwhile: another round
 		}
 	}
@@ -247,7 +215,7 @@ func (s *Service) restoreIdle(ctx context.Context) error {
 		stored = slices.DeleteFunc(stored, func(p int32) bool { return !slices.Contains(owned, p) })
 	}
 	for _, p := range stored {
-		if _, err := s.model(ctx, p); err != nil {
+		if _, err := s.worker(ctx, p); err != nil {
 			return err
 		}
 	}
@@ -269,9 +237,23 @@ func (s *Service) assignments() (owned []int32, live bool) {
 	return owned, true
 }
 
-// dropModel forgets the model of part; the next record of part creates it
-// again, from its checkpoint.
-func (s *Service) dropModel(part int32) {
-	delete(s.models, part)
+// dropModel forgets the model of part, once its worker has learned what
+// it was handed and its checkpoint in progress is written; the next record
+// of part creates it again, from its checkpoint.
+func (s *Service) dropModel(ctx context.Context, part int32) error {
+	w := s.workers[part]
+	if err := w.stop(ctx); err != nil {
+		return err
+	}
+	if w.saving { // its last write first: a reload must not race it
+		if err := s.finishRound(ctx); err != nil {
+			return err
+		}
+		if err := s.collectSaves(ctx, true); err != nil {
+			return err
+		}
+	}
+	delete(s.workers, part)
 	s.order = slices.DeleteFunc(s.order, func(p int32) bool { return p == part })
+	return nil
 }

@@ -24,11 +24,11 @@ func BenchmarkCheckpoint(b *testing.B) {
 			if err := s.Run(context.Background()); err != nil {
 				b.Fatal(err)
 			}
-			m := s.models[0]
+			w := s.workers[0]
 			b.ReportAllocs()
 			for b.Loop() {
 				if what == "save" {
-					c, err := s.take(0, m)
+					c, err := w.take()
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -37,10 +37,10 @@ func BenchmarkCheckpoint(b *testing.B) {
 					}
 					continue
 				}
-				if _, err := m.p.MarshalBinary(); err != nil {
+				if _, err := w.m.p.MarshalBinary(); err != nil {
 					b.Fatal(err)
 				}
-				if _, err := s.report(0, m); err != nil {
+				if _, err := w.report(); err != nil {
 					b.Fatal(err)
 				}
 			}

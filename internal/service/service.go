@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -58,7 +57,8 @@ const (
 const curvesInterval = 250 * time.Millisecond
 
 // Observer records one observation; prometheus.Histogram satisfies it.
-// Observe must not allocate: it runs once per record.
+// Observe must not allocate (it runs once per record) and must be safe for
+// concurrent use (the workers of every partition observe).
 type Observer interface {
 	Observe(float64)
 }
@@ -110,23 +110,34 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Service runs one source through per-partition models. Run owns
-// everything: the Service is not safe for concurrent use, except for
-// Snapshot, which any goroutine may call at any time.
+// Service runs one source through per-partition models, each learned by
+// its own worker goroutine (see worker.go). Run owns everything: the
+// Service is not safe for concurrent use, except for Snapshot and
+// Predictor, which any goroutine may call at any time.
 type Service struct {
-	opt     Options
-	dec     *event.Decoder
-	dl      *DeadLetters
-	models  map[int32]*model
+	opt    Options
+	logger *slog.Logger
+
+	// The sinks, safe for the workers of every partition at once.
+	predictions, reports, deadLetters connectors.Sink
+	dl                                *DeadLetters
+	predIDs                           connectors.IDSink // predictions, when it deduplicates on an identity
+
+	workers map[int32]*worker
 	order   []int32 // partitions in the order first seen
-	ev      event.Event
-	predBuf []byte
-	predIDs connectors.IDSink // Predictions, when it deduplicates on an identity
-	logger  *slog.Logger
+
+	// wctx bounds the workers' sink messages: not Run's context, so that
+	// a stopped service finishes the records it took; cancelled when the
+	// drain runs out of time.
+	wctx    context.Context
+	wcancel context.CancelFunc
+	intake  bool                  // Run's loop runs: new workers start
+	failure atomic.Pointer[error] // the first error of a worker
 
 	uncommitted int
-	lastCommit  time.Time // the last commit round, successful or not
-	nextReport  time.Time // zero without ReportInterval
+	lastCommit  time.Time    // the last commit round, successful or not
+	round       *commitRound // the commit round waiting for its answers; nil when none
+	nextReport  time.Time    // zero without ReportInterval
 
 	fingerprint [32]byte // of the model configuration, in checkpoints
 	volatile    bool     // the source's offsets do not survive a restart
@@ -180,55 +191,96 @@ type Snapshot struct {
 // Run, it has Started false and no reports. Safe for concurrent use.
 func (s *Service) Snapshot() *Snapshot { return s.snap.Load() }
 
-// publishSnapshot takes the reports of every model and publishes them.
-func (s *Service) publishSnapshot() error {
-	reports, err := s.Reports()
+// publishSnapshot asks every model for its report (the workers answer
+// once they have learned every record handed over so far) and publishes
+// them.
+func (s *Service) publishSnapshot(ctx context.Context) error {
+	now := time.Now()
+	parts := s.sorted()
+	curvesDue := s.opt.HistoryPoints > 0 && (len(s.curves) != len(parts) || s.draining || now.Sub(s.curvesAt) >= curvesInterval)
+	serve := now.UnixNano() <= s.serveUntil.Load()
+	old := s.serving.Load()
+	answers, err := s.askAll(ctx, parts, func(w *worker) *ask {
+		a := &ask{kind: askSnapshot, curves: curvesDue, serve: serve, servedAt: noCopy}
+		if old != nil {
+			if pr, ok := old.byPartition[w.part]; ok {
+				a.servedAt = pr.Events
+			}
+		}
+		return a
+	})
 	if err != nil {
 		return err
 	}
-	now := time.Now()
+	reports := make([]Report, len(answers))
 	var events uint64
-	for _, r := range reports {
-		events += r.Events
+	for i, a := range answers {
+		reports[i] = a.report
+		events += a.report.Events
 	}
-	if s.opt.HistoryPoints > 0 && (len(s.curves) != len(reports) ||
-		events != s.curvesEvents && (s.draining || now.Sub(s.curvesAt) >= curvesInterval)) {
-		curves := make([][][]regret.Point, len(reports))
-		for i, r := range reports {
-			curves[i] = s.models[r.Partition].p.Tracker().History() // a copy
+	if curvesDue && (len(s.curves) != len(answers) || events != s.curvesEvents) {
+		curves := make([][][]regret.Point, len(answers))
+		for i, a := range answers {
+			curves[i] = a.curves
 		}
 		s.curves, s.curvesAt, s.curvesEvents = curves, now, events
 	}
 	var durable time.Time
-	for _, m := range s.models {
-		if m.dirty && (durable.IsZero() || m.durableAt.Before(durable)) {
-			durable = m.durableAt
+	for _, w := range s.workers {
+		if w.dirty && (durable.IsZero() || w.durableAt.Before(durable)) {
+			durable = w.durableAt
 		}
 	}
 	s.snap.Store(&Snapshot{Time: now, Source: s.opt.Source.Name(), Reports: reports, Started: true, Durable: durable, Curves: s.curves})
-	if err := s.refreshServing(now); err != nil {
-		return err
-	}
+	s.refreshServing(now, serve, old, answers)
 	s.nextSnapshot = time.Now().Add(s.opt.SnapshotInterval)
 	return nil
 }
 
-type model struct {
-	p           *pipeline.Pipeline
-	last        connectors.Record // last processed, not yet committed
-	dirty       bool
-	seen        bool  // a record was processed
-	lag         int64 // Lag of the last record processed
-	pos         int64 // offset of the last record whose effect is in p; -1 before any
-	epoch       uint64
-	hasEpoch    bool      // epoch is the Record.Epoch of the records learned
-	saving      bool      // a checkpoint of the model is being written
-	savedPos    int64     // pos of the last durable checkpoint; -1 before any
-	durableAt   time.Time // when the state of the last commit was taken
-	sinceReport int
+// noCopy is the servedAt of a model without a copy for serving: no model
+// has that many events, so its worker copies it.
+const noCopy = ^uint64(0)
+
+// askAll asks the workers of parts what mk says and returns their
+// answers, in the order of parts, once every one has answered; the
+// workers answer once they have processed every record handed over
+// before. It returns the first error of an answer, or ctx's.
+func (s *Service) askAll(ctx context.Context, parts []int32, mk func(*worker) *ask) ([]answer, error) {
+	replies := make(chan answer, len(parts))
+	for _, part := range parts {
+		a := mk(s.workers[part])
+		a.reply = replies
+		if err := s.workers[part].ask(ctx, a); err != nil {
+			return nil, err
+		}
+	}
+	byPart := make(map[int32]answer, len(parts))
+	for range parts {
+		select {
+		case a := <-replies:
+			if a.err != nil {
+				return nil, a.err
+			}
+			byPart[a.w.part] = a
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	out := make([]answer, len(parts))
+	for i, part := range parts {
+		out[i] = byPart[part]
+	}
+	return out, nil
 }
 
-// New checks the options and builds the decoder.
+// sorted returns the partitions with a model, ascending.
+func (s *Service) sorted() []int32 {
+	parts := slices.Clone(s.order)
+	slices.Sort(parts)
+	return parts
+}
+
+// New checks the options.
 func New(opt Options) (*Service, error) {
 	if opt.Config == nil || opt.Source == nil {
 		return nil, errors.New("service: Config and Source are required")
@@ -251,26 +303,37 @@ func New(opt Options) (*Service, error) {
 	if opt.HistoryPoints == 0 {
 		opt.HistoryPoints = DefaultHistoryPoints
 	}
-	dec, err := event.NewDecoder(pipeline.EventConfig(opt.Config))
-	if err != nil {
+	if _, err := event.NewDecoder(pipeline.EventConfig(opt.Config)); err != nil {
 		return nil, fmt.Errorf("service: %w", err)
 	}
-	dec.Source = opt.Source.Name()
-	s := &Service{opt: opt, dec: dec, models: map[int32]*model{}, logger: opt.Logger,
-		fingerprint: Fingerprint(opt.Config), volatile: volatile(opt.Source)}
+	s := &Service{opt: opt, workers: map[int32]*worker{}, logger: opt.Logger,
+		fingerprint: Fingerprint(opt.Config), volatile: volatile(opt.Source),
+		predictions: lock(opt.Predictions), reports: lock(opt.Reports), deadLetters: lock(opt.DeadLetters)}
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
 	}
-	if opt.DeadLetters != nil {
-		s.dl = &DeadLetters{Sink: opt.DeadLetters}
+	if s.deadLetters != nil {
+		s.dl = &DeadLetters{Sink: s.deadLetters}
 	}
-	s.predIDs, _ = opt.Predictions.(connectors.IDSink)
+	s.predIDs, _ = s.predictions.(connectors.IDSink)
 	s.snap.Store(&Snapshot{Time: time.Now(), Source: opt.Source.Name(), Reports: []Report{}})
 	return s, nil
 }
 
+// fail records the first error of a worker; Run's loop stops at it.
+func (s *Service) fail(err error) { s.failure.CompareAndSwap(nil, &err) }
+
+// failed returns the first error of a worker, nil when none failed.
+func (s *Service) failed() error {
+	if err := s.failure.Load(); err != nil {
+		return *err
+	}
+	return nil
+}
+
 // Run consumes the source until ctx is done or the source reports
-// connectors.ErrEndOfInput. Either way it then commits what was learned,
+// connectors.ErrEndOfInput. Either way it then stops taking records, lets
+// every worker learn the records it was handed, commits what was learned,
 // publishes a final report of every model and flushes the sinks; it
 // returns nil after such a graceful stop and an error when a source, sink
 // or commit fails.
@@ -281,6 +344,8 @@ func New(opt Options) (*Service, error) {
 // the snapshots Snapshot returns.
 func (s *Service) Run(ctx context.Context) error {
 	s.lastCommit = time.Now()
+	s.wctx, s.wcancel = context.WithCancel(context.WithoutCancel(ctx))
+	defer s.wcancel()
 	if s.opt.Checkpoints != nil {
 		s.startSaver()
 		defer s.stopSaver()
@@ -288,58 +353,89 @@ func (s *Service) Run(ctx context.Context) error {
 	if s.opt.ReportInterval > 0 {
 		s.nextReport = s.lastCommit.Add(s.opt.ReportInterval)
 	}
+	s.intake = true
 	runErr := s.restoreIdle(ctx)
 	if runErr == nil {
-		runErr = s.publishSnapshot()
+		runErr = s.publishSnapshot(ctx)
 	}
 	if runErr == nil {
 		runErr = s.loop(ctx)
 	}
-	// Drain: commit and report with a context of its own, since ctx may be
-	// the one that was cancelled.
+	// Drain with a context of its own, since ctx may be the one that was
+	// cancelled: stop intake, let the workers learn what they were
+	// handed, then (the models are the loop's again) commit and report.
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
+	s.intake = false
+	stopErr := s.stopWorkers(dctx)
+	if runErr == nil {
+		runErr = s.failed()
+	}
 	if runErr == nil {
 		runErr = s.restoreIdle(dctx)
 	}
 	s.draining = true // the final snapshot has the curves up to the last record
-	err := errors.Join(runErr, s.commit(dctx), s.publishReports(dctx), s.flush(dctx), s.publishSnapshot())
+	err := errors.Join(runErr, stopErr, s.commit(dctx), s.publishReports(dctx), s.flush(dctx), s.publishSnapshot(dctx))
 	return err
+}
+
+// stopWorkers lets every worker finish its queue and waits for them;
+// past ctx's deadline it cancels their sink messages (a sink that does not
+// answer) and waits for them to give up.
+func (s *Service) stopWorkers(ctx context.Context) error {
+	var errs []error
+	for _, part := range s.order {
+		if err := s.workers[part].stop(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		s.wcancel()
+		for _, w := range s.workers {
+			if w.running {
+				<-w.done
+				w.running = false
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (s *Service) loop(ctx context.Context) error {
 	var fc deadlineCtx
 	defer fc.stop()
 	for {
+		if err := s.failed(); err != nil {
+			return err
+		}
 		now := time.Now()
 		if !s.nextReport.IsZero() && !now.Before(s.nextReport) {
 			if err := s.publishReports(ctx); err != nil {
-				return err
+				return stopped(ctx, err)
 			}
 			// From the end of this round of reports: reports slower than
 			// the interval must not starve the stream.
 			s.nextReport = time.Now().Add(s.opt.ReportInterval)
 		}
+		if s.round != nil && len(s.round.replies) == s.round.waiting {
+			if err := s.finishRound(ctx); err != nil {
+				return stopped(ctx, err)
+			}
+		}
 		if s.saver != nil && len(s.saver.results) > 0 {
 			// A checkpoint is written: commit the position it holds.
 			if err := s.collectSaves(ctx, false); err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return err
+				return stopped(ctx, err)
 			}
 		}
-		if s.uncommitted > 0 && now.Sub(s.lastCommit) >= s.opt.CommitInterval {
-			if err := s.commit(ctx); err != nil {
-				if ctx.Err() != nil {
-					return nil // stopped mid-commit: the drain commits
-				}
-				return err
+		if s.round == nil && s.uncommitted > 0 && now.Sub(s.lastCommit) >= s.opt.CommitInterval {
+			if err := s.startRound(ctx); err != nil {
+				return stopped(ctx, err)
 			}
 		}
 		if !now.Before(s.nextSnapshot) {
-			if err := s.publishSnapshot(); err != nil {
-				return err
+			if err := s.publishSnapshot(ctx); err != nil {
+				return stopped(ctx, err)
 			}
 		}
 		fctx := fc.get(ctx, s.deadline(now))
@@ -352,23 +448,34 @@ func (s *Service) loop(ctx context.Context) error {
 		case ctx.Err() != nil:
 			return nil
 		case fctx.Err() != nil:
-			continue // a commit, a report or a snapshot is due
+			// Nothing came: what the workers wait for goes to them, and
+			// a commit, a report or a snapshot is due.
+			if err := s.handOverAll(ctx); err != nil {
+				return stopped(ctx, err)
+			}
+			continue
 		default:
 			return fmt.Errorf("service: fetch: %w", err)
 		}
-		if err := s.process(ctx, rec); err != nil {
-			return err
+		if err := s.dispatch(ctx, rec); err != nil {
+			return stopped(ctx, err)
 		}
 		s.uncommitted++
-		if s.uncommitted >= s.opt.CommitEvery {
-			if err := s.commit(ctx); err != nil {
-				if ctx.Err() != nil {
-					return nil // stopped mid-commit: the drain commits
-				}
-				return err
+		if s.round == nil && s.uncommitted >= s.opt.CommitEvery {
+			if err := s.startRound(ctx); err != nil {
+				return stopped(ctx, err)
 			}
 		}
 	}
+}
+
+// stopped returns nil when err comes from ctx being done (the drain
+// commits and reports), and err otherwise.
+func stopped(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
 }
 
 // deadlineCtx is the context Fetch runs under: ctx, or ctx with the
@@ -410,9 +517,10 @@ func (s *Service) deadline(now time.Time) time.Time {
 	if !s.nextReport.IsZero() && s.nextReport.Before(d) {
 		d = s.nextReport
 	}
-	if s.saver != nil && s.saver.inflight > 0 {
-		// Look for finished checkpoint writes every 20ms while idle (a
-		// deadline that changes every 20ms, not per record).
+	if s.round != nil || s.saver != nil && s.saver.inflight > 0 {
+		// Look for answers and finished checkpoint writes every 20ms
+		// while idle (a deadline that changes every 20ms, not per
+		// record).
 		if c := now.Truncate(20 * time.Millisecond).Add(20 * time.Millisecond); c.Before(d) {
 			d = c
 		}
@@ -420,9 +528,12 @@ func (s *Service) deadline(now time.Time) time.Time {
 	return d
 }
 
-func (s *Service) model(ctx context.Context, partition int32) (*model, error) {
-	if m, ok := s.models[partition]; ok {
-		return m, nil
+// worker returns the worker of partition, creating its model (from the
+// partition's checkpoint when there is one) and, while Run's loop runs,
+// starting it.
+func (s *Service) worker(ctx context.Context, partition int32) (*worker, error) {
+	if w, ok := s.workers[partition]; ok {
+		return w, nil
 	}
 	p, err := pipeline.New(s.opt.Config)
 	if err != nil {
@@ -431,131 +542,83 @@ func (s *Service) model(ctx context.Context, partition int32) (*model, error) {
 	if s.opt.HistoryPoints > 0 {
 		p.Tracker().EnableHistory(s.opt.HistoryPoints)
 	}
-	m := &model{p: p, pos: -1, savedPos: -1, durableAt: time.Now()}
+	m := &model{p: p, pos: -1}
 	if err := s.restore(ctx, partition, m); err != nil {
 		return nil, err
 	}
-	s.models[partition] = m
+	w, err := s.newWorker(partition, m)
+	if err != nil {
+		return nil, err
+	}
+	if s.intake {
+		w.start(s.wctx)
+	}
+	s.workers[partition] = w
 	s.order = append(s.order, partition)
 	s.logger.Info("new model", "source", s.opt.Source.Name(), "partition", partition)
-	return m, nil
+	return w, nil
 }
 
-// process runs rec through the model of its partition. Only a record
-// processed to the end (learned or rejected, its prediction or dead letter
-// published) becomes the partition's position to commit.
-func (s *Service) process(ctx context.Context, rec connectors.Record) error {
-	var start time.Time
-	if s.opt.EventDuration != nil {
-		start = time.Now()
-	}
-	m, err := s.model(ctx, rec.Partition)
+// dispatch hands rec to the worker of its partition.
+func (s *Service) dispatch(ctx context.Context, rec connectors.Record) error {
+	w, err := s.worker(ctx, rec.Partition)
 	if err != nil {
 		return err
 	}
-	if m.hasEpoch && rec.Epoch != m.epoch && s.opt.Checkpoints != nil {
+	if w.hasEpoch && rec.Epoch != w.epoch && s.opt.Checkpoints != nil {
 		// The partition came back after a rebalance: another process may
 		// have learned it meanwhile, and its checkpoint holds that.
 		s.logger.Info("partition assigned anew: reloading its model from the checkpoint", "partition", rec.Partition)
-		if m.saving { // its last write first: the reload must not race it
-			if err := s.collectSaves(ctx, true); err != nil {
-				return err
-			}
+		if err := s.dropModel(ctx, rec.Partition); err != nil {
+			return err
 		}
-		s.dropModel(rec.Partition)
-		if m, err = s.model(ctx, rec.Partition); err != nil {
+		if w, err = s.worker(ctx, rec.Partition); err != nil {
 			return err
 		}
 	}
-	m.epoch, m.hasEpoch = rec.Epoch, true
-	if rec.Offset <= m.pos && !s.volatile {
-		// Already in the model, restored from a checkpoint saved after
-		// this record and before its commit: acknowledge it only.
-		m.last, m.dirty = rec, true
-		return nil
-	}
-	if err := s.learn(ctx, rec, m); err != nil {
+	w.epoch, w.hasEpoch = rec.Epoch, true
+	if err := w.add(ctx, rec); err != nil {
 		return err
 	}
-	m.last, m.dirty, m.seen, m.lag, m.pos = rec, true, true, rec.Lag, rec.Offset
-	if s.opt.EventDuration != nil {
-		s.opt.EventDuration.Observe(time.Since(start).Seconds())
-	}
+	rec.Value, rec.Key = nil, nil // not valid past the next Fetch; Commit needs neither
+	w.last, w.dirty = rec, true
 	return nil
 }
 
-func (s *Service) learn(ctx context.Context, rec connectors.Record, m *model) error {
-	if err := s.dec.Decode(rec.Value, &s.ev); err != nil {
-		return s.rejectDecode(ctx, rec, m, err)
-	}
-	preds, reason := m.p.Process(&s.ev)
-	if reason != "" {
-		return s.deadLetter(ctx, rec, reason, fmt.Sprintf("%s:%d: outside the domain of a hypothesis class", s.opt.Source.Name(), rec.Offset))
-	}
-	if s.opt.Predictions != nil {
-		s.predBuf = appendPrediction(s.predBuf[:0], &s.ev, s.dec.Source, rec, m.p, preds)
-		var err error
-		if s.predIDs != nil {
-			err = s.predIDs.PublishID(ctx, OutputID(s.opt.Source.Name(), rec.Partition, rec.Offset, "prediction"), s.ev.Key, s.predBuf)
-		} else {
-			err = s.opt.Predictions.Publish(ctx, s.ev.Key, s.predBuf)
-		}
-		if err != nil {
-			return fmt.Errorf("service: predictions: %w", err)
-		}
-	}
-	if s.ev.Labeled && s.opt.Reports != nil && s.opt.ReportEvery > 0 {
-		m.sinceReport++
-		if m.sinceReport >= s.opt.ReportEvery {
-			m.sinceReport = 0
-			if err := s.publishReport(ctx, rec.Partition, m); err != nil {
-				return err
-			}
+// handOverAll hands every worker the batch being filled.
+func (s *Service) handOverAll(ctx context.Context) error {
+	for _, part := range s.order {
+		if err := s.workers[part].handOver(ctx); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// rejectDecode counts and dead-letters a record the decoder refused. It is
-// apart from learn because errors.As moves its target to the heap: the
-// valid records' path stays free of allocations.
-func (s *Service) rejectDecode(ctx context.Context, rec connectors.Record, m *model, err error) error {
-	var de *event.Error
-	if !errors.As(err, &de) {
-		return fmt.Errorf("service: decode: %w", err)
-	}
-	m.p.Reject(de.Reason)
-	de.Offset = rec.Offset
-	return s.deadLetter(ctx, rec, de.Reason, de.Error())
+// Commits. A commit round asks every model with records not yet committed
+// for its position — with checkpoints, for its checkpoint — in its
+// worker's queue, and the loop fetches on while the workers get there.
+// Once every answer is in, every output of the records up to those
+// positions is published; the round flushes the sinks (a file fsynced,
+// Kafka and JetStream acknowledged), so no position committed now or by a
+// checkpoint taken now is ahead of its outputs, and then commits each
+// position, or, with checkpoints, has each checkpoint written and commits
+// its position once it is durable (collectSaves). A crash repeats the
+// outputs since the last commit; they carry their identity (source,
+// partition, offset) for the consumer, or the server (JetStream's
+// Nats-Msg-Id), to drop the duplicates.
+
+// commitRound is a commit round waiting for its answers.
+type commitRound struct {
+	replies chan answer
+	waiting int
+	at      time.Time // when it asked
 }
 
-func (s *Service) deadLetter(ctx context.Context, rec connectors.Record, reason event.Reason, msg string) error {
-	if s.dl == nil {
-		return nil
-	}
-	err := s.dl.publish(ctx, pipeline.DeadLetter{Source: s.opt.Source.Name(), Partition: rec.Partition, Offset: rec.Offset, Reason: reason, Err: msg, Raw: rec.Value, Size: rec.Size})
-	if err != nil {
-		return fmt.Errorf("service: dead letters: %w", err)
-	}
-	return nil
-}
-
-// commit acknowledges the last processed record of every partition. A
-// partition a Kafka rebalance gave to another process is not committed
-// (the new owner reads it from the group's last commit); its model stays,
-// and goes on from where it was if the partition comes back.
-//
-// Outputs are as durable as the model: every output of the records
-// processed so far — predictions, dead letters, reports — is flushed to
-// its sink first (a file fsynced, Kafka and JetStream acknowledged), so no
-// position committed now or by a checkpoint taken now is ahead of them. A
-// crash repeats the outputs since the last commit; they carry their
-// identity (source, partition, offset) for the consumer, or the server
-// (JetStream's Nats-Msg-Id), to drop the duplicates.
-func (s *Service) commit(ctx context.Context) error {
-	if err := s.flush(ctx); err != nil {
-		return fmt.Errorf("service: outputs not durable, nothing committed: %w", err)
-	}
+// startRound asks the models for their positions. A partition a Kafka
+// rebalance gave to another process is not committed (the new owner
+// reads it from the group's last commit).
+func (s *Service) startRound(ctx context.Context) error {
 	owned, live := s.assignments()
 	if s.opt.Checkpoints != nil && live {
 		for _, part := range slices.Clone(s.order) {
@@ -564,57 +627,138 @@ func (s *Service) commit(ctx context.Context) error {
 				// owner's to write, and this model is stale (if the
 				// partition comes back, it comes back from the checkpoint).
 				s.logger.Info("partition revoked: dropping its model", "partition", part)
-				s.dropModel(part)
+				if err := s.dropModel(ctx, part); err != nil {
+					return err
+				}
 			}
 		}
 	}
 	if s.opt.Checkpoints != nil {
-		// Finished checkpoints first: their commits are due. At the end,
-		// every write in flight, so that the last state is taken below.
-		if err := s.collectSaves(ctx, s.draining); err != nil {
+		// Finished checkpoints first: their commits are due.
+		if err := s.collectSaves(ctx, false); err != nil {
 			return err
 		}
 	}
+	r := &commitRound{replies: make(chan answer, len(s.order)), at: time.Now()}
 	for _, part := range s.order {
-		m := s.models[part]
-		if !m.dirty || m.saving {
+		w := s.workers[part]
+		if !w.dirty || w.saving || w.marked {
 			continue
 		}
 		if s.opt.Checkpoints != nil && owned != nil && !live {
 			continue // between generations: commit once one is live
 		}
-		if s.opt.Checkpoints != nil && m.pos == m.savedPos {
-			// Only records the durable checkpoint already holds (skipped
-			// after a restore): their positions may be committed as is.
-			if err := s.commitRecord(ctx, part, m, m.last, m.durableAt); err != nil {
-				return err
-			}
-			continue
-		}
+		a := &ask{kind: askMark, reply: r.replies}
 		if s.opt.Checkpoints != nil {
-			// The state is taken now; it is written, and then its
-			// position committed, while the loop learns on.
-			if err := s.startSave(part, m); err != nil {
-				return err
-			}
-			continue
+			a.kind, a.savedPos = askCheckpoint, w.savedPos
+			w.saving = true
 		}
-		if err := s.commitRecord(ctx, part, m, m.last, time.Now()); err != nil {
+		w.marked, w.markRec = true, w.last
+		r.waiting++
+		if err := w.ask(ctx, a); err != nil {
 			return err
 		}
 	}
-	// Models left dirty (a checkpoint of theirs still being written, or
-	// between generations) keep commit rounds coming.
+	if r.waiting > 0 {
+		s.round = r
+	}
 	s.uncommitted = 0
-	for _, m := range s.models {
-		if m.dirty && !m.saving {
+	s.lastCommit = time.Now()
+	return nil
+}
+
+// finishRound waits for every answer of the round, flushes the sinks and
+// commits the positions, or has the checkpoints written.
+func (s *Service) finishRound(ctx context.Context) error {
+	r := s.round
+	if r == nil {
+		return nil
+	}
+	answers := make([]answer, 0, r.waiting)
+	for range r.waiting {
+		select {
+		case a := <-r.replies:
+			answers = append(answers, a)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	s.round = nil
+	var errs []error
+	for _, a := range answers {
+		a.w.marked = false
+		if a.err != nil {
+			a.w.saving = false
+			errs = append(errs, a.err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if err := s.flush(ctx); err != nil {
+		for _, a := range answers {
+			a.w.saving = false
+		}
+		s.uncommitted += len(answers)
+		return fmt.Errorf("service: outputs not durable, nothing committed: %w", err)
+	}
+	for _, a := range answers {
+		w := a.w
+		if s.workers[w.part] != w {
+			continue // dropped meanwhile: not ours to commit
+		}
+		switch {
+		case a.kind == askMark:
+			if !a.ok {
+				continue // the worker failed at its first record
+			}
+			if err := s.commitRecord(ctx, w, a.rec, r.at); err != nil {
+				return err
+			}
+		case a.ckpt == nil:
+			// Only records the durable checkpoint already holds (skipped
+			// after a restore): their positions may be committed as is.
+			w.saving = false
+			if err := s.commitRecord(ctx, w, w.markRec, w.durableAt); err != nil {
+				return err
+			}
+		default:
+			// Written off the loop; its position committed once durable.
+			s.saver.inflight++
+			s.saver.jobs <- saveJob{part: w.part, w: w, rec: w.markRec, pos: a.ckpt.Position, at: a.ckpt.Created, c: a.ckpt}
+		}
+	}
+	// Models left dirty (learned more meanwhile) keep commit rounds coming.
+	for _, w := range s.workers {
+		if w.dirty && !w.saving {
 			s.uncommitted++
 		}
 	}
-	s.lastCommit = time.Now()
-	if s.opt.Checkpoints != nil && s.draining {
-		// The last chance: wait for every write, commit, and say if a
-		// checkpoint failed.
+	return nil
+}
+
+// commit is a whole commit round, waited for: the final one, with every
+// checkpoint written.
+func (s *Service) commit(ctx context.Context) error {
+	if err := s.finishRound(ctx); err != nil {
+		return err
+	}
+	if s.opt.Checkpoints != nil {
+		if err := s.collectSaves(ctx, true); err != nil {
+			return err
+		}
+	}
+	if err := s.flush(ctx); err != nil {
+		return fmt.Errorf("service: outputs not durable, nothing committed: %w", err)
+	}
+	if err := s.startRound(ctx); err != nil {
+		return err
+	}
+	if err := s.finishRound(ctx); err != nil {
+		return err
+	}
+	if s.opt.Checkpoints != nil {
+		// Wait for every write, commit, and say if a checkpoint failed.
 		if err := s.collectSaves(ctx, true); err != nil {
 			return err
 		}
@@ -625,14 +769,15 @@ func (s *Service) commit(ctx context.Context) error {
 	return nil
 }
 
-// commitRecord commits rec, the last record of part that the state taken
-// at `at` holds, and marks the model clean when it learned nothing since.
-func (s *Service) commitRecord(ctx context.Context, part int32, m *model, rec connectors.Record, at time.Time) error {
+// commitRecord commits rec, the last record of w's partition that the
+// state taken at `at` holds, and marks the model clean when nothing was
+// handed over since.
+func (s *Service) commitRecord(ctx context.Context, w *worker, rec connectors.Record, at time.Time) error {
 	if err := s.opt.Source.Commit(ctx, rec); errors.Is(err, connectors.ErrPartitionRevoked) {
 		s.logger.Warn("partition revoked before its commit: its records since the last commit will be learned again by the new owner",
-			"source", s.opt.Source.Name(), "partition", part, "offset", rec.Offset)
+			"source", s.opt.Source.Name(), "partition", w.part, "offset", rec.Offset)
 	} else if err != nil {
-		err = fmt.Errorf("service: commit partition %d offset %d: %w", part, rec.Offset, err)
+		err = fmt.Errorf("service: commit partition %d offset %d: %w", w.part, rec.Offset, err)
 		if s.draining || ctx.Err() != nil {
 			return err
 		}
@@ -642,16 +787,16 @@ func (s *Service) commitRecord(ctx context.Context, part int32, m *model, rec co
 		s.uncommitted++
 		return nil
 	}
-	m.durableAt = at
-	if m.last.Offset == rec.Offset && m.last.Partition == rec.Partition {
-		m.dirty = false
+	w.durableAt = at
+	if w.last.Offset == rec.Offset && w.last.Partition == rec.Partition {
+		w.dirty = false
 	}
 	return nil
 }
 
 func (s *Service) flush(ctx context.Context) error {
 	var errs []error
-	for _, sink := range []connectors.Sink{s.opt.Predictions, s.opt.Reports, s.opt.DeadLetters} {
+	for _, sink := range []connectors.Sink{s.predictions, s.reports, s.deadLetters} {
 		if sink != nil {
 			errs = append(errs, sink.Flush(ctx))
 		}
@@ -671,13 +816,17 @@ type Report struct {
 	pipeline.Report
 }
 
-// Reports returns the report of every model, ordered by partition.
+// Reports returns the report of every model, ordered by partition. Call
+// it after Run returns (while Run runs, Snapshot has the reports).
 func (s *Service) Reports() ([]Report, error) {
-	parts := slices.Clone(s.order)
-	slices.Sort(parts)
+	parts := s.sorted()
 	out := make([]Report, 0, len(parts))
 	for _, part := range parts {
-		rep, err := s.report(part, s.models[part])
+		w := s.workers[part]
+		if w.running {
+			return nil, errors.New("service: Reports while Run runs: use Snapshot")
+		}
+		rep, err := w.report()
 		if err != nil {
 			return nil, err
 		}
@@ -686,43 +835,16 @@ func (s *Service) Reports() ([]Report, error) {
 	return out, nil
 }
 
-// report returns the report of the model of part.
-func (s *Service) report(part int32, m *model) (Report, error) {
-	r, err := m.p.Report()
-	if err != nil {
-		return Report{}, err
-	}
-	rep := Report{Source: s.opt.Source.Name(), Partition: part, Report: r}
-	if m.seen && m.lag >= 0 {
-		lag := m.lag // a copy: reports are immutable
-		rep.ConsumerLag = &lag
-	}
-	return rep, nil
-}
-
+// publishReports has every model's report published to the reports sink
+// (by its worker, in its turn).
 func (s *Service) publishReports(ctx context.Context) error {
-	if s.opt.Reports == nil {
+	if s.reports == nil {
 		return nil
 	}
 	for _, part := range s.order {
-		if err := s.publishReport(ctx, part, s.models[part]); err != nil {
+		if err := s.workers[part].ask(ctx, &ask{kind: askReport}); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-func (s *Service) publishReport(ctx context.Context, part int32, m *model) error {
-	r, err := s.report(part, m)
-	if err != nil {
-		return err
-	}
-	b, err := marshalReport(r)
-	if err != nil {
-		return err
-	}
-	if err := s.opt.Reports.Publish(ctx, []byte(strconv.Itoa(int(part))), b); err != nil {
-		return fmt.Errorf("service: reports: %w", err)
 	}
 	return nil
 }

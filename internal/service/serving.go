@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -117,31 +115,27 @@ func (sv *serving) pick(partition int32, only bool) (*Predictor, error) {
 	return nil, fmt.Errorf("%w for partition %d", ErrNoModel, partition)
 }
 
-// refreshServing, called by the loop when it publishes a snapshot, copies
-// the models that changed since their last copy, while serving is active.
-func (s *Service) refreshServing(now time.Time) error {
-	if now.UnixNano() > s.serveUntil.Load() {
-		if s.serving.Load() != nil {
+// refreshServing, called by the loop when it publishes a snapshot,
+// publishes the copies of the models the workers made for it (those that
+// changed since their last copy), while serving is active.
+func (s *Service) refreshServing(now time.Time, active bool, old *serving, answers []answer) {
+	if !active {
+		if old != nil {
 			s.serving.Store(nil) // idle: let the copies go
 		}
-		return nil
+		return
 	}
-	old := s.serving.Load()
-	sv := &serving{byPartition: make(map[int32]*Predictor, len(s.models)), order: slices.Sorted(maps.Keys(s.models))}
-	for _, part := range sv.order {
-		m := s.models[part]
-		if old != nil {
-			if pr, ok := old.byPartition[part]; ok && pr.Events == m.p.Seen() {
+	sv := &serving{byPartition: make(map[int32]*Predictor, len(answers)), order: make([]int32, 0, len(answers))}
+	for _, a := range answers {
+		part := a.w.part
+		sv.order = append(sv.order, part)
+		if a.served == nil && old != nil {
+			if pr, ok := old.byPartition[part]; ok {
 				sv.byPartition[part] = pr
 				continue
 			}
 		}
-		c, err := m.p.Clone()
-		if err != nil {
-			return fmt.Errorf("service: copying the model of partition %d for predictions: %w", part, err)
-		}
-		sv.byPartition[part] = &Predictor{Partition: part, Events: c.Seen(), Time: now, p: c}
+		sv.byPartition[part] = &Predictor{Partition: part, Events: a.served.Seen(), Time: now, p: a.served}
 	}
 	s.serving.Store(sv)
-	return nil
 }

@@ -1,0 +1,509 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/streamlearn/streamlearn/internal/checkpoint"
+	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/event"
+	"github.com/streamlearn/streamlearn/internal/pipeline"
+	"github.com/streamlearn/streamlearn/internal/regret"
+)
+
+// Workers. Every partition's model has a worker: a goroutine that alone
+// touches the model while it runs, decoding its partition's records,
+// predicting, learning, tracking and publishing their outputs. The loop
+// (Run's goroutine) fetches, copies each record into the current batch of
+// its partition's worker and hands full batches over a bounded queue: a
+// model that falls behind fills its queue and stops the fetching
+// (back-pressure), and the partitions of a source learn in parallel, as
+// many at once as there are cores. A model is still a function of its
+// partition's records alone, so the numbers are those of a serial run.
+//
+// What the loop needs of a model — the position a commit may take, a
+// checkpoint, a report — it asks in the same queue, so the answer holds
+// exactly the records handed over before the question.
+
+// Batching: a batch is handed over when it holds batchRecords records or
+// batchBytes bytes, when its last record had nothing behind it at the
+// broker (Record.Lag 0: waiting for more would delay a live prediction),
+// before every question to the worker, and whenever Fetch finds nothing.
+const (
+	batchRecords = 256
+	batchBytes   = 256 << 10
+	// workerQueue is how many batches (and questions) wait for a worker
+	// at most: with the batch being filled and the one being learned,
+	// about 1,500 records per partition are between the source and the
+	// model.
+	workerQueue = 4
+)
+
+// batch is records copied out of the source (Record's slices are valid
+// only until the next Fetch); their Value and Key point into buf.
+type batch struct {
+	recs []connectors.Record
+	buf  []byte
+}
+
+func (b *batch) add(rec connectors.Record) {
+	start := len(b.buf)
+	b.buf = append(b.buf, rec.Value...)
+	b.buf = append(b.buf, rec.Key...)
+	end := len(b.buf)
+	rec.Value = b.buf[start : start+len(rec.Value) : start+len(rec.Value)]
+	rec.Key = b.buf[start+len(rec.Value) : end : end]
+	b.recs = append(b.recs, rec)
+}
+
+// What the loop asks a worker.
+type askKind uint8
+
+const (
+	// askMark: every record handed over so far is processed and its
+	// outputs published (the position of a commit without checkpoints).
+	askMark askKind = iota
+	// askCheckpoint: the checkpoint of the model as of now, unless its
+	// position is savedPos (nothing learned since the last checkpoint).
+	askCheckpoint
+	// askSnapshot: the model's report, and its curves and a copy for
+	// serving predictions when asked.
+	askSnapshot
+	// askReport: publish the model's report to the reports sink.
+	askReport
+)
+
+type ask struct {
+	kind     askKind
+	savedPos int64 // askCheckpoint
+	curves   bool  // askSnapshot: copy the curves
+	serve    bool  // askSnapshot: copy the model when it changed since servedAt
+	servedAt uint64
+	reply    chan<- answer // nil: no answer wanted
+}
+
+// answer is a worker's answer to an ask.
+type answer struct {
+	w      *worker
+	kind   askKind
+	report Report
+	curves [][]regret.Point
+	served *pipeline.Pipeline     // askSnapshot with serve, when the model changed
+	ckpt   *checkpoint.Checkpoint // askCheckpoint, nil when nothing is new
+	rec    connectors.Record      // askMark: the last record processed to the end
+	ok     bool                   // askMark: rec is set
+	err    error
+}
+
+// item is what a worker's queue carries: a batch or a question.
+type item struct {
+	b   *batch
+	ask *ask
+}
+
+// model is the state of one partition's model. While its worker runs,
+// only the worker's goroutine touches it.
+type model struct {
+	p           *pipeline.Pipeline
+	seen        bool  // a record was processed
+	lag         int64 // Lag of the last record processed
+	pos         int64 // offset of the last record whose effect is in p; -1 before any
+	sinceReport int
+}
+
+// worker runs one partition's model. The fields after the model's belong
+// to the loop.
+type worker struct {
+	s    *Service
+	part int32
+	m    *model
+
+	// The worker goroutine's.
+	dec     *event.Decoder
+	ev      event.Event
+	predBuf []byte
+	failed  bool              // a record failed: the rest are not processed
+	lastDone   connectors.Record // the last record processed to the end (Value and Key nil)
+	anyDone bool              // lastDone is set
+
+	// Shared: the queue, the batches coming back, the end.
+	in      chan item
+	free    chan *batch
+	done    chan struct{}
+	running bool // the goroutine runs (the loop's to read and write)
+
+	// The loop's.
+	cur       *batch
+	batches   int               // batches made
+	last      connectors.Record // the last record handed over (Value and Key nil)
+	dirty     bool              // records were handed over since the last commit
+	epoch     uint64
+	hasEpoch  bool              // epoch is the Record.Epoch of the records handed over
+	saving    bool              // a checkpoint of the model is being taken or written
+	marked    bool              // a commit round waits for this worker's answer
+	markRec   connectors.Record // the last record handed over when the round asked
+	savedPos  int64             // pos of the last durable checkpoint; -1 before any
+	durableAt time.Time         // when the state of the last commit was taken
+}
+
+func (s *Service) newWorker(part int32, m *model) (*worker, error) {
+	dec, err := event.NewDecoder(pipeline.EventConfig(s.opt.Config))
+	if err != nil {
+		return nil, fmt.Errorf("service: %w", err)
+	}
+	dec.Source = s.opt.Source.Name()
+	return &worker{s: s, part: part, m: m, dec: dec, savedPos: m.pos, durableAt: time.Now(),
+		free: make(chan *batch, workerQueue+2)}, nil
+}
+
+// start starts the worker's goroutine; ctx bounds its sink messages.
+func (w *worker) start(ctx context.Context) {
+	w.in = make(chan item, workerQueue)
+	w.done = make(chan struct{})
+	w.running = true
+	go w.run(ctx)
+}
+
+// stop hands over the batch being filled, lets the worker process its
+// queue and waits for it, until ctx is done.
+func (w *worker) stop(ctx context.Context) error {
+	if !w.running {
+		return nil
+	}
+	err := w.handOver(ctx)
+	close(w.in)
+	select {
+	case <-w.done:
+		w.running = false
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("service: the worker of partition %d did not finish: %w", w.part, ctx.Err())
+	}
+}
+
+func (w *worker) run(ctx context.Context) {
+	defer close(w.done)
+	for it := range w.in {
+		if it.b != nil {
+			for i := range it.b.recs {
+				if w.failed {
+					break
+				}
+				rec := &it.b.recs[i]
+				if err := w.process(ctx, rec); err != nil {
+					w.failed = true
+					w.s.fail(err)
+					break
+				}
+				w.lastDone, w.anyDone = *rec, true
+				w.lastDone.Value, w.lastDone.Key = nil, nil
+			}
+			clear(it.b.recs) // let go of the JetStream messages
+			it.b.recs, it.b.buf = it.b.recs[:0], it.b.buf[:0]
+			w.free <- it.b // room: at most cap(free) batches exist
+			continue
+		}
+		a := w.answer(ctx, it.ask)
+		if it.ask.reply != nil {
+			it.ask.reply <- a // room: the asker sized the channel
+		}
+	}
+}
+
+// add copies rec into the batch being filled and hands the batch over when
+// it is due (see batchRecords). It blocks while the worker's queue is full.
+func (w *worker) add(ctx context.Context, rec connectors.Record) error {
+	if w.cur == nil {
+		b, err := w.batch(ctx)
+		if err != nil {
+			return err
+		}
+		w.cur = b
+	}
+	w.cur.add(rec)
+	if rec.Lag == 0 || len(w.cur.recs) == batchRecords || len(w.cur.buf) >= batchBytes {
+		return w.handOver(ctx)
+	}
+	return nil
+}
+
+// batch returns an empty batch: a recycled one, a new one while fewer than
+// cap(free) exist, else the next one the worker is done with.
+func (w *worker) batch(ctx context.Context) (*batch, error) {
+	select {
+	case b := <-w.free:
+		return b, nil
+	default:
+	}
+	if w.batches < cap(w.free) {
+		w.batches++
+		return &batch{recs: make([]connectors.Record, 0, batchRecords)}, nil
+	}
+	select {
+	case b := <-w.free:
+		return b, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// handOver queues the batch being filled, if any.
+func (w *worker) handOver(ctx context.Context) error {
+	if w.cur == nil || len(w.cur.recs) == 0 {
+		return nil
+	}
+	if err := w.send(ctx, item{b: w.cur}); err != nil {
+		return err
+	}
+	w.cur = nil
+	return nil
+}
+
+func (w *worker) send(ctx context.Context, it item) error {
+	select {
+	case w.in <- it:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ask hands over the batch being filled and queues a; when the worker
+// does not run (before Run, after it), the loop answers a itself.
+func (w *worker) ask(ctx context.Context, a *ask) error {
+	if !w.running {
+		ans := w.answer(ctx, a)
+		if a.reply != nil {
+			a.reply <- ans
+		}
+		return ans.err
+	}
+	if err := w.handOver(ctx); err != nil {
+		return err
+	}
+	return w.send(ctx, item{ask: a})
+}
+
+// answer answers a, from the goroutine that owns the model.
+func (w *worker) answer(ctx context.Context, a *ask) answer {
+	ans := answer{w: w, kind: a.kind}
+	if w.failed && a.kind != askMark {
+		ans.err = errWorkerFailed
+		return ans
+	}
+	switch a.kind {
+	case askMark:
+		// A failed worker's position is the record before the one that
+		// failed: its outputs are published, the failed one's not.
+		ans.rec, ans.ok = w.lastDone, w.anyDone
+	case askCheckpoint:
+		if w.m.pos != a.savedPos {
+			ans.ckpt, ans.err = w.take()
+		}
+	case askSnapshot:
+		ans.report, ans.err = w.report()
+		if a.curves {
+			ans.curves = w.m.p.Tracker().History() // a copy
+		}
+		if ans.err == nil && a.serve && w.m.p.Seen() != a.servedAt {
+			ans.served, ans.err = w.m.p.Clone()
+		}
+	case askReport:
+		ans.err = w.publishReport(ctx)
+	}
+	return ans
+}
+
+// errWorkerFailed answers the questions to a worker that stopped at an
+// error (Service.fail has it), but for askMark. Its model may hold part of
+// the record that failed: it is checkpointed no more.
+var errWorkerFailed = errors.New("service: the partition's worker stopped at an error")
+
+// process runs rec through the model. Only a record processed to the end
+// (learned or rejected, its prediction or dead letter published) is in a
+// position the loop commits.
+func (w *worker) process(ctx context.Context, rec *connectors.Record) error {
+	m, s := w.m, w.s
+	var start time.Time
+	if s.opt.EventDuration != nil {
+		start = time.Now()
+	}
+	if rec.Offset <= m.pos && !s.volatile {
+		// Already in the model, restored from a checkpoint saved after
+		// this record and before its commit: acknowledge it only.
+		return nil
+	}
+	if err := w.learn(ctx, rec); err != nil {
+		return err
+	}
+	m.seen, m.lag, m.pos = true, rec.Lag, rec.Offset
+	if s.opt.EventDuration != nil {
+		s.opt.EventDuration.Observe(time.Since(start).Seconds())
+	}
+	return nil
+}
+
+func (w *worker) learn(ctx context.Context, rec *connectors.Record) error {
+	m, s := w.m, w.s
+	if err := w.dec.Decode(rec.Value, &w.ev); err != nil {
+		return w.rejectDecode(ctx, rec, err)
+	}
+	preds, reason := m.p.Process(&w.ev)
+	if reason != "" {
+		return w.deadLetter(ctx, rec, reason, fmt.Sprintf("%s:%d: outside the domain of a hypothesis class", s.opt.Source.Name(), rec.Offset))
+	}
+	if s.predictions != nil {
+		w.predBuf = appendPrediction(w.predBuf[:0], &w.ev, w.dec.Source, *rec, m.p, preds)
+		var err error
+		if s.predIDs != nil {
+			err = s.predIDs.PublishID(ctx, OutputID(s.opt.Source.Name(), rec.Partition, rec.Offset, "prediction"), w.ev.Key, w.predBuf)
+		} else {
+			err = s.predictions.Publish(ctx, w.ev.Key, w.predBuf)
+		}
+		if err != nil {
+			return fmt.Errorf("service: predictions: %w", err)
+		}
+	}
+	if w.ev.Labeled && s.reports != nil && s.opt.ReportEvery > 0 {
+		m.sinceReport++
+		if m.sinceReport >= s.opt.ReportEvery {
+			m.sinceReport = 0
+			if err := w.publishReport(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// rejectDecode counts and dead-letters a record the decoder refused. It is
+// apart from learn because errors.As moves its target to the heap: the
+// valid records' path stays free of allocations.
+func (w *worker) rejectDecode(ctx context.Context, rec *connectors.Record, err error) error {
+	var de *event.Error
+	if !errors.As(err, &de) {
+		return fmt.Errorf("service: decode: %w", err)
+	}
+	w.m.p.Reject(de.Reason)
+	de.Offset = rec.Offset
+	return w.deadLetter(ctx, rec, de.Reason, de.Error())
+}
+
+func (w *worker) deadLetter(ctx context.Context, rec *connectors.Record, reason event.Reason, msg string) error {
+	s := w.s
+	if s.dl == nil {
+		return nil
+	}
+	err := s.dl.publish(ctx, pipeline.DeadLetter{Source: s.opt.Source.Name(), Partition: rec.Partition, Offset: rec.Offset, Reason: reason, Err: msg, Raw: rec.Value, Size: rec.Size})
+	if err != nil {
+		return fmt.Errorf("service: dead letters: %w", err)
+	}
+	return nil
+}
+
+// report returns the model's report.
+func (w *worker) report() (Report, error) {
+	r, err := w.m.p.Report()
+	if err != nil {
+		return Report{}, err
+	}
+	rep := Report{Source: w.s.opt.Source.Name(), Partition: w.part, Report: r}
+	if w.m.seen && w.m.lag >= 0 {
+		lag := w.m.lag // a copy: reports are immutable
+		rep.ConsumerLag = &lag
+	}
+	return rep, nil
+}
+
+func (w *worker) publishReport(ctx context.Context) error {
+	if w.s.reports == nil {
+		return nil
+	}
+	r, err := w.report()
+	if err != nil {
+		return err
+	}
+	b, err := marshalReport(r)
+	if err != nil {
+		return err
+	}
+	if err := w.s.reports.Publish(ctx, []byte(fmt.Sprint(w.part)), b); err != nil {
+		return fmt.Errorf("service: reports: %w", err)
+	}
+	return nil
+}
+
+// take returns the checkpoint of the model as of now: its state encoded
+// once, and the report beside it.
+func (w *worker) take() (*checkpoint.Checkpoint, error) {
+	s := w.s
+	state, err := w.m.p.MarshalBinary()
+	if err != nil {
+		return nil, fmt.Errorf("service: checkpoint of partition %d: %w", w.part, err)
+	}
+	rep, err := w.report()
+	if err != nil {
+		return nil, err
+	}
+	rj, err := json.Marshal(rep.Report)
+	if err != nil {
+		return nil, err
+	}
+	return &checkpoint.Checkpoint{
+		Created: time.Now(), Fingerprint: s.fingerprint, Source: s.opt.Source.Name(),
+		Partition: w.part, Position: w.m.pos, State: state, Report: rj,
+	}, nil
+}
+
+// lockedSink makes a sink safe for the workers of every partition: one
+// message or one Flush at a time.
+type lockedSink struct {
+	mu   sync.Mutex
+	sink connectors.Sink
+}
+
+func (l *lockedSink) Publish(ctx context.Context, key, value []byte) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.sink.Publish(ctx, key, value)
+}
+
+func (l *lockedSink) Flush(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.sink.Flush(ctx)
+}
+
+func (l *lockedSink) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.sink.Close()
+}
+
+// lockedIDSink is lockedSink for a sink that deduplicates on identities.
+type lockedIDSink struct {
+	lockedSink
+	ids connectors.IDSink
+}
+
+func (l *lockedIDSink) PublishID(ctx context.Context, id string, key, value []byte) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ids.PublishID(ctx, id, key, value)
+}
+
+// lock returns sink made safe for concurrent use, nil for nil.
+func lock(sink connectors.Sink) connectors.Sink {
+	switch sink := sink.(type) {
+	case nil:
+		return nil
+	case connectors.IDSink:
+		return &lockedIDSink{lockedSink: lockedSink{sink: sink}, ids: sink}
+	default:
+		return &lockedSink{sink: sink}
+	}
+}
