@@ -123,12 +123,12 @@ type worker struct {
 	m    *model
 
 	// The worker goroutine's.
-	dec     *event.Decoder
-	ev      event.Event
-	predBuf []byte
-	failed  bool              // a record failed: the rest are not processed
-	lastDone   connectors.Record // the last record processed to the end (Value and Key nil)
-	anyDone bool              // lastDone is set
+	dec      *event.Decoder
+	ev       event.Event
+	predBuf  []byte
+	failed   bool              // a record failed: the rest are not processed
+	lastDone connectors.Record // the last record processed to the end (Value and Key nil)
+	anyDone  bool              // lastDone is set
 
 	// Shared: the queue, the batches coming back, the end.
 	in      chan item
