@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,8 +14,8 @@ import (
 
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
-	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
+	"github.com/streamlearn/streamlearn/internal/regret"
 	"github.com/streamlearn/streamlearn/internal/service"
 )
 
@@ -53,51 +54,68 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *format != "" {
 		cfg.Input.Format = *format
 	}
-	p, err := pipeline.New(cfg)
-	if err != nil {
-		return err
-	}
+	// The service itself, on a source of the files: the same decoding,
+	// workers, tracker and dead letters as `run`.
+	opt := service.Options{Config: cfg, Source: service.NewFiles(fs.Args(), pipeline.EventConfig(cfg), os.Stdin),
+		HistoryPoints: -1}
 	if *plotPath != "" {
 		// The sampling of the live service's curves: the plot draws the
 		// points the dashboard's /v1/history serves for the same stream
 		// (internal/api TestHistory pins those to a replay's).
-		p.Tracker().EnableHistory(service.DefaultHistoryPoints)
+		opt.HistoryPoints = service.DefaultHistoryPoints
 	}
-
-	var (
-		dl      pipeline.DeadLetters
-		closeDL = func() error { return nil }
-	)
 	if *deadPath == "" && cfg.Sinks.DeadLetters != nil && cfg.Sinks.DeadLetters.Kind == "file" {
 		*deadPath = cfg.Sinks.DeadLetters.Path
 	}
+	var dead *connectors.FileSink
 	if *deadPath != "" {
-		f := connectors.NewFileSink(*deadPath)
-		defer f.Close()
-		dl = &service.DeadLetters{Sink: f}
-		closeDL = f.Close
+		dead = connectors.NewFileSink(*deadPath)
+		defer dead.Close()
+		opt.DeadLetters = dead
 	}
-
-	ecfg := pipeline.EventConfig(cfg)
-	start := time.Now()
-	for _, name := range fs.Args() {
-		if err := replayFile(ctx, p, name, ecfg, dl, stderr); err != nil {
-			return err
-		}
-	}
-	rep, err := p.Report()
+	svc, err := service.New(opt)
 	if err != nil {
 		return err
+	}
+	if isTerminal(stderr) {
+		stop := showProgress(svc, stderr)
+		defer stop()
+	}
+	start := time.Now()
+	runErr := errors.Join(svc.Run(ctx), opt.Source.Close())
+	if runErr == nil {
+		runErr = ctx.Err()
+	}
+	if runErr != nil {
+		return fmt.Errorf("replay: %w", runErr)
+	}
+	reps, err := svc.Reports()
+	if err != nil {
+		return err
+	}
+	rep := pipeline.Report{InvalidByReason: map[string]uint64{}, Learners: []regret.LearnerReport{}}
+	var curves [][]regret.Point
+	if len(reps) == 1 {
+		rep = reps[0].Report
+		if c := svc.Snapshot().Curves; len(c) == 1 {
+			curves = c[0]
+		}
 	}
 	rep.Seconds = time.Since(start).Seconds()
 	if rep.Events == 0 && !*allowEmpty {
 		return fmt.Errorf("replay: no record in %s (--allow-empty accepts an empty input)", strings.Join(fs.Args(), ", "))
 	}
-	if err := closeDL(); err != nil {
-		return err
+	if dead != nil {
+		if err := dead.Close(); err != nil {
+			return err
+		}
 	}
 	if *plotPath != "" {
-		if err := writePlot(*plotPath, p.Names(), p.Algorithms(), p.Tracker().History()); err != nil {
+		p, err := pipeline.New(cfg)
+		if err != nil {
+			return err
+		}
+		if err := writePlot(*plotPath, p.Names(), p.Algorithms(), curves); err != nil {
 			return err
 		}
 	}
@@ -109,31 +127,31 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return writeTextReport(stdout, rep)
 }
 
-func replayFile(ctx context.Context, p *pipeline.Pipeline, name string, ecfg event.Config, dl pipeline.DeadLetters, stderr io.Writer) error {
-	var in io.Reader
-	if name == "-" {
-		in, name = os.Stdin, "stdin"
-	} else {
-		f, err := os.Open(name)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		in = f
-	}
-	r, err := event.NewReader(in, name, ecfg)
-	if err != nil {
-		return err
-	}
-	var progress func(uint64)
-	if isTerminal(stderr) {
+// showProgress writes the events learned so far to a terminal every
+// second, from the service's snapshots, until stop is called.
+func showProgress(svc *service.Service, w io.Writer) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
 		start := time.Now()
-		progress = func(n uint64) {
-			fmt.Fprintf(stderr, "\r%s: %d records, %.0f/s ", name, n, float64(n)/time.Since(start).Seconds())
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				fmt.Fprint(w, "\r\033[K")
+				return
+			case <-t.C:
+				var n uint64
+				for _, r := range svc.Snapshot().Reports {
+					n += r.Events
+				}
+				fmt.Fprintf(w, "\r%d records, %.0f/s ", n, float64(n)/time.Since(start).Seconds())
+			}
 		}
-		defer fmt.Fprint(stderr, "\r\033[K")
-	}
-	return p.Replay(ctx, r, dl, progress)
+	}()
+	return func() { close(done); <-finished }
 }
 
 func isTerminal(w io.Writer) bool {

@@ -19,6 +19,7 @@ type lineReader struct {
 	err  error // sticky error from src (io.EOF at the end)
 	max  int
 	over []byte // first max bytes of the last oversized line
+	size int    // the length of the last oversized line, its end excluded
 	line int64  // number of the line last returned (1-based)
 }
 
@@ -37,8 +38,9 @@ func (l *lineReader) readLine() (line []byte, oversized bool, err error) {
 		l.scan = l.w - l.r
 		if l.w-l.r > l.max+1 { // too long even if it ends in "\r\n"
 			l.over = append(l.over[:0], l.buf[l.r:l.r+l.max]...)
+			l.size = l.w - l.r
 			l.r, l.scan = l.w, 0
-			l.discard()
+			l.size += l.discard()
 			l.line++
 			return l.over, true, nil
 		}
@@ -60,6 +62,7 @@ func (l *lineReader) ret(line []byte) ([]byte, bool, error) {
 		line = line[:n-1]
 	}
 	if len(line) > l.max {
+		l.size = len(line)
 		return line[:l.max], true, nil
 	}
 	return line, false, nil
@@ -95,16 +98,30 @@ func (l *lineReader) fill() {
 	l.err = io.ErrNoProgress
 }
 
-// discard drops input up to and including the next '\n'.
-func (l *lineReader) discard() {
+// discard drops input up to and including the next '\n' and returns how
+// many bytes it dropped before it (a "\r" before it excluded).
+func (l *lineReader) discard() int {
+	n := 0
+	var last byte
 	for {
 		if i := bytes.IndexByte(l.buf[l.r:l.w], '\n'); i >= 0 {
+			n += i
+			if i > 0 {
+				last = l.buf[l.r+i-1]
+			}
+			if last == '\r' {
+				n--
+			}
 			l.r += i + 1
-			return
+			return n
+		}
+		n += l.w - l.r
+		if l.w > l.r {
+			last = l.buf[l.w-1]
 		}
 		l.r, l.w = 0, 0
 		if l.err != nil {
-			return
+			return n
 		}
 		l.fill()
 	}

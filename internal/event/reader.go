@@ -126,64 +126,127 @@ func (r *Reader) Raw() []byte { return r.raw }
 // the end of the input; an *Error for a bad record, after which the next
 // call goes on with the following record; any other error is a read error
 // (a truncated gzip stream, an I/O error) that ends the stream and is
-// returned again by every later call. Empty lines are skipped.
+// returned again by every later call. Empty lines are skipped. Next is
+// NextRecord and Decode.
 func (r *Reader) Next(ev *Event) error {
+	raw, no, size, err := r.NextRecord()
+	if err != nil {
+		return err
+	}
+	if err := r.decode(raw, size, ev); err != nil {
+		err.Source, err.Offset = r.name, no
+		return err
+	}
+	return nil
+}
+
+// NextRecord returns the next record of the input without decoding it:
+// its bytes (valid until the next call; Raw returns them too), the line
+// where it starts, and, when it is longer than MaxBytes and raw holds only
+// its first MaxBytes bytes, its length (0 otherwise). It skips what Next
+// skips (empty lines, LIBSVM comment lines) and returns what Next returns
+// at the end of the input and on a read error. A record is a line, or for
+// CSV, lines joined while a quoted field goes on.
+func (r *Reader) NextRecord() (raw []byte, line int64, size int, err error) {
 	for {
 		if r.fatal != nil {
-			return r.fatal
+			return nil, 0, 0, r.fatal
 		}
-		line, over, no, err := r.line()
+		raw, over, no, err := r.line()
 		if err != nil {
 			if err != io.EOF {
 				r.fatal = fmt.Errorf("event: read %s: %w", r.name, err)
-				return r.fatal
+				return nil, 0, 0, r.fatal
 			}
 			r.raw = nil
-			return io.EOF
+			return nil, 0, 0, io.EOF
 		}
-		r.raw, r.rawNo = line, no
-		var e *Error
-		switch {
-		case over:
-			ev.reset()
-			e = &Error{Reason: ReasonOversized, Err: fmt.Errorf("record exceeds the limit of %d bytes", r.s.maxBytes)}
-		case r.format == JSONL:
-			if blank(line) {
+		r.raw, r.rawNo = raw, no
+		if over {
+			return raw, no, max(r.lr.size, len(raw)+1), nil
+		}
+		switch r.format {
+		case JSONL:
+			if blank(raw) {
 				continue
 			}
-			e = r.p.decode(line, ev)
-		case r.format == LIBSVM:
-			var skip bool
-			if skip, e = r.libsvm(line, ev); skip {
+		case LIBSVM:
+			if libsvmEmpty(raw) {
 				continue
 			}
-		case r.format == TSV:
-			if len(line) == 0 {
+		case TSV:
+			if len(raw) == 0 {
 				continue
 			}
-			e = r.tsv(line, ev)
-		case r.format == CSV:
-			if len(line) == 0 {
+		case CSV:
+			if len(raw) == 0 {
 				continue
 			}
-			rec, over, err := r.csvRecord(line)
+			rec, over, err := r.csvRecord(raw)
 			if err != nil {
 				r.fatal = err
-				return err
+				return nil, 0, 0, err
 			}
 			r.raw = rec
 			if over {
-				ev.reset()
-				e = &Error{Reason: ReasonOversized, Err: fmt.Errorf("record exceeds the limit of %d bytes", r.s.maxBytes)}
-			} else {
-				e = r.csv(rec, ev)
+				return rec, no, len(rec) + 1, nil
 			}
+			return rec, no, 0, nil
 		}
-		if e != nil {
-			e.Source, e.Offset = r.name, no
-			return e
+		return raw, no, 0, nil
+	}
+}
+
+// Decoder returns a decoder of the records of r's input, as NextRecord
+// returns them, for another goroutine: it shares nothing r changes (a
+// CSV header's columns, read by NewReader, are only read). Its Decode
+// errors name the input as r does.
+func (r *Reader) Decoder() *RecordDecoder {
+	d := &Reader{name: r.name, s: r.s, format: r.format, cols: r.cols, labelCol: r.labelCol}
+	d.p.s = r.s
+	return &RecordDecoder{r: d}
+}
+
+// A RecordDecoder decodes the records of one input, one at a time; see
+// Reader.Decoder. It is not safe for concurrent use.
+type RecordDecoder struct {
+	r *Reader
+}
+
+// Name returns the name of the input.
+func (d *RecordDecoder) Name() string { return d.r.name }
+
+// Decode decodes raw, a record as NextRecord returns it, and size, the
+// length NextRecord said (0 unless raw holds only the start of a longer
+// record: then the record is rejected as oversized). It returns an *Error
+// for a bad record, with the input's name as its Source and no Offset.
+func (d *RecordDecoder) Decode(raw []byte, size int, ev *Event) error {
+	if e := d.r.decode(raw, size, ev); e != nil {
+		e.Source = d.r.name
+		return e
+	}
+	return nil
+}
+
+// decode decodes one record of r's format.
+func (r *Reader) decode(raw []byte, size int, ev *Event) *Error {
+	if size > len(raw) {
+		ev.reset()
+		return &Error{Reason: ReasonOversized, Err: fmt.Errorf("record exceeds the limit of %d bytes", r.s.maxBytes)}
+	}
+	switch r.format {
+	case JSONL:
+		return r.p.decode(raw, ev)
+	case LIBSVM:
+		skip, e := r.libsvm(raw, ev)
+		if skip {
+			return &Error{Reason: ReasonMalformed, Err: errors.New("no record: an empty or comment line")}
 		}
-		return nil
+		return e
+	case TSV:
+		return r.tsv(raw, ev)
+	default:
+		return r.csv(raw, ev)
 	}
 }
 
@@ -294,6 +357,15 @@ func allDigits(b []byte) bool {
 		}
 	}
 	return len(b) > 0
+}
+
+// libsvmEmpty reports whether a LIBSVM line holds no record: blank, or a
+// comment.
+func libsvmEmpty(line []byte) bool {
+	if k := bytes.IndexByte(line, '#'); k >= 0 {
+		line = line[:k]
+	}
+	return skipBlank(line, 0) == len(line)
 }
 
 // libsvm parses a LIBSVM line; skip reports a line without a record. Each

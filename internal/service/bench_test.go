@@ -18,11 +18,14 @@ package service_test
 // the last one, synchronously, as service.Run does.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"sync/atomic"
@@ -36,6 +39,9 @@ import (
 
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/event"
+	"github.com/streamlearn/streamlearn/internal/online"
+	"github.com/streamlearn/streamlearn/internal/pipeline"
 	"github.com/streamlearn/streamlearn/internal/service"
 	"github.com/streamlearn/streamlearn/internal/testbroker"
 )
@@ -474,4 +480,75 @@ func BenchmarkBareJetStream(b *testing.B) {
 		benchDeleteConsumer(b, url, durable)
 	}
 	m.report(i)
+}
+
+// Replay.
+
+// BenchmarkReplay: `replay` — the service on a Files source, a Perceptron
+// and its tracker — against the bare read-parse-update loop (event.Reader
+// and a Perceptron's fused Round, no service, no tracker), on a9a
+// (LIBSVM, 123 binary features) and on JSONL events of DESIGN.md's shape:
+//
+//	go test -run '^$' -bench Replay -count 5 ./internal/service/
+func BenchmarkReplay(b *testing.B) {
+	dir := b.TempDir()
+	jsonl := filepath.Join(dir, "events.jsonl")
+	var buf []byte
+	for _, v := range benchEvents(20000) {
+		buf = append(append(buf, v...), '\n')
+	}
+	if err := os.WriteFile(jsonl, buf, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	inputs := []struct{ name, path string }{{"a9a", "../../../shared/data/a9a/a9a"}, {"jsonl", jsonl}}
+	c := benchConfig(b)
+	for _, in := range inputs {
+		data, err := os.ReadFile(in.path)
+		if err != nil {
+			b.Logf("%s: %v (../shared absent?): skipped", in.name, err)
+			continue
+		}
+		records := bytes.Count(data, []byte("\n"))
+		b.Run("service/"+in.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				src := service.NewFiles([]string{in.path}, pipeline.EventConfig(c), nil)
+				svc, err := service.New(service.Options{Config: c, Source: src, HistoryPoints: -1})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := errors.Join(svc.Run(context.Background()), src.Close()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*records)/b.Elapsed().Seconds(), "records/s")
+		})
+		b.Run("bare/"+in.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				pct, err := online.NewPerceptron(c.Features.Bits, online.PerceptronConfig{Bias: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				r, err := event.NewReader(bytes.NewReader(data), in.path, pipeline.EventConfig(c))
+				if err != nil {
+					b.Fatal(err)
+				}
+				var ev event.Event
+				for {
+					err := r.Next(&ev)
+					if err == io.EOF {
+						break
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+					pct.Round(ev.X, ev.Label)
+				}
+			}
+			b.ReportMetric(float64(b.N*records)/b.Elapsed().Seconds(), "records/s")
+		})
+	}
 }

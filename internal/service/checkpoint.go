@@ -87,7 +87,7 @@ func (s *Service) restore(ctx context.Context, partition int32, m *model) error 
 		return fmt.Errorf("service: restoring partition %d from %s: %w", partition, s.opt.Checkpoints, err)
 	}
 	if !s.volatile {
-		m.pos = c.Position
+		m.pos, m.skipTo = c.Position, c.Position
 	}
 	s.logger.Info("model restored from checkpoint", "store", s.opt.Checkpoints.String(), "partition", partition,
 		"position", c.Position, "events", m.p.Seen(), "created", c.Created)

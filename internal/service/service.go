@@ -123,6 +123,7 @@ type Service struct {
 	dl                                *DeadLetters
 	predIDs                           connectors.IDSink // predictions, when it deduplicates on an identity
 
+	framed  Framed // Source, when it is a Framed source
 	workers map[int32]*worker
 	order   []int32 // partitions in the order first seen
 
@@ -316,6 +317,7 @@ func New(opt Options) (*Service, error) {
 		s.dl = &DeadLetters{Sink: s.deadLetters}
 	}
 	s.predIDs, _ = s.predictions.(connectors.IDSink)
+	s.framed, _ = opt.Source.(Framed)
 	s.snap.Store(&Snapshot{Time: time.Now(), Source: opt.Source.Name(), Reports: []Report{}})
 	return s, nil
 }
@@ -402,13 +404,23 @@ func (s *Service) stopWorkers(ctx context.Context) error {
 }
 
 func (s *Service) loop(ctx context.Context) error {
-	var fc deadlineCtx
+	var (
+		fc    deadlineCtx
+		now   time.Time
+		clock int  // records since now was read
+		idle  bool // the last Fetch found nothing
+	)
 	defer fc.stop()
 	for {
 		if err := s.failed(); err != nil {
 			return err
 		}
-		now := time.Now()
+		// The clock is read every clockEvery records (reading it costs
+		// about as much as a Perceptron round) and after every wait: what
+		// is due by time is at most that many records late.
+		if clock++; clock >= clockEvery || idle {
+			now, clock = time.Now(), 0
+		}
 		if !s.nextReport.IsZero() && !now.Before(s.nextReport) {
 			if err := s.publishReports(ctx); err != nil {
 				return stopped(ctx, err)
@@ -440,6 +452,7 @@ func (s *Service) loop(ctx context.Context) error {
 		}
 		fctx := fc.get(ctx, s.deadline(now))
 		rec, err := s.opt.Source.Fetch(fctx)
+		idle = err != nil
 		switch {
 		case err == nil:
 		case errors.Is(err, connectors.ErrEndOfInput):
@@ -468,6 +481,10 @@ func (s *Service) loop(ctx context.Context) error {
 		}
 	}
 }
+
+// clockEvery is how many records the loop takes between two readings of
+// the clock.
+const clockEvery = 64
 
 // stopped returns nil when err comes from ctx being done (the drain
 // commits and reports), and err otherwise.
@@ -542,7 +559,7 @@ func (s *Service) worker(ctx context.Context, partition int32) (*worker, error) 
 	if s.opt.HistoryPoints > 0 {
 		p.Tracker().EnableHistory(s.opt.HistoryPoints)
 	}
-	m := &model{p: p, pos: -1}
+	m := &model{p: p, pos: -1, skipTo: -1}
 	if err := s.restore(ctx, partition, m); err != nil {
 		return nil, err
 	}
@@ -577,6 +594,14 @@ func (s *Service) dispatch(ctx context.Context, rec connectors.Record) error {
 		}
 	}
 	w.epoch, w.hasEpoch = rec.Epoch, true
+	if s.framed != nil {
+		if n := s.framed.Input(); n != w.input {
+			if err := w.setDecoder(ctx, s.framed.Decoder()); err != nil {
+				return err
+			}
+			w.input = n
+		}
+	}
 	if err := w.add(ctx, rec); err != nil {
 		return err
 	}

@@ -99,10 +99,12 @@ type answer struct {
 	err    error
 }
 
-// item is what a worker's queue carries: a batch or a question.
+// item is what a worker's queue carries: a batch, a question, or the
+// decoder of the records that follow (a Framed source's next input).
 type item struct {
 	b   *batch
 	ask *ask
+	dec *event.RecordDecoder
 }
 
 // model is the state of one partition's model. While its worker runs,
@@ -112,6 +114,7 @@ type model struct {
 	seen        bool  // a record was processed
 	lag         int64 // Lag of the last record processed
 	pos         int64 // offset of the last record whose effect is in p; -1 before any
+	skipTo      int64 // the restored checkpoint's position, until a record past it comes; -1 then
 	sinceReport int
 }
 
@@ -123,7 +126,9 @@ type worker struct {
 	m    *model
 
 	// The worker goroutine's.
-	dec      *event.Decoder
+	dec      *event.Decoder       // JSON records, of broker sources
+	rdec     *event.RecordDecoder // records of a Framed source's input; nil for JSON
+	source   string               // what outputs and dead letters name as their source
 	ev       event.Event
 	predBuf  []byte
 	failed   bool              // a record failed: the rest are not processed
@@ -137,6 +142,7 @@ type worker struct {
 	running bool // the goroutine runs (the loop's to read and write)
 
 	// The loop's.
+	input     int // the Framed source's input of the records handed over
 	cur       *batch
 	batches   int               // batches made
 	last      connectors.Record // the last record handed over (Value and Key nil)
@@ -156,7 +162,7 @@ func (s *Service) newWorker(part int32, m *model) (*worker, error) {
 		return nil, fmt.Errorf("service: %w", err)
 	}
 	dec.Source = s.opt.Source.Name()
-	return &worker{s: s, part: part, m: m, dec: dec, savedPos: m.pos, durableAt: time.Now(),
+	return &worker{s: s, part: part, m: m, dec: dec, source: dec.Source, savedPos: m.pos, durableAt: time.Now(),
 		free: make(chan *batch, workerQueue+2)}, nil
 }
 
@@ -205,6 +211,10 @@ func (w *worker) run(ctx context.Context) {
 			clear(it.b.recs) // let go of the JetStream messages
 			it.b.recs, it.b.buf = it.b.recs[:0], it.b.buf[:0]
 			w.free <- it.b // room: at most cap(free) batches exist
+			continue
+		}
+		if it.dec != nil {
+			w.rdec, w.source = it.dec, it.dec.Name()
 			continue
 		}
 		a := w.answer(ctx, it.ask)
@@ -272,6 +282,19 @@ func (w *worker) send(ctx context.Context, it item) error {
 	}
 }
 
+// setDecoder hands over the batch being filled and has the records after
+// it decoded by d.
+func (w *worker) setDecoder(ctx context.Context, d *event.RecordDecoder) error {
+	if !w.running {
+		w.rdec, w.source = d, d.Name()
+		return nil
+	}
+	if err := w.handOver(ctx); err != nil {
+		return err
+	}
+	return w.send(ctx, item{dec: d})
+}
+
 // ask hands over the batch being filled and queues a; when the worker
 // does not run (before Run, after it), the loop answers a itself.
 func (w *worker) ask(ctx context.Context, a *ask) error {
@@ -332,10 +355,14 @@ func (w *worker) process(ctx context.Context, rec *connectors.Record) error {
 	if s.opt.EventDuration != nil {
 		start = time.Now()
 	}
-	if rec.Offset <= m.pos && !s.volatile {
-		// Already in the model, restored from a checkpoint saved after
-		// this record and before its commit: acknowledge it only.
-		return nil
+	if m.skipTo >= 0 {
+		if rec.Offset <= m.skipTo && !s.volatile {
+			// Already in the model, restored from a checkpoint saved
+			// after this record and before its commit: acknowledge it
+			// only.
+			return nil
+		}
+		m.skipTo = -1 // past the checkpoint: offsets may start again (Files)
 	}
 	if err := w.learn(ctx, rec); err != nil {
 		return err
@@ -349,15 +376,21 @@ func (w *worker) process(ctx context.Context, rec *connectors.Record) error {
 
 func (w *worker) learn(ctx context.Context, rec *connectors.Record) error {
 	m, s := w.m, w.s
-	if err := w.dec.Decode(rec.Value, &w.ev); err != nil {
+	var err error
+	if w.rdec != nil {
+		err = w.rdec.Decode(rec.Value, rec.Size, &w.ev)
+	} else {
+		err = w.dec.Decode(rec.Value, &w.ev)
+	}
+	if err != nil {
 		return w.rejectDecode(ctx, rec, err)
 	}
 	preds, reason := m.p.Process(&w.ev)
 	if reason != "" {
-		return w.deadLetter(ctx, rec, reason, fmt.Sprintf("%s:%d: outside the domain of a hypothesis class", s.opt.Source.Name(), rec.Offset))
+		return w.deadLetter(ctx, rec, reason, fmt.Sprintf("%s:%d: outside the domain of a hypothesis class", w.source, rec.Offset))
 	}
 	if s.predictions != nil {
-		w.predBuf = appendPrediction(w.predBuf[:0], &w.ev, w.dec.Source, *rec, m.p, preds)
+		w.predBuf = appendPrediction(w.predBuf[:0], &w.ev, w.source, *rec, m.p, preds)
 		var err error
 		if s.predIDs != nil {
 			err = s.predIDs.PublishID(ctx, OutputID(s.opt.Source.Name(), rec.Partition, rec.Offset, "prediction"), w.ev.Key, w.predBuf)
@@ -398,7 +431,7 @@ func (w *worker) deadLetter(ctx context.Context, rec *connectors.Record, reason 
 	if s.dl == nil {
 		return nil
 	}
-	err := s.dl.publish(ctx, pipeline.DeadLetter{Source: s.opt.Source.Name(), Partition: rec.Partition, Offset: rec.Offset, Reason: reason, Err: msg, Raw: rec.Value, Size: rec.Size})
+	err := s.dl.publish(ctx, pipeline.DeadLetter{Source: w.source, Partition: rec.Partition, Offset: rec.Offset, Reason: reason, Err: msg, Raw: rec.Value, Size: rec.Size})
 	if err != nil {
 		return fmt.Errorf("service: dead letters: %w", err)
 	}
