@@ -159,4 +159,3 @@ func (c *collectDead) DeadLetter(d pipeline.DeadLetter) error {
 	c.letters = append(c.letters, fmt.Sprintf("%s:%d %s", d.Source, d.Offset, d.Reason))
 	return nil
 }
-
