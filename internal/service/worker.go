@@ -140,6 +140,7 @@ type worker struct {
 	free    chan *batch
 	done    chan struct{}
 	running bool // the goroutine runs (the loop's to read and write)
+	closed  bool // in is closed: the goroutine ends after its queue
 
 	// The loop's.
 	input     int // the Framed source's input of the records handed over
@@ -170,7 +171,7 @@ func (s *Service) newWorker(part int32, m *model) (*worker, error) {
 func (w *worker) start(ctx context.Context) {
 	w.in = make(chan item, workerQueue)
 	w.done = make(chan struct{})
-	w.running = true
+	w.running, w.closed = true, false
 	go w.run(ctx)
 }
 
@@ -180,8 +181,12 @@ func (w *worker) stop(ctx context.Context) error {
 	if !w.running {
 		return nil
 	}
-	err := w.handOver(ctx)
-	close(w.in)
+	var err error
+	if !w.closed {
+		err = w.handOver(ctx)
+		close(w.in)
+		w.closed = true
+	}
 	select {
 	case <-w.done:
 		w.running = false
