@@ -111,11 +111,11 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	if *plotPath != "" {
-		p, err := pipeline.New(cfg)
-		if err != nil {
-			return err
+		names, algorithms := make([]string, len(rep.Learners)), make([]string, len(rep.Learners))
+		for i, l := range rep.Learners {
+			names[i], algorithms[i] = l.Name, l.Algorithm
 		}
-		if err := writePlot(*plotPath, p.Names(), p.Algorithms(), curves); err != nil {
+		if err := writePlot(*plotPath, names, algorithms, curves); err != nil {
 			return err
 		}
 	}

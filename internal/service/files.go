@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -127,6 +126,3 @@ func (fs *Files) Name() string { return "file:" + strings.Join(fs.names, ",") }
 
 // Close closes the file being read.
 func (fs *Files) Close() error { return fs.closeFile() }
-
-// String is for errors.
-func (fs *Files) String() string { return fmt.Sprint(fs.names) }

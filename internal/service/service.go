@@ -773,9 +773,6 @@ func (s *Service) commit(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := s.flush(ctx); err != nil {
-		return fmt.Errorf("service: outputs not durable, nothing committed: %w", err)
-	}
 	if err := s.startRound(ctx); err != nil {
 		return err
 	}

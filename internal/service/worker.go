@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -319,7 +320,7 @@ func (w *worker) ask(ctx context.Context, a *ask) error {
 // answer answers a, from the goroutine that owns the model.
 func (w *worker) answer(ctx context.Context, a *ask) answer {
 	ans := answer{w: w, kind: a.kind}
-	if w.failed && a.kind != askMark {
+	if w.failed && a.kind == askCheckpoint {
 		ans.err = errWorkerFailed
 		return ans
 	}
@@ -346,9 +347,9 @@ func (w *worker) answer(ctx context.Context, a *ask) answer {
 	return ans
 }
 
-// errWorkerFailed answers the questions to a worker that stopped at an
-// error (Service.fail has it), but for askMark. Its model may hold part of
-// the record that failed: it is checkpointed no more.
+// errWorkerFailed answers askCheckpoint of a worker that stopped at an
+// error (Service.fail has it): its model may hold part of the record that
+// failed, so it is checkpointed no more. Its reports still go out.
 var errWorkerFailed = errors.New("service: the partition's worker stopped at an error")
 
 // process runs rec through the model. Only a record processed to the end
@@ -469,7 +470,7 @@ func (w *worker) publishReport(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := w.s.reports.Publish(ctx, []byte(fmt.Sprint(w.part)), b); err != nil {
+	if err := w.s.reports.Publish(ctx, []byte(strconv.Itoa(int(w.part))), b); err != nil {
 		return fmt.Errorf("service: reports: %w", err)
 	}
 	return nil
