@@ -62,6 +62,48 @@ func (e *Encoder) F64s(v []float64) {
 	}
 }
 
+// SparseF64s appends len(v) as a uint64, then v as runs: each run is the
+// number of zero values before it (uint32), the number of values in it
+// (uint32) and those values as F64 does, until the runs and the zeros
+// between them cover v; trailing zeros are a last run of no values. Zero
+// is +0 (all bits clear): -0 and NaN payloads are values. Runs are
+// maximal, so equal vectors give equal bytes. A model's weights over a
+// hashed feature space are mostly zero unless the stream is wide: this
+// writes (and a digest reads) the part that was learned, and never more
+// than 8 bytes beyond F64s. len(v) must be below 2^32.
+func (e *Encoder) SparseF64s(v []float64) {
+	e.U64(uint64(len(v)))
+	pos := 0
+	for pos < len(v) {
+		i := skipZeros(v, pos)
+		j := i
+		for j < len(v) && math.Float64bits(v[j]) != 0 {
+			j++
+		}
+		e.U32(uint32(i - pos))
+		e.U32(uint32(j - i))
+		for _, x := range v[i:j] {
+			e.F64(x)
+		}
+		pos = j
+	}
+}
+
+// skipZeros returns the index of the first value of v from i on that is
+// not +0, or len(v); it looks at four values at a time, since most of a
+// wide vector is zero.
+func skipZeros(v []float64, i int) int {
+	for ; i+4 <= len(v); i += 4 {
+		if math.Float64bits(v[i])|math.Float64bits(v[i+1])|math.Float64bits(v[i+2])|math.Float64bits(v[i+3]) != 0 {
+			break
+		}
+	}
+	for i < len(v) && math.Float64bits(v[i]) == 0 {
+		i++
+	}
+	return i
+}
+
 // Blob appends len(p) as a uint64, then p: an embedded encoding, such as a
 // learner's MarshalBinary inside a pipeline's.
 func (e *Encoder) Blob(p []byte) {
@@ -177,6 +219,45 @@ func (d *Decoder) F64sInto(dst []float64) {
 	}
 	for i := range dst {
 		dst[i] = math.Float64frombits(binary.LittleEndian.Uint64(p[8*i:]))
+	}
+}
+
+// SparseF64sInto reads a vector written by Encoder.SparseF64s into dst,
+// which must be all zero; the encoded length must be exactly len(dst), and
+// the runs canonical (maximal, each but the last holding values, none
+// holding a zero).
+func (d *Decoder) SparseF64sInto(dst []float64) {
+	if n := d.U64(); d.err == nil && n != uint64(len(dst)) {
+		d.Fail("vector of %d values, want %d", n, len(dst))
+	}
+	pos := 0
+	for d.err == nil && pos < len(dst) {
+		gap, count := uint64(d.U32()), uint64(d.U32())
+		rest := uint64(len(dst) - pos)
+		switch {
+		case d.err != nil:
+			return
+		case gap > rest || count > rest-gap:
+			d.Fail("run of %d values after %d zeros at %d of %d", count, gap, pos, len(dst))
+			return
+		case gap == 0 && pos > 0, count == 0 && gap != rest:
+			d.Fail("run at %d of %d is not canonical", pos, len(dst))
+			return
+		}
+		pos += int(gap)
+		p := d.Take(8 * int(count))
+		if p == nil {
+			return
+		}
+		for i := range int(count) {
+			bits := binary.LittleEndian.Uint64(p[8*i:])
+			if bits == 0 {
+				d.Fail("zero inside a run at %d", pos+i)
+				return
+			}
+			dst[pos+i] = math.Float64frombits(bits)
+		}
+		pos += int(count)
 	}
 }
 

@@ -134,3 +134,136 @@ func TestStickyErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestSparseF64s(t *testing.T) {
+	nan := math.Float64frombits(0x7ff8000000000abc)
+	negZero := math.Copysign(0, -1)
+	for _, v := range [][]float64{
+		nil,
+		{0, 0, 0},
+		{1, 2},
+		{0, 1, 0, 0, 2, 3, 0},
+		{negZero, 0, nan, math.Inf(1), 0},
+	} {
+		var e Encoder
+		e.SparseF64s(v)
+		got := make([]float64, len(v))
+		d := NewDecoder(e.Bytes())
+		d.SparseF64sInto(got)
+		if err := d.Finish(); err != nil {
+			t.Fatalf("%v: %v", v, err)
+		}
+		for i := range v {
+			if math.Float64bits(got[i]) != math.Float64bits(v[i]) {
+				t.Fatalf("%v: got %v", v, got)
+			}
+		}
+		// Never more than 8 bytes beyond the dense layout.
+		var dense Encoder
+		dense.F64s(v)
+		if len(e.Bytes()) > len(dense.Bytes())+8 {
+			t.Errorf("%v: %d bytes, dense %d", v, len(e.Bytes()), len(dense.Bytes()))
+		}
+	}
+	// The layout: 5 values, 1 zero, a run of 1, 2 zeros, a run of 1, 1
+	// trailing zero.
+	var e Encoder
+	e.SparseF64s([]float64{0, 1, 0, 0, -2})
+	want := []byte{
+		5, 0, 0, 0, 0, 0, 0, 0,
+		1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f,
+		2, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xc0,
+	}
+	if !bytes.Equal(e.Bytes(), want) {
+		t.Fatalf("bytes\n got %x\nwant %x", e.Bytes(), want)
+	}
+}
+
+func TestSparseF64sRejects(t *testing.T) {
+	run := func(gap, count uint32, vals ...float64) []byte {
+		var e Encoder
+		e.U32(gap)
+		e.U32(count)
+		for _, v := range vals {
+			e.F64(v)
+		}
+		return e.Bytes()
+	}
+	header := func(n uint64, runs ...[]byte) []byte {
+		var e Encoder
+		e.U64(n)
+		for _, r := range runs {
+			e.Raw(r)
+		}
+		return e.Bytes()
+	}
+	cases := []struct {
+		name string
+		b    []byte
+		n    int
+		want string
+	}{
+		{"length", header(3), 2, "vector of 3 values, want 2"},
+		{"past the end", header(2, run(1, 2, 1, 2)), 2, "run of 2 values after 1 zeros"},
+		{"empty run", header(2, run(0, 0), run(0, 2, 1, 2)), 2, "not canonical"},
+		{"split run", header(2, run(0, 1, 1), run(0, 1, 2)), 2, "not canonical"},
+		{"zero in a run", header(2, run(0, 2, 1, 0)), 2, "zero inside a run at 1"},
+		{"truncated", header(2, run(0, 2, 1)), 2, "truncated"},
+		{"unfinished", header(2, run(0, 1, 1)), 2, "truncated"},
+	}
+	for _, c := range cases {
+		d := NewDecoder(c.b)
+		d.SparseF64sInto(make([]float64, c.n))
+		if err := d.Finish(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
+// FuzzSparseF64s: whatever SparseF64sInto accepts, SparseF64s writes
+// back byte for byte (one encoding per vector), and nothing panics.
+func FuzzSparseF64s(f *testing.F) {
+	var e Encoder
+	e.SparseF64s([]float64{0, 1, 0, 0, -2, 0})
+	f.Add(e.Bytes()[8:], uint8(6))
+	f.Fuzz(func(t *testing.T, runs []byte, n uint8) {
+		var in Encoder
+		in.U64(uint64(n))
+		in.Raw(runs)
+		v := make([]float64, n)
+		d := NewDecoder(in.Bytes())
+		d.SparseF64sInto(v)
+		if d.Finish() != nil {
+			return
+		}
+		var out Encoder
+		out.SparseF64s(v)
+		if !bytes.Equal(out.Bytes(), in.Bytes()) {
+			t.Fatalf("accepted %x, which encodes as %x", in.Bytes(), out.Bytes())
+		}
+	})
+}
+
+// BenchmarkSparseF64s encodes a model's weights at the default 2^18
+// slots: "sparse" with 124 learned (a9a's features and a bias), "dense"
+// with every slot learned.
+func BenchmarkSparseF64s(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		step int
+	}{{"sparse", 1 << 18 / 124}, {"dense", 1}} {
+		v := make([]float64, 1<<18)
+		for i := 0; i < len(v); i += c.step {
+			v[i] = float64(i) + 0.5
+		}
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			e := NewEncoder(8 * len(v))
+			for b.Loop() {
+				e.b = e.b[:0]
+				e.SparseF64s(v)
+			}
+			b.SetBytes(8 * int64(len(v)))
+		})
+	}
+}

@@ -13,31 +13,55 @@ import (
 // states give equal bytes, NaN payloads included). Decoders reject wrong
 // magic, versions, lengths and trailing bytes.
 
-const codecVersion = 1
+// Versions: 1 wrote weight vectors dense (codec F64s); 2 writes them
+// sparse (codec SparseF64s: only the runs of non-zero weights, which is
+// what a model over a hashed space mostly learns, so encoding, digesting
+// and checkpointing it costs what was learned rather than 2^bits slots).
+// Decoders read both; the scaler, already sparse, stays at 1.
+const (
+	denseVersion  = 1
+	sparseVersion = 2
+)
 
-// newEncoder returns an encoder that has written the header of magic,
-// with room for size more bytes.
-func newEncoder(magic string, size int) *codec.Encoder {
+// newEncoder returns an encoder that has written the header of magic and
+// version, with room for size more bytes.
+func newEncoder(magic string, version uint8, size int) *codec.Encoder {
 	e := codec.NewEncoder(5 + size)
 	e.RawString(magic)
-	e.U8(codecVersion)
+	e.U8(version)
 	return e
 }
 
 // newDecoder returns a decoder positioned after the header of magic, or
-// holding the header's error; name is the learner's, as in finish.
-func newDecoder(name, magic string, b []byte) *codec.Decoder {
+// holding the header's error, and the header's version, from 1 to latest;
+// name is the learner's, as in finish.
+func newDecoder(name, magic string, b []byte, latest uint8) (*codec.Decoder, uint8) {
 	d := codec.NewDecoder(b)
 	h := d.Take(5)
 	switch {
 	case h == nil:
+		return d, 0
 	case string(h[:4]) != magic:
 		d.Fail("not a %s encoding (magic %q)", name, h[:4])
-	case h[4] != codecVersion:
+	case h[4] < denseVersion || h[4] > latest:
 		d.Fail("unsupported version %d", h[4])
 	}
-	return d
+	return d, h[4]
 }
+
+// readWeights reads into dst (all zero) a weight vector written by an
+// encoding of version.
+func readWeights(d *codec.Decoder, version uint8, dst []float64) {
+	if version == denseVersion {
+		d.F64sInto(dst)
+		return
+	}
+	d.SparseF64sInto(dst)
+}
+
+// weightsSize is the room an encoder reserves for a weight vector of n
+// slots: an eighth of the dense layout; it grows when more is learned.
+func weightsSize(n int) int { return 8 + n }
 
 // finish reports d's first error, or trailing bytes, prefixed with name.
 func finish(name string, d *codec.Decoder) error {

@@ -488,7 +488,7 @@ const ogdMagic = "SLOG"
 // MarshalBinary encodes the configuration, counters and weights w = s·v
 // (as s and v: the representation is part of the deterministic state).
 func (o *OGD) MarshalBinary() ([]byte, error) {
-	e := newEncoder(ogdMagic, 120+8*len(o.v))
+	e := newEncoder(ogdMagic, sparseVersion, 120+weightsSize(len(o.v)))
 	e.U64(uint64(o.bits))
 	e.String(o.cfg.Loss)
 	e.F64(o.cfg.Eta)
@@ -502,14 +502,14 @@ func (o *OGD) MarshalBinary() ([]byte, error) {
 	e.U64(o.viol)
 	e.F64(o.s)
 	e.F64(o.w2)
-	e.F64s(o.v)
+	e.SparseF64s(o.v)
 	return e.Bytes(), nil
 }
 
 // UnmarshalBinary restores a state encoded by MarshalBinary; the bits and
 // configuration must match the receiver's.
 func (o *OGD) UnmarshalBinary(b []byte) error {
-	d := newDecoder("ogd", ogdMagic, b)
+	d, version := newDecoder("ogd", ogdMagic, b, sparseVersion)
 	bits := d.U64()
 	var cfg OGDConfig
 	cfg.Loss = d.String(16)
@@ -526,7 +526,7 @@ func (o *OGD) UnmarshalBinary(b []byte) error {
 		d.Fail("inconsistent state")
 	}
 	v := make([]float64, len(o.v))
-	d.F64sInto(v)
+	readWeights(d, version, v)
 	if err := finish("ogd", d); err != nil {
 		return err
 	}

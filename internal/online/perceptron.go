@@ -278,7 +278,7 @@ const perceptronMagic = "SLPC"
 
 // MarshalBinary encodes the configuration, counters and weights.
 func (p *Perceptron) MarshalBinary() ([]byte, error) {
-	e := newEncoder(perceptronMagic, 80+8*(len(p.w)+len(p.u)))
+	e := newEncoder(perceptronMagic, sparseVersion, 80+weightsSize(len(p.w)+len(p.u)))
 	e.U64(uint64(p.bits))
 	e.Bool(p.cfg.Bias)
 	e.Bool(p.cfg.Average)
@@ -287,9 +287,9 @@ func (p *Perceptron) MarshalBinary() ([]byte, error) {
 	e.U64(p.updates)
 	e.F64(p.maxR2)
 	e.U64(p.viol)
-	e.F64s(p.w)
+	e.SparseF64s(p.w)
 	if p.cfg.Average {
-		e.F64s(p.u)
+		e.SparseF64s(p.u)
 	}
 	return e.Bytes(), nil
 }
@@ -297,7 +297,7 @@ func (p *Perceptron) MarshalBinary() ([]byte, error) {
 // UnmarshalBinary restores a state encoded by MarshalBinary; the bits and
 // configuration must match the receiver's.
 func (p *Perceptron) UnmarshalBinary(b []byte) error {
-	d := newDecoder("perceptron", perceptronMagic, b)
+	d, version := newDecoder("perceptron", perceptronMagic, b, sparseVersion)
 	bits := d.U64()
 	cfg := PerceptronConfig{Bias: d.Bool(), Average: d.Bool(), Margin: d.F64()}
 	if d.Err() == nil && (bits != uint64(p.bits) || cfg != p.cfg) {
@@ -308,11 +308,11 @@ func (p *Perceptron) UnmarshalBinary(b []byte) error {
 		d.Fail("inconsistent counters")
 	}
 	w := make([]float64, len(p.w))
-	d.F64sInto(w)
+	readWeights(d, version, w)
 	var u []float64
 	if p.cfg.Average {
 		u = make([]float64, len(p.u))
-		d.F64sInto(u)
+		readWeights(d, version, u)
 	}
 	if err := finish("perceptron", d); err != nil {
 		return err

@@ -166,7 +166,7 @@ func (s *Scaler) MarshalBinary() ([]byte, error) {
 			used++
 		}
 	}
-	e := newEncoder(scalerMagic, 32+len(s.kind)+used*32)
+	e := newEncoder(scalerMagic, denseVersion, 32+len(s.kind)+used*32)
 	e.String(s.kind)
 	e.U64(uint64(s.bits))
 	e.U64(uint64(used))
@@ -184,7 +184,7 @@ func (s *Scaler) MarshalBinary() ([]byte, error) {
 // UnmarshalBinary restores a state encoded by MarshalBinary; the kind and
 // bits must match the receiver's.
 func (s *Scaler) UnmarshalBinary(b []byte) error {
-	d := newDecoder("scaler", scalerMagic, b)
+	d, _ := newDecoder("scaler", scalerMagic, b, denseVersion)
 	kind := d.String(16)
 	bits := d.U64()
 	if d.Err() == nil && (kind != s.kind || bits != uint64(s.bits)) {

@@ -487,7 +487,8 @@ func BenchmarkBareJetStream(b *testing.B) {
 // BenchmarkReplay: `replay` — the service on a Files source, a Perceptron
 // and its tracker — against the bare read-parse-update loop (event.Reader
 // and a Perceptron's fused Round, no service, no tracker), on a9a
-// (LIBSVM, 123 binary features) and on JSONL events of DESIGN.md's shape:
+// (LIBSVM, 123 binary features) and on JSONL events of DESIGN.md's shape,
+// both read from the file:
 //
 //	go test -run '^$' -bench Replay -count 5 ./internal/service/
 func BenchmarkReplay(b *testing.B) {
@@ -532,7 +533,11 @@ func BenchmarkReplay(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				r, err := event.NewReader(bytes.NewReader(data), in.path, pipeline.EventConfig(c))
+				f, err := os.Open(in.path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r, err := event.NewReader(f, in.path, pipeline.EventConfig(c))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -547,6 +552,7 @@ func BenchmarkReplay(b *testing.B) {
 					}
 					pct.Round(ev.X, ev.Label)
 				}
+				f.Close()
 			}
 			b.ReportMetric(float64(b.N*records)/b.Elapsed().Seconds(), "records/s")
 		})

@@ -254,6 +254,7 @@ func (s *Service) dropModel(ctx context.Context, part int32) error {
 		}
 	}
 	delete(s.workers, part)
+	s.lastWorker = nil
 	s.order = slices.DeleteFunc(s.order, func(p int32) bool { return p == part })
 	return nil
 }

@@ -30,12 +30,33 @@ func mountTmpfs(t *testing.T, size string) string {
 	return dir
 }
 
-// A checkpoint directory on a real, full file system (a 64 KiB tmpfs):
+// fill writes a file in dir until the file system has no room left.
+func fill(t *testing.T, dir string) {
+	t.Helper()
+	f, err := os.Create(dir + "/filler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	block := make([]byte, 4096)
+	for {
+		if _, err := f.Write(block); err != nil {
+			if !strings.Contains(err.Error(), syscall.ENOSPC.Error()) {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+}
+
+// A checkpoint directory on a real, full file system (a 64 KiB tmpfs
+// filled up):
 // the saves fail with ENOSPC, nothing is committed, Run reports the
 // device's error, and no temporary file is left; once the file system
 // grows (remounted at 16 MiB), the next run saves and commits everything.
 func TestCheckpointDiskFull(t *testing.T) {
 	path := mountTmpfs(t, "64k")
+	fill(t, path)
 	c := loadExampleConfig(t)
 	c.Features.Bits = 12
 	values := genEvents(500, 5, 0, 0, 0)

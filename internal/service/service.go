@@ -125,7 +125,10 @@ type Service struct {
 
 	framed  Framed // Source, when it is a Framed source
 	workers map[int32]*worker
-	order   []int32 // partitions in the order first seen
+	// lastWorker is the worker of the last record dispatched; nil once
+	// a model is dropped.
+	lastWorker *worker
+	order      []int32 // partitions in the order first seen
 
 	// wctx bounds the workers' sink messages: not Run's context, so that
 	// a stopped service finishes the records it took; cancelled when the
@@ -405,52 +408,45 @@ func (s *Service) stopWorkers(ctx context.Context) error {
 
 func (s *Service) loop(ctx context.Context) error {
 	var (
-		fc    deadlineCtx
-		now   time.Time
-		clock int  // records since now was read
-		idle  bool // the last Fetch found nothing
+		fc     deadlineCtx
+		now    time.Time
+		due    time.Time // s.deadline(now), planned again when an input of it changes
+		replan = true
+		clock  int  // records since now was read
+		idle   bool // the last Fetch found nothing
 	)
 	defer fc.stop()
 	for {
 		if err := s.failed(); err != nil {
 			return err
 		}
-		// The clock is read every clockEvery records (reading it costs
-		// about as much as a Perceptron round) and after every wait: what
-		// is due by time is at most that many records late.
-		if clock++; clock >= clockEvery || idle {
-			now, clock = time.Now(), 0
-		}
-		if !s.nextReport.IsZero() && !now.Before(s.nextReport) {
-			if err := s.publishReports(ctx); err != nil {
-				return stopped(ctx, err)
-			}
-			// From the end of this round of reports: reports slower than
-			// the interval must not starve the stream.
-			s.nextReport = time.Now().Add(s.opt.ReportInterval)
-		}
 		if s.round != nil && len(s.round.replies) == s.round.waiting {
 			if err := s.finishRound(ctx); err != nil {
 				return stopped(ctx, err)
 			}
+			replan = true
 		}
 		if s.saver != nil && len(s.saver.results) > 0 {
 			// A checkpoint is written: commit the position it holds.
 			if err := s.collectSaves(ctx, false); err != nil {
 				return stopped(ctx, err)
 			}
+			replan = true
 		}
-		if s.round == nil && s.uncommitted > 0 && now.Sub(s.lastCommit) >= s.opt.CommitInterval {
-			if err := s.startRound(ctx); err != nil {
+		// The clock is read every clockEvery records (reading it costs
+		// about as much as a Perceptron round) and after every wait, and
+		// what is due by time is looked at then: at most that many
+		// records late.
+		if clock++; clock >= clockEvery || idle {
+			now, clock, replan = time.Now(), 0, true
+			if err := s.dueByTime(ctx, now); err != nil {
 				return stopped(ctx, err)
 			}
 		}
-		if !now.Before(s.nextSnapshot) {
-			if err := s.publishSnapshot(ctx); err != nil {
-				return stopped(ctx, err)
-			}
+		if replan {
+			due, replan = s.deadline(now), false
 		}
-		fctx := fc.get(ctx, s.deadline(now))
+		fctx := fc.get(ctx, due)
 		rec, err := s.opt.Source.Fetch(fctx)
 		idle = err != nil
 		switch {
@@ -470,14 +466,17 @@ func (s *Service) loop(ctx context.Context) error {
 		default:
 			return fmt.Errorf("service: fetch: %w", err)
 		}
-		if err := s.dispatch(ctx, rec); err != nil {
+		if err := s.dispatch(ctx, &rec); err != nil {
 			return stopped(ctx, err)
 		}
-		s.uncommitted++
+		if s.uncommitted++; s.uncommitted == 1 {
+			replan = true // a commit is due by time now
+		}
 		if s.round == nil && s.uncommitted >= s.opt.CommitEvery {
 			if err := s.startRound(ctx); err != nil {
 				return stopped(ctx, err)
 			}
+			replan = true
 		}
 	}
 }
@@ -485,6 +484,28 @@ func (s *Service) loop(ctx context.Context) error {
 // clockEvery is how many records the loop takes between two readings of
 // the clock.
 const clockEvery = 64
+
+// dueByTime publishes the interval reports, starts a commit round and
+// publishes a snapshot when they are due at now.
+func (s *Service) dueByTime(ctx context.Context, now time.Time) error {
+	if !s.nextReport.IsZero() && !now.Before(s.nextReport) {
+		if err := s.publishReports(ctx); err != nil {
+			return err
+		}
+		// From the end of this round of reports: reports slower than
+		// the interval must not starve the stream.
+		s.nextReport = time.Now().Add(s.opt.ReportInterval)
+	}
+	if s.round == nil && s.uncommitted > 0 && now.Sub(s.lastCommit) >= s.opt.CommitInterval {
+		if err := s.startRound(ctx); err != nil {
+			return err
+		}
+	}
+	if !now.Before(s.nextSnapshot) {
+		return s.publishSnapshot(ctx)
+	}
+	return nil
+}
 
 // stopped returns nil when err comes from ctx being done (the drain
 // commits and reports), and err otherwise.
@@ -549,7 +570,11 @@ func (s *Service) deadline(now time.Time) time.Time {
 // partition's checkpoint when there is one) and, while Run's loop runs,
 // starting it.
 func (s *Service) worker(ctx context.Context, partition int32) (*worker, error) {
+	if w := s.lastWorker; w != nil && w.part == partition {
+		return w, nil // the common case: the partition of the last record
+	}
 	if w, ok := s.workers[partition]; ok {
+		s.lastWorker = w
 		return w, nil
 	}
 	p, err := pipeline.New(s.opt.Config)
@@ -567,17 +592,25 @@ func (s *Service) worker(ctx context.Context, partition int32) (*worker, error) 
 	if err != nil {
 		return nil, err
 	}
-	if s.intake {
+	switch {
+	case !s.intake:
+	case s.framed != nil:
+		// One partition read from files: nothing to learn in parallel
+		// with, and fetching is cheaper than learning, so a goroutine
+		// would only add the copy and the hand-over. The loop learns.
+		w.inline = true
+	default:
 		w.start(s.wctx)
 	}
 	s.workers[partition] = w
+	s.lastWorker = w
 	s.order = append(s.order, partition)
 	s.logger.Info("new model", "source", s.opt.Source.Name(), "partition", partition)
 	return w, nil
 }
 
 // dispatch hands rec to the worker of its partition.
-func (s *Service) dispatch(ctx context.Context, rec connectors.Record) error {
+func (s *Service) dispatch(ctx context.Context, rec *connectors.Record) error {
 	w, err := s.worker(ctx, rec.Partition)
 	if err != nil {
 		return err
@@ -605,8 +638,8 @@ func (s *Service) dispatch(ctx context.Context, rec connectors.Record) error {
 	if err := w.add(ctx, rec); err != nil {
 		return err
 	}
-	rec.Value, rec.Key = nil, nil // not valid past the next Fetch; Commit needs neither
-	w.last, w.dirty = rec, true
+	w.last, w.dirty = *rec, true
+	w.last.Value, w.last.Key = nil, nil // not valid past the next Fetch; Commit needs neither
 	return nil
 }
 

@@ -797,13 +797,13 @@ func TestProcessAllocs(t *testing.T) {
 	recs := src.recs
 	s.startIntake(t)
 	for _, r := range recs { // warm up: every feature slot seen, buffers grown
-		if err := s.dispatch(ctx, r); err != nil {
+		if err := s.dispatch(ctx, &r); err != nil {
 			t.Fatal(err)
 		}
 	}
 	i := 0
 	allocs := testing.AllocsPerRun(2000, func() {
-		if err := s.dispatch(ctx, recs[i%len(recs)]); err != nil {
+		if err := s.dispatch(ctx, &recs[i%len(recs)]); err != nil {
 			t.Fatal(err)
 		}
 		i++

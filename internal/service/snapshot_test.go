@@ -129,13 +129,13 @@ func TestProcessAllocsWithEventDuration(t *testing.T) {
 	ctx := context.Background()
 	s.startIntake(t)
 	for _, r := range src.recs {
-		if err := s.dispatch(ctx, r); err != nil {
+		if err := s.dispatch(ctx, &r); err != nil {
 			t.Fatal(err)
 		}
 	}
 	i := 0
 	allocs := testing.AllocsPerRun(2000, func() {
-		if err := s.dispatch(ctx, src.recs[i%len(src.recs)]); err != nil {
+		if err := s.dispatch(ctx, &src.recs[i%len(src.recs)]); err != nil {
 			t.Fatal(err)
 		}
 		i++

@@ -51,14 +51,15 @@ type batch struct {
 	buf  []byte
 }
 
-func (b *batch) add(rec connectors.Record) {
+func (b *batch) add(rec *connectors.Record) {
 	start := len(b.buf)
 	b.buf = append(b.buf, rec.Value...)
 	b.buf = append(b.buf, rec.Key...)
 	end := len(b.buf)
-	rec.Value = b.buf[start : start+len(rec.Value) : start+len(rec.Value)]
-	rec.Key = b.buf[start+len(rec.Value) : end : end]
-	b.recs = append(b.recs, rec)
+	b.recs = append(b.recs, *rec)
+	c := &b.recs[len(b.recs)-1]
+	c.Value = b.buf[start : start+len(rec.Value) : start+len(rec.Value)]
+	c.Key = b.buf[start+len(rec.Value) : end : end]
 }
 
 // What the loop asks a worker.
@@ -141,6 +142,7 @@ type worker struct {
 	free    chan *batch
 	done    chan struct{}
 	running bool // the goroutine runs (the loop's to read and write)
+	inline  bool // no goroutine: the loop processes the records itself
 	closed  bool // in is closed: the goroutine ends after its queue
 
 	// The loop's.
@@ -202,17 +204,9 @@ func (w *worker) run(ctx context.Context) {
 	for it := range w.in {
 		if it.b != nil {
 			for i := range it.b.recs {
-				if w.failed {
+				if !w.step(ctx, &it.b.recs[i]) {
 					break
 				}
-				rec := &it.b.recs[i]
-				if err := w.process(ctx, rec); err != nil {
-					w.failed = true
-					w.s.fail(err)
-					break
-				}
-				w.lastDone, w.anyDone = *rec, true
-				w.lastDone.Value, w.lastDone.Key = nil, nil
 			}
 			clear(it.b.recs) // let go of the JetStream messages
 			it.b.recs, it.b.buf = it.b.recs[:0], it.b.buf[:0]
@@ -230,9 +224,30 @@ func (w *worker) run(ctx context.Context) {
 	}
 }
 
+// step processes rec unless an earlier record failed, and says whether
+// the worker goes on.
+func (w *worker) step(ctx context.Context, rec *connectors.Record) bool {
+	if w.failed {
+		return false
+	}
+	if err := w.process(ctx, rec); err != nil {
+		w.failed = true
+		w.s.fail(err)
+		return false
+	}
+	w.lastDone, w.anyDone = *rec, true
+	w.lastDone.Value, w.lastDone.Key = nil, nil
+	return true
+}
+
 // add copies rec into the batch being filled and hands the batch over when
 // it is due (see batchRecords). It blocks while the worker's queue is full.
-func (w *worker) add(ctx context.Context, rec connectors.Record) error {
+// An inline worker processes rec at once, in the loop's goroutine.
+func (w *worker) add(ctx context.Context, rec *connectors.Record) error {
+	if w.inline {
+		w.step(w.s.wctx, rec)
+		return nil
+	}
 	if w.cur == nil {
 		b, err := w.batch(ctx)
 		if err != nil {
