@@ -280,6 +280,10 @@ func (p *Pipeline) Names() []string {
 // Name returns the name of learner i.
 func (p *Pipeline) Name(i int) string { return p.nodes[i].name }
 
+// Started returns when the pipeline was made: a report's Seconds count
+// from it.
+func (p *Pipeline) Started() time.Time { return p.start }
+
 // Seen returns the number of events processed, invalid ones included.
 func (p *Pipeline) Seen() uint64 { return p.counts.Events }
 

@@ -116,26 +116,31 @@ func (sv *serving) pick(partition int32, only bool) (*Predictor, error) {
 }
 
 // refreshServing, called by the loop when it publishes a snapshot,
-// publishes the copies of the models the workers made for it (those that
-// changed since their last copy), while serving is active.
-func (s *Service) refreshServing(now time.Time, active bool, old *serving, answers []answer) {
+// publishes the copies of the models of parts the workers made for it
+// (served: those that changed since their last copy) beside the copies
+// still current, while serving is active.
+func (s *Service) refreshServing(now time.Time, active bool, old *serving, parts []int32, served map[int32]*pipeline.Pipeline) {
 	if !active {
 		if old != nil {
 			s.serving.Store(nil) // idle: let the copies go
 		}
 		return
 	}
-	sv := &serving{byPartition: make(map[int32]*Predictor, len(answers)), order: make([]int32, 0, len(answers))}
-	for _, a := range answers {
-		part := a.w.part
-		sv.order = append(sv.order, part)
-		if a.served == nil && old != nil {
+	sv := &serving{byPartition: make(map[int32]*Predictor, len(parts)), order: make([]int32, 0, len(parts))}
+	for _, part := range parts {
+		p, ok := served[part]
+		if !ok && old != nil {
 			if pr, ok := old.byPartition[part]; ok {
+				sv.order = append(sv.order, part)
 				sv.byPartition[part] = pr
-				continue
 			}
+			continue
 		}
-		sv.byPartition[part] = &Predictor{Partition: part, Events: a.served.Seen(), Time: now, p: a.served}
+		if p == nil {
+			continue
+		}
+		sv.order = append(sv.order, part)
+		sv.byPartition[part] = &Predictor{Partition: part, Events: p.Seen(), Time: now, p: p}
 	}
 	s.serving.Store(sv)
 }

@@ -2,10 +2,13 @@ package service
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/streamlearn/streamlearn/internal/connectors"
 )
 
 // countObserver counts observations; it allocates nothing and, as the
@@ -142,5 +145,111 @@ func TestProcessAllocsWithEventDuration(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("%v allocations per record, want 0", allocs)
+	}
+}
+
+// A snapshot asks only the models that learned since the last one: the
+// others' reports are the last ones again (the same learner reports, a
+// later Seconds), and their curves too.
+func TestSnapshotModelsAtRest(t *testing.T) {
+	src := newMemSource(genEvents(90, 23, 0.05, 0.1, 0), 3)
+	s := newService(t, Options{Config: parseConfig(t, testYAML), Source: src})
+	ctx := context.Background()
+	s.startIntake(t)
+	dispatch := func(recs []connectors.Record) {
+		t.Helper()
+		for i := range recs {
+			if err := s.dispatch(ctx, &recs[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	snapshot := func() *Snapshot {
+		t.Helper()
+		s.curvesAt = time.Time{} // the curves are due every time
+		if err := s.publishSnapshot(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return s.Snapshot()
+	}
+	same := func(a, b Report) bool { return &a.Learners[0] == &b.Learners[0] }
+
+	dispatch(src.recs[:87])
+	first := snapshot()
+	second := snapshot()
+	for i := range 3 {
+		if !same(first.Reports[i], second.Reports[i]) || !reflect.DeepEqual(first.Curves[i], second.Curves[i]) {
+			t.Errorf("partition %d at rest: its report was taken again", i)
+		}
+		if second.Reports[i].Seconds < first.Reports[i].Seconds {
+			t.Errorf("partition %d: seconds went back from %v to %v", i, first.Reports[i].Seconds, second.Reports[i].Seconds)
+		}
+	}
+	dispatch(src.recs[87:88]) // partition 0 learns one more
+	third := snapshot()
+	if same(second.Reports[0], third.Reports[0]) || third.Reports[0].Events != second.Reports[0].Events+1 {
+		t.Errorf("partition 0 learned: report of %d events, want a new one of %d", third.Reports[0].Events, second.Reports[0].Events+1)
+	}
+	if n := len(third.Curves[0][0]); n == len(second.Curves[0][0]) && third.Reports[0].Labeled != second.Reports[0].Labeled {
+		t.Errorf("partition 0 learned: its curves did not move (%d points)", n)
+	}
+	for _, i := range []int{1, 2} {
+		if !same(second.Reports[i], third.Reports[i]) {
+			t.Errorf("partition %d at rest: its report was taken again", i)
+		}
+	}
+	want, err := s.reportsNow(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		want[i].Seconds = third.Reports[i].Seconds
+	}
+	if !reflect.DeepEqual(third.Reports, want) {
+		t.Errorf("snapshot %+v\nwant the models' reports %+v", third.Reports, want)
+	}
+}
+
+// reportsNow asks every worker for its report.
+func (s *Service) reportsNow(ctx context.Context) ([]Report, error) {
+	answers, err := s.askAll(ctx, s.sorted(), func(*worker) *ask { return &ask{kind: askSnapshot} })
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Report, len(answers))
+	for i, a := range answers {
+		out[i] = a.report
+	}
+	return out, nil
+}
+
+// BenchmarkSnapshotAtRest: a snapshot of models that learned nothing since
+// the last one, for 1 to 64 models of the test configuration (seven
+// learners each). Its cost must not grow with the models' size, and
+// barely with their count.
+//
+//	go test -run '^$' -bench SnapshotAtRest ./internal/service/
+func BenchmarkSnapshotAtRest(b *testing.B) {
+	for _, models := range []int32{1, 16, 64} {
+		b.Run(fmt.Sprintf("models=%d", models), func(b *testing.B) {
+			src := newMemSource(genEvents(int(models)*20, 24, 0.05, 0.1, 0), models)
+			s := newService(b, Options{Config: parseConfig(b, testYAML), Source: src})
+			ctx := context.Background()
+			s.startIntake(b)
+			for i := range src.recs {
+				if err := s.dispatch(ctx, &src.recs[i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := s.publishSnapshot(ctx); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := s.publishSnapshot(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

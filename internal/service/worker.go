@@ -158,6 +158,12 @@ type worker struct {
 	markRec   connectors.Record // the last record handed over when the round asked
 	savedPos  int64             // pos of the last durable checkpoint; -1 before any
 	durableAt time.Time         // when the state of the last commit was taken
+	handed    bool              // records were handed over since the last snapshot asked
+	snap      Report            // the model's report at the last snapshot that asked
+	snapOK    bool              // snap is set
+	// snapCurves are the curves of the model at snap; nil when that
+	// snapshot did not copy them.
+	snapCurves [][]regret.Point
 }
 
 func (s *Service) newWorker(part int32, m *model) (*worker, error) {
