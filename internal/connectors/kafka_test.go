@@ -13,6 +13,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"maps"
 	"math/big"
 	"net"
 	"os"
@@ -261,6 +262,59 @@ func TestKafkaSourceResumesAtCommit(t *testing.T) {
 		if want := int64(k + i); r.Offset != want || kafkaDecode(t, r).I != k+i {
 			t.Fatalf("record %d after reopening: offset %d, want %d", i, r.Offset, want)
 		}
+	}
+}
+
+// CommitMany commits a position in every partition in one request; a
+// reopened group resumes after each, an earlier record does not move a
+// partition back, and a record from no Kafka source gets its own error.
+func TestKafkaSourceCommitMany(t *testing.T) {
+	const n, partitions = 400, 4
+	brokers := kafkaTestCluster(t, 1, partitions, []string{"events"})
+	cfg := kafkaTestConfig(brokers, "events", "many")
+	kafkaProduce(t, cfg, "events", partitions, 0, n)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s := kafkaOpen(t, cfg, false)
+	// Commit partition p up to its record 10·(p+1) - 1.
+	want := map[int32]int64{0: 10, 1: 20, 2: 30, 3: 40}
+	last := map[int32]Record{}
+	for len(last) < partitions {
+		r, err := s.Fetch(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Offset == want[r.Partition]-1 {
+			last[r.Partition] = r
+		}
+	}
+	recs := []Record{last[0], last[1], last[2], last[3], {Partition: 1, Offset: 5, ack: last[1].ack}, {Partition: 2, Offset: 99}}
+	errs := s.CommitMany(ctx, recs)
+	for i, err := range errs {
+		if (err != nil) != (i == 5) {
+			t.Errorf("CommitMany: record %d (partition %d offset %d): %v", i, recs[i].Partition, recs[i].Offset, err)
+		}
+	}
+	if errs == nil {
+		t.Error("CommitMany accepted a record from no Kafka source")
+	}
+	if errs := s.CommitMany(ctx, recs[:4]); errs != nil {
+		t.Errorf("CommitMany of committed positions: %v", errs)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	first := map[int32]int64{}
+	recs = kafkaDrain(t, kafkaOpen(t, cfg, true), 0)
+	for _, r := range recs {
+		if _, ok := first[r.Partition]; !ok {
+			first[r.Partition] = r.Offset
+		}
+	}
+	if len(recs) != n-100 || !maps.Equal(first, want) {
+		t.Errorf("after reopening: %d records, first offsets %v; want %d records from %v", len(recs), first, n-100, want)
 	}
 }
 

@@ -76,6 +76,16 @@ type Source interface {
 	Close() error
 }
 
+// A MultiCommitter commits records of several partitions in one request
+// to the broker rather than one request each: a commit round of a source
+// of many partitions then costs one round trip. CommitMany returns, for
+// every record, what Commit would have returned for it (nil slices mean
+// every commit succeeded).
+type MultiCommitter interface {
+	Source
+	CommitMany(ctx context.Context, recs []Record) []error
+}
+
 // An Assigned source has its partitions assigned to it by a group, and
 // the assignment changes with the group (a Kafka consumer group). A
 // partition it no longer owns must leave this process: its model is handed

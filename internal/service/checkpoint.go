@@ -157,6 +157,8 @@ func (s *Service) stopSaver() {
 // collectSaves commits the positions of the finished checkpoint writes;
 // with wait, it waits for all of them.
 func (s *Service) collectSaves(ctx context.Context, wait bool) error {
+	var commits []commitItem
+collect:
 	for s.saver != nil && s.saver.inflight > 0 {
 		var j saveJob
 		if wait {
@@ -165,7 +167,7 @@ func (s *Service) collectSaves(ctx context.Context, wait bool) error {
 			select {
 			case j = <-s.saver.results:
 			default:
-				return nil
+				break collect
 			}
 		}
 		s.saver.inflight--
@@ -186,10 +188,14 @@ func (s *Service) collectSaves(ctx context.Context, wait bool) error {
 			continue // dropped meanwhile (revoked, or reloaded): not ours to commit
 		}
 		j.w.savedPos = j.pos
-		if err := s.commitRecord(ctx, j.w, j.rec, j.at); err != nil {
-			return err
-		}
-		if j.w.dirty {
+		commits = append(commits, commitItem{j.w, j.rec, j.at})
+	}
+	// The positions the written checkpoints hold, in one commit.
+	if err := s.commitRecords(ctx, commits); err != nil {
+		return err
+	}
+	for _, c := range commits {
+		if c.w.dirty {
 			s.uncommitted++ // learned more meanwhile: another round
 		}
 	}

@@ -783,6 +783,7 @@ func (s *Service) finishRound(ctx context.Context) error {
 		s.uncommitted += len(answers)
 		return fmt.Errorf("service: outputs not durable, nothing committed: %w", err)
 	}
+	var commits []commitItem
 	for _, a := range answers {
 		w := a.w
 		if s.workers[w.part] != w {
@@ -793,21 +794,20 @@ func (s *Service) finishRound(ctx context.Context) error {
 			if !a.ok {
 				continue // the worker failed at its first record
 			}
-			if err := s.commitRecord(ctx, w, a.rec, r.at); err != nil {
-				return err
-			}
+			commits = append(commits, commitItem{w, a.rec, r.at})
 		case a.ckpt == nil:
 			// Only records the durable checkpoint already holds (skipped
 			// after a restore): their positions may be committed as is.
 			w.saving = false
-			if err := s.commitRecord(ctx, w, w.markRec, w.durableAt); err != nil {
-				return err
-			}
+			commits = append(commits, commitItem{w, w.markRec, w.durableAt})
 		default:
 			// Written off the loop; its position committed once durable.
 			s.saver.inflight++
 			s.saver.jobs <- saveJob{part: w.part, w: w, rec: w.markRec, pos: a.ckpt.Position, at: a.ckpt.Created, c: a.ckpt}
 		}
+	}
+	if err := s.commitRecords(ctx, commits); err != nil {
+		return err
 	}
 	// Models left dirty (learned more meanwhile) keep commit rounds coming.
 	for _, w := range s.workers {
@@ -847,11 +847,48 @@ func (s *Service) commit(ctx context.Context) error {
 	return nil
 }
 
-// commitRecord commits rec, the last record of w's partition that the
-// state taken at `at` holds, and marks the model clean when nothing was
-// handed over since.
-func (s *Service) commitRecord(ctx context.Context, w *worker, rec connectors.Record, at time.Time) error {
-	if err := s.opt.Source.Commit(ctx, rec); errors.Is(err, connectors.ErrPartitionRevoked) {
+// commitItem is a position to commit: rec, the last record of w's
+// partition that the state taken at `at` holds.
+type commitItem struct {
+	w   *worker
+	rec connectors.Record
+	at  time.Time
+}
+
+// commitRecords commits the positions of items: in one request when the
+// source commits many at once (connectors.MultiCommitter), else one by
+// one. Each model whose position is committed is marked clean when nothing
+// was handed over since.
+func (s *Service) commitRecords(ctx context.Context, items []commitItem) error {
+	if mc, ok := s.opt.Source.(connectors.MultiCommitter); ok && len(items) > 1 {
+		recs := make([]connectors.Record, len(items))
+		for i, it := range items {
+			recs[i] = it.rec
+		}
+		errs := mc.CommitMany(ctx, recs)
+		for i, it := range items {
+			var err error
+			if errs != nil {
+				err = errs[i]
+			}
+			if err := s.committed(ctx, it, err); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, it := range items {
+		if err := s.committed(ctx, it, s.opt.Source.Commit(ctx, it.rec)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// committed takes the outcome err of the commit of it.
+func (s *Service) committed(ctx context.Context, it commitItem, err error) error {
+	w, rec := it.w, it.rec
+	if errors.Is(err, connectors.ErrPartitionRevoked) {
 		s.logger.Warn("partition revoked before its commit: its records since the last commit will be learned again by the new owner",
 			"source", s.opt.Source.Name(), "partition", w.part, "offset", rec.Offset)
 	} else if err != nil {
@@ -865,7 +902,7 @@ func (s *Service) commitRecord(ctx context.Context, w *worker, rec connectors.Re
 		s.uncommitted++
 		return nil
 	}
-	w.durableAt = at
+	w.durableAt = it.at
 	if w.last.Offset == rec.Offset && w.last.Partition == rec.Partition {
 		w.dirty = false
 	}
