@@ -488,7 +488,8 @@ func BenchmarkBareJetStream(b *testing.B) {
 // and its tracker — against the bare read-parse-update loop (event.Reader
 // and a Perceptron's fused Round, no service, no tracker), on a9a
 // (LIBSVM, 123 binary features) and on JSONL events of DESIGN.md's shape,
-// both read from the file:
+// both read from the file; ratio/ runs them in turn and reports the ratio
+// of their times:
 //
 //	go test -run '^$' -bench Replay -count 5 ./internal/service/
 func BenchmarkReplay(b *testing.B) {
@@ -510,51 +511,67 @@ func BenchmarkReplay(b *testing.B) {
 			continue
 		}
 		records := bytes.Count(data, []byte("\n"))
-		b.Run("service/"+in.name, func(b *testing.B) {
-			b.ReportAllocs()
-			b.SetBytes(int64(len(data)))
-			for b.Loop() {
-				src := service.NewFiles([]string{in.path}, pipeline.EventConfig(c), nil)
-				svc, err := service.New(service.Options{Config: c, Source: src, HistoryPoints: -1})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := errors.Join(svc.Run(context.Background()), src.Close()); err != nil {
-					b.Fatal(err)
-				}
+		replay := func(b *testing.B) {
+			src := service.NewFiles([]string{in.path}, pipeline.EventConfig(c), nil)
+			svc, err := service.New(service.Options{Config: c, Source: src, HistoryPoints: -1})
+			if err != nil {
+				b.Fatal(err)
 			}
-			b.ReportMetric(float64(b.N*records)/b.Elapsed().Seconds(), "records/s")
-		})
-		b.Run("bare/"+in.name, func(b *testing.B) {
-			b.ReportAllocs()
-			b.SetBytes(int64(len(data)))
-			for b.Loop() {
-				pct, err := online.NewPerceptron(c.Features.Bits, online.PerceptronConfig{Bias: true})
-				if err != nil {
-					b.Fatal(err)
-				}
-				f, err := os.Open(in.path)
-				if err != nil {
-					b.Fatal(err)
-				}
-				r, err := event.NewReader(f, in.path, pipeline.EventConfig(c))
-				if err != nil {
-					b.Fatal(err)
-				}
-				var ev event.Event
-				for {
-					err := r.Next(&ev)
-					if err == io.EOF {
-						break
-					}
-					if err != nil {
-						b.Fatal(err)
-					}
-					pct.Round(ev.X, ev.Label)
-				}
-				f.Close()
+			if err := errors.Join(svc.Run(context.Background()), src.Close()); err != nil {
+				b.Fatal(err)
 			}
-			b.ReportMetric(float64(b.N*records)/b.Elapsed().Seconds(), "records/s")
+		}
+		bare := func(b *testing.B) {
+			pct, err := online.NewPerceptron(c.Features.Bits, online.PerceptronConfig{Bias: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			f, err := os.Open(in.path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			r, err := event.NewReader(f, in.path, pipeline.EventConfig(c))
+			if err != nil {
+				b.Fatal(err)
+			}
+			var ev event.Event
+			for {
+				err := r.Next(&ev)
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				pct.Round(ev.X, ev.Label)
+			}
+		}
+		for _, run := range []struct {
+			name string
+			f    func(*testing.B)
+		}{{"service", replay}, {"bare", bare}} {
+			b.Run(run.name+"/"+in.name, func(b *testing.B) {
+				b.ReportAllocs()
+				b.SetBytes(int64(len(data)))
+				for b.Loop() {
+					run.f(b)
+				}
+				b.ReportMetric(float64(b.N*records)/b.Elapsed().Seconds(), "records/s")
+			})
+		}
+		// The two in turn, so that both see the same machine: the ratio
+		// of their times holds still where each time alone does not.
+		b.Run("ratio/"+in.name, func(b *testing.B) {
+			var ts, tb time.Duration
+			for b.Loop() {
+				t0 := time.Now()
+				replay(b)
+				t1 := time.Now()
+				bare(b)
+				ts, tb = ts+t1.Sub(t0), tb+time.Since(t1)
+			}
+			b.ReportMetric(float64(ts)/float64(tb), "service/bare")
 		})
 	}
 }
