@@ -160,14 +160,17 @@ func kafkaDrain(t testing.TB, s *KafkaSource, every int) []Record {
 	}
 }
 
-func TestKafkaSourceUntilEnd(t *testing.T) {
-	const n = 300
+// TestKafkaSourceRecords: a source names its topic and owns the one
+// partition, and each record carries its key and the partition's lag at
+// its fetch: with nothing produced meanwhile, the records after it. A
+// record from no Kafka source cannot be committed. (Order, offsets, times,
+// the end and commits are the conformance suite's.)
+func TestKafkaSourceRecords(t *testing.T) {
+	const n = 120
 	brokers := kafkaTestCluster(t, 1, 1, []string{"events"})
 	cfg := kafkaTestConfig(brokers, "events", "g1")
 	kafkaProduce(t, cfg, "events", 1, 0, n)
 	s := kafkaOpen(t, cfg, true)
-	kafkaProduce(t, cfg, "events", 1, n, 10) // after open: beyond the end at start
-
 	if got, want := s.Name(), "kafka:events"; got != want {
 		t.Errorf("Name() = %q, want %q", got, want)
 	}
@@ -176,91 +179,29 @@ func TestKafkaSourceUntilEnd(t *testing.T) {
 		t.Fatalf("got %d records, want %d", len(recs), n)
 	}
 	for i, r := range recs {
-		e := kafkaDecode(t, r)
-		if r.Partition != 0 || r.Offset != int64(i) || e.I != i || string(r.Key) != fmt.Sprintf("k%d", i) {
-			t.Fatalf("record %d: partition %d offset %d key %q event %+v", i, r.Partition, r.Offset, r.Key, e)
+		if want := fmt.Sprintf("k%d", i); string(r.Key) != want {
+			t.Fatalf("record %d: key %q, want %q", i, r.Key, want)
 		}
-		if r.Time.IsZero() {
-			t.Fatalf("record %d: zero broker time", i)
-		}
-	}
-	// The end is sticky.
-	if _, err := s.Fetch(context.Background()); !errors.Is(err, ErrEndOfInput) {
-		t.Errorf("second Fetch at the end: %v, want ErrEndOfInput", err)
-	}
-	if got := s.Assignments(); !slices.Equal(got, []int32{0}) {
-		t.Errorf("Assignments() = %v, want [0]", got)
-	}
-}
-
-// Each record carries the partition's lag at its fetch: with nothing
-// produced meanwhile, the records after it.
-func TestKafkaSourceLag(t *testing.T) {
-	const n = 120
-	brokers := kafkaTestCluster(t, 1, 1, []string{"events"})
-	cfg := kafkaTestConfig(brokers, "events", "g-lag")
-	kafkaProduce(t, cfg, "events", 1, 0, n)
-	recs := kafkaDrain(t, kafkaOpen(t, cfg, true), 0)
-	if len(recs) != n {
-		t.Fatalf("got %d records, want %d", len(recs), n)
-	}
-	for i, r := range recs {
 		if want := int64(n - 1 - i); r.Lag != want {
 			t.Fatalf("record %d: lag %d, want %d", i, r.Lag, want)
 		}
 	}
+	if got := s.Assignments(); !slices.Equal(got, []int32{0}) {
+		t.Errorf("Assignments() = %v, want [0]", got)
+	}
+	if err := s.Commit(context.Background(), Record{Partition: 0, Offset: 3}); err == nil {
+		t.Error("Commit of a record from no Kafka source succeeded")
+	}
 }
 
+// TestKafkaSourceEmptyTopicEndsAtOnce: a source opened to stop at the end
+// of a topic whose three partitions are all empty ends at once (the
+// conformance suite checks a topic of one).
 func TestKafkaSourceEmptyTopicEndsAtOnce(t *testing.T) {
 	brokers := kafkaTestCluster(t, 1, 3, []string{"empty"})
 	s := kafkaOpen(t, kafkaTestConfig(brokers, "empty", "g"), true)
 	if recs := kafkaDrain(t, s, 0); len(recs) != 0 {
 		t.Fatalf("got %d records from an empty topic", len(recs))
-	}
-}
-
-func TestKafkaSourceResumesAtCommit(t *testing.T) {
-	const n, k = 200, 73
-	brokers := kafkaTestCluster(t, 1, 1, []string{"events"})
-	cfg := kafkaTestConfig(brokers, "events", "resume")
-	kafkaProduce(t, cfg, "events", 1, 0, n)
-
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	s := kafkaOpen(t, cfg, false)
-	var last Record
-	for i := range k + 20 { // 20 records fetched but never learned
-		r, err := s.Fetch(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if i == k-1 {
-			last = r
-		}
-	}
-	if err := s.Commit(ctx, last); err != nil {
-		t.Fatal(err)
-	}
-	// Committing an earlier record does not move the group back.
-	if err := s.Commit(ctx, Record{Partition: 0, Offset: 3, ack: last.ack}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Commit(ctx, Record{Partition: 0, Offset: 3}); err == nil {
-		t.Error("Commit of a record from no Kafka source succeeded")
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	s2 := kafkaOpen(t, cfg, true)
-	recs := kafkaDrain(t, s2, 0)
-	if len(recs) != n-k {
-		t.Fatalf("after reopening: %d records, want %d", len(recs), n-k)
-	}
-	for i, r := range recs {
-		if want := int64(k + i); r.Offset != want || kafkaDecode(t, r).I != k+i {
-			t.Fatalf("record %d after reopening: offset %d, want %d", i, r.Offset, want)
-		}
 	}
 }
 
