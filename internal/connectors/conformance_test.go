@@ -74,12 +74,12 @@ func TestNATSJetStreamConformance(t *testing.T) {
 			Follows:     true,
 			New: func(t *testing.T, values [][]byte) sourcetest.Stream {
 				cfg := tc.cfg
-				cfg.URL, cfg.Stream, cfg.Subject, cfg.Durable = connectors.NATSTestStream(t, "CONF", "conf"), "CONF", "conf", "conformance"
+				cfg.URL, cfg.Durable = connectors.JetStreamTestServer(t), "conformance"
 				st := sourcetest.Stream{
 					Open: opener(func(ctx context.Context, untilEnd bool) (connectors.Source, error) {
 						return connectors.NewJetStreamSource(ctx, cfg, untilEnd)
 					}),
-					Publish: publisher(func() (connectors.Sink, error) { return connectors.NewJetStreamSink(cfg, "CONF", "conf") }),
+					Publish: publisher(func() (connectors.Sink, error) { return connectors.NewJetStreamSink(cfg, "EVENTS", "events") }),
 				}
 				st.Publish(t, values)
 				return st
@@ -91,12 +91,12 @@ func TestNATSJetStreamConformance(t *testing.T) {
 		FirstOffset: 1,
 		Live:        true,
 		New: func(t *testing.T, _ [][]byte) sourcetest.Stream {
-			cfg := connectors.NATSConfig{URL: connectors.NATSTestStream(t, "CONF", "conf"), Subject: "conf"}
+			cfg := connectors.NATSConfig{URL: connectors.JetStreamTestServer(t)}
 			return sourcetest.Stream{
 				Open: opener(func(ctx context.Context, untilEnd bool) (connectors.Source, error) {
 					return connectors.NewNATSSource(ctx, cfg, untilEnd)
 				}),
-				Publish: publisher(func() (connectors.Sink, error) { return connectors.NewNATSSink(cfg, "conf") }),
+				Publish: publisher(func() (connectors.Sink, error) { return connectors.NewNATSSink(cfg, "events") }),
 			}
 		},
 	})

@@ -3,49 +3,44 @@ package connectors
 import (
 	"context"
 	"errors"
-	"fmt"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // natsTestStream creates stream name capturing subjects, with a client of
-// its own.
-func natsTestStream(t testing.TB, url, name string, subjects ...string) {
+// its own connected as cfg says.
+func natsTestStream(t testing.TB, cfg NATSConfig, name string, subjects ...string) {
 	t.Helper()
-	nc, err := nats.Connect(url)
+	nc, err := natsConnect(cfg.withDefaults())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	defer nc.close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: subjects}); err != nil {
+	if err := jsCreateStream(ctx, nc.Conn, name, subjects...); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// natsEvent is the i-th test event.
-func natsEvent(i int) []byte {
-	return fmt.Appendf(nil, `{"id":"e-%d","label":%d,"x":[%d]}`, i, i%2, i)
+// jsTestServer runs a server (natsTestServer) with stream EVENTS on
+// subject events holding events 0..n-1, and returns its URL.
+func jsTestServer(t testing.TB, n int) string {
+	t.Helper()
+	url := natsTestServer(t, nil).ClientURL()
+	natsTestStream(t, NATSConfig{URL: url}, "EVENTS", "events")
+	jsPublish(t, url, "events", 0, n)
+	return url
 }
 
 // jsPublish publishes events from..to-1 into JetStream, waiting for acks.
 func jsPublish(t testing.TB, url, subject string, from, to int) {
 	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js := jsTestClient(t, url)
 	defer nc.Close()
-	js, _ := jetstream.New(nc)
 	for i := from; i < to; i++ {
-		if _, err := js.PublishAsync(subject, natsEvent(i)); err != nil {
+		if _, err := js.PublishAsync(subject, testEvent(i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -68,7 +63,7 @@ func natsFetchN(t *testing.T, src Source, n, want int) Record {
 		if r, err = src.Fetch(ctx); err != nil {
 			t.Fatalf("fetch %d of %d: %v", i+1, n, err)
 		}
-		if got, exp := string(r.Value), string(natsEvent(want+i)); got != exp {
+		if got, exp := string(r.Value), string(testEvent(want+i)); got != exp {
 			t.Fatalf("record %d: got %s, want %s", i+1, got, exp)
 		}
 	}
@@ -142,14 +137,7 @@ func TestNATSSourceRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n = 2000
-	for i := range n {
-		if err := sink.Publish(ctx, nil, natsEvent(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := sink.Close(); err != nil {
-		t.Fatal(err)
-	}
+	sinkWrite(t, sink, n)
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	for i := range n {
@@ -195,7 +183,7 @@ func TestNATSSourceSlowConsumerDrops(t *testing.T) {
 	}
 	const n = 500
 	for i := range n {
-		_ = sink.Publish(ctx, nil, natsEvent(i))
+		_ = sink.Publish(ctx, nil, testEvent(i))
 	}
 	if err := sink.Close(); err != nil {
 		t.Fatal(err)
@@ -232,7 +220,7 @@ func TestNATSSourceSlowConsumerDrops(t *testing.T) {
 // conformance suite's.)
 func TestJetStreamUntilEnd(t *testing.T) {
 	srv := natsTestServer(t, nil)
-	natsTestStream(t, srv.ClientURL(), "EVENTS", "events.>")
+	natsTestStream(t, NATSConfig{URL: srv.ClientURL()}, "EVENTS", "events.>")
 	const n = 700
 	jsPublish(t, srv.ClientURL(), "events.a", 0, n)
 	cfg := NATSConfig{URL: srv.ClientURL(), Subject: "events.>", FetchBatch: 64}
@@ -263,11 +251,8 @@ func TestJetStreamUntilEnd(t *testing.T) {
 // Each record carries the consumer's pending count at its delivery: with
 // nothing published meanwhile, the messages after it.
 func TestJetStreamLag(t *testing.T) {
-	srv := natsTestServer(t, nil)
-	natsTestStream(t, srv.ClientURL(), "EVENTS", "events.>")
 	const n = 300
-	jsPublish(t, srv.ClientURL(), "events.a", 0, n)
-	src, err := NewJetStreamSource(context.Background(), NATSConfig{URL: srv.ClientURL(), Subject: "events.>", FetchBatch: 64}, true)
+	src, err := NewJetStreamSource(context.Background(), NATSConfig{URL: jsTestServer(t, n), FetchBatch: 64}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,10 +271,8 @@ func TestJetStreamLag(t *testing.T) {
 // With AckBatch, commits are acknowledged every AckBatch calls and the
 // rest on Close.
 func TestJetStreamAckBatch(t *testing.T) {
-	srv := natsTestServer(t, nil)
-	natsTestStream(t, srv.ClientURL(), "EVENTS", "events")
-	jsPublish(t, srv.ClientURL(), "events", 0, 60)
-	cfg := NATSConfig{URL: srv.ClientURL(), AckBatch: 10}
+	url := jsTestServer(t, 60)
+	cfg := NATSConfig{URL: url, AckBatch: 10}
 	ctx := context.Background()
 	src, err := NewJetStreamSource(ctx, cfg, false)
 	if err != nil {
@@ -326,10 +309,8 @@ func TestJetStreamSkipsAckWaitRedelivery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits for AckWait")
 	}
-	srv := natsTestServer(t, nil)
-	natsTestStream(t, srv.ClientURL(), "EVENTS", "events")
-	jsPublish(t, srv.ClientURL(), "events", 0, 5)
-	cfg := NATSConfig{URL: srv.ClientURL(), AckWait: time.Second, FetchWait: time.Second}
+	url := jsTestServer(t, 5)
+	cfg := NATSConfig{URL: url, AckWait: time.Second, FetchWait: time.Second}
 	ctx := context.Background()
 	src, err := NewJetStreamSource(ctx, cfg, false)
 	if err != nil {
@@ -338,7 +319,7 @@ func TestJetStreamSkipsAckWaitRedelivery(t *testing.T) {
 	defer src.Close()
 	natsFetchN(t, src, 5, 0)
 	time.Sleep(1500 * time.Millisecond) // past AckWait: the server redelivers 1..5
-	jsPublish(t, srv.ClientURL(), "events", 5, 6)
+	jsPublish(t, url, "events", 5, 6)
 	r := natsFetchN(t, src, 1, 5)
 	if r.Offset != 6 || src.Redelivered() == 0 {
 		t.Fatalf("offset %d redelivered %d, want 6 and > 0", r.Offset, src.Redelivered())
@@ -355,7 +336,7 @@ func TestJetStreamSourceNoStream(t *testing.T) {
 
 func TestJetStreamSinkRoundTrip(t *testing.T) {
 	srv := natsTestServer(t, nil)
-	natsTestStream(t, srv.ClientURL(), "PRED", "predictions")
+	natsTestStream(t, NATSConfig{URL: srv.ClientURL()}, "PRED", "predictions")
 	cfg := NATSConfig{URL: srv.ClientURL(), PublishWindow: 16}
 	sink, err := NewJetStreamSink(cfg, "PRED", "predictions")
 	if err != nil {
@@ -365,7 +346,7 @@ func TestJetStreamSinkRoundTrip(t *testing.T) {
 	const n = 500
 	buf := make([]byte, 0, 64)
 	for i := range n {
-		buf = append(buf[:0], natsEvent(i)...)
+		buf = append(buf[:0], testEvent(i)...)
 		if err := sink.Publish(ctx, nil, buf); err != nil { // buf is reused: the sink must copy
 			t.Fatal(err)
 		}
@@ -388,7 +369,7 @@ func TestJetStreamSinkRoundTrip(t *testing.T) {
 
 func TestJetStreamSinkErrors(t *testing.T) {
 	srv := natsTestServer(t, nil)
-	natsTestStream(t, srv.ClientURL(), "PRED", "predictions")
+	natsTestStream(t, NATSConfig{URL: srv.ClientURL()}, "PRED", "predictions")
 	cfg := NATSConfig{URL: srv.ClientURL()}
 	if _, err := NewJetStreamSink(cfg, "NOPE", "predictions"); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Fatalf("missing stream: %v", err)
@@ -424,14 +405,7 @@ func TestEmbedded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range 20 {
-		if err := sink.Publish(ctx, nil, natsEvent(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := sink.Close(); err != nil {
-		t.Fatal(err)
-	}
+	sinkWrite(t, sink, 20)
 	src, err := NewJetStreamSource(ctx, NATSConfig{URL: e.ClientURL()}, true)
 	if err != nil {
 		t.Fatal(err)
@@ -447,11 +421,9 @@ func TestEmbedded(t *testing.T) {
 
 // Close leaves no goroutine behind: sources, sinks and their connections.
 func TestNATSJetStreamCloseLeavesNoGoroutine(t *testing.T) {
-	srv := natsTestServer(t, nil)
-	natsTestStream(t, srv.ClientURL(), "EVENTS", "events")
-	jsPublish(t, srv.ClientURL(), "events", 0, 100)
+	url := jsTestServer(t, 100)
 	ctx := context.Background()
-	cfg := NATSConfig{URL: srv.ClientURL()}
+	cfg := NATSConfig{URL: url}
 	exercise := func() {
 		js, err := NewJetStreamSource(ctx, cfg, false)
 		if err != nil {
@@ -473,8 +445,8 @@ func TestNATSJetStreamCloseLeavesNoGoroutine(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_ = sink.Publish(ctx, nil, natsEvent(0))
-		_ = jsink.Publish(ctx, nil, natsEvent(1))
+		_ = sink.Publish(ctx, nil, testEvent(0))
+		_ = jsink.Publish(ctx, nil, testEvent(1))
 		c, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		if _, err := core.Fetch(c); err != nil {
@@ -491,13 +463,8 @@ func TestNATSJetStreamCloseLeavesNoGoroutine(t *testing.T) {
 	// The first run creates the durable consumer, whose server-side
 	// goroutines stay; count from the second.
 	exercise()
-	natsGoroutinesSettle(t, -1)
-	before := runtime.NumGoroutine()
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	jsc, _ := jetstream.New(nc)
+	before := goroutinesSettle(t, -1)
+	nc, jsc := jsTestClient(t, url)
 	st, err := jsc.Stream(ctx, "EVENTS")
 	if err != nil {
 		t.Fatal(err)
@@ -513,33 +480,18 @@ func TestNATSJetStreamCloseLeavesNoGoroutine(t *testing.T) {
 		t.Fatal(err)
 	}
 	nc.Close()
-	natsGoroutinesSettle(t, before)
+	goroutinesSettle(t, before)
 	exercise()
-	natsGoroutinesSettle(t, before)
+	goroutinesSettle(t, before)
 }
 
-// natsGoroutinesSettle waits until at most want goroutines run (want < 0:
-// until the count stops falling) and fails with their stacks if they do
-// not: connections end their goroutines asynchronously.
-func natsGoroutinesSettle(t *testing.T, want int) {
-	t.Helper()
-	now := runtime.NumGoroutine()
-	for range 150 {
-		time.Sleep(20 * time.Millisecond)
-		n := runtime.NumGoroutine()
-		if want >= 0 && n <= want || want < 0 && n == now {
-			return
-		}
-		now = n
-	}
-	if want < 0 {
-		return
-	}
-	buf := make([]byte, 1<<20)
-	t.Fatalf("%d goroutines, want at most %d:\n%s", now, want, buf[:runtime.Stack(buf, true)])
-}
-
+// TestJetStreamAckMeta: jsAckMeta reads the stream sequence, the pending
+// count and the time from an ack reply subject of every form. A source
+// reads what follows the prefix it learnt, and falls back to jsAckMeta on
+// another prefix: the same results, whatever came before (the cases run
+// in order through one source).
 func TestJetStreamAckMeta(t *testing.T) {
+	var src JetStreamSource
 	for _, tc := range []struct {
 		reply            string
 		seq, pending, ts uint64
@@ -551,20 +503,6 @@ func TestJetStreamAckMeta(t *testing.T) {
 		{"$JS.ACK.EVENTS.dur.1.x.7.1.3", 0, 0, 0, false},
 		{"$JS.ACK.EVENTS.dur.1.42", 0, 0, 0, false},
 		{"_INBOX.abc", 0, 0, 0, false},
-	} {
-		seq, pending, ts, _, _, ok := jsAckMeta(tc.reply)
-		if ok != tc.ok || ok && (seq != tc.seq || pending != tc.pending || uint64(ts) != tc.ts) {
-			t.Errorf("%s: got %d %d %d %v", tc.reply, seq, pending, ts, ok)
-		}
-	}
-	// A source reads what follows the prefix it learnt, and falls back to
-	// jsAckMeta on another prefix: the same results, whatever came before.
-	var src JetStreamSource
-	for _, tc := range []struct {
-		reply            string
-		seq, pending, ts uint64
-		ok               bool
-	}{
 		{"$JS.ACK.EVENTS.dur.1.42.7.1700000000000000001.3", 42, 3, 1700000000000000001, true},
 		{"$JS.ACK.EVENTS.dur.12.43.8.1700000000000000002.2", 43, 2, 1700000000000000002, true},
 		{"$JS.ACK.EVENTS.dur.1.44.9.1700000000000000003.1.x", 0, 0, 0, false},
@@ -581,7 +519,11 @@ func TestJetStreamAckMeta(t *testing.T) {
 		{"$JS.ACK.EVENTS.dur.1.50.7.8.3", 50, 3, 8, true},
 		{"_INBOX.abc", 0, 0, 0, false},
 	} {
-		seq, pending, ts, ok := src.ackMeta(tc.reply)
+		seq, pending, ts, _, _, ok := jsAckMeta(tc.reply)
+		if ok != tc.ok || ok && (seq != tc.seq || pending != tc.pending || uint64(ts) != tc.ts) {
+			t.Errorf("%s: got %d %d %d %v", tc.reply, seq, pending, ts, ok)
+		}
+		seq, pending, ts, ok = src.ackMeta(tc.reply)
 		if ok != tc.ok || ok && (seq != tc.seq || pending != tc.pending || uint64(ts) != tc.ts) {
 			t.Errorf("source: %s: got %d %d %d %v", tc.reply, seq, pending, ts, ok)
 		}
