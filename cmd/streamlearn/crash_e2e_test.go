@@ -47,7 +47,7 @@ func TestE2ECrashResume(t *testing.T) {
 
 	jetstream := func(t *testing.T, dir string) (string, string, string) {
 		url, _ := natsServer(t, ctx, natsBin, dir)
-		jsStream(t, ctx, url)
+		jsStream(t, ctx, url, "EVENTS", "events")
 		runProc(t, ctx, dir, sl, "publish", "--kind", "jetstream", "--url", url, "--stream", "EVENTS", "--subject", "events", stream)
 		return fmt.Sprintf("source: {kind: jetstream, url: %q, subject: events, stream: EVENTS, durable: crash}\n", url), "jetstream:EVENTS/crash", url
 	}
@@ -209,7 +209,7 @@ func TestE2ECheckpointBucket(t *testing.T) {
 		t.Fatal(err)
 	}
 	url, _ := natsServer(t, ctx, natsBin, dir)
-	js, _ := jsStream(t, ctx, url)
+	js, _ := jsStream(t, ctx, url, "EVENTS", "events")
 	runProc(t, ctx, dir, sl, "publish", "--kind", "jetstream", "--url", url, "--stream", "EVENTS", "--subject", "events", demo)
 	want := normReport(t, "replay", runProc(t, ctx, dir, sl, "replay", "-c", e2eConfig(t, dir, "replay.yaml", ""), "--report", "json", demo), "", 5000)
 
@@ -250,7 +250,7 @@ func TestE2EBrokerRestart(t *testing.T) {
 
 	srv, port, mport := natsServerFree(t, ctx, natsBin, dir)
 	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
-	jsStream(t, ctx, url)
+	jsStream(t, ctx, url, "EVENTS", "events")
 	runProc(t, ctx, dir, sl, "publish", "--kind", "jetstream", "--url", url, "--stream", "EVENTS", "--subject", "events", stream)
 
 	run := runDisrupted(t, ctx, dir, sl, fmt.Sprintf("source: {kind: jetstream, url: %q, subject: events, stream: EVENTS, durable: restart}\n", url), n,

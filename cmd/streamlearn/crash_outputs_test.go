@@ -38,7 +38,7 @@ func TestE2ECrashOutputs(t *testing.T) {
 	}
 	stream, _ := e2eStream(t, ctx, dir, sl, n, 5)
 	url, _ := natsServer(t, ctx, natsBin, dir)
-	js, _ := jsStream(t, ctx, url)
+	js, _ := jsStream(t, ctx, url, "EVENTS", "events")
 	preds, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "PREDS", Subjects: []string{"preds"}})
 	if err != nil {
 		t.Fatal(err)

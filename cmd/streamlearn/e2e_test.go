@@ -32,6 +32,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/streamlearn/streamlearn/internal/testbroker"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -521,21 +522,13 @@ func startNATSServerAt(t *testing.T, ctx context.Context, bin, dir string, port,
 	}
 }
 
-// jsStream creates stream EVENTS on subject "events" at the NATS server url
-// and returns it with its JetStream context; the connection closes with
-// the test.
-func jsStream(t *testing.T, ctx context.Context, url string) (jetstream.JetStream, jetstream.Stream) {
+// jsStream creates stream name on subject at the NATS server url and
+// returns it with its JetStream context; the connection closes with the
+// test.
+func jsStream(t *testing.T, ctx context.Context, url, name, subject string) (jetstream.JetStream, jetstream.Stream) {
 	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stream, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "EVENTS", Subjects: []string{"events"}})
+	js := testbroker.JetStream(t, url)
+	stream, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{subject}})
 	if err != nil {
 		t.Fatalf("create stream: %v", err)
 	}
@@ -597,7 +590,7 @@ func TestE2ENATSServer(t *testing.T) {
 	want := normReport(t, "replay", runProc(t, ctx, dir, sl, "replay", "-c", replayCfg, "--report", "json", demo), "", 5000)
 
 	t.Run("jetstream", func(t *testing.T) {
-		_, stream := jsStream(t, ctx, url)
+		_, stream := jsStream(t, ctx, url, "EVENTS", "events")
 		runProc(t, ctx, dir, sl, "publish", "--kind", "jetstream", "--url", url, "--stream", "EVENTS", "--subject", "events", demo)
 		info, err := stream.Info(ctx)
 		if err != nil {
@@ -638,19 +631,7 @@ func TestE2ENATSServer(t *testing.T) {
 	// process that pulled ahead and died) must deliver them again, first
 	// and in order, on the next run.
 	t.Run("jetstream-restart", func(t *testing.T) {
-		nc, err := nats.Connect(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer nc.Close()
-		js, err := jetstream.New(nc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		stream, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "RESTART", Subjects: []string{"restart"}})
-		if err != nil {
-			t.Fatalf("create stream: %v", err)
-		}
+		_, stream := jsStream(t, ctx, url, "RESTART", "restart")
 		data, err := os.ReadFile(demo)
 		if err != nil {
 			t.Fatal(err)

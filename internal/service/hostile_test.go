@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/streamlearn/streamlearn/internal/config"
@@ -24,6 +23,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/experts"
 	"github.com/streamlearn/streamlearn/internal/online"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
+	"github.com/streamlearn/streamlearn/internal/testbroker"
 )
 
 // hostileYAML has every algorithm, the averaged Perceptron and both OGD
@@ -351,15 +351,7 @@ func startBigNATS(t *testing.T) string {
 	if !srv.ReadyForConnections(10 * time.Second) {
 		t.Fatal("nats server not ready")
 	}
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := testbroker.JetStream(t, srv.ClientURL())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "HOSTILE", Subjects: []string{"hostile"}}); err != nil {
