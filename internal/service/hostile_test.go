@@ -186,8 +186,8 @@ func rawsOf(recs []saltedRecord) [][]byte {
 	return out
 }
 
-// hostileDeadLetter is a dead letter as DeadLetters writes it.
-type hostileDeadLetter struct {
+// deadLetterMsg is a dead letter as DeadLetters writes it.
+type deadLetterMsg struct {
 	Source       string `json:"source"`
 	Partition    int32  `json:"partition"`
 	Offset       int64  `json:"offset"`
@@ -250,7 +250,7 @@ func checkHostileRun(t *testing.T, run hostileRun, salted []saltedRecord, clean 
 		}
 		msg := run.letters[k]
 		k++
-		var d hostileDeadLetter
+		var d deadLetterMsg
 		decodeStrict(t, msg, &d)
 		offset := run.offset0 + int64(i)
 		if d.Source != run.source || d.Offset != offset || d.Reason != string(r.bad.reason) {
@@ -477,7 +477,7 @@ func TestDeadLetterTruncation(t *testing.T) {
 			t.Fatal(err)
 		}
 		msg := sink.messages()[0]
-		var d hostileDeadLetter
+		var d deadLetterMsg
 		decodeStrict(t, msg, &d)
 		raw := []byte(d.Raw)
 		if d.RawBase64 != "" {
