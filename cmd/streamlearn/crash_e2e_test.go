@@ -30,9 +30,7 @@ import (
 func TestE2ECrashResume(t *testing.T) {
 	sl, kfake := e2eBuild(t)
 	natsBin := e2eTool(t, "nats-server", "nats-server", "/usr/sbin", "/usr/local/sbin")
-	ctx, cancel := context.WithTimeout(t.Context(), 3*e2eTimeout)
-	defer cancel()
-	dir := t.TempDir()
+	ctx, dir := e2eStart(t, 3*e2eTimeout)
 	// Long enough that four kills, each a checkpoint and up to 150ms after
 	// a restart, fall before the end: a run learns 100-200k events/s here
 	// and its first file appears ~0.15s after the first checkpoint is
@@ -201,13 +199,8 @@ func modTime(path string) time.Time {
 func TestE2ECheckpointBucket(t *testing.T) {
 	sl, _ := e2eBuild(t)
 	natsBin := e2eTool(t, "nats-server", "nats-server", "/usr/sbin", "/usr/local/sbin")
-	ctx, cancel := context.WithTimeout(t.Context(), e2eTimeout)
-	defer cancel()
-	dir := t.TempDir()
-	demo, err := filepath.Abs(e2eDemo)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, dir := e2eStart(t, e2eTimeout)
+	demo := e2eDemoFile(t)
 	url, _ := natsServer(t, ctx, natsBin, dir)
 	js, _ := jsStream(t, ctx, url, "EVENTS", "events")
 	runProc(t, ctx, dir, sl, "publish", "--kind", "jetstream", "--url", url, "--stream", "EVENTS", "--subject", "events", demo)
@@ -242,9 +235,7 @@ func TestE2ECheckpointBucket(t *testing.T) {
 func TestE2EBrokerRestart(t *testing.T) {
 	sl, _ := e2eBuild(t)
 	natsBin := e2eTool(t, "nats-server", "nats-server", "/usr/sbin", "/usr/local/sbin")
-	ctx, cancel := context.WithTimeout(t.Context(), 2*e2eTimeout)
-	defer cancel()
-	dir := t.TempDir()
+	ctx, dir := e2eStart(t, 2*e2eTimeout)
 	const n = 30000
 	stream, want := e2eStream(t, ctx, dir, sl, n, 9)
 
@@ -274,9 +265,7 @@ func TestE2EBrokerRestart(t *testing.T) {
 // a new epoch, through its checkpoint. The final model equals a replay.
 func TestE2EKafkaBrokerOutage(t *testing.T) {
 	sl, kfake := e2eBuild(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 2*e2eTimeout)
-	defer cancel()
-	dir := t.TempDir()
+	ctx, dir := e2eStart(t, 2*e2eTimeout)
 	const n = 30000
 	stream, want := e2eStream(t, ctx, dir, sl, n, 5)
 
@@ -304,9 +293,7 @@ func TestE2EKafkaBrokerOutage(t *testing.T) {
 // group, and its final model equals a replay.
 func TestE2EKafkaBrokerRestart(t *testing.T) {
 	sl, kfake := e2eBuild(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 2*e2eTimeout)
-	defer cancel()
-	dir := t.TempDir()
+	ctx, dir := e2eStart(t, 2*e2eTimeout)
 	const n = 30000
 	stream, want := e2eStream(t, ctx, dir, sl, n, 13)
 

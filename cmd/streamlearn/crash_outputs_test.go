@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -29,9 +28,7 @@ import (
 func TestE2ECrashOutputs(t *testing.T) {
 	sl, _ := e2eBuild(t)
 	natsBin := e2eTool(t, "nats-server", "nats-server", "/usr/sbin", "/usr/local/sbin")
-	ctx, cancel := context.WithTimeout(t.Context(), 3*e2eTimeout)
-	defer cancel()
-	dir := t.TempDir()
+	ctx, dir := e2eStart(t, 3*e2eTimeout)
 	n := 60000
 	if raceEnabled() {
 		n = 15000

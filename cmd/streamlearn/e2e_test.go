@@ -112,6 +112,40 @@ func raceEnabled() bool {
 	return false
 }
 
+// e2eStart returns the context of an end-to-end test, done after d or when
+// the test ends, and a temporary directory for its files.
+func e2eStart(t *testing.T, d time.Duration) (context.Context, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), d)
+	t.Cleanup(cancel)
+	return ctx, t.TempDir()
+}
+
+// e2eDemoFile returns the absolute path of the demo stream (e2eDemo).
+func e2eDemoFile(t *testing.T) string {
+	t.Helper()
+	demo, err := filepath.Abs(e2eDemo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return demo
+}
+
+// lookTool returns the path of command name, looking in PATH and then in
+// dirs; "" when it is in neither.
+func lookTool(name string, dirs ...string) string {
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	for _, d := range dirs {
+		p := filepath.Join(d, name)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return ""
+}
+
 // e2eTool returns the path of an external command, looking in PATH and then
 // in dirs (Debian installs nats-server in /usr/sbin, which is not in every
 // user's PATH). Missing, the test skips, or fails when CI is "true": CI
@@ -121,14 +155,8 @@ func e2eTool(t *testing.T, name, pkg string, dirs ...string) string {
 	if testing.Short() {
 		t.Skip("end-to-end test (builds binaries, runs brokers as processes): skipped in -short mode")
 	}
-	if p, err := exec.LookPath(name); err == nil {
+	if p := lookTool(name, dirs...); p != "" {
 		return p
-	}
-	for _, d := range dirs {
-		p := filepath.Join(d, name)
-		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
-			return p
-		}
 	}
 	msg := fmt.Sprintf("%s is not installed (Debian: apt-get install %s); this end-to-end test needs it", name, pkg)
 	if os.Getenv("CI") == "true" {
@@ -377,13 +405,8 @@ func sameFile(t *testing.T, what, a, b string) {
 func TestE2EKafkaKcat(t *testing.T) {
 	kcat := e2eTool(t, "kcat", "kcat")
 	sl, kfake := e2eBuild(t)
-	ctx, cancel := context.WithTimeout(t.Context(), e2eTimeout)
-	defer cancel()
-	dir := t.TempDir()
-	demo, err := filepath.Abs(e2eDemo)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, dir := e2eStart(t, e2eTimeout)
+	demo := e2eDemoFile(t)
 
 	bootstrap := startKfake(t, ctx, dir, kfake, 1)
 
@@ -574,13 +597,8 @@ func natsSubscribed(t *testing.T, ctx context.Context, monURL, subject string) {
 func TestE2ENATSServer(t *testing.T) {
 	bin := e2eTool(t, "nats-server", "nats-server", "/usr/sbin", "/usr/local/sbin")
 	sl, _ := e2eBuild(t)
-	ctx, cancel := context.WithTimeout(t.Context(), e2eTimeout)
-	defer cancel()
-	dir := t.TempDir()
-	demo, err := filepath.Abs(e2eDemo)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, dir := e2eStart(t, e2eTimeout)
+	demo := e2eDemoFile(t)
 	if out, err := exec.CommandContext(ctx, bin, "--version").CombinedOutput(); err == nil {
 		t.Logf("%s", bytes.TrimSpace(out))
 	}
