@@ -15,7 +15,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -858,9 +857,7 @@ func TestComposeGenerator(t *testing.T) {
 		t.Skip("no sh")
 	}
 	sl, kfake := e2eBuild(t)
-	ctx, cancel := context.WithTimeout(t.Context(), e2eTimeout)
-	defer cancel()
-	dir := t.TempDir()
+	ctx, dir := e2eStart(t, e2eTimeout)
 	bootstrap := startKfake(t, ctx, dir, kfake, 1)
 	script, err := filepath.Abs(repoPath("deploy/generator/generate.sh"))
 	if err != nil {

@@ -30,9 +30,7 @@ import (
 func TestE2ECrashResume(t *testing.T) {
 	sl, kfake := e2eBuild(t)
 	natsBin := e2eTool(t, "nats-server", "nats-server", "/usr/sbin", "/usr/local/sbin")
-	ctx, cancel := context.WithTimeout(t.Context(), 3*e2eTimeout)
-	defer cancel()
-	dir := t.TempDir()
+	ctx, dir := e2eStart(t, 3*e2eTimeout)
 	// Long enough that four kills, each a checkpoint and up to 150ms after
 	// a restart, fall before the end: a run learns 100-200k events/s here
 	// and its first file appears ~0.15s after the first checkpoint is
@@ -47,7 +45,7 @@ func TestE2ECrashResume(t *testing.T) {
 
 	jetstream := func(t *testing.T, dir string) (string, string, string) {
 		url, _ := natsServer(t, ctx, natsBin, dir)
-		jsStream(t, ctx, url)
+		jsStream(t, ctx, url, "EVENTS", "events")
 		runProc(t, ctx, dir, sl, "publish", "--kind", "jetstream", "--url", url, "--stream", "EVENTS", "--subject", "events", stream)
 		return fmt.Sprintf("source: {kind: jetstream, url: %q, subject: events, stream: EVENTS, durable: crash}\n", url), "jetstream:EVENTS/crash", url
 	}
@@ -201,15 +199,10 @@ func modTime(path string) time.Time {
 func TestE2ECheckpointBucket(t *testing.T) {
 	sl, _ := e2eBuild(t)
 	natsBin := e2eTool(t, "nats-server", "nats-server", "/usr/sbin", "/usr/local/sbin")
-	ctx, cancel := context.WithTimeout(t.Context(), e2eTimeout)
-	defer cancel()
-	dir := t.TempDir()
-	demo, err := filepath.Abs(e2eDemo)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, dir := e2eStart(t, e2eTimeout)
+	demo := e2eDemoFile(t)
 	url, _ := natsServer(t, ctx, natsBin, dir)
-	js, _ := jsStream(t, ctx, url)
+	js, _ := jsStream(t, ctx, url, "EVENTS", "events")
 	runProc(t, ctx, dir, sl, "publish", "--kind", "jetstream", "--url", url, "--stream", "EVENTS", "--subject", "events", demo)
 	want := normReport(t, "replay", runProc(t, ctx, dir, sl, "replay", "-c", e2eConfig(t, dir, "replay.yaml", ""), "--report", "json", demo), "", 5000)
 
@@ -242,15 +235,13 @@ func TestE2ECheckpointBucket(t *testing.T) {
 func TestE2EBrokerRestart(t *testing.T) {
 	sl, _ := e2eBuild(t)
 	natsBin := e2eTool(t, "nats-server", "nats-server", "/usr/sbin", "/usr/local/sbin")
-	ctx, cancel := context.WithTimeout(t.Context(), 2*e2eTimeout)
-	defer cancel()
-	dir := t.TempDir()
+	ctx, dir := e2eStart(t, 2*e2eTimeout)
 	const n = 30000
 	stream, want := e2eStream(t, ctx, dir, sl, n, 9)
 
 	srv, port, mport := natsServerFree(t, ctx, natsBin, dir)
 	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
-	jsStream(t, ctx, url)
+	jsStream(t, ctx, url, "EVENTS", "events")
 	runProc(t, ctx, dir, sl, "publish", "--kind", "jetstream", "--url", url, "--stream", "EVENTS", "--subject", "events", stream)
 
 	run := runDisrupted(t, ctx, dir, sl, fmt.Sprintf("source: {kind: jetstream, url: %q, subject: events, stream: EVENTS, durable: restart}\n", url), n,
@@ -274,9 +265,7 @@ func TestE2EBrokerRestart(t *testing.T) {
 // a new epoch, through its checkpoint. The final model equals a replay.
 func TestE2EKafkaBrokerOutage(t *testing.T) {
 	sl, kfake := e2eBuild(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 2*e2eTimeout)
-	defer cancel()
-	dir := t.TempDir()
+	ctx, dir := e2eStart(t, 2*e2eTimeout)
 	const n = 30000
 	stream, want := e2eStream(t, ctx, dir, sl, n, 5)
 
@@ -304,9 +293,7 @@ func TestE2EKafkaBrokerOutage(t *testing.T) {
 // group, and its final model equals a replay.
 func TestE2EKafkaBrokerRestart(t *testing.T) {
 	sl, kfake := e2eBuild(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 2*e2eTimeout)
-	defer cancel()
-	dir := t.TempDir()
+	ctx, dir := e2eStart(t, 2*e2eTimeout)
 	const n = 30000
 	stream, want := e2eStream(t, ctx, dir, sl, n, 13)
 

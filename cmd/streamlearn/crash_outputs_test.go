@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -29,16 +28,14 @@ import (
 func TestE2ECrashOutputs(t *testing.T) {
 	sl, _ := e2eBuild(t)
 	natsBin := e2eTool(t, "nats-server", "nats-server", "/usr/sbin", "/usr/local/sbin")
-	ctx, cancel := context.WithTimeout(t.Context(), 3*e2eTimeout)
-	defer cancel()
-	dir := t.TempDir()
+	ctx, dir := e2eStart(t, 3*e2eTimeout)
 	n := 60000
 	if raceEnabled() {
 		n = 15000
 	}
 	stream, _ := e2eStream(t, ctx, dir, sl, n, 5)
 	url, _ := natsServer(t, ctx, natsBin, dir)
-	js, _ := jsStream(t, ctx, url)
+	js, _ := jsStream(t, ctx, url, "EVENTS", "events")
 	preds, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "PREDS", Subjects: []string{"preds"}})
 	if err != nil {
 		t.Fatal(err)

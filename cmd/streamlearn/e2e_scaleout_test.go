@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -26,17 +25,12 @@ func TestE2EKafkaScaleOut(t *testing.T) {
 		t.Skip("end-to-end test")
 	}
 	sl, kfakeBin := e2eBuild(t)
-	ctx, cancel := context.WithTimeout(t.Context(), e2eTimeout)
-	defer cancel()
-	dir := t.TempDir()
+	ctx, dir := e2eStart(t, e2eTimeout)
 
 	bootstrap := startKfake(t, ctx, dir, kfakeBin, 4)
 
 	// The demo, keyed by 16 tenants: publish partitions by key.
-	demo, err := filepath.Abs(e2eDemo)
-	if err != nil {
-		t.Fatal(err)
-	}
+	demo := e2eDemoFile(t)
 	events, n := keyEvents(t, dir, demo)
 
 	const group = "scale"

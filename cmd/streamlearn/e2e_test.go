@@ -32,6 +32,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/streamlearn/streamlearn/internal/testbroker"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -111,6 +112,40 @@ func raceEnabled() bool {
 	return false
 }
 
+// e2eStart returns the context of an end-to-end test, done after d or when
+// the test ends, and a temporary directory for its files.
+func e2eStart(t *testing.T, d time.Duration) (context.Context, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), d)
+	t.Cleanup(cancel)
+	return ctx, t.TempDir()
+}
+
+// e2eDemoFile returns the absolute path of the demo stream (e2eDemo).
+func e2eDemoFile(t *testing.T) string {
+	t.Helper()
+	demo, err := filepath.Abs(e2eDemo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return demo
+}
+
+// lookTool returns the path of command name, looking in PATH and then in
+// dirs; "" when it is in neither.
+func lookTool(name string, dirs ...string) string {
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	for _, d := range dirs {
+		p := filepath.Join(d, name)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return ""
+}
+
 // e2eTool returns the path of an external command, looking in PATH and then
 // in dirs (Debian installs nats-server in /usr/sbin, which is not in every
 // user's PATH). Missing, the test skips, or fails when CI is "true": CI
@@ -120,14 +155,8 @@ func e2eTool(t *testing.T, name, pkg string, dirs ...string) string {
 	if testing.Short() {
 		t.Skip("end-to-end test (builds binaries, runs brokers as processes): skipped in -short mode")
 	}
-	if p, err := exec.LookPath(name); err == nil {
+	if p := lookTool(name, dirs...); p != "" {
 		return p
-	}
-	for _, d := range dirs {
-		p := filepath.Join(d, name)
-		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
-			return p
-		}
 	}
 	msg := fmt.Sprintf("%s is not installed (Debian: apt-get install %s); this end-to-end test needs it", name, pkg)
 	if os.Getenv("CI") == "true" {
@@ -376,13 +405,8 @@ func sameFile(t *testing.T, what, a, b string) {
 func TestE2EKafkaKcat(t *testing.T) {
 	kcat := e2eTool(t, "kcat", "kcat")
 	sl, kfake := e2eBuild(t)
-	ctx, cancel := context.WithTimeout(t.Context(), e2eTimeout)
-	defer cancel()
-	dir := t.TempDir()
-	demo, err := filepath.Abs(e2eDemo)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, dir := e2eStart(t, e2eTimeout)
+	demo := e2eDemoFile(t)
 
 	bootstrap := startKfake(t, ctx, dir, kfake, 1)
 
@@ -521,21 +545,13 @@ func startNATSServerAt(t *testing.T, ctx context.Context, bin, dir string, port,
 	}
 }
 
-// jsStream creates stream EVENTS on subject "events" at the NATS server url
-// and returns it with its JetStream context; the connection closes with
-// the test.
-func jsStream(t *testing.T, ctx context.Context, url string) (jetstream.JetStream, jetstream.Stream) {
+// jsStream creates stream name on subject at the NATS server url and
+// returns it with its JetStream context; the connection closes with the
+// test.
+func jsStream(t *testing.T, ctx context.Context, url, name, subject string) (jetstream.JetStream, jetstream.Stream) {
 	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stream, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "EVENTS", Subjects: []string{"events"}})
+	js := testbroker.JetStream(t, url)
+	stream, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{subject}})
 	if err != nil {
 		t.Fatalf("create stream: %v", err)
 	}
@@ -581,13 +597,8 @@ func natsSubscribed(t *testing.T, ctx context.Context, monURL, subject string) {
 func TestE2ENATSServer(t *testing.T) {
 	bin := e2eTool(t, "nats-server", "nats-server", "/usr/sbin", "/usr/local/sbin")
 	sl, _ := e2eBuild(t)
-	ctx, cancel := context.WithTimeout(t.Context(), e2eTimeout)
-	defer cancel()
-	dir := t.TempDir()
-	demo, err := filepath.Abs(e2eDemo)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, dir := e2eStart(t, e2eTimeout)
+	demo := e2eDemoFile(t)
 	if out, err := exec.CommandContext(ctx, bin, "--version").CombinedOutput(); err == nil {
 		t.Logf("%s", bytes.TrimSpace(out))
 	}
@@ -597,7 +608,7 @@ func TestE2ENATSServer(t *testing.T) {
 	want := normReport(t, "replay", runProc(t, ctx, dir, sl, "replay", "-c", replayCfg, "--report", "json", demo), "", 5000)
 
 	t.Run("jetstream", func(t *testing.T) {
-		_, stream := jsStream(t, ctx, url)
+		_, stream := jsStream(t, ctx, url, "EVENTS", "events")
 		runProc(t, ctx, dir, sl, "publish", "--kind", "jetstream", "--url", url, "--stream", "EVENTS", "--subject", "events", demo)
 		info, err := stream.Info(ctx)
 		if err != nil {
@@ -638,19 +649,7 @@ func TestE2ENATSServer(t *testing.T) {
 	// process that pulled ahead and died) must deliver them again, first
 	// and in order, on the next run.
 	t.Run("jetstream-restart", func(t *testing.T) {
-		nc, err := nats.Connect(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer nc.Close()
-		js, err := jetstream.New(nc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		stream, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "RESTART", Subjects: []string{"restart"}})
-		if err != nil {
-			t.Fatalf("create stream: %v", err)
-		}
+		_, stream := jsStream(t, ctx, url, "RESTART", "restart")
 		data, err := os.ReadFile(demo)
 		if err != nil {
 			t.Fatal(err)

@@ -63,9 +63,7 @@ func TestE2EKafkaUntilEndAfterKills(t *testing.T) {
 				// other's heartbeats on two cores.
 				t.Parallel()
 			}
-			ctx, cancel := context.WithTimeout(t.Context(), 5*e2eTimeout)
-			defer cancel()
-			dir := t.TempDir()
+			ctx, dir := e2eStart(t, 5*e2eTimeout)
 			bootstrap := startKfake(t, ctx, dir, kfakeBin, parts)
 			source := func(group string) string {
 				return fmt.Sprintf("source: {kind: kafka, brokers: [%q], topic: events, group: %s, session_timeout: %v, rebalance_timeout: %v, heartbeat_interval: 200ms, request_timeout: %v, join_group_backoff: %v}\n",
@@ -251,17 +249,12 @@ func TestE2EKafkaCleanStopLeavesGroup(t *testing.T) {
 		t.Skip("end-to-end test")
 	}
 	sl, kfakeBin := e2eBuild(t)
-	ctx, cancel := context.WithTimeout(t.Context(), e2eTimeout)
-	defer cancel()
-	dir := t.TempDir()
+	ctx, dir := e2eStart(t, e2eTimeout)
 	bootstrap := startKfake(t, ctx, dir, kfakeBin, 1)
 	cfg := e2eConfig(t, dir, "kafka.yaml", fmt.Sprintf(
 		"source: {kind: kafka, brokers: [%q], topic: events, group: calm, session_timeout: 10s, rebalance_timeout: 10s}\ncheckpoint: {dir: %q, every: 1000}\n",
 		bootstrap, filepath.Join(dir, "state")))
-	demo, err := filepath.Abs(e2eDemo)
-	if err != nil {
-		t.Fatal(err)
-	}
+	demo := e2eDemoFile(t)
 	runProc(t, ctx, dir, sl, "publish", "-c", cfg, demo)
 
 	first, _ := start(t, ctx, dir, false, sl, "run", "-c", cfg, "--http", "off", "--report", "json")

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"strconv"
 )
 
@@ -34,26 +32,15 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if *n < 0 || *noise < 0 || *noise > 1 || *unlabeled < 0 || *unlabeled > 1 {
 		return usageErr(fs, "-n must be >= 0, --noise and --unlabeled in [0,1]")
 	}
-	w := stdout
-	if *out != "-" {
-		f, err := os.Create(*out)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		w = f
-	}
-	bw := bufio.NewWriter(w)
-	if err := generate(ctx, bw, *n, *seed, *noise, *unlabeled); err != nil {
+	o, err := createOutput(*out, stdout)
+	if err != nil {
 		return err
 	}
-	if err := bw.Flush(); err != nil {
+	defer o.Close()
+	if err := generate(ctx, o, *n, *seed, *noise, *unlabeled); err != nil {
 		return err
 	}
-	if f, ok := w.(*os.File); ok && f != os.Stdout {
-		return f.Close()
-	}
-	return nil
+	return o.Close()
 }
 
 func generate(ctx context.Context, w io.Writer, n int, seed uint64, noise, unlabeled float64) error {

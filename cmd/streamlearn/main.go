@@ -16,6 +16,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -142,4 +143,37 @@ func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintln(stdout, "streamlearn", v)
 	return nil
+}
+
+// output is the -o file of a command, buffered: standard output for "-",
+// else a file it creates.
+type output struct {
+	*bufio.Writer
+	f *os.File
+}
+
+// createOutput opens the output path names.
+func createOutput(path string, stdout io.Writer) (*output, error) {
+	if path == "-" {
+		return &output{Writer: bufio.NewWriter(stdout)}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	return &output{Writer: bufio.NewWriter(f), f: f}, nil
+}
+
+// Close flushes the output and closes the file it created, returning the
+// first error. Calling it again (deferred, after a Close that the command
+// returns) does nothing more.
+func (o *output) Close() error {
+	err := o.Flush()
+	if o.f != nil {
+		if cerr := o.f.Close(); err == nil {
+			err = cerr
+		}
+		o.f = nil
+	}
+	return err
 }

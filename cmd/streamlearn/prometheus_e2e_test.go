@@ -33,14 +33,8 @@ import (
 // environment variable env is "1" (CI sets it: the tool must be there).
 func requireTool(t *testing.T, env, name, pkg string, dirs ...string) string {
 	t.Helper()
-	if p, err := exec.LookPath(name); err == nil {
+	if p := lookTool(name, dirs...); p != "" {
 		return p
-	}
-	for _, d := range dirs {
-		p := filepath.Join(d, name)
-		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
-			return p
-		}
 	}
 	msg := fmt.Sprintf("%s is not installed (Debian: apt-get install %s)", name, pkg)
 	if os.Getenv(env) == "1" {
@@ -150,10 +144,7 @@ func startBothRuns(t *testing.T, ctx context.Context, dir, sl string, preload bo
 	t.Helper()
 	args := []string{"run", "--nats-port", "-1", "--store", filepath.Join(dir, "jetstream"), "--http", httpEmbedded}
 	if preload {
-		demo, err := filepath.Abs(e2eDemo)
-		if err != nil {
-			t.Fatal(err)
-		}
+		demo := e2eDemoFile(t)
 		args = append(args, "--preload", demo)
 	}
 	embedded = startService(t, ctx, dir, sl, args...)
@@ -179,9 +170,7 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 	}
 	promtool := requireTool(t, "STREAMLEARN_REQUIRE_PROMETHEUS", "promtool", "prometheus")
 	sl, _ := e2eBuild(t)
-	ctx, cancel := context.WithTimeout(t.Context(), e2eTimeout)
-	defer cancel()
-	dir := t.TempDir()
+	ctx, dir := e2eStart(t, e2eTimeout)
 	if out, err := exec.CommandContext(ctx, promtool, "--version").CombinedOutput(); err == nil {
 		t.Logf("%s", bytes.SplitN(out, []byte("\n"), 2)[0])
 	}
@@ -296,9 +285,7 @@ func TestPrometheusScrapes(t *testing.T) {
 	}
 	prom := requireTool(t, "STREAMLEARN_REQUIRE_PROMETHEUS", "prometheus", "prometheus")
 	sl, _ := e2eBuild(t)
-	ctx, cancel := context.WithTimeout(t.Context(), e2eTimeout)
-	defer cancel()
-	dir := t.TempDir()
+	ctx, dir := e2eStart(t, e2eTimeout)
 	if out, err := exec.CommandContext(ctx, prom, "--version").CombinedOutput(); err == nil {
 		t.Logf("%s", bytes.SplitN(out, []byte("\n"), 2)[0])
 	}

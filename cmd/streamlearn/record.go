@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 
 	"github.com/streamlearn/streamlearn/internal/config"
@@ -130,16 +128,11 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer s.Close()
-	w := stdout
-	if *out != "-" {
-		f, err := os.Create(*out)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		w = f
+	bw, err := createOutput(*out, stdout)
+	if err != nil {
+		return err
 	}
-	bw := bufio.NewWriter(w)
+	defer bw.Close()
 	n := 0
 	for {
 		rec, err := s.Fetch(ctx)
@@ -161,13 +154,8 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		bw.WriteByte('\n')
 		n++
 	}
-	if err := bw.Flush(); err != nil {
+	if err := bw.Close(); err != nil {
 		return err
-	}
-	if f, ok := w.(*os.File); ok && f != os.Stdout {
-		if err := f.Close(); err != nil {
-			return err
-		}
 	}
 	fmt.Fprintf(stderr, "recorded %d records from %s\n", n, s.Name())
 	return nil

@@ -1,14 +1,12 @@
 package api
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"io"
 	"maps"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"reflect"
 	"strconv"
 	"strings"
@@ -80,17 +78,7 @@ func demo(t *testing.T, n int) (*config.Config, [][]byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open("../../testdata/demo.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var lines [][]byte
-	sc := bufio.NewScanner(f)
-	for len(lines) < n && sc.Scan() {
-		lines = append(lines, append([]byte(nil), sc.Bytes()...))
-	}
-	return cfg, lines
+	return cfg, demoLines(t, n)
 }
 
 // setup builds a service over src, its registry and an httptest server.
@@ -117,6 +105,19 @@ func get(t *testing.T, method, url string) (int, http.Header, []byte) {
 	}
 	resp, b := send(t, req)
 	return resp.StatusCode, resp.Header, b
+}
+
+// getIfNoneMatch does GET url with If-None-Match: etag and returns the
+// status code.
+func getIfNoneMatch(t *testing.T, url, etag string) int {
+	t.Helper()
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("If-None-Match", etag)
+	resp, _ := send(t, req)
+	return resp.StatusCode
 }
 
 // send does req and returns the response, its body read and closed.
@@ -321,6 +322,8 @@ func TestReadyz(t *testing.T) {
 	}
 }
 
+// TestMethodsAndPaths: the API's and the dashboard's paths and no others;
+// other methods get 405 with Allow.
 func TestMethodsAndPaths(t *testing.T) {
 	cfg, _ := demo(t, 0)
 	_, ts := setup(t, cfg, &sliceSource{partitions: 1}, nil)
@@ -335,17 +338,30 @@ func TestMethodsAndPaths(t *testing.T) {
 		{"DELETE", "/readyz", 405},
 		{"POST", "/v1/report", 405},
 		{"POST", "/v1/learners", 405},
-		{"GET", "/", 200}, // the dashboard
 		{"GET", "/v1/nope", 404},
 		{"GET", "/metrics/x", 404},
+		// The dashboard, and its curves.
+		{"GET", "/", 200},
+		{"HEAD", "/", 200},
+		{"POST", "/", 405},
+		{"GET", "/index.html", 404},
+		{"GET", "/dashboard/", 404},
+		{"GET", "/dashboard/index.html", 404},
+		{"GET", "/dashboard/app.js/x", 404},
+		{"GET", "/v1/history", 200},
+		{"POST", "/v1/history", 405},
+		{"GET", "/v1/history?partition=0", 404}, // no model yet
 	} {
-		code, hdr, _ := get(t, c.method, ts.URL+c.path)
+		code, hdr, body := get(t, c.method, ts.URL+c.path)
 		if code != c.code {
-			t.Errorf("%s %s: %d, want %d", c.method, c.path, code, c.code)
+			t.Errorf("%s %s: %d %q, want %d", c.method, c.path, code, body, c.code)
 		}
 		if code == 405 && hdr.Get("Allow") == "" {
 			t.Errorf("%s %s: 405 without Allow", c.method, c.path)
 		}
+	}
+	if _, _, body := get(t, "GET", ts.URL+"/v1/history"); string(body) != "[]\n" {
+		t.Errorf("/v1/history before Run: %q, want []", body)
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/connectors"
 	"github.com/streamlearn/streamlearn/internal/metrics"
 	"github.com/streamlearn/streamlearn/internal/service"
+	"github.com/streamlearn/streamlearn/internal/testbroker"
 )
 
 // chromium returns the browser the end-to-end test drives: $STREAMLEARN_CHROMIUM,
@@ -261,13 +262,8 @@ func TestDashboardInChromium(t *testing.T) {
 		[]byte(`{"id":"nan","features":{"v":1e999}}`),                     // nonfinite
 	)
 
-	emb, err := connectors.StartEmbedded(connectors.EmbeddedConfig{Port: -1, StoreDir: t.TempDir(),
-		Stream: "EVENTS", Subjects: []string{"events"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(emb.Shutdown)
-	nc := connectors.NATSConfig{URL: emb.ClientURL()}
+	natsURL := testbroker.NATS(t, "EVENTS", "events")
+	nc := connectors.NATSConfig{URL: natsURL}
 	sink, err := connectors.NewJetStreamSink(nc, "EVENTS", "events")
 	if err != nil {
 		t.Fatal(err)
@@ -286,7 +282,7 @@ func TestDashboardInChromium(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	src, err := connectors.NewJetStreamSource(ctx, connectors.NATSConfig{URL: emb.ClientURL(), Stream: "EVENTS",
+	src, err := connectors.NewJetStreamSource(ctx, connectors.NATSConfig{URL: natsURL, Stream: "EVENTS",
 		Subject: "events", Durable: "dashboard", FetchWait: time.Second}, false)
 	if err != nil {
 		t.Fatal(err)

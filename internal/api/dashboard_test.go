@@ -117,33 +117,6 @@ func TestDashboardFiles(t *testing.T) {
 	}
 }
 
-// The dashboard's paths and no others; other methods get 405.
-func TestDashboardPaths(t *testing.T) {
-	cfg, _ := demo(t, 0)
-	_, ts := setup(t, cfg, &sliceSource{partitions: 1}, nil)
-	for _, c := range []struct {
-		method, path string
-		code         int
-	}{
-		{"HEAD", "/", 200},
-		{"POST", "/", 405},
-		{"GET", "/index.html", 404},
-		{"GET", "/dashboard/", 404},
-		{"GET", "/dashboard/index.html", 404},
-		{"GET", "/dashboard/app.js/x", 404},
-		{"GET", "/v1/history", 200},
-		{"POST", "/v1/history", 405},
-		{"GET", "/v1/history?partition=0", 404}, // no model yet
-	} {
-		if code, _, body := get(t, c.method, ts.URL+c.path); code != c.code {
-			t.Errorf("%s %s: %d %q, want %d", c.method, c.path, code, body, c.code)
-		}
-	}
-	if _, _, body := get(t, "GET", ts.URL+"/v1/history"); string(body) != "[]\n" {
-		t.Errorf("/v1/history before Run: %q, want []", body)
-	}
-}
-
 // /v1/history serves each model's curves: exactly the tracker's sampled
 // history of a replay of that partition's records, ending at the numbers
 // /v1/report serves.
@@ -229,15 +202,8 @@ func TestHistory(t *testing.T) {
 		}
 	}
 	// Polling an unchanged snapshot: 304.
-	req, _ := http.NewRequest("GET", ts.URL+"/v1/history", nil)
-	req.Header.Set("If-None-Match", hdr.Get("ETag"))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNotModified {
-		t.Errorf("/v1/history with its ETag: %d, want 304", resp.StatusCode)
+	if code := getIfNoneMatch(t, ts.URL+"/v1/history", hdr.Get("ETag")); code != http.StatusNotModified {
+		t.Errorf("/v1/history with its ETag: %d, want 304", code)
 	}
 
 	// Compressed for a client that takes gzip (Go's transport asks for it
@@ -348,44 +314,18 @@ func TestHistoryIdleNotModified(t *testing.T) {
 	}
 	ts := httptest.NewServer(New(Options{Snapshot: svc.Snapshot, Gatherer: prometheus.NewRegistry(), Config: cfg}))
 	defer ts.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		snap := svc.Snapshot()
-		if len(snap.Reports) == 1 && snap.Reports[0].Events == 100 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the service did not process 100 records in 10s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	runUntil(t, svc, 100)
 	// The curves of the last records may reach the snapshots one curve
 	// copy later (the service copies them at most every 250ms): once they
 	// have, every new snapshot of the idle service answers 304.
 	var code int
-	for {
+	for deadline := time.Now().Add(10 * time.Second); ; {
 		_, hdr, _ := get(t, "GET", ts.URL+"/v1/history")
 		before := svc.Snapshot()
 		for svc.Snapshot() == before { // a new snapshot of the idle service
 			time.Sleep(time.Millisecond)
 		}
-		req, _ := http.NewRequest("GET", ts.URL+"/v1/history", nil)
-		req.Header.Set("If-None-Match", hdr.Get("ETag"))
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if code = resp.StatusCode; code == http.StatusNotModified || time.Now().After(deadline) {
+		if code = getIfNoneMatch(t, ts.URL+"/v1/history", hdr.Get("ETag")); code == http.StatusNotModified || time.Now().After(deadline) {
 			break
 		}
 	}
@@ -404,17 +344,7 @@ func TestHistoryAppendsReportPoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Tracker().EnableHistory(64)
-	dec, err := event.NewDecoder(pipeline.EventConfig(cfg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ev event.Event
-	for _, line := range lines {
-		if err := dec.Decode(line, &ev); err != nil {
-			t.Fatal(err)
-		}
-		p.Process(&ev)
-	}
+	process(t, cfg, p, lines)
 	rep, err := p.Report()
 	if err != nil {
 		t.Fatal(err)

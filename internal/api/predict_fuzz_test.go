@@ -3,7 +3,6 @@ package api
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -29,30 +28,7 @@ func fuzzService(f *testing.F, cfg *config.Config, lines [][]byte) (*service.Ser
 	if err != nil {
 		f.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(ctx) }()
-	f.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			f.Error(err)
-		}
-	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		snap := svc.Snapshot()
-		var n uint64
-		for _, r := range snap.Reports {
-			n += r.Events
-		}
-		if snap.Started && n == uint64(len(lines)) {
-			break
-		}
-		if time.Now().After(deadline) {
-			f.Fatalf("%d events after 10s, want %d", n, len(lines))
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	runUntil(f, svc, uint64(len(lines)))
 	h := New(Options{Snapshot: svc.Snapshot, Gatherer: prometheus.NewRegistry(), Config: cfg, Predictor: svc.Predictor})
 	return svc, h
 }

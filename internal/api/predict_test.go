@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
 	"github.com/streamlearn/streamlearn/internal/service"
@@ -27,8 +28,9 @@ func post(t *testing.T, url string, body []byte) (int, []byte) {
 	return resp.StatusCode, b
 }
 
-// runUntil starts svc and waits until its snapshot has n events in all.
-func runUntil(t *testing.T, svc *service.Service, n uint64) {
+// runUntil starts svc, stopped when the test ends, and waits until it
+// has started and its snapshot has n events in all.
+func runUntil(t testing.TB, svc *service.Service, n uint64) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -41,11 +43,12 @@ func runUntil(t *testing.T, svc *service.Service, n uint64) {
 	})
 	deadline := time.Now().Add(10 * time.Second)
 	for {
+		snap := svc.Snapshot()
 		var seen uint64
-		for _, r := range svc.Snapshot().Reports {
+		for _, r := range snap.Reports {
 			seen += r.Events
 		}
-		if seen == n {
+		if snap.Started && seen == n {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -53,6 +56,24 @@ func runUntil(t *testing.T, svc *service.Service, n uint64) {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// process has p process lines, decoded as cfg says, and returns the
+// decoder.
+func process(t *testing.T, cfg *config.Config, p *pipeline.Pipeline, lines [][]byte) *event.Decoder {
+	t.Helper()
+	dec, err := event.NewDecoder(pipeline.EventConfig(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev event.Event
+	for _, l := range lines {
+		if err := dec.Decode(l, &ev); err != nil {
+			t.Fatal(err)
+		}
+		p.Process(&ev)
+	}
+	return dec
 }
 
 // POST /v1/predict answers with the predictions the model makes on the
@@ -72,17 +93,8 @@ func TestPredict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec, err := event.NewDecoder(pipeline.EventConfig(cfg))
-	if err != nil {
-		t.Fatal(err)
-	}
+	dec := process(t, cfg, ref, train)
 	var ev event.Event
-	for _, l := range train {
-		if err := dec.Decode(l, &ev); err != nil {
-			t.Fatal(err)
-		}
-		ref.Process(&ev)
-	}
 	before, err := ref.Report()
 	if err != nil {
 		t.Fatal(err)

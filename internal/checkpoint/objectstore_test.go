@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/testbroker"
 )
 
 // startNATS starts an embedded server with JetStream files in storeDir on
@@ -355,16 +355,7 @@ func TestObjectStoreChunksGone(t *testing.T) {
 // refused; a bad name or config is an error.
 func TestOpenObjectStore(t *testing.T) {
 	ctx := context.Background()
-	e := natsServer(t)
-	nc, err := nats.Connect(e.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := testbroker.JetStream(t, natsServer(t).ClientURL())
 	s, err := OpenObjectStore(ctx, js, "ckpt", ObjectStoreConfig{})
 	if err != nil {
 		t.Fatal(err)
@@ -386,7 +377,7 @@ func TestOpenObjectStore(t *testing.T) {
 	if got, err := s2.Load(ctx, 1); err != nil || !sameCheckpoint(got, sample(1)) {
 		t.Errorf("reopened: Load(1) = %v", err)
 	}
-	if err := s2.Close(); err != nil || !nc.IsConnected() {
+	if err := s2.Close(); err != nil || !js.Conn().IsConnected() {
 		t.Errorf("Close of an opened store: %v; the caller's connection must stay open", err)
 	}
 

@@ -1,7 +1,6 @@
 package connectors_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -16,85 +15,127 @@ import (
 )
 
 // TestSourceConformance runs the source conformance suite against the
-// file source, a Kafka group (kfake, in-process) and a JetStream durable
-// consumer (the NATS server embedded). Core NATS keeps no positions and
-// has no end: it has none of the suite's properties to check.
+// file source and a Kafka group (kfake, in-process).
 func TestSourceConformance(t *testing.T) {
 	sourcetest.Run(t, "file", sourcetest.Harness{
-		New: func(t *testing.T, values [][]byte) func(*testing.T, bool) connectors.Source {
+		FirstOffset: 1,
+		New: func(t *testing.T, values [][]byte) sourcetest.Stream {
+			var data []byte
+			for _, v := range values {
+				data = append(append(data, v...), '\n')
+			}
 			path := filepath.Join(t.TempDir(), "stream.jsonl")
-			if err := os.WriteFile(path, append(bytes.Join(values, []byte("\n")), '\n'), 0o644); err != nil {
+			if err := os.WriteFile(path, data, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			return func(t *testing.T, _ bool) connectors.Source {
-				s, err := connectors.NewFileSource(path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return s
-			}
+			return sourcetest.Stream{Open: opener(func(context.Context, bool) (connectors.Source, error) {
+				return connectors.NewFileSource(path)
+			})}
 		},
 	})
 
-	var streams atomic.Int64
+	var topics atomic.Int64
 	sourcetest.Run(t, "kafka", sourcetest.Harness{
+		Times:   true,
 		Resumes: true,
 		Follows: true,
-		New: func(t *testing.T, values [][]byte) func(*testing.T, bool) connectors.Source {
-			topic := fmt.Sprintf("conf-%d", streams.Add(1))
+		New: func(t *testing.T, values [][]byte) sourcetest.Stream {
+			topic := fmt.Sprintf("conf-%d", topics.Add(1))
 			cfg := testbroker.KafkaConfig(testbroker.Kafka(t, 1, topic), topic, "conformance")
-			sink, err := connectors.NewKafkaSink(cfg, topic)
-			publishAll(t, sink, err, values)
-			return func(t *testing.T, untilEnd bool) connectors.Source {
-				s, err := connectors.NewKafkaSource(context.Background(), cfg, untilEnd)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { s.Close() })
-				return s
+			st := sourcetest.Stream{
+				Open: opener(func(ctx context.Context, untilEnd bool) (connectors.Source, error) {
+					return connectors.NewKafkaSource(ctx, cfg, untilEnd)
+				}),
+				Publish: publisher(func() (connectors.Sink, error) { return connectors.NewKafkaSink(cfg, topic) }),
 			}
+			st.Publish(t, values)
+			return st
 		},
 	})
+}
 
-	sourcetest.Run(t, "jetstream", sourcetest.Harness{
-		Resumes: true,
-		Follows: true,
-		New: func(t *testing.T, values [][]byte) func(*testing.T, bool) connectors.Source {
-			e, err := connectors.StartEmbedded(connectors.EmbeddedConfig{Port: -1, StoreDir: t.TempDir(), Stream: "CONF", Subjects: []string{"conf"}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(e.Shutdown)
-			cfg := connectors.NATSConfig{URL: e.ClientURL(), Subject: "conf", Stream: "CONF", Durable: "conformance"}
-			sink, err := connectors.NewJetStreamSink(cfg, "CONF", "conf")
-			publishAll(t, sink, err, values)
-			return func(t *testing.T, untilEnd bool) connectors.Source {
-				s, err := connectors.NewJetStreamSource(context.Background(), cfg, untilEnd)
-				if err != nil {
-					t.Fatal(err)
+// TestNATSJetStreamConformance runs the source conformance suite against
+// JetStream durable consumers — acknowledging every commit, and every
+// 7th, with pulls of 16 messages — and a core NATS subscription (its
+// order, positions and following), on the server the NATS tests run
+// against (natsTestServer).
+func TestNATSJetStreamConformance(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  connectors.NATSConfig
+	}{
+		{"jetstream", connectors.NATSConfig{}},
+		{"jetstream-batched", connectors.NATSConfig{FetchBatch: 16, AckBatch: 7}},
+	} {
+		sourcetest.Run(t, tc.name, sourcetest.Harness{
+			FirstOffset: 1,
+			Times:       true,
+			Resumes:     true,
+			Follows:     true,
+			New: func(t *testing.T, values [][]byte) sourcetest.Stream {
+				cfg := tc.cfg
+				cfg.URL, cfg.Durable = connectors.JetStreamTestServer(t), "conformance"
+				st := sourcetest.Stream{
+					Open: opener(func(ctx context.Context, untilEnd bool) (connectors.Source, error) {
+						return connectors.NewJetStreamSource(ctx, cfg, untilEnd)
+					}),
+					Publish: publisher(func() (connectors.Sink, error) { return connectors.NewJetStreamSink(cfg, "EVENTS", "events") }),
 				}
-				t.Cleanup(func() { s.Close() })
-				return s
+				st.Publish(t, values)
+				return st
+			},
+		})
+	}
+
+	sourcetest.Run(t, "nats", sourcetest.Harness{
+		FirstOffset: 1,
+		Live:        true,
+		New: func(t *testing.T, _ [][]byte) sourcetest.Stream {
+			cfg := connectors.NATSConfig{URL: connectors.JetStreamTestServer(t)}
+			return sourcetest.Stream{
+				Open: opener(func(ctx context.Context, untilEnd bool) (connectors.Source, error) {
+					return connectors.NewNATSSource(ctx, cfg, untilEnd)
+				}),
+				Publish: publisher(func() (connectors.Sink, error) { return connectors.NewNATSSink(cfg, "events") }),
 			}
 		},
 	})
 }
 
-// publishAll publishes values through sink (err: its constructor's) and
-// closes it, which waits for every acknowledgement.
-func publishAll(t *testing.T, sink connectors.Sink, err error, values [][]byte) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for _, v := range values {
-		if err := sink.Publish(ctx, nil, v); err != nil {
+// opener returns a Stream.Open that opens a source with newSource, closed
+// when the test ends.
+func opener(newSource func(ctx context.Context, untilEnd bool) (connectors.Source, error)) func(*testing.T, bool) connectors.Source {
+	return func(t *testing.T, untilEnd bool) connectors.Source {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		s, err := newSource(ctx, untilEnd)
+		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { s.Close() })
+		return s
 	}
-	if err := sink.Close(); err != nil {
-		t.Fatal(err)
+}
+
+// publisher returns a Stream.Publish that publishes through a sink made
+// by newSink and closes it, which waits for every acknowledgement.
+func publisher(newSink func() (connectors.Sink, error)) func(*testing.T, [][]byte) {
+	return func(t *testing.T, values [][]byte) {
+		t.Helper()
+		sink, err := newSink()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for _, v := range values {
+			if err := sink.Publish(ctx, nil, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := sink.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -62,11 +62,12 @@ type JetStreamSource struct {
 	ackTrail bool
 
 	// pending is the latest committed message not yet acknowledged
-	// (AckBatch > 1), unacked how many commits it stands for, and acked
-	// the stream sequence of the last acknowledgement.
-	pending jetstream.Msg
-	unacked int
-	acked   uint64
+	// (AckBatch > 1), unacked how many commits it stands for, and
+	// committed the stream sequence of the latest committed message,
+	// acknowledged or pending.
+	pending   jetstream.Msg
+	unacked   int
+	committed uint64
 
 	// wait bounds Fetch's wait for a message by FetchWait.
 	wait jsWaiter
@@ -179,7 +180,7 @@ func (s *JetStreamSource) open(ctx context.Context) error {
 		}
 		floor = f
 	}
-	s.last, s.acked = floor, floor
+	s.last, s.committed = floor, floor
 	s.lag.Store(int64(info.NumPending))
 	if s.untilEnd {
 		if info.NumPending == 0 {
@@ -488,7 +489,7 @@ func (s *JetStreamSource) idle(ctx context.Context) error {
 // Commit acknowledges r's message and, by AckAllPolicy, every earlier one.
 // With AckBatch 1 it returns once the server confirmed the ack; with a
 // larger AckBatch only every AckBatch-th call sends one. Committing a
-// record older than the last acknowledged one does nothing.
+// record no later than the last one committed does nothing.
 func (s *JetStreamSource) Commit(ctx context.Context, r Record) error {
 	m, ok := r.ack.(jetstream.Msg)
 	if !ok {
@@ -497,10 +498,10 @@ func (s *JetStreamSource) Commit(ctx context.Context, r Record) error {
 	if s.closed {
 		return fmt.Errorf("jetstream source %s: commit offset %d: closed", s.name, r.Offset)
 	}
-	if uint64(r.Offset) <= s.acked {
+	if uint64(r.Offset) <= s.committed {
 		return nil
 	}
-	s.pending = m
+	s.pending, s.committed = m, uint64(r.Offset)
 	s.unacked++
 	if s.unacked < s.cfg.AckBatch {
 		return nil
@@ -521,7 +522,7 @@ func (s *JetStreamSource) ack(ctx context.Context) error {
 	if err := m.DoubleAck(ctx); err != nil && !errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
 		return fmt.Errorf("jetstream source %s: commit offset %d: %w", s.name, md.Sequence.Stream, err)
 	}
-	s.pending, s.unacked, s.acked = nil, 0, md.Sequence.Stream
+	s.pending, s.unacked = nil, 0
 	return nil
 }
 

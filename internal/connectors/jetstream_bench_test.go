@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -18,7 +17,7 @@ const jsBenchCommitEvery = 1000
 func jsBenchStream(b *testing.B, url string, n int) string {
 	b.Helper()
 	name := fmt.Sprintf("B%d", time.Now().UnixNano())
-	natsTestStream(b, url, name, name)
+	natsTestStream(b, NATSConfig{URL: url}, name, name)
 	jsPublish(b, url, name, 0, n)
 	return name
 }
@@ -57,12 +56,7 @@ func BenchmarkJetStreamBareConsumer(b *testing.B) {
 	srv := natsTestServer(b, nil)
 	name := jsBenchStream(b, srv.ClientURL(), b.N)
 	ctx := context.Background()
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	_, js := jsTestClient(b, srv.ClientURL())
 	cons, err := js.CreateOrUpdateConsumer(ctx, name, jetstream.ConsumerConfig{
 		Durable: "bare", AckPolicy: jetstream.AckAllPolicy, FilterSubject: name,
 		MaxAckPending: DefaultNATSMaxAckPending,

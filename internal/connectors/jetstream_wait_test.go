@@ -5,9 +5,6 @@ import (
 	"errors"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // jsWaitDone reports whether the context the last begin handed out is done.
@@ -101,10 +98,8 @@ func TestJetStreamFetchIdleEnds(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits for FetchWait")
 	}
-	srv := natsTestServer(t, nil)
-	natsTestStream(t, srv.ClientURL(), "EVENTS", "events")
-	jsPublish(t, srv.ClientURL(), "events", 0, 10)
-	cfg := NATSConfig{URL: srv.ClientURL(), FetchWait: time.Second}
+	url := jsTestServer(t, 10)
+	cfg := NATSConfig{URL: url, FetchWait: time.Second}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	src, err := NewJetStreamSource(ctx, cfg, true)
@@ -114,12 +109,7 @@ func TestJetStreamFetchIdleEnds(t *testing.T) {
 	defer src.Close()
 	// Delete the last message (sequence 10) after open: the source waits
 	// for it until the idle check finds nothing pending.
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	_, js := jsTestClient(t, url)
 	stream, err := js.Stream(ctx, "EVENTS")
 	if err != nil {
 		t.Fatal(err)
@@ -143,9 +133,8 @@ func TestJetStreamFetchContext(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits for FetchWait")
 	}
-	srv := natsTestServer(t, nil)
-	natsTestStream(t, srv.ClientURL(), "EVENTS", "events")
-	src, err := NewJetStreamSource(context.Background(), NATSConfig{URL: srv.ClientURL(), FetchWait: time.Second}, false)
+	url := jsTestServer(t, 0)
+	src, err := NewJetStreamSource(context.Background(), NATSConfig{URL: url, FetchWait: time.Second}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +149,7 @@ func TestJetStreamFetchContext(t *testing.T) {
 		t.Errorf("returned after %v, want about 2.5s", el)
 	}
 	// Usable afterwards: a message published now is fetched.
-	jsPublish(t, srv.ClientURL(), "events", 0, 1)
+	jsPublish(t, url, "events", 0, 1)
 	natsFetchN(t, src, 1, 0)
 }
 

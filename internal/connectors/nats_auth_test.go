@@ -2,34 +2,14 @@ package connectors
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
 )
-
-// natsWriteFile writes b to a new file in dir and returns its path.
-func natsWriteFile(t *testing.T, dir, name string, b []byte) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 // natsUserSeed returns a new user nkey and its seed.
 func natsUserSeed(t *testing.T) (nkeys.KeyPair, string, []byte) {
@@ -56,7 +36,7 @@ func natsCreds(t *testing.T, dir string) (conf natsConf, creds, wrongCreds strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	opFile := natsWriteFile(t, dir, "operator.jwt", []byte(ojwt))
+	opFile := writeTestFile(t, dir, "operator.jwt", []byte(ojwt))
 	account := func(jetStream bool) (nkeys.KeyPair, string, string) {
 		akp, _ := nkeys.CreateAccount()
 		apub, _ := akp.PublicKey()
@@ -81,7 +61,7 @@ func natsCreds(t *testing.T, dir string) (conf natsConf, creds, wrongCreds strin
 		if err != nil {
 			t.Fatal(err)
 		}
-		return natsWriteFile(t, dir, name, b)
+		return writeTestFile(t, dir, name, b)
 	}
 	akp, apub, ajwt := account(true)
 	_, sapub, sajwt := account(false) // the system account has no JetStream
@@ -95,60 +75,17 @@ func natsCreds(t *testing.T, dir string) (conf natsConf, creds, wrongCreds strin
 	return conf, user(akp, "user.creds"), user(other, "other.creds")
 }
 
-// natsTLSFiles writes a CA and a server certificate for 127.0.0.1 with
-// its key and returns the server's TLS configuration (timeout 2s) and the
-// CA file.
-func natsTLSFiles(t *testing.T, dir string) (natsConf, string) {
-	t.Helper()
-	key := func() *ecdsa.PrivateKey {
-		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return k
-	}
-	caKey, srvKey := key(), key()
-	now := time.Now()
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "streamlearn test CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	srvTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		KeyUsage:    x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, ca, &srvKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(srvKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caFile := natsWriteFile(t, dir, "ca.pem", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}))
-	certFile := natsWriteFile(t, dir, "server.pem", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srvDER}))
-	keyFile := natsWriteFile(t, dir, "server-key.pem", pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
-	return natsConf{fmt.Sprintf("tls { cert_file: %q, key_file: %q, timeout: 2 }", certFile, keyFile)}, caFile
-}
-
 // TestNATSAuth: the right credentials connect (and JetStream works with
 // them), wrong ones fail with an error that says why.
 func TestNATSAuth(t *testing.T) {
 	dir := t.TempDir()
 	_, nkeyPub, nkeySeed := natsUserSeed(t)
 	_, _, wrongSeed := natsUserSeed(t)
-	nkeyFile := natsWriteFile(t, dir, "user.nk", nkeySeed)
-	wrongNkeyFile := natsWriteFile(t, dir, "wrong.nk", wrongSeed)
+	nkeyFile := writeTestFile(t, dir, "user.nk", nkeySeed)
+	wrongNkeyFile := writeTestFile(t, dir, "wrong.nk", wrongSeed)
 	credsConf, creds, wrongCreds := natsCreds(t, dir)
-	tlsConf, caFile := natsTLSFiles(t, dir)
+	caFile, certFile, keyFile := testPKI(t, dir)
+	tlsConf := natsConf{fmt.Sprintf("tls { cert_file: %q, key_file: %q, timeout: 2 }", certFile, keyFile)}
 	nkeyConf := natsConf{fmt.Sprintf("authorization { users: [ { nkey: %q } ] }", nkeyPub)}
 
 	for _, tc := range []struct {
@@ -157,48 +94,12 @@ func TestNATSAuth(t *testing.T) {
 		good, bad NATSConfig
 		badErr    string // substring of the bad config's error
 	}{
-		{
-			name:   "user/password",
-			server: natsConf{`authorization { user: "learner", password: "s3cret" }`},
-			good:   NATSConfig{User: "learner", Password: "s3cret"},
-			bad:    NATSConfig{User: "learner", Password: "nope"},
-			badErr: "authorization violation",
-		},
-		{
-			name:   "token",
-			server: natsConf{`authorization { token: "t0ken" }`},
-			good:   NATSConfig{Token: "t0ken"},
-			bad:    NATSConfig{Token: "other"},
-			badErr: "authorization violation",
-		},
-		{
-			name:   "nkey",
-			server: nkeyConf,
-			good:   NATSConfig{NKeySeedFile: nkeyFile},
-			bad:    NATSConfig{NKeySeedFile: wrongNkeyFile},
-			badErr: "authorization violation",
-		},
-		{
-			name:   "nkey file missing",
-			server: nkeyConf,
-			good:   NATSConfig{NKeySeedFile: nkeyFile},
-			bad:    NATSConfig{NKeySeedFile: filepath.Join(dir, "missing.nk")},
-			badErr: "nkey_seed_file",
-		},
-		{
-			name:   "creds",
-			server: credsConf,
-			good:   NATSConfig{CredsFile: creds},
-			bad:    NATSConfig{CredsFile: wrongCreds},
-			badErr: "authorization violation",
-		},
-		{
-			name:   "tls",
-			server: tlsConf,
-			good:   NATSConfig{TLS: &TLSConfig{CA: caFile}},
-			bad:    NATSConfig{TLS: &TLSConfig{}}, // system roots do not know the test CA
-			badErr: "certificate",
-		},
+		{"user/password", natsConf{`authorization { user: "learner", password: "s3cret" }`}, NATSConfig{User: "learner", Password: "s3cret"}, NATSConfig{User: "learner", Password: "nope"}, "authorization violation"},
+		{"token", natsConf{`authorization { token: "t0ken" }`}, NATSConfig{Token: "t0ken"}, NATSConfig{Token: "other"}, "authorization violation"},
+		{"nkey", nkeyConf, NATSConfig{NKeySeedFile: nkeyFile}, NATSConfig{NKeySeedFile: wrongNkeyFile}, "authorization violation"},
+		{"nkey file missing", nkeyConf, NATSConfig{NKeySeedFile: nkeyFile}, NATSConfig{NKeySeedFile: filepath.Join(dir, "missing.nk")}, "nkey_seed_file"},
+		{"creds", credsConf, NATSConfig{CredsFile: creds}, NATSConfig{CredsFile: wrongCreds}, "authorization violation"},
+		{"tls", tlsConf, NATSConfig{TLS: &TLSConfig{CA: caFile}}, NATSConfig{TLS: &TLSConfig{}}, "certificate"}, // system roots do not know the test CA
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := natsTestServer(t, tc.server)
@@ -216,25 +117,15 @@ func TestNATSAuth(t *testing.T) {
 			if err != nil {
 				t.Fatalf("core sink: %v", err)
 			}
-			if err := sink.Publish(ctx, nil, natsEvent(0)); err != nil {
-				t.Fatal(err)
-			}
-			if err := sink.Close(); err != nil {
-				t.Fatal(err)
-			}
+			sinkWrite(t, sink, 1)
 			natsFetchN(t, src, 1, 0)
 
-			jsAuthStream(t, tc.good)
+			natsTestStream(t, tc.good, "EVENTS", "events")
 			jsink, err := NewJetStreamSink(tc.good, "EVENTS", "events")
 			if err != nil {
 				t.Fatalf("jetstream sink: %v", err)
 			}
-			if err := jsink.Publish(ctx, nil, natsEvent(0)); err != nil {
-				t.Fatal(err)
-			}
-			if err := jsink.Close(); err != nil {
-				t.Fatal(err)
-			}
+			sinkWrite(t, jsink, 1)
 			jsrc, err := NewJetStreamSource(ctx, tc.good, true)
 			if err != nil {
 				t.Fatalf("jetstream source: %v", err)
@@ -261,21 +152,5 @@ func TestNATSAuth(t *testing.T) {
 				t.Fatal("core sink with wrong credentials connected")
 			}
 		})
-	}
-}
-
-// jsAuthStream creates stream EVENTS on subject events with cfg's
-// credentials.
-func jsAuthStream(t *testing.T, cfg NATSConfig) {
-	t.Helper()
-	nc, err := natsConnect(cfg.withDefaults())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := jsCreateStream(ctx, nc.Conn, "EVENTS", "events"); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -2,7 +2,6 @@ package connectors
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -11,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -51,7 +49,7 @@ func natsTestServer(t testing.TB, conf natsConf) *natsTestSrv {
 	dir := t.TempDir()
 	var confFile string
 	if conf != nil {
-		confFile = natsWriteConf(t, dir, conf)
+		confFile = writeTestFile(t, dir, "server.conf", []byte(strings.Join(conf, "\n")+"\n"))
 	}
 	if bin := os.Getenv(natsServerEnv); bin != "" {
 		return natsProcServer(t, bin, dir, confFile)
@@ -73,16 +71,6 @@ func natsTestServer(t testing.TB, conf natsConf) *natsTestSrv {
 	return &natsTestSrv{url: srv.ClientURL()}
 }
 
-// natsWriteConf writes conf to dir/server.conf and returns its path.
-func natsWriteConf(t testing.TB, dir string, conf natsConf) string {
-	t.Helper()
-	p := filepath.Join(dir, "server.conf")
-	if err := os.WriteFile(p, []byte(strings.Join(conf, "\n")+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // natsProcReady bounds the wait for a nats-server process to accept
 // clients, and then for it to exit on SIGTERM.
 const natsProcReady = 10 * time.Second
@@ -91,8 +79,9 @@ const natsProcReady = 10 * time.Second
 // choosing (-p -1), storing under dir, with confFile when not empty. The
 // port comes from the ports file the server writes once it listens
 // (--ports_file_dir: no race for a port picked beforehand); it is ready
-// when it sends INFO there. Cleanup stops it with SIGTERM (then SIGKILL)
-// and waits for it to exit, before t.TempDir removes dir.
+// when it sends INFO there. Its log goes to dir/server.log. Cleanup stops
+// it with SIGTERM (then SIGKILL) and waits for it to exit, before
+// t.TempDir removes dir.
 func natsProcServer(t testing.TB, bin, dir, confFile string) *natsTestSrv {
 	t.Helper()
 	args := []string{"-js", "-a", "127.0.0.1", "-p", "-1",
@@ -101,8 +90,13 @@ func natsProcServer(t testing.TB, bin, dir, confFile string) *natsTestSrv {
 		args = append(args, "-c", confFile)
 	}
 	cmd := exec.Command(bin, args...)
-	var log natsLog
-	cmd.Stdout, cmd.Stderr = &log, &log
+	logFile := filepath.Join(dir, "server.log")
+	log, err := os.Create(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close() // the process has its own descriptor
+	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("%s=%s: %v", natsServerEnv, bin, err)
 	}
@@ -122,7 +116,8 @@ func natsProcServer(t testing.TB, bin, dir, confFile string) *natsTestSrv {
 	})
 	fail := func(format string, a ...any) {
 		t.Helper()
-		t.Fatalf("%s %s: %s\n%s", bin, strings.Join(args, " "), fmt.Sprintf(format, a...), log.String())
+		out, _ := os.ReadFile(logFile)
+		t.Fatalf("%s %s: %s\n%s", bin, strings.Join(args, " "), fmt.Sprintf(format, a...), out)
 	}
 	portsFile := filepath.Join(dir, fmt.Sprintf("%s_%d.ports", filepath.Base(bin), cmd.Process.Pid))
 	deadline := time.Now().Add(natsProcReady)
@@ -186,22 +181,4 @@ func natsSaysInfo(addr string) (string, error) {
 		return "", fmt.Errorf("%s greets with %q, not INFO {...}", addr, line)
 	}
 	return v.Version, nil
-}
-
-// natsLog collects a server process's log for failure messages.
-type natsLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *natsLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *natsLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

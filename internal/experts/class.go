@@ -510,20 +510,14 @@ func (c *Class) Labels(dst Set, x online.Vector) bool {
 		clear(dst)
 		return false
 	}
-	switch c.kind {
-	case KindThresholds:
-		clear(dst)
-		dst.setRange(0, p)
-	case KindIntervals:
-		c.intervalLabels(dst, p)
-	case KindStumps:
+	if c.kind == KindStumps { // p is 0: the features' positions say it all
 		clear(dst)
 		for f, s := range c.slots {
 			c.stumpLabels(dst, f, position(c.grid, x.Value(s)))
 		}
-	default:
-		copy(dst, c.col(p))
+		return true
 	}
+	c.column(dst, p)
 	return true
 }
 
@@ -629,7 +623,14 @@ func (c *Class) pointValues(p int) []float64 {
 // domain point p (0 ≤ p < number of points): what a test or an adversary
 // presents to reach that point. It allocates.
 func (c *Class) pointVector(p int) online.Vector {
-	vals := c.pointValues(p)
+	return c.vector(c.pointValues(p))
+}
+
+// vector returns the canonical event vector with c's features (in spec
+// order) equal to vals: their slots in increasing order, a slot two
+// features share holding the last one's value, zeros left out. It
+// allocates.
+func (c *Class) vector(vals []float64) online.Vector {
 	type kv struct {
 		i uint32
 		v float64

@@ -146,28 +146,4 @@ func realizableLearners(c *Class) map[string]vsLearner {
 func vec(c *Class, v float64) online.Vector { return vecN(c, v) }
 
 // vecN returns an event with c's features (in spec order) equal to vals.
-func vecN(c *Class, vals ...float64) online.Vector {
-	type kv struct {
-		i uint32
-		v float64
-	}
-	var e []kv
-	for f, s := range c.slots {
-		e = append(e, kv{s, vals[f]})
-	}
-	for i := range e {
-		for j := i + 1; j < len(e); j++ {
-			if e[j].i < e[i].i {
-				e[i], e[j] = e[j], e[i]
-			}
-		}
-	}
-	var x online.Vector
-	for _, a := range e {
-		if a.v != 0 {
-			x.Idx = append(x.Idx, a.i)
-			x.Val = append(x.Val, a.v)
-		}
-	}
-	return x
-}
+func vecN(c *Class, vals ...float64) online.Vector { return c.vector(vals) }

@@ -45,6 +45,16 @@ func realStream(b *testing.B, path string, cfg event.Config) ([]online.Vector, [
 	return packed(xs), ys
 }
 
+// textData are the real text streams of the text benchmarks: Reuters
+// money-fx and SMS spam.
+var textData = []struct {
+	name, path string
+	cfg        event.Config
+}{
+	{"reuters", "reuters_lasvm/reuters.trn.gz", event.Config{Format: event.LIBSVM}},
+	{"sms", "sms_spam_collection/SMSSpamCollection", event.Config{Format: event.TSV, NGrams: 3, Positive: []string{"spam"}, Negative: []string{"ham"}}},
+}
+
 // BenchmarkPredictLearnText is BenchmarkPredictLearn and BenchmarkRound
 // (the subbenchmarks named round/...) on real text, one
 // round per document in file order, over and over: Reuters-21578
@@ -55,13 +65,7 @@ func realStream(b *testing.B, path string, cfg event.Config) ([]online.Vector, [
 // slots miss the 512 KiB L2 cache on most reads, word frequencies are
 // skewed as in any text stream, so the hot weights stay in cache.
 func BenchmarkPredictLearnText(b *testing.B) {
-	for _, data := range []struct {
-		name, path string
-		cfg        event.Config
-	}{
-		{"reuters", "reuters_lasvm/reuters.trn.gz", event.Config{Format: event.LIBSVM}},
-		{"sms", "sms_spam_collection/SMSSpamCollection", event.Config{Format: event.TSV, NGrams: 3, Positive: []string{"spam"}, Negative: []string{"ham"}}},
-	} {
+	for _, data := range textData {
 		xs, ys := realStream(b, data.path, data.cfg)
 		var nnz int
 		for _, x := range xs {
@@ -110,13 +114,7 @@ func BenchmarkPredictLearnText(b *testing.B) {
 // the documents of Reuters money-fx and SMS spam in file order. An
 // assembly kernel stays only while it is at least 10% faster here.
 func BenchmarkKernelsText(b *testing.B) {
-	for _, data := range []struct {
-		name, path string
-		cfg        event.Config
-	}{
-		{"reuters", "reuters_lasvm/reuters.trn.gz", event.Config{Format: event.LIBSVM}},
-		{"sms", "sms_spam_collection/SMSSpamCollection", event.Config{Format: event.TSV, NGrams: 3, Positive: []string{"spam"}, Negative: []string{"ham"}}},
-	} {
+	for _, data := range textData {
 		xs, _ := realStream(b, data.path, data.cfg)
 		r := rand.New(rand.NewPCG(9, 9))
 		w := make([]float64, 1<<18+1)

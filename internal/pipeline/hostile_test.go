@@ -82,14 +82,7 @@ func TestExtremeValuesStayFinite(t *testing.T) {
 		events := extremeEvents(3000, 1, tc.limit)
 		t.Run(fmt.Sprintf("%s/%g", tc.scale, tc.limit), func(t *testing.T) {
 			c := mustConfig(t, fmt.Sprintf("input: {max_abs_value: %g}\nfeatures: {bits: 12, scale: %s}\n%s", tc.limit, tc.scale, hostileLearners))
-			p, err := New(c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			dec, err := event.NewDecoder(EventConfig(c))
-			if err != nil {
-				t.Fatal(err)
-			}
+			p, dec := mustNew(t, c), mustDecoder(t, c)
 			var ev event.Event
 			for i, raw := range events {
 				if err := dec.Decode(raw, &ev); err != nil {
@@ -106,10 +99,7 @@ func TestExtremeValuesStayFinite(t *testing.T) {
 				}
 			}
 			checkFinite(t, p)
-			rep, err := p.Report()
-			if err != nil {
-				t.Fatal(err)
-			}
+			rep := mustReport(t, p)
 			if _, err := json.Marshal(rep); err != nil { // NaN or Inf anywhere fails
 				t.Fatalf("report: %v", err)
 			}

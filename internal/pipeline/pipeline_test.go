@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -74,23 +73,13 @@ func (c *collect) DeadLetter(d DeadLetter) error {
 	return nil
 }
 
+// replay replays data through a new pipeline of c, with dead letters to
+// dl, and returns the pipeline and its report (Seconds zeroed).
 func replay(t testing.TB, c *config.Config, data []byte, dl DeadLetters) (*Pipeline, Report) {
 	t.Helper()
-	p, err := New(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := event.NewReader(bytes.NewReader(data), "test.jsonl", EventConfig(c))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Replay(context.Background(), r, dl, nil); err != nil {
-		t.Fatal(err)
-	}
-	rep, err := p.Report()
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := mustNew(t, c)
+	feedFrom(t, p, c, bytes.NewReader(data), "test.jsonl", dl)
+	rep := mustReport(t, p)
 	rep.Seconds = 0
 	return p, rep
 }
@@ -282,14 +271,7 @@ learners:
 // event in steady state, for every learner kind at once.
 func TestHotPathAllocs(t *testing.T) {
 	c := mustConfig(t, testConfig)
-	p, err := New(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := event.NewDecoder(EventConfig(c))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, d := mustNew(t, c), mustDecoder(t, c)
 	lines := bytes.Split(bytes.TrimSpace(stream(512, 8, 0.05, false)), []byte("\n"))
 	var ev event.Event
 	k := 0

@@ -1,12 +1,9 @@
 package pipeline
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/streamlearn/streamlearn/internal/event"
 )
 
 // dataDir is ../shared/data beside the repository; tests that read it skip
@@ -26,27 +23,14 @@ func dataDir(t testing.TB) string {
 func replayFile(t testing.TB, cfgYAML, path string) Report {
 	t.Helper()
 	c := mustConfig(t, cfgYAML)
-	p, err := New(c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := mustNew(t, c)
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	r, err := event.NewReader(f, filepath.Base(path), EventConfig(c))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Replay(context.Background(), r, nil, nil); err != nil {
-		t.Fatal(err)
-	}
-	rep, err := p.Report()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rep
+	feedFrom(t, p, c, f, filepath.Base(path), nil)
+	return mustReport(t, p)
 }
 
 // realCase is a prequential (test-then-train, file order) run on a real

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -86,11 +87,18 @@ func saltedDemo(t testing.TB, n int) stateStream {
 // feed replays data through p.
 func feed(t testing.TB, p *Pipeline, c *config.Config, data []byte) {
 	t.Helper()
-	r, err := event.NewReader(bytes.NewReader(data), "state.jsonl", EventConfig(c))
+	feedFrom(t, p, c, bytes.NewReader(data), "state.jsonl", nil)
+}
+
+// feedFrom replays the events of r, a stream called name, through p, with
+// dead letters to dl.
+func feedFrom(t testing.TB, p *Pipeline, c *config.Config, r io.Reader, name string, dl DeadLetters) {
+	t.Helper()
+	er, err := event.NewReader(r, name, EventConfig(c))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Replay(context.Background(), r, nil, nil); err != nil {
+	if err := p.Replay(context.Background(), er, dl, nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -104,13 +112,28 @@ func mustNew(t testing.TB, c *config.Config) *Pipeline {
 	return p
 }
 
-// snapshot returns p's report, as JSON without the seconds, and its state.
-func snapshot(t testing.TB, p *Pipeline) (string, []byte) {
+func mustDecoder(t testing.TB, c *config.Config) *event.Decoder {
+	t.Helper()
+	d, err := event.NewDecoder(EventConfig(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func mustReport(t testing.TB, p *Pipeline) Report {
 	t.Helper()
 	rep, err := p.Report()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return rep
+}
+
+// snapshot returns p's report, as JSON without the seconds, and its state.
+func snapshot(t testing.TB, p *Pipeline) (string, []byte) {
+	t.Helper()
+	rep := mustReport(t, p)
 	rep.Seconds = 0
 	j, err := json.Marshal(rep)
 	if err != nil {
@@ -275,10 +298,7 @@ func TestCloneIndependent(t *testing.T) {
 // decodeLines decodes every line of data that is a valid event.
 func decodeLines(t testing.TB, c *config.Config, data []byte) []event.Event {
 	t.Helper()
-	d, err := event.NewDecoder(EventConfig(c))
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := mustDecoder(t, c)
 	var evs []event.Event
 	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
 		var ev event.Event

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/streamlearn/streamlearn/internal/config"
@@ -24,6 +23,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/experts"
 	"github.com/streamlearn/streamlearn/internal/online"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
+	"github.com/streamlearn/streamlearn/internal/testbroker"
 )
 
 // hostileYAML has every algorithm, the averaged Perceptron and both OGD
@@ -186,8 +186,8 @@ func rawsOf(recs []saltedRecord) [][]byte {
 	return out
 }
 
-// hostileDeadLetter is a dead letter as DeadLetters writes it.
-type hostileDeadLetter struct {
+// deadLetterMsg is a dead letter as DeadLetters writes it.
+type deadLetterMsg struct {
 	Source       string `json:"source"`
 	Partition    int32  `json:"partition"`
 	Offset       int64  `json:"offset"`
@@ -250,7 +250,7 @@ func checkHostileRun(t *testing.T, run hostileRun, salted []saltedRecord, clean 
 		}
 		msg := run.letters[k]
 		k++
-		var d hostileDeadLetter
+		var d deadLetterMsg
 		decodeStrict(t, msg, &d)
 		offset := run.offset0 + int64(i)
 		if d.Source != run.source || d.Offset != offset || d.Reason != string(r.bad.reason) {
@@ -351,15 +351,7 @@ func startBigNATS(t *testing.T) string {
 	if !srv.ReadyForConnections(10 * time.Second) {
 		t.Fatal("nats server not ready")
 	}
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := testbroker.JetStream(t, srv.ClientURL())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "HOSTILE", Subjects: []string{"hostile"}}); err != nil {
@@ -485,7 +477,7 @@ func TestDeadLetterTruncation(t *testing.T) {
 			t.Fatal(err)
 		}
 		msg := sink.messages()[0]
-		var d hostileDeadLetter
+		var d deadLetterMsg
 		decodeStrict(t, msg, &d)
 		raw := []byte(d.Raw)
 		if d.RawBase64 != "" {

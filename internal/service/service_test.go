@@ -368,16 +368,6 @@ func TestPredictionMessages(t *testing.T) {
 	}
 }
 
-type deadLetterMsg struct {
-	Source    string `json:"source"`
-	Partition int32  `json:"partition"`
-	Offset    int64  `json:"offset"`
-	Reason    string `json:"reason"`
-	Error     string `json:"error"`
-	Raw       string `json:"raw"`
-	RawBase64 string `json:"raw_base64"`
-}
-
 func TestDeadLetters(t *testing.T) {
 	good := `{"id":"ok","features":{"v":0.5,"t":1},"label":1}`
 	values := [][]byte{[]byte(good)}
@@ -411,6 +401,9 @@ func TestDeadLetters(t *testing.T) {
 				t.Errorf("utf8 dead letter: raw %q raw_base64 %q, want base64 only", d.Raw, d.RawBase64)
 			}
 			raw = string(mustBase64(t, d.RawBase64))
+		}
+		if d.RawTruncated || d.RawSize != 0 {
+			t.Errorf("dead letter %d of a short record: raw_truncated %v raw_size %d, want neither", i, d.RawTruncated, d.RawSize)
 		}
 		if d.Source != "mem:test" || d.Offset != offset || d.Reason != w.Reason || raw != w.Raw {
 			t.Errorf("dead letter %d: %+v\nwant source mem:test offset %d reason %s raw %q", i, d, offset, w.Reason, w.Raw)

@@ -172,11 +172,7 @@ func TestTransportsAgree(t *testing.T) {
 		{"noisy", genEvents(3000, 11, 0.1, 0.2, 97)},
 	}
 	brokers := kafkaCluster(t, 1, "demo", "noisy")
-	emb, err := connectors.StartEmbedded(connectors.EmbeddedConfig{Port: -1, StoreDir: t.TempDir(), Stream: "EVENTS", Subjects: []string{"events.>"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(emb.Shutdown)
+	natsURL := testbroker.NATS(t, "EVENTS", "events.>")
 
 	for _, st := range streams {
 		t.Run(st.name, func(t *testing.T) {
@@ -228,14 +224,14 @@ func TestTransportsAgree(t *testing.T) {
 			}
 
 			subject := "events." + st.name
-			jsink, err := connectors.NewJetStreamSink(connectors.NATSConfig{URL: emb.ClientURL()}, "EVENTS", subject)
+			jsink, err := connectors.NewJetStreamSink(connectors.NATSConfig{URL: natsURL}, "EVENTS", subject)
 			if err != nil {
 				t.Fatal(err)
 			}
 			publishAll(t, jsink, st.values, nil)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			jsrc, err := connectors.NewJetStreamSource(ctx, connectors.NATSConfig{URL: emb.ClientURL(), Stream: "EVENTS",
+			jsrc, err := connectors.NewJetStreamSource(ctx, connectors.NATSConfig{URL: natsURL, Stream: "EVENTS",
 				Subject: subject, Durable: "agree-" + st.name, FetchWait: time.Second}, true)
 			if err != nil {
 				t.Fatal(err)

@@ -1,15 +1,18 @@
 // Package testbroker holds the brokers and settings the tests of the
 // packages above connectors share: an in-process Kafka cluster (franz-go's
 // kfake) and the Kafka settings that make a join, a rebalance or an idle
-// fetch take milliseconds. (The kfake directory below is a broker process
-// for the end-to-end tests.) Package connectors' own tests cannot import
-// it, as it imports connectors.
+// fetch take milliseconds; an embedded NATS server and a JetStream client.
+// (The kfake directory below is a broker process for the end-to-end
+// tests.) Package connectors' own tests cannot import it, as it imports
+// connectors.
 package testbroker
 
 import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/streamlearn/streamlearn/internal/connectors"
@@ -49,4 +52,34 @@ func KafkaConfig(brokers []string, topic, group string) connectors.KafkaConfig {
 		DialTimeout:       2 * time.Second,
 		BatchTimeout:      2 * time.Millisecond,
 	}
+}
+
+// NATS starts an embedded NATS server with JetStream
+// (connectors.StartEmbedded) on a free loopback port, its files in a
+// temporary directory, with stream capturing subjects (no stream when
+// stream is empty), shut down when tb ends, and returns its URL.
+func NATS(tb testing.TB, stream string, subjects ...string) string {
+	tb.Helper()
+	e, err := connectors.StartEmbedded(connectors.EmbeddedConfig{Port: -1, StoreDir: tb.TempDir(), Stream: stream, Subjects: subjects})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(e.Shutdown)
+	return e.ClientURL()
+}
+
+// JetStream connects a JetStream client to the NATS server at url; the
+// connection closes when tb ends.
+func JetStream(tb testing.TB, url string) jetstream.JetStream {
+	tb.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return js
 }
