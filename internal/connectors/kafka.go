@@ -868,72 +868,16 @@ func partitionList(ps []int) string {
 // ErrPartitionRevoked when a rebalance gave the partition to another
 // member.
 func (s *KafkaSource) Commit(ctx context.Context, r Record) error {
-	if _, ok := r.ack.(*kafkaGen); !ok {
-		return fmt.Errorf("kafka source %s: commit: record was not fetched from a Kafka source", s.name)
+	if errs := s.CommitMany(ctx, []Record{r}); errs != nil {
+		return errs[0]
 	}
-	p, off := int(r.Partition), r.Offset+1
-	for {
-		s.mu.Lock()
-		gen, wake := s.gen, s.wake
-		if c, ok := s.committed[p]; ok && off <= c {
-			s.mu.Unlock()
-			return nil
-		}
-		s.mu.Unlock()
-		if gen == nil { // a rebalance is under way
-			select {
-			case <-wake:
-				continue
-			case <-s.done:
-				return fmt.Errorf("kafka source %s: commit partition %d offset %d: %w", s.name, p, off, errKafkaClosed)
-			case <-ctx.Done():
-				return fmt.Errorf("kafka source %s: commit partition %d offset %d: %w", s.name, p, off, ctx.Err())
-			}
-		}
-		if !gen.owns(p) {
-			return fmt.Errorf("kafka source %s: commit partition %d offset %d: %w", s.name, p, off, ErrPartitionRevoked)
-		}
-		err := gen.g.CommitOffsets(map[string]map[int]int64{s.cfg.Topic: {p: off}})
-		if err == nil {
-			s.mu.Lock()
-			if off > s.committed[p] {
-				s.committed[p] = off
-			}
-			s.mu.Unlock()
-			return nil
-		}
-		if !kafkaGenerationError(err) {
-			return fmt.Errorf("kafka source %s: commit partition %d offset %d: %w", s.name, p, off, err)
-		}
-		// The generation is ending: retry with the next one, if it still
-		// gives this member the partition.
-		s.mu.Lock()
-		if s.gen == gen {
-			wake = s.wake
-			s.mu.Unlock()
-			select {
-			case <-wake:
-			case <-s.done:
-				return fmt.Errorf("kafka source %s: commit partition %d offset %d: %w", s.name, p, off, err)
-			case <-ctx.Done():
-				return fmt.Errorf("kafka source %s: commit partition %d offset %d: %w", s.name, p, off, err)
-			}
-		} else {
-			s.mu.Unlock()
-		}
-	}
+	return nil
 }
 
 // CommitMany commits the records, each the last of its partition to
 // commit, in one offset commit request: what Commit does for one, for
 // every partition of a commit round at once.
 func (s *KafkaSource) CommitMany(ctx context.Context, recs []Record) []error {
-	if len(recs) == 1 {
-		if err := s.Commit(ctx, recs[0]); err != nil {
-			return []error{err}
-		}
-		return nil
-	}
 	var errs []error
 	fail := func(i int, err error) {
 		if errs == nil {
