@@ -112,8 +112,8 @@
 // # Weighted-Majority
 //
 // Hedge runs Weighted-Majority (Section 21.2.1; Littlestone & Warmuth 1994)
-// over d experts whose ±1 advice the caller passes each round; the pipeline
-// passes other learners' predicted labels. WeightedMajority takes the
+// over d experts whose ±1 advice the caller passes each round; OverLearners
+// runs it over other learners' predicted labels, and WeightedMajority takes the
 // hypotheses of a class as experts (Corollary 21.12). The cost of expert i
 // is v_{t,i} = 1[advice_i ≠ y_t]; w̃_i ← w̃_i·e^{-η v_{t,i}}. Score is
 // P(label = +1) = Σ_i w_i(t)·1[advice_i = +1], and Loss the expected loss

@@ -309,7 +309,7 @@ func (h *hedge) decodeState(d *codec.Decoder) error {
 }
 
 // Hedge is Weighted-Majority over d experts whose advice, a label ±1 per
-// expert, the caller passes on each round: the pipeline runs it over other
+// expert, the caller passes on each round: OverLearners runs it over other
 // learners' predicted labels. Advice other than +1 counts as -1. Not safe
 // for concurrent use.
 type Hedge struct {

@@ -25,6 +25,9 @@ type Env struct {
 	// configured before it, in order.
 	Name  string
 	Prior []string
+	// Built are the learners of Prior, built, in the same order (for New
+	// only): a learner over other learners takes its own from them.
+	Built []online.Learner
 	// Bits is features.bits: the learner's vectors have 2^Bits slots.
 	Bits uint
 }

@@ -1,10 +1,12 @@
 package learners
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"testing"
 
+	"github.com/streamlearn/streamlearn/internal/experts"
 	"github.com/streamlearn/streamlearn/internal/online"
 	"github.com/streamlearn/streamlearn/internal/online/onlinetest"
 )
@@ -103,7 +105,21 @@ func TestValidate(t *testing.T) {
 		}
 	}
 	a, _ := Lookup("weighted-majority")
-	if _, err := a.New(&WeightedMajorityParams{Experts: []string{"a"}}, Env{}); err != ErrOverLearners {
-		t.Errorf("New of weighted-majority over learners: %v, want ErrOverLearners", err)
+	many := make([]string, experts.MaxOverLearners+1)
+	for i := range many {
+		many[i] = fmt.Sprint("l", i)
+	}
+	want := "experts: 65 learners, at most 64 (the advice it served travels as one bit an expert)"
+	if err := a.Validate(&WeightedMajorityParams{Experts: many}, Env{Prior: many}); err == nil || err.Error() != want {
+		t.Errorf("Validate of weighted-majority over 65 learners: %v, want %s", err, want)
+	}
+	if _, err := a.New(&WeightedMajorityParams{Experts: []string{"a"}}, Env{}); err == nil {
+		t.Error("New of weighted-majority over a learner not built: no error")
+	}
+	// Over learners built before it: a Learner whose experts are those.
+	pct, _ := online.NewPerceptron(4, online.PerceptronConfig{})
+	l, err := a.New(&WeightedMajorityParams{Experts: []string{"a"}}, Env{Prior: []string{"a"}, Built: []online.Learner{pct}})
+	if _, ok := l.(*experts.OverLearners); err != nil || !ok {
+		t.Errorf("New of weighted-majority over a built learner: %T, %v", l, err)
 	}
 }

@@ -27,11 +27,6 @@ func (p *WeightedMajorityParams) Hedge() experts.HedgeConfig {
 	return experts.HedgeConfig{Horizon: p.Horizon, Eta: p.Eta, Seed: p.Seed}
 }
 
-// ErrOverLearners is returned by New for weighted-majority over other
-// learners (Experts set): the pipeline runs it over their predictions,
-// which only it has.
-var ErrOverLearners = errors.New("weighted-majority over learners is built by the pipeline")
-
 func init() {
 	Register(&Algorithm{
 		Name:    "weighted-majority",
@@ -50,6 +45,8 @@ func init() {
 				if err := c.Class.Validate(); err != nil {
 					return fmt.Errorf("class: %v", err)
 				}
+			case len(c.Experts) > experts.MaxOverLearners:
+				return fmt.Errorf("experts: %d learners, at most %d (the advice it served travels as one bit an expert)", len(c.Experts), experts.MaxOverLearners)
 			case len(c.Experts) > 0:
 				dup := map[string]bool{}
 				for j, e := range c.Experts {
@@ -78,7 +75,16 @@ func init() {
 				return nil, err
 			}
 			if c.Class == nil {
-				return nil, ErrOverLearners
+				// Over the learners configured before it, by name.
+				ls := make([]online.Learner, len(c.Experts))
+				for k, e := range c.Experts {
+					i := slices.Index(env.Prior, e)
+					if i < 0 || i >= len(env.Built) {
+						return nil, fmt.Errorf("experts[%d]: %q is not a learner built before this one", k, e)
+					}
+					ls[k] = env.Built[i]
+				}
+				return learner(experts.NewOverLearners(ls, c.Hedge()))
 			}
 			class, err := experts.NewClass(*c.Class, env.Bits)
 			if err != nil {

@@ -17,6 +17,12 @@ type Prediction struct {
 	// P(label = +1) for Weighted-Majority, the size difference of the two
 	// candidate version spaces for Halving, and so on. Loss reads it.
 	Score float64
+	// Advice is, for Weighted-Majority over other learners, the advice
+	// it predicted from: bit k is set when its expert k predicted
+	// Positive. It travels with the served prediction, so that Learn
+	// charges each expert the advice it gave then, however many rounds
+	// later the label comes. Zero for every other learner.
+	Advice uint64
 }
 
 // A Learner is an online binary classifier run by the protocol of the seed

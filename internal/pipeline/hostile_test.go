@@ -124,7 +124,7 @@ func checkFinite(t *testing.T, p *Pipeline) {
 			w = m.Weights()
 		case *online.OGD:
 			w = m.Weights(nil)
-		case *experts.Hedge:
+		case *experts.OverLearners:
 			w = m.Weights(nil)
 		case *experts.WeightedMajority:
 			w = m.Weights(nil)

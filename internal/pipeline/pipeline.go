@@ -45,17 +45,17 @@ type Pipeline struct {
 	spec *config.Config
 }
 
-// node is one configured learner. Exactly one of learner and hedge is set:
-// hedge is Weighted-Majority over other learners, whose advice is their
-// predictions of the same round. round is learner's fused round, when it
-// has one.
+// node is one configured learner. round is learner's fused round, when it
+// has one. over is learner when it is Weighted-Majority over other
+// learners: the pipeline gives it their predictions of the round as its
+// advice (PredictAdvice) rather than have it ask them again.
 type node struct {
 	name, algorithm string
 	learner         online.Learner
 	round           online.Rounder
 	raw             bool // reads raw feature values (hypothesis classes), not scaled ones
-	hedge           *experts.Hedge
-	experts         []int // node indices giving hedge its advice
+	over            *experts.OverLearners
+	experts         []int // node indices of over's experts
 	advice          []int8
 	loss            float64
 }
@@ -89,19 +89,16 @@ func New(c *config.Config) (*Pipeline, error) {
 		start:   time.Now(),
 		spec:    specOf(c),
 	}
-	index := map[string]int{}
+	env := learners.Env{Bits: bits}
 	for i, lc := range c.Learners {
-		n, err := build(lc, bits, index)
+		env.Name = lc.Name
+		n, err := build(lc, env)
 		if err != nil {
 			return nil, fmt.Errorf("pipeline: learners[%d] (%s): %w", i, lc.Name, err)
 		}
-		index[lc.Name] = len(p.nodes)
+		env.Prior, env.Built = append(env.Prior, lc.Name), append(env.Built, n.learner)
 		p.nodes = append(p.nodes, n)
-		var m regret.Model = n.learner
-		if n.hedge != nil {
-			m = n.hedge
-		}
-		p.tracker.Add(n.name, n.algorithm, m)
+		p.tracker.Add(n.name, n.algorithm, n.learner)
 		if d, ok := n.learner.(interface{ InDomain(online.Vector) bool }); ok {
 			p.domains = append(p.domains, d)
 		}
@@ -110,30 +107,29 @@ func New(c *config.Config) (*Pipeline, error) {
 	return p, nil
 }
 
-// build makes the node of one learner with its algorithm's registry entry.
-// Weighted-Majority over learners configured before it is the one learner
-// the registry cannot build: its advice is their predictions, which the
-// pipeline passes it each round.
-func build(lc config.Learner, bits uint, index map[string]int) (node, error) {
+// build makes the node of one learner with its algorithm's registry entry;
+// env has the learners built before it.
+func build(lc config.Learner, env learners.Env) (node, error) {
 	n := node{name: lc.Name, algorithm: lc.Algorithm}
 	a, ok := learners.Lookup(lc.Algorithm)
 	if !ok {
 		return n, fmt.Errorf("unknown algorithm %q", lc.Algorithm)
 	}
-	if wm, ok := lc.Params.(*learners.WeightedMajorityParams); ok && wm.Class == nil {
-		for _, e := range wm.Experts {
-			n.experts = append(n.experts, index[e])
-		}
-		n.advice = make([]int8, len(n.experts))
-		var err error
-		n.hedge, err = experts.NewHedge(len(n.experts), wm.Hedge())
-		return n, err
-	}
-	l, err := a.New(lc.Params, learners.Env{Name: lc.Name, Bits: bits})
+	l, err := a.New(lc.Params, env)
 	if err != nil {
 		return n, err
 	}
 	n.learner = l
+	if over, ok := l.(*experts.OverLearners); ok {
+		wm, _ := lc.Params.(*learners.WeightedMajorityParams)
+		if wm == nil {
+			return n, fmt.Errorf("weighted-majority over learners without its parameters (%T)", lc.Params)
+		}
+		n.over, n.advice = over, make([]int8, len(wm.Experts))
+		for _, e := range wm.Experts {
+			n.experts = append(n.experts, slices.Index(env.Prior, e))
+		}
+	}
 	// A learner over a hypothesis class reads raw feature values: the
 	// class's grid is in the feature's own units.
 	_, n.raw = l.(interface{ InDomain(online.Vector) bool })
@@ -166,24 +162,19 @@ func (p *Pipeline) Process(ev *event.Event) ([]online.Prediction, event.Reason) 
 	p.counts.Learned++
 	// Learner by learner, each predicts, then learns: the same as every
 	// learner predicting before any learns, since a learner's prediction
-	// depends on its own state only (and a hedge node's advice on the
-	// predictions of learners before it, which their updates leave as
-	// they are).
+	// depends on its own state only (and the advice of a Weighted-Majority
+	// over learners on the predictions of learners before it, made this
+	// round, which their updates leave as they are; the prediction carries
+	// that advice to Learn).
 	y := ev.Label
 	for i := range p.nodes {
 		n := &p.nodes[i]
-		switch {
-		case n.hedge != nil:
-			p.preds[i] = p.predictNode(n, ev)
-			n.loss = n.hedge.Loss(p.preds[i], y)
-			n.hedge.Learn(n.advice, p.preds[i], y)
-		case n.round != nil:
+		if n.round != nil {
 			p.preds[i], n.loss = n.round.Round(p.input(n, ev), y)
-		default:
-			x := p.input(n, ev)
-			p.preds[i] = n.learner.Predict(x)
+		} else {
+			p.preds[i] = p.predictNode(n, ev)
 			n.loss = n.learner.Loss(p.preds[i], y)
-			n.learner.Learn(x, p.preds[i], y)
+			n.learner.Learn(p.input(n, ev), p.preds[i], y)
 		}
 		p.tracker.Observe(i, p.preds[i], y, n.loss)
 	}
@@ -198,15 +189,15 @@ func (p *Pipeline) predict(ev *event.Event) {
 	}
 }
 
-// predictNode returns n's prediction of ev; a hedge node's advice is the
-// labels its experts, configured before it, predicted this round (in
-// p.preds).
+// predictNode returns n's prediction of ev; a Weighted-Majority over
+// learners is given the labels its experts, configured before it,
+// predicted this round (in p.preds).
 func (p *Pipeline) predictNode(n *node, ev *event.Event) online.Prediction {
-	if n.hedge != nil {
+	if n.over != nil {
 		for k, e := range n.experts {
 			n.advice[k] = p.preds[e].Label
 		}
-		return n.hedge.Predict(n.advice)
+		return n.over.PredictAdvice(n.advice)
 	}
 	return n.learner.Predict(p.input(n, ev))
 }

@@ -61,15 +61,12 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// model is what the pipeline encodes of a node: its learner, or the Hedge
-// of a Weighted-Majority over learners.
+// model is what the pipeline encodes of a node: its learner (for a
+// Weighted-Majority over learners, its Hedge's state).
 func (n *node) model() interface {
 	encoding.BinaryMarshaler
 	encoding.BinaryUnmarshaler
 } {
-	if n.hedge != nil {
-		return n.hedge
-	}
 	return n.learner
 }
 

@@ -301,7 +301,7 @@ func checkFiniteWeights(t *testing.T, what string, p *pipeline.Pipeline) {
 			w = m.Weights()
 		case *online.OGD:
 			w = m.Weights(nil)
-		case *experts.Hedge:
+		case *experts.OverLearners:
 			w = m.Weights(nil)
 		case *experts.WeightedMajority:
 			w = m.Weights(nil)

@@ -490,7 +490,7 @@ func testPure(t *testing.T, newLearner func() online.Learner, ex []Example) {
 }
 
 func samePrediction(a, b online.Prediction) bool {
-	return a.Label == b.Label && math.Float64bits(a.Score) == math.Float64bits(b.Score)
+	return a.Label == b.Label && math.Float64bits(a.Score) == math.Float64bits(b.Score) && a.Advice == b.Advice
 }
 
 // testDelayed serves the predictions of delay rounds before learning the
