@@ -132,8 +132,9 @@ func deepCopy(v reflect.Value) reflect.Value {
 // pipeline restored from a checkpoint and run on is provably the
 // uninterrupted one.
 //
-// It copies every model: about 8·2^bits bytes per linear learner. Like
-// every method, it must be called by the goroutine that owns p.
+// It copies every model: the non-zero weights of each linear learner, up
+// to 8·2^bits bytes. Like every method, it must be called by the goroutine
+// that owns p.
 func (p *Pipeline) MarshalBinary() ([]byte, error) {
 	models := make([][]byte, len(p.nodes))
 	size := 64
@@ -243,8 +244,9 @@ func (p *Pipeline) UnmarshalBinary(b []byte) error {
 // so call it from the goroutine that owns p.
 //
 // Cost: a MarshalBinary, a New and an UnmarshalBinary's decoding — for
-// each linear learner (perceptron, ogd) about three times 8·2^bits bytes
-// allocated (2 MiB each at the default bits 18), plus what New spends
+// each linear learner (perceptron, ogd) its 8·2^bits bytes of weights
+// allocated twice (2 MiB each at the default bits 18) and its learned
+// weights encoded, plus what New spends
 // building hypothesis classes (SOA's Littlestone dimension tables). Take a
 // clone per batch of requests or per report interval, not per event.
 func (p *Pipeline) Clone() (*Pipeline, error) {

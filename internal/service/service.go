@@ -140,6 +140,7 @@ type Service struct {
 	failure atomic.Pointer[error] // the first error of a worker
 
 	uncommitted int
+	replan      bool         // the loop's deadline must be planned again (a model was dropped)
 	lastCommit  time.Time    // the last commit round, successful or not
 	round       *commitRound // the commit round waiting for its answers; nil when none
 	nextReport  time.Time    // zero without ReportInterval
@@ -219,7 +220,6 @@ func (s *Service) publishSnapshot(ctx context.Context) error {
 		w := s.workers[part]
 		if w.handed || !w.snapOK || curvesDue && w.snapCurves == nil || serve && servedAt(w) != w.snap.Events {
 			changed = append(changed, part)
-			w.handed = false
 		}
 	}
 	answers, err := s.askAll(ctx, changed, func(w *worker) *ask {
@@ -231,6 +231,9 @@ func (s *Service) publishSnapshot(ctx context.Context) error {
 	served := make(map[int32]*pipeline.Pipeline, len(answers))
 	for _, a := range answers {
 		w := a.w
+		// The answer holds every record handed over before the question
+		// (the loop hands over none while it waits).
+		w.handed = false
 		w.snap, w.snapOK, w.snapCurves = a.report, true, a.curves // nil without curvesDue: stale
 		if a.served != nil {
 			served[w.part] = a.served
@@ -374,6 +377,18 @@ func (s *Service) Run(ctx context.Context) error {
 	s.lastCommit = time.Now()
 	s.wctx, s.wcancel = context.WithCancel(context.WithoutCancel(ctx))
 	defer s.wcancel()
+	// The workers' sink messages outlive ctx by drainTimeout at most:
+	// stopWorkers cancels them when the drain runs out, and this, for the
+	// records the loop processes itself (an inline worker), which no
+	// drain waits for.
+	var late atomic.Pointer[time.Timer]
+	stopLate := context.AfterFunc(ctx, func() { late.Store(time.AfterFunc(drainTimeout, s.wcancel)) })
+	defer func() {
+		stopLate()
+		if t := late.Load(); t != nil {
+			t.Stop()
+		}
+	}()
 	if s.opt.Checkpoints != nil {
 		s.startSaver()
 		defer s.stopSaver()
@@ -392,7 +407,7 @@ func (s *Service) Run(ctx context.Context) error {
 	// Drain with a context of its own, since ctx may be the one that was
 	// cancelled: stop intake, let the workers learn what they were
 	// handed, then (the models are the loop's again) commit and report.
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drainTimeout)
 	defer cancel()
 	s.intake = false
 	stopErr := s.stopWorkers(dctx)
@@ -492,8 +507,10 @@ func (s *Service) loop(ctx context.Context) error {
 		if err := s.dispatch(ctx, &rec); err != nil {
 			return stopped(ctx, err)
 		}
-		if s.uncommitted++; s.uncommitted == 1 {
-			replan = true // a commit is due by time now
+		if s.uncommitted++; s.uncommitted == 1 || s.replan {
+			// A commit is due by time now, or a reloaded model's commit
+			// round changed what is due.
+			replan, s.replan = true, false
 		}
 		if s.round == nil && s.uncommitted >= s.opt.CommitEvery {
 			if err := s.startRound(ctx); err != nil {
@@ -507,6 +524,11 @@ func (s *Service) loop(ctx context.Context) error {
 // clockEvery is how many records the loop takes between two readings of
 // the clock.
 const clockEvery = 64
+
+// drainTimeout bounds the drain after Run's context is done: the workers
+// learning what they were handed, the final commit and reports. A
+// variable for tests.
+var drainTimeout = 30 * time.Second
 
 // dueByTime publishes the interval reports, starts a commit round and
 // publishes a snapshot when they are due at now.
@@ -865,24 +887,24 @@ func (s *Service) commitRecords(ctx context.Context, items []commitItem) error {
 		for i, it := range items {
 			recs[i] = it.rec
 		}
-		errs := mc.CommitMany(ctx, recs)
+		outcomes := mc.CommitMany(ctx, recs)
+		var errs []error
 		for i, it := range items {
 			var err error
-			if errs != nil {
-				err = errs[i]
+			if outcomes != nil {
+				err = outcomes[i]
 			}
-			if err := s.committed(ctx, it, err); err != nil {
-				return err
-			}
+			errs = append(errs, s.committed(ctx, it, err))
 		}
-		return nil
+		return errors.Join(errs...)
 	}
+	// Every position, even after one failed: each that is committed
+	// makes its model clean.
+	var errs []error
 	for _, it := range items {
-		if err := s.committed(ctx, it, s.opt.Source.Commit(ctx, it.rec)); err != nil {
-			return err
-		}
+		errs = append(errs, s.committed(ctx, it, s.opt.Source.Commit(ctx, it.rec)))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // committed takes the outcome err of the commit of it.

@@ -764,6 +764,25 @@ func TestSinkErrorNotCommitted(t *testing.T) {
 	}
 }
 
+// An interval report the reports sink refuses stops Run with the error,
+// as it did before workers: a worker's answer nobody waits for is not
+// dropped.
+func TestIntervalReportErrorStopsRun(t *testing.T) {
+	src := newMemSource(genEvents(30, 8, 0, 0, 0), 2)
+	src.block = true
+	s := newService(t, Options{Config: parseConfig(t, testYAML), Source: src, Reports: &failAfter{}, ReportInterval: 10 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	err := s.Run(ctx)
+	if err == nil || !strings.Contains(err.Error(), "reports") {
+		t.Fatalf("Run: %v, want the reports error", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("Run ended %v after the first failed report, at its context's end", d)
+	}
+}
+
 type failAfter struct {
 	discardSink
 	n int

@@ -1,14 +1,18 @@
 package service
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/pipeline"
 )
 
 // countObserver counts observations; it allocates nothing and, as the
@@ -251,5 +255,89 @@ func BenchmarkSnapshotAtRest(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// gateSink is a sink whose Publish waits, while closed is set, until the
+// gate opens or its context is done.
+type gateSink struct {
+	discardSink
+	closed atomic.Bool
+	gate   chan struct{}
+}
+
+func (g *gateSink) Publish(ctx context.Context, _, _ []byte) error {
+	if !g.closed.Load() {
+		return nil
+	}
+	select {
+	case <-g.gate:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// A snapshot that fails waiting for a busy worker (Run's context ends
+// meanwhile) does not take that worker's model for one at rest: the next
+// snapshot asks it again and has every record.
+func TestSnapshotAfterFailedAsk(t *testing.T) {
+	src := newMemSource(genEvents(2, 25, 0, 0, 0), 1)
+	sink := &gateSink{gate: make(chan struct{})}
+	s := newService(t, Options{Config: parseConfig(t, testYAML), Source: src, Predictions: sink})
+	ctx := context.Background()
+	s.startIntake(t)
+	if err := s.dispatch(ctx, &src.recs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.publishSnapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sink.closed.Store(true)
+	if err := s.dispatch(ctx, &src.recs[1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.handOverAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	if err := s.publishSnapshot(short); err == nil {
+		t.Fatal("a snapshot of a worker held in its sink succeeded")
+	}
+	close(sink.gate)
+	if err := s.publishSnapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Snapshot().Reports[0].Events; got != 2 {
+		t.Errorf("snapshot after a failed one: %d events, want 2", got)
+	}
+}
+
+// With a file source the loop processes the records itself; a sink that
+// never answers still cannot hold Run past the drain once its context is
+// done.
+func TestInlineDrainBounded(t *testing.T) {
+	defer func(d time.Duration) { drainTimeout = d }(drainTimeout)
+	drainTimeout = 50 * time.Millisecond
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	if err := os.WriteFile(path, bytes.Join(genEvents(5, 26, 0, 0, 0), []byte("\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := parseConfig(t, testYAML)
+	sink := &gateSink{gate: make(chan struct{})}
+	sink.closed.Store(true)
+	s := newService(t, Options{Config: c, Source: NewFiles([]string{path}, pipeline.EventConfig(c), nil), Predictions: sink})
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("Run over a sink that never answered returned nil")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run still held by its sink 20s after its context ended")
 	}
 }

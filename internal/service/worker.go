@@ -17,8 +17,10 @@ import (
 )
 
 // Workers. Every partition's model has a worker: a goroutine that alone
-// touches the model while it runs, decoding its partition's records,
-// predicting, learning, tracking and publishing their outputs. The loop
+// touches the model while it runs (or, for a Framed source's one
+// partition, the loop itself: an inline worker), decoding its partition's
+// records, predicting, learning, tracking and publishing their outputs.
+// The loop
 // (Run's goroutine) fetches, copies each record into the current batch of
 // its partition's worker and hands full batches over a bounded queue: a
 // model that falls behind fills its queue and stops the fetching
@@ -224,8 +226,13 @@ func (w *worker) run(ctx context.Context) {
 			continue
 		}
 		a := w.answer(ctx, it.ask)
-		if it.ask.reply != nil {
+		switch {
+		case it.ask.reply != nil:
 			it.ask.reply <- a // room: the asker sized the channel
+		case a.err != nil:
+			// Nobody waits for this answer (an interval report): its
+			// error stops Run, as the loop's own would.
+			w.s.fail(a.err)
 		}
 	}
 }
