@@ -879,30 +879,32 @@ type commitItem struct {
 
 // commitRecords commits the positions of items: in one request when the
 // source commits many at once (connectors.MultiCommitter), else one by
-// one. Each model whose position is committed is marked clean when nothing
-// was handed over since.
+// one; every position, even after one failed. Each model whose position is
+// committed is marked clean when nothing was handed over since.
 func (s *Service) commitRecords(ctx context.Context, items []commitItem) error {
-	if mc, ok := s.opt.Source.(connectors.MultiCommitter); ok && len(items) > 1 {
+	if len(items) == 0 {
+		return nil
+	}
+	var outcomes []error // nil: every commit succeeded
+	if mc, ok := s.opt.Source.(connectors.MultiCommitter); ok {
 		recs := make([]connectors.Record, len(items))
 		for i, it := range items {
 			recs[i] = it.rec
 		}
-		outcomes := mc.CommitMany(ctx, recs)
-		var errs []error
+		outcomes = mc.CommitMany(ctx, recs)
+	} else {
+		outcomes = make([]error, len(items))
 		for i, it := range items {
-			var err error
-			if outcomes != nil {
-				err = outcomes[i]
-			}
-			errs = append(errs, s.committed(ctx, it, err))
+			outcomes[i] = s.opt.Source.Commit(ctx, it.rec)
 		}
-		return errors.Join(errs...)
 	}
-	// Every position, even after one failed: each that is committed
-	// makes its model clean.
 	var errs []error
-	for _, it := range items {
-		errs = append(errs, s.committed(ctx, it, s.opt.Source.Commit(ctx, it.rec)))
+	for i, it := range items {
+		var err error
+		if outcomes != nil {
+			err = outcomes[i]
+		}
+		errs = append(errs, s.committed(ctx, it, err))
 	}
 	return errors.Join(errs...)
 }
