@@ -60,8 +60,11 @@ func readWeights(d *codec.Decoder, version uint8, dst []float64) {
 }
 
 // weightsSize is the room an encoder reserves for a weight vector of n
-// slots: an eighth of the dense layout; it grows when more is learned.
-func weightsSize(n int) int { return 8 + n }
+// slots: at most 4 KiB, since learned weights are sparse (a9a's
+// Perceptron encodes 2^18 slots in 1.3 KB); the encoder grows when more
+// is learned. Reserving for every slot would clear that much memory for
+// each encoding.
+func weightsSize(n int) int { return 8 + min(n, 4<<10) }
 
 // finish reports d's first error, or trailing bytes, prefixed with name.
 func finish(name string, d *codec.Decoder) error {

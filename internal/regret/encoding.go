@@ -83,6 +83,9 @@ func (t *Tracker) MarshalBinary() ([]byte, error) {
 		e.F64(l.loss)
 		e.Bool(l.broken)
 		e.U64(l.crossing)
+		if l.guaranteed != nil {
+			l.sync()
+		}
 		g := &l.g
 		e.String(string(g.Kind))
 		e.F64(g.Value)
@@ -160,6 +163,7 @@ func (t *Tracker) decode(b []byte) ([]learner, *History, error) {
 		l.digestOK = false // the model is restored apart, if at all
 		l.rounds, l.mistakes, l.loss = d.U64(), d.U64(), d.F64()
 		l.broken, l.crossing = d.Bool(), d.U64()
+		l.gStale = false
 		l.g = online.Guarantee{
 			Kind:            online.BoundKind(d.String(maxKindLen)),
 			Value:           d.F64(),

@@ -100,6 +100,7 @@ func (h *History) observe(i int, l *learner) {
 func point(l *learner) Point {
 	p := Point{Round: l.rounds, Mistakes: l.mistakes, Loss: l.loss}
 	if l.guaranteed != nil {
+		l.sync()
 		g := l.g
 		if g.Comparator != "" {
 			p.Regret = l.regret()

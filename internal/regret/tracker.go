@@ -40,9 +40,14 @@ type learner struct {
 	mistakes uint64
 	loss     float64
 
-	g        online.Guarantee // as of the last round
-	broken   bool             // the bound does not hold as of the last round
-	crossing uint64           // times the bound went from holding to broken
+	// g is the guarantee as of the last round while !gStale; Observe
+	// leaves it stale (copying it into the tracker each round costs more
+	// than the round's bookkeeping) and sync reads it again from the
+	// model, which has not changed since.
+	g        online.Guarantee
+	gStale   bool
+	broken   bool   // the bound does not hold as of the last round
+	crossing uint64 // times the bound went from holding to broken
 
 	// The state digest as of round digestAt, valid while digestOK: a
 	// model changes only in the rounds the tracker observes (Predict is
@@ -88,32 +93,45 @@ func (t *Tracker) Observe(i int, p online.Prediction, y int8, loss float64) {
 	}
 	l.loss += loss
 	if l.guaranteed != nil {
-		l.g = l.guaranteed.Guarantee()
-		broken := !l.holds()
+		g := l.guaranteed.Guarantee()
+		broken := !l.holdsFor(&g)
 		if broken && !l.broken {
 			l.crossing++
 		}
-		l.broken = broken
+		l.broken, l.gStale = broken, true
 	}
 	if t.history != nil {
 		t.history.observe(i, l)
 	}
 }
 
+// sync brings l.g up to date with the model after Observe.
+func (l *learner) sync() {
+	if l.gStale {
+		l.g, l.gStale = l.guaranteed.Guarantee(), false
+	}
+}
+
 // holds reports whether the observed quantity is within the bound.
 func (l *learner) holds() bool {
-	switch l.g.Kind {
+	l.sync()
+	return l.holdsFor(&l.g)
+}
+
+// holdsFor reports whether the observed quantity is within the bound of g.
+func (l *learner) holdsFor(g *online.Guarantee) bool {
+	switch g.Kind {
 	case online.MistakeBound:
-		return float64(l.mistakes) <= l.g.Value+boundSlack
+		return float64(l.mistakes) <= g.Value+boundSlack
 	case online.RegretBound:
-		return l.regret() <= l.g.Value+boundSlack*math.Max(1, l.g.Value)
+		return l.loss-g.ComparatorLoss <= g.Value+boundSlack*math.Max(1, g.Value)
 	}
 	return true
 }
 
-func (l *learner) regret() float64 { return l.loss - l.g.ComparatorLoss }
+func (l *learner) regret() float64 { l.sync(); return l.loss - l.g.ComparatorLoss }
 
-func (l *learner) violations() uint64 { return l.crossing + l.g.Violations }
+func (l *learner) violations() uint64 { l.sync(); return l.crossing + l.g.Violations }
 
 // LearnerReport is one learner's entry of the report.
 type LearnerReport struct {
@@ -185,6 +203,7 @@ func (l *learner) report() (LearnerReport, error) {
 		r.Accuracy = 1 - float64(l.mistakes)/float64(l.rounds)
 	}
 	if l.guaranteed != nil {
+		l.sync()
 		g := l.g
 		if g.Kind != online.NoBound && finite(g.Value) {
 			r.Bound = &BoundReport{Kind: g.Kind, Value: g.Value, Holds: !l.broken}

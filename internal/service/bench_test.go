@@ -27,6 +27,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -487,9 +488,12 @@ func BenchmarkBareJetStream(b *testing.B) {
 // BenchmarkReplay: `replay` — the service on a Files source, a Perceptron
 // and its tracker — against the bare read-parse-update loop (event.Reader
 // and a Perceptron's fused Round, no service, no tracker), on a9a
-// (LIBSVM, 123 binary features) and on JSONL events of DESIGN.md's shape,
-// both read from the file; ratio/ runs them in turn and reports the ratio
-// of their times:
+// (LIBSVM, 123 binary features) read once and ten times over (a9a×10:
+// the file given ten times, as a replay of a longer recording, where the
+// run's fixed cost — allocating the model, the final report's digest —
+// weighs a tenth as much), and on JSONL events of DESIGN.md's shape, all
+// read from files; ratio/ runs the two in turn and reports the ratio of
+// their times:
 //
 //	go test -run '^$' -bench Replay -count 5 ./internal/service/
 func BenchmarkReplay(b *testing.B) {
@@ -502,17 +506,31 @@ func BenchmarkReplay(b *testing.B) {
 	if err := os.WriteFile(jsonl, buf, 0o644); err != nil {
 		b.Fatal(err)
 	}
-	inputs := []struct{ name, path string }{{"a9a", "../../../shared/data/a9a/a9a"}, {"jsonl", jsonl}}
+	const a9a = "../../../shared/data/a9a/a9a"
+	inputs := []struct {
+		name  string
+		paths []string
+	}{
+		{"a9a", []string{a9a}},
+		{"a9a×10", slices.Repeat([]string{a9a}, 10)},
+		{"jsonl", []string{jsonl}},
+	}
 	c := benchConfig(b)
 	for _, in := range inputs {
-		data, err := os.ReadFile(in.path)
-		if err != nil {
-			b.Logf("%s: %v (../shared absent?): skipped", in.name, err)
+		var size, records int
+		for _, path := range in.paths {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				b.Logf("%s: %v (../shared absent?): skipped", in.name, err)
+				break
+			}
+			size, records = size+len(data), records+bytes.Count(data, []byte("\n"))
+		}
+		if size == 0 {
 			continue
 		}
-		records := bytes.Count(data, []byte("\n"))
 		replay := func(b *testing.B) {
-			src := service.NewFiles([]string{in.path}, pipeline.EventConfig(c), nil)
+			src := service.NewFiles(in.paths, pipeline.EventConfig(c), nil)
 			svc, err := service.New(service.Options{Config: c, Source: src, HistoryPoints: -1})
 			if err != nil {
 				b.Fatal(err)
@@ -526,25 +544,8 @@ func BenchmarkReplay(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			f, err := os.Open(in.path)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer f.Close()
-			r, err := event.NewReader(f, in.path, pipeline.EventConfig(c))
-			if err != nil {
-				b.Fatal(err)
-			}
-			var ev event.Event
-			for {
-				err := r.Next(&ev)
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					b.Fatal(err)
-				}
-				pct.Round(ev.X, ev.Label)
+			for _, path := range in.paths {
+				bareFile(b, path, pipeline.EventConfig(c), pct)
 			}
 		}
 		for _, run := range []struct {
@@ -553,7 +554,7 @@ func BenchmarkReplay(b *testing.B) {
 		}{{"service", replay}, {"bare", bare}} {
 			b.Run(run.name+"/"+in.name, func(b *testing.B) {
 				b.ReportAllocs()
-				b.SetBytes(int64(len(data)))
+				b.SetBytes(int64(size))
 				for b.Loop() {
 					run.f(b)
 				}
@@ -573,5 +574,29 @@ func BenchmarkReplay(b *testing.B) {
 			}
 			b.ReportMetric(float64(ts)/float64(tb), "service/bare")
 		})
+	}
+}
+
+// bareFile plays every record of the file at path through pct's Round.
+func bareFile(b *testing.B, path string, cfg event.Config, pct *online.Perceptron) {
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	r, err := event.NewReader(f, path, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var ev event.Event
+	for {
+		err := r.Next(&ev)
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		pct.Round(ev.X, ev.Label)
 	}
 }
