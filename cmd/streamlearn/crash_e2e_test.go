@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -226,6 +227,24 @@ func TestE2ECheckpointBucket(t *testing.T) {
 	}
 	again := runProc(t, ctx, dir, sl, "run", "-c", cfg, "--until-end", "--report", "json", "--http", "off")
 	sameReport(t, "second run, restored from the bucket", normReport(t, "run", again, "jetstream:EVENTS/bucket", 5000), want)
+
+	// The bucket lost while the durable's position stays: a fresh model
+	// would report 0 of the 5000 events as if nothing had been learned.
+	// run stops, naming the partition and the ways out; --reset starts
+	// the model afresh at the committed position, knowingly.
+	if err := js.DeleteObjectStore(ctx, "STATE"); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := start(t, ctx, dir, false, sl, "run", "-c", cfg, "--until-end", "--report", "json", "--http", "off")
+	p.waitExit(t, ctx)
+	if msg := p.stderr.String(); p.err == nil || p.stdout.Len() != 0 || !strings.Contains(msg, "partition 0 of jetstream:EVENTS/bucket: no checkpoint") ||
+		!strings.Contains(msg, "position 5000 was committed") || !strings.Contains(msg, "--reset") {
+		t.Errorf("run with the bucket lost: want a failure naming partition 0, the committed position and --reset; got %v, stdout %q\nstderr:\n%s",
+			p.err, p.stdout.String(), msg)
+	}
+	// normReport checks the fresh model's 0 events.
+	normReport(t, "run --reset", runProc(t, ctx, dir, sl, "run", "-c", cfg, "--until-end", "--reset", "--report", "json", "--http", "off"),
+		"jetstream:EVENTS/bucket", 0)
 }
 
 // TestE2EBrokerRestart kills the JetStream server (Debian's nats-server,

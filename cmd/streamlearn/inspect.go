@@ -24,6 +24,7 @@ type inspected struct {
 	Source      string          `json:"source"`
 	Partition   int32           `json:"partition"`
 	Position    int64           `json:"position"`
+	Origin      string          `json:"origin,omitempty"`
 	StateBytes  int             `json:"state_bytes"`
 	Report      pipeline.Report `json:"report"`
 }
@@ -80,9 +81,9 @@ func runInspect(_ context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		in := inspected{
-			File: filepath.Clean(f), Format: checkpoint.FormatVersion, Bytes: st.Size(),
+			File: filepath.Clean(f), Format: int(c.Format), Bytes: st.Size(),
 			Created: c.Created.UTC().Format("2006-01-02T15:04:05.000Z07:00"), Fingerprint: fmt.Sprintf("%x", c.Fingerprint),
-			Source: c.Source, Partition: c.Partition, Position: c.Position, StateBytes: len(c.State),
+			Source: c.Source, Partition: c.Partition, Position: c.Position, Origin: c.Origin, StateBytes: len(c.State),
 		}
 		if err := json.Unmarshal(c.Report, &in.Report); err != nil {
 			return fmt.Errorf("%s: the report it holds: %w", f, err)
@@ -103,6 +104,9 @@ func runInspect(_ context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		fmt.Fprintf(stdout, "%s: checkpoint format %d, %d bytes, checksum ok\n", in.File, in.Format, in.Bytes)
 		fmt.Fprintf(stdout, "source %s  partition %d  position %d  created %s\n", in.Source, in.Partition, in.Position, in.Created)
+		if in.Origin != "" {
+			fmt.Fprintf(stdout, "of %s\n", in.Origin)
+		}
 		fmt.Fprintf(stdout, "configuration fingerprint %s\n", in.Fingerprint[:16])
 		if err := writeTextReport(stdout, in.Report); err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,7 +29,8 @@ func TestInspect(t *testing.T) {
 	}
 	for _, p := range []int32{1, 0} {
 		c := &checkpoint.Checkpoint{Created: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC), Fingerprint: sha256.Sum256([]byte("cfg")),
-			Source: "kafka:events", Partition: p, Position: 4999 + int64(p), State: []byte("state"), Report: rep}
+			Source: "kafka:events", Partition: p, Position: 4999 + int64(p), State: []byte("state"), Report: rep,
+			Origin: "kafka cluster kfake topic events"}
 		if err := d.Save(context.Background(), c); err != nil {
 			t.Fatal(err)
 		}
@@ -37,7 +39,8 @@ func TestInspect(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"partition-0.ckpt: checkpoint format 1", "source kafka:events  partition 0  position 4999",
+	for _, want := range []string{fmt.Sprintf("partition-0.ckpt: checkpoint format %d", checkpoint.FormatVersion),
+		"source kafka:events  partition 0  position 4999", "of kafka cluster kfake topic events",
 		"partition 1  position 5000", "events 5000  labeled 5000", r.Learners[0].StateSHA256[:12]} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text output lacks %q:\n%s", want, out)
@@ -52,6 +55,7 @@ func TestInspect(t *testing.T) {
 		t.Fatalf("json output: %v\n%s", err, out)
 	}
 	if len(got) != 1 || got[0].Partition != 1 || got[0].Position != 5000 || got[0].Report.Events != 5000 ||
+		got[0].Format != checkpoint.FormatVersion || got[0].Origin != "kafka cluster kfake topic events" ||
 		len(got[0].Report.Learners) != len(r.Learners) || got[0].Report.Learners[3].Mistakes != r.Learners[3].Mistakes {
 		t.Errorf("json output: %+v", got)
 	}

@@ -25,7 +25,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/service"
 )
 
-const runArgs = "[-c config.yaml] [--until-end] [--allow-empty] [--report text|json] [--http ADDR] [--preload FILE] [--nats-port N] [--store DIR] [--checkpoint-dir DIR] [--http-token-file FILE]"
+const runArgs = "[-c config.yaml] [--until-end] [--allow-empty] [--report text|json] [--http ADDR] [--preload FILE] [--nats-port N] [--store DIR] [--checkpoint-dir DIR] [--reset] [--http-token-file FILE]"
 
 // tuning lets tests lower the transports' timeouts; zero in production.
 var tuning service.Tuning
@@ -42,6 +42,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	store := fs.String("store", "", "JetStream storage `dir` of the embedded server (no -c only; default: a temporary directory removed at exit)")
 	tokenFile := fs.String("http-token-file", "", "require \"Authorization: Bearer <token>\" on the HTTP API (but /healthz, /readyz and the dashboard's files), the token in `file` (default: $"+tokenEnv+", else the config's http.token_file)")
 	ckptDir := fs.String("checkpoint-dir", "", "keep the models' checkpoints in `dir` and resume from them (default: the config's checkpoint.dir; none: no checkpoints)")
+	reset := fs.Bool("reset", false, "start afresh, from the broker's committed position, the model of a partition whose checkpoint does not hold what the broker says was committed (none, behind the commit, of another partition or stream), logging what is dropped; without it such a partition stops run with an error")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -87,7 +88,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer src.Close()
-	opt := service.Options{Config: cfg, Source: src, Logger: logger}
+	opt := service.Options{Config: cfg, Source: src, Logger: logger, Reset: *reset || cfg.Checkpoint.OnMismatch == "reset"}
 	switch dir := cmp.Or(*ckptDir, cfg.Checkpoint.Dir); {
 	case dir != "":
 		st, err := checkpoint.OpenDir(dir)

@@ -24,7 +24,11 @@
 //	           position   int64 (as uint64)
 //	           state      blob
 //	           report     blob (JSON, for inspect)
+//	           origin     string (from version 2 on)
 //	sha256   32 bytes, SHA-256 of everything before it
+//
+// Version 1 files, written before origin was, still load, with an empty
+// Origin.
 //
 // A file that is short, has trailing bytes, a wrong magic or a wrong
 // checksum is refused with ErrCorrupt; a version this build does not know
@@ -43,9 +47,9 @@ import (
 	"github.com/streamlearn/streamlearn/internal/codec"
 )
 
-// FormatVersion is the version of the file format this build writes and
-// reads.
-const FormatVersion = 1
+// FormatVersion is the version of the file format this build writes; it
+// reads every version from 1 on.
+const FormatVersion = 2
 
 const magic = "SLCKPT\r\n"
 
@@ -67,7 +71,7 @@ var ErrCorrupt = errors.New("checkpoint corrupt")
 type VersionError struct{ Version uint32 }
 
 func (e *VersionError) Error() string {
-	return fmt.Sprintf("checkpoint format version %d, this build reads version %d", e.Version, FormatVersion)
+	return fmt.Sprintf("checkpoint format version %d, this build reads versions 1 to %d", e.Version, FormatVersion)
 }
 
 // Checkpoint is the state of one partition's model.
@@ -85,6 +89,13 @@ type Checkpoint struct {
 	// Position is the offset (Kafka) or stream sequence (JetStream) of the
 	// last record whose effect State contains; -1 when none.
 	Position int64
+	// Origin names the stream Position is a position of
+	// (connectors.Position.Origin): empty when the source does not say,
+	// and in checkpoints of format version 1.
+	Origin string
+	// Format is the format version the checkpoint was read in; 0 for
+	// one not read (MarshalBinary writes FormatVersion).
+	Format uint32
 	// State is the model's state (pipeline.Pipeline.MarshalBinary).
 	State []byte
 	// Report is the model's report when the checkpoint was taken (JSON),
@@ -94,7 +105,7 @@ type Checkpoint struct {
 
 // MarshalBinary encodes c in the format of the package comment.
 func (c *Checkpoint) MarshalBinary() ([]byte, error) {
-	e := codec.NewEncoder(headerLen + 128 + len(c.Source) + len(c.State) + len(c.Report) + sha256.Size)
+	e := codec.NewEncoder(headerLen + 128 + len(c.Source) + len(c.State) + len(c.Report) + len(c.Origin) + sha256.Size)
 	e.RawString(magic)
 	e.U32(FormatVersion)
 	e.U64(0) // body length, set below
@@ -105,6 +116,7 @@ func (c *Checkpoint) MarshalBinary() ([]byte, error) {
 	e.U64(uint64(c.Position))
 	e.Blob(c.State)
 	e.Blob(c.Report)
+	e.String(c.Origin)
 	b := e.Bytes()
 	binary.LittleEndian.PutUint64(b[len(magic)+4:], uint64(len(b)-headerLen))
 	sum := sha256.Sum256(b)
@@ -157,7 +169,7 @@ func checkMagicVersion(b []byte) error {
 	if string(b[:len(magic)]) != magic {
 		return fmt.Errorf("%w: not a streamlearn checkpoint (magic %q)", ErrCorrupt, b[:len(magic)])
 	}
-	if v := binary.LittleEndian.Uint32(b[len(magic):]); v != FormatVersion {
+	if v := binary.LittleEndian.Uint32(b[len(magic):]); v < 1 || v > FormatVersion {
 		return &VersionError{Version: v}
 	}
 	return nil
@@ -194,6 +206,9 @@ func (c *Checkpoint) UnmarshalBinary(b []byte) error {
 	out.decodeHead(d)
 	out.State = bytes.Clone(d.Blob())
 	out.Report = bytes.Clone(d.Blob())
+	if out.Format = binary.LittleEndian.Uint32(b[len(magic):]); out.Format >= 2 {
+		out.Origin = d.String(maxSource)
+	}
 	if err := d.Finish(); err != nil {
 		// The checksum matched, so this build wrote something it cannot
 		// read back: a bug, reported as corruption rather than ignored.

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"testing"
@@ -26,6 +28,7 @@ func sample(partition int32) *Checkpoint {
 		Position:    41999,
 		State:       state,
 		Report:      []byte(`{"events":42000}`),
+		Origin:      "kafka cluster kfake topic events",
 	}
 }
 
@@ -85,10 +88,42 @@ func TestRefusesDamage(t *testing.T) {
 		t.Errorf("one byte appended: %v, want ErrCorrupt", err)
 	}
 	b := bytes.Clone(good)
-	b[len(magic)] = 2
+	b[len(magic)] = FormatVersion + 1
 	var ve *VersionError
-	if err := c.UnmarshalBinary(b); !errors.As(err, &ve) || ve.Version != 2 {
-		t.Errorf("version 2: %v, want a VersionError", err)
+	if err := c.UnmarshalBinary(b); !errors.As(err, &ve) || ve.Version != FormatVersion+1 {
+		t.Errorf("version %d: %v, want a VersionError", FormatVersion+1, err)
+	}
+}
+
+// TestVersion1 loads a checkpoint of format version 1, which has no
+// origin, built by hand from a version 2 encoding: every field but Origin
+// comes back.
+func TestVersion1(t *testing.T) {
+	c := sample(4)
+	c.Origin = ""
+	b, err := c.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Drop the empty origin (its uint64 length) and the checksum; set the
+	// version and the body length; checksum again.
+	b = b[:len(b)-sha256.Size-8]
+	binary.LittleEndian.PutUint32(b[len(magic):], 1)
+	binary.LittleEndian.PutUint64(b[len(magic)+4:], uint64(len(b)-headerLen))
+	sum := sha256.Sum256(b)
+	b = append(b, sum[:]...)
+	var got Checkpoint
+	if err := got.UnmarshalBinary(b); err != nil {
+		t.Fatal(err)
+	}
+	c.Format = 1
+	if !reflect.DeepEqual(&got, c) {
+		t.Errorf("version 1 decoded as source %q partition %d position %d origin %q format %d (%d state bytes), want %q %d %d %q 1 (%d)",
+			got.Source, got.Partition, got.Position, got.Origin, got.Format, len(got.State), c.Source, c.Partition, c.Position, c.Origin, len(c.State))
+	}
+	h, err := readHead(bytes.NewReader(b))
+	if err != nil || h.Position != c.Position || h.Partition != c.Partition {
+		t.Errorf("readHead of version 1: %+v, %v", h, err)
 	}
 }
 

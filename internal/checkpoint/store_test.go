@@ -117,12 +117,12 @@ func testStore(t *testing.T, s Store, writeRaw rawWriter) {
 			t.Errorf("%s object: Load = %v, want ErrCorrupt", tc.name, err)
 		}
 	}
-	v2 := bytes.Clone(good)
-	v2[len(magic)] = 2
-	writeRaw(t, ObjectName(3), v2)
+	next := bytes.Clone(good)
+	next[len(magic)] = FormatVersion + 1
+	writeRaw(t, ObjectName(3), next)
 	var ve *VersionError
-	if _, err := s.Load(ctx, 3); !errors.As(err, &ve) || ve.Version != 2 {
-		t.Errorf("version 2: Load = %v, want a VersionError", err)
+	if _, err := s.Load(ctx, 3); !errors.As(err, &ve) || ve.Version != FormatVersion+1 {
+		t.Errorf("version %d: Load = %v, want a VersionError", FormatVersion+1, err)
 	}
 	// Saving over a damaged checkpoint repairs it.
 	if err := s.Save(ctx, sample(3)); err != nil {
@@ -317,10 +317,10 @@ func TestReadHead(t *testing.T) {
 	if _, err := readHead(bytes.NewReader(long)); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("readHead with a source of %d bytes: %v, want ErrCorrupt", maxSource+1, err)
 	}
-	v2 := bytes.Clone(b)
-	v2[len(magic)] = 2
+	next := bytes.Clone(b)
+	next[len(magic)] = FormatVersion + 1
 	var ve *VersionError
-	if _, err := readHead(bytes.NewReader(v2)); !errors.As(err, &ve) {
-		t.Errorf("readHead of version 2: %v, want a VersionError", err)
+	if _, err := readHead(bytes.NewReader(next)); !errors.As(err, &ve) {
+		t.Errorf("readHead of version %d: %v, want a VersionError", FormatVersion+1, err)
 	}
 }

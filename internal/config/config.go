@@ -298,6 +298,13 @@ type Checkpoint struct {
 	// Every: a checkpoint (and the commit it allows) every Every records
 	// of a partition at most; default 100000, and every 5 seconds.
 	Every int `yaml:"every"`
+	// OnMismatch is what `run` does with a partition whose checkpoint does
+	// not hold what the broker says was committed (none, one behind the
+	// commit, one of another partition or stream): "fail" (the default)
+	// stops with an error naming the partition; "reset" starts its model
+	// afresh from the committed position and logs what is dropped, as
+	// `run --reset` does.
+	OnMismatch string `yaml:"on_mismatch"`
 }
 
 // Defaults.

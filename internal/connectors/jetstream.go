@@ -72,6 +72,10 @@ type JetStreamSource struct {
 	// wait bounds Fetch's wait for a message by FetchWait.
 	wait jsWaiter
 
+	// pos is Position's answer: the durable's ack floor and the stream's
+	// identity when the source was opened.
+	pos Position
+
 	lag         atomic.Int64
 	redelivered atomic.Int64
 	closed      bool
@@ -86,7 +90,7 @@ type JetStreamSource struct {
 	reopens      int // consecutive reopens for a closed iterator
 }
 
-var _ Source = (*JetStreamSource)(nil)
+var _ Positioned = (*JetStreamSource)(nil)
 
 // NewJetStreamSource opens the durable cfg.Durable on cfg.Stream, filtered
 // on cfg.Subject. With untilEnd, Fetch returns ErrEndOfInput once every
@@ -181,6 +185,10 @@ func (s *JetStreamSource) open(ctx context.Context) error {
 		floor = f
 	}
 	s.last, s.committed = floor, floor
+	s.pos = Position{Committed: int64(floor), Origin: jsOrigin(stream)}
+	if floor == 0 {
+		s.pos.Committed = -1
+	}
 	s.lag.Store(int64(info.NumPending))
 	if s.untilEnd {
 		if info.NumPending == 0 {
@@ -194,6 +202,20 @@ func (s *JetStreamSource) open(ctx context.Context) error {
 		return fmt.Errorf("consume: %w", err)
 	}
 	return nil
+}
+
+// jsOrigin names stream by its name and creation time: a stream deleted
+// and created again under the same name numbers its messages from 1 again,
+// and a position of the old one means nothing in it.
+func jsOrigin(stream jetstream.Stream) string {
+	info := stream.CachedInfo()
+	return "jetstream stream " + info.Config.Name + " created " + info.Created.UTC().Format(time.RFC3339Nano)
+}
+
+// Position returns the durable's ack floor and the stream's identity as
+// they were when the source was opened; the source has one partition, 0.
+func (s *JetStreamSource) Position(partition int32) (Position, bool) {
+	return s.pos, partition == 0
 }
 
 // jsServerAtLeast reports whether a server version ("2.9.10",

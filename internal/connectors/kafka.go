@@ -291,6 +291,7 @@ type KafkaSource struct {
 	// first and end are the partitions' log start and end offsets when the
 	// source was opened (end = the high watermark: one past the last record).
 	first, end map[int]int64
+	origin     string // Position.Origin
 
 	msgs   chan kafkaMsg
 	errc   chan error // fatal errors for Fetch; capacity 1
@@ -318,6 +319,7 @@ type KafkaSource struct {
 var (
 	_ Assigned       = (*KafkaSource)(nil)
 	_ MultiCommitter = (*KafkaSource)(nil)
+	_ Positioned     = (*KafkaSource)(nil)
 )
 
 var _ Source = (*KafkaSource)(nil)
@@ -422,7 +424,7 @@ func NewKafkaSource(ctx context.Context, cfg KafkaConfig, untilEnd bool) (*Kafka
 	if err := kafkaProbe(ctx, &cfg, d); err != nil {
 		return nil, fmt.Errorf("kafka source %s: %w", name, err)
 	}
-	first, end, err := kafkaListOffsets(ctx, &cfg)
+	cluster, first, end, err := kafkaListOffsets(ctx, &cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kafka source %s: %w", name, err)
 	}
@@ -464,6 +466,7 @@ func NewKafkaSource(ctx context.Context, cfg KafkaConfig, untilEnd bool) (*Kafka
 		group:     group,
 		first:     first,
 		end:       end,
+		origin:    "kafka cluster " + cluster + " topic " + cfg.Topic,
 		msgs:      make(chan kafkaMsg, cfg.QueueCapacity),
 		errc:      make(chan error, 1),
 		cancel:    cancel,
@@ -515,24 +518,24 @@ func (m *kafkaSASLProbe) Start(ctx context.Context) (sasl.StateMachine, []byte, 
 	return m.Mechanism.Start(ctx)
 }
 
-// kafkaListOffsets returns the log start and end offsets of every partition
-// of cfg.Topic.
-func kafkaListOffsets(ctx context.Context, cfg *KafkaConfig) (first, end map[int]int64, err error) {
+// kafkaListOffsets returns the cluster's id and the log start and end
+// offsets of every partition of cfg.Topic.
+func kafkaListOffsets(ctx context.Context, cfg *KafkaConfig) (cluster string, first, end map[int]int64, err error) {
 	t, err := cfg.transport()
 	if err != nil {
-		return nil, nil, err
+		return "", nil, nil, err
 	}
 	defer t.CloseIdleConnections()
 	cl := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Transport: t, Timeout: cfg.DialTimeout}
 	md, err := cl.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{cfg.Topic}})
 	if err != nil {
-		return nil, nil, fmt.Errorf("metadata: %w", err)
+		return "", nil, nil, fmt.Errorf("metadata: %w", err)
 	}
 	if len(md.Topics) != 1 {
-		return nil, nil, fmt.Errorf("metadata: topic %q not in the response", cfg.Topic)
+		return "", nil, nil, fmt.Errorf("metadata: topic %q not in the response", cfg.Topic)
 	}
 	if err := md.Topics[0].Error; err != nil {
-		return nil, nil, fmt.Errorf("topic %q: %w", cfg.Topic, err)
+		return "", nil, nil, fmt.Errorf("topic %q: %w", cfg.Topic, err)
 	}
 	reqs := make([]kafka.OffsetRequest, 0, 2*len(md.Topics[0].Partitions))
 	for _, p := range md.Topics[0].Partitions {
@@ -540,23 +543,39 @@ func kafkaListOffsets(ctx context.Context, cfg *KafkaConfig) (first, end map[int
 	}
 	res, err := cl.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{cfg.Topic: reqs}})
 	if err != nil {
-		return nil, nil, fmt.Errorf("list offsets: %w", err)
+		return "", nil, nil, fmt.Errorf("list offsets: %w", err)
 	}
 	first, end = make(map[int]int64), make(map[int]int64)
 	for _, po := range res.Topics[cfg.Topic] {
 		if po.Error != nil {
-			return nil, nil, fmt.Errorf("list offsets: partition %d: %w", po.Partition, po.Error)
+			return "", nil, nil, fmt.Errorf("list offsets: partition %d: %w", po.Partition, po.Error)
 		}
 		first[po.Partition], end[po.Partition] = po.FirstOffset, po.LastOffset
 	}
 	if len(end) != len(md.Topics[0].Partitions) {
-		return nil, nil, fmt.Errorf("list offsets: %d partitions answered of %d", len(end), len(md.Topics[0].Partitions))
+		return "", nil, nil, fmt.Errorf("list offsets: %d partitions answered of %d", len(end), len(md.Topics[0].Partitions))
 	}
-	return first, end, nil
+	return md.ClusterID, first, end, nil
 }
 
 // Name returns "kafka:<topic>".
 func (s *KafkaSource) Name() string { return s.name }
+
+// Position returns the group's committed offset of partition (less one)
+// as the generation that assigned the partition to this member said it,
+// or as this member committed it since.
+func (s *KafkaSource) Position(partition int32) (Position, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.end[int(partition)]; !ok {
+		return Position{}, false
+	}
+	pos := Position{Committed: -1, Origin: s.origin}
+	if c, ok := s.committed[int(partition)]; ok {
+		pos.Committed = c - 1
+	}
+	return pos, true
+}
 
 // Assignments returns the partitions the group currently assigns to this
 // source, sorted, or nil between generations (while a rebalance is under

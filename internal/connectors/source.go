@@ -96,6 +96,36 @@ type Assigned interface {
 	Assignments() []int32
 }
 
+// A Positioned source says where the broker stands on a partition, so
+// that a model restored from its checkpoint can be checked against it: the
+// checkpoint must hold every record the broker says this consumer
+// committed, and come from the same stream. Without the check a lost,
+// older or foreign checkpoint would start a model that silently lacks
+// what the committed position says was learned.
+type Positioned interface {
+	Source
+	// Position returns what the broker said of partition when it was
+	// last assigned to this source (Kafka) or when the source was opened
+	// (JetStream); ok is false for a partition the source knows nothing
+	// of.
+	Position(partition int32) (pos Position, ok bool)
+}
+
+// Position is where the broker stands on one partition.
+type Position struct {
+	// Committed is the position (Record.Offset) of the last record
+	// committed for this consumer: the Kafka group's committed offset
+	// minus one, the JetStream durable's ack floor; -1 when nothing was
+	// committed.
+	Committed int64
+	// Origin names the stream the positions are of, so that positions of
+	// another stream of the same name are not taken for them: the Kafka
+	// cluster id and topic ("kafka cluster kfake topic events"), the
+	// JetStream stream and its creation time, which changes when the
+	// stream is deleted and created again.
+	Origin string
+}
+
 // A Volatile source's offsets do not name its records across runs (a
 // core NATS subscription numbers arrivals from 1 in every run): a
 // checkpoint cannot say where it stands in the stream, only that it

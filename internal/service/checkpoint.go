@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/streamlearn/streamlearn/internal/checkpoint"
@@ -63,25 +64,44 @@ func volatile(src connectors.Source) bool {
 	return ok && v.VolatileOffsets()
 }
 
-// restore loads partition's checkpoint into m, when there is one.
+// restore loads partition's checkpoint into m, when there is one, after
+// checking it against what the broker says of the partition (see
+// RestoreError).
 func (s *Service) restore(ctx context.Context, partition int32, m *model) error {
 	if s.opt.Checkpoints == nil {
 		return nil
 	}
+	m.origin = s.origin(partition)
 	c, err := s.opt.Checkpoints.Load(ctx, partition)
-	if checkpoint.IsNotExist(err) {
-		return nil
-	}
-	if err != nil {
+	missing := checkpoint.IsNotExist(err)
+	if err != nil && !missing {
 		return fmt.Errorf("service: restoring partition %d: %w", partition, err)
 	}
-	if c.Fingerprint != s.fingerprint {
-		return fmt.Errorf("service: the checkpoint of partition %d in %s was written by another model configuration (input, features or learners differ): move it away to start that model afresh",
-			partition, s.opt.Checkpoints)
+	if !missing {
+		if c.Fingerprint != s.fingerprint {
+			return fmt.Errorf("service: the checkpoint of partition %d in %s was written by another model configuration (input, features or learners differ): move it away to start that model afresh",
+				partition, s.opt.Checkpoints)
+		}
+		if c.Source != s.opt.Source.Name() {
+			return fmt.Errorf("service: the checkpoint of partition %d in %s is of source %s, not %s",
+				partition, s.opt.Checkpoints, c.Source, s.opt.Source.Name())
+		}
+	} else {
+		c = nil
 	}
-	if c.Source != s.opt.Source.Name() {
-		return fmt.Errorf("service: the checkpoint of partition %d in %s is of source %s, not %s",
-			partition, s.opt.Checkpoints, c.Source, s.opt.Source.Name())
+	if rerr := s.checkRestore(partition, c); rerr != nil {
+		if !s.opt.Reset {
+			return rerr
+		}
+		args := []any{"partition", partition, "store", s.opt.Checkpoints.String(), "committed", rerr.Committed, "problem", rerr.Problem}
+		if c != nil {
+			args = append(args, "checkpoint_position", c.Position, "checkpoint_created", c.Created)
+		}
+		s.logger.Warn("reset: starting the model afresh from the committed position; what the broker committed before it is not in the model", args...)
+		return nil
+	}
+	if c == nil {
+		return nil
 	}
 	if err := m.p.UnmarshalBinary(c.State); err != nil {
 		return fmt.Errorf("service: restoring partition %d from %s: %w", partition, s.opt.Checkpoints, err)
@@ -92,6 +112,84 @@ func (s *Service) restore(ctx context.Context, partition int32, m *model) error 
 	s.logger.Info("model restored from checkpoint", "store", s.opt.Checkpoints.String(), "partition", partition,
 		"position", c.Position, "events", m.p.Seen(), "created", c.Created)
 	return nil
+}
+
+// checkRestore compares c, partition's checkpoint (nil when there is none),
+// with what a Positioned source says of the partition; it returns nil when
+// restoring c (or starting afresh, without one) leaves out nothing the
+// broker says was committed, and when the source says nothing.
+func (s *Service) checkRestore(partition int32, c *checkpoint.Checkpoint) *RestoreError {
+	src, ok := s.opt.Source.(connectors.Positioned)
+	if !ok || s.volatile {
+		return nil
+	}
+	pos, ok := src.Position(partition)
+	if !ok {
+		return nil
+	}
+	e := &RestoreError{Partition: partition, Source: s.opt.Source.Name(), Store: s.opt.Checkpoints.String(), Committed: pos.Committed, Checkpoint: -1}
+	switch {
+	case c == nil:
+		if pos.Committed < 0 {
+			return nil
+		}
+		e.Problem = "no checkpoint"
+		return e
+	case c.Partition != partition:
+		e.Problem = fmt.Sprintf("the checkpoint is of partition %d", c.Partition)
+	case c.Origin != "" && pos.Origin != "" && c.Origin != pos.Origin:
+		e.Problem = fmt.Sprintf("the checkpoint is of %s, the source reads %s", c.Origin, pos.Origin)
+	case c.Position < pos.Committed:
+		e.Problem = "the checkpoint is behind the committed position"
+	default:
+		return nil
+	}
+	e.Checkpoint = c.Position
+	return e
+}
+
+// origin returns what a Positioned source says of partition's stream, for
+// its checkpoints; "" when it says nothing.
+func (s *Service) origin(partition int32) string {
+	if src, ok := s.opt.Source.(connectors.Positioned); ok {
+		if pos, ok := src.Position(partition); ok {
+			return pos.Origin
+		}
+	}
+	return ""
+}
+
+// A RestoreError says that a partition's checkpoint does not hold what the
+// broker says this consumer committed: there is none, it is behind the
+// committed position, or it is of another partition or stream. A model
+// restored from it, or started afresh, would silently lack records the
+// broker counts as learned. The ways out are the operator's: put the right
+// checkpoint back, or start the partition afresh knowingly
+// (Options.Reset).
+type RestoreError struct {
+	Partition  int32
+	Source     string // the source's name
+	Store      string // the checkpoint store
+	Committed  int64  // the broker's committed position; -1 when none
+	Checkpoint int64  // the checkpoint's position; -1 when there is none
+	Problem    string
+}
+
+func (e *RestoreError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "service: partition %d of %s: %s", e.Partition, e.Source, e.Problem)
+	if e.Checkpoint >= 0 {
+		fmt.Fprintf(&b, " (checkpoint at position %d in %s)", e.Checkpoint, e.Store)
+	} else {
+		fmt.Fprintf(&b, " in %s", e.Store)
+	}
+	if e.Committed >= 0 {
+		fmt.Fprintf(&b, ", but the broker says position %d was committed: the records up to it would never be learned", e.Committed)
+	} else {
+		b.WriteString(", and the broker says nothing was committed")
+	}
+	b.WriteString(". Restore the partition's checkpoint, or start its model afresh from the committed position, knowingly dropping what was learned, with `run --reset` (checkpoint.on_mismatch: reset)")
+	return b.String()
 }
 
 // Writing a checkpoint (the learned weights, up to a few MiB, and two
@@ -208,20 +306,31 @@ collect:
 // every checkpointed partition of a source without consumer-group
 // assignments, and at the end the partitions a Kafka group assigns to
 // this process. So a service restarted after everything was committed
-// still reports its models.
+// still reports its models. A partition the broker says was committed to
+// is among them, checkpoint or not: its restore is checked (restore), so
+// that a lost checkpoint is an error even when nothing is left to read.
 func (s *Service) restoreIdle(ctx context.Context) error {
 	if s.opt.Checkpoints == nil {
 		return nil
 	}
-	stored, err := s.opt.Checkpoints.Partitions(ctx)
+	parts, err := s.opt.Checkpoints.Partitions(ctx)
 	if err != nil {
 		return fmt.Errorf("service: listing checkpoints: %w", err)
 	}
+	owned := []int32{0} // a source without assignments: one partition, or none known to the broker
 	if a, ok := s.opt.Source.(connectors.Assigned); ok {
-		owned := a.Assignments()
-		stored = slices.DeleteFunc(stored, func(p int32) bool { return !slices.Contains(owned, p) })
+		owned = a.Assignments()
+		parts = slices.DeleteFunc(parts, func(p int32) bool { return !slices.Contains(owned, p) })
 	}
-	for _, p := range stored {
+	if src, ok := s.opt.Source.(connectors.Positioned); ok && !s.volatile {
+		for _, p := range owned {
+			if pos, ok := src.Position(p); ok && pos.Committed >= 0 && !slices.Contains(parts, p) {
+				parts = append(parts, p)
+			}
+		}
+		slices.Sort(parts)
+	}
+	for _, p := range parts {
 		if _, err := s.worker(ctx, p); err != nil {
 			return err
 		}

@@ -106,6 +106,13 @@ type Options struct {
 	// CommitInterval then default to DefaultCheckpointEvery and
 	// DefaultCheckpointInterval.
 	Checkpoints checkpoint.Store
+	// Reset starts afresh, from the broker's committed position, the model
+	// of a partition whose checkpoint does not hold what the broker says
+	// was committed (no checkpoint, one behind the commit, one of another
+	// partition or stream), and logs what is dropped; without it Run stops
+	// with a *RestoreError. The operator's explicit choice (`run --reset`,
+	// checkpoint.on_mismatch: reset): never a fresh model without it.
+	Reset bool
 
 	// Logger gets lifecycle events; nil discards them.
 	Logger *slog.Logger

@@ -120,6 +120,7 @@ type model struct {
 	pos         int64 // offset of the last record whose effect is in p; -1 before any
 	skipTo      int64 // the restored checkpoint's position, until a record past it comes; -1 then
 	sinceReport int
+	origin      string // the stream the positions are of, for checkpoints (connectors.Position.Origin)
 }
 
 // worker runs one partition's model. The fields after the model's belong
@@ -522,7 +523,7 @@ func (w *worker) take() (*checkpoint.Checkpoint, error) {
 	}
 	return &checkpoint.Checkpoint{
 		Created: time.Now(), Fingerprint: s.fingerprint, Source: s.opt.Source.Name(),
-		Partition: w.part, Position: w.m.pos, State: state, Report: rj,
+		Partition: w.part, Position: w.m.pos, State: state, Report: rj, Origin: w.m.origin,
 	}, nil
 }
 

@@ -1,0 +1,266 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/streamlearn/streamlearn/internal/checkpoint"
+	"github.com/streamlearn/streamlearn/internal/config"
+	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/testbroker"
+)
+
+// A restore is checked against what the broker says: a checkpoint that is
+// missing while the broker holds a committed position, one behind the
+// commit, one of another partition, one of a stream deleted and created
+// again under the same name — each stops Run with a RestoreError naming
+// the partition, the committed position and the ways out, before any
+// record is learned, on Kafka and on JetStream. With Reset the model of
+// that partition starts afresh from the committed position: the run learns
+// exactly the records after it.
+
+// restoreRun runs a service over src until its end, checkpointing into
+// the directory dir every 100 records, and returns its error and reports.
+func restoreRun(t *testing.T, c *config.Config, src connectors.Source, dir string, reset bool) ([]Report, error) {
+	t.Helper()
+	store, err := checkpoint.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newService(t, Options{Config: c, Source: src, Checkpoints: store, CommitEvery: 100, Reset: reset, Predictions: discardSink{}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = errors.Join(s.Run(ctx), src.Close())
+	reps, rerr := s.Reports()
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	return reps, err
+}
+
+// wantRestoreError checks that err is a RestoreError of partition with the
+// committed position committed and the problem's words in it.
+func wantRestoreError(t *testing.T, err error, partition int32, committed int64, problem string) {
+	t.Helper()
+	var re *RestoreError
+	if !errors.As(err, &re) {
+		t.Fatalf("run: %v, want a RestoreError", err)
+	}
+	if re.Partition != partition || re.Committed != committed || !strings.Contains(re.Problem, problem) {
+		t.Errorf("RestoreError of partition %d, committed %d, problem %q; want partition %d, committed %d, %q",
+			re.Partition, re.Committed, re.Problem, partition, committed, problem)
+	}
+	msg := err.Error()
+	for _, w := range []string{fmt.Sprintf("partition %d", partition), fmt.Sprint(committed), "--reset"} {
+		if !strings.Contains(msg, w) {
+			t.Errorf("error %q does not say %q", msg, w)
+		}
+	}
+}
+
+// copyFile copies the file src over dst, as an operator restoring a
+// backup would.
+func copyFile(t *testing.T, src, dst string) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rounds returns the rounds of the first learner of the model of
+// partition in reps, -1 when there is none.
+func rounds(reps []Report, partition int32) int64 {
+	for _, r := range reps {
+		if r.Partition == partition {
+			return int64(r.Report.Learners[0].Rounds)
+		}
+	}
+	return -1
+}
+
+func TestRestoreCheckedKafka(t *testing.T) {
+	c := loadExampleConfig(t)
+	c.Features.Bits = 12
+	brokers := kafkaCluster(t, 2, "events")
+	cfg := kafkaTestConfig(brokers, "events", "restore")
+	publish := func(n int, seed uint64) {
+		values := genEvents(n, seed, 0.1, 0, 0)
+		keys := make([][]byte, n)
+		for i := range keys {
+			keys[i] = fmt.Appendf(nil, "k%d", i%8)
+		}
+		sink, err := connectors.NewKafkaSink(cfg, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		publishAll(t, sink, values, keys)
+	}
+	dir, empty := t.TempDir(), t.TempDir()
+	file := func(dir string, p int32) string { return filepath.Join(dir, checkpoint.ObjectName(p)) }
+
+	publish(600, 1)
+	first, err := restoreRun(t, c, openKafka(t, cfg), dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end0 := rounds(first, 0) - 1 // every record is labeled and good: offsets 0..rounds-1
+	if end0 < 0 || rounds(first, 1) <= 0 {
+		t.Fatalf("first run: %d models, want both partitions learned", len(first))
+	}
+	old := filepath.Join(t.TempDir(), "old.ckpt")
+	copyFile(t, file(dir, 0), old)
+	publish(400, 2)
+	second, err := restoreRun(t, c, openKafka(t, cfg), dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all0 := rounds(second, 0)
+	if all0 <= end0+1 {
+		t.Fatalf("second run: partition 0 at %d rounds, want more than %d", all0, end0+1)
+	}
+
+	t.Run("missing", func(t *testing.T) {
+		_, err := restoreRun(t, c, openKafka(t, cfg), empty, false)
+		var re *RestoreError
+		if !errors.As(err, &re) {
+			t.Fatalf("run: %v, want a RestoreError", err)
+		}
+		wantRestoreError(t, err, re.Partition, rounds(second, re.Partition)-1, "no checkpoint")
+	})
+	t.Run("behind", func(t *testing.T) {
+		d := t.TempDir()
+		copyFile(t, old, file(d, 0))
+		copyFile(t, file(dir, 1), file(d, 1))
+		_, err := restoreRun(t, c, openKafka(t, cfg), d, false)
+		wantRestoreError(t, err, 0, all0-1, "behind")
+	})
+	t.Run("other-partition", func(t *testing.T) {
+		d := t.TempDir()
+		copyFile(t, file(dir, 1), file(d, 0))
+		copyFile(t, file(dir, 1), file(d, 1))
+		_, err := restoreRun(t, c, openKafka(t, cfg), d, false)
+		wantRestoreError(t, err, 0, all0-1, "of partition 1")
+	})
+	t.Run("reset", func(t *testing.T) {
+		// A group of its own, committed to the end of both partitions
+		// with its checkpoints elsewhere, then 50 new records: without
+		// a checkpoint the first record stops the run; with Reset both
+		// models start afresh at the committed positions, and the 50 new
+		// records are exactly what they learn.
+		rcfg := cfg
+		rcfg.Group = "restore-reset"
+		if _, err := restoreRun(t, c, openKafka(t, rcfg), t.TempDir(), false); err != nil {
+			t.Fatal(err)
+		}
+		publish(50, 3)
+		d := t.TempDir()
+		_, err := restoreRun(t, c, openKafka(t, rcfg), d, false)
+		p := errPartition(err)
+		wantRestoreError(t, err, p, rounds(second, p)-1, "no checkpoint")
+		reps, err := restoreRun(t, c, openKafka(t, rcfg), d, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rounds(reps, 0) + rounds(reps, 1); got != 50 {
+			t.Errorf("after the reset: %d rounds in all, want the 50 new records", got)
+		}
+		// The models' checkpoints now hold the committed positions: the
+		// next run restores them without a word.
+		if _, err := restoreRun(t, c, openKafka(t, rcfg), d, false); err != nil {
+			t.Errorf("run after the reset: %v", err)
+		}
+	})
+}
+
+// errPartition returns the partition of a RestoreError, -1 otherwise.
+func errPartition(err error) int32 {
+	var re *RestoreError
+	if errors.As(err, &re) {
+		return re.Partition
+	}
+	return -1
+}
+
+func TestRestoreCheckedJetStream(t *testing.T) {
+	c := loadExampleConfig(t)
+	c.Features.Bits = 12
+	url := testbroker.NATS(t, "EVENTS", "events")
+	js := testbroker.JetStream(t, url)
+	ncfg := connectors.NATSConfig{URL: url, Stream: "EVENTS", Subject: "events", Durable: "restore", FetchWait: time.Second}
+	open := func() connectors.Source {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		src, err := connectors.NewJetStreamSource(ctx, ncfg, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return src
+	}
+	publish := func(n int, seed uint64) {
+		sink, err := connectors.NewJetStreamSink(connectors.NATSConfig{URL: url}, "EVENTS", "events")
+		if err != nil {
+			t.Fatal(err)
+		}
+		publishAll(t, sink, genEvents(n, seed, 0.1, 0, 0), nil)
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, checkpoint.ObjectName(0))
+
+	publish(500, 1)
+	if _, err := restoreRun(t, c, open(), dir, false); err != nil {
+		t.Fatal(err)
+	}
+	old := filepath.Join(t.TempDir(), "old.ckpt")
+	copyFile(t, file, old)
+	publish(300, 2)
+	if _, err := restoreRun(t, c, open(), dir, false); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("missing", func(t *testing.T) {
+		_, err := restoreRun(t, c, open(), t.TempDir(), false)
+		wantRestoreError(t, err, 0, 800, "no checkpoint")
+	})
+	t.Run("behind", func(t *testing.T) {
+		d := t.TempDir()
+		copyFile(t, old, filepath.Join(d, checkpoint.ObjectName(0)))
+		_, err := restoreRun(t, c, open(), d, false)
+		wantRestoreError(t, err, 0, 800, "behind")
+	})
+	t.Run("recreated", func(t *testing.T) {
+		// The stream deleted and created again, its durable with it:
+		// 200 new events numbered from 1, and a checkpoint at 800 that
+		// would skip them all.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := js.DeleteStream(ctx, "EVENTS"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond) // a creation time of its own
+		if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "EVENTS", Subjects: []string{"events"}}); err != nil {
+			t.Fatal(err)
+		}
+		publish(200, 3)
+		_, err := restoreRun(t, c, open(), dir, false)
+		wantRestoreError(t, err, 0, -1, "the checkpoint is of jetstream stream EVENTS created")
+		reps, err := restoreRun(t, c, open(), dir, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rounds(reps, 0); got != 200 {
+			t.Errorf("after the reset: %d rounds, want the 200 events of the new stream", got)
+		}
+	})
+}
