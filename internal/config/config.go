@@ -309,7 +309,11 @@ type Checkpoint struct {
 
 // Defaults.
 const (
-	DefaultBits        = 18
+	DefaultBits = 18
+	// MaxBits bounds features.bits: 2^24 slots are 128 MiB per weight
+	// vector (an averaged Perceptron has two), so that a model's
+	// checkpoint, written dense at worst, fits in checkpoint.MaxSize.
+	MaxBits            = 24
 	DefaultMaxBytes    = 1 << 20
 	DefaultMaxAbsValue = event.DefaultMaxAbs
 )

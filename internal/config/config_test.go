@@ -71,7 +71,8 @@ func TestBadConfigs(t *testing.T) {
 		{"baseline_key.yaml", "testdata/bad/baseline_key.yaml:3: learners[0].bias: not used by algorithm majority (its keys: none)"},
 		{"duplicate_name.yaml", `testdata/bad/duplicate_name.yaml:3: learners[1].name: "a" is also the name of learners[0]`},
 		{"bad_type.yaml", "testdata/bad/bad_type.yaml:2: cannot unmarshal !!str `many` into uint"},
-		{"bits_range.yaml", "testdata/bad/bits_range.yaml:2: features.bits: 40 is outside 1..28"},
+		{"bits_range.yaml", "testdata/bad/bits_range.yaml:2: features.bits: 40 is outside 1..24"},
+		{"bits_memory.yaml", "testdata/bad/bits_memory.yaml:2: features.bits: 26 is outside 1..24: 2^26 slots take 512 MiB per weight vector, and a model's checkpoint must fit in 1 GiB"},
 		{"expert_unknown.yaml", `testdata/bad/expert_unknown.yaml:3: learners[1].experts[1]: "b" is not a learner configured before this one`},
 		{"no_learners.yaml", "testdata/bad/no_learners.yaml: learners: configure at least one learner"},
 		{"soa_no_class.yaml", "testdata/bad/soa_no_class.yaml:2: learners[0].class: soa needs a hypothesis class"},
@@ -103,7 +104,7 @@ func TestBadConfigs(t *testing.T) {
 		}
 	}
 	entries, _ := os.ReadDir("testdata/bad")
-	if len(entries) != 19 {
+	if len(entries) != 20 {
 		t.Errorf("testdata/bad has %d files; every one needs a row above", len(entries))
 	}
 }

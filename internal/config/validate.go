@@ -40,8 +40,13 @@ func (c *Config) validate() error {
 			return errAt("input.positive", "%q is also listed as negative", p)
 		}
 	}
-	if c.Features.Bits < 1 || c.Features.Bits > online.MaxBits {
-		return errAt("features.bits", "%d is outside 1..%d", c.Features.Bits, online.MaxBits)
+	if c.Features.Bits < 1 || c.Features.Bits > MaxBits {
+		msg := fmt.Sprintf("%d is outside 1..%d", c.Features.Bits, MaxBits)
+		if c.Features.Bits <= online.MaxBits {
+			msg += fmt.Sprintf(": 2^%d slots take %d MiB per weight vector, and a model's checkpoint must fit in 1 GiB",
+				c.Features.Bits, 8<<c.Features.Bits>>20)
+		}
+		return errAt("features.bits", "%s", msg)
 	}
 	if err := oneOf("features.scale", c.Features.Scale, "none", "standard", "l2"); err != nil {
 		return err
