@@ -245,6 +245,10 @@ func TestE2ECheckpointBucket(t *testing.T) {
 	// normReport checks the fresh model's 0 events.
 	normReport(t, "run --reset", runProc(t, ctx, dir, sl, "run", "-c", cfg, "--until-end", "--reset", "--report", "json", "--http", "off"),
 		"jetstream:EVENTS/bucket", 0)
+	// The reset holds: its checkpoint, saved before anything was learned,
+	// is at the committed position, and the next run restores it.
+	normReport(t, "run after the reset", runProc(t, ctx, dir, sl, "run", "-c", cfg, "--until-end", "--report", "json", "--http", "off"),
+		"jetstream:EVENTS/bucket", 0)
 }
 
 // TestE2EBrokerRestart kills the JetStream server (Debian's nats-server,

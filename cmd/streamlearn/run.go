@@ -25,7 +25,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/service"
 )
 
-const runArgs = "[-c config.yaml] [--until-end] [--allow-empty] [--report text|json] [--http ADDR] [--preload FILE] [--nats-port N] [--store DIR] [--checkpoint-dir DIR] [--reset] [--http-token-file FILE]"
+const runArgs = "[-c config.yaml] [--until-end] [--allow-empty] [--report text|json] [--http ADDR] [--preload FILE] [--nats-port N] [--store DIR] [--checkpoint-dir DIR] [--reset|--accept] [--http-token-file FILE]"
 
 // tuning lets tests lower the transports' timeouts; zero in production.
 var tuning service.Tuning
@@ -42,7 +42,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	store := fs.String("store", "", "JetStream storage `dir` of the embedded server (no -c only; default: a temporary directory removed at exit)")
 	tokenFile := fs.String("http-token-file", "", "require \"Authorization: Bearer <token>\" on the HTTP API (but /healthz, /readyz and the dashboard's files), the token in `file` (default: $"+tokenEnv+", else the config's http.token_file)")
 	ckptDir := fs.String("checkpoint-dir", "", "keep the models' checkpoints in `dir` and resume from them (default: the config's checkpoint.dir; none: no checkpoints)")
-	reset := fs.Bool("reset", false, "start afresh, from the broker's committed position, the model of a partition whose checkpoint does not hold what the broker says was committed (none, behind the commit, of another partition or stream), logging what is dropped; without it such a partition stops run with an error")
+	reset := fs.Bool("reset", false, "start afresh, from the broker's committed position, the model of a partition whose checkpoint does not hold what the broker says was committed (none, behind the commit, of another partition or stream), moving the checkpoint aside and logging what is dropped; without --reset or --accept such a partition stops run with an error")
+	accept := fs.Bool("accept", false, "restore such a checkpoint as it is (a group's offsets moved forward on purpose, a stream restored from a backup), logging what the model lacks or skips")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -88,7 +89,21 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer src.Close()
-	opt := service.Options{Config: cfg, Source: src, Logger: logger, Reset: *reset || cfg.Checkpoint.OnMismatch == "reset"}
+	opt := service.Options{Config: cfg, Source: src, Logger: logger}
+	switch {
+	case *reset && *accept:
+		return usageErr(fs, "--reset and --accept: choose one")
+	case *reset:
+		opt.OnMismatch = service.MismatchReset
+	case *accept:
+		opt.OnMismatch = service.MismatchAccept
+	default:
+		m, err := service.ParseMismatch(cfg.Checkpoint.OnMismatch)
+		if err != nil {
+			return fmt.Errorf("checkpoint.%w", err)
+		}
+		opt.OnMismatch = m
+	}
 	switch dir := cmp.Or(*ckptDir, cfg.Checkpoint.Dir); {
 	case dir != "":
 		st, err := checkpoint.OpenDir(dir)

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // A Store keeps one checkpoint per partition. Save is durable when it
@@ -35,8 +36,18 @@ type Store interface {
 	Load(ctx context.Context, partition int32) (*Checkpoint, error)
 	// Partitions lists the partitions that have a checkpoint, ascending.
 	Partitions(ctx context.Context) ([]int32, error)
+	// Discard moves partition's checkpoints aside, where no Load finds
+	// them and nothing removes them, and says where: what an operator's
+	// reset of the partition's model leaves behind, for inspection. It
+	// does nothing, and returns "", when there is none.
+	Discard(ctx context.Context, partition int32) (string, error)
 	// String names the store in logs and errors.
 	String() string
+}
+
+// droppedSuffix names a checkpoint moved aside by Discard at t.
+func droppedSuffix(t time.Time) string {
+	return ".dropped-" + t.UTC().Format("20060102T150405.000000000Z")
 }
 
 // Dir is a Store in a local directory: one file per partition,
@@ -128,6 +139,28 @@ func (d *Dir) Save(ctx context.Context, c *Checkpoint) error {
 	return nil
 }
 
+// Discard renames partition's file to "partition-N.ckpt.dropped-TIME"
+// (see Store), under the partition's lock.
+func (d *Dir) Discard(ctx context.Context, partition int32) (string, error) {
+	unlock, err := lockFile(ctx, d.lockFile(partition))
+	if err != nil {
+		return "", fmt.Errorf("checkpoint %s partition %d: lock: %w", d, partition, err)
+	}
+	defer unlock()
+	path := d.File(partition)
+	to := path + droppedSuffix(time.Now())
+	if err := os.Rename(path, to); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", nil
+		}
+		return "", fmt.Errorf("checkpoint %s partition %d: discard: %w", d, partition, err)
+	}
+	if err := syncDir(d.path); err != nil {
+		return "", fmt.Errorf("checkpoint %s partition %d: discard: %w", d, partition, err)
+	}
+	return to, nil
+}
+
 // lockFile returns the path of the lock file of partition's Saves.
 func (d *Dir) lockFile(partition int32) string {
 	return filepath.Join(d.path, ".partition-"+strconv.FormatInt(int64(partition), 10)+".lock")
@@ -147,13 +180,14 @@ func storedPast(path string, c *Checkpoint) (bool, error) {
 	}
 	head, err := readHead(f)
 	f.Close()
-	if err != nil || head.Position <= c.Position || head.Fingerprint != c.Fingerprint || head.Source != c.Source {
+	if err != nil || head.Position <= c.Position || head.Fingerprint != c.Fingerprint || head.Source != c.Source || head.Partition != c.Partition {
 		return false, nil
 	}
 	// The head claims a later position: believe it only if the whole
-	// file is intact (the rare path: it takes a read of the file).
+	// file is intact (the rare path: it takes a read of the file), and
+	// of the same stream (a position of another one is no later).
 	stored, err := ReadFile(path)
-	if err != nil {
+	if err != nil || stored.Origin != "" && c.Origin != "" && stored.Origin != c.Origin {
 		return false, nil
 	}
 	return stored.Position > c.Position, nil

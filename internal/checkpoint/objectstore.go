@@ -595,6 +595,46 @@ func (s *ObjectStore) Save(ctx context.Context, c *Checkpoint) error {
 	return nil
 }
 
+// Discard copies each of partition's objects to
+// "partition-N@P.ckpt.dropped-TIME", a name Load does not read and Save
+// does not remove, then deletes it (see Store); it returns the name of
+// the copy of the highest position.
+func (s *ObjectStore) Discard(ctx context.Context, partition int32) (string, error) {
+	bctx, cancel := s.bound(ctx)
+	defer cancel()
+	objs, err := s.list(bctx)
+	if err != nil {
+		return "", fmt.Errorf("checkpoint %s partition %d: discard: list: %w", s, partition, s.ctxErr(ctx, bctx, err))
+	}
+	cands, err := s.candidates(bctx, objs, partition)
+	if err != nil {
+		return "", fmt.Errorf("checkpoint %s partition %d: discard: %w", s, partition, s.ctxErr(ctx, bctx, err))
+	}
+	suffix, first := droppedSuffix(time.Now()), ""
+	for _, o := range cands {
+		b, err := s.read(bctx, o.name)
+		switch {
+		case errors.Is(err, errDeleted) || errors.Is(err, fs.ErrNotExist):
+			continue
+		case err != nil:
+			return "", fmt.Errorf("checkpoint %s %s: discard: %w", s, o.name, s.ctxErr(ctx, bctx, err))
+		}
+		if _, err := s.obs.Put(bctx, jetstream.ObjectMeta{Name: o.name + suffix}, bytes.NewReader(b)); err != nil {
+			return "", fmt.Errorf("checkpoint %s %s: discard: copy: %w", s, o.name, s.ctxErr(ctx, bctx, err))
+		}
+		if err := s.obs.Delete(bctx, o.name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+			return "", fmt.Errorf("checkpoint %s %s: discard: %w", s, o.name, s.ctxErr(ctx, bctx, err))
+		}
+		if first == "" {
+			first = o.name + suffix
+		}
+	}
+	if first == "" {
+		return "", nil
+	}
+	return s.String() + "/" + first, nil
+}
+
 // Load reads and verifies partition's checkpoint: its object of the
 // highest position (see ObjectStore). No object of partition (or only
 // deleted ones) is an error wrapping fs.ErrNotExist; an object that is not

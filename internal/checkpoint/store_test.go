@@ -176,6 +176,7 @@ func testStore(t *testing.T, s Store, writeRaw rawWriter) {
 	}
 
 	testStoreMonotonic(t, s)
+	testStoreDiscard(t, s)
 }
 
 // testStoreMonotonic: a Save never puts a checkpoint over one of a higher
@@ -234,6 +235,40 @@ func testStoreMonotonic(t *testing.T, s Store) {
 	const top = writers*each - 1
 	if got, err := s.Load(ctx, 21); err != nil || got.Position != top || !bytes.Equal(got.State, []byte{top}) {
 		t.Fatalf("after %d concurrent writers: Load(21) = position %d, %v; want %d", writers, pos(got), err, top)
+	}
+}
+
+// testStoreDiscard: Discard moves a partition's checkpoint where Load
+// and Partitions do not find it, so that a Save of a lower position (a
+// model reset by its operator) is what Load returns next; a checkpoint of
+// another stream (origin) does not keep a Save of a lower position out.
+func testStoreDiscard(t *testing.T, s Store) {
+	ctx := context.Background()
+	old := sample(30)
+	old.Position = 800
+	if err := s.Save(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	where, err := s.Discard(ctx, 30)
+	if err != nil || where == "" {
+		t.Fatalf("Discard = %q, %v; want where the checkpoint went", where, err)
+	}
+	if _, err := s.Load(ctx, 30); !IsNotExist(err) {
+		t.Fatalf("Load after Discard: %v, want not found", err)
+	}
+	if ps, err := s.Partitions(ctx); err != nil || slices.Contains(ps, 30) {
+		t.Fatalf("Partitions after Discard = %v, %v; want no 30", ps, err)
+	}
+	if where, err := s.Discard(ctx, 30); err != nil || where != "" {
+		t.Errorf("Discard of nothing = %q, %v; want \"\", nil", where, err)
+	}
+	fresh := sample(30)
+	fresh.Position = 200
+	if err := s.Save(ctx, fresh); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Load(ctx, 30); err != nil || !sameCheckpoint(got, fresh) {
+		t.Fatalf("Load after Discard and a Save of 200 = position %d, %v; want 200", pos(got), err)
 	}
 }
 
@@ -322,5 +357,39 @@ func TestReadHead(t *testing.T) {
 	var ve *VersionError
 	if _, err := readHead(bytes.NewReader(next)); !errors.As(err, &ve) {
 		t.Errorf("readHead of version %d: %v, want a VersionError", FormatVersion+1, err)
+	}
+}
+
+// TestDirSaveOverOtherOrigin: a stored checkpoint of a higher position
+// but of another stream, or another partition's (copied over by hand),
+// does not keep a Save out: its position means nothing for this one.
+func TestDirSaveOverOtherOrigin(t *testing.T) {
+	ctx := context.Background()
+	d, err := OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, foreign := range []func(c *Checkpoint){
+		func(c *Checkpoint) { c.Origin = "jetstream stream EVENTS created 2026-01-01T00:00:00Z" },
+		func(c *Checkpoint) { c.Partition = 6 },
+	} {
+		old := sample(5)
+		old.Position = 800
+		foreign(old)
+		b, err := old.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(d.File(5), b, 0o640); err != nil {
+			t.Fatal(err)
+		}
+		c := sample(5)
+		c.Position = 200
+		if err := d.Save(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := d.Load(ctx, 5); err != nil || !sameCheckpoint(got, c) {
+			t.Errorf("Save of 200 over a foreign checkpoint of 800: Load = position %d, %v; want 200", pos(got), err)
+		}
 	}
 }

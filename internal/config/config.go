@@ -301,9 +301,10 @@ type Checkpoint struct {
 	// OnMismatch is what `run` does with a partition whose checkpoint does
 	// not hold what the broker says was committed (none, one behind the
 	// commit, one of another partition or stream): "fail" (the default)
-	// stops with an error naming the partition; "reset" starts its model
-	// afresh from the committed position and logs what is dropped, as
-	// `run --reset` does.
+	// stops with an error naming the partition; "reset" moves the
+	// checkpoint aside and starts the model afresh from the committed
+	// position, as `run --reset` does; "accept" restores the checkpoint
+	// as it is, as `run --accept` does. Both log what they drop or skip.
 	OnMismatch string `yaml:"on_mismatch"`
 }
 

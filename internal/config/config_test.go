@@ -84,7 +84,7 @@ func TestBadConfigs(t *testing.T) {
 		{"max_abs_value.yaml", "testdata/bad/max_abs_value.yaml:2: input.max_abs_value: 1e+300 is outside [1, 1e100]"},
 		{"session_not_kafka.yaml", `testdata/bad/session_not_kafka.yaml:6: source.session_timeout: tunes a Kafka consumer group; source.kind is "jetstream"`},
 		{"backoff_negative.yaml", "testdata/bad/backoff_negative.yaml:6: source.join_group_backoff: must not be negative"},
-		{"on_mismatch.yaml", `testdata/bad/on_mismatch.yaml:5: checkpoint.on_mismatch: "rebuild-it" is not one of fail, reset`},
+		{"on_mismatch.yaml", `testdata/bad/on_mismatch.yaml:5: checkpoint.on_mismatch: "rebuild-it" is not one of fail, reset, accept`},
 	} {
 		_, err := Load(filepath.Join("testdata/bad", tc.file))
 		if err == nil {

@@ -119,7 +119,7 @@ func (c *Config) validate() error {
 		return errAt("checkpoint.every", "must not be negative")
 	}
 	if m := c.Checkpoint.OnMismatch; m != "" {
-		return oneOf("checkpoint.on_mismatch", m, "fail", "reset")
+		return oneOf("checkpoint.on_mismatch", m, "fail", "reset", "accept")
 	}
 	return nil
 }

@@ -152,6 +152,10 @@ func (s *JetStreamSource) open(ctx context.Context) error {
 	}
 	info := s.cons.CachedInfo()
 	floor := jsAckFloor(info)
+	// The durable acknowledged something (or was restarted at a sequence
+	// by jsRecreate, after it had): its floor is a commit. A new durable's
+	// floor is the server's, the stream's first sequence less one.
+	acked := info.AckFloor.Consumer > 0 || info.Config.DeliverPolicy == jetstream.DeliverByStartSequencePolicy && info.Config.OptStartSeq > 0
 	// Delivered but not acknowledged by an earlier run: deliver again, from
 	// the ack floor and in order. The state the reset leaves is checked;
 	// when it is not the floor the info said (an info older than the
@@ -185,9 +189,9 @@ func (s *JetStreamSource) open(ctx context.Context) error {
 		floor = f
 	}
 	s.last, s.committed = floor, floor
-	s.pos = Position{Committed: int64(floor), Origin: jsOrigin(stream)}
-	if floor == 0 {
-		s.pos.Committed = -1
+	s.pos = Position{Committed: -1, First: int64(stream.CachedInfo().State.FirstSeq), Origin: jsOrigin(stream)}
+	if acked && floor > 0 {
+		s.pos.Committed = int64(floor)
 	}
 	s.lag.Store(int64(info.NumPending))
 	if s.untilEnd {

@@ -570,7 +570,7 @@ func (s *KafkaSource) Position(partition int32) (Position, bool) {
 	if _, ok := s.end[int(partition)]; !ok {
 		return Position{}, false
 	}
-	pos := Position{Committed: -1, Origin: s.origin}
+	pos := Position{Committed: -1, First: s.first[int(partition)], Origin: s.origin}
 	if c, ok := s.committed[int(partition)]; ok {
 		pos.Committed = c - 1
 	}

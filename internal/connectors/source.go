@@ -115,9 +115,16 @@ type Positioned interface {
 type Position struct {
 	// Committed is the position (Record.Offset) of the last record
 	// committed for this consumer: the Kafka group's committed offset
-	// minus one, the JetStream durable's ack floor; -1 when nothing was
-	// committed.
+	// minus one, the ack floor of a JetStream durable that acknowledged
+	// something; -1 when nothing was committed. (A new durable's ack
+	// floor is the stream's first sequence less one: the server's, not a
+	// commit.)
 	Committed int64
+	// First is the position of the first record the partition still
+	// holds (the Kafka log start offset, the stream's first sequence),
+	// as of when the source said Committed: records before it were
+	// deleted (retention, a purge) and cannot be learned by anyone.
+	First int64
 	// Origin names the stream the positions are of, so that positions of
 	// another stream of the same name are not taken for them: the Kafka
 	// cluster id and topic ("kafka cluster kfake topic events"), the

@@ -66,7 +66,7 @@ func volatile(src connectors.Source) bool {
 
 // restore loads partition's checkpoint into m, when there is one, after
 // checking it against what the broker says of the partition (see
-// RestoreError).
+// RestoreError and Options.OnMismatch).
 func (s *Service) restore(ctx context.Context, partition int32, m *model) error {
 	if s.opt.Checkpoints == nil {
 		return nil
@@ -77,7 +77,9 @@ func (s *Service) restore(ctx context.Context, partition int32, m *model) error 
 	if err != nil && !missing {
 		return fmt.Errorf("service: restoring partition %d: %w", partition, err)
 	}
-	if !missing {
+	if missing {
+		c = nil
+	} else {
 		if c.Fingerprint != s.fingerprint {
 			return fmt.Errorf("service: the checkpoint of partition %d in %s was written by another model configuration (input, features or learners differ): move it away to start that model afresh",
 				partition, s.opt.Checkpoints)
@@ -86,19 +88,28 @@ func (s *Service) restore(ctx context.Context, partition int32, m *model) error 
 			return fmt.Errorf("service: the checkpoint of partition %d in %s is of source %s, not %s",
 				partition, s.opt.Checkpoints, c.Source, s.opt.Source.Name())
 		}
-	} else {
-		c = nil
 	}
 	if rerr := s.checkRestore(partition, c); rerr != nil {
-		if !s.opt.Reset {
+		args := []any{"partition", partition, "source", rerr.Source, "store", rerr.Store, "problem", rerr.Problem,
+			"committed", rerr.Committed, "checkpoint_position", rerr.Checkpoint}
+		switch s.opt.OnMismatch {
+		case MismatchReset:
+			dropped, err := s.opt.Checkpoints.Discard(ctx, partition)
+			if err != nil {
+				return fmt.Errorf("service: reset of partition %d: %w", partition, err)
+			}
+			// A fresh model that holds, by the operator's decision, what
+			// was committed: its checkpoint, saved before anything is
+			// learned, says so to the next run.
+			m.pos, m.skipTo, m.reset = rerr.Committed, rerr.Committed, true
+			s.logger.Warn("reset: the model starts afresh from the committed position; what was committed before it is not in the model",
+				append(args, "checkpoint_moved_to", dropped)...)
+			return nil
+		case MismatchAccept:
+			s.logger.Warn("accept: the checkpoint is restored as it is; "+rerr.Consequence, args...)
+		default:
 			return rerr
 		}
-		args := []any{"partition", partition, "store", s.opt.Checkpoints.String(), "committed", rerr.Committed, "problem", rerr.Problem}
-		if c != nil {
-			args = append(args, "checkpoint_position", c.Position, "checkpoint_created", c.Created)
-		}
-		s.logger.Warn("reset: starting the model afresh from the committed position; what the broker committed before it is not in the model", args...)
-		return nil
 	}
 	if c == nil {
 		return nil
@@ -114,11 +125,44 @@ func (s *Service) restore(ctx context.Context, partition int32, m *model) error 
 	return nil
 }
 
+// Mismatch is what Run does with a checkpoint that does not hold what
+// the broker says was committed (Options.OnMismatch).
+type Mismatch int
+
+const (
+	MismatchFail   Mismatch = iota // stop with a *RestoreError
+	MismatchReset                  // discard the checkpoint, start afresh at the committed position
+	MismatchAccept                 // restore the checkpoint as it is
+)
+
+// ParseMismatch returns the Mismatch of name: "fail" (or ""), "reset" or
+// "accept".
+func ParseMismatch(name string) (Mismatch, error) {
+	switch name {
+	case "", "fail":
+		return MismatchFail, nil
+	case "reset":
+		return MismatchReset, nil
+	case "accept":
+		return MismatchAccept, nil
+	}
+	return 0, fmt.Errorf("on_mismatch %q: want fail, reset or accept", name)
+}
+
 // checkRestore compares c, partition's checkpoint (nil when there is none),
-// with what a Positioned source says of the partition; it returns nil when
-// restoring c (or starting afresh, without one) leaves out nothing the
-// broker says was committed, and when the source says nothing.
+// with partition and with what a Positioned source says of it; it returns
+// nil when restoring c (or starting afresh, without one) leaves out
+// nothing the broker says was committed and still holds.
 func (s *Service) checkRestore(partition int32, c *checkpoint.Checkpoint) *RestoreError {
+	e := &RestoreError{Partition: partition, Source: s.opt.Source.Name(), Store: s.opt.Checkpoints.String(), Committed: -1, Checkpoint: -1}
+	if c != nil {
+		e.Checkpoint = c.Position
+		if c.Partition != partition {
+			e.Problem = fmt.Sprintf("the checkpoint is of partition %d", c.Partition)
+			e.Consequence = fmt.Sprintf("restoring it would go on learning partition %d on partition %d's model", partition, c.Partition)
+			return e
+		}
+	}
 	src, ok := s.opt.Source.(connectors.Positioned)
 	if !ok || s.volatile {
 		return nil
@@ -127,24 +171,28 @@ func (s *Service) checkRestore(partition int32, c *checkpoint.Checkpoint) *Resto
 	if !ok {
 		return nil
 	}
-	e := &RestoreError{Partition: partition, Source: s.opt.Source.Name(), Store: s.opt.Checkpoints.String(), Committed: pos.Committed, Checkpoint: -1}
+	e.Committed = pos.Committed
 	switch {
 	case c == nil:
 		if pos.Committed < 0 {
 			return nil
 		}
 		e.Problem = "no checkpoint"
-		return e
-	case c.Partition != partition:
-		e.Problem = fmt.Sprintf("the checkpoint is of partition %d", c.Partition)
+		e.Consequence = fmt.Sprintf("the broker says position %d was committed: a fresh model would lack every record up to it", pos.Committed)
 	case c.Origin != "" && pos.Origin != "" && c.Origin != pos.Origin:
 		e.Problem = fmt.Sprintf("the checkpoint is of %s, the source reads %s", c.Origin, pos.Origin)
-	case c.Position < pos.Committed:
-		e.Problem = "the checkpoint is behind the committed position"
+		e.Consequence = fmt.Sprintf("its position %d is one of another stream: restoring it would skip this stream's records up to it", c.Position)
 	default:
-		return nil
+		// Behind the commit, and the records between still held: they
+		// would never be learned. (Records a purge or retention removed
+		// are lost to every model alike.)
+		from := max(c.Position+1, pos.First)
+		if from > pos.Committed {
+			return nil
+		}
+		e.Problem = "the checkpoint is behind the committed position"
+		e.Consequence = fmt.Sprintf("the broker says position %d was committed: the records from position %d to it would never be learned", pos.Committed, from)
 	}
-	e.Checkpoint = c.Position
 	return e
 }
 
@@ -163,16 +211,17 @@ func (s *Service) origin(partition int32) string {
 // broker says this consumer committed: there is none, it is behind the
 // committed position, or it is of another partition or stream. A model
 // restored from it, or started afresh, would silently lack records the
-// broker counts as learned. The ways out are the operator's: put the right
-// checkpoint back, or start the partition afresh knowingly
-// (Options.Reset).
+// broker counts as learned, or skip records it never learned. The ways
+// out are the operator's: put the right checkpoint back, start the
+// partition afresh, or take the checkpoint as it is (Options.OnMismatch).
 type RestoreError struct {
-	Partition  int32
-	Source     string // the source's name
-	Store      string // the checkpoint store
-	Committed  int64  // the broker's committed position; -1 when none
-	Checkpoint int64  // the checkpoint's position; -1 when there is none
-	Problem    string
+	Partition   int32
+	Source      string // the source's name
+	Store       string // the checkpoint store
+	Committed   int64  // the broker's committed position; -1 when none or not known
+	Checkpoint  int64  // the checkpoint's position; -1 when there is none
+	Problem     string // what is wrong
+	Consequence string // what a restore would do
 }
 
 func (e *RestoreError) Error() string {
@@ -183,12 +232,7 @@ func (e *RestoreError) Error() string {
 	} else {
 		fmt.Fprintf(&b, " in %s", e.Store)
 	}
-	if e.Committed >= 0 {
-		fmt.Fprintf(&b, ", but the broker says position %d was committed: the records up to it would never be learned", e.Committed)
-	} else {
-		b.WriteString(", and the broker says nothing was committed")
-	}
-	b.WriteString(". Restore the partition's checkpoint, or start its model afresh from the committed position, knowingly dropping what was learned, with `run --reset` (checkpoint.on_mismatch: reset)")
+	fmt.Fprintf(&b, "; %s. Put the partition's own checkpoint back; or start its model afresh from the committed position, dropping the checkpoint, with `run --reset`; or restore the checkpoint as it is, knowing what it lacks, with `run --accept` (checkpoint.on_mismatch: reset or accept)", e.Consequence)
 	return b.String()
 }
 

@@ -29,13 +29,13 @@ import (
 
 // restoreRun runs a service over src until its end, checkpointing into
 // the directory dir every 100 records, and returns its error and reports.
-func restoreRun(t *testing.T, c *config.Config, src connectors.Source, dir string, reset bool) ([]Report, error) {
+func restoreRun(t *testing.T, c *config.Config, src connectors.Source, dir string, on Mismatch) ([]Report, error) {
 	t.Helper()
 	store, err := checkpoint.OpenDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newService(t, Options{Config: c, Source: src, Checkpoints: store, CommitEvery: 100, Reset: reset, Predictions: discardSink{}})
+	s := newService(t, Options{Config: c, Source: src, Checkpoints: store, CommitEvery: 100, OnMismatch: on, Predictions: discardSink{}})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err = errors.Join(s.Run(ctx), src.Close())
@@ -59,7 +59,11 @@ func wantRestoreError(t *testing.T, err error, partition int32, committed int64,
 			re.Partition, re.Committed, re.Problem, partition, committed, problem)
 	}
 	msg := err.Error()
-	for _, w := range []string{fmt.Sprintf("partition %d", partition), fmt.Sprint(committed), "--reset"} {
+	want := []string{fmt.Sprintf("partition %d", partition), "--reset", "--accept"}
+	if committed >= 0 && (problem == "no checkpoint" || problem == "behind") {
+		want = append(want, fmt.Sprintf("position %d was committed", committed))
+	}
+	for _, w := range want {
 		if !strings.Contains(msg, w) {
 			t.Errorf("error %q does not say %q", msg, w)
 		}
@@ -111,7 +115,7 @@ func TestRestoreCheckedKafka(t *testing.T) {
 	file := func(dir string, p int32) string { return filepath.Join(dir, checkpoint.ObjectName(p)) }
 
 	publish(600, 1)
-	first, err := restoreRun(t, c, openKafka(t, cfg), dir, false)
+	first, err := restoreRun(t, c, openKafka(t, cfg), dir, MismatchFail)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +126,7 @@ func TestRestoreCheckedKafka(t *testing.T) {
 	old := filepath.Join(t.TempDir(), "old.ckpt")
 	copyFile(t, file(dir, 0), old)
 	publish(400, 2)
-	second, err := restoreRun(t, c, openKafka(t, cfg), dir, false)
+	second, err := restoreRun(t, c, openKafka(t, cfg), dir, MismatchFail)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,26 +136,33 @@ func TestRestoreCheckedKafka(t *testing.T) {
 	}
 
 	t.Run("missing", func(t *testing.T) {
-		_, err := restoreRun(t, c, openKafka(t, cfg), empty, false)
-		var re *RestoreError
-		if !errors.As(err, &re) {
-			t.Fatalf("run: %v, want a RestoreError", err)
-		}
-		wantRestoreError(t, err, re.Partition, rounds(second, re.Partition)-1, "no checkpoint")
+		// Nothing left to read: the owned partitions are checked at the
+		// end, in order.
+		_, err := restoreRun(t, c, openKafka(t, cfg), empty, MismatchFail)
+		wantRestoreError(t, err, 0, rounds(second, 0)-1, "no checkpoint")
 	})
 	t.Run("behind", func(t *testing.T) {
 		d := t.TempDir()
 		copyFile(t, old, file(d, 0))
 		copyFile(t, file(dir, 1), file(d, 1))
-		_, err := restoreRun(t, c, openKafka(t, cfg), d, false)
+		_, err := restoreRun(t, c, openKafka(t, cfg), d, MismatchFail)
 		wantRestoreError(t, err, 0, all0-1, "behind")
+		// Accepted, the old checkpoint is the model, and nothing is left
+		// to read: partition 0 reports the rounds of the first run.
+		reps, err := restoreRun(t, c, openKafka(t, cfg), d, MismatchAccept)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rounds(reps, 0); got != end0+1 {
+			t.Errorf("accepted: partition 0 at %d rounds, want the old checkpoint's %d", got, end0+1)
+		}
 	})
 	t.Run("other-partition", func(t *testing.T) {
 		d := t.TempDir()
 		copyFile(t, file(dir, 1), file(d, 0))
 		copyFile(t, file(dir, 1), file(d, 1))
-		_, err := restoreRun(t, c, openKafka(t, cfg), d, false)
-		wantRestoreError(t, err, 0, all0-1, "of partition 1")
+		_, err := restoreRun(t, c, openKafka(t, cfg), d, MismatchFail)
+		wantRestoreError(t, err, 0, -1, "of partition 1") // found before the broker is asked
 	})
 	t.Run("reset", func(t *testing.T) {
 		// A group of its own, committed to the end of both partitions
@@ -161,15 +172,15 @@ func TestRestoreCheckedKafka(t *testing.T) {
 		// records are exactly what they learn.
 		rcfg := cfg
 		rcfg.Group = "restore-reset"
-		if _, err := restoreRun(t, c, openKafka(t, rcfg), t.TempDir(), false); err != nil {
+		if _, err := restoreRun(t, c, openKafka(t, rcfg), t.TempDir(), MismatchFail); err != nil {
 			t.Fatal(err)
 		}
 		publish(50, 3)
 		d := t.TempDir()
-		_, err := restoreRun(t, c, openKafka(t, rcfg), d, false)
+		_, err := restoreRun(t, c, openKafka(t, rcfg), d, MismatchFail)
 		p := errPartition(err)
 		wantRestoreError(t, err, p, rounds(second, p)-1, "no checkpoint")
-		reps, err := restoreRun(t, c, openKafka(t, rcfg), d, true)
+		reps, err := restoreRun(t, c, openKafka(t, rcfg), d, MismatchReset)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -177,9 +188,13 @@ func TestRestoreCheckedKafka(t *testing.T) {
 			t.Errorf("after the reset: %d rounds in all, want the 50 new records", got)
 		}
 		// The models' checkpoints now hold the committed positions: the
-		// next run restores them without a word.
-		if _, err := restoreRun(t, c, openKafka(t, rcfg), d, false); err != nil {
-			t.Errorf("run after the reset: %v", err)
+		// next run restores them without a word, and their rounds.
+		reps, err = restoreRun(t, c, openKafka(t, rcfg), d, MismatchFail)
+		if err != nil {
+			t.Fatalf("run after the reset: %v", err)
+		}
+		if got := rounds(reps, 0) + rounds(reps, 1); got != 50 {
+			t.Errorf("run after the reset: %d rounds in all, want the 50 learned since the reset", got)
 		}
 	})
 }
@@ -219,24 +234,24 @@ func TestRestoreCheckedJetStream(t *testing.T) {
 	file := filepath.Join(dir, checkpoint.ObjectName(0))
 
 	publish(500, 1)
-	if _, err := restoreRun(t, c, open(), dir, false); err != nil {
+	if _, err := restoreRun(t, c, open(), dir, MismatchFail); err != nil {
 		t.Fatal(err)
 	}
 	old := filepath.Join(t.TempDir(), "old.ckpt")
 	copyFile(t, file, old)
 	publish(300, 2)
-	if _, err := restoreRun(t, c, open(), dir, false); err != nil {
+	if _, err := restoreRun(t, c, open(), dir, MismatchFail); err != nil {
 		t.Fatal(err)
 	}
 
 	t.Run("missing", func(t *testing.T) {
-		_, err := restoreRun(t, c, open(), t.TempDir(), false)
+		_, err := restoreRun(t, c, open(), t.TempDir(), MismatchFail)
 		wantRestoreError(t, err, 0, 800, "no checkpoint")
 	})
 	t.Run("behind", func(t *testing.T) {
 		d := t.TempDir()
 		copyFile(t, old, filepath.Join(d, checkpoint.ObjectName(0)))
-		_, err := restoreRun(t, c, open(), d, false)
+		_, err := restoreRun(t, c, open(), d, MismatchFail)
 		wantRestoreError(t, err, 0, 800, "behind")
 	})
 	t.Run("recreated", func(t *testing.T) {
@@ -253,14 +268,94 @@ func TestRestoreCheckedJetStream(t *testing.T) {
 			t.Fatal(err)
 		}
 		publish(200, 3)
-		_, err := restoreRun(t, c, open(), dir, false)
+		_, err := restoreRun(t, c, open(), dir, MismatchFail)
 		wantRestoreError(t, err, 0, -1, "the checkpoint is of jetstream stream EVENTS created")
-		reps, err := restoreRun(t, c, open(), dir, true)
+		reps, err := restoreRun(t, c, open(), dir, MismatchReset)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := rounds(reps, 0); got != 200 {
 			t.Errorf("after the reset: %d rounds, want the 200 events of the new stream", got)
 		}
+		// The old stream's checkpoint was moved aside, so the reset
+		// model's checkpoints took its place: the next run restores it.
+		reps, err = restoreRun(t, c, open(), dir, MismatchFail)
+		if err != nil {
+			t.Fatalf("run after the reset: %v", err)
+		}
+		if got := rounds(reps, 0); got != 200 {
+			t.Errorf("run after the reset: %d rounds, want the 200 learned", got)
+		}
+		if m, _ := filepath.Glob(filepath.Join(dir, checkpoint.ObjectName(0)+".dropped-*")); len(m) != 1 {
+			t.Errorf("dropped checkpoints kept: %q, want the old stream's", m)
+		}
 	})
+}
+
+// No false alarm: a new durable on a stream whose first records are gone
+// (the server sets its ack floor below the first sequence, no commit),
+// and a checkpoint behind a floor a purge moved past records nobody
+// learned, restore without error.
+func TestRestoreNoFalseAlarmJetStream(t *testing.T) {
+	c := loadExampleConfig(t)
+	c.Features.Bits = 12
+	url := testbroker.NATS(t, "EVENTS", "events")
+	js := testbroker.JetStream(t, url)
+	ncfg := connectors.NATSConfig{URL: url, Stream: "EVENTS", Subject: "events", Durable: "fresh", FetchWait: time.Second}
+	open := func() connectors.Source {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		src, err := connectors.NewJetStreamSource(ctx, ncfg, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return src
+	}
+	publish := func(n int, seed uint64) {
+		sink, err := connectors.NewJetStreamSink(connectors.NATSConfig{URL: url}, "EVENTS", "events")
+		if err != nil {
+			t.Fatal(err)
+		}
+		publishAll(t, sink, genEvents(n, seed, 0.1, 0, 0), nil)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	stream, err := js.Stream(ctx, "EVENTS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(300, 1)
+	if err := stream.Purge(ctx, jetstream.WithPurgeSequence(101)); err != nil { // keeps 101..300
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	reps, err := restoreRun(t, c, open(), dir, MismatchFail)
+	if err != nil {
+		t.Fatalf("new durable on a stream starting at 101: %v", err)
+	}
+	if got := rounds(reps, 0); got != 200 {
+		t.Errorf("new durable: %d rounds, want the 200 records held", got)
+	}
+	// The checkpoint at 300; 200 more records, purged before anyone
+	// reads them, then 50: the durable's floor moves to 500 past records
+	// no model could learn.
+	publish(200, 2)
+	if err := stream.Purge(ctx, jetstream.WithPurgeSequence(501)); err != nil {
+		t.Fatal(err)
+	}
+	publish(50, 3)
+	cons, err := stream.Consumer(ctx, "fresh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := cons.Info(ctx); err != nil || info.AckFloor.Stream != 500 {
+		t.Fatalf("after the purge the durable's ack floor is %v (%v), want 500: the case under test", info.AckFloor, err)
+	}
+	reps, err = restoreRun(t, c, open(), dir, MismatchFail)
+	if err != nil {
+		t.Fatalf("checkpoint at 300, stream purged to 501: %v", err)
+	}
+	if got := rounds(reps, 0); got != 250 {
+		t.Errorf("after the purge: %d rounds, want 200 + the 50 records held", got)
+	}
 }

@@ -106,13 +106,15 @@ type Options struct {
 	// CommitInterval then default to DefaultCheckpointEvery and
 	// DefaultCheckpointInterval.
 	Checkpoints checkpoint.Store
-	// Reset starts afresh, from the broker's committed position, the model
-	// of a partition whose checkpoint does not hold what the broker says
-	// was committed (no checkpoint, one behind the commit, one of another
-	// partition or stream), and logs what is dropped; without it Run stops
-	// with a *RestoreError. The operator's explicit choice (`run --reset`,
-	// checkpoint.on_mismatch: reset): never a fresh model without it.
-	Reset bool
+	// OnMismatch says what Run does with a partition whose checkpoint
+	// does not hold what the broker says was committed (no checkpoint,
+	// one behind the commit, one of another partition or stream): stop
+	// with a *RestoreError (MismatchFail, the zero value), start the
+	// model afresh (MismatchReset) or restore the checkpoint as it is
+	// (MismatchAccept). The last two are the operator's explicit choice
+	// (`run --reset`, `run --accept`, checkpoint.on_mismatch), logged with
+	// what they drop or skip: never a fresh model without being asked.
+	OnMismatch Mismatch
 
 	// Logger gets lifecycle events; nil discards them.
 	Logger *slog.Logger
@@ -643,6 +645,18 @@ func (s *Service) worker(ctx context.Context, partition int32) (*worker, error) 
 	w, err := s.newWorker(partition, m)
 	if err != nil {
 		return nil, err
+	}
+	if m.reset {
+		// The reset holds once its checkpoint does: the next run, even
+		// if this one learns nothing, restores the fresh model at the
+		// committed position rather than stopping again.
+		c, err := w.take()
+		if err == nil {
+			err = s.opt.Checkpoints.Save(ctx, c)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("service: checkpoint of partition %d after its reset: %w", partition, err)
+		}
 	}
 	switch {
 	case !s.intake:
