@@ -86,7 +86,42 @@ func OpenDir(path string) (*Dir, error) {
 	name := f.Name()
 	f.Close()
 	os.Remove(name)
-	return &Dir{path: path}, nil
+	d := &Dir{path: path}
+	d.removeTemps()
+	return d, nil
+}
+
+// removeTemps removes the temporary files of Saves a crash interrupted
+// (".partition-N.ckpt.tmp-*"), each only while its partition's lock is
+// free: a Save in progress, of another process sharing the directory,
+// holds it. What cannot be removed stays for the next start.
+func (d *Dir) removeTemps() {
+	entries, err := os.ReadDir(d.path)
+	if err != nil {
+		return
+	}
+	done, cancel := context.WithCancel(context.Background())
+	cancel() // one try at each lock, no wait
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), ".partition-")
+		if !ok {
+			continue
+		}
+		n, _, ok := strings.Cut(rest, ".ckpt.tmp-")
+		if !ok {
+			continue
+		}
+		p, err := strconv.ParseInt(n, 10, 32)
+		if err != nil {
+			continue
+		}
+		unlock, err := lockFile(done, d.lockFile(int32(p)))
+		if err != nil {
+			continue
+		}
+		os.Remove(filepath.Join(d.path, e.Name()))
+		unlock()
+	}
 }
 
 // OpenDirReadOnly returns the Store in an existing directory path without
@@ -171,7 +206,7 @@ func (d *Dir) lockFile(partition int32) string {
 // damaged or foreign file is not past anything (Save replaces it); only
 // errors reading the file are errors.
 func storedPast(path string, c *Checkpoint) (bool, error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
@@ -273,7 +308,7 @@ func (d *Dir) Partitions(ctx context.Context) ([]int32, error) {
 // ReadFile reads and verifies the checkpoint file at path. A missing file
 // is an error wrapping fs.ErrNotExist; a damaged one wraps ErrCorrupt.
 func ReadFile(path string) (*Checkpoint, error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
@@ -297,6 +332,20 @@ func ReadFile(path string) (*Checkpoint, error) {
 		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
 	return &c, nil
+}
+
+// openRegular opens path for reading if it is a regular file (after
+// symbolic links): a FIFO or a device at a checkpoint's path would block
+// the open, or feed it without end, and is refused before it is opened.
+func openRegular(path string) (*os.File, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", path, st.Mode().Type())
+	}
+	return os.Open(path)
 }
 
 // IsNotExist reports whether err says there is no checkpoint.

@@ -595,10 +595,13 @@ func (s *ObjectStore) Save(ctx context.Context, c *Checkpoint) error {
 	return nil
 }
 
-// Discard copies each of partition's objects to
+// Discard copies partition's checkpoint, the object Load would read, to
 // "partition-N@P.ckpt.dropped-TIME", a name Load does not read and Save
-// does not remove, then deletes it (see Store); it returns the name of
-// the copy of the highest position.
+// does not remove, then deletes every object of the partition (see
+// Store); it returns the name of the copy. Objects of lower positions,
+// which a Save or Load would have removed anyway, are deleted without a
+// copy, and a failure to delete one is ignored (Load skips what it cannot
+// read only if deleted, so the copied one's deletion is not).
 func (s *ObjectStore) Discard(ctx context.Context, partition int32) (string, error) {
 	bctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -610,8 +613,12 @@ func (s *ObjectStore) Discard(ctx context.Context, partition int32) (string, err
 	if err != nil {
 		return "", fmt.Errorf("checkpoint %s partition %d: discard: %w", s, partition, s.ctxErr(ctx, bctx, err))
 	}
-	suffix, first := droppedSuffix(time.Now()), ""
+	copied := ""
 	for _, o := range cands {
+		if copied != "" {
+			_ = s.obs.Delete(bctx, o.name)
+			continue
+		}
 		b, err := s.read(bctx, o.name)
 		switch {
 		case errors.Is(err, errDeleted) || errors.Is(err, fs.ErrNotExist):
@@ -619,20 +626,16 @@ func (s *ObjectStore) Discard(ctx context.Context, partition int32) (string, err
 		case err != nil:
 			return "", fmt.Errorf("checkpoint %s %s: discard: %w", s, o.name, s.ctxErr(ctx, bctx, err))
 		}
-		if _, err := s.obs.Put(bctx, jetstream.ObjectMeta{Name: o.name + suffix}, bytes.NewReader(b)); err != nil {
+		to := o.name + droppedSuffix(time.Now())
+		if _, err := s.obs.Put(bctx, jetstream.ObjectMeta{Name: to}, bytes.NewReader(b)); err != nil {
 			return "", fmt.Errorf("checkpoint %s %s: discard: copy: %w", s, o.name, s.ctxErr(ctx, bctx, err))
 		}
 		if err := s.obs.Delete(bctx, o.name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
 			return "", fmt.Errorf("checkpoint %s %s: discard: %w", s, o.name, s.ctxErr(ctx, bctx, err))
 		}
-		if first == "" {
-			first = o.name + suffix
-		}
+		copied = s.String() + "/" + to
 	}
-	if first == "" {
-		return "", nil
-	}
-	return s.String() + "/" + first, nil
+	return copied, nil
 }
 
 // Load reads and verifies partition's checkpoint: its object of the

@@ -152,10 +152,15 @@ func (s *JetStreamSource) open(ctx context.Context) error {
 	}
 	info := s.cons.CachedInfo()
 	floor := jsAckFloor(info)
-	// The durable acknowledged something (or was restarted at a sequence
-	// by jsRecreate, after it had): its floor is a commit. A new durable's
-	// floor is the server's, the stream's first sequence less one.
-	acked := info.AckFloor.Consumer > 0 || info.Config.DeliverPolicy == jetstream.DeliverByStartSequencePolicy && info.Config.OptStartSeq > 0
+	// The durable acknowledged something: its floor is a commit. A new
+	// durable's floor is the server's, the stream's first sequence less
+	// one (and so is one moved by a purge or by expiry past messages
+	// nobody acknowledged). A consumer reset (below, on an earlier run)
+	// zeroes the consumer-side floor for good, but leaves the stream-side
+	// one on a message the stream may still hold; jsRecreate restarts a
+	// durable at a sequence only after it had a floor.
+	acked := info.AckFloor.Consumer > 0 || floor >= stream.CachedInfo().State.FirstSeq && floor > 0 ||
+		info.Config.DeliverPolicy == jetstream.DeliverByStartSequencePolicy && info.Config.OptStartSeq > 0
 	// Delivered but not acknowledged by an earlier run: deliver again, from
 	// the ack floor and in order. The state the reset leaves is checked;
 	// when it is not the floor the info said (an info older than the

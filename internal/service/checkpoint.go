@@ -107,10 +107,34 @@ func (s *Service) restore(ctx context.Context, partition int32, m *model) error 
 			return nil
 		case MismatchAccept:
 			s.logger.Warn("accept: the checkpoint is restored as it is; "+rerr.Consequence, args...)
+			if err := s.restoreState(partition, m, c); err != nil {
+				return err
+			}
+			// The model, as accepted, stands for the committed position:
+			// its checkpoint, saved before anything is learned, says so
+			// to the next run.
+			if rerr.Committed > m.pos {
+				m.pos, m.skipTo = rerr.Committed, rerr.Committed
+			}
+			m.reset = true
+			return nil
 		default:
 			return rerr
 		}
 	}
+	if c == nil {
+		return nil
+	}
+	if err := s.restoreState(partition, m, c); err != nil {
+		return err
+	}
+	s.logger.Info("model restored from checkpoint", "store", s.opt.Checkpoints.String(), "partition", partition,
+		"position", c.Position, "events", m.p.Seen(), "created", c.Created)
+	return nil
+}
+
+// restoreState loads c, when not nil, into m.
+func (s *Service) restoreState(partition int32, m *model, c *checkpoint.Checkpoint) error {
 	if c == nil {
 		return nil
 	}
@@ -120,8 +144,6 @@ func (s *Service) restore(ctx context.Context, partition int32, m *model) error 
 	if !s.volatile {
 		m.pos, m.skipTo = c.Position, c.Position
 	}
-	s.logger.Info("model restored from checkpoint", "store", s.opt.Checkpoints.String(), "partition", partition,
-		"position", c.Position, "events", m.p.Seen(), "created", c.Created)
 	return nil
 }
 
@@ -155,6 +177,16 @@ func ParseMismatch(name string) (Mismatch, error) {
 // nothing the broker says was committed and still holds.
 func (s *Service) checkRestore(partition int32, c *checkpoint.Checkpoint) *RestoreError {
 	e := &RestoreError{Partition: partition, Source: s.opt.Source.Name(), Store: s.opt.Checkpoints.String(), Committed: -1, Checkpoint: -1}
+	src, positioned := s.opt.Source.(connectors.Positioned)
+	var pos connectors.Position
+	if positioned && !s.volatile {
+		pos, positioned = src.Position(partition)
+	} else {
+		positioned = false
+	}
+	if positioned {
+		e.Committed = pos.Committed
+	}
 	if c != nil {
 		e.Checkpoint = c.Position
 		if c.Partition != partition {
@@ -163,15 +195,9 @@ func (s *Service) checkRestore(partition int32, c *checkpoint.Checkpoint) *Resto
 			return e
 		}
 	}
-	src, ok := s.opt.Source.(connectors.Positioned)
-	if !ok || s.volatile {
+	if !positioned {
 		return nil
 	}
-	pos, ok := src.Position(partition)
-	if !ok {
-		return nil
-	}
-	e.Committed = pos.Committed
 	switch {
 	case c == nil:
 		if pos.Committed < 0 {

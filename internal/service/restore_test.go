@@ -156,13 +156,33 @@ func TestRestoreCheckedKafka(t *testing.T) {
 		if got := rounds(reps, 0); got != end0+1 {
 			t.Errorf("accepted: partition 0 at %d rounds, want the old checkpoint's %d", got, end0+1)
 		}
+		// The acceptance holds: the next run restores the same model.
+		reps, err = restoreRun(t, c, openKafka(t, cfg), d, MismatchFail)
+		if err != nil {
+			t.Fatalf("run after the acceptance: %v", err)
+		}
+		if got := rounds(reps, 0); got != end0+1 {
+			t.Errorf("run after the acceptance: partition 0 at %d rounds, want %d", got, end0+1)
+		}
 	})
 	t.Run("other-partition", func(t *testing.T) {
 		d := t.TempDir()
 		copyFile(t, file(dir, 1), file(d, 0))
 		copyFile(t, file(dir, 1), file(d, 1))
 		_, err := restoreRun(t, c, openKafka(t, cfg), d, MismatchFail)
-		wantRestoreError(t, err, 0, -1, "of partition 1") // found before the broker is asked
+		wantRestoreError(t, err, 0, all0-1, "of partition 1")
+		// Reset, with nothing left to read: the fresh model's checkpoint
+		// is at the committed position, and the next run restores it.
+		if _, err := restoreRun(t, c, openKafka(t, cfg), d, MismatchReset); err != nil {
+			t.Fatal(err)
+		}
+		reps, err := restoreRun(t, c, openKafka(t, cfg), d, MismatchFail)
+		if err != nil {
+			t.Fatalf("run after the reset: %v", err)
+		}
+		if got := rounds(reps, 0); got != 0 {
+			t.Errorf("run after the reset: partition 0 at %d rounds, want a fresh model's 0", got)
+		}
 	})
 	t.Run("reset", func(t *testing.T) {
 		// A group of its own, committed to the end of both partitions

@@ -1,0 +1,74 @@
+//go:build unix
+
+package checkpoint
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// OpenDir removes the temporary files of Saves a crash interrupted, but
+// not one whose partition's lock is held (a Save in progress elsewhere).
+func TestDirRemovesTemps(t *testing.T) {
+	path := t.TempDir()
+	crashed := filepath.Join(path, ".partition-3.ckpt.tmp-123456")
+	busy := filepath.Join(path, ".partition-4.ckpt.tmp-654321")
+	other := filepath.Join(path, ".partition-x.ckpt.tmp-1")
+	for _, f := range []string{crashed, busy, other} {
+		if err := os.WriteFile(f, []byte("half a checkpoint"), 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := &Dir{path: path}
+	unlock, err := lockFile(context.Background(), d.lockFile(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	if _, err := OpenDir(path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(crashed); !os.IsNotExist(err) {
+		t.Errorf("temporary file of a crashed save: %v, want removed", err)
+	}
+	for _, f := range []string{busy, other} {
+		if _, err := os.Stat(f); err != nil {
+			t.Errorf("%s: %v, want it left", filepath.Base(f), err)
+		}
+	}
+}
+
+// A FIFO at a checkpoint's path is refused at once: it would block the
+// open of Load, Save and inspect forever.
+func TestDirRefusesFIFO(t *testing.T) {
+	d, err := OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(d.File(5), 0o640); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	done := make(chan error, 2)
+	go func() { _, err := d.Load(ctx, 5); done <- err }()
+	go func() { c := sample(5); done <- d.Save(ctx, c) }()
+	for range 2 {
+		select {
+		case err := <-done:
+			if err != nil && !strings.Contains(err.Error(), "not a regular file") {
+				t.Errorf("error %v does not say the path is not a regular file", err)
+			}
+		case <-ctx.Done():
+			t.Fatal("Load or Save of a FIFO still blocked after 5s")
+		}
+	}
+	if _, err := d.Load(ctx, 5); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("Load of a FIFO: %v, want an error saying it is not a regular file", err)
+	}
+}
