@@ -154,13 +154,13 @@ func (s *JetStreamSource) open(ctx context.Context) error {
 	floor := jsAckFloor(info)
 	// The durable acknowledged something: its floor is a commit. A new
 	// durable's floor is the server's, the stream's first sequence less
-	// one (and so is one moved by a purge or by expiry past messages
-	// nobody acknowledged). A consumer reset (below, on an earlier run)
-	// zeroes the consumer-side floor for good, but leaves the stream-side
-	// one on a message the stream may still hold; jsRecreate restarts a
-	// durable at a sequence only after it had a floor.
-	acked := info.AckFloor.Consumer > 0 || floor >= stream.CachedInfo().State.FirstSeq && floor > 0 ||
-		info.Config.DeliverPolicy == jetstream.DeliverByStartSequencePolicy && info.Config.OptStartSeq > 0
+	// one (0 before 2.10), and so is one a purge or expiry moved past
+	// messages nobody acknowledged. A consumer reset (below, on an earlier
+	// run) zeroes the consumer-side floor for good, but leaves the floor
+	// (with jsRecreate's restart, the start less one) on a message the
+	// stream still holds.
+	first := stream.CachedInfo().State.FirstSeq
+	acked := info.AckFloor.Consumer > 0 || floor > 0 && floor >= first
 	// Delivered but not acknowledged by an earlier run: deliver again, from
 	// the ack floor and in order. The state the reset leaves is checked;
 	// when it is not the floor the info said (an info older than the
@@ -175,7 +175,10 @@ func (s *JetStreamSource) open(ctx context.Context) error {
 			}
 			info, err = s.cons.Info(ctx)
 		} else {
-			s.cons, info, err = jsRecreate(ctx, stream, ccfg, floor+1)
+			// From the stream's first message at the earliest: a
+			// server before 2.10 reports floor 0 for a durable that
+			// acknowledged nothing, however far its stream was purged.
+			s.cons, info, err = jsRecreate(ctx, stream, ccfg, max(floor+1, first))
 			if err != nil {
 				err = fmt.Errorf("recreate at ack floor %d for redelivery of %d..%d (nats-server %s has no consumer reset): %w",
 					floor, floor+1, delivered, s.nc.ConnectedServerVersion(), err)
@@ -194,7 +197,7 @@ func (s *JetStreamSource) open(ctx context.Context) error {
 		floor = f
 	}
 	s.last, s.committed = floor, floor
-	s.pos = Position{Committed: -1, First: int64(stream.CachedInfo().State.FirstSeq), Origin: jsOrigin(stream)}
+	s.pos = Position{Committed: -1, First: int64(first), Origin: jsOrigin(stream)}
 	if acked && floor > 0 {
 		s.pos.Committed = int64(floor)
 	}

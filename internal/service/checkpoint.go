@@ -271,6 +271,13 @@ func (e *RestoreError) Error() string {
 // (collectSaves), and the worker learns on meanwhile. One write per
 // partition at a time.
 
+// The backoff of commit rounds after a failed checkpoint save. Variables
+// for tests.
+var (
+	saveBackoffMin = time.Second
+	saveBackoffMax = time.Minute
+)
+
 // saveJob is one checkpoint to write, and the record whose position
 // it allows to commit.
 type saveJob struct {
@@ -343,14 +350,22 @@ collect:
 		j.w.saving = false
 		if j.err != nil {
 			// Learning goes on; this partition's commits wait for a
-			// checkpoint that holds them.
-			s.logger.Error("checkpoint failed: commits stop until a checkpoint succeeds",
-				"store", s.opt.Checkpoints.String(), "partition", j.part, "err", j.err)
+			// checkpoint that holds them, and the next round for the
+			// backoff: a full disk is not written to a hundred times a
+			// second, nor logged as often.
+			s.saveBackoff = min(max(2*s.saveBackoff, saveBackoffMin), saveBackoffMax)
+			s.saveRetryAt = time.Now().Add(s.saveBackoff)
+			args := []any{"store", s.opt.Checkpoints.String(), "partition", j.part, "err", j.err, "retry_in", s.saveBackoff}
+			if !s.saveFailing {
+				s.logger.Error("checkpoint failed: commits stop until a checkpoint succeeds", args...)
+			} else {
+				s.logger.Warn("checkpoint failed again", args...)
+			}
 			s.saveFailing, s.lastSaveErr = true, j.err
 			continue
 		}
 		if s.saveFailing {
-			s.saveFailing = false
+			s.saveFailing, s.saveBackoff, s.saveRetryAt = false, 0, time.Time{}
 			s.logger.Info("checkpoints succeed again: commits resumed", "store", s.opt.Checkpoints.String())
 		}
 		if s.workers[j.part] != j.w {

@@ -3,10 +3,12 @@ package service
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/streamlearn/streamlearn/internal/checkpoint"
 	"github.com/streamlearn/streamlearn/internal/config"
@@ -142,17 +144,54 @@ type named struct {
 
 func (n named) Name() string { return n.name }
 
-// failingStore fails its saves while fail is set.
+// failingStore fails its saves while fail is set, and counts them.
 type failingStore struct {
 	checkpoint.Store
-	fail atomic.Bool
+	fail  atomic.Bool
+	saves atomic.Int64
 }
 
 func (f *failingStore) Save(ctx context.Context, c *checkpoint.Checkpoint) error {
+	f.saves.Add(1)
 	if f.fail.Load() {
 		return errors.New("no space left on device")
 	}
 	return f.Store.Save(ctx, c)
+}
+
+func init() {
+	// Tests whose saves fail on purpose (held up, a full disk) resume in
+	// milliseconds; TestCheckpointSaveBackoff sets its own.
+	saveBackoffMin, saveBackoffMax = 5*time.Millisecond, 20*time.Millisecond
+}
+
+// After a failed save, no checkpoint is tried (nor its failure logged)
+// until the backoff is over: over a stream whose commit rounds come every
+// 10 records, a store that always fails is tried once while running and
+// once at the end, and one error is logged, not one per round.
+func TestCheckpointSaveBackoff(t *testing.T) {
+	defer func(lo, hi time.Duration) { saveBackoffMin, saveBackoffMax = lo, hi }(saveBackoffMin, saveBackoffMax)
+	saveBackoffMin, saveBackoffMax = time.Minute, time.Minute
+	c := loadExampleConfig(t)
+	dir, err := checkpoint.OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &failingStore{Store: dir}
+	store.fail.Store(true)
+	var logs strings.Builder
+	src := newMemSource(genEvents(5000, 5, 0, 0, 0), 1)
+	s := newService(t, Options{Config: c, Source: src, Checkpoints: store, CommitEvery: 10,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err := s.Run(context.Background()); err == nil {
+		t.Fatal("Run with failing checkpoints: nil error")
+	}
+	if n := store.saves.Load(); n != 2 {
+		t.Errorf("%d saves over 500 commit rounds, want 2 (the first round's and the final one)", n)
+	}
+	if n := strings.Count(logs.String(), "checkpoint failed"); n > 2 {
+		t.Errorf("%d checkpoint failures logged, want at most 2:\n%s", n, logs.String())
+	}
 }
 
 // While checkpoints fail, nothing is committed and the checkpoint age

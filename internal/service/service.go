@@ -158,6 +158,11 @@ type Service struct {
 	volatile    bool     // the source's offsets do not survive a restart
 	saveFailing bool     // the last checkpoint save failed
 	lastSaveErr error
+	// After a failed save, commit rounds ask for no checkpoint until
+	// saveRetryAt; the wait doubles from saveBackoffMin to saveBackoffMax
+	// while saves keep failing.
+	saveRetryAt time.Time
+	saveBackoff time.Duration
 	saver       *saver // writes checkpoints off the loop; nil without
 
 	snap         atomic.Pointer[Snapshot]
@@ -764,9 +769,13 @@ func (s *Service) startRound(ctx context.Context) error {
 		}
 	}
 	r := &commitRound{replies: make(chan answer, len(s.order)), at: time.Now()}
+	// After a failed save, no checkpoint is asked for until the backoff
+	// is over (but at the end of the run: the final one is tried): a full
+	// disk is not written to, nor logged, at every round.
+	backoff := s.opt.Checkpoints != nil && s.intake && r.at.Before(s.saveRetryAt)
 	for _, part := range s.order {
 		w := s.workers[part]
-		if !w.dirty || w.saving || w.marked {
+		if !w.dirty || w.saving || w.marked || backoff {
 			continue
 		}
 		if s.opt.Checkpoints != nil && owned != nil && !live {
