@@ -109,3 +109,20 @@ func TestRunWithToken(t *testing.T) {
 	}
 	r.stop()
 }
+
+// Without a token, an API on an address other hosts can reach is announced
+// with a warning at every start; on loopback it is not.
+func TestRunWarnsOpenHTTP(t *testing.T) {
+	t.Setenv(tokenEnv, "") // restored after the test
+	os.Unsetenv(tokenEnv)
+	for _, c := range []struct {
+		addr string
+		warn bool
+	}{{"0.0.0.0:0", true}, {"127.0.0.1:0", false}} {
+		r := startRun(t, "run", "--nats-port", "-1", "--http", c.addr, "--allow-empty")
+		r.stop()
+		if got := strings.Contains(r.stderr.String(), "warning: the HTTP API on"); got != c.warn {
+			t.Errorf("--http %s without a token: warning %v, want %v:\n%s", c.addr, got, c.warn, r.stderr.String())
+		}
+	}
+}

@@ -172,6 +172,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			auth = " (bearer token required but for /healthz and /readyz; open the dashboard as /#token=TOKEN)"
 		}
 		fmt.Fprintf(stderr, "streamlearn: serving http://%s/metrics and /v1/report; the dashboard at /%s\n", ln.Addr(), auth)
+		if token == "" && !loopback(ln.Addr()) {
+			fmt.Fprintf(stderr, "streamlearn: warning: the HTTP API on %s has no token: whoever reaches it reads every report and asks predictions; set --http-token-file, $%s or http.token_file\n", ln.Addr(), tokenEnv)
+		}
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				logger.Error("http server", "err", err)
@@ -268,4 +271,10 @@ func publishFile(ctx context.Context, path string, src config.Source, topic stri
 		return n, err
 	}
 	return n, sink.Close()
+}
+
+// loopback reports whether addr listens on a loopback address only.
+func loopback(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
 }

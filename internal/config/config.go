@@ -311,6 +311,8 @@ type Checkpoint struct {
 // Defaults.
 const (
 	DefaultBits = 18
+	// MaxMaxBytes bounds input.max_bytes: a record is held whole.
+	MaxMaxBytes = 64 << 20
 	// MaxBits bounds features.bits: 2^24 slots are 128 MiB per weight
 	// vector (an averaged Perceptron has two), so that a model's
 	// checkpoint, written dense at worst, fits in checkpoint.MaxSize.

@@ -84,6 +84,7 @@ func TestBadConfigs(t *testing.T) {
 		{"max_abs_value.yaml", "testdata/bad/max_abs_value.yaml:2: input.max_abs_value: 1e+300 is outside [1, 1e100]"},
 		{"session_not_kafka.yaml", `testdata/bad/session_not_kafka.yaml:6: source.session_timeout: tunes a Kafka consumer group; source.kind is "jetstream"`},
 		{"backoff_negative.yaml", "testdata/bad/backoff_negative.yaml:6: source.join_group_backoff: must not be negative"},
+		{"max_bytes.yaml", "testdata/bad/max_bytes.yaml:2: input.max_bytes: 1000000000 is above 67108864 (64 MiB): a record of that size is held in memory whole, by every reader"},
 		{"on_mismatch.yaml", `testdata/bad/on_mismatch.yaml:5: checkpoint.on_mismatch: "rebuild-it" is not one of fail, reset, accept`},
 	} {
 		_, err := Load(filepath.Join("testdata/bad", tc.file))
@@ -104,7 +105,7 @@ func TestBadConfigs(t *testing.T) {
 		}
 	}
 	entries, _ := os.ReadDir("testdata/bad")
-	if len(entries) != 20 {
+	if len(entries) != 21 {
 		t.Errorf("testdata/bad has %d files; every one needs a row above", len(entries))
 	}
 }

@@ -32,6 +32,9 @@ func (c *Config) validate() error {
 	if c.Input.MaxBytes < 0 {
 		return errAt("input.max_bytes", "must be positive")
 	}
+	if c.Input.MaxBytes > MaxMaxBytes {
+		return errAt("input.max_bytes", "%d is above %d (64 MiB): a record of that size is held in memory whole, by every reader", c.Input.MaxBytes, MaxMaxBytes)
+	}
 	if v := c.Input.MaxAbsValue; !(v >= 1 && v <= event.MaxMaxAbs) {
 		return errAt("input.max_abs_value", "%g is outside [1, 1e100]", v)
 	}
