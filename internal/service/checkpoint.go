@@ -71,7 +71,8 @@ func (s *Service) restore(ctx context.Context, partition int32, m *model) error 
 	if s.opt.Checkpoints == nil {
 		return nil
 	}
-	m.origin = s.origin(partition)
+	pos, positioned := s.position(partition)
+	m.origin = pos.Origin
 	c, err := s.opt.Checkpoints.Load(ctx, partition)
 	missing := checkpoint.IsNotExist(err)
 	if err != nil && !missing {
@@ -89,7 +90,7 @@ func (s *Service) restore(ctx context.Context, partition int32, m *model) error 
 				partition, s.opt.Checkpoints, c.Source, s.opt.Source.Name())
 		}
 	}
-	if rerr := s.checkRestore(partition, c); rerr != nil {
+	if rerr := s.checkRestore(partition, c, pos, positioned); rerr != nil {
 		args := []any{"partition", partition, "source", rerr.Source, "store", rerr.Store, "problem", rerr.Problem,
 			"committed", rerr.Committed, "checkpoint_position", rerr.Checkpoint}
 		switch s.opt.OnMismatch {
@@ -101,7 +102,7 @@ func (s *Service) restore(ctx context.Context, partition int32, m *model) error 
 			// A fresh model that holds, by the operator's decision, what
 			// was committed: its checkpoint, saved before anything is
 			// learned, says so to the next run.
-			m.pos, m.skipTo, m.reset = rerr.Committed, rerr.Committed, true
+			m.pos, m.skipTo, m.saveAtOnce = rerr.Committed, rerr.Committed, true
 			s.logger.Warn("reset: the model starts afresh from the committed position; what was committed before it is not in the model",
 				append(args, "checkpoint_moved_to", dropped)...)
 			return nil
@@ -116,7 +117,7 @@ func (s *Service) restore(ctx context.Context, partition int32, m *model) error 
 			if rerr.Committed > m.pos {
 				m.pos, m.skipTo = rerr.Committed, rerr.Committed
 			}
-			m.reset = true
+			m.saveAtOnce = true
 			return nil
 		default:
 			return rerr
@@ -172,18 +173,12 @@ func ParseMismatch(name string) (Mismatch, error) {
 }
 
 // checkRestore compares c, partition's checkpoint (nil when there is none),
-// with partition and with what a Positioned source says of it; it returns
-// nil when restoring c (or starting afresh, without one) leaves out
-// nothing the broker says was committed and still holds.
-func (s *Service) checkRestore(partition int32, c *checkpoint.Checkpoint) *RestoreError {
+// with partition and with pos, what the source says of it (when
+// positioned); it returns nil when restoring c (or starting afresh,
+// without one) leaves out nothing the broker says was committed and still
+// holds.
+func (s *Service) checkRestore(partition int32, c *checkpoint.Checkpoint, pos connectors.Position, positioned bool) *RestoreError {
 	e := &RestoreError{Partition: partition, Source: s.opt.Source.Name(), Store: s.opt.Checkpoints.String(), Committed: -1, Checkpoint: -1}
-	src, positioned := s.opt.Source.(connectors.Positioned)
-	var pos connectors.Position
-	if positioned && !s.volatile {
-		pos, positioned = src.Position(partition)
-	} else {
-		positioned = false
-	}
 	if positioned {
 		e.Committed = pos.Committed
 	}
@@ -222,15 +217,14 @@ func (s *Service) checkRestore(partition int32, c *checkpoint.Checkpoint) *Resto
 	return e
 }
 
-// origin returns what a Positioned source says of partition's stream, for
-// its checkpoints; "" when it says nothing.
-func (s *Service) origin(partition int32) string {
-	if src, ok := s.opt.Source.(connectors.Positioned); ok {
-		if pos, ok := src.Position(partition); ok {
-			return pos.Origin
-		}
+// position returns what a Positioned source says of partition; false when
+// it says nothing, or its offsets do not survive a restart.
+func (s *Service) position(partition int32) (connectors.Position, bool) {
+	src, ok := s.opt.Source.(connectors.Positioned)
+	if !ok || s.volatile {
+		return connectors.Position{}, false
 	}
-	return ""
+	return src.Position(partition)
 }
 
 // A RestoreError says that a partition's checkpoint does not hold what the
@@ -407,14 +401,12 @@ func (s *Service) restoreIdle(ctx context.Context) error {
 		owned = a.Assignments()
 		parts = slices.DeleteFunc(parts, func(p int32) bool { return !slices.Contains(owned, p) })
 	}
-	if src, ok := s.opt.Source.(connectors.Positioned); ok && !s.volatile {
-		for _, p := range owned {
-			if pos, ok := src.Position(p); ok && pos.Committed >= 0 && !slices.Contains(parts, p) {
-				parts = append(parts, p)
-			}
+	for _, p := range owned {
+		if pos, ok := s.position(p); ok && pos.Committed >= 0 && !slices.Contains(parts, p) {
+			parts = append(parts, p)
 		}
-		slices.Sort(parts)
 	}
+	slices.Sort(parts)
 	for _, p := range parts {
 		if _, err := s.worker(ctx, p); err != nil {
 			return err

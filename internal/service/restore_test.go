@@ -228,12 +228,16 @@ func errPartition(err error) int32 {
 	return -1
 }
 
-func TestRestoreCheckedJetStream(t *testing.T) {
+// jsRestoreFixture starts an embedded server with stream EVENTS on
+// subject events and returns the example configuration at 2^12 slots, a
+// client, a function that opens durable on the stream (until its end),
+// and one that publishes n events of seed.
+func jsRestoreFixture(t *testing.T, durable string) (*config.Config, jetstream.JetStream, func() connectors.Source, func(n int, seed uint64)) {
+	t.Helper()
 	c := loadExampleConfig(t)
 	c.Features.Bits = 12
 	url := testbroker.NATS(t, "EVENTS", "events")
-	js := testbroker.JetStream(t, url)
-	ncfg := connectors.NATSConfig{URL: url, Stream: "EVENTS", Subject: "events", Durable: "restore", FetchWait: time.Second}
+	ncfg := connectors.NATSConfig{URL: url, Stream: "EVENTS", Subject: "events", Durable: durable, FetchWait: time.Second}
 	open := func() connectors.Source {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -250,6 +254,11 @@ func TestRestoreCheckedJetStream(t *testing.T) {
 		}
 		publishAll(t, sink, genEvents(n, seed, 0.1, 0, 0), nil)
 	}
+	return c, testbroker.JetStream(t, url), open, publish
+}
+
+func TestRestoreCheckedJetStream(t *testing.T) {
+	c, js, open, publish := jsRestoreFixture(t, "restore")
 	dir := t.TempDir()
 	file := filepath.Join(dir, checkpoint.ObjectName(0))
 
@@ -317,27 +326,7 @@ func TestRestoreCheckedJetStream(t *testing.T) {
 // and a checkpoint behind a floor a purge moved past records nobody
 // learned, restore without error.
 func TestRestoreNoFalseAlarmJetStream(t *testing.T) {
-	c := loadExampleConfig(t)
-	c.Features.Bits = 12
-	url := testbroker.NATS(t, "EVENTS", "events")
-	js := testbroker.JetStream(t, url)
-	ncfg := connectors.NATSConfig{URL: url, Stream: "EVENTS", Subject: "events", Durable: "fresh", FetchWait: time.Second}
-	open := func() connectors.Source {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		src, err := connectors.NewJetStreamSource(ctx, ncfg, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return src
-	}
-	publish := func(n int, seed uint64) {
-		sink, err := connectors.NewJetStreamSink(connectors.NATSConfig{URL: url}, "EVENTS", "events")
-		if err != nil {
-			t.Fatal(err)
-		}
-		publishAll(t, sink, genEvents(n, seed, 0.1, 0, 0), nil)
-	}
+	c, js, open, publish := jsRestoreFixture(t, "fresh")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	stream, err := js.Stream(ctx, "EVENTS")

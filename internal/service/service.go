@@ -651,7 +651,7 @@ func (s *Service) worker(ctx context.Context, partition int32) (*worker, error) 
 	if err != nil {
 		return nil, err
 	}
-	if m.reset {
+	if m.saveAtOnce {
 		// The reset holds once its checkpoint does: the next run, even
 		// if this one learns nothing, restores the fresh model at the
 		// committed position rather than stopping again.

@@ -121,7 +121,7 @@ type model struct {
 	skipTo      int64 // the restored checkpoint's position, until a record past it comes; -1 then
 	sinceReport int
 	origin      string // the stream the positions are of, for checkpoints (connectors.Position.Origin)
-	reset       bool   // reset or accepted by the operator: checkpointed before it learns
+	saveAtOnce  bool   // reset or accepted by the operator: checkpointed before it learns
 }
 
 // worker runs one partition's model. The fields after the model's belong
