@@ -102,7 +102,7 @@ func New(opt Options) http.Handler {
 		writeJSON(w, learners)
 	})
 	if opt.Predictor != nil {
-		mux.Handle("POST /v1/predict", predictHandler(opt))
+		mux.Handle("POST /v1/predict", predictHandler(opt, make(chan struct{}, MaxPredictRequests), make(chan struct{}, predictWorkers())))
 	} else {
 		mux.HandleFunc("POST /v1/predict", func(w http.ResponseWriter, _ *http.Request) {
 			text(w, http.StatusNotImplemented, "predictions are not served by this handler")

@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -25,9 +26,45 @@ const (
 	// MaxPredictEvents bounds the events of one request.
 	MaxPredictEvents = 10000
 	// PredictWait bounds how long a request waits for the first copy of
-	// the models after an idle spell (service.Predictor).
+	// the models after an idle spell (service.Predictor), and how long it
+	// waits for a slot (below) before it is answered 503.
 	PredictWait = 5 * time.Second
+	// MaxPredictRequests bounds the requests of POST /v1/predict that
+	// read or hold a body at once, so that their bodies take at most
+	// MaxPredictRequests × MaxPredictBody (64 MiB) whatever the clients
+	// send; more wait for a slot.
+	MaxPredictRequests = 8
 )
+
+// predictWait is PredictWait; tests shorten it.
+var predictWait = PredictWait
+
+// predictWorkers is how many requests decode and predict at once: half the
+// CPUs the Go runtime uses (at least one), so that however many clients ask
+// for predictions, learning keeps the other half (see
+// BenchmarkLearnUnderPredictLoad).
+func predictWorkers() int { return max(1, runtime.GOMAXPROCS(0)/2) }
+
+// acquire takes a slot of sem, waiting until ctx is done.
+func acquire(ctx context.Context, sem chan struct{}) bool {
+	select {
+	case sem <- struct{}{}:
+		return true
+	default:
+	}
+	select {
+	case sem <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// busy answers 503 to a request that waited PredictWait for a slot.
+func busy(w http.ResponseWriter, what string) {
+	w.Header().Set("Retry-After", "1")
+	text(w, http.StatusServiceUnavailable, fmt.Sprintf("busy: %s for %v; retry later", what, predictWait))
+}
 
 // PredictResponse is the answer for one event of POST /v1/predict.
 type PredictResponse struct {
@@ -58,8 +95,12 @@ type PredictedLabel struct {
 // several. Errors are 4xx/5xx with a one-line reason: 400 for a body that
 // is not an event or array of events (naming the event at fault), 413
 // when too large, 422 for an event outside a hypothesis class's domain,
-// 503 while there is no model to serve.
-func predictHandler(opt Options) http.HandlerFunc {
+// 503 while there is no model to serve or while the request waited
+// PredictWait for a slot, with Retry-After. A request holds a slot of
+// requests (MaxPredictRequests of them) from before it reads its body
+// until it is answered, and one of workers (predictWorkers) while it
+// decodes and predicts.
+func predictHandler(opt Options, requests, workers chan struct{}) http.HandlerFunc {
 	ecfg := pipeline.EventConfig(opt.Config)
 	decoders := sync.Pool{New: func() any {
 		d, err := event.NewDecoder(ecfg)
@@ -81,6 +122,13 @@ func predictHandler(opt Options) http.HandlerFunc {
 			}
 			partition, only = int32(p), false
 		}
+		ctx, cancel := context.WithTimeout(r.Context(), predictWait)
+		defer cancel()
+		if !acquire(ctx, requests) {
+			busy(w, fmt.Sprintf("%d requests in flight", MaxPredictRequests))
+			return
+		}
+		defer func() { <-requests }()
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxPredictBody))
 		if err != nil {
 			var mbe *http.MaxBytesError
@@ -103,8 +151,11 @@ func predictHandler(opt Options) http.HandlerFunc {
 			return
 		}
 		defer decoders.Put(dec)
-		ctx, cancel := context.WithTimeout(r.Context(), PredictWait)
-		defer cancel()
+		if !acquire(ctx, workers) {
+			busy(w, fmt.Sprintf("%d requests predicting", cap(workers)))
+			return
+		}
+		defer func() { <-workers }()
 		pr, err := opt.Predictor(ctx, partition, only)
 		if err != nil {
 			code := http.StatusBadRequest
