@@ -3,16 +3,21 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/streamlearn/streamlearn/internal/checkpoint"
+	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
+	"github.com/streamlearn/streamlearn/internal/service"
 )
 
-const inspectArgs = "[--report text|json] CHECKPOINT..."
+const inspectArgs = "[-c CONFIG] [--report text|json] CHECKPOINT..."
 
 // inspected is one checkpoint as `inspect --report json` prints it.
 type inspected struct {
@@ -27,15 +32,25 @@ type inspected struct {
 	Origin      string          `json:"origin,omitempty"`
 	StateBytes  int             `json:"state_bytes"`
 	Report      pipeline.Report `json:"report"`
+	// Verified says whether the report's counts and digests were
+	// recomputed from the state (inspect -c) and found equal.
+	Verified bool `json:"verified"`
 }
 
 // runInspect prints what checkpoint files hold: where their model stands
 // in the source, and its report (learners, rounds, mistakes, digests). A
 // directory stands for every checkpoint in it. The checksum of each file
-// is verified; a damaged file is an error naming it.
+// is verified (its size checked before it is read); a damaged file is an
+// error naming it, and so is a checkpoint whose partition is not the one
+// its file name says or whose report counts more events than its
+// position allows. With -c, the model configuration that wrote the
+// checkpoints, the state is decoded and its report recomputed: every
+// count and digest printed is then verified, and a difference is an
+// error.
 func runInspect(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("inspect", inspectArgs, stderr)
 	format := fs.String("report", "text", "output: text or json")
+	cfgPath := fs.String("c", "", "config `file` that wrote the checkpoints: verify their reports against their state")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -44,6 +59,13 @@ func runInspect(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if fs.NArg() == 0 {
 		return usageErr(fs, "no checkpoint given")
+	}
+	var cfg *config.Config
+	if *cfgPath != "" {
+		var err error
+		if cfg, err = config.Load(*cfgPath); err != nil {
+			return err
+		}
 	}
 	var files []string
 	for _, arg := range fs.Args() {
@@ -88,6 +110,15 @@ func runInspect(_ context.Context, args []string, stdout, stderr io.Writer) erro
 		if err := json.Unmarshal(c.Report, &in.Report); err != nil {
 			return fmt.Errorf("%s: the report it holds: %w", f, err)
 		}
+		if err := consistent(f, c, in.Report); err != nil {
+			return err
+		}
+		if cfg != nil {
+			if err := verifyReport(cfg, c, in.Report); err != nil {
+				return fmt.Errorf("%s: %w", f, err)
+			}
+			in.Verified = true
+		}
 		out = append(out, in)
 	}
 	if *format == "json" {
@@ -108,8 +139,76 @@ func runInspect(_ context.Context, args []string, stdout, stderr io.Writer) erro
 			fmt.Fprintf(stdout, "of %s\n", in.Origin)
 		}
 		fmt.Fprintf(stdout, "configuration fingerprint %s\n", in.Fingerprint[:16])
+		if in.Verified {
+			fmt.Fprintf(stdout, "report verified: counts and digests recomputed from the state\n")
+		} else {
+			fmt.Fprintf(stdout, "report as saved: give -c CONFIG to verify it against the state\n")
+		}
 		if err := writeTextReport(stdout, in.Report); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// consistent checks what a checkpoint file says of itself: the partition
+// its name says (Dir's "partition-N.ckpt"; other names say nothing) and,
+// for a source whose positions count its records (a Kafka offset from 0,
+// a JetStream sequence from 1), no more events than positions up to its
+// own.
+func consistent(file string, c *checkpoint.Checkpoint, rep pipeline.Report) error {
+	name := filepath.Base(file)
+	if n, ok := strings.CutPrefix(name, "partition-"); ok {
+		if n, ok := strings.CutSuffix(n, ".ckpt"); ok {
+			if p, err := strconv.ParseInt(n, 10, 32); err == nil && int32(p) != c.Partition {
+				return fmt.Errorf("%s: inconsistent: the file name says partition %d, the checkpoint holds partition %d (copied from another partition?)",
+					file, p, c.Partition)
+			}
+		}
+	}
+	most := int64(-1) // no bound
+	switch {
+	case strings.HasPrefix(c.Source, "kafka:"):
+		most = c.Position + 1
+	case strings.HasPrefix(c.Source, "jetstream:"):
+		most = c.Position
+	}
+	if most >= 0 && rep.Events > uint64(max(most, 0)) {
+		return fmt.Errorf("%s: inconsistent: its model counted %d events, but position %d of %s leaves room for %d",
+			file, rep.Events, c.Position, c.Source, max(most, 0))
+	}
+	return nil
+}
+
+// verifyReport decodes c's state into a model of cfg and checks that its
+// report has the counts and digests of rep, the one c holds.
+func verifyReport(cfg *config.Config, c *checkpoint.Checkpoint, rep pipeline.Report) error {
+	if c.Fingerprint != service.Fingerprint(cfg) {
+		return errors.New("written by another model configuration than -c's (input, features or learners differ): its state cannot be decoded with it")
+	}
+	p, err := pipeline.New(cfg)
+	if err != nil {
+		return err
+	}
+	if err := p.UnmarshalBinary(c.State); err != nil {
+		return fmt.Errorf("its state: %w", err)
+	}
+	got, err := p.Report()
+	if err != nil {
+		return err
+	}
+	if got.Events != rep.Events || got.Labeled != rep.Labeled || got.Predicted != rep.Predicted || got.Invalid != rep.Invalid {
+		return fmt.Errorf("the state holds %d events (%d labeled, %d predicted, %d invalid), the report says %d (%d, %d, %d)",
+			got.Events, got.Labeled, got.Predicted, got.Invalid, rep.Events, rep.Labeled, rep.Predicted, rep.Invalid)
+	}
+	if len(got.Learners) != len(rep.Learners) {
+		return fmt.Errorf("the state holds %d learners, the report %d", len(got.Learners), len(rep.Learners))
+	}
+	for i, l := range got.Learners {
+		r := rep.Learners[i]
+		if l.Name != r.Name || l.Rounds != r.Rounds || l.Mistakes != r.Mistakes || l.StateSHA256 != r.StateSHA256 {
+			return fmt.Errorf("learner %s: the state has %d rounds, %d mistakes, digest %.12s; the report says %s: %d, %d, %.12s",
+				l.Name, l.Rounds, l.Mistakes, l.StateSHA256, r.Name, r.Rounds, r.Mistakes, r.StateSHA256)
 		}
 	}
 	return nil

@@ -89,7 +89,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer src.Close()
-	opt := service.Options{Config: cfg, Source: src, Logger: logger}
+	opt := service.Options{Config: cfg, Source: src, Logger: logger, OwnWait: cfg.Checkpoint.OwnWait}
 	switch {
 	case *reset && *accept:
 		return usageErr(fs, "--reset and --accept: choose one")

@@ -4,8 +4,10 @@ package checkpoint
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -70,5 +72,57 @@ func TestDirRefusesFIFO(t *testing.T) {
 	}
 	if _, err := d.Load(ctx, 5); err == nil || !strings.Contains(err.Error(), "not a regular file") {
 		t.Errorf("Load of a FIFO: %v, want an error saying it is not a regular file", err)
+	}
+}
+
+// One owner per partition: while a process owns a partition's
+// checkpoints, Own of the same partition waits, then fails naming the
+// holder; other partitions are free; once released (or the holder's
+// process dies, which closes its file), the next Own succeeds and names
+// itself to the one after.
+func TestDirOwn(t *testing.T) {
+	d, err := OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	release, err := d.Own(ctx, 0, "pid 1 on here since then")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait := func(partition int32, holder string) (func(), error) {
+		ctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		defer cancel()
+		return d.Own(ctx, partition, holder)
+	}
+	start := time.Now()
+	_, err = wait(0, "pid 2")
+	var held *HeldError
+	if !errors.As(err, &held) || held.Partition != 0 || held.Holder != "pid 1 on here since then" || held.Store != d.String() {
+		t.Fatalf("Own of a held partition: %v (%#v), want a HeldError naming pid 1", err, held)
+	}
+	if took := time.Since(start); took < 50*time.Millisecond || held.Waited < 50*time.Millisecond {
+		t.Errorf("gave up after %v (says %v), want the whole wait", took, held.Waited)
+	}
+	if !strings.Contains(err.Error(), "partition 0: owned by pid 1 on here since then") {
+		t.Errorf("error %q does not name the partition and holder", err)
+	}
+	other, err := wait(1, "pid 2")
+	if err != nil {
+		t.Fatalf("Own of another partition: %v", err)
+	}
+	other()
+	release()
+	release() // twice is once
+	again, err := wait(0, "pid 3")
+	if err != nil {
+		t.Fatalf("Own after the release: %v", err)
+	}
+	defer again()
+	if _, err := wait(0, "pid 4"); !errors.As(err, &held) || held.Holder != "pid 3" {
+		t.Fatalf("Own held by pid 3: %v, want it named", err)
+	}
+	if h := Holder(); !strings.HasPrefix(h, "pid "+strconv.Itoa(os.Getpid())+" on ") {
+		t.Errorf("Holder() = %q", h)
 	}
 }

@@ -4,7 +4,9 @@ package checkpoint
 
 import (
 	"context"
+	"os"
 	"sync"
+	"time"
 )
 
 // otherLock orders the Saves of this process where flock(2) does not
@@ -19,4 +21,33 @@ func lockFile(ctx context.Context, path string) (unlock func(), err error) {
 	}
 	otherLock.Lock()
 	return otherLock.Unlock, nil
+}
+
+// owned is the set of ownership files this process holds.
+var owned sync.Map // path → struct{}
+
+// unlockOwner releases what lockOwner took.
+func unlockOwner(f *os.File, path string) {
+	f.Close()
+	owned.Delete(path)
+}
+
+// lockOwner takes path's ownership in this process only: the set of
+// paths owned, polled until ctx is done, and opens the file to hold the
+// holder's name.
+func lockOwner(ctx context.Context, path string) (*os.File, error) {
+	for {
+		if _, held := owned.LoadOrStore(path, struct{}{}); !held {
+			f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o640)
+			if err != nil {
+				owned.Delete(path)
+			}
+			return f, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }

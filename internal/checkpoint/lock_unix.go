@@ -18,6 +18,25 @@ import (
 // same path, so it also orders goroutines of one process; on Linux it
 // works across machines on NFS (emulated with byte-range locks).
 func lockFile(ctx context.Context, path string) (unlock func(), err error) {
+	f, err := flockFile(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	return func() { f.Close() }, nil // closing releases the lock
+}
+
+// lockOwner takes the exclusive flock(2) of an ownership file (Dir.Own),
+// as lockFile does, and returns the open file, which holds it.
+func lockOwner(ctx context.Context, path string) (*os.File, error) {
+	return flockFile(ctx, path)
+}
+
+// unlockOwner releases what lockOwner took: closing f releases the lock.
+func unlockOwner(f *os.File, _ string) { f.Close() }
+
+// flockFile opens path, creating it, and takes an exclusive flock(2) on
+// it, polling until ctx is done.
+func flockFile(ctx context.Context, path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o640)
 	if err != nil {
 		return nil, err
@@ -26,7 +45,7 @@ func lockFile(ctx context.Context, path string) (unlock func(), err error) {
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if err == nil {
-			return func() { f.Close() }, nil // closing releases the lock
+			return f, nil
 		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
 			f.Close()

@@ -306,6 +306,11 @@ type Checkpoint struct {
 	// position, as `run --reset` does; "accept" restores the checkpoint
 	// as it is, as `run --accept` does. Both log what they drop or skip.
 	OnMismatch string `yaml:"on_mismatch"`
+	// OwnWait is how long `run` waits to own a partition's checkpoints
+	// while another process owns them (a checkpoint directory is owned by
+	// one process per partition) before it stops with an error naming
+	// that process; default 15s.
+	OwnWait time.Duration `yaml:"own_wait"`
 }
 
 // Defaults.

@@ -121,6 +121,9 @@ func (c *Config) validate() error {
 	if c.Checkpoint.Every < 0 {
 		return errAt("checkpoint.every", "must not be negative")
 	}
+	if c.Checkpoint.OwnWait < 0 {
+		return errAt("checkpoint.own_wait", "must not be negative")
+	}
 	if m := c.Checkpoint.OnMismatch; m != "" {
 		return oneOf("checkpoint.on_mismatch", m, "fail", "reset", "accept")
 	}

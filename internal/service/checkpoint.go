@@ -446,6 +446,7 @@ func (s *Service) dropModel(ctx context.Context, part int32) error {
 			return err
 		}
 	}
+	w.m.disown()
 	delete(s.workers, part)
 	s.lastWorker = nil
 	s.replan = true

@@ -368,3 +368,51 @@ func TestRestoreNoFalseAlarmJetStream(t *testing.T) {
 		t.Errorf("after the purge: %d rounds, want 200 + the 50 records held", got)
 	}
 }
+
+// One owner: while another process owns partition 0's checkpoints (two
+// runs on one durable and one directory would each learn the part of the
+// stream the server gives it), a run stops within OwnWait with an error
+// naming the partition and the holder, before it fetches or acknowledges
+// anything; once the holder is gone the next run learns every event, as
+// if the refused one had never run.
+func TestOneOwnerJetStream(t *testing.T) {
+	c, _, open, publish := jsRestoreFixture(t, "owner")
+	dir := t.TempDir()
+	publish(500, 1)
+	if _, err := restoreRun(t, c, open(), dir, MismatchFail); err != nil {
+		t.Fatal(err)
+	}
+	publish(300, 2)
+
+	store, err := checkpoint.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	release, err := store.Own(ctx, 0, "pid 4242 on elsewhere since 2026-11-25T10:00:00Z")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := open()
+	s := newService(t, Options{Config: c, Source: src, Checkpoints: store, CommitEvery: 100, OwnWait: 200 * time.Millisecond, Predictions: discardSink{}})
+	start := time.Now()
+	err = errors.Join(s.Run(ctx), src.Close())
+	took := time.Since(start)
+	var held *checkpoint.HeldError
+	if !errors.As(err, &held) || held.Partition != 0 || !strings.Contains(err.Error(), "partition 0 of jetstream:EVENTS/owner") ||
+		!strings.Contains(err.Error(), "owned by pid 4242 on elsewhere since 2026-11-25T10:00:00Z") {
+		t.Fatalf("run beside the owner: %v, want a HeldError naming partition 0 and pid 4242", err)
+	}
+	if took < 200*time.Millisecond || took > 5*time.Second {
+		t.Errorf("refused after %v, want the 200ms wait and little more", took)
+	}
+	release()
+	reps, err := restoreRun(t, c, open(), dir, MismatchFail)
+	if err != nil {
+		t.Fatalf("run once the owner is gone: %v", err)
+	}
+	if got := rounds(reps, 0); got != 800 {
+		t.Errorf("run once the owner is gone: %d rounds, want all 800", got)
+	}
+}

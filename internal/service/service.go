@@ -45,6 +45,9 @@ const (
 	// rest: 4µs, BenchmarkSnapshotAtRest), so a partition at rest costs
 	// nothing.
 	DefaultSnapshotInterval = time.Second
+	// DefaultOwnWait is how long Run waits for another process to give
+	// up a partition's checkpoints (Options.OwnWait).
+	DefaultOwnWait = 15 * time.Second
 	// DefaultHistoryPoints bounds the sampled curves a Snapshot carries per
 	// learner: enough for a chart a few hundred pixels wide at any stream
 	// length, about 48kB per learner (regret.Point is 48 bytes).
@@ -115,6 +118,13 @@ type Options struct {
 	// (`run --reset`, `run --accept`, checkpoint.on_mismatch), logged with
 	// what they drop or skip: never a fresh model without being asked.
 	OnMismatch Mismatch
+	// OwnWait bounds how long Run waits to own a partition's checkpoints
+	// when Checkpoints is a checkpoint.Owner and another process owns
+	// them (default DefaultOwnWait): in a Kafka group, the previous owner
+	// gives a partition up within about a second of a rebalance; any
+	// longer, another process runs the same model, and Run stops with an
+	// error naming it.
+	OwnWait time.Duration
 
 	// Logger gets lifecycle events; nil discards them.
 	Logger *slog.Logger
@@ -344,6 +354,9 @@ func New(opt Options) (*Service, error) {
 	if opt.SnapshotInterval <= 0 {
 		opt.SnapshotInterval = DefaultSnapshotInterval
 	}
+	if opt.OwnWait <= 0 {
+		opt.OwnWait = DefaultOwnWait
+	}
 	if opt.HistoryPoints == 0 {
 		opt.HistoryPoints = DefaultHistoryPoints
 	}
@@ -391,6 +404,7 @@ func (s *Service) Run(ctx context.Context) error {
 	s.lastCommit = time.Now()
 	s.wctx, s.wcancel = context.WithCancel(context.WithoutCancel(ctx))
 	defer s.wcancel()
+	defer s.disownAll() // after the last checkpoint write (stopSaver, below)
 	// The workers' sink messages outlive ctx by drainTimeout at most:
 	// stopWorkers cancels them when the drain runs out, and this, for the
 	// records the loop processes itself (an inline worker), which no
@@ -434,6 +448,13 @@ func (s *Service) Run(ctx context.Context) error {
 	s.draining = true // the final snapshot has the curves up to the last record
 	err := errors.Join(runErr, stopErr, s.commit(dctx), s.publishReports(dctx), s.flush(dctx), s.publishSnapshot(dctx))
 	return err
+}
+
+// disownAll gives up the ownership of every model's checkpoints.
+func (s *Service) disownAll() {
+	for _, w := range s.workers {
+		w.m.disown()
+	}
 }
 
 // stopWorkers lets every worker finish its queue and waits for them;
@@ -561,6 +582,13 @@ func (s *Service) dueByTime(ctx context.Context, now time.Time) error {
 		}
 	}
 	if !now.Before(s.nextSnapshot) {
+		if s.round == nil {
+			// An idle process gives up its revoked partitions, and their
+			// checkpoints, within a snapshot interval of a rebalance.
+			if err := s.dropRevoked(ctx); err != nil {
+				return err
+			}
+		}
 		return s.publishSnapshot(ctx)
 	}
 	return nil
@@ -644,6 +672,50 @@ func (s *Service) worker(ctx context.Context, partition int32) (*worker, error) 
 		p.Tracker().EnableHistory(s.opt.HistoryPoints)
 	}
 	m := &model{p: p, pos: -1, skipTo: -1}
+	if err := s.own(ctx, partition, m); err != nil {
+		return nil, err
+	}
+	w, err := s.newModel(ctx, partition, m)
+	if err != nil {
+		m.disown()
+		return nil, err
+	}
+	return w, nil
+}
+
+// own makes this process the owner of partition's checkpoints for m, when
+// the store keeps owners (checkpoint.Owner), after giving up the
+// partitions a rebalance revoked: two processes taking each other's
+// partitions must not wait for each other.
+func (s *Service) own(ctx context.Context, partition int32, m *model) error {
+	o, ok := s.opt.Checkpoints.(checkpoint.Owner)
+	if !ok {
+		return nil
+	}
+	if err := s.dropRevoked(ctx); err != nil {
+		return err
+	}
+	octx, cancel := context.WithTimeout(ctx, s.opt.OwnWait)
+	defer cancel()
+	release, err := o.Own(octx, partition, checkpoint.Holder())
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err() // stopping, not refused
+		}
+		var held *checkpoint.HeldError
+		if errors.As(err, &held) {
+			return fmt.Errorf("service: partition %d of %s: its checkpoints are in use: %w; another streamlearn process runs this model: stop it, or give each process its own consumer and checkpoints",
+				partition, s.opt.Source.Name(), err)
+		}
+		return fmt.Errorf("service: partition %d: %w", partition, err)
+	}
+	m.release = release
+	return nil
+}
+
+// newModel restores m, owned, from partition's checkpoint and makes its
+// worker.
+func (s *Service) newModel(ctx context.Context, partition int32, m *model) (*worker, error) {
 	if err := s.restore(ctx, partition, m); err != nil {
 		return nil, err
 	}
@@ -744,24 +816,34 @@ type commitRound struct {
 	at      time.Time // when it asked
 }
 
+// dropRevoked drops the models of the partitions a Kafka rebalance gave
+// to another process, with checkpoints: each one's checkpoint is the new
+// owner's to write, and the model is stale (if the partition comes back,
+// it comes back from the checkpoint).
+func (s *Service) dropRevoked(ctx context.Context) error {
+	owned, live := s.assignments()
+	if s.opt.Checkpoints == nil || !live {
+		return nil
+	}
+	for _, part := range slices.Clone(s.order) {
+		if !slices.Contains(owned, part) {
+			s.logger.Info("partition revoked: dropping its model", "partition", part)
+			if err := s.dropModel(ctx, part); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // startRound asks the models for their positions. A partition a Kafka
 // rebalance gave to another process is not committed (the new owner
 // reads it from the group's last commit).
 func (s *Service) startRound(ctx context.Context) error {
-	owned, live := s.assignments()
-	if s.opt.Checkpoints != nil && live {
-		for _, part := range slices.Clone(s.order) {
-			if !slices.Contains(owned, part) {
-				// Given to another process: its checkpoint is the new
-				// owner's to write, and this model is stale (if the
-				// partition comes back, it comes back from the checkpoint).
-				s.logger.Info("partition revoked: dropping its model", "partition", part)
-				if err := s.dropModel(ctx, part); err != nil {
-					return err
-				}
-			}
-		}
+	if err := s.dropRevoked(ctx); err != nil {
+		return err
 	}
+	owned, live := s.assignments()
 	if s.opt.Checkpoints != nil {
 		// Finished checkpoints first: their commits are due.
 		if err := s.collectSaves(ctx, false); err != nil {

@@ -122,6 +122,15 @@ type model struct {
 	sinceReport int
 	origin      string // the stream the positions are of, for checkpoints (connectors.Position.Origin)
 	saveAtOnce  bool   // reset or accepted by the operator: checkpointed before it learns
+	release     func() // gives up the ownership of the partition's checkpoints; nil when not owned
+}
+
+// disown gives up the ownership of m's checkpoints, if it has it.
+func (m *model) disown() {
+	if m.release != nil {
+		m.release()
+		m.release = nil
+	}
 }
 
 // worker runs one partition's model. The fields after the model's belong
