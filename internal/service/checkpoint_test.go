@@ -225,3 +225,51 @@ func TestCheckpointFailureStopsCommits(t *testing.T) {
 		t.Errorf("commits after recovery: %v, want up to offset 499", commits)
 	}
 }
+
+// outageSource is a memSource whose Commit fails from the fail-th call to
+// the heal-th (a broker away for a while).
+type outageSource struct {
+	*memSource
+	calls      int
+	fail, heal int
+}
+
+func (s *outageSource) Commit(ctx context.Context, r connectors.Record) error {
+	s.calls++
+	if s.calls >= s.fail && s.calls <= s.heal {
+		return errors.New("dial tcp 127.0.0.1:9092: connect: connection refused")
+	}
+	return s.memSource.Commit(ctx, r)
+}
+
+// A broker outage is logged once when commits begin to fail and once when
+// they succeed again, with how many failed and for how long, not at every
+// round; learning goes on meanwhile and the first commit after it holds
+// everything learned.
+func TestCommitOutageLogged(t *testing.T) {
+	c := loadExampleConfig(t)
+	src := &outageSource{memSource: newMemSource(genEvents(5000, 5, 0, 0, 0), 1), fail: 3, heal: 22}
+	var logs strings.Builder
+	s := newService(t, Options{Config: c, Source: src, CommitEvery: 10, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err := s.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	out := logs.String()
+	if n := strings.Count(out, "commits fail"); n != 1 {
+		t.Errorf("outage begun logged %d times, want once:\n%s", n, out)
+	}
+	if n := strings.Count(out, "commits succeed again"); n != 1 || !strings.Contains(out, "failed=20") {
+		t.Errorf("outage ended logged %d times (want once, with failed=20):\n%s", n, out)
+	}
+	commits := src.commitLog()
+	if n := len(commits); n == 0 || commits[n-1].Offset != 4999 {
+		t.Fatalf("commits %v, want the last at offset 4999", commits)
+	}
+	reps, err := s.Reports()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reps[0].Events != 5000 {
+		t.Errorf("%d events learned across the outage, want 5000", reps[0].Events)
+	}
+}

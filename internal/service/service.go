@@ -168,6 +168,11 @@ type Service struct {
 	volatile    bool     // the source's offsets do not survive a restart
 	saveFailing bool     // the last checkpoint save failed
 	lastSaveErr error
+	// Since when commits fail (the broker away), and how many failed
+	// since; zero while they succeed. The outage is logged when it begins
+	// and when it ends, not at every round.
+	commitFailingSince time.Time
+	commitFailures     int
 	// After a failed save, commit rounds ask for no checkpoint until
 	// saveRetryAt; the wait doubles from saveBackoffMin to saveBackoffMax
 	// while saves keep failing.
@@ -1034,9 +1039,19 @@ func (s *Service) committed(ctx context.Context, it commitItem, err error) error
 		}
 		// A broker away for a while (a restart, a network outage): the
 		// model is intact and the position waits for the next round.
-		s.logger.Warn("commit failed: retrying at the next commit round", "err", err)
+		if s.commitFailures == 0 {
+			s.commitFailingSince = time.Now()
+			s.logger.Warn("commits fail: learning goes on, the positions wait; retrying at every commit round, logged again when commits succeed",
+				"source", s.opt.Source.Name(), "err", err)
+		}
+		s.commitFailures++
 		s.uncommitted++
 		return nil
+	}
+	if s.commitFailures > 0 {
+		s.logger.Info("commits succeed again", "source", s.opt.Source.Name(), "failed", s.commitFailures,
+			"for", time.Since(s.commitFailingSince).Round(time.Millisecond))
+		s.commitFailures, s.commitFailingSince = 0, time.Time{}
 	}
 	w.durableAt = it.at
 	if w.last.Offset == rec.Offset && w.last.Partition == rec.Partition {
