@@ -13,7 +13,8 @@ import (
 // TestE2EOneOwner runs two processes on one JetStream durable and one
 // checkpoint directory, the mistake that used to split the stream between
 // two models silently: the second stops within its checkpoint.own_wait,
-// naming the first by its pid, and acknowledges nothing. Once the first is
+// naming the first by its pid, before it opens the durable (opening
+// resets it) or fetches anything. Once the first is
 // killed (SIGKILL: the kernel gives its ownership back), a run learns the
 // whole stream, equal to a replay.
 func TestE2EOneOwner(t *testing.T) {
@@ -48,7 +49,7 @@ func TestE2EOneOwner(t *testing.T) {
 	second, _ := start(t, ctx, dir, false, sl, "run", "-c", cfg, "--until-end", "--report", "json", "--http", "off")
 	second.waitExit(t, ctx)
 	if msg := second.stderr.String(); second.err == nil || second.stdout.Len() != 0 ||
-		!strings.Contains(msg, "partition 0 of jetstream:EVENTS/owner") || !strings.Contains(msg, "owned by "+holder) {
+		!strings.Contains(msg, "partition 0 of the jetstream source") || !strings.Contains(msg, "owned by "+holder) {
 		t.Fatalf("second run beside the first: want a failure naming partition 0 and %q; got %v, stdout %q\nstderr:\n%s",
 			holder, second.err, second.stdout.String(), msg)
 	}

@@ -84,33 +84,17 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintf(stderr, "streamlearn: preloaded %d records from %s\n", n, *preload)
 	}
 
-	src, err := service.OpenSource(ctx, cfg.Source, service.SourceOptions{UntilEnd: *untilEnd, AllowEmpty: *allowEmpty, Logger: logger, MaxBytes: cfg.Input.MaxBytes}, tuning)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	opt := service.Options{Config: cfg, Source: src, Logger: logger, OwnWait: cfg.Checkpoint.OwnWait}
-	switch {
-	case *reset && *accept:
+	if *reset && *accept {
 		return usageErr(fs, "--reset and --accept: choose one")
-	case *reset:
-		opt.OnMismatch = service.MismatchReset
-	case *accept:
-		opt.OnMismatch = service.MismatchAccept
-	default:
-		m, err := service.ParseMismatch(cfg.Checkpoint.OnMismatch)
-		if err != nil {
-			return fmt.Errorf("checkpoint.%w", err)
-		}
-		opt.OnMismatch = m
 	}
+	var ckpts checkpoint.Store
 	switch dir := cmp.Or(*ckptDir, cfg.Checkpoint.Dir); {
 	case dir != "":
 		st, err := checkpoint.OpenDir(dir)
 		if err != nil {
 			return err
 		}
-		opt.Checkpoints, opt.CommitEvery = st, cfg.Checkpoint.Every
+		ckpts = st
 	case cfg.Checkpoint.Bucket != "":
 		nc := service.NATSConfig(cfg.Source.Conn, tuning)
 		if u := cfg.Checkpoint.URL; u != "" {
@@ -121,7 +105,41 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return fmt.Errorf("checkpoint.bucket: %w", err)
 		}
 		defer st.Close()
-		opt.Checkpoints, opt.CommitEvery = st, cfg.Checkpoint.Every
+		ckpts = st
+	}
+	var owned []int32
+	if ckpts != nil && cfg.Source.Kind != "kafka" {
+		// One partition, no consumer group: own it before the source
+		// opens, since opening a JetStream durable resets it and the
+		// first fetch pulls messages another process's model may be
+		// waiting for.
+		release, err := service.Own(ctx, ckpts, 0, cfg.Checkpoint.OwnWait, "partition 0 of the "+cfg.Source.Kind+" source", nil)
+		if err != nil {
+			return err
+		}
+		defer release()
+		owned = []int32{0}
+	}
+	src, err := service.OpenSource(ctx, cfg.Source, service.SourceOptions{UntilEnd: *untilEnd, AllowEmpty: *allowEmpty, Logger: logger, MaxBytes: cfg.Input.MaxBytes}, tuning)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	opt := service.Options{Config: cfg, Source: src, Logger: logger, OwnWait: cfg.Checkpoint.OwnWait, Owned: owned}
+	if ckpts != nil {
+		opt.Checkpoints, opt.CommitEvery = ckpts, cfg.Checkpoint.Every
+	}
+	switch {
+	case *reset:
+		opt.OnMismatch = service.MismatchReset
+	case *accept:
+		opt.OnMismatch = service.MismatchAccept
+	default:
+		m, err := service.ParseMismatch(cfg.Checkpoint.OnMismatch)
+		if err != nil {
+			return fmt.Errorf("checkpoint.%w", err)
+		}
+		opt.OnMismatch = m
 	}
 	var sinks []connectors.Sink
 	for _, s := range []struct {

@@ -45,16 +45,21 @@ var predictWait = PredictWait
 // BenchmarkLearnUnderPredictLoad).
 func predictWorkers() int { return max(1, runtime.GOMAXPROCS(0)/2) }
 
-// acquire takes a slot of sem, waiting until ctx is done.
+// acquire takes a slot of sem, waiting predictWait at most (each wait has
+// its own), or until ctx is done.
 func acquire(ctx context.Context, sem chan struct{}) bool {
 	select {
 	case sem <- struct{}{}:
 		return true
 	default:
 	}
+	t := time.NewTimer(predictWait)
+	defer t.Stop()
 	select {
 	case sem <- struct{}{}:
 		return true
+	case <-t.C:
+		return false
 	case <-ctx.Done():
 		return false
 	}
@@ -122,9 +127,7 @@ func predictHandler(opt Options, requests, workers chan struct{}) http.HandlerFu
 			}
 			partition, only = int32(p), false
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), predictWait)
-		defer cancel()
-		if !acquire(ctx, requests) {
+		if !acquire(r.Context(), requests) {
 			busy(w, fmt.Sprintf("%d requests in flight", MaxPredictRequests))
 			return
 		}
@@ -151,11 +154,13 @@ func predictHandler(opt Options, requests, workers chan struct{}) http.HandlerFu
 			return
 		}
 		defer decoders.Put(dec)
-		if !acquire(ctx, workers) {
+		if !acquire(r.Context(), workers) {
 			busy(w, fmt.Sprintf("%d requests predicting", cap(workers)))
 			return
 		}
 		defer func() { <-workers }()
+		ctx, cancel := context.WithTimeout(r.Context(), predictWait)
+		defer cancel()
 		pr, err := opt.Predictor(ctx, partition, only)
 		if err != nil {
 			code := http.StatusBadRequest

@@ -125,6 +125,9 @@ type Options struct {
 	// longer, another process runs the same model, and Run stops with an
 	// error naming it.
 	OwnWait time.Duration
+	// Owned lists the partitions whose checkpoints the caller already
+	// owns (see Own): Run does not take them again, nor give them up.
+	Owned []int32
 
 	// Logger gets lifecycle events; nil discards them.
 	Logger *slog.Logger
@@ -689,33 +692,80 @@ func (s *Service) worker(ctx context.Context, partition int32) (*worker, error) 
 }
 
 // own makes this process the owner of partition's checkpoints for m, when
-// the store keeps owners (checkpoint.Owner), after giving up the
-// partitions a rebalance revoked: two processes taking each other's
+// the store keeps owners (checkpoint.Owner) and the caller does not own
+// them already (Options.Owned). While it waits it gives up the partitions
+// a rebalance revoked, again and again: two members taking each other's
 // partitions must not wait for each other.
 func (s *Service) own(ctx context.Context, partition int32, m *model) error {
-	o, ok := s.opt.Checkpoints.(checkpoint.Owner)
-	if !ok {
+	if slices.Contains(s.opt.Owned, partition) {
 		return nil
 	}
-	if err := s.dropRevoked(ctx); err != nil {
-		return err
+	if _, ok := s.opt.Checkpoints.(checkpoint.Owner); !ok {
+		return nil
 	}
-	octx, cancel := context.WithTimeout(ctx, s.opt.OwnWait)
-	defer cancel()
-	release, err := o.Own(octx, partition, checkpoint.Holder())
+	what := fmt.Sprintf("partition %d of %s", partition, s.opt.Source.Name())
+	release, err := Own(ctx, s.opt.Checkpoints, partition, s.opt.OwnWait, what, func() error { return s.dropRevoked(ctx) })
+	if _, group := s.opt.Source.(connectors.Assigned); err != nil && group {
+		return fmt.Errorf("%w (or, in a consumer group, a member slower than checkpoint.own_wait to give the partition up)", err)
+	}
 	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err() // stopping, not refused
-		}
-		var held *checkpoint.HeldError
-		if errors.As(err, &held) {
-			return fmt.Errorf("service: partition %d of %s: its checkpoints are in use: %w; another streamlearn process runs this model: stop it, or give each process its own consumer and checkpoints",
-				partition, s.opt.Source.Name(), err)
-		}
-		return fmt.Errorf("service: partition %d: %w", partition, err)
+		return err
 	}
 	m.release = release
 	return nil
+}
+
+// ownSlice is how long Own waits between two calls of its between.
+const ownSlice = 100 * time.Millisecond
+
+// Own makes this process the owner of partition's checkpoints in store,
+// when store keeps owners (checkpoint.Owner; otherwise it does nothing),
+// waiting up to wait (DefaultOwnWait when not positive) while another
+// process owns them, and calling between, when not nil, every 100ms
+// meanwhile. what names the partition in the error, which names the
+// holder. release gives the ownership up. A caller that opens a source
+// without consumer groups (JetStream, core NATS, files) owns partition 0
+// before it opens the source, and names it in Options.Owned: opening a
+// JetStream source already resets the durable and the first fetch pulls
+// messages, which must not happen beside another process's model.
+func Own(ctx context.Context, store checkpoint.Store, partition int32, wait time.Duration, what string, between func() error) (release func(), err error) {
+	o, ok := store.(checkpoint.Owner)
+	if !ok {
+		return func() {}, nil
+	}
+	if wait <= 0 {
+		wait = DefaultOwnWait
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		if between != nil {
+			if err := between(); err != nil {
+				return nil, err
+			}
+		}
+		until := time.Now().Add(ownSlice)
+		if deadline.Before(until) {
+			until = deadline
+		}
+		octx, cancel := context.WithDeadline(ctx, until)
+		release, err := o.Own(octx, partition, checkpoint.Holder())
+		cancel()
+		if err == nil {
+			return release, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err() // stopping, not refused
+		}
+		var held *checkpoint.HeldError
+		if !errors.As(err, &held) {
+			return nil, fmt.Errorf("service: %s: %w", what, err)
+		}
+		if !time.Now().Before(deadline) {
+			held.Waited = wait
+			return nil, fmt.Errorf("service: %s: its checkpoints are in use: %w; another streamlearn process runs this model on the same checkpoints: stop it, or give each process its own consumer and checkpoints",
+				what, held)
+		}
+	}
 }
 
 // newModel restores m, owned, from partition's checkpoint and makes its
