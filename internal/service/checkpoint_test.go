@@ -258,8 +258,8 @@ func TestCommitOutageLogged(t *testing.T) {
 	if n := strings.Count(out, "commits fail"); n != 1 {
 		t.Errorf("outage begun logged %d times, want once:\n%s", n, out)
 	}
-	if n := strings.Count(out, "commits succeed again"); n != 1 || !strings.Contains(out, "failed=20") {
-		t.Errorf("outage ended logged %d times (want once, with failed=20):\n%s", n, out)
+	if n := strings.Count(out, "commits succeed again"); n != 1 || !strings.Contains(out, "failed_rounds=20") {
+		t.Errorf("outage ended logged %d times (want once, with failed_rounds=20):\n%s", n, out)
 	}
 	commits := src.commitLog()
 	if n := len(commits); n == 0 || commits[n-1].Offset != 4999 {

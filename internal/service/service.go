@@ -1066,18 +1066,41 @@ func (s *Service) commitRecords(ctx context.Context, items []commitItem) error {
 		}
 	}
 	var errs []error
+	var failed error // the first commit of the round that failed and waits for the next
 	for i, it := range items {
 		var err error
 		if outcomes != nil {
 			err = outcomes[i]
 		}
-		errs = append(errs, s.committed(ctx, it, err))
+		retry, err := s.committed(ctx, it, err)
+		if retry != nil && failed == nil {
+			failed = retry
+		}
+		errs = append(errs, err)
+	}
+	// A broker away for a while (a restart, a network outage) is logged
+	// when the first round fails and when a round succeeds again, not at
+	// every round; a round with any failed commit counts as failing.
+	switch {
+	case failed != nil && s.commitFailures == 0:
+		s.commitFailingSince = time.Now()
+		s.logger.Warn("commits fail: learning goes on, the positions wait; retrying at every commit round, logged again when commits succeed",
+			"source", s.opt.Source.Name(), "err", failed)
+		s.commitFailures++
+	case failed != nil:
+		s.commitFailures++
+	case s.commitFailures > 0:
+		s.logger.Info("commits succeed again", "source", s.opt.Source.Name(), "failed_rounds", s.commitFailures,
+			"for", time.Since(s.commitFailingSince).Round(time.Millisecond))
+		s.commitFailures, s.commitFailingSince = 0, time.Time{}
 	}
 	return errors.Join(errs...)
 }
 
-// committed takes the outcome err of the commit of it.
-func (s *Service) committed(ctx context.Context, it commitItem, err error) error {
+// committed takes the outcome err of the commit of it. A commit that
+// failed while the service runs is retried at the next round: it returns
+// the failure as retry and no error.
+func (s *Service) committed(ctx context.Context, it commitItem, err error) (retry, _ error) {
 	w, rec := it.w, it.rec
 	if errors.Is(err, connectors.ErrPartitionRevoked) {
 		s.logger.Warn("partition revoked before its commit: its records since the last commit will be learned again by the new owner",
@@ -1085,29 +1108,17 @@ func (s *Service) committed(ctx context.Context, it commitItem, err error) error
 	} else if err != nil {
 		err = fmt.Errorf("service: commit partition %d offset %d: %w", w.part, rec.Offset, err)
 		if s.draining || ctx.Err() != nil {
-			return err
+			return nil, err
 		}
-		// A broker away for a while (a restart, a network outage): the
-		// model is intact and the position waits for the next round.
-		if s.commitFailures == 0 {
-			s.commitFailingSince = time.Now()
-			s.logger.Warn("commits fail: learning goes on, the positions wait; retrying at every commit round, logged again when commits succeed",
-				"source", s.opt.Source.Name(), "err", err)
-		}
-		s.commitFailures++
+		// The model is intact and the position waits for the next round.
 		s.uncommitted++
-		return nil
-	}
-	if s.commitFailures > 0 {
-		s.logger.Info("commits succeed again", "source", s.opt.Source.Name(), "failed", s.commitFailures,
-			"for", time.Since(s.commitFailingSince).Round(time.Millisecond))
-		s.commitFailures, s.commitFailingSince = 0, time.Time{}
+		return err, nil
 	}
 	w.durableAt = it.at
 	if w.last.Offset == rec.Offset && w.last.Partition == rec.Partition {
 		w.dirty = false
 	}
-	return nil
+	return nil, nil
 }
 
 func (s *Service) flush(ctx context.Context) error {
