@@ -230,8 +230,7 @@ func TestE2ECheckpointBucket(t *testing.T) {
 
 	// The bucket lost while the durable's position stays: a fresh model
 	// would report 0 of the 5000 events as if nothing had been learned.
-	// run stops, naming the partition and the ways out; --reset starts
-	// the model afresh at the committed position, knowingly.
+	// run stops, naming the partition and the ways out.
 	if err := js.DeleteObjectStore(ctx, "STATE"); err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +241,19 @@ func TestE2ECheckpointBucket(t *testing.T) {
 		t.Errorf("run with the bucket lost: want a failure naming partition 0, the committed position and --reset; got %v, stdout %q\nstderr:\n%s",
 			p.err, p.stdout.String(), msg)
 	}
-	// normReport checks the fresh model's 0 events.
+	// --rebuild learns the stream again from the server's log up to the
+	// committed position: the model of the uninterrupted run, and the
+	// next run restores it.
+	rebuilt := runProc(t, ctx, dir, sl, "run", "-c", cfg, "--until-end", "--rebuild", "--report", "json", "--http", "off")
+	sameReport(t, "run --rebuild", normReport(t, "run --rebuild", rebuilt, "jetstream:EVENTS/bucket", 5000), want)
+	again = runProc(t, ctx, dir, sl, "run", "-c", cfg, "--until-end", "--report", "json", "--http", "off")
+	sameReport(t, "run after the rebuild", normReport(t, "run", again, "jetstream:EVENTS/bucket", 5000), want)
+
+	// Lost again: --reset starts the model afresh at the committed
+	// position, knowingly. normReport checks the fresh model's 0 events.
+	if err := js.DeleteObjectStore(ctx, "STATE"); err != nil {
+		t.Fatal(err)
+	}
 	normReport(t, "run --reset", runProc(t, ctx, dir, sl, "run", "-c", cfg, "--until-end", "--reset", "--report", "json", "--http", "off"),
 		"jetstream:EVENTS/bucket", 0)
 	// The reset holds: its checkpoint, saved before anything was learned,

@@ -25,7 +25,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/service"
 )
 
-const runArgs = "[-c config.yaml] [--until-end] [--allow-empty] [--report text|json] [--http ADDR] [--preload FILE] [--nats-port N] [--store DIR] [--checkpoint-dir DIR] [--reset|--accept] [--http-token-file FILE]"
+const runArgs = "[-c config.yaml] [--until-end] [--allow-empty] [--report text|json] [--http ADDR] [--preload FILE] [--nats-port N] [--store DIR] [--checkpoint-dir DIR] [--rebuild|--reset|--accept] [--http-token-file FILE]"
 
 // tuning lets tests lower the transports' timeouts; zero in production.
 var tuning service.Tuning
@@ -42,7 +42,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	store := fs.String("store", "", "JetStream storage `dir` of the embedded server (no -c only; default: a temporary directory removed at exit)")
 	tokenFile := fs.String("http-token-file", "", "require \"Authorization: Bearer <token>\" on the HTTP API (but /healthz, /readyz and the dashboard's files), the token in `file` (default: $"+tokenEnv+", else the config's http.token_file)")
 	ckptDir := fs.String("checkpoint-dir", "", "keep the models' checkpoints in `dir` and resume from them (default: the config's checkpoint.dir; none: no checkpoints)")
-	reset := fs.Bool("reset", false, "start afresh, from the broker's committed position, the model of a partition whose checkpoint does not hold what the broker says was committed (none, behind the commit, of another partition or stream), moving the checkpoint aside and logging what is dropped; without --reset or --accept such a partition stops run with an error")
+	reset := fs.Bool("reset", false, "start afresh, from the broker's committed position, the model of a partition whose checkpoint does not hold what the broker says was committed (none, behind the commit, of another partition or stream), moving the checkpoint aside and logging what is dropped; without --rebuild, --reset or --accept such a partition stops run with an error")
+	rebuild := fs.Bool("rebuild", false, "rebuild the model of such a partition by learning its records again from the broker's log (Kafka, JetStream) up to the committed position, without publishing their outputs again: the model an uninterrupted run has there; stops with an error when the broker no longer holds those records")
 	accept := fs.Bool("accept", false, "restore such a checkpoint as it is (a group's offsets moved forward on purpose, a stream restored from a backup), logging what the model lacks or skips")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -84,8 +85,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintf(stderr, "streamlearn: preloaded %d records from %s\n", n, *preload)
 	}
 
-	if *reset && *accept {
-		return usageErr(fs, "--reset and --accept: choose one")
+	if n := btoi(*reset) + btoi(*accept) + btoi(*rebuild); n > 1 {
+		return usageErr(fs, "--rebuild, --reset and --accept: choose one")
 	}
 	var ckpts checkpoint.Store
 	switch dir := cmp.Or(*ckptDir, cfg.Checkpoint.Dir); {
@@ -134,6 +135,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		opt.OnMismatch = service.MismatchReset
 	case *accept:
 		opt.OnMismatch = service.MismatchAccept
+	case *rebuild:
+		opt.OnMismatch = service.MismatchRebuild
 	default:
 		m, err := service.ParseMismatch(cfg.Checkpoint.OnMismatch)
 		if err != nil {
@@ -295,4 +298,12 @@ func publishFile(ctx context.Context, path string, src config.Source, topic stri
 func loopback(addr net.Addr) bool {
 	tcp, ok := addr.(*net.TCPAddr)
 	return ok && tcp.IP.IsLoopback()
+}
+
+// btoi is 1 for true, 0 for false.
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

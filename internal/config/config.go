@@ -304,7 +304,9 @@ type Checkpoint struct {
 	// stops with an error naming the partition; "reset" moves the
 	// checkpoint aside and starts the model afresh from the committed
 	// position, as `run --reset` does; "accept" restores the checkpoint
-	// as it is, as `run --accept` does. Both log what they drop or skip.
+	// as it is, as `run --accept` does; "rebuild" learns the partition
+	// again from the broker's log up to the committed position, as `run
+	// --rebuild` does. Each logs what it drops, skips or relearns.
 	OnMismatch string `yaml:"on_mismatch"`
 	// OwnWait is how long `run` waits to own a partition's checkpoints
 	// while another process owns them (a checkpoint directory is owned by

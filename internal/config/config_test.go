@@ -85,7 +85,7 @@ func TestBadConfigs(t *testing.T) {
 		{"session_not_kafka.yaml", `testdata/bad/session_not_kafka.yaml:6: source.session_timeout: tunes a Kafka consumer group; source.kind is "jetstream"`},
 		{"backoff_negative.yaml", "testdata/bad/backoff_negative.yaml:6: source.join_group_backoff: must not be negative"},
 		{"max_bytes.yaml", "testdata/bad/max_bytes.yaml:2: input.max_bytes: 1000000000 is above 67108864 (64 MiB): a record of that size is held in memory whole, by every reader"},
-		{"on_mismatch.yaml", `testdata/bad/on_mismatch.yaml:5: checkpoint.on_mismatch: "rebuild-it" is not one of fail, reset, accept`},
+		{"on_mismatch.yaml", `testdata/bad/on_mismatch.yaml:5: checkpoint.on_mismatch: "rebuild-it" is not one of fail, reset, accept, rebuild`},
 		{"own_wait.yaml", "testdata/bad/own_wait.yaml:5: checkpoint.own_wait: must not be negative"},
 	} {
 		_, err := Load(filepath.Join("testdata/bad", tc.file))

@@ -125,7 +125,7 @@ func (c *Config) validate() error {
 		return errAt("checkpoint.own_wait", "must not be negative")
 	}
 	if m := c.Checkpoint.OnMismatch; m != "" {
-		return oneOf("checkpoint.on_mismatch", m, "fail", "reset", "accept")
+		return oneOf("checkpoint.on_mismatch", m, "fail", "reset", "accept", "rebuild")
 	}
 	return nil
 }

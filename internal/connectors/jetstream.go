@@ -90,7 +90,10 @@ type JetStreamSource struct {
 	reopens      int // consecutive reopens for a closed iterator
 }
 
-var _ Positioned = (*JetStreamSource)(nil)
+var (
+	_ Positioned = (*JetStreamSource)(nil)
+	_ Rereader   = (*JetStreamSource)(nil)
+)
 
 // NewJetStreamSource opens the durable cfg.Durable on cfg.Stream, filtered
 // on cfg.Subject. With untilEnd, Fetch returns ErrEndOfInput once every
@@ -228,6 +231,89 @@ func jsOrigin(stream jetstream.Stream) string {
 // they were when the source was opened; the source has one partition, 0.
 func (s *JetStreamSource) Position(partition int32) (Position, bool) {
 	return s.pos, partition == 0
+}
+
+// Reread reads the stream's messages of the source's subject from
+// sequence from (from < 0: sequence 1) through sequence through, with an
+// ordered consumer of its own: the durable is untouched. It returns a
+// *NotRetainedError when the stream's first sequence is after from (any
+// message before from removed, of any subject: the stream cannot say
+// which), and an error when the stream is not the one the source opened
+// (deleted and created again since).
+func (s *JetStreamSource) Reread(ctx context.Context, partition int32, from, through int64, fn func(*Record) error) error {
+	fail := func(err error) error {
+		return fmt.Errorf("jetstream source %s: reread from %d through %d: %w", s.name, from, through, err)
+	}
+	if partition != 0 {
+		return fail(fmt.Errorf("no partition %d: a stream has one, 0", partition))
+	}
+	from = max(from, 1)
+	js, err := jetstream.New(s.nc.Conn)
+	if err != nil {
+		return fail(err)
+	}
+	stream, err := js.Stream(ctx, s.cfg.Stream)
+	if err != nil {
+		return fail(err)
+	}
+	if o := jsOrigin(stream); o != s.pos.Origin {
+		return fail(fmt.Errorf("the source opened %s, the server now has %s", s.pos.Origin, o))
+	}
+	st := stream.CachedInfo().State
+	if st.Msgs > 0 && int64(st.FirstSeq) > from {
+		return &NotRetainedError{Partition: partition, From: from, First: int64(st.FirstSeq)}
+	}
+	if through < from || st.Msgs == 0 {
+		return nil
+	}
+	last, err := jsLastSeq(ctx, stream, s.cfg.Subject)
+	if err != nil {
+		return fail(err)
+	}
+	if int64(last) < from {
+		return nil // no message of the subject in the range
+	}
+	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{s.cfg.Subject},
+		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:    uint64(from),
+	})
+	if err != nil {
+		return fail(err)
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(s.cfg.FetchBatch))
+	if err != nil {
+		return fail(err)
+	}
+	defer it.Stop()
+	var key []byte
+	for {
+		// A message of the subject at or after from exists (last), and
+		// each message says how many follow it: Next never waits for
+		// one that is not there.
+		msg, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			return fail(err)
+		}
+		md, err := msg.Metadata()
+		if err != nil {
+			return fail(err)
+		}
+		seq := int64(md.Sequence.Stream)
+		if seq > through {
+			return nil
+		}
+		if k := natsLastToken(msg.Subject()); string(key) != k {
+			key = append(key[:0], k...)
+		}
+		rec := Record{Value: msg.Data(), Key: key, Offset: seq, Time: md.Timestamp, Lag: int64(md.NumPending)}
+		if err := fn(&rec); err != nil {
+			return err
+		}
+		if seq >= through || md.NumPending == 0 {
+			return nil
+		}
+	}
 }
 
 // jsServerAtLeast reports whether a server version ("2.9.10",

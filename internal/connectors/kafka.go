@@ -320,6 +320,7 @@ var (
 	_ Assigned       = (*KafkaSource)(nil)
 	_ MultiCommitter = (*KafkaSource)(nil)
 	_ Positioned     = (*KafkaSource)(nil)
+	_ Rereader       = (*KafkaSource)(nil)
 )
 
 var _ Source = (*KafkaSource)(nil)
@@ -575,6 +576,61 @@ func (s *KafkaSource) Position(partition int32) (Position, bool) {
 		pos.Committed = c - 1
 	}
 	return pos, true
+}
+
+// Reread reads partition from offset from (from < 0: offset 0) through
+// offset through with a reader of its own, outside the group: the group's
+// committed offsets and this source's fetching are untouched. It asks the
+// broker for the partition's log start offset first, and returns a
+// *NotRetainedError when the log no longer starts at or before from.
+func (s *KafkaSource) Reread(ctx context.Context, partition int32, from, through int64, fn func(*Record) error) error {
+	from = max(from, 0)
+	_, first, _, err := kafkaListOffsets(ctx, &s.cfg)
+	if err != nil {
+		return fmt.Errorf("kafka source %s: reread of partition %d: %w", s.name, partition, err)
+	}
+	f, ok := first[int(partition)]
+	if !ok {
+		return fmt.Errorf("kafka source %s: reread: topic %s has no partition %d", s.name, s.cfg.Topic, partition)
+	}
+	if f > from {
+		return &NotRetainedError{Partition: partition, From: from, First: f}
+	}
+	if through < from {
+		return nil
+	}
+	r := kafka.NewReader(kafka.ReaderConfig{
+		Brokers:         s.cfg.Brokers,
+		Topic:           s.cfg.Topic,
+		Partition:       int(partition),
+		Dialer:          s.dialer,
+		QueueCapacity:   s.cfg.QueueCapacity,
+		MinBytes:        s.cfg.MinBytes,
+		MaxBytes:        s.cfg.MaxBytes,
+		MaxWait:         s.cfg.MaxWait,
+		ReadLagInterval: -1,
+	})
+	defer r.Close()
+	if err := r.SetOffset(from); err != nil {
+		return fmt.Errorf("kafka source %s: reread of partition %d: %w", s.name, partition, err)
+	}
+	for {
+		m, err := r.FetchMessage(ctx)
+		if err != nil {
+			return fmt.Errorf("kafka source %s: reread of partition %d at offset %d: %w", s.name, partition, r.Offset(), err)
+		}
+		if m.Offset > through {
+			return nil // through itself is not a record (a transaction marker)
+		}
+		rec := Record{Value: m.Value, Key: m.Key, Partition: partition, Offset: m.Offset, Time: m.Time,
+			Lag: max(m.HighWaterMark-m.Offset-1, 0)}
+		if err := fn(&rec); err != nil {
+			return err
+		}
+		if m.Offset >= through || m.Offset+1 >= m.HighWaterMark {
+			return nil
+		}
+	}
 }
 
 // Assignments returns the partitions the group currently assigns to this

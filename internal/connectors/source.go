@@ -3,6 +3,7 @@ package connectors
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -131,6 +132,35 @@ type Position struct {
 	// JetStream stream and its creation time, which changes when the
 	// stream is deleted and created again.
 	Origin string
+}
+
+// A Rereader reads a partition's records again, apart from its consumer
+// and without committing anything: what a model rebuilt from the log,
+// rather than restored from a lost or stale checkpoint, learns.
+type Rereader interface {
+	Source
+	// Reread calls fn with each record of partition from position from
+	// through position through, in order, as Fetch would have returned
+	// them, and returns once the record at through (or the last before
+	// it) was handed to fn, or at fn's first error. A negative from is
+	// the partition's very first position (Kafka offset 0, JetStream
+	// sequence 1). Records are valid only during fn. When the partition
+	// no longer holds from, because retention or a purge removed the
+	// records before its first one, Reread reads nothing and returns a
+	// *NotRetainedError.
+	Reread(ctx context.Context, partition int32, from, through int64, fn func(*Record) error) error
+}
+
+// A NotRetainedError says that a partition no longer holds the records a
+// Reread asked for: the first it holds is at First, after From.
+type NotRetainedError struct {
+	Partition   int32
+	From, First int64
+}
+
+func (e *NotRetainedError) Error() string {
+	return fmt.Sprintf("partition %d no longer holds the records from position %d: its first record is at %d (retention or a purge removed the ones before)",
+		e.Partition, e.From, e.First)
 }
 
 // A Volatile source's offsets do not name its records across runs (a

@@ -38,6 +38,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/streamlearn/streamlearn/internal/checkpoint"
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
 	"github.com/streamlearn/streamlearn/internal/event"
@@ -598,5 +599,63 @@ func bareFile(b *testing.B, path string, cfg event.Config, pct *online.Perceptro
 			b.Fatal(err)
 		}
 		pct.Round(ev.X, ev.Label)
+	}
+}
+
+// BenchmarkRebuild: `run --rebuild` of a partition whose checkpoint is
+// lost while the broker's committed position is at the end of the stream:
+// the model learned again from the log (a partition kafka.Reader outside
+// the group; a JetStream ordered consumer), through the same worker as
+// live records, without outputs. One partition; compare with RunKafka
+// and RunJetStream, which learn the same events from the consumer.
+//
+//	go test -run '^$' -bench Rebuild -count 5 ./internal/service/
+func BenchmarkRebuild(b *testing.B) {
+	n := benchEventCount(b)
+	c := benchConfig(b)
+	ctx := context.Background()
+	for _, kind := range []string{"kafka", "jetstream"} {
+		b.Run(kind, func(b *testing.B) {
+			src := config.Source{Kind: kind, Topic: benchTopic, Group: benchName("rebuild"),
+				Subject: benchSubject, Stream: benchStream, Durable: benchName("rebuild")}
+			tuning := service.Tuning{Kafka: benchKafkaTuning(), NATS: benchNATSTuning()}
+			if kind == "kafka" {
+				src.Conn.Brokers = benchKafka(b, n, 1)
+			} else {
+				src.Conn.URL = benchJetStream(b, n)
+			}
+			open := func() connectors.Source {
+				s, err := service.OpenSource(ctx, src, service.SourceOptions{UntilEnd: true}, tuning)
+				if err != nil {
+					b.Fatal(err)
+				}
+				return s
+			}
+			benchRun(b, c, open(), n) // commits the whole stream
+			m := newBenchMeter(b, n)
+			i := 0
+			for b.Loop() {
+				i++
+				b.StopTimer()
+				store, err := checkpoint.OpenDir(b.TempDir())
+				if err != nil {
+					b.Fatal(err)
+				}
+				s := open()
+				svc, err := service.New(service.Options{Config: c, Source: s, Checkpoints: store, OnMismatch: service.MismatchRebuild})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				if err := errors.Join(svc.Run(ctx), s.Close()); err != nil {
+					b.Fatal(err)
+				}
+				reps, err := svc.Reports()
+				if err != nil || len(reps) != 1 || reps[0].Labeled != uint64(n) {
+					b.Fatalf("rebuilt %v (%v), want one model of %d events", reps, err, n)
+				}
+			}
+			m.report(i)
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -106,6 +107,8 @@ func (s *Service) restore(ctx context.Context, partition int32, m *model) error 
 			s.logger.Warn("reset: the model starts afresh from the committed position; what was committed before it is not in the model",
 				append(args, "checkpoint_moved_to", dropped)...)
 			return nil
+		case MismatchRebuild:
+			return s.rebuild(ctx, partition, m, c, rerr, args)
 		case MismatchAccept:
 			s.logger.Warn("accept: the checkpoint is restored as it is; "+rerr.Consequence, args...)
 			if err := s.restoreState(partition, m, c); err != nil {
@@ -148,18 +151,76 @@ func (s *Service) restoreState(partition int32, m *model, c *checkpoint.Checkpoi
 	return nil
 }
 
+// rebuild makes m the model the committed position stands for, when
+// partition's checkpoint does not hold it (rerr): it learns the
+// partition's records again, read from the source apart from its consumer
+// (connectors.Rereader), through the committed position — from the
+// checkpoint's position when the checkpoint is only behind, else from the
+// partition's first record. Their outputs (predictions, dead letters,
+// reports) went out when they were first learned and are not published
+// again. A model at a position depends only on the partition's records up
+// to it, so the rebuilt model is the one an uninterrupted run has there.
+// When the broker no longer holds every record the rebuild needs, it
+// stops with an error saying so, and the checkpoint stays as it was.
+func (s *Service) rebuild(ctx context.Context, partition int32, m *model, c *checkpoint.Checkpoint, rerr *RestoreError, args []any) error {
+	rr, ok := s.opt.Source.(connectors.Rereader)
+	if !ok {
+		return fmt.Errorf("%w; rebuild: %s cannot read a partition again (Kafka and JetStream sources can)", rerr, s.opt.Source.Name())
+	}
+	from := int64(-1) // the partition's first record
+	if rerr.behind {
+		if err := s.restoreState(partition, m, c); err != nil {
+			return err
+		}
+		from = c.Position + 1
+	}
+	w, err := s.newWorker(partition, m)
+	if err != nil {
+		return err
+	}
+	w.quiet = true
+	start := time.Now()
+	s.logger.Warn("rebuild: the partition is learned again from the broker's log up to the committed position; its outputs are not published again",
+		append(args, "from", from)...)
+	var n int64
+	err = rr.Reread(ctx, partition, from, rerr.Committed, func(rec *connectors.Record) error {
+		n++
+		return w.process(ctx, rec)
+	})
+	var nr *connectors.NotRetainedError
+	if errors.As(err, &nr) {
+		return fmt.Errorf("service: partition %d of %s: %s, and a rebuild cannot make the model the committed position %d stands for: %w. Put the partition's own checkpoint back; or start its model afresh from the committed position with `run --reset`; or restore the checkpoint as it is with `run --accept`",
+			partition, rerr.Source, rerr.Problem, rerr.Committed, err)
+	}
+	if err != nil {
+		return fmt.Errorf("service: rebuild of partition %d: %w", partition, err)
+	}
+	dropped, err := s.opt.Checkpoints.Discard(ctx, partition)
+	if err != nil {
+		return fmt.Errorf("service: rebuild of partition %d: %w", partition, err)
+	}
+	// The rebuilt model stands for the committed position: its
+	// checkpoint, saved before anything more is learned, says so to the
+	// next run.
+	m.pos, m.skipTo, m.saveAtOnce = rerr.Committed, rerr.Committed, true
+	s.logger.Warn("rebuilt: the model holds the partition's records through the committed position",
+		append(args, "records", n, "events", m.p.Seen(), "seconds", time.Since(start).Seconds(), "checkpoint_moved_to", dropped)...)
+	return nil
+}
+
 // Mismatch is what Run does with a checkpoint that does not hold what
 // the broker says was committed (Options.OnMismatch).
 type Mismatch int
 
 const (
-	MismatchFail   Mismatch = iota // stop with a *RestoreError
-	MismatchReset                  // discard the checkpoint, start afresh at the committed position
-	MismatchAccept                 // restore the checkpoint as it is
+	MismatchFail    Mismatch = iota // stop with a *RestoreError
+	MismatchReset                   // discard the checkpoint, start afresh at the committed position
+	MismatchAccept                  // restore the checkpoint as it is
+	MismatchRebuild                 // learn the partition again from the log, up to the committed position
 )
 
-// ParseMismatch returns the Mismatch of name: "fail" (or ""), "reset" or
-// "accept".
+// ParseMismatch returns the Mismatch of name: "fail" (or ""), "reset",
+// "accept" or "rebuild".
 func ParseMismatch(name string) (Mismatch, error) {
 	switch name {
 	case "", "fail":
@@ -168,8 +229,10 @@ func ParseMismatch(name string) (Mismatch, error) {
 		return MismatchReset, nil
 	case "accept":
 		return MismatchAccept, nil
+	case "rebuild":
+		return MismatchRebuild, nil
 	}
-	return 0, fmt.Errorf("on_mismatch %q: want fail, reset or accept", name)
+	return 0, fmt.Errorf("on_mismatch %q: want fail, reset, accept or rebuild", name)
 }
 
 // checkRestore compares c, partition's checkpoint (nil when there is none),
@@ -212,6 +275,7 @@ func (s *Service) checkRestore(partition int32, c *checkpoint.Checkpoint, pos co
 			return nil
 		}
 		e.Problem = "the checkpoint is behind the committed position"
+		e.behind = true
 		e.Consequence = fmt.Sprintf("the broker says position %d was committed: the records from position %d to it would never be learned", pos.Committed, from)
 	}
 	return e
@@ -242,6 +306,10 @@ type RestoreError struct {
 	Checkpoint  int64  // the checkpoint's position; -1 when there is none
 	Problem     string // what is wrong
 	Consequence string // what a restore would do
+
+	// behind: the checkpoint is the partition's own, of the stream the
+	// source reads, and only behind the commit (a rebuild starts from it).
+	behind bool
 }
 
 func (e *RestoreError) Error() string {
@@ -252,7 +320,7 @@ func (e *RestoreError) Error() string {
 	} else {
 		fmt.Fprintf(&b, " in %s", e.Store)
 	}
-	fmt.Fprintf(&b, "; %s. Put the partition's own checkpoint back; or start its model afresh from the committed position, dropping the checkpoint, with `run --reset`; or restore the checkpoint as it is, knowing what it lacks, with `run --accept` (checkpoint.on_mismatch: reset or accept)", e.Consequence)
+	fmt.Fprintf(&b, "; %s. Put the partition's own checkpoint back; or rebuild its model, learning the partition again from the broker's log up to the committed position, with `run --rebuild`; or start it afresh from the committed position, dropping the checkpoint, with `run --reset`; or restore the checkpoint as it is, knowing what it lacks, with `run --accept` (checkpoint.on_mismatch: rebuild, reset or accept)", e.Consequence)
 	return b.String()
 }
 

@@ -31,11 +31,18 @@ import (
 // the directory dir every 100 records, and returns its error and reports.
 func restoreRun(t *testing.T, c *config.Config, src connectors.Source, dir string, on Mismatch) ([]Report, error) {
 	t.Helper()
+	return restoreRunTo(t, c, src, dir, on, discardSink{})
+}
+
+// restoreRunTo is restoreRun with predictions and dead letters published
+// to out.
+func restoreRunTo(t *testing.T, c *config.Config, src connectors.Source, dir string, on Mismatch, out connectors.Sink) ([]Report, error) {
+	t.Helper()
 	store, err := checkpoint.OpenDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newService(t, Options{Config: c, Source: src, Checkpoints: store, CommitEvery: 100, OnMismatch: on, Predictions: discardSink{}})
+	s := newService(t, Options{Config: c, Source: src, Checkpoints: store, CommitEvery: 100, OnMismatch: on, Predictions: out, DeadLetters: out})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err = errors.Join(s.Run(ctx), src.Close())
@@ -59,7 +66,7 @@ func wantRestoreError(t *testing.T, err error, partition int32, committed int64,
 			re.Partition, re.Committed, re.Problem, partition, committed, problem)
 	}
 	msg := err.Error()
-	want := []string{fmt.Sprintf("partition %d", partition), "--reset", "--accept"}
+	want := []string{fmt.Sprintf("partition %d", partition), "--rebuild", "--reset", "--accept"}
 	if committed >= 0 && (problem == "no checkpoint" || problem == "behind") {
 		want = append(want, fmt.Sprintf("position %d was committed", committed))
 	}
@@ -184,6 +191,20 @@ func TestRestoreCheckedKafka(t *testing.T) {
 			t.Errorf("run after the reset: partition 0 at %d rounds, want a fresh model's 0", got)
 		}
 	})
+	t.Run("rebuild", func(t *testing.T) {
+		// Each case rebuilt: both models end as the uninterrupted run's,
+		// from the first record (no checkpoint, another partition's) or
+		// from the old checkpoint (behind).
+		open := func() connectors.Source { return openKafka(t, cfg) }
+		wantRebuilt(t, c, open, t.TempDir(), second)
+		d := t.TempDir()
+		copyFile(t, old, file(d, 0))
+		wantRebuilt(t, c, open, d, second)
+		d = t.TempDir()
+		copyFile(t, file(dir, 1), file(d, 0))
+		copyFile(t, file(dir, 1), file(d, 1))
+		wantRebuilt(t, c, open, d, second)
+	})
 	t.Run("reset", func(t *testing.T) {
 		// A group of its own, committed to the end of both partitions
 		// with its checkpoints elsewhere, then 50 new records: without
@@ -217,6 +238,43 @@ func TestRestoreCheckedKafka(t *testing.T) {
 			t.Errorf("run after the reset: %d rounds in all, want the 50 learned since the reset", got)
 		}
 	})
+}
+
+// wantRebuilt runs a service with Rebuild over the source open returns,
+// on the checkpoints in dir, and checks that every model in want (the
+// reports of an uninterrupted run that read the whole stream) ends equal
+// to it, and that the rebuild published nothing: the outputs of the
+// records learned again went out when they were first learned, and
+// nothing new is left to read. A run after it restores the rebuilt models
+// from their checkpoints, without a word.
+func wantRebuilt(t *testing.T, c *config.Config, open func() connectors.Source, dir string, want []Report) {
+	t.Helper()
+	out := &memSink{}
+	reps, err := restoreRunTo(t, c, open(), dir, MismatchRebuild, out)
+	if err != nil {
+		t.Fatalf("rebuild: %v", err)
+	}
+	if n := len(out.messages()); n != 0 {
+		t.Errorf("rebuild published %d predictions or dead letters, want none", n)
+	}
+	same := func(what string, reps []Report) {
+		t.Helper()
+		if len(reps) != len(want) {
+			t.Fatalf("%s: %d models, want %d", what, len(reps), len(want))
+		}
+		for i, r := range reps {
+			if r.Partition != want[i].Partition {
+				t.Fatalf("%s: model %d of partition %d, want %d", what, i, r.Partition, want[i].Partition)
+			}
+			sameReport(t, fmt.Sprintf("%s: partition %d", what, r.Partition), r.Report, want[i].Report)
+		}
+	}
+	same("rebuilt", reps)
+	reps, err = restoreRun(t, c, open(), dir, MismatchFail)
+	if err != nil {
+		t.Fatalf("run after the rebuild: %v", err)
+	}
+	same("run after the rebuild", reps)
 }
 
 // errPartition returns the partition of a RestoreError, -1 otherwise.
@@ -269,19 +327,23 @@ func TestRestoreCheckedJetStream(t *testing.T) {
 	old := filepath.Join(t.TempDir(), "old.ckpt")
 	copyFile(t, file, old)
 	publish(300, 2)
-	if _, err := restoreRun(t, c, open(), dir, MismatchFail); err != nil {
+	second, err := restoreRun(t, c, open(), dir, MismatchFail)
+	if err != nil {
 		t.Fatal(err)
 	}
 
 	t.Run("missing", func(t *testing.T) {
-		_, err := restoreRun(t, c, open(), t.TempDir(), MismatchFail)
+		d := t.TempDir()
+		_, err := restoreRun(t, c, open(), d, MismatchFail)
 		wantRestoreError(t, err, 0, 800, "no checkpoint")
+		wantRebuilt(t, c, open, d, second)
 	})
 	t.Run("behind", func(t *testing.T) {
 		d := t.TempDir()
 		copyFile(t, old, filepath.Join(d, checkpoint.ObjectName(0)))
 		_, err := restoreRun(t, c, open(), d, MismatchFail)
 		wantRestoreError(t, err, 0, 800, "behind")
+		wantRebuilt(t, c, open, d, second)
 	})
 	t.Run("recreated", func(t *testing.T) {
 		// The stream deleted and created again, its durable with it:
@@ -318,6 +380,67 @@ func TestRestoreCheckedJetStream(t *testing.T) {
 		if m, _ := filepath.Glob(filepath.Join(dir, checkpoint.ObjectName(0)+".dropped-*")); len(m) != 1 {
 			t.Errorf("dropped checkpoints kept: %q, want the old stream's", m)
 		}
+	})
+}
+
+// A rebuild needs every record from the partition's first through the
+// committed position: when retention or a purge removed the first ones,
+// it stops with an error naming the partition, where its log now starts,
+// and the other ways out, and writes no checkpoint.
+func TestRebuildNotRetained(t *testing.T) {
+	wantNotRetained := func(t *testing.T, err error, from, first int64, d string) {
+		t.Helper()
+		var nr *connectors.NotRetainedError
+		if !errors.As(err, &nr) || nr.Partition != 0 || nr.From != from || nr.First != first {
+			t.Fatalf("rebuild: %v, want a NotRetainedError of partition 0 from %d, first %d", err, from, first)
+		}
+		for _, w := range []string{"partition 0", "no checkpoint", "--reset", "--accept"} {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("error %q does not say %q", err, w)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(d, checkpoint.ObjectName(0))); !os.IsNotExist(err) {
+			t.Errorf("a failed rebuild left a checkpoint of partition 0 (%v)", err)
+		}
+	}
+	t.Run("kafka", func(t *testing.T) {
+		c := loadExampleConfig(t)
+		c.Features.Bits = 12
+		cluster := testbroker.KafkaCluster(t, 1, "events")
+		cfg := kafkaTestConfig(cluster.ListenAddrs(), "events", "rebuild")
+		sink, err := connectors.NewKafkaSink(cfg, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		publishAll(t, sink, genEvents(300, 1, 0.1, 0, 0), nil)
+		if _, err := restoreRun(t, c, openKafka(t, cfg), t.TempDir(), MismatchFail); err != nil {
+			t.Fatal(err)
+		}
+		if err := cluster.DeleteRecords("events", 0, 100); err != nil {
+			t.Fatal(err)
+		}
+		d := t.TempDir()
+		_, err = restoreRun(t, c, openKafka(t, cfg), d, MismatchRebuild)
+		wantNotRetained(t, err, 0, 100, d)
+	})
+	t.Run("jetstream", func(t *testing.T) {
+		c, js, open, publish := jsRestoreFixture(t, "rebuild")
+		publish(300, 1)
+		if _, err := restoreRun(t, c, open(), t.TempDir(), MismatchFail); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		stream, err := js.Stream(ctx, "EVENTS")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := stream.Purge(ctx, jetstream.WithPurgeSequence(101)); err != nil {
+			t.Fatal(err)
+		}
+		d := t.TempDir()
+		_, err = restoreRun(t, c, open(), d, MismatchRebuild)
+		wantNotRetained(t, err, 1, 101, d)
 	})
 }
 

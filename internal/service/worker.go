@@ -147,6 +147,7 @@ type worker struct {
 	ev       event.Event
 	predBuf  []byte
 	failed   bool              // a record failed: the rest are not processed
+	quiet    bool              // a rebuild's: the records' outputs went out when they were first learned
 	lastDone connectors.Record // the last record processed to the end (Value and Key nil)
 	anyDone  bool              // lastDone is set
 
@@ -434,6 +435,9 @@ func (w *worker) learn(ctx context.Context, rec *connectors.Record) error {
 	if reason != "" {
 		return w.deadLetter(ctx, rec, reason, fmt.Sprintf("%s:%d: outside the domain of a hypothesis class", w.source, rec.Offset))
 	}
+	if w.quiet {
+		return nil
+	}
 	if s.predictions != nil {
 		w.predBuf = appendPrediction(w.predBuf[:0], &w.ev, w.source, *rec, m.p, preds)
 		var err error
@@ -473,7 +477,7 @@ func (w *worker) rejectDecode(ctx context.Context, rec *connectors.Record, err e
 
 func (w *worker) deadLetter(ctx context.Context, rec *connectors.Record, reason event.Reason, msg string) error {
 	s := w.s
-	if s.dl == nil {
+	if s.dl == nil || w.quiet {
 		return nil
 	}
 	err := s.dl.publish(ctx, pipeline.DeadLetter{Source: w.source, Partition: rec.Partition, Offset: rec.Offset, Reason: reason, Err: msg, Raw: rec.Value, Size: rec.Size})

@@ -23,6 +23,13 @@ import (
 // session timeouts down to 100ms are allowed.
 func Kafka(tb testing.TB, partitions int32, topics ...string) []string {
 	tb.Helper()
+	return KafkaCluster(tb, partitions, topics...).ListenAddrs()
+}
+
+// KafkaCluster is Kafka, returning the cluster: a test can then act as its
+// operator would (delete records, move leaders).
+func KafkaCluster(tb testing.TB, partitions int32, topics ...string) *kfake.Cluster {
+	tb.Helper()
 	c, err := kfake.NewCluster(
 		kfake.NumBrokers(1),
 		kfake.GroupMinSessionTimeout(100*time.Millisecond),
@@ -32,7 +39,7 @@ func Kafka(tb testing.TB, partitions int32, topics ...string) []string {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(c.Close)
-	return c.ListenAddrs()
+	return c
 }
 
 // KafkaConfig returns the settings of a test's Kafka source or sink: every
