@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -199,9 +200,19 @@ type ObjectStore struct {
 	// closeConn closes the connection DialObjectStore made; nil for
 	// OpenObjectStore, whose caller owns the connection.
 	closeConn func() error
+
+	// Ownership (lease.go).
+	js       jetstream.JetStream
+	replicas int
+	ownMu    sync.Mutex
+	kv       jetstream.KeyValue // the leases; nil until the first Own
+	leases   map[int32]*lease   // this process's, by partition
 }
 
-var _ Store = (*ObjectStore)(nil)
+var (
+	_ Store = (*ObjectStore)(nil)
+	_ Owner = (*ObjectStore)(nil)
+)
 
 // OpenObjectStore returns the Store in bucket, creating the bucket when it
 // does not exist: file storage, cfg.Replicas replicas, no size limit, no
@@ -222,7 +233,7 @@ func OpenObjectStore(ctx context.Context, js jetstream.JetStream, bucket string,
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultObjectStoreTimeout
 	}
-	s := &ObjectStore{bucket: bucket, timeout: cfg.Timeout}
+	s := &ObjectStore{bucket: bucket, timeout: cfg.Timeout, js: js, replicas: cfg.Replicas, leases: map[int32]*lease{}}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	fail := func(err error) (*ObjectStore, error) {
@@ -561,6 +572,9 @@ func (s *ObjectStore) ctxErr(parent, ctx context.Context, err error) error {
 // ended, possibly the new one too: each whole.
 func (s *ObjectStore) Save(ctx context.Context, c *Checkpoint) error {
 	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.checkOwned(c.Partition); err != nil {
 		return err
 	}
 	b, err := c.MarshalBinary()

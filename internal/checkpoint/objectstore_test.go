@@ -749,3 +749,81 @@ func state(c *Checkpoint) string {
 	}
 	return string(c.State)
 }
+
+// One owner per partition of a bucket: a lease another process (another
+// connection) waits for, naming its holder, that a release gives back at
+// once and a process that lost the server gives back when it expires; the
+// process that lost it can save that partition no more.
+func TestObjectStoreOwn(t *testing.T) {
+	defer func(ttl, renew time.Duration) { leaseTTL, leaseRenew = ttl, renew }(leaseTTL, leaseRenew)
+	leaseTTL, leaseRenew = time.Second, 100*time.Millisecond
+	ctx := context.Background()
+	url := natsServer(t).ClientURL()
+	a := dialStore(t, url, "ckpt", ObjectStoreConfig{})
+	b := dialStore(t, url, "ckpt", ObjectStoreConfig{})
+	wait := func(s *ObjectStore, partition int32, holder string, d time.Duration) (func(), error) {
+		ctx, cancel := context.WithTimeout(ctx, d)
+		defer cancel()
+		return s.Own(ctx, partition, holder)
+	}
+	release, err := a.Own(ctx, 0, "pid 1 on here since then")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = wait(b, 0, "pid 2", 300*time.Millisecond)
+	var held *HeldError
+	if !errors.As(err, &held) || held.Partition != 0 || held.Holder != "pid 1 on here since then" || held.Store != "objectstore:ckpt" {
+		t.Fatalf("Own of a held partition: %v, want a HeldError naming pid 1", err)
+	}
+	if took := time.Since(start); took < 300*time.Millisecond || took > 2*time.Second {
+		t.Errorf("gave up after %v, want the 300ms wait", took)
+	}
+	// Renewed past its lifetime: still held after 1.5 TTL.
+	time.Sleep(3 * leaseTTL / 2)
+	if _, err := wait(b, 0, "pid 2", 100*time.Millisecond); !errors.As(err, &held) {
+		t.Fatalf("Own after 1.5 lease lifetimes of a renewed lease: %v, want a HeldError", err)
+	}
+	other, err := wait(b, 1, "pid 2", time.Second)
+	if err != nil {
+		t.Fatalf("Own of another partition: %v", err)
+	}
+	other()
+	release()
+	release() // twice is once
+	start = time.Now()
+	relB, err := wait(b, 0, "pid 2", time.Second)
+	if err != nil {
+		t.Fatalf("Own after the release: %v", err)
+	}
+	if took := time.Since(start); took > leaseTTL/2 {
+		t.Errorf("Own after the release took %v: the release did not give the lease back", took)
+	}
+	if err := b.Save(ctx, sample(0)); err != nil {
+		t.Fatalf("Save by the owner: %v", err)
+	}
+	// The owner loses the server (its connection closed): its lease
+	// expires a lifetime after its last renewal, a third process takes
+	// it, and the old owner's Saves of the partition fail.
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c := dialStore(t, url, "ckpt", ObjectStoreConfig{})
+	start = time.Now()
+	relC, err := wait(c, 0, "pid 3", 5*time.Second)
+	if err != nil {
+		t.Fatalf("Own of a lease whose holder lost the server: %v", err)
+	}
+	defer relC()
+	if took := time.Since(start); took < leaseTTL/2 {
+		t.Errorf("a dead holder's lease taken after %v, want about its lifetime %v", took, leaseTTL)
+	}
+	time.Sleep(2 * leaseRenew)
+	if err := b.Save(ctx, sample(0)); !errors.Is(err, ErrNotOwned) {
+		t.Errorf("Save after the lease was lost: %v, want ErrNotOwned", err)
+	}
+	relB() // a lost lease's release deletes nothing of the new owner's
+	if _, err := wait(a, 0, "pid 1", 200*time.Millisecond); !errors.As(err, &held) || held.Holder != "pid 3" {
+		t.Fatalf("Own held by pid 3 after the old owner's release: %v, want it named", err)
+	}
+}

@@ -410,6 +410,11 @@ collect:
 		}
 		s.saver.inflight--
 		j.w.saving = false
+		if errors.Is(j.err, checkpoint.ErrNotOwned) {
+			// Another process may learn the partition now: nothing more
+			// of this one's is saved or committed.
+			return fmt.Errorf("service: partition %d: %w; stopping (a restart waits for the ownership)", j.part, j.err)
+		}
 		if j.err != nil {
 			// Learning goes on; this partition's commits wait for a
 			// checkpoint that holds them, and the next round for the

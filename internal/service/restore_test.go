@@ -42,10 +42,16 @@ func restoreRunTo(t *testing.T, c *config.Config, src connectors.Source, dir str
 	if err != nil {
 		t.Fatal(err)
 	}
+	return restoreRunStore(t, c, src, store, on, out)
+}
+
+// restoreRunStore is restoreRunTo with the checkpoints in store.
+func restoreRunStore(t *testing.T, c *config.Config, src connectors.Source, store checkpoint.Store, on Mismatch, out connectors.Sink) ([]Report, error) {
+	t.Helper()
 	s := newService(t, Options{Config: c, Source: src, Checkpoints: store, CommitEvery: 100, OnMismatch: on, Predictions: out, DeadLetters: out})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err = errors.Join(s.Run(ctx), src.Close())
+	err := errors.Join(s.Run(ctx), src.Close())
 	reps, rerr := s.Reports()
 	if rerr != nil {
 		t.Fatal(rerr)
@@ -493,49 +499,68 @@ func TestRestoreNoFalseAlarmJetStream(t *testing.T) {
 }
 
 // One owner: while another process owns partition 0's checkpoints (two
-// runs on one durable and one directory would each learn the part of the
-// stream the server gives it), a run stops within OwnWait with an error
-// naming the partition and the holder, before it fetches or acknowledges
-// anything; once the holder is gone the next run learns every event, as
-// if the refused one had never run.
+// runs on one durable and one checkpoint directory or bucket would each
+// learn the part of the stream the server gives it), a run stops within
+// OwnWait with an error naming the partition and the holder, before it
+// fetches or acknowledges anything; once the holder is gone the next run
+// learns every event, as if the refused one had never run.
 func TestOneOwnerJetStream(t *testing.T) {
-	c, _, open, publish := jsRestoreFixture(t, "owner")
-	dir := t.TempDir()
-	publish(500, 1)
-	if _, err := restoreRun(t, c, open(), dir, MismatchFail); err != nil {
-		t.Fatal(err)
-	}
-	publish(300, 2)
+	for _, kind := range []string{"dir", "bucket"} {
+		t.Run(kind, func(t *testing.T) {
+			c, js, open, publish := jsRestoreFixture(t, "owner")
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			// Each store is another process's: its own directory handle
+			// or its own bucket handle.
+			newStore := func() interface {
+				checkpoint.Store
+				checkpoint.Owner
+			} {
+				if kind == "dir" {
+					d, err := checkpoint.OpenDir(filepath.Join(t.TempDir(), "..", "ckpt"))
+					if err != nil {
+						t.Fatal(err)
+					}
+					return d
+				}
+				s, err := checkpoint.OpenObjectStore(ctx, js, "STATE", checkpoint.ObjectStoreConfig{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return s
+			}
+			publish(500, 1)
+			if _, err := restoreRunStore(t, c, open(), newStore(), MismatchFail, discardSink{}); err != nil {
+				t.Fatal(err)
+			}
+			publish(300, 2)
 
-	store, err := checkpoint.OpenDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	release, err := store.Own(ctx, 0, "pid 4242 on elsewhere since 2026-11-25T10:00:00Z")
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := open()
-	s := newService(t, Options{Config: c, Source: src, Checkpoints: store, CommitEvery: 100, OwnWait: 200 * time.Millisecond, Predictions: discardSink{}})
-	start := time.Now()
-	err = errors.Join(s.Run(ctx), src.Close())
-	took := time.Since(start)
-	var held *checkpoint.HeldError
-	if !errors.As(err, &held) || held.Partition != 0 || !strings.Contains(err.Error(), "partition 0 of jetstream:EVENTS/owner") ||
-		!strings.Contains(err.Error(), "owned by pid 4242 on elsewhere since 2026-11-25T10:00:00Z") {
-		t.Fatalf("run beside the owner: %v, want a HeldError naming partition 0 and pid 4242", err)
-	}
-	if took < 200*time.Millisecond || took > 5*time.Second {
-		t.Errorf("refused after %v, want the 200ms wait and little more", took)
-	}
-	release()
-	reps, err := restoreRun(t, c, open(), dir, MismatchFail)
-	if err != nil {
-		t.Fatalf("run once the owner is gone: %v", err)
-	}
-	if got := rounds(reps, 0); got != 800 {
-		t.Errorf("run once the owner is gone: %d rounds, want all 800", got)
+			store := newStore()
+			release, err := store.Own(ctx, 0, "pid 4242 on elsewhere since 2026-11-25T10:00:00Z")
+			if err != nil {
+				t.Fatal(err)
+			}
+			src := open()
+			s := newService(t, Options{Config: c, Source: src, Checkpoints: newStore(), CommitEvery: 100, OwnWait: 200 * time.Millisecond, Predictions: discardSink{}})
+			start := time.Now()
+			err = errors.Join(s.Run(ctx), src.Close())
+			took := time.Since(start)
+			var held *checkpoint.HeldError
+			if !errors.As(err, &held) || held.Partition != 0 || !strings.Contains(err.Error(), "partition 0 of jetstream:EVENTS/owner") ||
+				!strings.Contains(err.Error(), "owned by pid 4242 on elsewhere since 2026-11-25T10:00:00Z") {
+				t.Fatalf("run beside the owner: %v, want a HeldError naming partition 0 and pid 4242", err)
+			}
+			if took < 200*time.Millisecond || took > 5*time.Second {
+				t.Errorf("refused after %v, want the 200ms wait and little more", took)
+			}
+			release()
+			reps, err := restoreRunStore(t, c, open(), newStore(), MismatchFail, discardSink{})
+			if err != nil {
+				t.Fatalf("run once the owner is gone: %v", err)
+			}
+			if got := rounds(reps, 0); got != 800 {
+				t.Errorf("run once the owner is gone: %d rounds, want all 800", got)
+			}
+		})
 	}
 }
