@@ -248,6 +248,9 @@ func (s *JetStreamSource) Reread(ctx context.Context, partition int32, from, thr
 		return fail(fmt.Errorf("no partition %d: a stream has one, 0", partition))
 	}
 	from = max(from, 1)
+	if through < from {
+		return nil
+	}
 	js, err := jetstream.New(s.nc.Conn)
 	if err != nil {
 		return fail(err)
@@ -260,10 +263,10 @@ func (s *JetStreamSource) Reread(ctx context.Context, partition int32, from, thr
 		return fail(fmt.Errorf("the source opened %s, the server now has %s", s.pos.Origin, o))
 	}
 	st := stream.CachedInfo().State
-	if st.Msgs > 0 && int64(st.FirstSeq) > from {
+	if int64(st.FirstSeq) > from { // purged to empty: FirstSeq is LastSeq + 1
 		return &NotRetainedError{Partition: partition, From: from, First: int64(st.FirstSeq)}
 	}
-	if through < from || st.Msgs == 0 {
+	if st.Msgs == 0 {
 		return nil
 	}
 	last, err := jsLastSeq(ctx, stream, s.cfg.Subject)

@@ -585,6 +585,9 @@ func (s *KafkaSource) Position(partition int32) (Position, bool) {
 // *NotRetainedError when the log no longer starts at or before from.
 func (s *KafkaSource) Reread(ctx context.Context, partition int32, from, through int64, fn func(*Record) error) error {
 	from = max(from, 0)
+	if through < from {
+		return nil
+	}
 	_, first, _, err := kafkaListOffsets(ctx, &s.cfg)
 	if err != nil {
 		return fmt.Errorf("kafka source %s: reread of partition %d: %w", s.name, partition, err)
@@ -595,9 +598,6 @@ func (s *KafkaSource) Reread(ctx context.Context, partition int32, from, through
 	}
 	if f > from {
 		return &NotRetainedError{Partition: partition, From: from, First: f}
-	}
-	if through < from {
-		return nil
 	}
 	r := kafka.NewReader(kafka.ReaderConfig{
 		Brokers:         s.cfg.Brokers,

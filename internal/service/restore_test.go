@@ -447,6 +447,12 @@ func TestRebuildNotRetained(t *testing.T) {
 		d := t.TempDir()
 		_, err = restoreRun(t, c, open(), d, MismatchRebuild)
 		wantNotRetained(t, err, 1, 101, d)
+		// Purged to empty: the first sequence is the next one.
+		if err := stream.Purge(ctx); err != nil {
+			t.Fatal(err)
+		}
+		_, err = restoreRun(t, c, open(), d, MismatchRebuild)
+		wantNotRetained(t, err, 1, 301, d)
 	})
 }
 
