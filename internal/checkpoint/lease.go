@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"time"
@@ -15,25 +16,34 @@ import (
 // so a process owns a partition by a lease: the key "partition-N" of the
 // key-value bucket "<bucket>_owners" beside the Object Store, created only
 // when absent (a publish that expects no earlier message of the key),
-// holding the holder's line, and renewed every leaseRenew with the
-// revision it was last written at (compare-and-swap). The key-value
-// bucket keeps a key leaseTTL after its last write, so the lease of a
-// process that died, or lost the server for that long, expires, and the
-// next process takes it. A release deletes the key at the lease's
-// revision.
+// holding the holder's line and a nonce of the lease, and renewed every
+// leaseRenew with the revision it was last written at (compare-and-swap).
+// A release deletes the key at the lease's revision.
 //
-// A lease that could not be renewed — the key written by another process
-// (it expired and was taken), or no renewal for leaseTTL — is lost for
-// good, even if the server comes back: another process may have owned
-// the partition meanwhile. Every Save of that partition then fails with
-// an error that wraps ErrNotOwned, so that nothing this process learned
-// after the loss is committed, and the service stops.
+// A lease lasts leaseTTL from the moment its last renewal was sent. The
+// holder counts it so: past that moment, less a margin, it considers the
+// lease lost, whether or not a renewal is still on its way. A waiter takes
+// over a lease whose revision it has seen unchanged for leaseTTL, by a
+// compare-and-swap on that revision: a holder that renewed meanwhile wins,
+// and a holder that did not has already stopped counting on it. (The
+// key-value bucket also drops keys leaseTTL after their last write; some
+// servers do so late, up to twice that, so waiters do not wait for it.)
+// Both count on their own monotonic clocks, never on the server's time.
+//
+// A lost lease — the key written by another process, or no renewal for
+// leaseTTL — is lost for good, even if the server comes back: another
+// process may have owned the partition meanwhile. Every Save of that
+// partition then fails with an error that wraps ErrNotOwned, checked
+// before the write and again after it, so that nothing this process
+// learned after the loss is committed, and the service stops.
 
 // Variables for tests.
 var (
-	leaseTTL   = 10 * time.Second
-	leaseRenew = 2 * time.Second
-	leasePoll  = 100 * time.Millisecond
+	leaseTTL    = 10 * time.Second
+	leaseRenew  = 2 * time.Second
+	leaseMargin = time.Second // the holder stops counting on its lease this much early
+	leasePoll   = 100 * time.Millisecond
+	leaseCall   = 5 * time.Second // bounds one call to the server
 )
 
 // ErrNotOwned is wrapped by the error of a Save of a partition whose
@@ -51,8 +61,9 @@ type lease struct {
 	done chan struct{} // closed when keep returns
 	once sync.Once
 
-	mu   sync.Mutex
-	lost error // why the lease was lost; nil while held and after release
+	mu         sync.Mutex
+	validUntil time.Time // the holder counts on the lease until then
+	lost       error     // why the lease was lost; nil while held and after release
 }
 
 // ownerKey is the key of partition's lease.
@@ -93,39 +104,85 @@ func (s *ObjectStore) owners(ctx context.Context) (jetstream.KeyValue, error) {
 // Own takes the lease of partition's checkpoints for holder, waiting while
 // another process holds it until ctx is done; then it returns a
 // *HeldError naming that holder (see Owner, and the comment above). A
-// process that dies keeps its lease until it expires, leaseTTL (10s)
-// after its last renewal.
+// process that dies keeps its lease until a waiter has seen it unrenewed
+// for leaseTTL (10s). A call to the server that Own makes is not cut short
+// by ctx: the lease it may have written is then Own's, not an orphan that
+// would block this process.
 func (s *ObjectStore) Own(ctx context.Context, partition int32, holder string) (release func(), err error) {
 	start := time.Now()
-	kv, err := s.owners(ctx)
+	kctx, cancel := context.WithTimeout(context.Background(), leaseCall)
+	kv, err := s.owners(kctx)
+	cancel()
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, &HeldError{Store: s.String(), Partition: partition, Waited: time.Since(start)}
-		}
 		return nil, err
 	}
 	key := ownerKey(partition)
+	value := []byte(holder + "\n" + strconv.FormatUint(rand.Uint64(), 16))
 	for {
-		rev, err := kv.Create(ctx, key, []byte(holder))
-		if err == nil {
-			l := &lease{s: s, partition: partition, key: key, holder: []byte(holder), stop: make(chan struct{}), done: make(chan struct{})}
+		sent := time.Now()
+		kctx, cancel := context.WithTimeout(context.Background(), leaseCall)
+		rev, err := kv.Create(kctx, key, value)
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			rev, err = s.takeOver(kctx, kv, partition, key, value)
+		}
+		cancel()
+		if err == nil && rev > 0 {
+			l := &lease{s: s, partition: partition, key: key, holder: value, validUntil: sent.Add(leaseTTL - leaseMargin),
+				stop: make(chan struct{}), done: make(chan struct{})}
 			s.ownMu.Lock()
 			s.leases[partition] = l
+			delete(s.seen, partition)
 			s.ownMu.Unlock()
-			go l.keep(kv, rev)
+			go l.keep(kv, rev, leaseRenew)
 			return l.release, nil
-		}
-		if ctx.Err() == nil && !errors.Is(err, jetstream.ErrKeyExists) {
-			return nil, fmt.Errorf("checkpoint %s partition %d: owning: %w", s, partition, err)
 		}
 		t := time.NewTimer(leasePoll)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, &HeldError{Store: s.String(), Partition: partition, Holder: s.holderOf(kv, key), Waited: time.Since(start)}
+			holder := s.holderOf(kv, key)
+			if err != nil {
+				holder = "an unknown process (" + err.Error() + ")"
+			}
+			return nil, &HeldError{Store: s.String(), Partition: partition, Holder: holder, Waited: time.Since(start)}
 		case <-t.C:
 		}
 	}
+}
+
+// takeOver takes the lease of key, held by another process, when this
+// store has seen its revision unchanged for leaseTTL; it returns 0 when it
+// did not.
+func (s *ObjectStore) takeOver(ctx context.Context, kv jetstream.KeyValue, partition int32, key string, value []byte) (uint64, error) {
+	e, err := kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return 0, nil // released or expired since: the next Create
+	}
+	if err != nil {
+		return 0, err
+	}
+	s.ownMu.Lock()
+	seen, ok := s.seen[partition]
+	if !ok || seen.rev != e.Revision() {
+		seen = leaseSeen{rev: e.Revision(), at: time.Now()}
+		s.seen[partition] = seen
+	}
+	s.ownMu.Unlock()
+	if time.Since(seen.at) < leaseTTL {
+		return 0, nil
+	}
+	rev, err := kv.Update(ctx, key, value, e.Revision())
+	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
+		return 0, nil // renewed, or taken by another waiter
+	}
+	return rev, err
+}
+
+// leaseSeen is a revision of another process's lease, and when this store
+// first saw it.
+type leaseSeen struct {
+	rev uint64
+	at  time.Time
 }
 
 // holderOf returns what the holder of key's lease said of itself, empty
@@ -140,36 +197,54 @@ func (s *ObjectStore) holderOf(kv jetstream.KeyValue, key string) string {
 	return firstLine(e.Value())
 }
 
-// keep renews the lease, written at revision rev, until it is released or
+// keep renews the lease, written at revision rev, every period until it is released or
 // lost.
-func (l *lease) keep(kv jetstream.KeyValue, rev uint64) {
+func (l *lease) keep(kv jetstream.KeyValue, rev uint64, period time.Duration) {
 	defer close(l.done)
-	t := time.NewTicker(leaseRenew)
+	t := time.NewTicker(period)
 	defer t.Stop()
-	renewed := time.Now()
 	for {
 		select {
 		case <-l.stop:
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), leaseCall)
 			_ = kv.Delete(ctx, l.key, jetstream.LastRevision(rev)) // else it expires
 			cancel()
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), leaseRenew)
+		sent := time.Now()
+		if !sent.Before(l.until()) {
+			l.lose(fmt.Errorf("no renewal for %v, the lease's lifetime: another process may own the partition", leaseTTL-leaseMargin))
+			return
+		}
+		ctx, cancel := context.WithDeadline(context.Background(), l.until())
 		r, err := kv.Update(ctx, l.key, l.holder, rev)
+		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
+			// A renewal that timed out may have been stored: the key then
+			// holds this lease's value at a later revision.
+			if e, gerr := kv.Get(ctx, l.key); gerr == nil && string(e.Value()) == string(l.holder) {
+				r, err = e.Revision(), nil
+			}
+		}
 		cancel()
 		switch {
 		case err == nil:
-			rev, renewed = r, time.Now()
-		case errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyNotFound):
-			l.lose(fmt.Errorf("the lease expired and was written by another process (%w)", err))
-			return
-		case time.Since(renewed) >= leaseTTL:
-			l.lose(fmt.Errorf("no renewal for %v, the lease's lifetime: another process may own the partition (%w)", leaseTTL, err))
+			rev = r
+			l.mu.Lock()
+			l.validUntil = sent.Add(leaseTTL - leaseMargin)
+			l.mu.Unlock()
+		case errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyNotFound):
+			l.lose(fmt.Errorf("the lease was written by another process (%w)", err))
 			return
 		}
 	}
+}
+
+// until returns when the holder stops counting on the lease.
+func (l *lease) until() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.validUntil
 }
 
 func (l *lease) lose(err error) {
@@ -192,9 +267,10 @@ func (l *lease) release() {
 }
 
 // checkOwned returns an error wrapping ErrNotOwned when this process's
-// lease of partition was lost (a partition never owned, or released, is
-// not: a late Save of a revoked Kafka partition may finish, see
-// ObjectStore).
+// lease of partition was lost, or has run out of time with no renewal (a
+// process paused past its lease: its renewal, due meanwhile, may not have
+// failed yet). A partition never owned, or released, is not: a late Save
+// of a revoked Kafka partition may finish (see ObjectStore).
 func (s *ObjectStore) checkOwned(partition int32) error {
 	s.ownMu.Lock()
 	l := s.leases[partition]
@@ -204,6 +280,9 @@ func (s *ObjectStore) checkOwned(partition int32) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.lost == nil && !time.Now().Before(l.validUntil) {
+		l.lost = fmt.Errorf("no renewal for %v, the lease's lifetime: another process may own the partition", leaseTTL-leaseMargin)
+	}
 	if l.lost != nil {
 		return fmt.Errorf("checkpoint %s partition %d: %w: %w", s, partition, ErrNotOwned, l.lost)
 	}

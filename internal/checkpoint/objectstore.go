@@ -205,8 +205,9 @@ type ObjectStore struct {
 	js       jetstream.JetStream
 	replicas int
 	ownMu    sync.Mutex
-	kv       jetstream.KeyValue // the leases; nil until the first Own
-	leases   map[int32]*lease   // this process's, by partition
+	kv       jetstream.KeyValue  // the leases; nil until the first Own
+	leases   map[int32]*lease    // this process's, by partition
+	seen     map[int32]leaseSeen // other processes' leases, as this store saw them
 }
 
 var (
@@ -233,7 +234,8 @@ func OpenObjectStore(ctx context.Context, js jetstream.JetStream, bucket string,
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultObjectStoreTimeout
 	}
-	s := &ObjectStore{bucket: bucket, timeout: cfg.Timeout, js: js, replicas: cfg.Replicas, leases: map[int32]*lease{}}
+	s := &ObjectStore{bucket: bucket, timeout: cfg.Timeout, js: js, replicas: cfg.Replicas,
+		leases: map[int32]*lease{}, seen: map[int32]leaseSeen{}}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	fail := func(err error) (*ObjectStore, error) {
@@ -597,6 +599,12 @@ func (s *ObjectStore) Save(ctx context.Context, c *Checkpoint) error {
 	}
 	if _, err := s.obs.Put(bctx, meta, bytes.NewReader(b)); err != nil {
 		return fmt.Errorf("checkpoint %s %s: save: %w", s, name, s.ctxErr(ctx, bctx, err))
+	}
+	if err := s.checkOwned(c.Partition); err != nil {
+		// Lost while writing: the checkpoint stays (its state is the
+		// model's at its position, as any checkpoint's), but what it
+		// holds is not committed by this process.
+		return err
 	}
 	// The checkpoint is saved; what follows only removes garbage.
 	if objs, err := s.list(bctx); err == nil {

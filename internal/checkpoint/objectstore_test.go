@@ -755,8 +755,8 @@ func state(c *Checkpoint) string {
 // once and a process that lost the server gives back when it expires; the
 // process that lost it can save that partition no more.
 func TestObjectStoreOwn(t *testing.T) {
-	defer func(ttl, renew time.Duration) { leaseTTL, leaseRenew = ttl, renew }(leaseTTL, leaseRenew)
-	leaseTTL, leaseRenew = time.Second, 100*time.Millisecond
+	defer func(ttl, renew, margin time.Duration) { leaseTTL, leaseRenew, leaseMargin = ttl, renew, margin }(leaseTTL, leaseRenew, leaseMargin)
+	leaseTTL, leaseRenew, leaseMargin = time.Second, 100*time.Millisecond, 100*time.Millisecond
 	ctx := context.Background()
 	url := natsServer(t).ClientURL()
 	a := dialStore(t, url, "ckpt", ObjectStoreConfig{})
@@ -822,6 +822,27 @@ func TestObjectStoreOwn(t *testing.T) {
 	if err := b.Save(ctx, sample(0)); !errors.Is(err, ErrNotOwned) {
 		t.Errorf("Save after the lease was lost: %v, want ErrNotOwned", err)
 	}
+	// A holder paused past its lease (no renewal runs: its renewal period
+	// is an hour) cannot save once the lease's time is out, before any
+	// renewal has failed, and a waiter takes the lease over.
+	leaseRenew = time.Hour
+	relP, err := a.Own(ctx, 5, "pid 5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaseRenew = 100 * time.Millisecond
+	if err := a.Save(ctx, sample(5)); err != nil {
+		t.Fatalf("Save within the lease: %v", err)
+	}
+	relW, err := wait(c, 5, "pid 6", 5*time.Second)
+	if err != nil {
+		t.Fatalf("Own of a lease its paused holder does not renew: %v", err)
+	}
+	if err := a.Save(ctx, sample(5)); !errors.Is(err, ErrNotOwned) {
+		t.Errorf("Save by a holder paused past its lease: %v, want ErrNotOwned", err)
+	}
+	relW()
+	relP()
 	relB() // a lost lease's release deletes nothing of the new owner's
 	if _, err := wait(a, 0, "pid 1", 200*time.Millisecond); !errors.As(err, &held) || held.Holder != "pid 3" {
 		t.Fatalf("Own held by pid 3 after the old owner's release: %v, want it named", err)

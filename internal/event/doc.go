@@ -72,7 +72,10 @@
 //   - text: a string, tokenized as described below.
 //   - Other keys are skipped (any valid JSON value). Repeating one of the
 //     keys above is ReasonDuplicate. Features of features, x and text are
-//     combined into one vector.
+//     combined into one vector. A record with none of features, x and text
+//     (a label on its own, a misspelled key) is ReasonEmpty: a learner
+//     would take it for an example whose every feature is zero. An
+//     explicit "features": {} is such an example, and accepted.
 //
 // Numbers follow the JSON grammar and are parsed to the float64 nearest
 // (as strconv.ParseFloat); one that overflows (1e400) is ReasonNonFinite.

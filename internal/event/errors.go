@@ -48,13 +48,19 @@ const (
 	// ts, label, features, x or text (parsers disagree on which copy wins,
 	// so streamlearn accepts neither).
 	ReasonDuplicate Reason = "duplicate"
+	// ReasonEmpty: a JSON record with none of the keys features, x and
+	// text: a label on its own ({"id": "m42", "label": 1}), a misspelled
+	// key. A learner would take it for an example whose every feature is
+	// zero. (An explicit empty "features": {} is such an example, on
+	// purpose, and accepted.)
+	ReasonEmpty Reason = "empty"
 )
 
 // Reasons returns every Reason, in a fixed order (for pre-registering
 // metric label values).
 func Reasons() []Reason {
 	return []Reason{ReasonMalformed, ReasonType, ReasonNonFinite, ReasonRange, ReasonLabel,
-		ReasonLength, ReasonOversized, ReasonDepth, ReasonUTF8, ReasonDuplicate}
+		ReasonLength, ReasonOversized, ReasonDepth, ReasonUTF8, ReasonDuplicate, ReasonEmpty}
 }
 
 // Error is the error for one bad record, shaped like fs.PathError. The

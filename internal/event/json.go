@@ -591,6 +591,7 @@ func (p *jsonParser) members(ev *Event) bool {
 	p.ws()
 	if p.peek() == '}' {
 		p.i++
+		p.noFeatures(0)
 		return true
 	}
 	seen := 0
@@ -641,10 +642,23 @@ func (p *jsonParser) members(ev *Event) bool {
 		p.cur = ""
 		more, ok := p.next('}')
 		if !more {
+			if ok {
+				p.noFeatures(seen)
+			}
 			return ok
 		}
 	}
 }
+
+// noFeatures records ReasonEmpty when seen, the keys of an event, holds
+// none of features, x and text.
+func (p *jsonParser) noFeatures(seen int) {
+	if seen&(keyFeatures|keyX|keyText) == 0 {
+		p.semantic(ReasonEmpty, "", errNoFeatures)
+	}
+}
+
+var errNoFeatures = errors.New("no features, x or text: a record without features is neither learned nor predicted (a label on its own, or a misspelled key)")
 
 // knownKey consumes the string at p.i if it is one of the event's keys
 // written without escapes, the common case, and returns its contents (as

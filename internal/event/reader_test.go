@@ -173,7 +173,7 @@ func TestJSONL(t *testing.T) {
 		"  \n" +
 		"{\"label\":1,\"x\":[\"a\"]}\n" + // line 3
 		"{\"label\":\n" + // line 4
-		"{\"label\":0}" // no final newline
+		"{\"label\":0,\"x\":[]}" // no final newline
 	got := readAll(t, "ev.ndjson", in, Config{})
 	checkResults(t, got, []result{
 		{label: 1, x: vec(entry{0, 2})},

@@ -16,6 +16,7 @@ import (
 
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/service"
 )
 
@@ -155,7 +156,7 @@ func TestCollectorMatchesSnapshot(t *testing.T) {
 	if n, err := testutil.GatherAndCount(reg); err != nil || n != want {
 		t.Errorf("%d series (%v), want %d", n, err, want)
 	}
-	if len(reasons()) != 11 {
+	if len(reasons()) != len(event.Reasons())+1 {
 		t.Errorf("reasons %v: want event.Reasons() and domain", reasons())
 	}
 }

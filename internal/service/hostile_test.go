@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -121,6 +122,10 @@ func hostileKinds() []hostile {
 		h("binary", "\xff\xfe\x00\x01\x02junk\x80", event.ReasonMalformed),
 		h("single quotes", `{'id':'h','label':1}`, event.ReasonMalformed),
 		h("duplicate label", `{"id":"h","label":1,"features":{"v":0.5},"label":0}`, event.ReasonDuplicate),
+		// No features: learned, they would be all-zero examples.
+		h("label only", `{"id":"m42","label":1}`, event.ReasonEmpty),
+		h("misspelled features", `{"id":"h","feature":{"v":0.5},"label":0}`, event.ReasonEmpty),
+		h("empty object", `{}`, event.ReasonEmpty),
 	}
 }
 
@@ -454,6 +459,25 @@ func TestHostileStream(t *testing.T) {
 		}
 		defer src.Close()
 		checkHostileRun(t, runHostile(t, c, src, "jetstream", 1), salted, want.report) // stream sequences start at 1
+	})
+
+	t.Run("kafka", func(t *testing.T) {
+		// A Kafka broker refuses records over 1 MB: the two larger
+		// hostile records are replaced by label-only ones.
+		ks := slices.Clone(salted)
+		labelOnly := &hostile{name: "label only", raw: []byte(`{"id":"k","label":1}`), reason: event.ReasonEmpty}
+		for i := range ks {
+			if len(ks[i].raw) > 512<<10 {
+				ks[i] = saltedRecord{raw: labelOnly.raw, bad: labelOnly}
+			}
+		}
+		cfg := kafkaTestConfig(kafkaCluster(t, 1, "hostile"), "hostile", "hostile")
+		sink, err := connectors.NewKafkaSink(cfg, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		publishAll(t, sink, rawsOf(ks), nil)
+		checkHostileRun(t, runHostile(t, c, openKafka(t, cfg), "kafka", 0), ks, want.report) // offsets start at 0
 	})
 }
 
