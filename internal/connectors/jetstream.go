@@ -236,10 +236,14 @@ func (s *JetStreamSource) Position(partition int32) (Position, bool) {
 // Reread reads the stream's messages of the source's subject from
 // sequence from (from < 0: sequence 1) through sequence through, with an
 // ordered consumer of its own: the durable is untouched. It returns a
-// *NotRetainedError when the stream's first sequence is after from (any
-// message before from removed, of any subject: the stream cannot say
-// which), and an error when the stream is not the one the source opened
-// (deleted and created again since).
+// *NotRetainedError when a message in that range may have been removed:
+// the stream's first sequence is after from, the stream lists a deleted
+// sequence in the range, the subject has no message left, or a message
+// not yet read was removed while Reread read (a drop of more than one in
+// the pending count between two deliveries). The stream does not say
+// which subject a removed message had, so a removal of another subject's
+// message counts too. It returns an error when the stream is not the one
+// the source opened (deleted and created again since).
 func (s *JetStreamSource) Reread(ctx context.Context, partition int32, from, through int64, fn func(*Record) error) error {
 	fail := func(err error) error {
 		return fmt.Errorf("jetstream source %s: reread from %d through %d: %w", s.name, from, through, err)
@@ -262,19 +266,27 @@ func (s *JetStreamSource) Reread(ctx context.Context, partition int32, from, thr
 	if o := jsOrigin(stream); o != s.pos.Origin {
 		return fail(fmt.Errorf("the source opened %s, the server now has %s", s.pos.Origin, o))
 	}
-	st := stream.CachedInfo().State
-	if int64(st.FirstSeq) > from { // purged to empty: FirstSeq is LastSeq + 1
-		return &NotRetainedError{Partition: partition, From: from, First: int64(st.FirstSeq)}
-	}
-	if st.Msgs == 0 {
-		return nil
-	}
-	last, err := jsLastSeq(ctx, stream, s.cfg.Subject)
+	info, err := stream.Info(ctx, jetstream.WithDeletedDetails(true))
 	if err != nil {
 		return fail(err)
 	}
-	if int64(last) < from {
-		return nil // no message of the subject in the range
+	st := info.State
+	if int64(st.FirstSeq) > from { // purged to empty: FirstSeq is LastSeq + 1
+		return &NotRetainedError{Partition: partition, From: from, First: int64(st.FirstSeq)}
+	}
+	for _, d := range st.Deleted {
+		if int64(d) >= from && int64(d) <= through {
+			return &NotRetainedError{Partition: partition, From: from, First: int64(st.FirstSeq), Gap: int64(d)}
+		}
+	}
+	last, err := stream.GetLastMsgForSubject(ctx, s.cfg.Subject)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return &NotRetainedError{Partition: partition, From: from, First: int64(st.LastSeq) + 1}
+	case err != nil:
+		return fail(err)
+	case int64(last.Sequence) < from:
+		return nil // the subject's messages in the range are none, and none removed
 	}
 	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{s.cfg.Subject},
@@ -290,6 +302,7 @@ func (s *JetStreamSource) Reread(ctx context.Context, partition int32, from, thr
 	}
 	defer it.Stop()
 	var key []byte
+	pending := int64(-1)
 	for {
 		// A message of the subject at or after from exists (last), and
 		// each message says how many follow it: Next never waits for
@@ -303,6 +316,10 @@ func (s *JetStreamSource) Reread(ctx context.Context, partition int32, from, thr
 			return fail(err)
 		}
 		seq := int64(md.Sequence.Stream)
+		if pending >= 0 && int64(md.NumPending) < pending-1 {
+			return &NotRetainedError{Partition: partition, From: from, First: -1, Gap: seq}
+		}
+		pending = int64(md.NumPending)
 		if seq > through {
 			return nil
 		}

@@ -152,13 +152,20 @@ type Rereader interface {
 }
 
 // A NotRetainedError says that a partition no longer holds the records a
-// Reread asked for: the first it holds is at First, after From.
+// Reread asked for: the first it holds is at First, after From, or a
+// record at or before Gap was removed from the middle of the range (Gap 0
+// when not; First -1 when not known).
 type NotRetainedError struct {
 	Partition   int32
 	From, First int64
+	Gap         int64
 }
 
 func (e *NotRetainedError) Error() string {
+	if e.Gap > 0 {
+		return fmt.Sprintf("partition %d no longer holds every record from position %d: records were removed from the middle of the log, at or before position %d (a purge, a deletion, a per-subject limit, compaction, or retention during the reading)",
+			e.Partition, e.From, e.Gap)
+	}
 	return fmt.Sprintf("partition %d no longer holds the records from position %d: its first record is at %d (retention or a purge removed the ones before)",
 		e.Partition, e.From, e.First)
 }

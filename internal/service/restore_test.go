@@ -429,6 +429,66 @@ func TestRebuildNotRetained(t *testing.T) {
 		_, err = restoreRun(t, c, openKafka(t, cfg), d, MismatchRebuild)
 		wantNotRetained(t, err, 0, 100, d)
 	})
+	wantGap := func(t *testing.T, err error, d string) {
+		t.Helper()
+		var nr *connectors.NotRetainedError
+		if !errors.As(err, &nr) || nr.Partition != 0 || nr.Gap <= 0 || !strings.Contains(err.Error(), "removed from the middle") {
+			t.Fatalf("rebuild over a gap: %v, want a NotRetainedError naming a gap", err)
+		}
+		if _, err := os.Stat(filepath.Join(d, checkpoint.ObjectName(0))); !os.IsNotExist(err) {
+			t.Errorf("a failed rebuild left a checkpoint of partition 0 (%v)", err)
+		}
+	}
+	t.Run("kafka-compacted", func(t *testing.T) {
+		// Compaction keeps the last record of each key: the offsets of
+		// the others are gone from the middle of the log.
+		c := loadExampleConfig(t)
+		c.Features.Bits = 12
+		cluster := testbroker.KafkaCluster(t, 1)
+		if err := cluster.CreateTopic("compacted", 1, map[string]string{"cleanup.policy": "compact"}); err != nil {
+			t.Fatal(err)
+		}
+		cfg := kafkaTestConfig(cluster.ListenAddrs(), "compacted", "rebuild")
+		values := genEvents(300, 1, 0.1, 0, 0)
+		keys := make([][]byte, len(values))
+		for i := range keys {
+			keys[i] = fmt.Appendf(nil, "k%d", i%8)
+		}
+		keys[0] = []byte("only-0") // the log still starts at 0
+		for i := 0; i < len(values); i += 100 { // batches: the last one is never compacted
+			sink, err := connectors.NewKafkaSink(cfg, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			publishAll(t, sink, values[i:i+100], keys[i:i+100])
+		}
+		if _, err := restoreRun(t, c, openKafka(t, cfg), t.TempDir(), MismatchFail); err != nil {
+			t.Fatal(err)
+		}
+		cluster.Compact()
+		d := t.TempDir()
+		_, err := restoreRun(t, c, openKafka(t, cfg), d, MismatchRebuild)
+		wantGap(t, err, d)
+	})
+	t.Run("jetstream-deleted", func(t *testing.T) {
+		c, js, open, publish := jsRestoreFixture(t, "rebuild")
+		publish(300, 1)
+		if _, err := restoreRun(t, c, open(), t.TempDir(), MismatchFail); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		stream, err := js.Stream(ctx, "EVENTS")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := stream.DeleteMsg(ctx, 150); err != nil {
+			t.Fatal(err)
+		}
+		d := t.TempDir()
+		_, err = restoreRun(t, c, open(), d, MismatchRebuild)
+		wantGap(t, err, d)
+	})
 	t.Run("jetstream", func(t *testing.T) {
 		c, js, open, publish := jsRestoreFixture(t, "rebuild")
 		publish(300, 1)
