@@ -66,6 +66,11 @@ func TestE2EKafkaKillDuringRebalance(t *testing.T) {
 		time.Sleep(joinAfter)
 		c := member()
 		time.Sleep(killAfter)
+		select {
+		case <-a.done:
+			t.Fatalf("%s: member A exited before its kill: %v\nstderr:\n%s", what, a.err, a.stderr.String())
+		default:
+		}
 		if err := a.cmd.Process.Kill(); err != nil {
 			t.Fatal(err)
 		}
