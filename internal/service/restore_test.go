@@ -454,7 +454,7 @@ func TestRebuildNotRetained(t *testing.T) {
 		for i := range keys {
 			keys[i] = fmt.Appendf(nil, "k%d", i%8)
 		}
-		keys[0] = []byte("only-0") // the log still starts at 0
+		keys[0] = []byte("only-0")              // the log still starts at 0
 		for i := 0; i < len(values); i += 100 { // batches: the last one is never compacted
 			sink, err := connectors.NewKafkaSink(cfg, "")
 			if err != nil {
