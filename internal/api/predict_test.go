@@ -210,7 +210,7 @@ func TestPredictErrors(t *testing.T) {
 		{"bad event in an array", "?partition=1", "[" + good + `,{"label":"maybe","features":{"a":1}}]`, 400, "event 1: "},
 		{"bad single event", "?partition=1", `{"features":{"a":1e999}}`, 400, "event: "},
 		{"no features", "?partition=1", `{"id":"m42","feature":{"a":1}}`, 400, "empty: no features, x or text"},
-		{"no features in an array", "?partition=1", "[" + good + `,{"id":"m42"}]`, 400, "event 1: event: record 6: empty: no features"},
+		{"no features in an array", "?partition=1", "[" + good + `,{"id":"m42"}]`, 400, "empty: no features, x or text: a record without features"},
 	} {
 		code, body := post(t, ts.URL+"/v1/predict"+c.query, []byte(c.body))
 		if code != c.code || !strings.Contains(string(body), c.msg) || strings.Count(string(body), "\n") != 1 {

@@ -60,11 +60,11 @@ func TestAllLearnersConfig(t *testing.T) {
 
 // Every error names the file, the line and the key at fault.
 func TestBadConfigs(t *testing.T) {
-	for _, tc := range []struct {
+	cases := []struct {
 		file string
 		want string // the whole message, or its start when it ends in "..."
 	}{
-		{"unknown_top.yaml", "testdata/bad/unknown_top.yaml:3: lerners: unknown key (known keys here: checkpoint, features, http, input, learners, sinks, source)"},
+		{"unknown_top.yaml", "testdata/bad/unknown_top.yaml:3: lerners: unknown key (known keys here: checkpoint, features, http, input, labels, learners, sinks, source)"},
 		{"unknown_nested.yaml", "testdata/bad/unknown_nested.yaml:3: features.scal: unknown key (known keys here: bits, dense, scale, text)"},
 		{"key_not_for_algorithm.yaml", "testdata/bad/key_not_for_algorithm.yaml:4: learners[0].class: not used by algorithm perceptron (its keys: bias, average, margin)"},
 		{"unknown_algorithm.yaml", `testdata/bad/unknown_algorithm.yaml:2: learners[0].algorithm: "perceptorn" is not one of consistent, halving, last-label, majority, ogd, perceptron, soa, weighted-majority`},
@@ -87,7 +87,11 @@ func TestBadConfigs(t *testing.T) {
 		{"max_bytes.yaml", "testdata/bad/max_bytes.yaml:2: input.max_bytes: 1000000000 is above 67108864 (64 MiB): a record of that size is held in memory whole, by every reader"},
 		{"on_mismatch.yaml", `testdata/bad/on_mismatch.yaml:5: checkpoint.on_mismatch: "rebuild-it" is not one of fail, reset, accept, rebuild`},
 		{"own_wait.yaml", "testdata/bad/own_wait.yaml:5: checkpoint.own_wait: must not be negative"},
-	} {
+		{"labels_wait.yaml", "testdata/bad/labels_wait.yaml:5: labels.wait: -5: want at least 1 record"},
+		{"labels_default.yaml", `testdata/bad/labels_default.yaml:5: labels.default_label: label "maybe": want 1, 0, -1, true, false or a configured positive or negative value`},
+		{"labels_not_delayed.yaml", "testdata/bad/labels_not_delayed.yaml:3: labels: wait, max_pending and default_label need delayed: true"},
+	}
+	for _, tc := range cases {
 		_, err := Load(filepath.Join("testdata/bad", tc.file))
 		if err == nil {
 			t.Errorf("%s: loaded without error", tc.file)
@@ -106,7 +110,7 @@ func TestBadConfigs(t *testing.T) {
 		}
 	}
 	entries, _ := os.ReadDir("testdata/bad")
-	if len(entries) != 22 {
+	if len(entries) != len(cases) {
 		t.Errorf("testdata/bad has %d files; every one needs a row above", len(entries))
 	}
 }

@@ -38,6 +38,9 @@ func (c *Config) validate() error {
 	if v := c.Input.MaxAbsValue; !(v >= 1 && v <= event.MaxMaxAbs) {
 		return errAt("input.max_abs_value", "%g is outside [1, 1e100]", v)
 	}
+	if err := c.Labels.validate(c); err != nil {
+		return err
+	}
 	for _, p := range c.Input.Positive {
 		if slices.Contains(c.Input.Negative, p) {
 			return errAt("input.positive", "%q is also listed as negative", p)
@@ -210,6 +213,28 @@ func checkLearnerKeys(file string, doc *yaml.Node) error {
 			if err := checkKeys(file, v, t, path); err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+func (l *Labels) validate(c *Config) error {
+	if !l.Delayed {
+		if l.Wait != 0 || l.MaxPending != 0 || l.DefaultLabel != nil {
+			return errAt("labels", "wait, max_pending and default_label need delayed: true")
+		}
+		return nil
+	}
+	if l.Wait < 1 {
+		return errAt("labels.wait", "%d: want at least 1 record", l.Wait)
+	}
+	if l.MaxPending < 1 || l.MaxPending > MaxLabelMaxPending {
+		return errAt("labels.max_pending", "%d is outside 1..%d", l.MaxPending, MaxLabelMaxPending)
+	}
+	if l.DefaultLabel != nil {
+		ec := event.Config{Positive: c.Input.Positive, Negative: c.Input.Negative}
+		if _, err := ec.ParseLabel(*l.DefaultLabel); err != nil {
+			return errAt("labels.default_label", "%v", err)
 		}
 	}
 	return nil

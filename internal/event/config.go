@@ -94,6 +94,10 @@ type Config struct {
 	// Format of a Reader's input; "" infers it (InferFormat). The Decoder
 	// always reads JSON.
 	Format Format
+	// LabelEvents (delayed labels): a JSON record with an id and a label
+	// and none of features, x and text is the label of an earlier event
+	// (Event.LabelOnly), not ReasonEmpty.
+	LabelEvents bool
 }
 
 // settings is a validated Config with defaults applied.
@@ -107,12 +111,13 @@ type settings struct {
 	labelCol string
 	format   Format
 	labels   labelSet
+	labelEv  bool
 }
 
 func (c Config) settings() (settings, error) {
 	s := settings{
 		bits: c.Bits, ngrams: c.NGrams, dense: c.Dense, maxBytes: c.MaxBytes, maxAbs: c.MaxAbs,
-		labelCol: c.LabelColumn, format: c.Format,
+		labelCol: c.LabelColumn, format: c.Format, labelEv: c.LabelEvents,
 	}
 	if s.bits == 0 {
 		s.bits = DefaultBits
@@ -249,4 +254,18 @@ func (s *labelSet) lookup(b []byte) (int8, bool) {
 		return online.Negative, true
 	}
 	return 0, false
+}
+
+// ParseLabel returns the label the text means in a record decoded with c:
+// 1, 0, -1, true, false, or one of c.Positive and c.Negative.
+func (c Config) ParseLabel(text string) (int8, error) {
+	s, err := newLabelSet(c.Positive, c.Negative)
+	if err != nil {
+		return 0, err
+	}
+	y, ok := s.parse([]byte(text))
+	if !ok {
+		return 0, fmt.Errorf("label %q: want 1, 0, -1, true, false or a configured positive or negative value", text)
+	}
+	return y, nil
 }

@@ -22,6 +22,9 @@ type Event struct {
 	// online.Positive or online.Negative, and 0 otherwise.
 	Labeled bool
 	Label   int8
+	// LabelOnly reports a label event (Config.LabelEvents): an id and a
+	// label, no features; it labels the earlier event of that id.
+	LabelOnly bool
 	// X holds the features, canonical: Idx strictly increasing, the values
 	// of colliding slots summed, every value finite and within ±Config.MaxAbs.
 	X online.Vector
@@ -30,7 +33,7 @@ type Event struct {
 // reset empties ev, keeping its slices.
 func (ev *Event) reset() {
 	ev.ID, ev.Key, ev.TS = ev.ID[:0], ev.Key[:0], ev.TS[:0]
-	ev.Labeled, ev.Label = false, 0
+	ev.Labeled, ev.Label, ev.LabelOnly = false, 0, false
 	ev.X.Idx, ev.X.Val = ev.X.Idx[:0], ev.X.Val[:0]
 }
 
@@ -591,7 +594,7 @@ func (p *jsonParser) members(ev *Event) bool {
 	p.ws()
 	if p.peek() == '}' {
 		p.i++
-		p.noFeatures(0)
+		p.noFeatures(ev, 0)
 		return true
 	}
 	seen := 0
@@ -643,19 +646,24 @@ func (p *jsonParser) members(ev *Event) bool {
 		more, ok := p.next('}')
 		if !more {
 			if ok {
-				p.noFeatures(seen)
+				p.noFeatures(ev, seen)
 			}
 			return ok
 		}
 	}
 }
 
-// noFeatures records ReasonEmpty when seen, the keys of an event, holds
-// none of features, x and text.
-func (p *jsonParser) noFeatures(seen int) {
-	if seen&(keyFeatures|keyX|keyText) == 0 {
-		p.semantic(ReasonEmpty, "", errNoFeatures)
+// noFeatures records ReasonEmpty when seen, the keys of ev, holds none of
+// features, x and text, unless ev is a label event (settings.labelEv).
+func (p *jsonParser) noFeatures(ev *Event, seen int) {
+	if seen&(keyFeatures|keyX|keyText) != 0 {
+		return
 	}
+	if p.s.labelEv && ev.Labeled && len(ev.ID) > 0 {
+		ev.LabelOnly = true
+		return
+	}
+	p.semantic(ReasonEmpty, "", errNoFeatures)
 }
 
 var errNoFeatures = errors.New("no features, x or text: a record without features is neither learned nor predicted (a label on its own, or a misspelled key)")

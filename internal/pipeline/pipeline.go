@@ -37,6 +37,7 @@ type Pipeline struct {
 	scaled  online.Vector
 	preds   []online.Prediction
 	domains []interface{ InDomain(online.Vector) bool }
+	delay   *delayedStore // nil unless labels.delayed
 
 	counts Counts
 	start  time.Time
@@ -104,6 +105,9 @@ func New(c *config.Config) (*Pipeline, error) {
 		}
 	}
 	p.preds = make([]online.Prediction, len(p.nodes))
+	if p.delay, err = newDelayedStore(c); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -141,14 +145,26 @@ func build(lc config.Learner, env learners.Env) (node, error) {
 // predictions, in configuration order (valid until the next call). An
 // event outside a hypothesis class's domain is rejected before any model,
 // the scaler included, sees it: Process counts it and returns the reason.
+//
+// With delayed labels (see delayed.go), an unlabeled event with an id also
+// waits for its label, and a label event (ev.LabelOnly) is learned as the
+// label of the waiting event of its id: Process returns no predictions
+// for it, and a reason when it is rejected (late, duplicate, unknown).
 func (p *Pipeline) Process(ev *event.Event) ([]online.Prediction, event.Reason) {
+	if ev.LabelOnly {
+		if p.delay == nil {
+			p.Reject(event.ReasonEmpty)
+			return nil, event.ReasonEmpty
+		}
+		return nil, p.join(ev)
+	}
 	for _, d := range p.domains {
 		if !d.InDomain(ev.X) {
 			p.Reject(ReasonDomain)
 			return nil, ReasonDomain
 		}
 	}
-	p.counts.Events++
+	p.tick()
 	if p.scaler != nil {
 		p.scaler.Transform(&p.scaled, ev.X)
 	} else {
@@ -157,6 +173,9 @@ func (p *Pipeline) Process(ev *event.Event) ([]online.Prediction, event.Reason) 
 	if !ev.Labeled {
 		p.predict(ev)
 		p.counts.Predicted++
+		if p.delay != nil && len(ev.ID) > 0 {
+			p.hold(ev)
+		}
 		return p.preds, ""
 	}
 	p.counts.Learned++
@@ -244,7 +263,7 @@ func (p *Pipeline) input(n *node, ev *event.Event) online.Vector {
 
 // Reject counts a record that could not be used, by reason.
 func (p *Pipeline) Reject(reason event.Reason) {
-	p.counts.Events++
+	p.tick()
 	p.counts.Invalid++
 	p.counts.InvalidBy[reason]++
 }
@@ -293,13 +312,15 @@ func (p *Pipeline) Tracker() *regret.Tracker { return p.tracker }
 // Report is the regret report of DESIGN.md: what `replay --report json`
 // prints, the live service publishes and GET /v1/report serves.
 type Report struct {
-	Events          uint64                 `json:"events"`
-	Labeled         uint64                 `json:"labeled"`
-	Predicted       uint64                 `json:"predicted"`
-	Invalid         uint64                 `json:"invalid"`
-	InvalidByReason map[string]uint64      `json:"invalid_by_reason"`
-	Seconds         float64                `json:"seconds"`
-	Learners        []regret.LearnerReport `json:"learners"`
+	Events          uint64            `json:"events"`
+	Labeled         uint64            `json:"labeled"`
+	Predicted       uint64            `json:"predicted"`
+	Invalid         uint64            `json:"invalid"`
+	InvalidByReason map[string]uint64 `json:"invalid_by_reason"`
+	Seconds         float64           `json:"seconds"`
+	// Labels is present with delayed labels (labels.delayed).
+	Labels   *LabelsReport          `json:"labels,omitempty"`
+	Learners []regret.LearnerReport `json:"learners"`
 }
 
 // Report returns the report as of now. It digests every learner's state:
@@ -317,6 +338,9 @@ func (p *Pipeline) Report() (Report, error) {
 		InvalidByReason: map[string]uint64{},
 		Seconds:         time.Since(p.start).Seconds(),
 		Learners:        ls,
+	}
+	if p.delay != nil {
+		r.Labels = p.delay.report()
 	}
 	reasons := make([]event.Reason, 0, len(p.counts.InvalidBy))
 	for reason := range p.counts.InvalidBy {
@@ -341,5 +365,6 @@ func EventConfig(c *config.Config) event.Config {
 		MaxAbs:      c.Input.MaxAbsValue,
 		LabelColumn: c.Input.LabelColumn,
 		Format:      event.Format(c.Input.Format),
+		LabelEvents: c.Labels.Delayed,
 	}
 }

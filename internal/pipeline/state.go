@@ -41,6 +41,8 @@ var (
 //	  u32     number of invalid reasons, then per reason in increasing
 //	          byte order: string reason, u64 count (> 0)
 //	  blob    the tracker's MarshalBinary (regret.Tracker)
+//	  bool    delayed labels (version 2 on); then the store of events
+//	          waiting for labels (delayedStore.encode)
 //	u32     CRC-32C (Castagnoli) of every byte before it
 //
 // The checksum catches what no structural check can, such as a flipped bit
@@ -48,7 +50,7 @@ var (
 // The pipeline's start time is not state.
 const (
 	stateMagic   = "SLPL"
-	stateVersion = 1
+	stateVersion = 2
 )
 
 // Limits on decoded strings: they bound what corrupt bytes can make
@@ -74,7 +76,12 @@ func (n *node) model() interface {
 // features.scale and the learners), so that later changes to c cannot make
 // Clone or UnmarshalBinary build different learners.
 func specOf(c *config.Config) *config.Config {
-	s := &config.Config{Features: c.Features, Learners: make([]config.Learner, len(c.Learners))}
+	s := &config.Config{Input: c.Input, Features: c.Features, Labels: c.Labels, Learners: make([]config.Learner, len(c.Learners))}
+	s.Input.Positive, s.Input.Negative = slices.Clone(c.Input.Positive), slices.Clone(c.Input.Negative)
+	if c.Labels.DefaultLabel != nil {
+		l := *c.Labels.DefaultLabel
+		s.Labels.DefaultLabel = &l
+	}
 	for i, l := range c.Learners {
 		if l.Params != nil {
 			l.Params = deepCopy(reflect.ValueOf(l.Params)).Interface()
@@ -201,6 +208,10 @@ func (p *Pipeline) MarshalBinary() ([]byte, error) {
 		e.U64(c.InvalidBy[r])
 	}
 	e.Blob(tracker)
+	e.Bool(p.delay != nil)
+	if p.delay != nil {
+		p.delay.encode(e, len(p.nodes))
+	}
 	e.U32(crc32.Checksum(e.Bytes(), castagnoli))
 	return e.Bytes(), nil
 }
@@ -233,7 +244,7 @@ func (p *Pipeline) UnmarshalBinary(b []byte) error {
 	}
 	tr := p.tracker
 	*tr = *q.tracker
-	p.nodes, p.scaler, p.domains, p.preds, p.counts = q.nodes, q.scaler, q.domains, q.preds, q.counts
+	p.nodes, p.scaler, p.domains, p.preds, p.counts, p.delay = q.nodes, q.scaler, q.domains, q.preds, q.counts, q.delay
 	return nil
 }
 
@@ -274,8 +285,8 @@ func (q *Pipeline) decode(b []byte) error {
 		return fmt.Errorf("%d bytes: %w", len(b), codec.ErrTruncated)
 	case string(b[:len(stateMagic)]) != stateMagic:
 		return fmt.Errorf("not a pipeline state (magic %q)", b[:len(stateMagic)])
-	case b[len(stateMagic)] != stateVersion:
-		return fmt.Errorf("unsupported state format version %d (this build reads version %d)", b[len(stateMagic)], stateVersion)
+	case b[len(stateMagic)] != stateVersion && b[len(stateMagic)] != 1:
+		return fmt.Errorf("unsupported state format version %d (this build reads versions 1 and %d)", b[len(stateMagic)], stateVersion)
 	}
 	body, sum := b[:len(b)-4], b[len(b)-4:]
 	if got, want := crc32.Checksum(body, castagnoli), uint32(sum[0])|uint32(sum[1])<<8|uint32(sum[2])<<16|uint32(sum[3])<<24; got != want {
@@ -317,6 +328,21 @@ func (q *Pipeline) decode(b []byte) error {
 	}
 	if err := q.tracker.UnmarshalBinary(blob); err != nil {
 		return err
+	}
+	delayed := false // version 1 has no delayed labels
+	if b[len(stateMagic)] >= 2 {
+		delayed = d.Bool()
+	}
+	if d.Err() == nil && delayed != (q.delay != nil) {
+		return fmt.Errorf("delayed labels %v in the state, %v in the configuration", delayed, q.delay != nil)
+	}
+	if q.delay != nil {
+		q.delay.decode(d, len(q.nodes), q.scaler != nil)
+		c := &q.counts
+		if d.Err() == nil && c.Learned+c.Predicted+c.Invalid != c.Events+q.delay.stats.ExpiredLearned {
+			return fmt.Errorf("counts do not add up: %d events, %d learned (%d of them expired events given the default label), %d predicted, %d invalid",
+				c.Events, c.Learned, q.delay.stats.ExpiredLearned, c.Predicted, c.Invalid)
+		}
 	}
 	if err := d.Finish(); err != nil {
 		return err
@@ -428,7 +454,10 @@ func (q *Pipeline) decodeCounts(d *codec.Decoder) error {
 	}
 	total, c1 := bits.Add64(c.Learned, c.Predicted, 0)
 	total, c2 := bits.Add64(total, c.Invalid, 0)
-	if sum != c.Invalid || total != c.Events || c1|c2 != 0 {
+	// With delayed labels, an expired event learned with the default
+	// label is a labeled round without a record of its own: checked once
+	// the store is decoded.
+	if sum != c.Invalid || (total != c.Events && q.delay == nil) || c1|c2 != 0 {
 		return fmt.Errorf("counts do not add up: %d events, %d learned, %d predicted, %d invalid (%d by reason)",
 			c.Events, c.Learned, c.Predicted, c.Invalid, sum)
 	}

@@ -548,7 +548,7 @@ func TestUnmarshalRefuses(t *testing.T) {
 			`learner "soa": experts: encoding is for a different class`},
 		{"empty", stateConfig, nil, "0 bytes: truncated encoding"},
 		{"magic", stateConfig, flip(0, 'X'), `not a pipeline state (magic "XLPL")`},
-		{"version", stateConfig, flip(4, 2), "unsupported state format version 2 (this build reads version 1)"},
+		{"version", stateConfig, flip(4, 3), "unsupported state format version 3 (this build reads versions 1 and 2)"},
 		{"flipped weight", stateConfig, flip(len(blob)/2, blob[len(blob)/2]^0x10), "checksum mismatch"},
 		{"trailing byte", stateConfig, append(bytes.Clone(blob), 0), "checksum mismatch"},
 		{"bits, checksum fixed", stateConfig, otherBits, "state is of features.bits 11, pipeline has 10"},
@@ -622,4 +622,31 @@ func FuzzPipelineUnmarshal(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A state of format version 1 (before delayed labels: no flag after the
+// tracker) still restores, to the same model.
+func TestUnmarshalVersion1(t *testing.T) {
+	c := mustConfig(t, stateConfig)
+	src := mustNew(t, c)
+	feed(t, src, c, saltedDemo(t, 300).data)
+	blob, err := src.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Version 2 ends with the delayed-labels flag (false here) and the
+	// checksum: drop the flag, say version 1.
+	v1 := append(bytes.Clone(blob[:len(blob)-5]), 0, 0, 0, 0)
+	v1[4] = 1
+	p := mustNew(t, c)
+	if err := p.UnmarshalBinary(withCRC(v1)); err != nil {
+		t.Fatalf("version 1 state: %v", err)
+	}
+	again, err := p.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(again, blob) {
+		t.Error("a version 1 state restored to another model")
+	}
 }

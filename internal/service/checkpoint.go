@@ -44,14 +44,19 @@ const (
 
 // Fingerprint identifies the parts of a configuration a model's state
 // depends on: how records are decoded (input), how events become vectors
-// (features) and the learners. Sources, sinks and HTTP settings do not
+// (features), the learners, and delayed labels. Sources, sinks and HTTP settings do not
 // enter it: a model may move to another broker address.
 func Fingerprint(c *config.Config) [32]byte {
+	var labels *config.Labels // only delayed labels enter: older fingerprints stay
+	if c.Labels.Delayed {
+		labels = &c.Labels
+	}
 	b, err := json.Marshal(struct {
 		Input    config.Input
 		Features config.Features
 		Learners []config.Learner
-	}{c.Input, c.Features, c.Learners})
+		Labels   *config.Labels `json:",omitempty"`
+	}{c.Input, c.Features, c.Learners, labels})
 	if err != nil {
 		panic("service: fingerprint of the configuration: " + err.Error()) // plain structs: cannot fail
 	}

@@ -432,11 +432,14 @@ func (w *worker) learn(ctx context.Context, rec *connectors.Record) error {
 		return w.rejectDecode(ctx, rec, err)
 	}
 	preds, reason := m.p.Process(&w.ev)
+	if reason != "" && w.ev.LabelOnly {
+		return w.deadLetter(ctx, rec, reason, fmt.Sprintf("%s:%d: label of id %q: %s", w.source, rec.Offset, w.ev.ID, labelReason(reason)))
+	}
 	if reason != "" {
 		return w.deadLetter(ctx, rec, reason, fmt.Sprintf("%s:%d: outside the domain of a hypothesis class", w.source, rec.Offset))
 	}
-	if w.quiet {
-		return nil
+	if w.quiet || w.ev.LabelOnly {
+		return nil // a label event has no prediction
 	}
 	if s.predictions != nil {
 		w.predBuf = appendPrediction(w.predBuf[:0], &w.ev, w.source, *rec, m.p, preds)
@@ -588,4 +591,17 @@ func lock(sink connectors.Sink) connectors.Sink {
 	default:
 		return &lockedSink{sink: sink}
 	}
+}
+
+// labelReason says why a label event was rejected.
+func labelReason(r event.Reason) string {
+	switch r {
+	case pipeline.ReasonLabelLate:
+		return "its event waited longer than labels.wait or was pushed out by labels.max_pending"
+	case pipeline.ReasonLabelDuplicate:
+		return "its event was labeled already: the first label wins"
+	case pipeline.ReasonLabelUnknown:
+		return "no event of that id waits (never seen, or resolved too long ago)"
+	}
+	return string(r)
 }

@@ -1,0 +1,419 @@
+package pipeline
+
+import (
+	"bytes"
+	"fmt"
+	"math/bits"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/streamlearn/streamlearn/internal/event"
+)
+
+// Delayed labels, checked against simulations of the served-prediction
+// protocol written here from its definition, independently of the code
+// under test: a realizable threshold stream (y = 1 iff v ≥ 13 on a grid of
+// 33 thresholds 0..32, v = j + 0.5) whose labels come after random delays,
+// some never, some for unknown ids, some twice, some past the wait. Each
+// learner is scored on the prediction it served on arrival and learns
+// from it at label time:
+//   - Halving predicts the majority of its version space at arrival (ties
+//     1) and, at label time, keeps the hypotheses that agree with the
+//     label;
+//   - SOA predicts the side of larger Littlestone dimension, ⌊log₂|V|⌋ for
+//     thresholds (-1 when empty; ties 1), and learns as Halving;
+//   - the Perceptron without bias, on (v, c = 1), predicts sign(w·x) at
+//     arrival (ties -1) and at label time adds y·x to its weights now iff
+//     y·score_served ≤ 0.
+//
+// Every value is a multiple of 0.5 and small, so that every sum is exact
+// and the simulation's order of additions does not matter.
+
+const delayedYAML = `
+labels: {delayed: true, wait: %d, max_pending: %d%s}
+learners:
+  - {name: halving, algorithm: halving, class: {kind: thresholds, feature: v, min: 0, max: 32, points: 33}}
+  - {name: soa, algorithm: soa, class: {kind: thresholds, feature: v, min: 0, max: 32, points: 33}}
+  - {name: pct, algorithm: perceptron}
+`
+
+// delayedRecord is a record of a delayed stream.
+type delayedRecord struct {
+	line  string
+	id    string
+	j     int  // the event's grid cell (v = j + 0.5); -1 for a label event
+	y     int8 // a label event's label, an immediate event's label; 0 for an arrival
+	label bool // a label event
+}
+
+// delayedStream makes n events over the grid of a threshold at 13: a tenth
+// labeled at once, the others arrivals whose label comes 0..maxDelay
+// records later or (a tenth) never; 3% of labels are sent twice, and
+// n/50 labels are for ids never seen.
+func delayedStream(n, maxDelay int, seed uint64) []delayedRecord {
+	rng := rand.New(rand.NewPCG(seed, 9))
+	type timed struct {
+		at  float64
+		rec delayedRecord
+	}
+	var all []timed
+	label := func(j int) int8 {
+		if j >= 13 {
+			return 1
+		}
+		return -1
+	}
+	for i := range n {
+		j := rng.IntN(32)
+		id := fmt.Sprintf("e%d", i)
+		y := label(j)
+		if rng.IntN(10) == 0 {
+			all = append(all, timed{float64(i), delayedRecord{
+				line: fmt.Sprintf(`{"id":%q,"features":{"v":%g,"c":1},"label":%d}`, id, float64(j)+0.5, max(y, 0)), id: id, j: j, y: y}})
+			continue
+		}
+		all = append(all, timed{float64(i), delayedRecord{
+			line: fmt.Sprintf(`{"id":%q,"features":{"v":%g,"c":1}}`, id, float64(j)+0.5), id: id, j: j}})
+		if rng.IntN(10) == 0 {
+			continue // never labeled
+		}
+		lab := delayedRecord{line: fmt.Sprintf(`{"id":%q,"label":%d}`, id, max(y, 0)), id: id, j: -1, y: y, label: true}
+		at := float64(i) + float64(rng.IntN(maxDelay+1)) + 0.5
+		all = append(all, timed{at, lab})
+		if rng.IntN(33) == 0 {
+			all = append(all, timed{at + float64(rng.IntN(maxDelay+1)) + 0.25, lab})
+		}
+	}
+	for k := range n / 50 {
+		id := fmt.Sprintf("x%d", k)
+		all = append(all, timed{rng.Float64() * float64(n), delayedRecord{line: fmt.Sprintf(`{"id":%q,"label":1}`, id), id: id, j: -1, y: 1, label: true}})
+	}
+	sort.SliceStable(all, func(a, b int) bool { return all[a].at < all[b].at })
+	out := make([]delayedRecord, len(all))
+	for i, t := range all {
+		out[i] = t.rec
+	}
+	return out
+}
+
+// simLearner is a learner of the simulation: predict at arrival, learn at
+// label time from what it served.
+type simLearner interface {
+	predict(j int) (y int8, score float64)
+	learn(j int, served int8, score float64, y int8)
+}
+
+// simVersionSpace is a version space of thresholds 0..32 as a bit set:
+// hypothesis i says 1 on cell j iff i ≤ j.
+type simVersionSpace struct {
+	v   uint64
+	soa bool
+}
+
+func (s *simVersionSpace) sides(j int) (v1, v0 uint64) {
+	says1 := uint64(1)<<(j+1) - 1 // hypotheses 0..j
+	return s.v & says1, s.v &^ says1
+}
+
+func ldim(v uint64) int {
+	if v == 0 {
+		return -1
+	}
+	return bits.Len64(uint64(bits.OnesCount64(v))) - 1
+}
+
+func (s *simVersionSpace) predict(j int) (int8, float64) {
+	v1, v0 := s.sides(j)
+	if s.soa {
+		if ldim(v1) >= ldim(v0) {
+			return 1, 0
+		}
+		return -1, 0
+	}
+	if bits.OnesCount64(v1) >= bits.OnesCount64(v0) {
+		return 1, 0
+	}
+	return -1, 0
+}
+
+// learn keeps the hypotheses that agree with y. When none does (a default
+// label can break realizability), the version space becomes every
+// hypothesis of the class that agrees with y, or the whole class.
+func (s *simVersionSpace) learn(j int, _ int8, _ float64, y int8) {
+	v1, v0 := s.sides(j)
+	if y == 1 {
+		s.v = v1
+	} else {
+		s.v = v0
+	}
+	if s.v == 0 {
+		all := simVersionSpace{v: 1<<33 - 1}
+		if all1, all0 := all.sides(j); y == 1 {
+			s.v = all1
+		} else {
+			s.v = all0
+		}
+		if s.v == 0 {
+			s.v = all.v
+		}
+	}
+}
+
+// simPerceptron is the Perceptron without bias over (v, c).
+type simPerceptron struct{ wv, wc float64 }
+
+func (p *simPerceptron) predict(j int) (int8, float64) {
+	s := p.wv*(float64(j)+0.5) + p.wc
+	if s > 0 {
+		return 1, s
+	}
+	return -1, s
+}
+
+func (p *simPerceptron) learn(j int, _ int8, score float64, y int8) {
+	if float64(y)*score <= 0 {
+		p.wv += float64(y) * (float64(j) + 0.5)
+		p.wc += float64(y)
+	}
+}
+
+// simResult is what the simulation counts.
+type simResult struct {
+	rounds                       uint64
+	mistakes                     []uint64
+	joined, expired, late, dup   uint64
+	unknown, pending, learnedDef uint64
+}
+
+// simulate runs recs through the protocol: before each record, events
+// that waited more than wait records expire, oldest first (learned with
+// def when it is not 0); past maxPending the oldest expires to make room.
+func simulate(recs []delayedRecord, wait, maxPending int, def int8) simResult {
+	learners := []simLearner{&simVersionSpace{v: 1<<33 - 1}, &simVersionSpace{v: 1<<33 - 1, soa: true}, &simPerceptron{}}
+	r := simResult{mistakes: make([]uint64, len(learners))}
+	type waiting struct {
+		id     string
+		at, j  int
+		served []int8
+		scores []float64
+		done   bool
+	}
+	var queue []*waiting
+	byID := map[string]*waiting{}
+	// The ids of the last maxPending events labeled or expired are
+	// remembered; a label for an older one is unknown.
+	resolved := map[string]string{}
+	var resolvedOrder []string
+	resolve := func(id, how string) {
+		resolved[id] = how
+		resolvedOrder = append(resolvedOrder, id)
+		if len(resolvedOrder) > maxPending {
+			delete(resolved, resolvedOrder[0])
+			resolvedOrder = resolvedOrder[1:]
+		}
+	}
+	round := func(w *waiting, y int8) {
+		r.rounds++
+		for k, l := range learners {
+			if w.served[k] != y {
+				r.mistakes[k]++
+			}
+			l.learn(w.j, w.served[k], w.scores[k], y)
+		}
+	}
+	expire := func(w *waiting) {
+		w.done = true
+		delete(byID, w.id)
+		resolve(w.id, "expired")
+		r.expired++
+		if def != 0 {
+			r.learnedDef++
+			round(w, def)
+		}
+	}
+	for t0, rec := range recs {
+		t := t0 + 1
+		for len(queue) > 0 && (queue[0].done || t-queue[0].at > wait) {
+			w := queue[0]
+			queue = queue[1:]
+			if !w.done {
+				expire(w)
+			}
+		}
+		switch {
+		case rec.label:
+			w := byID[rec.id]
+			if w == nil {
+				switch resolved[rec.id] {
+				case "joined":
+					r.dup++
+				case "expired":
+					r.late++
+				default:
+					r.unknown++
+				}
+				continue
+			}
+			w.done = true
+			delete(byID, rec.id)
+			resolve(rec.id, "joined")
+			r.joined++
+			round(w, rec.y)
+		case rec.y != 0: // labeled at once
+			r.rounds++
+			for k, l := range learners {
+				p, s := l.predict(rec.j)
+				if p != rec.y {
+					r.mistakes[k]++
+				}
+				l.learn(rec.j, p, s, rec.y)
+			}
+		default:
+			w := &waiting{id: rec.id, at: t, j: rec.j}
+			for _, l := range learners {
+				p, s := l.predict(rec.j)
+				w.served, w.scores = append(w.served, p), append(w.scores, s)
+			}
+			if len(byID) >= maxPending {
+				for len(queue) > 0 {
+					o := queue[0]
+					queue = queue[1:]
+					if !o.done {
+						expire(o)
+						break
+					}
+				}
+			}
+			byID[rec.id] = w
+			queue = append(queue, w)
+		}
+	}
+	r.pending = uint64(len(byID))
+	return r
+}
+
+// runDelayed processes recs through a pipeline of cfg and returns it.
+func runDelayed(t *testing.T, cfg string, recs []delayedRecord) *Pipeline {
+	t.Helper()
+	c := mustConfig(t, cfg)
+	p, dec := mustNew(t, c), mustDecoder(t, c)
+	var ev event.Event
+	for i, rec := range recs {
+		if err := dec.Decode([]byte(rec.line), &ev); err != nil {
+			t.Fatalf("record %d %s: %v", i, rec.line, err)
+		}
+		if ev.LabelOnly != rec.label {
+			t.Fatalf("record %d %s: LabelOnly %v", i, rec.line, ev.LabelOnly)
+		}
+		preds, reason := p.Process(&ev)
+		if rec.label && preds != nil {
+			t.Fatalf("record %d: a label event returned predictions", i)
+		}
+		if reason != "" && !strings.HasPrefix(string(reason), "label_") {
+			t.Fatalf("record %d: %s", i, reason)
+		}
+	}
+	return p
+}
+
+func TestDelayedLabelsExact(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		wait, maxPending int
+		def              string
+	}{
+		{"no expiry", 1000, 100000, ""},
+		{"wait", 120, 100000, ""},
+		{"max pending", 1000, 40, ""},
+		{"default label", 120, 60, "0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			recs := delayedStream(3000, 80, 7)
+			def, defYAML := int8(0), ""
+			if tc.def != "" {
+				def, defYAML = -1, ", default_label: "+tc.def
+			}
+			want := simulate(recs, tc.wait, tc.maxPending, def)
+			p := runDelayed(t, fmt.Sprintf(delayedYAML, tc.wait, tc.maxPending, defYAML), recs)
+			rep, err := p.Report()
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := rep.Labels
+			got := simResult{rounds: rep.Labeled, joined: l.Joined, expired: l.Expired, late: l.Late, dup: l.Duplicate,
+				unknown: l.Unknown, pending: l.Pending, learnedDef: l.ExpiredLearned}
+			for _, lr := range rep.Learners {
+				got.mistakes = append(got.mistakes, lr.Mistakes)
+				if lr.Rounds != rep.Labeled {
+					t.Errorf("%s: %d rounds, %d labeled", lr.Name, lr.Rounds, rep.Labeled)
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("pipeline %+v\nsimulation %+v", got, want)
+			}
+			if want.joined < 1000 || want.dup == 0 || want.unknown == 0 || (tc.wait < 80 && want.late == 0) || want.mistakes[0] == 0 {
+				t.Errorf("the stream does not exercise the protocol: %+v", want)
+			}
+			if rep.Invalid != want.unknown+want.late+want.dup {
+				t.Errorf("invalid %d, want the %d rejected labels", rep.Invalid, want.unknown+want.late+want.dup)
+			}
+			t.Logf("%+v", want)
+		})
+	}
+}
+
+// The store of waiting events is state: a pipeline encoded in the middle
+// of a delayed stream, with events waiting, restored into a new pipeline
+// and run on to the end, ends byte for byte as the uninterrupted one.
+func TestDelayedLabelsRestore(t *testing.T) {
+	cfg := fmt.Sprintf(delayedYAML, 60, 40, ", default_label: 0")
+	recs := delayedStream(2000, 80, 11)
+	whole := runDelayed(t, cfg, recs)
+	want, err := whole.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cut := range []int{1, 517, 1300, len(recs) - 1} {
+		first := runDelayed(t, cfg, recs[:cut])
+		if r, _ := first.Report(); cut > 100 && r.Labels.Pending == 0 {
+			t.Fatalf("cut %d: nothing waiting: the case under test", cut)
+		}
+		b, err := first.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := mustConfig(t, cfg)
+		second := mustNew(t, c)
+		if err := second.UnmarshalBinary(b); err != nil {
+			t.Fatalf("cut %d: %v", cut, err)
+		}
+		dec := mustDecoder(t, c)
+		var ev event.Event
+		for _, rec := range recs[cut:] {
+			if err := dec.Decode([]byte(rec.line), &ev); err != nil {
+				t.Fatal(err)
+			}
+			second.Process(&ev)
+		}
+		got, err := second.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("cut %d: restored and run on, the state differs from the uninterrupted run's", cut)
+		}
+	}
+	// The encoding is canonical: a state decoded and encoded again gives
+	// the same bytes; a clone too.
+	q, err := whole.Clone()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := q.MarshalBinary(); !bytes.Equal(b, want) {
+		t.Error("a clone encodes differently")
+	}
+	_ = slices.Clone(want)
+}
