@@ -185,7 +185,10 @@ func writeTextReport(w io.Writer, r pipeline.Report) error {
 		bound, regret := "-", "-"
 		if b := l.Bound; b != nil {
 			verdict := "holds"
-			if !b.Holds {
+			switch {
+			case b.Assumes != "":
+				verdict = "not checked: assumes " + b.Assumes
+			case !b.Holds:
 				verdict = "BROKEN"
 			}
 			bound = fmt.Sprintf("%s <= %.4g %s", b.Kind, b.Value, verdict)

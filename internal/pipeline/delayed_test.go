@@ -350,6 +350,11 @@ func TestDelayedLabelsExact(t *testing.T) {
 				if lr.Rounds != rep.Labeled {
 					t.Errorf("%s: %d rounds, %d labeled", lr.Name, lr.Rounds, rep.Labeled)
 				}
+				// The theorems assume immediate labels: marked, never
+				// checked as violated.
+				if b := lr.Bound; b != nil && (b.Assumes != "immediate labels" || !b.Holds) {
+					t.Errorf("%s: bound %+v, want one marked as assuming immediate labels, not checked", lr.Name, *b)
+				}
 			}
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("pipeline %+v\nsimulation %+v", got, want)

@@ -108,6 +108,9 @@ func New(c *config.Config) (*Pipeline, error) {
 	if p.delay, err = newDelayedStore(c); err != nil {
 		return nil, err
 	}
+	if p.delay != nil {
+		p.tracker.AssumeDelayed()
+	}
 	return p, nil
 }
 

@@ -29,7 +29,16 @@ type Model interface {
 type Tracker struct {
 	learners []learner
 	history  *History
+	// delayed: labels may come after their events (AssumeDelayed).
+	delayed bool
 }
+
+// AssumeDelayed tells t that labels may come after their events: a
+// learner's theorem proved for immediate labels says nothing of such a
+// stream, so its bound is reported with Assumes "immediate labels" and
+// never checked (Holds stays true, no crossing is counted). It is part of
+// the configuration, not of the encoded state.
+func (t *Tracker) AssumeDelayed() { t.delayed = true }
 
 type learner struct {
 	name, algorithm string
@@ -92,7 +101,7 @@ func (t *Tracker) Observe(i int, p online.Prediction, y int8, loss float64) {
 		l.mistakes++
 	}
 	l.loss += loss
-	if l.guaranteed != nil {
+	if l.guaranteed != nil && !t.delayed {
 		g := l.guaranteed.Guarantee()
 		broken := !l.holdsFor(&g)
 		if broken && !l.broken {
@@ -159,6 +168,10 @@ type BoundReport struct {
 	Kind  online.BoundKind `json:"kind"`
 	Value float64          `json:"value"`
 	Holds bool             `json:"holds"`
+	// Assumes names what the theorem assumes and the stream does not
+	// guarantee ("immediate labels" on a stream with delayed labels):
+	// the bound is then not checked, and Holds says nothing.
+	Assumes string `json:"assumes,omitempty"`
 }
 
 // RegretReport is the learner's regret against its comparator. Bound is
@@ -184,6 +197,9 @@ func (t *Tracker) Learners() ([]LearnerReport, error) {
 		r, err := t.learners[i].report()
 		if err != nil {
 			return nil, err
+		}
+		if t.delayed && r.Bound != nil {
+			r.Bound.Assumes = "immediate labels"
 		}
 		out[i] = r
 	}

@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -163,19 +165,25 @@ func TestTransportsAgree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	delayed := *c
+	delayed.Labels = config.Labels{Delayed: true, Wait: 200, MaxPending: 150}
 	streams := []struct {
 		name   string
 		values [][]byte
+		c      *config.Config
 	}{
-		{"demo", splitLines(demo)},
+		{"demo", splitLines(demo), c},
 		// Label noise, unlabeled events and every kind of bad record.
-		{"noisy", genEvents(3000, 11, 0.1, 0.2, 97)},
+		{"noisy", genEvents(3000, 11, 0.1, 0.2, 97), c},
+		// Labels after their events, late, twice, for unknown ids, never.
+		{"delayed", genDelayed(3000, 150, 13), &delayed},
 	}
-	brokers := kafkaCluster(t, 1, "demo", "noisy")
+	brokers := kafkaCluster(t, 1, "demo", "noisy", "delayed")
 	natsURL := testbroker.NATS(t, "EVENTS", "events.>")
 
 	for _, st := range streams {
 		t.Run(st.name, func(t *testing.T) {
+			c := st.c
 			data := append(bytes.Join(st.values, []byte("\n")), '\n')
 			want := replayReport(t, c, data)
 			if want.Events != uint64(len(st.values)) || want.Labeled == 0 {
@@ -183,6 +191,9 @@ func TestTransportsAgree(t *testing.T) {
 			}
 			if st.name == "noisy" && (want.Invalid == 0 || want.Predicted == 0) {
 				t.Fatalf("noisy stream: %d invalid, %d unlabeled", want.Invalid, want.Predicted)
+			}
+			if l := want.Labels; st.name == "delayed" && (l == nil || l.Joined < 1000 || l.Late == 0 || l.Unknown == 0 || l.Duplicate == 0 || l.Expired == 0) {
+				t.Fatalf("delayed stream: labels %+v", l)
 			}
 			check := func(what string, reps []Report) {
 				t.Helper()
@@ -385,4 +396,50 @@ func TestKafkaRunLeavesNoGoroutine(t *testing.T) {
 		buf := make([]byte, 1<<20)
 		t.Fatalf("%d goroutines after Run and Close, %d before:\n%s", after, before, buf[:runtime.Stack(buf, true)])
 	}
+}
+
+// genDelayed returns n events with ids and features, most without their
+// label: it comes as a label event (id and label) 0..maxDelay records
+// later, for a tenth never; a tenth are labeled at once; 3% of labels come
+// twice, and n/50 are for ids never seen.
+func genDelayed(n, maxDelay int, seed uint64) [][]byte {
+	rng := rand.New(rand.NewPCG(seed, 5))
+	type timed struct {
+		at  float64
+		rec []byte
+	}
+	var all []timed
+	for i, ev := range genEvents(n, seed, 0.1, 0, 0) {
+		var e struct {
+			Features map[string]float64 `json:"features"`
+			Label    int                `json:"label"`
+		}
+		if err := json.Unmarshal(ev, &e); err != nil {
+			panic(err)
+		}
+		feats, _ := json.Marshal(e.Features)
+		if rng.IntN(10) == 0 {
+			all = append(all, timed{float64(i), fmt.Appendf(nil, `{"id":"e%d","features":%s,"label":%d}`, i, feats, e.Label)})
+			continue
+		}
+		all = append(all, timed{float64(i), fmt.Appendf(nil, `{"id":"e%d","features":%s}`, i, feats)})
+		if rng.IntN(10) == 0 {
+			continue
+		}
+		label := fmt.Appendf(nil, `{"id":"e%d","label":%d}`, i, e.Label)
+		at := float64(i) + float64(rng.IntN(maxDelay+1)) + 0.5
+		all = append(all, timed{at, label})
+		if rng.IntN(33) == 0 {
+			all = append(all, timed{at + float64(rng.IntN(maxDelay+1)) + 0.25, label})
+		}
+	}
+	for k := range n / 50 {
+		all = append(all, timed{rng.Float64() * float64(n), fmt.Appendf(nil, `{"id":"x%d","label":1}`, k)})
+	}
+	sort.SliceStable(all, func(a, b int) bool { return all[a].at < all[b].at })
+	out := make([][]byte, len(all))
+	for i, t := range all {
+		out[i] = t.rec
+	}
+	return out
 }
