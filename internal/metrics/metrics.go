@@ -50,6 +50,15 @@ var (
 	lagDesc = prometheus.NewDesc("streamlearn_consumer_lag",
 		"Records of the partition the broker held beyond the last one processed, when it was fetched.",
 		[]string{"source", "partition"}, nil)
+	labelsDesc = prometheus.NewDesc("streamlearn_labels_total",
+		"With delayed labels: events joined by their label or expired, and labels rejected as unknown, late or duplicate.",
+		[]string{"outcome", "partition"}, nil)
+	pendingDesc = prometheus.NewDesc("streamlearn_pending_events",
+		"With delayed labels: events waiting for their label.",
+		[]string{"partition"}, nil)
+	labelDelayDesc = prometheus.NewDesc("streamlearn_label_delay_events",
+		"With delayed labels: how many records of the partition came between an event and its label, over joined labels.",
+		[]string{"partition"}, nil)
 	checkpointAgeDesc = prometheus.NewDesc("streamlearn_checkpoint_age_seconds",
 		"Seconds since the model state last matched the positions committed to the source; 0 while everything processed is committed.",
 		nil, nil)
@@ -70,7 +79,7 @@ type collector struct {
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{eventsDesc, invalidDesc, roundsDesc, mistakesDesc, lossDesc,
-		boundDesc, regretDesc, regretBoundDesc, violationsDesc, lagDesc, checkpointAgeDesc} {
+		boundDesc, regretDesc, regretBoundDesc, violationsDesc, lagDesc, labelsDesc, pendingDesc, labelDelayDesc, checkpointAgeDesc} {
 		ch <- d
 	}
 }
@@ -93,6 +102,22 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			byReason[reason] += n
 		}
 		part := strconv.FormatInt(int64(r.Partition), 10)
+		if l := r.Labels; l != nil {
+			for _, o := range []struct {
+				outcome string
+				n       uint64
+			}{{"joined", l.Joined}, {"expired", l.Expired}, {"unknown", l.Unknown}, {"late", l.Late}, {"duplicate", l.Duplicate}} {
+				ch <- prometheus.MustNewConstMetric(labelsDesc, prometheus.CounterValue, float64(o.n), o.outcome, part)
+			}
+			ch <- prometheus.MustNewConstMetric(pendingDesc, prometheus.GaugeValue, float64(l.Pending), part)
+			buckets := make(map[float64]uint64, len(pipeline.LabelDelayBuckets))
+			var cum uint64
+			for i, ub := range pipeline.LabelDelayBuckets {
+				cum += l.DelayCounts[i]
+				buckets[ub] = cum
+			}
+			ch <- prometheus.MustNewConstHistogram(labelDelayDesc, l.Joined, float64(l.DelaySum), buckets, part)
+		}
 		if r.ConsumerLag != nil {
 			ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, float64(*r.ConsumerLag), snap.Source, part)
 		}

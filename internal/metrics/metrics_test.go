@@ -17,6 +17,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
 	"github.com/streamlearn/streamlearn/internal/event"
+	"github.com/streamlearn/streamlearn/internal/pipeline"
 	"github.com/streamlearn/streamlearn/internal/service"
 )
 
@@ -205,5 +206,48 @@ func TestEventDurationAllocs(t *testing.T) {
 	h := NewEventDuration()
 	if a := testing.AllocsPerRun(1000, func() { h.Observe(4e-6) }); a != 0 {
 		t.Errorf("%v allocations per Observe, want 0", a)
+	}
+}
+
+// With delayed labels, each model exports its label outcomes, the events
+// waiting and the histogram of label delays, from its report; they lint.
+func TestLabelMetrics(t *testing.T) {
+	l := &pipeline.LabelsReport{Joined: 5, Pending: 3, Expired: 2, Unknown: 1, Late: 4, Duplicate: 6, DelaySum: 1234}
+	l.DelayCounts[1], l.DelayCounts[3], l.DelayCounts[5] = 1, 3, 1 // delays ≤1, ≤100 (×3), ≤10000
+	snap := &service.Snapshot{Source: "jetstream:EVENTS/d", Reports: []service.Report{
+		{Source: "jetstream:EVENTS/d", Partition: 2, Report: pipeline.Report{Labels: l, InvalidByReason: map[string]uint64{}}}}}
+	c := NewCollector(func() *service.Snapshot { return snap })
+	want := `
+# HELP streamlearn_label_delay_events With delayed labels: how many records of the partition came between an event and its label, over joined labels.
+# TYPE streamlearn_label_delay_events histogram
+streamlearn_label_delay_events_bucket{partition="2",le="0"} 0
+streamlearn_label_delay_events_bucket{partition="2",le="1"} 1
+streamlearn_label_delay_events_bucket{partition="2",le="10"} 1
+streamlearn_label_delay_events_bucket{partition="2",le="100"} 4
+streamlearn_label_delay_events_bucket{partition="2",le="1000"} 4
+streamlearn_label_delay_events_bucket{partition="2",le="10000"} 5
+streamlearn_label_delay_events_bucket{partition="2",le="100000"} 5
+streamlearn_label_delay_events_bucket{partition="2",le="1e+06"} 5
+streamlearn_label_delay_events_bucket{partition="2",le="+Inf"} 5
+streamlearn_label_delay_events_sum{partition="2"} 1234
+streamlearn_label_delay_events_count{partition="2"} 5
+# HELP streamlearn_labels_total With delayed labels: events joined by their label or expired, and labels rejected as unknown, late or duplicate.
+# TYPE streamlearn_labels_total counter
+streamlearn_labels_total{outcome="duplicate",partition="2"} 6
+streamlearn_labels_total{outcome="expired",partition="2"} 2
+streamlearn_labels_total{outcome="joined",partition="2"} 5
+streamlearn_labels_total{outcome="late",partition="2"} 4
+streamlearn_labels_total{outcome="unknown",partition="2"} 1
+# HELP streamlearn_pending_events With delayed labels: events waiting for their label.
+# TYPE streamlearn_pending_events gauge
+streamlearn_pending_events{partition="2"} 3
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "streamlearn_labels_total", "streamlearn_pending_events", "streamlearn_label_delay_events"); err != nil {
+		t.Error(err)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) != 0 {
+		t.Errorf("lint: %v %v", problems, err)
 	}
 }

@@ -83,7 +83,15 @@ type LabelStats struct {
 	Joined, Expired, ExpiredLearned uint64
 	Unknown, Late, Duplicate        uint64
 	DelaySum, DelayMax              uint64 // in records, over joined events
+	// DelayCounts counts joined events by delay: [i] those with delay at
+	// most LabelDelayBuckets[i] (and above the bucket before), the last
+	// those above every bound.
+	DelayCounts [len(LabelDelayBuckets) + 1]uint64
 }
+
+// LabelDelayBuckets are the upper bounds, in records, of the buckets of
+// label delays (streamlearn_label_delay_events).
+var LabelDelayBuckets = [...]float64{0, 1, 10, 100, 1000, 10000, 100000, 1000000}
 
 func newDelayedStore(c *config.Config) (*delayedStore, error) {
 	l := c.Labels
@@ -219,6 +227,11 @@ func (p *Pipeline) join(ev *event.Event) event.Reason {
 	d.stats.Joined++
 	d.stats.DelaySum += delay
 	d.stats.DelayMax = max(d.stats.DelayMax, delay)
+	b := 0
+	for b < len(LabelDelayBuckets) && float64(delay) > LabelDelayBuckets[b] {
+		b++
+	}
+	d.stats.DelayCounts[b]++
 	p.learnServed(e, ev.Label)
 	return ""
 }
@@ -252,6 +265,11 @@ type LabelsReport struct {
 	Late           uint64      `json:"late"`
 	Duplicate      uint64      `json:"duplicate"`
 	Delay          DelayReport `json:"delay"`
+
+	// DelaySum and DelayCounts are the delay histogram's, for metrics
+	// (LabelStats).
+	DelaySum    uint64                             `json:"-"`
+	DelayCounts [len(LabelDelayBuckets) + 1]uint64 `json:"-"`
 }
 
 // DelayReport is the delay of joined labels, in records of the partition.
@@ -263,7 +281,8 @@ type DelayReport struct {
 func (d *delayedStore) report() *LabelsReport {
 	s := d.stats
 	r := &LabelsReport{Joined: s.Joined, Pending: uint64(len(d.byID)), Expired: s.Expired, ExpiredLearned: s.ExpiredLearned,
-		Unknown: s.Unknown, Late: s.Late, Duplicate: s.Duplicate, Delay: DelayReport{Max: s.DelayMax}}
+		Unknown: s.Unknown, Late: s.Late, Duplicate: s.Duplicate, Delay: DelayReport{Max: s.DelayMax},
+		DelaySum: s.DelaySum, DelayCounts: s.DelayCounts}
 	if s.Joined > 0 {
 		r.Delay.Mean = float64(s.DelaySum) / float64(s.Joined)
 	}
@@ -279,6 +298,9 @@ const maxIDLen = 1 << 16
 func (d *delayedStore) encode(e *codec.Encoder, learners int) {
 	s := d.stats
 	for _, v := range []uint64{s.Joined, s.Expired, s.ExpiredLearned, s.Unknown, s.Late, s.Duplicate, s.DelaySum, s.DelayMax} {
+		e.U64(v)
+	}
+	for _, v := range s.DelayCounts {
 		e.U64(v)
 	}
 	e.U64(uint64(len(d.byID)))
@@ -333,6 +355,15 @@ func (st *delayedStore) decode(d *codec.Decoder, learners int, scaled bool) {
 	s := &st.stats
 	for _, v := range []*uint64{&s.Joined, &s.Expired, &s.ExpiredLearned, &s.Unknown, &s.Late, &s.Duplicate, &s.DelaySum, &s.DelayMax} {
 		*v = d.U64()
+	}
+	var joined uint64
+	for i := range s.DelayCounts {
+		s.DelayCounts[i] = d.U64()
+		joined += s.DelayCounts[i]
+	}
+	if d.Err() == nil && joined != s.Joined {
+		d.Fail("%d joined labels, %d in the delay buckets", s.Joined, joined)
+		return
 	}
 	n := d.U64()
 	if n > uint64(st.max) || n > uint64(d.Len()) {
