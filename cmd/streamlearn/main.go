@@ -7,7 +7,7 @@
 //	streamlearn replay   [-c config.yaml] [--format F] [--report text|json] [--plot FILE] FILE...
 //	streamlearn record   [-c config.yaml | --kind K ...] [--follow] [-o FILE]
 //	streamlearn publish  [-c config.yaml | --kind K ...] FILE...
-//	streamlearn generate [-n N] [--seed S] [-o FILE]
+//	streamlearn generate [-n N] [--seed S] [--noise P] [--unlabeled P] [--delay D [--never P]] [-o FILE]
 //	streamlearn inspect  [--report text|json] CHECKPOINT...
 //	streamlearn version
 //
@@ -42,7 +42,7 @@ const replayArgs = "[-c config.yaml] [--format F] [--report text|json] [--allow-
 var commands = []command{
 	{"run", runArgs, "the live service: learn from a Kafka topic or NATS subject (default: an embedded NATS JetStream server)", runRun},
 	{"replay", replayArgs, "replay recorded files through the learners and print the regret report", runReplay},
-	{"generate", "[-n N] [--seed S] [-o FILE]", "write a synthetic labeled JSONL stream (a demo and test fixture)", runGenerate},
+	{"generate", generateArgs, "write a synthetic labeled JSONL stream (a demo and test fixture)", runGenerate},
 	{"record", recordArgs, "copy a topic or subject to a JSONL file, for replays in tests", runRecord},
 	{"publish", publishArgs, "write JSONL files into a topic or subject", runPublish},
 	{"inspect", inspectArgs, "print what checkpoint files hold: positions, learners, rounds, mistakes, digests", runInspect},
