@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/streamlearn/streamlearn/internal/event"
+	"github.com/streamlearn/streamlearn/internal/online"
 )
 
 // Delayed labels, checked against simulations of the served-prediction
@@ -421,4 +422,81 @@ func TestDelayedLabelsRestore(t *testing.T) {
 		t.Error("a clone encodes differently")
 	}
 	_ = slices.Clone(want)
+}
+
+// BenchmarkDelayedLabels: a Perceptron and a logistic OGD over 200,000
+// events of 10 features, with labels inline (immediate) and with half the
+// labels sent as label events a uniform 0..2,000 events later (mean
+// 1,000). events/s counts the events, not the label records.
+//
+//	go test -run '^$' -bench DelayedLabels -count 3 ./internal/pipeline/
+func BenchmarkDelayedLabels(b *testing.B) {
+	const n = 200_000
+	cfg := `
+learners:
+  - {name: pct, algorithm: perceptron, bias: true}
+  - {name: ogd, algorithm: ogd, loss: logistic, eta: 0.5, bias: true}
+`
+	rng := rand.New(rand.NewPCG(3, 4))
+	events := make([]event.Event, n)
+	for i := range events {
+		var x online.Vector
+		for k := range 10 {
+			x.Idx = append(x.Idx, uint32(k*977+13))
+			x.Val = append(x.Val, rng.Float64())
+		}
+		y := int8(-1)
+		if x.Val[0]+x.Val[1] > 1 {
+			y = 1
+		}
+		events[i] = event.Event{ID: []byte(fmt.Sprintf("e%d", i)), X: x, Labeled: true, Label: y}
+	}
+	type label struct {
+		at int
+		ev event.Event
+	}
+	for _, mode := range []string{"immediate", "delayed"} {
+		b.Run(mode, func(b *testing.B) {
+			c := mustConfig(b, cfg)
+			if mode == "delayed" {
+				c = mustConfig(b, cfg+"labels: {delayed: true, wait: 10000, max_pending: 100000}\n")
+			}
+			// The due labels, in order: half of the events, 0..2,000
+			// events after their own.
+			var due []label
+			drng := rand.New(rand.NewPCG(5, 6))
+			delayed := make([]bool, n)
+			for i := range events {
+				if mode == "delayed" && drng.IntN(2) == 0 {
+					delayed[i] = true
+					due = append(due, label{i + drng.IntN(2001), event.Event{ID: events[i].ID, Labeled: true, Label: events[i].Label, LabelOnly: true}})
+				}
+			}
+			sort.SliceStable(due, func(i, j int) bool { return due[i].at < due[j].at })
+			b.ReportAllocs()
+			var p *Pipeline
+			for b.Loop() {
+				b.StopTimer()
+				p = mustNew(b, c)
+				b.StartTimer()
+				next := 0
+				for i := range events {
+					ev := events[i]
+					ev.Labeled = !delayed[i]
+					p.Process(&ev)
+					for next < len(due) && due[next].at <= i {
+						p.Process(&due[next].ev)
+						next++
+					}
+				}
+				for ; next < len(due); next++ {
+					p.Process(&due[next].ev)
+				}
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+			if rep := mustReport(b, p); rep.Labeled != n {
+				b.Fatalf("%d labeled rounds, want %d", rep.Labeled, n)
+			}
+		})
+	}
 }
