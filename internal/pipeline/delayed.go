@@ -1,8 +1,9 @@
 package pipeline
 
 import (
+	"bytes"
 	"fmt"
-	"slices"
+	"hash/maphash"
 
 	"github.com/streamlearn/streamlearn/internal/codec"
 	"github.com/streamlearn/streamlearn/internal/config"
@@ -45,17 +46,41 @@ const (
 	ReasonLabelDuplicate event.Reason = "label_duplicate"
 )
 
-// pendingEvent is an event waiting for its label.
-type pendingEvent struct {
-	id  string
-	at  uint64 // the record count when it arrived
-	raw online.Vector
+// The store keeps its events in slots that are reused, with their slices:
+// once it has held max_pending events, holding, joining and expiring
+// allocate nothing. Ids are found by a hash of their bytes (hash/maphash)
+// and compared byte for byte, so that the maps' keys are numbers, not
+// strings made per event.
+
+// pendingSlot is an event waiting for its label, or a free slot.
+type pendingSlot struct {
+	id   []byte
+	hash uint64
+	next int32  // the next slot of the same hash; -1 at the end
+	gen  uint32 // bumped when the slot is freed: queue entries of earlier uses are stale
+	at   uint64 // the record count when it arrived
+	raw  online.Vector
 	// scaled is the vector the learners that do not read raw values
-	// predicted on; nil slices when the pipeline does not scale (they read
-	// raw) .
+	// predicted on, when the pipeline scales; empty otherwise (they read
+	// raw).
 	scaled online.Vector
 	preds  []online.Prediction
-	done   bool // labeled or expired: its place in the queue is stale
+	used   bool
+}
+
+// queued is a slot in arrival order, with the generation it was held in.
+type queued struct {
+	slot int32
+	gen  uint32
+}
+
+// seenSlot is an id labeled or expired, remembered for late and duplicate
+// labels.
+type seenSlot struct {
+	id   []byte
+	hash uint64
+	next int32
+	how  uint8
 }
 
 // Resolutions remembered for late and duplicate labels.
@@ -66,16 +91,25 @@ const (
 
 // delayedStore is the pipeline's store of events waiting for labels.
 type delayedStore struct {
-	wait   uint64
-	max    int
-	def    int8 // the default label; 0 when expired events are dropped
-	byID   map[string]*pendingEvent
-	queue  []*pendingEvent // arrival order; done entries are skipped
-	head   int
-	seen   map[string]uint8 // ids labeled or expired, remembered
-	seenQ  []string         // their order, for the bound
-	seenHd int
-	stats  LabelStats
+	wait uint64
+	max  int
+	def  int8 // the default label; 0 when expired events are dropped
+	seed maphash.Seed
+
+	slots []pendingSlot
+	free  []int32
+	byID  map[uint64]int32 // hash → first slot of that hash
+	n     int              // slots in use
+	queue []queued         // arrival order, from head; stale entries are skipped
+	head  int
+
+	// The ids of the last max events labeled or expired: a ring of slots,
+	// seenNext the next to overwrite once it is full.
+	seen     []seenSlot
+	seenByID map[uint64]int32
+	seenNext int
+
+	stats LabelStats
 }
 
 // LabelStats are the counters of the labels report.
@@ -98,7 +132,8 @@ func newDelayedStore(c *config.Config) (*delayedStore, error) {
 	if !l.Delayed {
 		return nil, nil
 	}
-	d := &delayedStore{wait: uint64(l.Wait), max: l.MaxPending, byID: map[string]*pendingEvent{}, seen: map[string]uint8{}}
+	d := &delayedStore{wait: uint64(l.Wait), max: l.MaxPending, seed: maphash.MakeSeed(),
+		byID: map[uint64]int32{}, seenByID: map[uint64]int32{}}
 	if l.DefaultLabel != nil {
 		y, err := EventConfig(c).ParseLabel(*l.DefaultLabel)
 		if err != nil {
@@ -109,93 +144,204 @@ func newDelayedStore(c *config.Config) (*delayedStore, error) {
 	return d, nil
 }
 
+// find returns the slot of the waiting event of id, -1 when none waits.
+func (d *delayedStore) find(id []byte, h uint64) int32 {
+	i, ok := d.byID[h]
+	for ok && i >= 0 {
+		if bytes.Equal(d.slots[i].id, id) {
+			return i
+		}
+		i = d.slots[i].next
+	}
+	return -1
+}
+
+// alloc returns a free slot, growing the slots when none is.
+func (d *delayedStore) alloc() int32 {
+	if n := len(d.free); n > 0 {
+		i := d.free[n-1]
+		d.free = d.free[:n-1]
+		return i
+	}
+	d.slots = append(d.slots, pendingSlot{})
+	return int32(len(d.slots) - 1)
+}
+
+// link adds slot i, of hash h, to the index; unlink removes it.
+func (d *delayedStore) link(i int32, h uint64) {
+	s := &d.slots[i]
+	s.hash, s.next = h, -1
+	if j, ok := d.byID[h]; ok {
+		s.next = j
+	}
+	d.byID[h] = i
+}
+
+func (d *delayedStore) unlink(i int32) {
+	s := &d.slots[i]
+	j := d.byID[s.hash]
+	if j == i {
+		if s.next < 0 {
+			delete(d.byID, s.hash)
+		} else {
+			d.byID[s.hash] = s.next
+		}
+		return
+	}
+	for d.slots[j].next != i {
+		j = d.slots[j].next
+	}
+	d.slots[j].next = s.next
+}
+
+// release frees slot i, once its event joined or expired.
+func (d *delayedStore) release(i int32) {
+	d.unlink(i)
+	s := &d.slots[i]
+	s.used = false
+	s.gen++
+	d.n--
+	d.free = append(d.free, i)
+}
+
+// oldest returns the slot of the waiting event that arrived first, and
+// drops the stale entries before it; -1 when none waits.
+func (d *delayedStore) oldest() int32 {
+	for d.head < len(d.queue) {
+		q := d.queue[d.head]
+		if s := &d.slots[q.slot]; s.used && s.gen == q.gen {
+			return q.slot
+		}
+		d.pop()
+	}
+	return -1
+}
+
 // tick counts a record and expires what waited too long before it.
 func (p *Pipeline) tick() {
 	p.counts.Events++
 	if d := p.delay; d != nil {
-		for d.head < len(d.queue) {
-			e := d.queue[d.head]
-			if !e.done && p.counts.Events-e.at <= d.wait {
+		for {
+			i := d.oldest()
+			if i < 0 || p.counts.Events-d.slots[i].at <= d.wait {
 				break
 			}
 			d.pop()
-			if !e.done {
-				p.expire(e)
-			}
+			p.expire(i)
 		}
 	}
 }
 
 // pop drops the head of the queue, compacting it now and then.
 func (d *delayedStore) pop() {
-	d.queue[d.head] = nil
 	d.head++
 	if d.head > 1024 && d.head*2 > len(d.queue) {
 		n := copy(d.queue, d.queue[d.head:])
-		clear(d.queue[n:])
 		d.queue, d.head = d.queue[:n], 0
 	}
 }
 
-// expire ends e's wait: learned with the default label, or dropped.
-func (p *Pipeline) expire(e *pendingEvent) {
+// expire ends the wait of the event in slot i: learned with the default
+// label, or dropped.
+func (p *Pipeline) expire(i int32) {
 	d := p.delay
-	e.done = true
-	delete(d.byID, e.id)
-	d.remember(e.id, resolvedExpired)
 	d.stats.Expired++
 	if d.def != 0 {
 		d.stats.ExpiredLearned++
-		p.learnServed(e, d.def)
+		p.learnServed(&d.slots[i], d.def)
 	}
+	d.remember(d.slots[i].id, d.slots[i].hash, resolvedExpired)
+	d.release(i)
 }
 
-// remember notes how id was resolved, forgetting the oldest past max.
-func (d *delayedStore) remember(id string, how uint8) {
-	if _, ok := d.seen[id]; !ok {
-		d.seenQ = append(d.seenQ, id)
+// remember notes how id (of hash h) was resolved, forgetting the oldest
+// past max.
+func (d *delayedStore) remember(id []byte, h uint64, how uint8) {
+	for i, ok := d.seenByID[h]; ok && i >= 0; i = d.seen[i].next {
+		if bytes.Equal(d.seen[i].id, id) {
+			d.seen[i].how = how // an id used again: its place stays
+			return
+		}
 	}
-	d.seen[id] = how
-	for len(d.seenQ)-d.seenHd > d.max {
-		delete(d.seen, d.seenQ[d.seenHd])
-		d.seenQ[d.seenHd] = ""
-		d.seenHd++
+	var i int32
+	if len(d.seen) < d.max {
+		d.seen = append(d.seen, seenSlot{})
+		i = int32(len(d.seen) - 1)
+	} else {
+		i = int32(d.seenNext)
+		d.seenNext = (d.seenNext + 1) % d.max
+		d.forget(i)
 	}
-	if d.seenHd > 1024 && d.seenHd*2 > len(d.seenQ) {
-		n := copy(d.seenQ, d.seenQ[d.seenHd:])
-		clear(d.seenQ[n:])
-		d.seenQ, d.seenHd = d.seenQ[:n], 0
+	s := &d.seen[i]
+	s.id, s.hash, s.how, s.next = append(s.id[:0], id...), h, how, -1
+	if j, ok := d.seenByID[h]; ok {
+		s.next = j
 	}
+	d.seenByID[h] = i
+}
+
+// forget removes the remembered id of seen slot i from the index.
+func (d *delayedStore) forget(i int32) {
+	s := &d.seen[i]
+	j := d.seenByID[s.hash]
+	if j == i {
+		if s.next < 0 {
+			delete(d.seenByID, s.hash)
+		} else {
+			d.seenByID[s.hash] = s.next
+		}
+		return
+	}
+	for d.seen[j].next != i {
+		j = d.seen[j].next
+	}
+	d.seen[j].next = s.next
+}
+
+// resolved returns how id was resolved, 0 when it is not remembered.
+func (d *delayedStore) resolved(id []byte, h uint64) uint8 {
+	i, ok := d.seenByID[h]
+	for ok && i >= 0 {
+		if bytes.Equal(d.seen[i].id, id) {
+			return d.seen[i].how
+		}
+		i = d.seen[i].next
+	}
+	return 0
 }
 
 // hold stores ev, just predicted (p.preds, p.scaled), to wait for its
 // label. An id already waiting keeps its first event.
 func (p *Pipeline) hold(ev *event.Event) {
 	d := p.delay
-	if _, ok := d.byID[string(ev.ID)]; ok {
+	h := maphash.Bytes(d.seed, ev.ID)
+	if d.find(ev.ID, h) >= 0 {
 		return
 	}
-	if len(d.byID) >= d.max {
-		for d.head < len(d.queue) {
-			e := d.queue[d.head]
+	if d.n >= d.max {
+		if i := d.oldest(); i >= 0 {
 			d.pop()
-			if !e.done {
-				p.expire(e)
-				break
-			}
+			p.expire(i)
 		}
 	}
-	e := &pendingEvent{id: string(ev.ID), at: p.counts.Events, preds: slices.Clone(p.preds)}
-	e.raw = cloneVector(ev.X)
+	i := d.alloc()
+	s := &d.slots[i]
+	s.id = append(s.id[:0], ev.ID...)
+	s.at, s.used = p.counts.Events, true
+	copyVector(&s.raw, ev.X)
 	if p.scaler != nil {
-		e.scaled = cloneVector(p.scaled)
+		copyVector(&s.scaled, p.scaled)
 	}
-	d.byID[e.id] = e
-	d.queue = append(d.queue, e)
+	s.preds = append(s.preds[:0], p.preds...)
+	d.link(i, h)
+	d.n++
+	d.queue = append(d.queue, queued{i, s.gen})
 }
 
-func cloneVector(x online.Vector) online.Vector {
-	return online.Vector{Idx: slices.Clone(x.Idx), Val: slices.Clone(x.Val)}
+// copyVector copies x into dst, reusing dst's slices.
+func copyVector(dst *online.Vector, x online.Vector) {
+	dst.Idx = append(dst.Idx[:0], x.Idx...)
+	dst.Val = append(dst.Val[:0], x.Val[:len(x.Idx)]...)
 }
 
 // join learns the label event ev: the label of the waiting event of its
@@ -203,10 +349,11 @@ func cloneVector(x online.Vector) online.Vector {
 func (p *Pipeline) join(ev *event.Event) event.Reason {
 	p.tick()
 	d := p.delay
-	e := d.byID[string(ev.ID)]
-	if e == nil {
+	h := maphash.Bytes(d.seed, ev.ID)
+	i := d.find(ev.ID, h)
+	if i < 0 {
 		reason := ReasonLabelUnknown
-		switch d.seen[string(ev.ID)] {
+		switch d.resolved(ev.ID, h) {
 		case resolvedJoined:
 			reason = ReasonLabelDuplicate
 			d.stats.Duplicate++
@@ -220,10 +367,8 @@ func (p *Pipeline) join(ev *event.Event) event.Reason {
 		p.counts.InvalidBy[reason]++
 		return reason
 	}
-	e.done = true
-	delete(d.byID, e.id)
-	d.remember(e.id, resolvedJoined)
-	delay := p.counts.Events - e.at
+	s := &d.slots[i]
+	delay := p.counts.Events - s.at
 	d.stats.Joined++
 	d.stats.DelaySum += delay
 	d.stats.DelayMax = max(d.stats.DelayMax, delay)
@@ -232,21 +377,23 @@ func (p *Pipeline) join(ev *event.Event) event.Reason {
 		b++
 	}
 	d.stats.DelayCounts[b]++
-	p.learnServed(e, ev.Label)
+	p.learnServed(s, ev.Label)
+	d.remember(s.id, h, resolvedJoined)
+	d.release(i)
 	return ""
 }
 
-// learnServed scores every learner on the prediction it served e and has
-// it learn label y from it: one labeled round.
-func (p *Pipeline) learnServed(e *pendingEvent, y int8) {
+// learnServed scores every learner on the prediction it served the event
+// in s and has it learn label y from it: one labeled round.
+func (p *Pipeline) learnServed(s *pendingSlot, y int8) {
 	p.counts.Learned++
 	for i := range p.nodes {
 		n := &p.nodes[i]
-		x := e.raw
+		x := s.raw
 		if !n.raw && p.scaler != nil {
-			x = e.scaled
+			x = s.scaled
 		}
-		served := e.preds[i]
+		served := s.preds[i]
 		n.loss = n.learner.Loss(served, y)
 		n.learner.Learn(x, served, y)
 		p.tracker.Observe(i, served, y, n.loss)
@@ -280,7 +427,7 @@ type DelayReport struct {
 
 func (d *delayedStore) report() *LabelsReport {
 	s := d.stats
-	r := &LabelsReport{Joined: s.Joined, Pending: uint64(len(d.byID)), Expired: s.Expired, ExpiredLearned: s.ExpiredLearned,
+	r := &LabelsReport{Joined: s.Joined, Pending: uint64(d.n), Expired: s.Expired, ExpiredLearned: s.ExpiredLearned,
 		Unknown: s.Unknown, Late: s.Late, Duplicate: s.Duplicate, Delay: DelayReport{Max: s.DelayMax},
 		DelaySum: s.DelaySum, DelayCounts: s.DelayCounts}
 	if s.Joined > 0 {
@@ -303,12 +450,13 @@ func (d *delayedStore) encode(e *codec.Encoder, learners int) {
 	for _, v := range s.DelayCounts {
 		e.U64(v)
 	}
-	e.U64(uint64(len(d.byID)))
-	for _, p := range d.queue[d.head:] {
-		if p.done {
+	e.U64(uint64(d.n))
+	for _, q := range d.queue[d.head:] {
+		p := &d.slots[q.slot]
+		if !p.used || p.gen != q.gen {
 			continue
 		}
-		e.String(p.id)
+		e.String(string(p.id))
 		e.U64(p.at)
 		encodeVector(e, p.raw)
 		encodeVector(e, p.scaled)
@@ -318,10 +466,12 @@ func (d *delayedStore) encode(e *codec.Encoder, learners int) {
 			e.U64(p.preds[i].Advice)
 		}
 	}
-	e.U64(uint64(len(d.seenQ) - d.seenHd))
-	for _, id := range d.seenQ[d.seenHd:] {
-		e.String(id)
-		e.U8(d.seen[id])
+	// The remembered ids, oldest first.
+	e.U64(uint64(len(d.seen)))
+	for k := range d.seen {
+		s := &d.seen[(d.seenNext+k)%len(d.seen)]
+		e.String(string(s.id))
+		e.U8(s.how)
 	}
 }
 
@@ -371,25 +521,29 @@ func (st *delayedStore) decode(d *codec.Decoder, learners int, scaled bool) {
 		return
 	}
 	for range n {
-		e := &pendingEvent{id: d.String(maxIDLen), at: d.U64()}
-		e.raw = decodeVector(d)
-		e.scaled = decodeVector(d)
-		if !scaled && len(e.scaled.Idx) > 0 {
+		id, at := d.String(maxIDLen), d.U64()
+		raw, scaledX := decodeVector(d), decodeVector(d)
+		if !scaled && len(scaledX.Idx) > 0 {
 			d.Fail("a waiting event has a scaled vector, the pipeline does not scale")
 		}
-		e.preds = make([]online.Prediction, learners)
+		preds := make([]online.Prediction, learners)
 		for i := range learners {
-			e.preds[i] = online.Prediction{Label: int8(d.U8()), Score: d.F64(), Advice: d.U64()}
+			preds[i] = online.Prediction{Label: int8(d.U8()), Score: d.F64(), Advice: d.U64()}
 		}
 		if d.Err() != nil {
 			return
 		}
-		if _, dup := st.byID[e.id]; dup {
-			d.Fail("id %q waits twice", e.id)
+		h := maphash.String(st.seed, id)
+		if st.find([]byte(id), h) >= 0 {
+			d.Fail("id %q waits twice", id)
 			return
 		}
-		st.byID[e.id] = e
-		st.queue = append(st.queue, e)
+		i := st.alloc()
+		s := &st.slots[i]
+		s.id, s.at, s.raw, s.scaled, s.preds, s.used = []byte(id), at, raw, scaledX, preds, true
+		st.link(i, h)
+		st.n++
+		st.queue = append(st.queue, queued{i, s.gen})
 	}
 	m := d.U64()
 	if m > uint64(st.max) || m > uint64(d.Len()) {
@@ -405,11 +559,11 @@ func (st *delayedStore) decode(d *codec.Decoder, learners int, scaled bool) {
 			d.Fail("id %q resolved as %d", id, how)
 			return
 		}
-		if _, dup := st.seen[id]; dup {
+		h := maphash.String(st.seed, id)
+		if st.resolved([]byte(id), h) != 0 {
 			d.Fail("id %q remembered twice", id)
 			return
 		}
-		st.seen[id] = how
-		st.seenQ = append(st.seenQ, id)
+		st.remember([]byte(id), h, how)
 	}
 }

@@ -6,10 +6,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 
 	"github.com/streamlearn/streamlearn/internal/event"
+	"github.com/streamlearn/streamlearn/internal/online"
 )
 
 // dataDir is ../shared/data beside the repository; tests that read it skip
@@ -172,7 +174,7 @@ func TestRealDataDelayed(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				ev.X = cloneVector(ev.X)
+				ev.X = online.Vector{Idx: slices.Clone(ev.X.Idx), Val: slices.Clone(ev.X.Val[:len(ev.X.Idx)])}
 				events = append(events, ev)
 			}
 			accuracy := map[string][]float64{}
