@@ -144,16 +144,19 @@ func newDelayedStore(c *config.Config) (*delayedStore, error) {
 	return d, nil
 }
 
-// find returns the slot of the waiting event of id, -1 when none waits.
-func (d *delayedStore) find(id []byte, h uint64) int32 {
-	i, ok := d.byID[h]
-	for ok && i >= 0 {
-		if bytes.Equal(d.slots[i].id, id) {
-			return i
-		}
-		i = d.slots[i].next
+// find returns the slot of the waiting event of id, -1 when none waits,
+// and the first slot of its hash, -1 when none.
+func (d *delayedStore) find(id []byte, h uint64) (slot, first int32) {
+	first, ok := d.byID[h]
+	if !ok {
+		return -1, -1
 	}
-	return -1
+	for i := first; i >= 0; i = d.slots[i].next {
+		if bytes.Equal(d.slots[i].id, id) {
+			return i, first
+		}
+	}
+	return -1, first
 }
 
 // alloc returns a free slot, growing the slots when none is.
@@ -167,19 +170,18 @@ func (d *delayedStore) alloc() int32 {
 	return int32(len(d.slots) - 1)
 }
 
-// link adds slot i, of hash h, to the index; unlink removes it.
-func (d *delayedStore) link(i int32, h uint64) {
+// link adds slot i, of hash h, to the index before first, the first slot
+// of that hash (-1 when none); unlink removes it, first being the first
+// slot of its hash.
+func (d *delayedStore) link(i int32, h uint64, first int32) {
 	s := &d.slots[i]
-	s.hash, s.next = h, -1
-	if j, ok := d.byID[h]; ok {
-		s.next = j
-	}
+	s.hash, s.next = h, first
 	d.byID[h] = i
 }
 
-func (d *delayedStore) unlink(i int32) {
+func (d *delayedStore) unlink(i, first int32) {
 	s := &d.slots[i]
-	j := d.byID[s.hash]
+	j := first
 	if j == i {
 		if s.next < 0 {
 			delete(d.byID, s.hash)
@@ -194,9 +196,10 @@ func (d *delayedStore) unlink(i int32) {
 	d.slots[j].next = s.next
 }
 
-// release frees slot i, once its event joined or expired.
-func (d *delayedStore) release(i int32) {
-	d.unlink(i)
+// release frees slot i, once its event joined or expired; first is the
+// first slot of its hash.
+func (d *delayedStore) release(i, first int32) {
+	d.unlink(i, first)
 	s := &d.slots[i]
 	s.used = false
 	s.gen++
@@ -250,14 +253,19 @@ func (p *Pipeline) expire(i int32) {
 		d.stats.ExpiredLearned++
 		p.learnServed(&d.slots[i], d.def)
 	}
-	d.remember(d.slots[i].id, d.slots[i].hash, resolvedExpired)
-	d.release(i)
+	s := &d.slots[i]
+	d.remember(s.id, s.hash, resolvedExpired)
+	d.release(i, d.byID[s.hash])
 }
 
 // remember notes how id (of hash h) was resolved, forgetting the oldest
 // past max.
 func (d *delayedStore) remember(id []byte, h uint64, how uint8) {
-	for i, ok := d.seenByID[h]; ok && i >= 0; i = d.seen[i].next {
+	first, ok := d.seenByID[h]
+	if !ok {
+		first = -1
+	}
+	for i := first; i >= 0; i = d.seen[i].next {
 		if bytes.Equal(d.seen[i].id, id) {
 			d.seen[i].how = how // an id used again: its place stays
 			return
@@ -270,13 +278,18 @@ func (d *delayedStore) remember(id []byte, h uint64, how uint8) {
 	} else {
 		i = int32(d.seenNext)
 		d.seenNext = (d.seenNext + 1) % d.max
-		d.forget(i)
+		if d.seen[i].hash == h {
+			// Forgetting it changes the chain just read.
+			d.forget(i)
+			if first, ok = d.seenByID[h]; !ok {
+				first = -1
+			}
+		} else {
+			d.forget(i)
+		}
 	}
 	s := &d.seen[i]
-	s.id, s.hash, s.how, s.next = append(s.id[:0], id...), h, how, -1
-	if j, ok := d.seenByID[h]; ok {
-		s.next = j
-	}
+	s.id, s.hash, s.how, s.next = append(s.id[:0], id...), h, how, first
 	d.seenByID[h] = i
 }
 
@@ -315,13 +328,17 @@ func (d *delayedStore) resolved(id []byte, h uint64) uint8 {
 func (p *Pipeline) hold(ev *event.Event) {
 	d := p.delay
 	h := maphash.Bytes(d.seed, ev.ID)
-	if d.find(ev.ID, h) >= 0 {
+	found, first := d.find(ev.ID, h)
+	if found >= 0 {
 		return
 	}
 	if d.n >= d.max {
 		if i := d.oldest(); i >= 0 {
 			d.pop()
 			p.expire(i)
+			if _, first = d.find(ev.ID, h); first >= 0 && d.slots[first].hash != h {
+				first = -1
+			}
 		}
 	}
 	i := d.alloc()
@@ -333,7 +350,7 @@ func (p *Pipeline) hold(ev *event.Event) {
 		copyVector(&s.scaled, p.scaled)
 	}
 	s.preds = append(s.preds[:0], p.preds...)
-	d.link(i, h)
+	d.link(i, h, first)
 	d.n++
 	d.queue = append(d.queue, queued{i, s.gen})
 }
@@ -350,7 +367,7 @@ func (p *Pipeline) join(ev *event.Event) event.Reason {
 	p.tick()
 	d := p.delay
 	h := maphash.Bytes(d.seed, ev.ID)
-	i := d.find(ev.ID, h)
+	i, first := d.find(ev.ID, h)
 	if i < 0 {
 		reason := ReasonLabelUnknown
 		switch d.resolved(ev.ID, h) {
@@ -379,7 +396,7 @@ func (p *Pipeline) join(ev *event.Event) event.Reason {
 	d.stats.DelayCounts[b]++
 	p.learnServed(s, ev.Label)
 	d.remember(s.id, h, resolvedJoined)
-	d.release(i)
+	d.release(i, first)
 	return ""
 }
 
@@ -534,14 +551,15 @@ func (st *delayedStore) decode(d *codec.Decoder, learners int, scaled bool) {
 			return
 		}
 		h := maphash.String(st.seed, id)
-		if st.find([]byte(id), h) >= 0 {
+		found, first := st.find([]byte(id), h)
+		if found >= 0 {
 			d.Fail("id %q waits twice", id)
 			return
 		}
 		i := st.alloc()
 		s := &st.slots[i]
 		s.id, s.at, s.raw, s.scaled, s.preds, s.used = []byte(id), at, raw, scaledX, preds, true
-		st.link(i, h)
+		st.link(i, h, first)
 		st.n++
 		st.queue = append(st.queue, queued{i, s.gen})
 	}
