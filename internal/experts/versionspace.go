@@ -214,6 +214,12 @@ func (l *Consistent) Predict(x online.Vector) online.Prediction {
 // Guarantee returns the mistake bound |H|-1.
 func (l *Consistent) Guarantee() online.Guarantee { return l.guarantee(float64(l.c.n - 1)) }
 
+// DelayedGuarantee returns the mistake bound (d+1)(|H|-1) for labels at
+// most d learned rounds late (see delayedBound).
+func (l *Consistent) DelayedGuarantee(d uint64) (online.Guarantee, bool) {
+	return l.guarantee(delayedBound(float64(l.c.n-1), d)), true
+}
+
 // Halving is the Halving algorithm (Section 21.1): it predicts the label
 // the majority of the version space gives, ties 1. Mistakes ≤ log₂|H| on a
 // stream realizable by H (Theorem 21.3). Not safe for concurrent use.
@@ -239,6 +245,34 @@ func (l *Halving) Predict(x online.Vector) online.Prediction {
 
 // Guarantee returns the mistake bound log₂|H|.
 func (l *Halving) Guarantee() online.Guarantee { return l.guarantee(math.Log2(float64(l.c.n))) }
+
+// DelayedGuarantee returns the mistake bound (d+1)·log₂|H| for labels at
+// most d learned rounds late (see delayedBound).
+func (l *Halving) DelayedGuarantee(d uint64) (online.Guarantee, bool) {
+	return l.guarantee(delayedBound(math.Log2(float64(l.c.n)), d)), true
+}
+
+// delayedBound is the mistake bound of Consistent, Halving and SOA when
+// labels come at most d learned rounds late, from m, the bound with
+// immediate labels: (d+1)·m, on a stream realizable by H.
+//
+// Proof. Give each learned round the interval from its prediction to its
+// label. Call a chain a sequence of mistaken rounds each predicted after
+// the label of the one before was learned. Along a chain the version
+// space at each prediction is within the version space after the label
+// of the one before, since version spaces only shrink on a realizable
+// stream. So each mistake of the chain does to the version space what a
+// mistake with immediate labels does: Halving's leaves at most half of
+// the version space at its prediction, SOA's lowers its Littlestone
+// dimension by at least 1, Consistent's removes the hypothesis it
+// predicted with. A chain therefore has at most m mistakes (log₂|H|,
+// Ldim(H), |H|-1), as the immediate-label proofs count. The mistaken
+// rounds split into as many chains as the most intervals that share a
+// point (intervals on a line: greedy colouring by label time). Of k
+// intervals sharing a point, the one labeled last saw the other k-1
+// labels learned during its wait, so k ≤ d+1, and there are at most d+1
+// chains of at most m mistakes.
+func delayedBound(m float64, d uint64) float64 { return (float64(d) + 1) * m }
 
 // SOA is Littlestone's Standard Optimal Algorithm (Section 21.1.1): it
 // predicts the label r whose version space V^(r) has the larger Littlestone
@@ -322,3 +356,9 @@ func (l *SOA) Predict(x online.Vector) online.Prediction {
 
 // Guarantee returns the mistake bound Ldim(H).
 func (l *SOA) Guarantee() online.Guarantee { return l.guarantee(float64(l.c.ld.dim)) }
+
+// DelayedGuarantee returns the mistake bound (d+1)·Ldim(H) for labels at
+// most d learned rounds late (see delayedBound).
+func (l *SOA) DelayedGuarantee(d uint64) (online.Guarantee, bool) {
+	return l.guarantee(delayedBound(float64(l.c.ld.dim), d)), true
+}

@@ -112,3 +112,15 @@ type Guarantee struct {
 type Guaranteed interface {
 	Guarantee() Guarantee
 }
+
+// A DelayGuaranteed learner's theorem also holds, with a larger bound,
+// when labels come late (Learn called with a prediction served before
+// other labels were learned). DelayedGuarantee returns the guarantee for
+// labels at most d labeled rounds late: on every learned round, at most d
+// other rounds were learned between its prediction and its label. ok is
+// false when the theorem says nothing of delays for this learner's
+// configuration.
+type DelayGuaranteed interface {
+	Guaranteed
+	DelayedGuarantee(d uint64) (g Guarantee, ok bool)
+}

@@ -274,6 +274,35 @@ func (p *Perceptron) guarantee() Guarantee {
 	return g
 }
 
+// DelayedGuarantee returns the guarantee for labels at most d learned
+// rounds late, for the Perceptron without averaging (ok is false with
+// averaging: its Learn reads the plain score at label time). With a
+// margin γ: mistakes ≤ (2d+1)·R²/γ², and the certificate "every unit
+// separator has margin ≤ R·√((2d+1)/M)".
+//
+// Proof: an update on a label y of x whose served score was s = ⟨w',x⟩,
+// y·s ≤ 0, is applied to the weights w now, which differ from w' by at
+// most d updates ±x_j with ‖x_j‖ ≤ R: y⟨w,x⟩ ≤ y·s + d·R² ≤ d·R². So
+// ‖w‖² grows by at most R² + 2dR² per update, while ⟨w,u⟩ grows by at
+// least γ for a unit separator u of margin γ, as in the immediate case:
+// M·γ ≤ ⟨w,u⟩ ≤ ‖w‖ ≤ R·√(M(2d+1)), that is M ≤ (2d+1)R²/γ². With d = 0
+// it is the immediate bound. (The bias is the extra constant feature in
+// R², as there.)
+func (p *Perceptron) DelayedGuarantee(d uint64) (Guarantee, bool) {
+	if p.cfg.Average {
+		return Guarantee{}, false
+	}
+	g := p.Guarantee()
+	f := 2*float64(d) + 1
+	if g.Kind == MistakeBound {
+		g.Value *= f
+	}
+	if g.CertificateKind != "" {
+		g.Certificate *= math.Sqrt(f)
+	}
+	return g, true
+}
+
 const perceptronMagic = "SLPC"
 
 // MarshalBinary encodes the configuration, counters and weights.

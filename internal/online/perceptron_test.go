@@ -313,3 +313,73 @@ func mustPerceptron(t *testing.T) *online.Perceptron {
 	}
 	return p
 }
+
+// Labels that come late: the Perceptron predicts on arrival and learns
+// each label 0..lag arrivals later from the prediction it served
+// (Learn(x, served, y)). With d the most rounds learned while an event
+// waited, its updates (and so its mistakes) stay within DelayedGuarantee:
+// (2d+1)·R²/γ², and its certificate R·√((2d+1)/M) still bounds the true
+// margin. With averaging the theorem says nothing (ok false).
+func TestPerceptronDelayedMistakeBound(t *testing.T) {
+	const dim, n = 200, 5000
+	for _, gamma := range []float64{0.05, 0.1, 0.3} {
+		for _, lag := range []int{1, 10, 100} {
+			xs, ys, _, margin := marginStream(uint64(lag), dim, n, gamma, false)
+			p, err := online.NewPerceptron(8, online.PerceptronConfig{Margin: gamma})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rng := rand.New(rand.NewPCG(uint64(lag), 2))
+			type waiting struct {
+				k, due    int
+				served    online.Prediction
+				learnedAt int
+			}
+			var queue []waiting
+			learned, d, mistakes := 0, 0, 0
+			learn := func(w waiting) {
+				d = max(d, learned-w.learnedAt)
+				if w.served.Label != ys[w.k] {
+					mistakes++
+				}
+				p.Learn(xs[w.k], w.served, ys[w.k])
+				learned++
+			}
+			for k, x := range xs {
+				queue = append(queue, waiting{k, k + rng.IntN(lag+1), p.Predict(x), learned})
+				rest := queue[:0]
+				for _, w := range queue {
+					if w.due <= k {
+						learn(w)
+					} else {
+						rest = append(rest, w)
+					}
+				}
+				queue = rest
+			}
+			for _, w := range queue {
+				learn(w)
+			}
+			g, ok := p.DelayedGuarantee(uint64(d))
+			M := p.Updates()
+			switch {
+			case !ok || g.Kind != online.MistakeBound:
+				t.Fatalf("γ=%v lag %d: no delayed bound", gamma, lag)
+			case uint64(mistakes) > M || float64(M) > g.Value:
+				t.Errorf("γ=%v lag %d (d=%d): mistakes %d, updates %d, bound %.1f", gamma, lag, d, mistakes, M, g.Value)
+			case g.Certificate < margin:
+				t.Errorf("γ=%v lag %d: certificate %v < true margin %v", gamma, lag, g.Certificate, margin)
+			}
+			if d == 0 || (lag >= 10 && M <= uint64(p.Guarantee().Value)/4) {
+				t.Logf("γ=%v lag %d: d=%d, updates %d of a delayed bound %.0f (immediate %.0f)", gamma, lag, d, M, g.Value, p.Guarantee().Value)
+			}
+		}
+	}
+	avg, err := online.NewPerceptron(8, online.PerceptronConfig{Average: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := avg.DelayedGuarantee(3); ok {
+		t.Error("the averaged Perceptron claims a delayed bound")
+	}
+}

@@ -59,7 +59,11 @@ type pendingSlot struct {
 	next int32  // the next slot of the same hash; -1 at the end
 	gen  uint32 // bumped when the slot is freed: queue entries of earlier uses are stale
 	at   uint64 // the record count when it arrived
-	raw  online.Vector
+	// learnedAt is the count of learned rounds when it arrived: the
+	// rounds learned before its label are the delay its learners' bounds
+	// pay for (online.DelayGuaranteed).
+	learnedAt uint64
+	raw       online.Vector
 	// scaled is the vector the learners that do not read raw values
 	// predicted on, when the pipeline scales; empty otherwise (they read
 	// raw).
@@ -117,6 +121,9 @@ type LabelStats struct {
 	Joined, Expired, ExpiredLearned uint64
 	Unknown, Late, Duplicate        uint64
 	DelaySum, DelayMax              uint64 // in records, over joined events
+	// DelayRounds is the most rounds learned while an event waited for
+	// its label (joined, or expired and learned with the default label).
+	DelayRounds uint64
 	// DelayCounts counts joined events by delay: [i] those with delay at
 	// most LabelDelayBuckets[i] (and above the bucket before), the last
 	// those above every bound.
@@ -344,7 +351,7 @@ func (p *Pipeline) hold(ev *event.Event) {
 	i := d.alloc()
 	s := &d.slots[i]
 	s.id = append(s.id[:0], ev.ID...)
-	s.at, s.used = p.counts.Events, true
+	s.at, s.learnedAt, s.used = p.counts.Events, p.counts.Learned, true
 	copyVector(&s.raw, ev.X)
 	if p.scaler != nil {
 		copyVector(&s.scaled, p.scaled)
@@ -403,6 +410,10 @@ func (p *Pipeline) join(ev *event.Event) event.Reason {
 // learnServed scores every learner on the prediction it served the event
 // in s and has it learn label y from it: one labeled round.
 func (p *Pipeline) learnServed(s *pendingSlot, y int8) {
+	if d := p.counts.Learned - s.learnedAt; d > p.delay.stats.DelayRounds {
+		p.delay.stats.DelayRounds = d
+		p.tracker.SetDelay(d)
+	}
 	p.counts.Learned++
 	for i := range p.nodes {
 		n := &p.nodes[i]
@@ -461,7 +472,7 @@ const maxIDLen = 1 << 16
 // order, the remembered ids in their order.
 func (d *delayedStore) encode(e *codec.Encoder, learners int) {
 	s := d.stats
-	for _, v := range []uint64{s.Joined, s.Expired, s.ExpiredLearned, s.Unknown, s.Late, s.Duplicate, s.DelaySum, s.DelayMax} {
+	for _, v := range []uint64{s.Joined, s.Expired, s.ExpiredLearned, s.Unknown, s.Late, s.Duplicate, s.DelaySum, s.DelayMax, s.DelayRounds} {
 		e.U64(v)
 	}
 	for _, v := range s.DelayCounts {
@@ -475,6 +486,7 @@ func (d *delayedStore) encode(e *codec.Encoder, learners int) {
 		}
 		e.String(string(p.id))
 		e.U64(p.at)
+		e.U64(p.learnedAt)
 		encodeVector(e, p.raw)
 		encodeVector(e, p.scaled)
 		for i := range learners {
@@ -520,7 +532,7 @@ func decodeVector(d *codec.Decoder) online.Vector {
 // decode restores what encode wrote into d, a store fresh from New.
 func (st *delayedStore) decode(d *codec.Decoder, learners int, scaled bool) {
 	s := &st.stats
-	for _, v := range []*uint64{&s.Joined, &s.Expired, &s.ExpiredLearned, &s.Unknown, &s.Late, &s.Duplicate, &s.DelaySum, &s.DelayMax} {
+	for _, v := range []*uint64{&s.Joined, &s.Expired, &s.ExpiredLearned, &s.Unknown, &s.Late, &s.Duplicate, &s.DelaySum, &s.DelayMax, &s.DelayRounds} {
 		*v = d.U64()
 	}
 	var joined uint64
@@ -538,7 +550,7 @@ func (st *delayedStore) decode(d *codec.Decoder, learners int, scaled bool) {
 		return
 	}
 	for range n {
-		id, at := d.String(maxIDLen), d.U64()
+		id, at, learnedAt := d.String(maxIDLen), d.U64(), d.U64()
 		raw, scaledX := decodeVector(d), decodeVector(d)
 		if !scaled && len(scaledX.Idx) > 0 {
 			d.Fail("a waiting event has a scaled vector, the pipeline does not scale")
@@ -558,7 +570,7 @@ func (st *delayedStore) decode(d *codec.Decoder, learners int, scaled bool) {
 		}
 		i := st.alloc()
 		s := &st.slots[i]
-		s.id, s.at, s.raw, s.scaled, s.preds, s.used = []byte(id), at, raw, scaledX, preds, true
+		s.id, s.at, s.learnedAt, s.raw, s.scaled, s.preds, s.used = []byte(id), at, learnedAt, raw, scaledX, preds, true
 		st.link(i, h, first)
 		st.n++
 		st.queue = append(st.queue, queued{i, s.gen})

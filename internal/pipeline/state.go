@@ -338,6 +338,7 @@ func (q *Pipeline) decode(b []byte) error {
 	}
 	if q.delay != nil {
 		q.delay.decode(d, len(q.nodes), q.scaler != nil)
+		q.tracker.SetDelay(q.delay.stats.DelayRounds)
 		c := &q.counts
 		if d.Err() == nil && c.Learned+c.Predicted+c.Invalid != c.Events+q.delay.stats.ExpiredLearned {
 			return fmt.Errorf("counts do not add up: %d events, %d learned (%d of them expired events given the default label), %d predicted, %d invalid",

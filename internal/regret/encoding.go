@@ -177,7 +177,7 @@ func (t *Tracker) decode(b []byte) ([]learner, *History, error) {
 		if d.Err() != nil {
 			return nil, nil, d.Err()
 		}
-		if err := l.check(t.delayed); err != nil {
+		if err := l.check(); err != nil {
 			return nil, nil, fmt.Errorf("learner %q: %w", l.name, err)
 		}
 	}
@@ -194,9 +194,10 @@ func (t *Tracker) decode(b []byte) ([]learner, *History, error) {
 	return ls, h, nil
 }
 
-// check rejects decoded counters no run can produce; delayed is the
-// tracker's AssumeDelayed (bounds not checked: never broken).
-func (l *learner) check(delayed bool) error {
+// check rejects decoded counters no run can produce. With delayed labels
+// the bound depends on the delay, which the tracker's owner sets after the
+// decoding (SetDelay): the broken flag is not checked against it then.
+func (l *learner) check() error {
 	switch {
 	case l.mistakes > l.rounds:
 		return fmt.Errorf("%d mistakes in %d rounds", l.mistakes, l.rounds)
@@ -222,10 +223,10 @@ func (l *learner) check(delayed bool) error {
 	if l.rounds == 0 && (l.broken || l.crossing != 0) {
 		return errors.New("bound crossings before the first round")
 	}
-	if delayed && (l.broken || l.crossing != 0) {
-		return errors.New("a bound checked on a stream with delayed labels")
+	if l.dl.on && !l.covered && (l.broken || l.crossing != 0) {
+		return errors.New("a bound that assumes immediate labels checked on a stream with delayed labels")
 	}
-	if !delayed && l.rounds > 0 && l.broken != !l.holds() {
+	if !l.dl.on && l.rounds > 0 && l.broken != !l.holds() {
 		return fmt.Errorf("broken flag %v contradicts the bound", l.broken)
 	}
 	return nil

@@ -29,21 +29,58 @@ type Model interface {
 type Tracker struct {
 	learners []learner
 	history  *History
-	// delayed: labels may come after their events (AssumeDelayed).
-	delayed bool
+	// dl: whether labels may come after their events, and how late
+	// they came so far; shared with the learners.
+	dl *delayState
 }
 
-// AssumeDelayed tells t that labels may come after their events: a
-// learner's theorem proved for immediate labels says nothing of such a
-// stream, so its bound is reported with Assumes "immediate labels" and
-// never checked (Holds stays true, no crossing is counted). It is part of
-// the configuration, not of the encoded state.
-func (t *Tracker) AssumeDelayed() { t.delayed = true }
+// delayState is a Tracker's AssumeDelayed and SetDelay.
+type delayState struct {
+	on    bool
+	delay uint64
+}
+
+// AssumeDelayed tells t that labels may come after their events. A
+// learner whose theorem covers delays (online.DelayGuaranteed) is checked
+// against its bound for the largest delay seen so far (SetDelay); the
+// bound of any other is reported with Assumes "immediate labels" and never
+// checked (Holds stays true, no crossing is counted). It is part of the
+// configuration, not of the encoded state.
+func (t *Tracker) AssumeDelayed() {
+	t.dl.on = true
+	for i := range t.learners {
+		l := &t.learners[i]
+		if dg, ok := l.guaranteed.(online.DelayGuaranteed); ok {
+			_, l.covered = dg.DelayedGuarantee(0)
+		}
+		l.gStale = l.guaranteed != nil
+	}
+}
+
+// SetDelay tells t that some label came d learned rounds late: at most d
+// other rounds were learned between its prediction and its label. Bounds
+// are then checked for the largest d set so far. The caller keeps d with
+// its state and sets it again after a restore.
+func (t *Tracker) SetDelay(d uint64) {
+	if d > t.dl.delay {
+		t.dl.delay = d
+		for i := range t.learners {
+			t.learners[i].gStale = t.learners[i].guaranteed != nil
+		}
+	}
+}
+
+// Delay returns the largest delay set (SetDelay).
+func (t *Tracker) Delay() uint64 { return t.dl.delay }
 
 type learner struct {
 	name, algorithm string
 	model           Model
 	guaranteed      online.Guaranteed // nil when the learner has no theorem
+	dl              *delayState
+	// covered: with delayed labels, the theorem covers delays
+	// (online.DelayGuaranteed); the bound is not checked otherwise.
+	covered bool
 
 	rounds   uint64
 	mistakes uint64
@@ -67,12 +104,12 @@ type learner struct {
 }
 
 // New returns an empty tracker.
-func New() *Tracker { return &Tracker{} }
+func New() *Tracker { return &Tracker{dl: &delayState{}} }
 
 // Add registers a learner and returns its index for Observe. Names must be
 // unique; the caller checks.
 func (t *Tracker) Add(name, algorithm string, m Model) int {
-	l := learner{name: name, algorithm: algorithm, model: m}
+	l := learner{name: name, algorithm: algorithm, model: m, dl: t.dl}
 	if g, ok := m.(online.Guaranteed); ok {
 		l.guaranteed = g
 		l.g = g.Guarantee()
@@ -101,9 +138,9 @@ func (t *Tracker) Observe(i int, p online.Prediction, y int8, loss float64) {
 		l.mistakes++
 	}
 	l.loss += loss
-	if l.guaranteed != nil && !t.delayed {
-		g := l.guaranteed.Guarantee()
-		broken := !l.holdsFor(&g)
+	if l.guaranteed != nil {
+		g := l.guarantee()
+		broken := (!l.dl.on || l.covered) && !l.holdsFor(&g)
 		if broken && !l.broken {
 			l.crossing++
 		}
@@ -117,8 +154,18 @@ func (t *Tracker) Observe(i int, p online.Prediction, y int8, loss float64) {
 // sync brings l.g up to date with the model after Observe.
 func (l *learner) sync() {
 	if l.gStale {
-		l.g, l.gStale = l.guaranteed.Guarantee(), false
+		l.g, l.gStale = l.guarantee(), false
 	}
+}
+
+// guarantee returns the model's guarantee now: with delayed labels, for
+// the largest delay so far when its theorem covers delays.
+func (l *learner) guarantee() online.Guarantee {
+	if l.dl.on && l.covered {
+		g, _ := l.guaranteed.(online.DelayGuaranteed).DelayedGuarantee(l.dl.delay)
+		return g
+	}
+	return l.guaranteed.Guarantee()
 }
 
 // holds reports whether the observed quantity is within the bound.
@@ -172,6 +219,10 @@ type BoundReport struct {
 	// guarantee ("immediate labels" on a stream with delayed labels):
 	// the bound is then not checked, and Holds says nothing.
 	Assumes string `json:"assumes,omitempty"`
+	// DelayRounds, with delayed labels, is the delay the bound is for: at
+	// most that many labeled rounds were learned between a prediction and
+	// its label.
+	DelayRounds uint64 `json:"delay_rounds,omitempty"`
 }
 
 // RegretReport is the learner's regret against its comparator. Bound is
@@ -198,9 +249,6 @@ func (t *Tracker) Learners() ([]LearnerReport, error) {
 		if err != nil {
 			return nil, err
 		}
-		if t.delayed && r.Bound != nil {
-			r.Bound.Assumes = "immediate labels"
-		}
 		out[i] = r
 	}
 	return out, nil
@@ -223,6 +271,12 @@ func (l *learner) report() (LearnerReport, error) {
 		g := l.g
 		if g.Kind != online.NoBound && finite(g.Value) {
 			r.Bound = &BoundReport{Kind: g.Kind, Value: g.Value, Holds: !l.broken}
+			switch {
+			case l.dl.on && !l.covered:
+				r.Bound.Assumes = "immediate labels"
+			case l.dl.on:
+				r.Bound.DelayRounds = l.dl.delay
+			}
 		}
 		if g.Comparator != "" {
 			r.Regret = &RegretReport{Comparator: g.Comparator, Value: l.regret()}
