@@ -23,6 +23,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
 	"github.com/streamlearn/streamlearn/internal/metrics"
 	"github.com/streamlearn/streamlearn/internal/service"
@@ -514,5 +515,91 @@ func TestDashboardEscapesNames(t *testing.T) {
 	got := domFields(dom)
 	if f := got["0/"+evil+"/rounds"]; f.value != "200" {
 		t.Errorf("rounds of the learner %q: %+v, want 200", evil, f)
+	}
+}
+
+// With delayed labels the page shows, per model, the events waiting for
+// their labels, the labels joined and rejected and the label delay, as
+// /v1/report says; a bound proved for immediate labels reads "not
+// checked", one proved under delay is checked (halving, soa).
+func TestDashboardDelayedLabels(t *testing.T) {
+	bin := chromium(t)
+	cfg, lines := demo(t, 600)
+	cfg.Labels = config.Labels{Delayed: true, Wait: 300, MaxPending: 1000}
+	// Every third event's label comes 40 records later as a label event;
+	// the last ones never come; two labels are for nobody.
+	var stream [][]byte
+	var due []struct {
+		at    int
+		label []byte
+	}
+	for i, l := range lines {
+		var ev map[string]any
+		if err := json.Unmarshal(l, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if i%3 == 0 {
+			lab := ev["label"]
+			delete(ev, "label")
+			b, _ := json.Marshal(ev)
+			l = b
+			if i < 560 {
+				due = append(due, struct {
+					at    int
+					label []byte
+				}{i + 40, fmt.Appendf(nil, `{"id":%q,"label":%v}`, ev["id"], lab)})
+			}
+		}
+		stream = append(stream, l)
+		for len(due) > 0 && due[0].at <= i {
+			stream = append(stream, due[0].label)
+			due = due[1:]
+		}
+	}
+	stream = append(stream, []byte(`{"id":"nobody","label":1}`), []byte(`{"id":"nobody-2","label":0}`))
+	svc, ts := setup(t, cfg, &sliceSource{lines: stream, partitions: 1}, nil)
+	if err := svc.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	reps, err := svc.Reports()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb := reps[0].Labels
+	if lb == nil || lb.Pending == 0 || lb.Joined == 0 || lb.Unknown != 2 {
+		t.Fatalf("labels %+v: the case under test needs events waiting, joined and unknown labels", lb)
+	}
+	dom := headless(t, bin, ts.URL+"/", time.Second, "--dump-dom")
+	got := domFields(dom)
+	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
+	for key, want := range map[string]string{
+		"0//pending":          u(lb.Pending),
+		"0//labels_joined":    u(lb.Joined),
+		"0//label_delay_max":  u(lb.Delay.Max),
+		"0//labels_rejected":  u(lb.Late + lb.Duplicate + lb.Unknown),
+		"0//label_delay_mean": strconv.FormatFloat(lb.Delay.Mean, 'g', -1, 64),
+	} {
+		if f := got[key]; f.value != want {
+			t.Errorf("%s: page has %q, /v1/report %q", key, f.value, want)
+		}
+	}
+	checked := 0
+	for _, l := range reps[0].Learners {
+		b := l.Bound
+		if b == nil {
+			continue
+		}
+		f := got["0/"+l.Name+"/holds"]
+		switch {
+		case b.Assumes != "" && !strings.Contains(f.text, "not checked"):
+			t.Errorf("%s: badge %q for a bound that assumes %s", l.Name, f.text, b.Assumes)
+		case b.Assumes == "" && !strings.Contains(f.text, "holds") && !strings.Contains(f.text, "violated"):
+			t.Errorf("%s: badge %q for a bound checked under delay", l.Name, f.text)
+		case b.Assumes == "":
+			checked++
+		}
+	}
+	if checked == 0 {
+		t.Error("no bound checked under delay: the example config has halving and soa")
 	}
 }

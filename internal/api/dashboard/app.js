@@ -281,6 +281,19 @@
       f[name] = field('dd', p, null, name);
       stat(dl, label, f[name]);
     }
+    // Delayed labels: the events waiting, and how late labels come.
+    if (r.labels) {
+      for (const [name, label] of [
+        ['pending', 'waiting for a label'],
+        ['labels_joined', 'labels joined'],
+        ['label_delay_mean', 'label delay (records, mean)'],
+        ['label_delay_max', 'label delay (max)'],
+        ['labels_rejected', 'labels late, duplicate or unknown'],
+      ]) {
+        f[name] = field('dd', p, null, name);
+        stat(dl, label, f[name]);
+      }
+    }
     head.append(dl);
     const reasons = el('div', { class: 'reasons', 'data-partition': String(p) });
     const grid = el('div', { class: 'learners' });
@@ -305,6 +318,16 @@
     set(f.violations, violations);
     f.violations.classList.toggle('bad', violations > 0);
     set(f.consumer_lag, r.consumer_lag);
+    const lb = r.labels;
+    if (lb && f.pending) {
+      set(f.pending, lb.pending);
+      set(f.labels_joined, lb.joined);
+      set(f.label_delay_mean, lb.delay.mean, fmt(Math.round(lb.delay.mean)));
+      set(f.label_delay_max, lb.delay.max);
+      const rejected = lb.late + lb.duplicate + lb.unknown;
+      set(f.labels_rejected, rejected);
+      f.labels_rejected.title = 'late ' + fmt(lb.late) + ', duplicate ' + fmt(lb.duplicate) + ', unknown ' + fmt(lb.unknown);
+    }
 
     const by = r.invalid_by_reason || {};
     const chips = [el('span', { class: 'reasons-label' }, 'invalid by reason')];
@@ -391,6 +414,12 @@
       set(badge, null, warned ? '\u26a0 ' + fmt(l.bound_violations) + ' violations' : 'no bound');
       badge.className = 'badge ' + (warned ? 'warn' : 'none');
       badge.title = 'this learner\u2019s theorem gives no bound';
+    } else if (b.assumes) {
+      // A theorem proved for what the stream does not promise (immediate
+      // labels): shown, never checked.
+      set(badge, null, 'bound not checked');
+      badge.className = 'badge none';
+      badge.title = 'the bound assumes ' + b.assumes + '; this stream\u2019s labels come later';
     } else {
       const observed = b.kind === 'regret' && rg ? rg.value : l.mistakes;
       let text = '\u2713 bound holds';
@@ -398,7 +427,8 @@
       else if (warned) text = '\u26a0 bound holds, ' + fmt(l.bound_violations) + (l.bound_violations === 1 ? ' violation' : ' violations');
       set(badge, b.holds, text);
       badge.className = 'badge ' + (!b.holds ? 'bad' : warned ? 'warn' : 'ok');
-      badge.title = b.kind + ' ' + fmt(observed) + (b.holds ? ' \u2264 ' : ' > ') + 'bound ' + fmt(b.value);
+      badge.title = b.kind + ' ' + fmt(observed) + (b.holds ? ' \u2264 ' : ' > ') + 'bound ' + fmt(b.value) +
+        (b.delay_rounds ? ' for labels up to ' + fmt(b.delay_rounds) + ' rounds late' : '');
     }
     view.root.classList.toggle('violated', !!b && !b.holds);
     view.root.classList.toggle('warned', warned && !(b && !b.holds));
