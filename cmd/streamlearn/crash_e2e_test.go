@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -27,7 +28,8 @@ import (
 // kfake broker process) and JetStream (Debian's nats-server), each a
 // separate process the kills do not touch; on JetStream also with the
 // checkpoints in an Object Store bucket, where a kill can fall in the
-// middle of a Put.
+// middle of a Put; and on JetStream with delayed labels, about 2,000
+// events waiting for their labels at every kill.
 func TestE2ECrashResume(t *testing.T) {
 	sl, kfake := e2eBuild(t)
 	natsBin := e2eTool(t, "nats-server", "nats-server", "/usr/sbin", "/usr/local/sbin")
@@ -43,17 +45,28 @@ func TestE2ECrashResume(t *testing.T) {
 		n = 30000
 	}
 	stream, want := e2eStream(t, ctx, dir, sl, n, 7)
+	// The delayed stream: labels as label events a uniform 0..4,000
+	// events late, 5% never; its replay, normalized as normDelayed does.
+	const labels = "labels: {delayed: true, wait: 20000, max_pending: 50000}\n"
+	dstream := filepath.Join(dir, "delayed.jsonl")
+	runProc(t, ctx, dir, sl, "generate", "-n", strconv.Itoa(n), "--seed", "8", "--delay", "2000", "--never", "0.05", "-o", dstream)
+	dwant := normDelayed(t, "replay", runProc(t, ctx, dir, sl, "replay", "-c", e2eConfig(t, dir, "dreplay.yaml", labels), "--report", "json", dstream))
+	drecords := fileLines(t, dstream)
 
-	jetstream := func(t *testing.T, dir string) (string, string, string) {
-		url, _ := natsServer(t, ctx, natsBin, dir)
-		jsStream(t, ctx, url, "EVENTS", "events")
-		runProc(t, ctx, dir, sl, "publish", "--kind", "jetstream", "--url", url, "--stream", "EVENTS", "--subject", "events", stream)
-		return fmt.Sprintf("source: {kind: jetstream, url: %q, subject: events, stream: EVENTS, durable: crash}\n", url), "jetstream:EVENTS/crash", url
+	jetstreamOf := func(stream string) func(t *testing.T, dir string) (string, string, string) {
+		return func(t *testing.T, dir string) (string, string, string) {
+			url, _ := natsServer(t, ctx, natsBin, dir)
+			jsStream(t, ctx, url, "EVENTS", "events")
+			runProc(t, ctx, dir, sl, "publish", "--kind", "jetstream", "--url", url, "--stream", "EVENTS", "--subject", "events", stream)
+			return fmt.Sprintf("source: {kind: jetstream, url: %q, subject: events, stream: EVENTS, durable: crash}\n", url), "jetstream:EVENTS/crash", url
+		}
 	}
+	jetstream := jetstreamOf(stream)
 	for _, tc := range []struct {
-		name   string
-		source func(t *testing.T, dir string) (yaml, name, url string)
-		bucket bool // checkpoints in an Object Store bucket on the NATS server, not a directory
+		name    string
+		source  func(t *testing.T, dir string) (yaml, name, url string)
+		bucket  bool // checkpoints in an Object Store bucket on the NATS server, not a directory
+		delayed bool // the delayed stream, with labels.delayed
 	}{
 		{"kafka", func(t *testing.T, dir string) (string, string, string) {
 			bootstrap := startKfake(t, ctx, dir, kfake, 1)
@@ -61,9 +74,10 @@ func TestE2ECrashResume(t *testing.T) {
 			// A killed member holds its partition until its session times
 			// out: keep that short.
 			return fmt.Sprintf("source: {kind: kafka, brokers: [%q], topic: events, group: crash, session_timeout: 1s, heartbeat_interval: 200ms}\n", bootstrap), "kafka:events", ""
-		}, false},
-		{"jetstream", jetstream, false},
-		{"jetstream-bucket", jetstream, true},
+		}, false, false},
+		{"jetstream", jetstream, false, false},
+		{"jetstream-bucket", jetstream, true, false},
+		{"jetstream-delayed", jetstreamOf(dstream), false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -106,6 +120,11 @@ func TestE2ECrashResume(t *testing.T) {
 			if tc.bucket {
 				stamp = position
 			}
+			records := n
+			if tc.delayed {
+				store += labels
+				records = drecords
+			}
 			cfg := e2eConfig(t, dir, "crash.yaml", src+store)
 			r := rand.New(rand.NewPCG(11, uint64(len(tc.name))))
 			var positions []int64
@@ -124,15 +143,19 @@ func TestE2ECrashResume(t *testing.T) {
 				}
 				positions = append(positions, cps[0].Position)
 			}
-			t.Logf("checkpoint positions after each SIGKILL: %v (of %d records)", positions, n)
+			t.Logf("checkpoint positions after each SIGKILL: %v (of %d records)", positions, records)
 			// The kills fell in the middle of the stream: progress between
 			// them, and the end not reached.
 			for i, pos := range positions {
-				if pos < 0 || (i > 0 && pos <= positions[i-1]) || pos >= int64(n-1) && srcName == "kafka:events" || pos >= int64(n) && srcName != "kafka:events" {
+				if pos < 0 || (i > 0 && pos <= positions[i-1]) || pos >= int64(records-1) && srcName == "kafka:events" || pos >= int64(records) && srcName != "kafka:events" {
 					t.Fatalf("checkpoint positions %v: want increasing positions inside the stream", positions)
 				}
 			}
 			final := runProc(t, ctx, dir, sl, "run", "-c", cfg, "--until-end", "--report", "json", "--http", "off")
+			if tc.delayed {
+				sameReport(t, "run resumed after four SIGKILLs", normDelayed(t, "run", final), dwant)
+				return
+			}
 			sameReport(t, "run resumed after four SIGKILLs", normReport(t, "run", final, srcName, n), want)
 		})
 	}
@@ -385,4 +408,38 @@ func runDisrupted(t *testing.T, ctx context.Context, dir, sl, source string, n i
 	}
 	t.Logf("%s with the checkpoint at position %d of %d", what, cp.Position, n)
 	return run
+}
+
+// normDelayed is normReport for a stream with delayed labels: one report,
+// with labels joined, events waiting at some point (expired ones) and the
+// keys a live run and a replay may differ in removed.
+func normDelayed(t *testing.T, what string, data []byte) []byte {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil || dec.More() {
+		t.Fatalf("%s: want one JSON report (%v):\n%s", what, err, data)
+	}
+	if l, _ := m["labels"].(map[string]any); l == nil || l["joined"] == json.Number("0") {
+		t.Fatalf("%s: labels %v: want labels joined", what, m["labels"])
+	}
+	for _, k := range []string{"seconds", "source", "partition", "consumer_lag"} {
+		delete(m, k)
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// fileLines returns the number of lines of the file at path.
+func fileLines(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Count(b, []byte("\n"))
 }
