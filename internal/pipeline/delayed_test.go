@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -528,5 +529,47 @@ learners:
 				b.Fatalf("%d labeled rounds, want %d", rep.Labeled, n*pass)
 			}
 		})
+	}
+}
+
+// BenchmarkPendingMemory: the heap a pipeline holds per event waiting for
+// its label — 10 features, the Perceptron and logistic OGD, no scaling
+// (so the raw vector only), an id of 7 bytes — with 100,000 waiting and as
+// many ids remembered (labeled before).
+//
+//	go test -run '^$' -bench PendingMemory ./internal/pipeline/
+func BenchmarkPendingMemory(b *testing.B) {
+	const n = 100_000
+	cfg := mustConfig(b, fmt.Sprintf(`
+labels: {delayed: true, wait: %d, max_pending: %d}
+learners:
+  - {name: pct, algorithm: perceptron, bias: true}
+  - {name: ogd, algorithm: ogd, loss: logistic, eta: 0.5, bias: true}
+`, 10*n, n))
+	var x online.Vector
+	for k := range 10 {
+		x.Idx = append(x.Idx, uint32(k*977+13))
+		x.Val = append(x.Val, 0.5)
+	}
+	for b.Loop() {
+		p := mustNew(b, cfg)
+		var ms0, ms1 runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&ms0)
+		id := make([]byte, 0, 16)
+		// n events labeled (their ids remembered), then n waiting.
+		for i := range 2 * n {
+			id = strconv.AppendInt(id[:0], int64(1000000+i), 10)
+			ev := event.Event{ID: id, X: x}
+			p.Process(&ev)
+			if i < n {
+				lab := event.Event{ID: id, Labeled: true, Label: 1, LabelOnly: true}
+				p.Process(&lab)
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&ms1)
+		b.ReportMetric(float64(ms1.HeapAlloc-ms0.HeapAlloc)/n, "B/pending")
+		runtime.KeepAlive(p)
 	}
 }
