@@ -181,6 +181,10 @@ func predictHandler(opt Options, requests, workers chan struct{}) http.HandlerFu
 				text(w, http.StatusBadRequest, eventErr(array, i, err.Error()))
 				return
 			}
+			if ev.LabelOnly {
+				text(w, http.StatusBadRequest, eventErr(array, i, "a label event (an id and a label, no features) has nothing to predict: send it on the stream"))
+				return
+			}
 			var reason event.Reason
 			preds, reason = pr.Predict(preds[:0], &ev)
 			if reason != "" {

@@ -228,3 +228,19 @@ func TestPredictErrors(t *testing.T) {
 		t.Errorf("a good event for partition 1: %d %s", code, body)
 	}
 }
+
+// With delayed labels a label event is decoded as one, and has nothing to
+// predict: 400.
+func TestPredictLabelEvent(t *testing.T) {
+	cfg, lines := demo(t, 20)
+	cfg.Labels = config.Labels{Delayed: true, Wait: 100, MaxPending: 100}
+	svc, ts := setup(t, cfg, &sliceSource{lines: lines, partitions: 1, block: true}, nil)
+	runUntil(t, svc, 20)
+	code, body := post(t, ts.URL+"/v1/predict", []byte(`{"id":"m42","label":1}`))
+	if code != 400 || !strings.Contains(string(body), "a label event") {
+		t.Errorf("label event: %d %q, want 400 saying it is a label event", code, body)
+	}
+	if code, _ := post(t, ts.URL+"/v1/predict", lines[0]); code != 200 {
+		t.Errorf("an event with features: %d, want 200", code)
+	}
+}
