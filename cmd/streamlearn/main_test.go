@@ -169,7 +169,8 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"replay", "-h"}, 0, "Usage: streamlearn replay"},
 		{[]string{"replay", filepath.Join(dir, "missing.jsonl")}, 1, "missing.jsonl: no such file"},
 		{[]string{"replay", "-c", bad, "../../testdata/demo.jsonl"}, 1, "bad.yaml:2: learners[0].wings: not used by algorithm perceptron (its keys: bias, average, margin)"},
-		{[]string{"generate", "-n", "-3"}, 2, "-n must be >= 0"},
+		{[]string{"generate", "-n", "-3"}, 2, "-n and --delay must be >= 0"},
+		{[]string{"generate", "--never", "0.5"}, 2, "--never needs --delay"},
 	} {
 		code, _, errOut := run(t, tc.args...)
 		if code != tc.code || !strings.Contains(errOut, tc.msg) {

@@ -334,6 +334,9 @@ func (d *delayedStore) resolved(id []byte, h uint64) uint8 {
 // label. An id already waiting keeps its first event.
 func (p *Pipeline) hold(ev *event.Event) {
 	d := p.delay
+	// Rounds learned from here on count in its delay, the eviction's
+	// below included: it comes after the prediction served.
+	learnedAt := p.counts.Learned
 	h := maphash.Bytes(d.seed, ev.ID)
 	found, first := d.find(ev.ID, h)
 	if found >= 0 {
@@ -351,7 +354,7 @@ func (p *Pipeline) hold(ev *event.Event) {
 	i := d.alloc()
 	s := &d.slots[i]
 	s.id = append(s.id[:0], ev.ID...)
-	s.at, s.learnedAt, s.used = p.counts.Events, p.counts.Learned, true
+	s.at, s.learnedAt, s.used = p.counts.Events, learnedAt, true
 	copyVector(&s.raw, ev.X)
 	if p.scaler != nil {
 		copyVector(&s.scaled, p.scaled)
@@ -360,6 +363,22 @@ func (p *Pipeline) hold(ev *event.Event) {
 	d.link(i, h, first)
 	d.n++
 	d.queue = append(d.queue, queued{i, s.gen})
+	if len(d.queue)-d.head > 2*d.n+1024 {
+		d.compact()
+	}
+}
+
+// compact drops the stale entries of the queue (events labeled while an
+// older one still waits at its head), keeping the live ones in order, so
+// that the queue holds about max_pending entries, not wait.
+func (d *delayedStore) compact() {
+	live := d.queue[:0]
+	for _, q := range d.queue[d.head:] {
+		if s := &d.slots[q.slot]; s.used && s.gen == q.gen {
+			live = append(live, q)
+		}
+	}
+	d.queue, d.head = live, 0
 }
 
 // copyVector copies x into dst, reusing dst's slices.
@@ -529,8 +548,10 @@ func decodeVector(d *codec.Decoder) online.Vector {
 	return x
 }
 
-// decode restores what encode wrote into d, a store fresh from New.
-func (st *delayedStore) decode(d *codec.Decoder, learners int, scaled bool) {
+// decode restores what encode wrote into d, a store fresh from New; events
+// and learned are the pipeline's decoded counts, which no waiting event can
+// be ahead of.
+func (st *delayedStore) decode(d *codec.Decoder, learners int, scaled bool, events, learned uint64) {
 	s := &st.stats
 	for _, v := range []*uint64{&s.Joined, &s.Expired, &s.ExpiredLearned, &s.Unknown, &s.Late, &s.Duplicate, &s.DelaySum, &s.DelayMax, &s.DelayRounds} {
 		*v = d.U64()
@@ -549,8 +570,15 @@ func (st *delayedStore) decode(d *codec.Decoder, learners int, scaled bool) {
 		d.Fail("%d events waiting, more than max_pending %d", n, st.max)
 		return
 	}
+	var lastAt uint64
 	for range n {
 		id, at, learnedAt := d.String(maxIDLen), d.U64(), d.U64()
+		if d.Err() == nil && (at <= lastAt || at > events || events-at > st.wait || learnedAt > learned) {
+			d.Fail("a waiting event arrived at record %d (after %d learned rounds), not after the one before (%d) and within the wait of the %d records and %d rounds so far",
+				at, learnedAt, lastAt, events, learned)
+			return
+		}
+		lastAt = at
 		raw, scaledX := decodeVector(d), decodeVector(d)
 		if !scaled && len(scaledX.Idx) > 0 {
 			d.Fail("a waiting event has a scaled vector, the pipeline does not scale")
@@ -558,6 +586,10 @@ func (st *delayedStore) decode(d *codec.Decoder, learners int, scaled bool) {
 		preds := make([]online.Prediction, learners)
 		for i := range learners {
 			preds[i] = online.Prediction{Label: int8(d.U8()), Score: d.F64(), Advice: d.U64()}
+			if y := preds[i].Label; d.Err() == nil && y != online.Positive && y != online.Negative {
+				d.Fail("a served prediction of label %d", y)
+				return
+			}
 		}
 		if d.Err() != nil {
 			return

@@ -338,6 +338,10 @@ func TestDelayedLabelsExact(t *testing.T) {
 		{"wait", 120, 100000, ""},
 		{"max pending", 1000, 40, ""},
 		{"default label", 120, 60, "0"},
+		// The store full at every event: each one pushes the oldest out,
+		// learned with the default label after the new one was predicted
+		// (a round inside the new one's delay).
+		{"evict default", 1000, 2, "0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			recs := delayedStream(3000, 80, 7)
@@ -380,7 +384,7 @@ func TestDelayedLabelsExact(t *testing.T) {
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("pipeline %+v\nsimulation %+v", got, want)
 			}
-			if want.joined < 1000 || want.dup == 0 || want.unknown == 0 || (tc.wait < 80 && want.late == 0) || want.mistakes[0] == 0 {
+			if tc.maxPending > 2 && (want.joined < 1000 || want.dup == 0) || want.unknown == 0 || (tc.wait < 80 && want.late == 0) || want.mistakes[0] == 0 {
 				t.Errorf("the stream does not exercise the protocol: %+v", want)
 			}
 			if rep.Invalid != want.unknown+want.late+want.dup {

@@ -297,6 +297,9 @@ func (p *Pipeline) Name(i int) string { return p.nodes[i].name }
 // from it.
 func (p *Pipeline) Started() time.Time { return p.start }
 
+// Learned returns the number of labeled rounds learned.
+func (p *Pipeline) Learned() uint64 { return p.counts.Learned }
+
 // Seen returns the number of events processed, invalid ones included.
 func (p *Pipeline) Seen() uint64 { return p.counts.Events }
 

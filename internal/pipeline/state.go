@@ -337,10 +337,20 @@ func (q *Pipeline) decode(b []byte) error {
 		return fmt.Errorf("delayed labels %v in the state, %v in the configuration", delayed, q.delay != nil)
 	}
 	if q.delay != nil {
-		q.delay.decode(d, len(q.nodes), q.scaler != nil)
-		q.tracker.SetDelay(q.delay.stats.DelayRounds)
-		c := &q.counts
-		if d.Err() == nil && c.Learned+c.Predicted+c.Invalid != c.Events+q.delay.stats.ExpiredLearned {
+		q.delay.decode(d, len(q.nodes), q.scaler != nil, q.counts.Events, q.counts.Learned)
+		c, st := &q.counts, &q.delay.stats
+		switch {
+		case d.Err() != nil:
+		case st.ExpiredLearned > st.Expired || q.delay.def == 0 && st.ExpiredLearned != 0:
+			return fmt.Errorf("%d expired events learned with the default label of %d expired (default label %d)", st.ExpiredLearned, st.Expired, q.delay.def)
+		case st.Unknown != c.InvalidBy[ReasonLabelUnknown] || st.Late != c.InvalidBy[ReasonLabelLate] || st.Duplicate != c.InvalidBy[ReasonLabelDuplicate]:
+			return fmt.Errorf("labels unknown, late, duplicate %d, %d, %d, invalid by those reasons %d, %d, %d",
+				st.Unknown, st.Late, st.Duplicate, c.InvalidBy[ReasonLabelUnknown], c.InvalidBy[ReasonLabelLate], c.InvalidBy[ReasonLabelDuplicate])
+		case st.Joined+st.ExpiredLearned > c.Learned || st.DelayRounds > c.Learned:
+			return fmt.Errorf("%d joined and %d expired events learned, delay %d rounds, of %d learned rounds", st.Joined, st.ExpiredLearned, st.DelayRounds, c.Learned)
+		}
+		q.tracker.SetDelay(st.DelayRounds)
+		if d.Err() == nil && c.Learned+c.Predicted+c.Invalid != c.Events+st.ExpiredLearned {
 			return fmt.Errorf("counts do not add up: %d events, %d learned (%d of them expired events given the default label), %d predicted, %d invalid",
 				c.Events, c.Learned, q.delay.stats.ExpiredLearned, c.Predicted, c.Invalid)
 		}

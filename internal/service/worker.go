@@ -431,17 +431,22 @@ func (w *worker) learn(ctx context.Context, rec *connectors.Record) error {
 	if err != nil {
 		return w.rejectDecode(ctx, rec, err)
 	}
+	learned := m.p.Learned()
 	preds, reason := m.p.Process(&w.ev)
+	// The labeled rounds this record made: 1 for a labeled event, and
+	// with delayed labels 1 for a joined label, plus the expired events
+	// learned with the default label before it.
+	rounds := m.p.Learned() - learned
 	if reason != "" && w.ev.LabelOnly {
 		return w.deadLetter(ctx, rec, reason, fmt.Sprintf("%s:%d: label of id %q: %s", w.source, rec.Offset, w.ev.ID, labelReason(reason)))
 	}
 	if reason != "" {
 		return w.deadLetter(ctx, rec, reason, fmt.Sprintf("%s:%d: outside the domain of a hypothesis class", w.source, rec.Offset))
 	}
-	if w.quiet || w.ev.LabelOnly {
-		return nil // a label event has no prediction
+	if w.quiet {
+		return nil
 	}
-	if s.predictions != nil {
+	if s.predictions != nil && !w.ev.LabelOnly { // a label event has no prediction
 		w.predBuf = appendPrediction(w.predBuf[:0], &w.ev, w.source, *rec, m.p, preds)
 		var err error
 		if s.predIDs != nil {
@@ -453,8 +458,8 @@ func (w *worker) learn(ctx context.Context, rec *connectors.Record) error {
 			return fmt.Errorf("service: predictions: %w", err)
 		}
 	}
-	if w.ev.Labeled && s.reports != nil && s.opt.ReportEvery > 0 {
-		m.sinceReport++
+	if rounds > 0 && s.reports != nil && s.opt.ReportEvery > 0 {
+		m.sinceReport += int(rounds)
 		if m.sinceReport >= s.opt.ReportEvery {
 			m.sinceReport = 0
 			if err := w.publishReport(ctx); err != nil {
