@@ -87,6 +87,10 @@ type Perceptron struct {
 	// gOK: the tracker asks every round, it changes only on some.
 	g   Guarantee
 	gOK bool
+	// dg is DelayedGuarantee(dgD), valid while dgOK; it goes stale with g.
+	dg   Guarantee
+	dgD  uint64
+	dgOK bool
 }
 
 var (
@@ -183,7 +187,7 @@ func (p *Perceptron) learn(x Vector, raw, xn2 float64, y int8) {
 	}
 	if xn2 > p.maxR2 {
 		p.maxR2 = xn2
-		p.gOK = false
+		p.gOK, p.dgOK = false, false
 	}
 	if fy := float64(y); fy*raw <= 0 {
 		p.update(x, fy)
@@ -212,7 +216,7 @@ func (p *Perceptron) Round(x Vector, y int8) (Prediction, float64) {
 	p.rounds++
 	if r2 > p.maxR2 {
 		p.maxR2 = r2
-		p.gOK = false
+		p.gOK, p.dgOK = false, false
 	}
 	if fy := float64(y); fy*raw <= 0 {
 		p.update(x, fy)
@@ -224,7 +228,7 @@ func (p *Perceptron) Round(x Vector, y int8) (Prediction, float64) {
 // update adds fy·x to w, a mistake's update.
 func (p *Perceptron) update(x Vector, fy float64) {
 	p.updates++
-	p.gOK = false
+	p.gOK, p.dgOK = false, false
 	axpy(p.w, fy, x.Idx, x.Val)
 	if p.cfg.Bias {
 		p.w[p.dim] += fy
@@ -292,6 +296,9 @@ func (p *Perceptron) DelayedGuarantee(d uint64) (Guarantee, bool) {
 	if p.cfg.Average {
 		return Guarantee{}, false
 	}
+	if p.gOK && p.dgOK && p.dgD == d {
+		return p.dg, true
+	}
 	g := p.Guarantee()
 	f := 2*float64(d) + 1
 	if g.Kind == MistakeBound {
@@ -300,6 +307,7 @@ func (p *Perceptron) DelayedGuarantee(d uint64) (Guarantee, bool) {
 	if g.CertificateKind != "" {
 		g.Certificate *= math.Sqrt(f)
 	}
+	p.dg, p.dgD, p.dgOK = g, d, true
 	return g, true
 }
 
@@ -347,7 +355,7 @@ func (p *Perceptron) UnmarshalBinary(b []byte) error {
 		return err
 	}
 	p.rounds, p.updates, p.maxR2, p.viol = rounds, updates, maxR2, viol
-	p.gOK = false
+	p.gOK, p.dgOK = false, false
 	p.w, p.u = w, u
 	return nil
 }

@@ -102,15 +102,15 @@ type delayedStore struct {
 
 	slots []pendingSlot
 	free  []int32
-	byID  map[uint64]int32 // hash → first slot of that hash
-	n     int              // slots in use
-	queue []queued         // arrival order, from head; stale entries are skipped
+	byID  idTable  // hash → first slot of that hash
+	n     int      // slots in use
+	queue []queued // arrival order, from head; stale entries are skipped
 	head  int
 
 	// The ids of the last max events labeled or expired: a ring of slots,
 	// seenNext the next to overwrite once it is full.
 	seen     []seenSlot
-	seenByID map[uint64]int32
+	seenByID idTable
 	seenNext int
 
 	stats LabelStats
@@ -139,8 +139,7 @@ func newDelayedStore(c *config.Config) (*delayedStore, error) {
 	if !l.Delayed {
 		return nil, nil
 	}
-	d := &delayedStore{wait: uint64(l.Wait), max: l.MaxPending, seed: maphash.MakeSeed(),
-		byID: map[uint64]int32{}, seenByID: map[uint64]int32{}}
+	d := &delayedStore{wait: uint64(l.Wait), max: l.MaxPending, seed: maphash.MakeSeed()}
 	if l.DefaultLabel != nil {
 		y, err := EventConfig(c).ParseLabel(*l.DefaultLabel)
 		if err != nil {
@@ -154,7 +153,7 @@ func newDelayedStore(c *config.Config) (*delayedStore, error) {
 // find returns the slot of the waiting event of id, -1 when none waits,
 // and the first slot of its hash, -1 when none.
 func (d *delayedStore) find(id []byte, h uint64) (slot, first int32) {
-	first, ok := d.byID[h]
+	first, ok := d.byID.get(h)
 	if !ok {
 		return -1, -1
 	}
@@ -183,7 +182,7 @@ func (d *delayedStore) alloc() int32 {
 func (d *delayedStore) link(i int32, h uint64, first int32) {
 	s := &d.slots[i]
 	s.hash, s.next = h, first
-	d.byID[h] = i
+	d.byID.set(h, i)
 }
 
 func (d *delayedStore) unlink(i, first int32) {
@@ -191,9 +190,9 @@ func (d *delayedStore) unlink(i, first int32) {
 	j := first
 	if j == i {
 		if s.next < 0 {
-			delete(d.byID, s.hash)
+			d.byID.del(s.hash)
 		} else {
-			d.byID[s.hash] = s.next
+			d.byID.set(s.hash, s.next)
 		}
 		return
 	}
@@ -262,13 +261,14 @@ func (p *Pipeline) expire(i int32) {
 	}
 	s := &d.slots[i]
 	d.remember(s.id, s.hash, resolvedExpired)
-	d.release(i, d.byID[s.hash])
+	first, _ := d.byID.get(s.hash)
+	d.release(i, first)
 }
 
 // remember notes how id (of hash h) was resolved, forgetting the oldest
 // past max.
 func (d *delayedStore) remember(id []byte, h uint64, how uint8) {
-	first, ok := d.seenByID[h]
+	first, ok := d.seenByID.get(h)
 	if !ok {
 		first = -1
 	}
@@ -288,7 +288,7 @@ func (d *delayedStore) remember(id []byte, h uint64, how uint8) {
 		if d.seen[i].hash == h {
 			// Forgetting it changes the chain just read.
 			d.forget(i)
-			if first, ok = d.seenByID[h]; !ok {
+			if first, ok = d.seenByID.get(h); !ok {
 				first = -1
 			}
 		} else {
@@ -297,18 +297,18 @@ func (d *delayedStore) remember(id []byte, h uint64, how uint8) {
 	}
 	s := &d.seen[i]
 	s.id, s.hash, s.how, s.next = append(s.id[:0], id...), h, how, first
-	d.seenByID[h] = i
+	d.seenByID.set(h, i)
 }
 
 // forget removes the remembered id of seen slot i from the index.
 func (d *delayedStore) forget(i int32) {
 	s := &d.seen[i]
-	j := d.seenByID[s.hash]
+	j, _ := d.seenByID.get(s.hash)
 	if j == i {
 		if s.next < 0 {
-			delete(d.seenByID, s.hash)
+			d.seenByID.del(s.hash)
 		} else {
-			d.seenByID[s.hash] = s.next
+			d.seenByID.set(s.hash, s.next)
 		}
 		return
 	}
@@ -320,7 +320,7 @@ func (d *delayedStore) forget(i int32) {
 
 // resolved returns how id was resolved, 0 when it is not remembered.
 func (d *delayedStore) resolved(id []byte, h uint64) uint8 {
-	i, ok := d.seenByID[h]
+	i, ok := d.seenByID.get(h)
 	for ok && i >= 0 {
 		if bytes.Equal(d.seen[i].id, id) {
 			return d.seen[i].how
@@ -337,7 +337,7 @@ func (p *Pipeline) hold(ev *event.Event) {
 	// Rounds learned from here on count in its delay, the eviction's
 	// below included: it comes after the prediction served.
 	learnedAt := p.counts.Learned
-	h := maphash.Bytes(d.seed, ev.ID)
+	h := idHash(maphash.Bytes(d.seed, ev.ID))
 	found, first := d.find(ev.ID, h)
 	if found >= 0 {
 		return
@@ -392,7 +392,7 @@ func copyVector(dst *online.Vector, x online.Vector) {
 func (p *Pipeline) join(ev *event.Event) event.Reason {
 	p.tick()
 	d := p.delay
-	h := maphash.Bytes(d.seed, ev.ID)
+	h := idHash(maphash.Bytes(d.seed, ev.ID))
 	i, first := d.find(ev.ID, h)
 	if i < 0 {
 		reason := ReasonLabelUnknown
@@ -594,7 +594,7 @@ func (st *delayedStore) decode(d *codec.Decoder, learners int, scaled bool, even
 		if d.Err() != nil {
 			return
 		}
-		h := maphash.String(st.seed, id)
+		h := idHash(maphash.String(st.seed, id))
 		found, first := st.find([]byte(id), h)
 		if found >= 0 {
 			d.Fail("id %q waits twice", id)
@@ -621,7 +621,7 @@ func (st *delayedStore) decode(d *codec.Decoder, learners int, scaled bool, even
 			d.Fail("id %q resolved as %d", id, how)
 			return
 		}
-		h := maphash.String(st.seed, id)
+		h := idHash(maphash.String(st.seed, id))
 		if st.resolved([]byte(id), h) != 0 {
 			d.Fail("id %q remembered twice", id)
 			return

@@ -1,0 +1,92 @@
+package pipeline
+
+// idTable maps the hash of an id to the first slot of its chain: an open
+// addressing table with linear probing, cheaper than a Go map for the
+// store's four or five operations per delayed event. Key 0 marks an empty
+// place, so hashes are kept odd-free of it by idHash. It grows to keep at
+// most half of its places used, and deletes by shifting back the entries
+// after the deleted one, so that no tombstone slows it down.
+type idTable struct {
+	keys []uint64
+	vals []int32
+	n    int
+}
+
+// idHash maps a hash to a key of the table: never 0.
+func idHash(h uint64) uint64 {
+	if h == 0 {
+		return 1
+	}
+	return h
+}
+
+// place returns where key k is or would go.
+func (t *idTable) place(k uint64) (int, bool) {
+	mask := len(t.keys) - 1
+	for i := int(k) & mask; ; i = (i + 1) & mask {
+		switch t.keys[i] {
+		case k:
+			return i, true
+		case 0:
+			return i, false
+		}
+	}
+}
+
+func (t *idTable) get(k uint64) (int32, bool) {
+	if t.n == 0 {
+		return 0, false
+	}
+	i, ok := t.place(k)
+	return t.vals[i], ok
+}
+
+func (t *idTable) set(k uint64, v int32) {
+	if 2*(t.n+1) > len(t.keys) {
+		t.grow()
+	}
+	i, ok := t.place(k)
+	if !ok {
+		t.keys[i] = k
+		t.n++
+	}
+	t.vals[i] = v
+}
+
+func (t *idTable) grow() {
+	keys, vals := t.keys, t.vals
+	size := max(64, 2*len(keys))
+	t.keys, t.vals, t.n = make([]uint64, size), make([]int32, size), 0
+	for i, k := range keys {
+		if k != 0 {
+			t.set(k, vals[i])
+		}
+	}
+}
+
+func (t *idTable) del(k uint64) {
+	if t.n == 0 {
+		return
+	}
+	i, ok := t.place(k)
+	if !ok {
+		return
+	}
+	mask := len(t.keys) - 1
+	for j := i; ; {
+		j = (j + 1) & mask
+		kj := t.keys[j]
+		if kj == 0 {
+			break
+		}
+		// The entry at j may move to i unless its own place lies
+		// cyclically in (i, j].
+		if home := int(kj) & mask; i <= j && i < home && home <= j || i > j && (i < home || home <= j) {
+			continue
+		}
+		t.keys[i], t.vals[i] = kj, t.vals[j]
+		i = j
+	}
+	t.keys[i] = 0
+	t.n--
+}
