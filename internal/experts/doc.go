@@ -34,6 +34,21 @@
 // event outside the domain anyway predict Negative with Score 0 and ignore
 // its update: no hypothesis is defined there.
 //
+// # Labels that come late
+//
+// Consistent, Halving and SOA learn a label from the version space as it
+// is when the label comes, whatever they predicted (Learn ignores the
+// served prediction). When labels come at most d learned rounds late, their
+// mistake bounds on a realizable stream are d+1 times the immediate ones
+// (DelayedGuarantee; the proof, by colouring the intervals from each
+// prediction to its label, is at delayedBound). The bound does not depend
+// on the order in which the labels come, only on how many overlap, because
+// along any chain of non-overlapping mistaken rounds the version space only
+// shrinks and each mistake does what it does with immediate labels.
+// Weighted-Majority has no delayed bound here: its regret bound assumes
+// immediate labels (Joulani, György & Szepesvári, Online learning under
+// delayed feedback, ICML 2013, reduce delays to running copies).
+//
 // # Littlestone dimension
 //
 // Class.Ldim(V) is exact: Ldim(∅) = -1 (the empty set shatters not even the

@@ -34,6 +34,12 @@
 //     Cambridge University Press 2014, chapter 21.3 (Online Gradient
 //     Descent, Theorem 21.15) and the seeds' lecture notes on stochastic
 //     sub-gradient descent (Theorem 5).
+//   - J. Langford, A. Smola, M. Zinkevich, Slow learners are fast, NIPS
+//     2009 (OGD with delayed updates: the drift argument of OGD's
+//     DelayedGuarantee); K. Quanrud, D. Khashabi, Online learning with
+//     adversarial delays, NIPS 2015 (total delay D). The Perceptron's
+//     DelayedGuarantee, (2d+1)·R²/γ², follows Novikoff's proof with the
+//     served score (its comment has the proof).
 //   - J. Montiel et al., River: machine learning for streaming data in
 //     Python, JMLR 22(110), 2021: StandardScaler, Perceptron and
 //     LogisticRegression, which Scaler, Perceptron (bias) and OGD (logistic,

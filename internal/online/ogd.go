@@ -483,6 +483,45 @@ func (o *OGD) Guarantee() Guarantee {
 	return g
 }
 
+// DelayedGuarantee returns the regret bound for labels at most d learned
+// rounds late: the immediate bound plus the drift
+//
+//	d·η·G²·T            (schedule fixed)
+//	d·η·G²·(d + 2√T)    (schedule sqrt)
+//
+// with η the larger of eta and bias_eta, added to the certificate too.
+//
+// Proof. Number the learned rounds k = 1..T in the order their labels
+// come; round k steps from w_k along g_k, the loss gradient at the point
+// v_k that served its prediction, which is w_a for some a ≥ k−d (at most d
+// rounds were learned in between). By convexity f_k(v_k) − f_k(u) ≤
+// ⟨g_k, v_k − u⟩ = ⟨g_k, w_k − u⟩ + ⟨g_k, v_k − w_k⟩. The first terms sum
+// to at most the immediate bound: its proof takes any vectors g_k applied
+// at w_k, with ‖g_k‖² ≤ G² (the largest squared gradient seen, which is
+// what G² tracks) and non-increasing steps. For the second, each step
+// moves w by at most η_j·‖g_j‖ (a projection onto the ball or a refused
+// step moves it less), so ‖v_k − w_k‖ ≤ Σ_{j=a}^{k−1} η_j G ≤ d·η_a·G:
+// with a fixed step d·η·G, with η/√j steps at most d·η·G/√max(1, k−d).
+// Summed with |⟨g_k, ·⟩| ≤ G‖·‖: d·η·G²·T, and d·η·G²·Σ_k 1/√max(1, k−d)
+// ≤ d·η·G²·(d + 2√T).
+func (o *OGD) DelayedGuarantee(d uint64) (Guarantee, bool) {
+	g := o.Guarantee()
+	if d == 0 || o.rounds == 0 {
+		return g, true
+	}
+	eta, D, T := max(o.cfg.Eta, o.cfg.BiasEta), float64(d), float64(o.rounds)
+	drift := D * eta * o.maxG2 * T
+	if o.cfg.Schedule != ScheduleFixed {
+		drift = D * eta * o.maxG2 * (D + 2*math.Sqrt(T))
+	}
+	g.RegretBound += drift
+	g.Value = g.RegretBound
+	if g.CertificateKind != "" {
+		g.Certificate += drift
+	}
+	return g, true
+}
+
 const ogdMagic = "SLOG"
 
 // MarshalBinary encodes the configuration, counters and weights w = s·v

@@ -431,3 +431,76 @@ func TestOGDHingeKink(t *testing.T) {
 		}
 	}
 }
+
+// Labels that come late: OGD predicts on arrival and learns each label
+// 0..lag arrivals later from the prediction it served. Its regret against
+// 0, and against the best of the ball, stays within DelayedGuarantee(d),
+// d the most rounds learned while a label waited; d = 0 is the immediate
+// guarantee.
+func TestOGDDelayedRegret(t *testing.T) {
+	const dim, n = 5, 400
+	for _, loss := range []string{online.LossHinge, online.LossLogistic, online.LossSquared} {
+		for _, sched := range []string{online.ScheduleSqrt, online.ScheduleFixed} {
+			for _, lag := range []int{3, 30} {
+				for _, tc := range []struct {
+					eta, radius float64
+					bias        bool
+				}{{0.1, 1, false}, {1, 3, false}, {0.5, 1, true}, {1, 0, false}} {
+					name := fmt.Sprintf("%s/%s/lag=%d/eta=%v/B=%v/bias=%v", loss, sched, lag, tc.eta, tc.radius, tc.bias)
+					xs, ys := noisyStream(uint64(len(name)), dim, n, 0.15)
+					o, err := online.NewOGD(4, online.OGDConfig{Loss: loss, Eta: tc.eta, Schedule: sched, Radius: tc.radius, Bias: tc.bias})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if g0, ok := o.DelayedGuarantee(0); !ok || g0 != o.Guarantee() {
+						t.Fatalf("%s: DelayedGuarantee(0) = %+v, want the guarantee", name, g0)
+					}
+					rng := rand.New(rand.NewPCG(uint64(lag), 3))
+					type waiting struct {
+						k, due, learnedAt int
+						served            online.Prediction
+					}
+					var queue []waiting
+					var L float64
+					learned, d := 0, 0
+					learn := func(w waiting) {
+						d = max(d, learned-w.learnedAt)
+						L += o.Loss(w.served, ys[w.k])
+						o.Learn(xs[w.k], w.served, ys[w.k])
+						learned++
+					}
+					for k, x := range xs {
+						queue = append(queue, waiting{k, k + rng.IntN(lag+1), learned, o.Predict(x)})
+						rest := queue[:0]
+						for _, w := range queue {
+							if w.due <= k {
+								learn(w)
+							} else {
+								rest = append(rest, w)
+							}
+						}
+						queue = rest
+					}
+					for _, w := range queue {
+						learn(w)
+					}
+					g, ok := o.DelayedGuarantee(uint64(d))
+					if !ok || d == 0 {
+						t.Fatalf("%s: no delayed guarantee, or no delay (d = %d)", name, d)
+					}
+					if reg0 := L - g.ComparatorLoss; reg0 > g.RegretBound {
+						t.Errorf("%s (d=%d): regret against 0 %v > bound %v", name, d, reg0, g.RegretBound)
+					}
+					if tc.radius == 0 {
+						continue
+					}
+					h := &hindsight{loss: loss, mu: 0.002, xs: xs, ys: ys, bias: tc.bias, dim: dim + map[bool]int{true: 1}[tc.bias]}
+					_, _, lower := h.best(tc.radius)
+					if reg := L - lower; reg > g.Certificate {
+						t.Errorf("%s (d=%d): regret against the best of the ball ≤ %v > bound %v", name, d, reg, g.Certificate)
+					}
+				}
+			}
+		}
+	}
+}

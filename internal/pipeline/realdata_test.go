@@ -201,6 +201,11 @@ func TestRealDataDelayed(t *testing.T) {
 					if run.delay == 0 && l.Mistakes != tc.want[l.Name] {
 						t.Errorf("delay 0: %s: %d mistakes, want the immediate labels' %d", l.Name, l.Mistakes, tc.want[l.Name])
 					}
+					// OGD's regret theorem under delay assumes nothing of
+					// the data: checked, it holds on every stream.
+					if l.Algorithm == "ogd" && (l.Bound == nil || l.Bound.Assumes != "" || !l.Bound.Holds) {
+						t.Errorf("delay %d: %s: bound %+v, want one checked under delay that holds", run.delay, l.Name, l.Bound)
+					}
 				}
 			}
 			t.Logf("%s: accuracy by delay 0 | 100 | 1,000 | 10,000 | 100 with 20%% never sent (default label %s)", tc.name, tc.defaultLabel)
