@@ -45,9 +45,13 @@
 // on the order in which the labels come, only on how many overlap, because
 // along any chain of non-overlapping mistaken rounds the version space only
 // shrinks and each mistake does what it does with immediate labels.
-// Weighted-Majority has no delayed bound here: its regret bound assumes
-// immediate labels (Joulani, György & Szepesvári, Online learning under
-// delayed feedback, ICML 2013, reduce delays to running copies).
+// Weighted-Majority (Hedge) charges each expert the advice it gave, so its
+// weights follow the Hedge run on the labels in the order they come; the
+// distribution it served is at most d updates older than the one updated,
+// and each update moves it by at most 1 − e^(−η) in total variation. Its
+// regret bound gains that drift (hedge.delayedGuarantee). Joulani, György &
+// Szepesvári (Online learning under delayed feedback, ICML 2013) give the
+// general reduction, which runs copies of the learner instead.
 //
 // # Littlestone dimension
 //

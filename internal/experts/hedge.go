@@ -220,6 +220,46 @@ func (h *hedge) bound() float64 {
 	return b + min(float64(h.rounds-h.epochStart), epochBound(math.Ldexp(1, h.epoch), lnd))
 }
 
+// delayedGuarantee is the guarantee for labels at most d learned rounds
+// late: the regret bound plus a drift, capped at the rounds (an expected
+// loss is at most 1 a round):
+//
+//	Σ over epochs m of (rounds of m)·min(1, d·(1 − e^(−η_m))) + d·(epochs − 1)
+//
+// Proof. Number the learned rounds in the order their labels come. The
+// weights are updated with each round's expert losses, whatever was
+// served, so they follow the Hedge run on that sequence, and the immediate
+// bound holds for the regret of its distributions p_k. The distribution
+// served, p_a, is at most d updates older. One update of an epoch of step
+// η moves the distribution by at most 1 − e^(−η) in total variation (the
+// experts that err lose a factor e^(−η) of their mass, the others gain what
+// they lose), so ⟨p_a − p_k, ℓ_k⟩ ≤ min(1, d·(1 − e^(−η))) with losses in
+// [0, 1]. A round whose served distribution is of an earlier epoch (reset
+// at the epoch's start) moves by at most 1; at most d rounds after each
+// epoch start are such.
+func (h *hedge) delayedGuarantee(d uint64) online.Guarantee {
+	g := h.guarantee()
+	if d == 0 || h.d == 1 || h.rounds == 0 {
+		return g
+	}
+	D := float64(d)
+	drift := func(rounds uint64, eta float64) float64 {
+		return float64(rounds) * min(1, D*(-math.Expm1(-eta)))
+	}
+	var total float64
+	if h.cfg.Eta > 0 || h.cfg.Horizon > 0 {
+		total = drift(h.rounds, h.eta)
+	} else {
+		for m := range h.epoch {
+			total += drift(uint64(1)<<m, h.etaFor(m))
+		}
+		total += drift(h.rounds-h.epochStart, h.eta) + D*float64(h.epoch)
+	}
+	b := min(float64(h.rounds), g.Value+total)
+	g.Value, g.RegretBound = b, b
+	return g
+}
+
 func (h *hedge) guarantee() online.Guarantee {
 	b := h.bound()
 	return online.Guarantee{
@@ -362,6 +402,12 @@ func (e *Hedge) Loss(p online.Prediction, y int8) float64 { return e.h.loss(p, y
 // Guarantee returns the regret bound against the best expert (package doc).
 func (e *Hedge) Guarantee() online.Guarantee { return e.h.guarantee() }
 
+// DelayedGuarantee returns the regret bound for labels at most d learned
+// rounds late (see hedge.delayedGuarantee).
+func (e *Hedge) DelayedGuarantee(d uint64) (online.Guarantee, bool) {
+	return e.h.delayedGuarantee(d), true
+}
+
 // Weights returns the distribution w(t) over the experts, appended to dst.
 func (e *Hedge) Weights(dst []float64) []float64 { return e.h.weights(dst) }
 
@@ -454,6 +500,12 @@ func (l *WeightedMajority) Loss(p online.Prediction, y int8) float64 { return l.
 
 // Guarantee returns the regret bound against the best hypothesis.
 func (l *WeightedMajority) Guarantee() online.Guarantee { return l.h.guarantee() }
+
+// DelayedGuarantee returns the regret bound for labels at most d learned
+// rounds late (see hedge.delayedGuarantee).
+func (l *WeightedMajority) DelayedGuarantee(d uint64) (online.Guarantee, bool) {
+	return l.h.delayedGuarantee(d), true
+}
 
 // Weights returns the distribution w(t) over the hypotheses, appended to
 // dst.

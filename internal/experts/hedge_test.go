@@ -320,3 +320,66 @@ func TestHedgeUnmarshalHugeRounds(t *testing.T) {
 		t.Fatal("UnmarshalBinary of rounds 2^64-1 did not return")
 	}
 }
+
+// Labels that come late: Hedge predicts on arrival (the adversary sees
+// the served score) and learns each label 0..lag rounds later from the
+// prediction served. After every learned round its regret stays within
+// DelayedGuarantee(d), d the most rounds learned while a label waited so
+// far; d = 0 is the immediate guarantee.
+func TestHedgeDelayed(t *testing.T) {
+	for _, cfg := range []HedgeConfig{{Horizon: 2000, Seed: 1}, {Seed: 2}, {Eta: 0.3, Seed: 3}} {
+		for _, lag := range []int{3, 30} {
+			for gname, gen := range map[string]func(*rand.Rand) func(int, []int8) func(float64) int8{"adversarial": adversarial, "random": random} {
+				const experts, T = 8, 2000
+				h, err := NewHedge(experts, cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if g, _ := h.DelayedGuarantee(0); g != h.Guarantee() {
+					t.Fatalf("DelayedGuarantee(0) %+v, want the guarantee", g)
+				}
+				r := rand.New(rand.NewPCG(uint64(lag), 9))
+				g := gen(rand.New(rand.NewPCG(experts, uint64(lag))))
+				type waiting struct {
+					advice            []int8
+					served            online.Prediction
+					y                 int8
+					due, learnedAt, k int
+				}
+				var queue []waiting
+				var loss float64
+				learned, d := 0, 0
+				learn := func(w waiting) {
+					d = max(d, learned-w.learnedAt)
+					loss += h.Loss(w.served, w.y)
+					h.Learn(w.advice, w.served, w.y)
+					learned++
+					gu, _ := h.DelayedGuarantee(uint64(d))
+					if reg := loss - gu.ComparatorLoss; reg > gu.Value+1e-9 {
+						t.Fatalf("%+v lag %d %s: after %d rounds (d=%d): regret %v > delayed bound %v", cfg, lag, gname, learned, d, reg, gu.Value)
+					}
+				}
+				advice := make([]int8, experts)
+				for k := range T {
+					yOf := g(k, advice)
+					p := h.Predict(advice)
+					queue = append(queue, waiting{append([]int8(nil), advice...), p, yOf(p.Score), k + r.IntN(lag+1), learned, k})
+					rest := queue[:0]
+					for _, w := range queue {
+						if w.due <= k {
+							learn(w)
+						} else {
+							rest = append(rest, w)
+						}
+					}
+					queue = rest
+				}
+				for _, w := range queue {
+					learn(w)
+				}
+				gu, _ := h.DelayedGuarantee(uint64(d))
+				t.Logf("%+v lag %d %s: d=%d regret %.1f ≤ delayed bound %.1f (immediate %.1f)", cfg, lag, gname, d, loss-gu.ComparatorLoss, gu.Value, h.Guarantee().Value)
+			}
+		}
+	}
+}

@@ -82,6 +82,12 @@ func (o *OverLearners) Loss(p online.Prediction, y int8) float64 { return o.hedg
 // Guarantee returns the regret bound against the best expert.
 func (o *OverLearners) Guarantee() online.Guarantee { return o.hedge.Guarantee() }
 
+// DelayedGuarantee returns the regret bound for labels at most d learned
+// rounds late (Hedge.DelayedGuarantee).
+func (o *OverLearners) DelayedGuarantee(d uint64) (online.Guarantee, bool) {
+	return o.hedge.DelayedGuarantee(d)
+}
+
 // Weights returns the distribution over the experts, appended to dst.
 func (o *OverLearners) Weights(dst []float64) []float64 { return o.hedge.Weights(dst) }
 
