@@ -421,8 +421,8 @@ func normDelayed(t *testing.T, what string, data []byte) []byte {
 	if err := dec.Decode(&m); err != nil || dec.More() {
 		t.Fatalf("%s: want one JSON report (%v):\n%s", what, err, data)
 	}
-	if l, _ := m["labels"].(map[string]any); l == nil || l["joined"] == json.Number("0") {
-		t.Fatalf("%s: labels %v: want labels joined", what, m["labels"])
+	if l, _ := m["labels"].(map[string]any); l == nil || l["joined"] == json.Number("0") || l["state_sha256"] == nil {
+		t.Fatalf("%s: labels %v: want labels joined and the store's digest", what, m["labels"])
 	}
 	for _, k := range []string{"seconds", "source", "partition", "consumer_lag"} {
 		delete(m, k)

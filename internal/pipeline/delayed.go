@@ -2,6 +2,8 @@ package pipeline
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"hash/maphash"
 
@@ -459,6 +461,12 @@ type LabelsReport struct {
 	Late           uint64      `json:"late"`
 	Duplicate      uint64      `json:"duplicate"`
 	Delay          DelayReport `json:"delay"`
+	// StateSHA256 is the SHA-256 of the store's canonical encoding: the
+	// events waiting, with the predictions they were served, the ids
+	// remembered, the counters. Final reports have it (StoreDigest), not
+	// the snapshots taken while a model learns: it costs a pass over the
+	// store.
+	StateSHA256 string `json:"state_sha256,omitempty"`
 
 	// DelaySum and DelayCounts are the delay histogram's, for metrics
 	// (LabelStats).
@@ -628,4 +636,19 @@ func (st *delayedStore) decode(d *codec.Decoder, learners int, scaled bool, even
 		}
 		st.remember([]byte(id), h, how)
 	}
+}
+
+// StoreDigest returns the SHA-256, in hex, of the canonical encoding of the
+// store of events waiting for labels, the part of the model's state the
+// learners' digests do not cover; "" without delayed labels. It encodes
+// the whole store (about 200 bytes a waiting event): call it for a final
+// report, not per snapshot.
+func (p *Pipeline) StoreDigest() string {
+	if p.delay == nil {
+		return ""
+	}
+	e := codec.NewEncoder(256 + 256*p.delay.n)
+	p.delay.encode(e, len(p.nodes))
+	sum := sha256.Sum256(e.Bytes())
+	return hex.EncodeToString(sum[:])
 }

@@ -435,6 +435,25 @@ func TestDelayedLabelsRestore(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Errorf("cut %d: restored and run on, the state differs from the uninterrupted run's", cut)
 		}
+		if second.StoreDigest() != whole.StoreDigest() || len(whole.StoreDigest()) != 64 {
+			t.Errorf("cut %d: store digest %q, want the uninterrupted run's %q", cut, second.StoreDigest(), whole.StoreDigest())
+		}
+	}
+	// One more event waiting changes the store's digest, not the learners'.
+	before := whole.StoreDigest()
+	c := mustConfig(t, cfg)
+	dec := mustDecoder(t, c)
+	var ev event.Event
+	if err := dec.Decode([]byte(`{"id":"one-more","features":{"v":3.5,"c":1}}`), &ev); err != nil {
+		t.Fatal(err)
+	}
+	q0, err := whole.Clone()
+	if err != nil {
+		t.Fatal(err)
+	}
+	q0.Process(&ev)
+	if q0.StoreDigest() == before {
+		t.Error("an event more waiting left the store's digest as it was")
 	}
 	// The encoding is canonical: a state decoded and encoded again gives
 	// the same bytes; a clone too.

@@ -1144,7 +1144,10 @@ type Report struct {
 }
 
 // Reports returns the report of every model, ordered by partition. Call
-// it after Run returns (while Run runs, Snapshot has the reports).
+// it after Run returns (while Run runs, Snapshot has the reports). With
+// delayed labels, the labels section of each has the digest of the model's
+// store of waiting events (pipeline.StoreDigest), which snapshots leave
+// out.
 func (s *Service) Reports() ([]Report, error) {
 	parts := s.sorted()
 	out := make([]Report, 0, len(parts))
@@ -1156,6 +1159,9 @@ func (s *Service) Reports() ([]Report, error) {
 		rep, err := w.report()
 		if err != nil {
 			return nil, err
+		}
+		if rep.Labels != nil {
+			rep.Labels.StateSHA256 = w.m.p.StoreDigest() // final: the store's digest too
 		}
 		out = append(out, rep)
 	}

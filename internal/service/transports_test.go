@@ -99,6 +99,9 @@ func replayReport(t testing.TB, c *config.Config, data []byte) pipeline.Report {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if rep.Labels != nil {
+		rep.Labels.StateSHA256 = p.StoreDigest()
+	}
 	return rep
 }
 
