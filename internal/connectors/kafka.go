@@ -602,17 +602,7 @@ func (s *KafkaSource) Reread(ctx context.Context, partition int32, from, through
 	if f > from {
 		return &NotRetainedError{Partition: partition, From: from, First: f}
 	}
-	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers:         s.cfg.Brokers,
-		Topic:           s.cfg.Topic,
-		Partition:       int(partition),
-		Dialer:          s.dialer,
-		QueueCapacity:   s.cfg.QueueCapacity,
-		MinBytes:        s.cfg.MinBytes,
-		MaxBytes:        s.cfg.MaxBytes,
-		MaxWait:         s.cfg.MaxWait,
-		ReadLagInterval: -1,
-	})
+	r := s.partitionReader(int(partition))
 	defer r.Close()
 	if err := r.SetOffset(from); err != nil {
 		return fmt.Errorf("kafka source %s: reread of partition %d: %w", s.name, partition, err)
@@ -1191,17 +1181,7 @@ func (s *KafkaSource) fetchPartition(ctx context.Context, kg *kafkaGen, p int, s
 	if ctx.Err() != nil {
 		return
 	}
-	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers:         s.cfg.Brokers,
-		Topic:           s.cfg.Topic,
-		Partition:       p,
-		Dialer:          s.dialer,
-		QueueCapacity:   s.cfg.QueueCapacity,
-		MinBytes:        s.cfg.MinBytes,
-		MaxBytes:        s.cfg.MaxBytes,
-		MaxWait:         s.cfg.MaxWait,
-		ReadLagInterval: -1,
-	})
+	r := s.partitionReader(p)
 	defer r.Close()
 	if err := r.SetOffset(start); err != nil {
 		s.fail(fmt.Errorf("kafka source %s: partition %d: %w", s.name, p, err))
@@ -1242,6 +1222,22 @@ func (s *KafkaSource) fetchPartition(ctx context.Context, kg *kafkaGen, p int, s
 			return
 		}
 	}
+}
+
+// partitionReader returns a kafka-go reader of partition p alone, outside
+// the group, with the source's fetch settings.
+func (s *KafkaSource) partitionReader(p int) *kafka.Reader {
+	return kafka.NewReader(kafka.ReaderConfig{
+		Brokers:         s.cfg.Brokers,
+		Topic:           s.cfg.Topic,
+		Partition:       p,
+		Dialer:          s.dialer,
+		QueueCapacity:   s.cfg.QueueCapacity,
+		MinBytes:        s.cfg.MinBytes,
+		MaxBytes:        s.cfg.MaxBytes,
+		MaxWait:         s.cfg.MaxWait,
+		ReadLagInterval: -1,
+	})
 }
 
 // kafkaFatal reports whether err is one that retrying will not cure.

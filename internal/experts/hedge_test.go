@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/streamlearn/streamlearn/internal/online"
+	"github.com/streamlearn/streamlearn/internal/online/onlinetest"
 )
 
 // runHedge plays T rounds; advice and labels come from gen, which may look
@@ -338,45 +339,27 @@ func TestHedgeDelayed(t *testing.T) {
 				if g, _ := h.DelayedGuarantee(0); g != h.Guarantee() {
 					t.Fatalf("DelayedGuarantee(0) %+v, want the guarantee", g)
 				}
-				r := rand.New(rand.NewPCG(uint64(lag), 9))
 				g := gen(rand.New(rand.NewPCG(experts, uint64(lag))))
-				type waiting struct {
-					advice            []int8
-					served            online.Prediction
-					y                 int8
-					due, learnedAt, k int
-				}
-				var queue []waiting
+				advice, ys := make([][]int8, T), make([]int8, T)
 				var loss float64
-				learned, d := 0, 0
-				learn := func(w waiting) {
-					d = max(d, learned-w.learnedAt)
-					loss += h.Loss(w.served, w.y)
-					h.Learn(w.advice, w.served, w.y)
-					learned++
-					gu, _ := h.DelayedGuarantee(uint64(d))
-					if reg := loss - gu.ComparatorLoss; reg > gu.Value+1e-9 {
-						t.Fatalf("%+v lag %d %s: after %d rounds (d=%d): regret %v > delayed bound %v", cfg, lag, gname, learned, d, reg, gu.Value)
-					}
-				}
-				advice := make([]int8, experts)
-				for k := range T {
-					yOf := g(k, advice)
-					p := h.Predict(advice)
-					queue = append(queue, waiting{append([]int8(nil), advice...), p, yOf(p.Score), k + r.IntN(lag+1), learned, k})
-					rest := queue[:0]
-					for _, w := range queue {
-						if w.due <= k {
-							learn(w)
-						} else {
-							rest = append(rest, w)
+				learned := 0
+				d := onlinetest.Delayed(T, lag, uint64(lag),
+					func(k int) online.Prediction {
+						a := make([]int8, experts)
+						yOf := g(k, a)
+						p := h.Predict(a)
+						advice[k], ys[k] = a, yOf(p.Score)
+						return p
+					},
+					func(k int, served online.Prediction, d int) {
+						loss += h.Loss(served, ys[k])
+						h.Learn(advice[k], served, ys[k])
+						learned++
+						gu, _ := h.DelayedGuarantee(uint64(d))
+						if reg := loss - gu.ComparatorLoss; reg > gu.Value+1e-9 {
+							t.Fatalf("%+v lag %d %s: after %d rounds (d=%d): regret %v > delayed bound %v", cfg, lag, gname, learned, d, reg, gu.Value)
 						}
-					}
-					queue = rest
-				}
-				for _, w := range queue {
-					learn(w)
-				}
+					})
 				gu, _ := h.DelayedGuarantee(uint64(d))
 				t.Logf("%+v lag %d %s: d=%d regret %.1f ≤ delayed bound %.1f (immediate %.1f)", cfg, lag, gname, d, loss-gu.ComparatorLoss, gu.Value, h.Guarantee().Value)
 			}

@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/floats"
 
 	"github.com/streamlearn/streamlearn/internal/online"
+	"github.com/streamlearn/streamlearn/internal/online/onlinetest"
 )
 
 // Reference losses, written independently of ogd.go: value and derivative
@@ -455,35 +456,13 @@ func TestOGDDelayedRegret(t *testing.T) {
 					if g0, ok := o.DelayedGuarantee(0); !ok || g0 != o.Guarantee() {
 						t.Fatalf("%s: DelayedGuarantee(0) = %+v, want the guarantee", name, g0)
 					}
-					rng := rand.New(rand.NewPCG(uint64(lag), 3))
-					type waiting struct {
-						k, due, learnedAt int
-						served            online.Prediction
-					}
-					var queue []waiting
 					var L float64
-					learned, d := 0, 0
-					learn := func(w waiting) {
-						d = max(d, learned-w.learnedAt)
-						L += o.Loss(w.served, ys[w.k])
-						o.Learn(xs[w.k], w.served, ys[w.k])
-						learned++
-					}
-					for k, x := range xs {
-						queue = append(queue, waiting{k, k + rng.IntN(lag+1), learned, o.Predict(x)})
-						rest := queue[:0]
-						for _, w := range queue {
-							if w.due <= k {
-								learn(w)
-							} else {
-								rest = append(rest, w)
-							}
-						}
-						queue = rest
-					}
-					for _, w := range queue {
-						learn(w)
-					}
+					d := onlinetest.Delayed(len(xs), lag, uint64(lag),
+						func(k int) online.Prediction { return o.Predict(xs[k]) },
+						func(k int, served online.Prediction, _ int) {
+							L += o.Loss(served, ys[k])
+							o.Learn(xs[k], served, ys[k])
+						})
 					g, ok := o.DelayedGuarantee(uint64(d))
 					if !ok || d == 0 {
 						t.Fatalf("%s: no delayed guarantee, or no delay (d = %d)", name, d)

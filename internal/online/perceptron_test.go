@@ -329,37 +329,15 @@ func TestPerceptronDelayedMistakeBound(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rng := rand.New(rand.NewPCG(uint64(lag), 2))
-			type waiting struct {
-				k, due    int
-				served    online.Prediction
-				learnedAt int
-			}
-			var queue []waiting
-			learned, d, mistakes := 0, 0, 0
-			learn := func(w waiting) {
-				d = max(d, learned-w.learnedAt)
-				if w.served.Label != ys[w.k] {
-					mistakes++
-				}
-				p.Learn(xs[w.k], w.served, ys[w.k])
-				learned++
-			}
-			for k, x := range xs {
-				queue = append(queue, waiting{k, k + rng.IntN(lag+1), p.Predict(x), learned})
-				rest := queue[:0]
-				for _, w := range queue {
-					if w.due <= k {
-						learn(w)
-					} else {
-						rest = append(rest, w)
+			mistakes := 0
+			d := onlinetest.Delayed(len(xs), lag, uint64(lag),
+				func(k int) online.Prediction { return p.Predict(xs[k]) },
+				func(k int, served online.Prediction, _ int) {
+					if served.Label != ys[k] {
+						mistakes++
 					}
-				}
-				queue = rest
-			}
-			for _, w := range queue {
-				learn(w)
-			}
+					p.Learn(xs[k], served, ys[k])
+				})
 			g, ok := p.DelayedGuarantee(uint64(d))
 			M := p.Updates()
 			switch {

@@ -471,41 +471,21 @@ func TestRebuildNotRetained(t *testing.T) {
 		wantGap(t, err, d)
 	})
 	t.Run("jetstream-deleted", func(t *testing.T) {
-		c, js, open, publish := jsRestoreFixture(t, "rebuild")
-		publish(300, 1)
-		if _, err := restoreRun(t, c, open(), t.TempDir(), MismatchFail); err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		stream, err := js.Stream(ctx, "EVENTS")
-		if err != nil {
-			t.Fatal(err)
-		}
+		ctx, c, stream, open := jsCommitted(t)
 		if err := stream.DeleteMsg(ctx, 150); err != nil {
 			t.Fatal(err)
 		}
 		d := t.TempDir()
-		_, err = restoreRun(t, c, open(), d, MismatchRebuild)
+		_, err := restoreRun(t, c, open(), d, MismatchRebuild)
 		wantGap(t, err, d)
 	})
 	t.Run("jetstream", func(t *testing.T) {
-		c, js, open, publish := jsRestoreFixture(t, "rebuild")
-		publish(300, 1)
-		if _, err := restoreRun(t, c, open(), t.TempDir(), MismatchFail); err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		stream, err := js.Stream(ctx, "EVENTS")
-		if err != nil {
-			t.Fatal(err)
-		}
+		ctx, c, stream, open := jsCommitted(t)
 		if err := stream.Purge(ctx, jetstream.WithPurgeSequence(101)); err != nil {
 			t.Fatal(err)
 		}
 		d := t.TempDir()
-		_, err = restoreRun(t, c, open(), d, MismatchRebuild)
+		_, err := restoreRun(t, c, open(), d, MismatchRebuild)
 		wantNotRetained(t, err, 1, 101, d)
 		// Purged to empty: the first sequence is the next one.
 		if err := stream.Purge(ctx); err != nil {
@@ -514,6 +494,26 @@ func TestRebuildNotRetained(t *testing.T) {
 		_, err = restoreRun(t, c, open(), d, MismatchRebuild)
 		wantNotRetained(t, err, 1, 301, d)
 	})
+}
+
+// jsCommitted makes a stream of 300 events, learned and committed by a
+// first run (its checkpoints thrown away), and returns a context for the
+// test's damage to the stream, the configuration, the stream and the
+// opener of its durable.
+func jsCommitted(t *testing.T) (context.Context, *config.Config, jetstream.Stream, func() connectors.Source) {
+	t.Helper()
+	c, js, open, publish := jsRestoreFixture(t, "rebuild")
+	publish(300, 1)
+	if _, err := restoreRun(t, c, open(), t.TempDir(), MismatchFail); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	stream, err := js.Stream(ctx, "EVENTS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, c, stream, open
 }
 
 // No false alarm: a new durable on a stream whose first records are gone

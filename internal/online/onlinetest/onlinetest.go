@@ -582,3 +582,40 @@ func testAllocs(t *testing.T, newLearner func() online.Learner, ex []Example) {
 		}
 	}
 }
+
+// Delayed plays n rounds with labels that come late: round k is predicted
+// by predict(k) when it arrives, and learned by learn(k, served, d) a
+// uniform 0..lag arrivals later (seeded), in the order the labels come
+// (rounds due together in arrival order); d is the most rounds learned
+// while a round waited for its label, so far: the delay the delayed
+// guarantees (online.DelayGuaranteed) are for. It returns the final d.
+func Delayed[P any](n, lag int, seed uint64, predict func(k int) P, learn func(k int, served P, d int)) (d int) {
+	rng := rand.New(rand.NewPCG(seed, 0xde1a))
+	type waiting struct {
+		k, due, learnedAt int
+		served            P
+	}
+	var queue []waiting
+	learned := 0
+	play := func(w waiting) {
+		d = max(d, learned-w.learnedAt)
+		learn(w.k, w.served, d)
+		learned++
+	}
+	for k := range n {
+		queue = append(queue, waiting{k, k + rng.IntN(lag+1), learned, predict(k)})
+		rest := queue[:0]
+		for _, w := range queue {
+			if w.due <= k {
+				play(w)
+			} else {
+				rest = append(rest, w)
+			}
+		}
+		queue = rest
+	}
+	for _, w := range queue {
+		play(w)
+	}
+	return d
+}
