@@ -88,6 +88,10 @@ type JetStreamSource struct {
 	reopenedIdle bool
 	reopenedAt   uint64
 	reopens      int // consecutive reopens for a closed iterator
+	// heldIdles counts the idle checks in a row that found messages of
+	// the subject after the last one returned still in the stream while
+	// the consumer said nothing was pending (see idle).
+	heldIdles int
 }
 
 var (
@@ -459,7 +463,7 @@ func (s *JetStreamSource) Fetch(ctx context.Context) (Record, error) {
 			s.ended = true
 			return Record{}, ErrEndOfInput
 		}
-		s.last = seq
+		s.last, s.heldIdles = seq, 0
 		s.ended = s.untilEnd && seq == s.end
 		s.lag.Store(int64(pending))
 		if k := natsLastToken(msg.Subject()); string(s.key) != k {
@@ -614,6 +618,30 @@ func (s *JetStreamSource) idle(ctx context.Context) error {
 			s.reopenedIdle, s.reopenedAt = true, s.last
 			return s.reopen(ctx)
 		}
+		if s.last < s.end {
+			// The end at open is not reached. A consumer that says
+			// nothing is pending while the stream still holds messages of
+			// the subject after the last one returned (a server still
+			// recovering after a restart answers so) is not the end:
+			// ending would report a model that lacks them. Reopen once,
+			// then wait; after a minute of this, an error.
+			held, err := s.heldAfterLast(ctx)
+			if err != nil {
+				return err
+			}
+			if held {
+				s.heldIdles++
+				switch {
+				case !(s.reopenedIdle && s.reopenedAt == s.last):
+					s.reopenedIdle, s.reopenedAt = true, s.last
+					return s.reopen(ctx)
+				case time.Duration(s.heldIdles)*s.cfg.FetchWait > time.Minute:
+					return fmt.Errorf("jetstream source %s: the stream holds messages of %s after sequence %d, up to %d at open, but the consumer delivers none",
+						s.name, s.cfg.Subject, s.last, s.end)
+				}
+				return nil
+			}
+		}
 		// Every message of the subject was delivered and, after FetchWait
 		// without one, returned: nothing up to the end at open is left.
 		s.ended = true
@@ -624,6 +652,27 @@ func (s *JetStreamSource) idle(ctx context.Context) error {
 			s.name, info.NumAckPending, s.cfg.MaxAckPending)
 	}
 	return nil
+}
+
+// heldAfterLast reports whether the stream still holds a message of the
+// source's subject after the last one returned.
+func (s *JetStreamSource) heldAfterLast(ctx context.Context) (bool, error) {
+	js, err := jetstream.New(s.nc.Conn)
+	if err != nil {
+		return false, err
+	}
+	stream, err := js.Stream(ctx, s.cfg.Stream)
+	if err != nil {
+		return false, fmt.Errorf("jetstream source %s: stream: %w", s.name, err)
+	}
+	m, err := stream.GetLastMsgForSubject(ctx, s.cfg.Subject)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("jetstream source %s: last message of %s: %w", s.name, s.cfg.Subject, err)
+	}
+	return m.Sequence > s.last, nil
 }
 
 // Commit acknowledges r's message and, by AckAllPolicy, every earlier one.
