@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -51,16 +50,14 @@ const (
 // The store keeps its events in slots that are reused, with their slices:
 // once it has held max_pending events, holding, joining and expiring
 // allocate nothing. Ids are found by a hash of their bytes (hash/maphash)
-// and compared byte for byte, so that the maps' keys are numbers, not
-// strings made per event.
+// in a chainIndex, one for the waiting events and one for the remembered
+// ids, so that no string is made per event.
 
 // pendingSlot is an event waiting for its label, or a free slot.
+// Its id and hash are in the store's index of waiting events.
 type pendingSlot struct {
-	id   []byte
-	hash uint64
-	next int32  // the next slot of the same hash; -1 at the end
-	gen  uint32 // bumped when the slot is freed: queue entries of earlier uses are stale
-	at   uint64 // the record count when it arrived
+	gen uint32 // bumped when the slot is freed: queue entries of earlier uses are stale
+	at  uint64 // the record count when it arrived
 	// learnedAt is the count of learned rounds when it arrived: the
 	// rounds learned before its label are the delay its learners' bounds
 	// pay for (online.DelayGuaranteed).
@@ -80,15 +77,6 @@ type queued struct {
 	gen  uint32
 }
 
-// seenSlot is an id labeled or expired, remembered for late and duplicate
-// labels.
-type seenSlot struct {
-	id   []byte
-	hash uint64
-	next int32
-	how  uint8
-}
-
 // Resolutions remembered for late and duplicate labels.
 const (
 	resolvedJoined  = 1
@@ -102,17 +90,18 @@ type delayedStore struct {
 	def  int8 // the default label; 0 when expired events are dropped
 	seed maphash.Seed
 
-	slots []pendingSlot
-	free  []int32
-	byID  idTable  // hash → first slot of that hash
-	n     int      // slots in use
-	queue []queued // arrival order, from head; stale entries are skipped
-	head  int
+	slots   []pendingSlot
+	waiting chainIndex // the ids of the slots in use
+	free    []int32
+	n       int      // slots in use
+	queue   []queued // arrival order, from head; stale entries are skipped
+	head    int
 
-	// The ids of the last max events labeled or expired: a ring of slots,
-	// seenNext the next to overwrite once it is full.
-	seen     []seenSlot
-	seenByID idTable
+	// The ids of the last max events labeled or expired and how
+	// (resolvedJoined, resolvedExpired): a ring of slots, seenNext the
+	// next to overwrite once it is full.
+	seen     chainIndex
+	seenHow  []uint8
 	seenNext int
 
 	stats LabelStats
@@ -152,21 +141,6 @@ func newDelayedStore(c *config.Config) (*delayedStore, error) {
 	return d, nil
 }
 
-// find returns the slot of the waiting event of id, -1 when none waits,
-// and the first slot of its hash, -1 when none.
-func (d *delayedStore) find(id []byte, h uint64) (slot, first int32) {
-	first, ok := d.byID.get(h)
-	if !ok {
-		return -1, -1
-	}
-	for i := first; i >= 0; i = d.slots[i].next {
-		if bytes.Equal(d.slots[i].id, id) {
-			return i, first
-		}
-	}
-	return -1, first
-}
-
 // alloc returns a free slot, growing the slots when none is.
 func (d *delayedStore) alloc() int32 {
 	if n := len(d.free); n > 0 {
@@ -178,36 +152,10 @@ func (d *delayedStore) alloc() int32 {
 	return int32(len(d.slots) - 1)
 }
 
-// link adds slot i, of hash h, to the index before first, the first slot
-// of that hash (-1 when none); unlink removes it, first being the first
-// slot of its hash.
-func (d *delayedStore) link(i int32, h uint64, first int32) {
-	s := &d.slots[i]
-	s.hash, s.next = h, first
-	d.byID.set(h, i)
-}
-
-func (d *delayedStore) unlink(i, first int32) {
-	s := &d.slots[i]
-	j := first
-	if j == i {
-		if s.next < 0 {
-			d.byID.del(s.hash)
-		} else {
-			d.byID.set(s.hash, s.next)
-		}
-		return
-	}
-	for d.slots[j].next != i {
-		j = d.slots[j].next
-	}
-	d.slots[j].next = s.next
-}
-
 // release frees slot i, once its event joined or expired; first is the
 // first slot of its hash.
 func (d *delayedStore) release(i, first int32) {
-	d.unlink(i, first)
+	d.waiting.remove(i, first)
 	s := &d.slots[i]
 	s.used = false
 	s.gen++
@@ -261,73 +209,39 @@ func (p *Pipeline) expire(i int32) {
 		d.stats.ExpiredLearned++
 		p.learnServed(&d.slots[i], d.def)
 	}
-	s := &d.slots[i]
-	d.remember(s.id, s.hash, resolvedExpired)
-	first, _ := d.byID.get(s.hash)
-	d.release(i, first)
+	h := d.waiting.hashes[i]
+	d.remember(d.waiting.ids[i], h, resolvedExpired)
+	d.release(i, d.waiting.head(h))
 }
 
 // remember notes how id (of hash h) was resolved, forgetting the oldest
 // past max.
 func (d *delayedStore) remember(id []byte, h uint64, how uint8) {
-	first, ok := d.seenByID.get(h)
-	if !ok {
-		first = -1
+	i, first := d.seen.find(id, h)
+	if i >= 0 {
+		d.seenHow[i] = how // an id used again: its place stays
+		return
 	}
-	for i := first; i >= 0; i = d.seen[i].next {
-		if bytes.Equal(d.seen[i].id, id) {
-			d.seen[i].how = how // an id used again: its place stays
-			return
-		}
-	}
-	var i int32
-	if len(d.seen) < d.max {
-		d.seen = append(d.seen, seenSlot{})
-		i = int32(len(d.seen) - 1)
+	if len(d.seenHow) < d.max {
+		d.seenHow = append(d.seenHow, how)
+		i = int32(len(d.seenHow) - 1)
 	} else {
 		i = int32(d.seenNext)
 		d.seenNext = (d.seenNext + 1) % d.max
-		if d.seen[i].hash == h {
-			// Forgetting it changes the chain just read.
-			d.forget(i)
-			if first, ok = d.seenByID.get(h); !ok {
-				first = -1
-			}
-		} else {
-			d.forget(i)
+		old := d.seen.hashes[i]
+		d.seen.remove(i, d.seen.head(old))
+		if old == h {
+			first = d.seen.head(h) // the chain just read changed
 		}
+		d.seenHow[i] = how
 	}
-	s := &d.seen[i]
-	s.id, s.hash, s.how, s.next = append(s.id[:0], id...), h, how, first
-	d.seenByID.set(h, i)
-}
-
-// forget removes the remembered id of seen slot i from the index.
-func (d *delayedStore) forget(i int32) {
-	s := &d.seen[i]
-	j, _ := d.seenByID.get(s.hash)
-	if j == i {
-		if s.next < 0 {
-			d.seenByID.del(s.hash)
-		} else {
-			d.seenByID.set(s.hash, s.next)
-		}
-		return
-	}
-	for d.seen[j].next != i {
-		j = d.seen[j].next
-	}
-	d.seen[j].next = s.next
+	d.seen.add(i, id, h, first)
 }
 
 // resolved returns how id was resolved, 0 when it is not remembered.
 func (d *delayedStore) resolved(id []byte, h uint64) uint8 {
-	i, ok := d.seenByID.get(h)
-	for ok && i >= 0 {
-		if bytes.Equal(d.seen[i].id, id) {
-			return d.seen[i].how
-		}
-		i = d.seen[i].next
+	if i, _ := d.seen.find(id, h); i >= 0 {
+		return d.seenHow[i]
 	}
 	return 0
 }
@@ -340,7 +254,7 @@ func (p *Pipeline) hold(ev *event.Event) {
 	// below included: it comes after the prediction served.
 	learnedAt := p.counts.Learned
 	h := idHash(maphash.Bytes(d.seed, ev.ID))
-	found, first := d.find(ev.ID, h)
+	found, first := d.waiting.find(ev.ID, h)
 	if found >= 0 {
 		return
 	}
@@ -348,21 +262,18 @@ func (p *Pipeline) hold(ev *event.Event) {
 		if i := d.oldest(); i >= 0 {
 			d.pop()
 			p.expire(i)
-			if _, first = d.find(ev.ID, h); first >= 0 && d.slots[first].hash != h {
-				first = -1
-			}
+			first = d.waiting.head(h) // the expired one may have been first
 		}
 	}
 	i := d.alloc()
 	s := &d.slots[i]
-	s.id = append(s.id[:0], ev.ID...)
 	s.at, s.learnedAt, s.used = p.counts.Events, learnedAt, true
 	copyVector(&s.raw, ev.X)
 	if p.scaler != nil {
 		copyVector(&s.scaled, p.scaled)
 	}
 	s.preds = append(s.preds[:0], p.preds...)
-	d.link(i, h, first)
+	d.waiting.add(i, ev.ID, h, first)
 	d.n++
 	d.queue = append(d.queue, queued{i, s.gen})
 	if len(d.queue)-d.head > 2*d.n+1024 {
@@ -395,7 +306,7 @@ func (p *Pipeline) join(ev *event.Event) event.Reason {
 	p.tick()
 	d := p.delay
 	h := idHash(maphash.Bytes(d.seed, ev.ID))
-	i, first := d.find(ev.ID, h)
+	i, first := d.waiting.find(ev.ID, h)
 	if i < 0 {
 		reason := ReasonLabelUnknown
 		switch d.resolved(ev.ID, h) {
@@ -423,7 +334,7 @@ func (p *Pipeline) join(ev *event.Event) event.Reason {
 	}
 	d.stats.DelayCounts[b]++
 	p.learnServed(s, ev.Label)
-	d.remember(s.id, h, resolvedJoined)
+	d.remember(d.waiting.ids[i], h, resolvedJoined)
 	d.release(i, first)
 	return ""
 }
@@ -511,7 +422,7 @@ func (d *delayedStore) encode(e *codec.Encoder, learners int) {
 		if !p.used || p.gen != q.gen {
 			continue
 		}
-		e.String(string(p.id))
+		e.String(string(d.waiting.ids[q.slot]))
 		e.U64(p.at)
 		e.U64(p.learnedAt)
 		encodeVector(e, p.raw)
@@ -523,11 +434,11 @@ func (d *delayedStore) encode(e *codec.Encoder, learners int) {
 		}
 	}
 	// The remembered ids, oldest first.
-	e.U64(uint64(len(d.seen)))
-	for k := range d.seen {
-		s := &d.seen[(d.seenNext+k)%len(d.seen)]
-		e.String(string(s.id))
-		e.U8(s.how)
+	e.U64(uint64(len(d.seenHow)))
+	for k := range d.seenHow {
+		i := (d.seenNext + k) % len(d.seenHow)
+		e.String(string(d.seen.ids[i]))
+		e.U8(d.seenHow[i])
 	}
 }
 
@@ -603,15 +514,15 @@ func (st *delayedStore) decode(d *codec.Decoder, learners int, scaled bool, even
 			return
 		}
 		h := idHash(maphash.String(st.seed, id))
-		found, first := st.find([]byte(id), h)
+		found, first := st.waiting.find([]byte(id), h)
 		if found >= 0 {
 			d.Fail("id %q waits twice", id)
 			return
 		}
 		i := st.alloc()
 		s := &st.slots[i]
-		s.id, s.at, s.learnedAt, s.raw, s.scaled, s.preds, s.used = []byte(id), at, learnedAt, raw, scaledX, preds, true
-		st.link(i, h, first)
+		s.at, s.learnedAt, s.raw, s.scaled, s.preds, s.used = at, learnedAt, raw, scaledX, preds, true
+		st.waiting.add(i, []byte(id), h, first)
 		st.n++
 		st.queue = append(st.queue, queued{i, s.gen})
 	}

@@ -1,5 +1,7 @@
 package pipeline
 
+import "bytes"
+
 // idTable maps the hash of an id to the first slot of its chain: an open
 // addressing table with linear probing, cheaper than a Go map for the
 // store's four or five operations per delayed event. Key 0 marks an empty
@@ -89,4 +91,69 @@ func (t *idTable) del(k uint64) {
 	}
 	t.keys[i] = 0
 	t.n--
+}
+
+// chainIndex finds numbered slots by their ids. tab maps the hash of an id
+// to the first slot of that hash; next[i] links slot i to the next slot of
+// the same hash (-1 at the end), and ids[i] and hashes[i] are slot i's id
+// (its bytes reused from one use of the slot to the next) and hash. Ids
+// are compared byte for byte, so colliding hashes only lengthen a chain.
+type chainIndex struct {
+	tab    idTable
+	ids    [][]byte
+	hashes []uint64
+	next   []int32
+}
+
+// find returns the slot of id, of hash h (-1 when no slot has it), and the
+// first slot of its hash (-1 when none).
+func (c *chainIndex) find(id []byte, h uint64) (slot, first int32) {
+	first, ok := c.tab.get(h)
+	if !ok {
+		return -1, -1
+	}
+	for i := first; i >= 0; i = c.next[i] {
+		if bytes.Equal(c.ids[i], id) {
+			return i, first
+		}
+	}
+	return -1, first
+}
+
+// head returns the first slot of hash h, -1 when none.
+func (c *chainIndex) head(h uint64) int32 {
+	if i, ok := c.tab.get(h); ok {
+		return i
+	}
+	return -1
+}
+
+// add gives slot i a copy of id, of hash h, and puts it before first, the
+// first slot of that hash (-1 when none).
+func (c *chainIndex) add(i int32, id []byte, h uint64, first int32) {
+	for int(i) >= len(c.ids) {
+		c.ids, c.hashes, c.next = append(c.ids, nil), append(c.hashes, 0), append(c.next, -1)
+	}
+	c.ids[i] = append(c.ids[i][:0], id...)
+	c.hashes[i], c.next[i] = h, first
+	c.tab.set(h, i)
+}
+
+// remove takes slot i out of the chain of its hash, whose first slot is
+// first.
+func (c *chainIndex) remove(i, first int32) {
+	h, n := c.hashes[i], c.next[i]
+	if first == i {
+		if n < 0 {
+			c.tab.del(h)
+		} else {
+			c.tab.set(h, n)
+		}
+		return
+	}
+	j := first
+	for c.next[j] != i {
+		j = c.next[j]
+	}
+	c.next[j] = n
 }

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -36,6 +37,47 @@ func TestIDTable(t *testing.T) {
 			if _, ok := tab.get(k); ok != (ref[k] != 0 || func() bool { _, ok := ref[k]; return ok }()) {
 				t.Fatalf("spread %d step %d: key %d present %v", spread, step, k, ok)
 			}
+		}
+	}
+}
+
+// chainIndex against a map of ids, with hashes that collide all the time
+// (3 values): long chains, removals of their first, middle and last slots,
+// slots reused with other ids.
+func TestChainIndex(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var c chainIndex
+	ref := map[string]int32{} // id → slot
+	hash := func(id string) uint64 { return idHash(uint64(len(id) % 3)) }
+	var free []int32
+	next := int32(0)
+	for step := range 50000 {
+		id := fmt.Sprintf("id-%d", rng.IntN(400))
+		i, first := c.find([]byte(id), hash(id))
+		if want, ok := ref[id]; ok != (i >= 0) || ok && want != i {
+			t.Fatalf("step %d: find %q = %d, want %d (%v)", step, id, i, want, ok)
+		}
+		if first != c.head(hash(id)) {
+			t.Fatalf("step %d: first %d, head %d", step, first, c.head(hash(id)))
+		}
+		if i >= 0 {
+			c.remove(i, first)
+			delete(ref, id)
+			free = append(free, i)
+			continue
+		}
+		slot := next
+		if len(free) > 0 {
+			slot, free = free[len(free)-1], free[:len(free)-1]
+		} else {
+			next++
+		}
+		c.add(slot, []byte(id), hash(id), first)
+		ref[id] = slot
+	}
+	for id, i := range ref {
+		if got, _ := c.find([]byte(id), hash(id)); got != i {
+			t.Fatalf("end: find %q = %d, want %d", id, got, i)
 		}
 	}
 }

@@ -223,7 +223,7 @@ func (l *learner) check() error {
 	if l.rounds == 0 && (l.broken || l.crossing != 0) {
 		return errors.New("bound crossings before the first round")
 	}
-	if l.dl.on && !l.covered && (l.broken || l.crossing != 0) {
+	if l.dl.on && l.delayed == nil && (l.broken || l.crossing != 0) {
 		return errors.New("a bound that assumes immediate labels checked on a stream with delayed labels")
 	}
 	if !l.dl.on && l.rounds > 0 && l.broken != !l.holds() {

@@ -51,7 +51,9 @@ func (t *Tracker) AssumeDelayed() {
 	for i := range t.learners {
 		l := &t.learners[i]
 		if dg, ok := l.guaranteed.(online.DelayGuaranteed); ok {
-			_, l.covered = dg.DelayedGuarantee(0)
+			if _, covered := dg.DelayedGuarantee(0); covered {
+				l.delayed = dg
+			}
 		}
 		l.gStale = l.guaranteed != nil
 	}
@@ -78,9 +80,10 @@ type learner struct {
 	model           Model
 	guaranteed      online.Guaranteed // nil when the learner has no theorem
 	dl              *delayState
-	// covered: with delayed labels, the theorem covers delays
+	// delayed: with delayed labels, the model when its theorem covers
+	// delays (nil otherwise: the bound is not checked)
 	// (online.DelayGuaranteed); the bound is not checked otherwise.
-	covered bool
+	delayed online.DelayGuaranteed
 
 	rounds   uint64
 	mistakes uint64
@@ -138,7 +141,7 @@ func (t *Tracker) Observe(i int, p online.Prediction, y int8, loss float64) {
 		l.mistakes++
 	}
 	l.loss += loss
-	if l.guaranteed != nil && l.dl.on && !l.covered {
+	if l.guaranteed != nil && l.dl.on && l.delayed == nil {
 		// A theorem that assumes immediate labels: nothing to check; the
 		// report reads the guarantee when it is asked for.
 		l.gStale = true
@@ -165,8 +168,8 @@ func (l *learner) sync() {
 // guarantee returns the model's guarantee now: with delayed labels, for
 // the largest delay so far when its theorem covers delays.
 func (l *learner) guarantee() online.Guarantee {
-	if l.dl.on && l.covered {
-		g, _ := l.guaranteed.(online.DelayGuaranteed).DelayedGuarantee(l.dl.delay)
+	if l.dl.on && l.delayed != nil {
+		g, _ := l.delayed.DelayedGuarantee(l.dl.delay)
 		return g
 	}
 	return l.guaranteed.Guarantee()
@@ -276,7 +279,7 @@ func (l *learner) report() (LearnerReport, error) {
 		if g.Kind != online.NoBound && finite(g.Value) {
 			r.Bound = &BoundReport{Kind: g.Kind, Value: g.Value, Holds: !l.broken}
 			switch {
-			case l.dl.on && !l.covered:
+			case l.dl.on && l.delayed == nil:
 				r.Bound.Assumes = "immediate labels"
 			case l.dl.on:
 				r.Bound.DelayRounds = l.dl.delay
