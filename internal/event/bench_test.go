@@ -191,3 +191,15 @@ func BenchmarkDecodeJSON10(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkDecodeJSONLabel(b *testing.B) {
+	d, _ := NewDecoder(Config{LabelEvents: true})
+	line := []byte(`{"id":"m-123456","key":"tenant-3","label":1}`)
+	var ev Event
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := d.Decode(line, &ev); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

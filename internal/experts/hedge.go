@@ -268,6 +268,8 @@ func (h *hedge) guarantee() online.Guarantee {
 		Comparator:     "best_expert",
 		ComparatorLoss: float64(h.total.min),
 		RegretBound:    b,
+		// With a horizon, the bound changes formula past it.
+		Monotone: h.cfg.Horizon == 0,
 	}
 }
 

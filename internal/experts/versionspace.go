@@ -113,6 +113,7 @@ func (s *versionSpace) guarantee(bound float64) online.Guarantee {
 		ComparatorLoss: float64(s.best.min),
 		RegretBound:    math.NaN(),
 		Violations:     s.violations,
+		Monotone:       true, // the bound is constant for a given delay
 	}
 }
 

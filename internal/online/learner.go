@@ -106,6 +106,15 @@ type Guarantee struct {
 	// assumption broken (a realizable-case learner's version space became
 	// empty) and applied its recovery policy.
 	Violations uint64
+
+	// Monotone says that Value and ComparatorLoss never decrease from
+	// one round to the next, nor as the delay of DelayedGuarantee grows
+	// (each is built from counts, running maxima and sums with
+	// nondecreasing terms, by operations that keep the order in floating
+	// point too). A tracker may then skip computing the guarantee while
+	// the loss, or the mistakes, have not grown past the room the bound
+	// last left them.
+	Monotone bool
 }
 
 // Guaranteed is implemented by learners whose theorem gives a bound.

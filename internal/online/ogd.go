@@ -449,7 +449,7 @@ func (o *OGD) zeroLoss() float64 {
 // Guarantee returns the regret bound of the configured schedule at the
 // current round and the zero-vector comparator (see OGD).
 func (o *OGD) Guarantee() Guarantee {
-	g := Guarantee{Kind: RegretBound, Comparator: "zero_vector", Violations: o.viol}
+	g := Guarantee{Kind: RegretBound, Comparator: "zero_vector", Violations: o.viol, Monotone: true}
 	T := float64(o.rounds)
 	g.ComparatorLoss = T * o.zeroLoss()
 	if o.rounds == 0 {

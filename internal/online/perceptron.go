@@ -266,7 +266,7 @@ func (p *Perceptron) Guarantee() Guarantee {
 }
 
 func (p *Perceptron) guarantee() Guarantee {
-	g := Guarantee{RegretBound: math.NaN(), Violations: p.viol}
+	g := Guarantee{RegretBound: math.NaN(), Violations: p.viol, Monotone: true}
 	if p.cfg.Margin > 0 {
 		g.Kind = MistakeBound
 		g.Value = p.maxR2 / (p.cfg.Margin * p.cfg.Margin)

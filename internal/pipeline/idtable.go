@@ -134,6 +134,11 @@ func (c *chainIndex) add(i int32, id []byte, h uint64, first int32) {
 	for int(i) >= len(c.ids) {
 		c.ids, c.hashes, c.next = append(c.ids, nil), append(c.hashes, 0), append(c.next, -1)
 	}
+	if cap(c.ids[i]) < len(id) {
+		// Room for ids twice as long as this one: ids that count
+		// up would otherwise outgrow every reused slot's bytes in turn.
+		c.ids[i] = make([]byte, 0, 2*len(id))
+	}
 	c.ids[i] = append(c.ids[i][:0], id...)
 	c.hashes[i], c.next[i] = h, first
 	c.tab.set(h, i)

@@ -163,7 +163,7 @@ func (t *Tracker) decode(b []byte) ([]learner, *History, error) {
 		l.digestOK = false // the model is restored apart, if at all
 		l.rounds, l.mistakes, l.loss = d.U64(), d.U64(), d.F64()
 		l.broken, l.crossing = d.Bool(), d.U64()
-		l.gStale = false
+		l.gStale, l.roomOK = false, false
 		l.g = online.Guarantee{
 			Kind:            online.BoundKind(d.String(maxKindLen)),
 			Value:           d.F64(),

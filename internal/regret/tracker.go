@@ -55,7 +55,7 @@ func (t *Tracker) AssumeDelayed() {
 				l.delayed = dg
 			}
 		}
-		l.gStale = l.guaranteed != nil
+		l.gStale, l.roomOK = l.guaranteed != nil, false
 	}
 }
 
@@ -93,10 +93,17 @@ type learner struct {
 	// leaves it stale (copying it into the tracker each round costs more
 	// than the round's bookkeeping) and sync reads it again from the
 	// model, which has not changed since.
-	g        online.Guarantee
-	gStale   bool
-	broken   bool   // the bound does not hold as of the last round
-	crossing uint64 // times the bound went from holding to broken
+	g      online.Guarantee
+	gStale bool
+	// While roomOK, the bound holds as long as the observed quantity
+	// (loss for a regret bound, mistakes for a mistake bound) has grown
+	// by at most room since it was from: the last guarantee computed was
+	// Monotone and left that room. Observe then skips computing it. A
+	// cache: not encoded, dropped by a decode.
+	room, from       float64
+	roomOK, roomLoss bool   // roomLoss: the quantity is the loss
+	broken           bool   // the bound does not hold as of the last round
+	crossing         uint64 // times the bound went from holding to broken
 
 	// The state digest as of round digestAt, valid while digestOK: a
 	// model changes only in the rounds the tracker observes (Predict is
@@ -146,12 +153,17 @@ func (t *Tracker) Observe(i int, p online.Prediction, y int8, loss float64) {
 		// report reads the guarantee when it is asked for.
 		l.gStale = true
 	} else if l.guaranteed != nil {
-		g := l.guarantee()
-		broken := !l.holdsFor(&g)
-		if broken && !l.broken {
-			l.crossing++
+		// (Written so that a NaN loss is checked, as holdsFor would.)
+		if !l.roomOK || !(l.observed()-l.from <= l.room) {
+			g := l.guarantee()
+			broken := !l.holdsFor(&g)
+			if broken && !l.broken {
+				l.crossing++
+			}
+			l.broken = broken
+			l.measureRoom(&g)
 		}
-		l.broken, l.gStale = broken, true
+		l.gStale = true
 	}
 	if t.history != nil {
 		t.history.observe(i, l)
@@ -173,6 +185,40 @@ func (l *learner) guarantee() online.Guarantee {
 		return g
 	}
 	return l.guaranteed.Guarantee()
+}
+
+// observed returns the quantity the room is of: the loss for a regret
+// bound, the mistakes otherwise.
+func (l *learner) observed() float64 {
+	if l.roomLoss {
+		return l.loss
+	}
+	return float64(l.mistakes)
+}
+
+// measureRoom notes how much the observed quantity may grow before the
+// Monotone guarantee g, just computed, can stop holding: as long as Value
+// and ComparatorLoss do not decrease, loss − ComparatorLoss (or the
+// mistakes) stays within Value while it grows by less than it was below
+// it now. The room is cut by a margin far above the rounding of the sums
+// involved, so that skipping a check never decides otherwise than the
+// check would: reports stay equal whether a run was restored in the
+// middle (which drops the room) or not.
+func (l *learner) measureRoom(g *online.Guarantee) {
+	l.roomOK = false
+	if !g.Monotone || l.broken || (g.Kind != online.RegretBound && g.Kind != online.MistakeBound) {
+		return
+	}
+	l.roomLoss = g.Kind == online.RegretBound
+	used, limit := float64(l.mistakes), g.Value
+	if g.Kind == online.RegretBound {
+		used = l.loss - g.ComparatorLoss
+		limit += boundSlack * math.Max(1, g.Value)
+	}
+	scale := 1 + math.Abs(l.loss) + math.Abs(g.ComparatorLoss) + math.Abs(g.Value)
+	if room := limit - used - 1e-9*scale; room > 0 {
+		l.room, l.from, l.roomOK = room, l.observed(), true
+	}
 }
 
 // holds reports whether the observed quantity is within the bound.

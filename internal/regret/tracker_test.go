@@ -2,6 +2,7 @@ package regret
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/streamlearn/streamlearn/internal/online"
@@ -213,6 +214,65 @@ func TestHistoryBounded(t *testing.T) {
 	for _, p := range h[0] {
 		if p.Mistakes != p.Round/3 {
 			t.Errorf("point %+v: mistakes want %d", p, p.Round/3)
+		}
+	}
+}
+
+// calls is a fake that counts the guarantees asked of it.
+type calls struct {
+	fake
+	n int
+}
+
+func (c *calls) Guarantee() online.Guarantee { c.n++; return c.g }
+
+// TestTrackerRoom: a tracker that skips computing a Monotone guarantee
+// while the loss (or the mistakes) stays within the room the bound left
+// decides every round as one that computes it every round, crossings and
+// all, on random nondecreasing bounds that the loss crosses and falls back
+// under; and it does skip.
+func TestTrackerRoom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, kind := range []online.BoundKind{online.RegretBound, online.MistakeBound} {
+		var crossings uint64
+		var computed, all int
+		for trial := range 50 {
+			skip, full := &calls{}, &calls{}
+			ts, tf := New(), New()
+			ts.Add("l", "ogd", skip)
+			tf.Add("l", "ogd", full)
+			g := online.Guarantee{Kind: kind, Value: rng.Float64() * 5}
+			var v uint64
+			for round := range 400 {
+				// The bound and the comparator's loss never decrease.
+				if rng.IntN(4) == 0 {
+					g.Value += rng.Float64() * 3
+				}
+				g.ComparatorLoss += rng.Float64() * 0.3
+				skip.g, full.g = g, g
+				skip.g.Monotone = true
+				y, pred, loss := int8(1), int8(1), rng.Float64()
+				if rng.IntN(3) == 0 {
+					pred = -1
+				}
+				if trial%10 == 0 && round == 300 {
+					loss = math.NaN() // never skipped: a NaN loss breaks a regret bound
+				}
+				ts.Observe(0, online.Prediction{Label: pred}, y, loss)
+				tf.Observe(0, online.Prediction{Label: pred}, y, loss)
+				rs, _ := ts.Learners()
+				rf, _ := tf.Learners()
+				if rs[0].Bound.Holds != rf[0].Bound.Holds || rs[0].BoundViolations != rf[0].BoundViolations {
+					t.Fatalf("%s trial %d round %d: skipping tracker holds=%v violations=%d, full holds=%v violations=%d",
+						kind, trial, round, rs[0].Bound.Holds, rs[0].BoundViolations, rf[0].Bound.Holds, rf[0].BoundViolations)
+				}
+				v = rf[0].BoundViolations
+			}
+			// Learners asks each for its guarantee once a round too.
+			crossings, computed, all = crossings+v, computed+skip.n-400, all+full.n-400
+		}
+		if crossings < 50 || computed >= all/2 {
+			t.Errorf("%s: %d crossings, %d guarantees computed by Observe skipping vs %d: the test does not exercise the room", kind, crossings, computed, all)
 		}
 	}
 }

@@ -195,6 +195,7 @@ func playRounds(t *testing.T, l online.Learner, ex []Example, start int, fused f
 	t.Helper()
 	var buf online.Vector
 	out := make([]round, 0, len(ex))
+	var mono monotone
 	for k, e := range ex {
 		buf.Idx = append(buf.Idx[:0], e.X.Idx...)
 		buf.Val = append(buf.Val[:0], e.X.Val...)
@@ -222,6 +223,7 @@ func playRounds(t *testing.T, l online.Learner, ex []Example, start int, fused f
 		if gl, ok := l.(online.Guaranteed); ok {
 			r.g = gl.Guarantee()
 			checkGuarantee(t, r.g, start+k)
+			mono.check(t, l, r.g, start+k)
 		}
 		out = append(out, r)
 	}
@@ -243,6 +245,46 @@ func checkLoss(t *testing.T, loss float64, k int) {
 	if !(loss >= 0) || math.IsInf(loss, 0) {
 		t.Fatalf("round %d: loss %v, want finite and ≥ 0", k, loss)
 	}
+}
+
+// monotone checks a Monotone guarantee's promise: Value and
+// ComparatorLoss never decrease from one round to the next, and, for a
+// learner whose theorem covers delays, nor as the delay grows (at the
+// delays in monotoneDelays).
+type monotone struct {
+	prev [1 + len(monotoneDelays)]online.Guarantee
+	ok   bool
+}
+
+var monotoneDelays = [...]uint64{0, 1, 7, 100}
+
+func (m *monotone) check(t *testing.T, l online.Learner, g online.Guarantee, k int) {
+	t.Helper()
+	if !g.Monotone {
+		m.ok = false
+		return
+	}
+	now := [len(m.prev)]online.Guarantee{g}
+	if dg, ok := l.(online.DelayGuaranteed); ok {
+		for i, d := range monotoneDelays {
+			gd, covered := dg.DelayedGuarantee(d)
+			if !covered {
+				break
+			}
+			now[1+i] = gd
+			if i > 0 && (gd.Value < now[i].Value || gd.ComparatorLoss < now[i].ComparatorLoss) {
+				t.Fatalf("round %d: Monotone guarantee decreases with the delay: %d → %+v, %d → %+v", k, monotoneDelays[i-1], now[i], d, gd)
+			}
+		}
+	}
+	if m.ok {
+		for i := range now {
+			if now[i].Value < m.prev[i].Value || now[i].ComparatorLoss < m.prev[i].ComparatorLoss {
+				t.Fatalf("round %d: Monotone guarantee decreases: %+v, then %+v", k, m.prev[i], now[i])
+			}
+		}
+	}
+	m.prev, m.ok = now, true
 }
 
 func checkGuarantee(t *testing.T, g online.Guarantee, k int) {
