@@ -107,11 +107,11 @@ type Guarantee struct {
 	// empty) and applied its recovery policy.
 	Violations uint64
 
-	// Monotone says that Value and ComparatorLoss never decrease from
-	// one round to the next, nor as the delay of DelayedGuarantee grows
-	// (each is built from counts, running maxima and sums with
-	// nondecreasing terms, by operations that keep the order in floating
-	// point too). A tracker may then skip computing the guarantee while
+	// Monotone says that Kind stays, and Value and ComparatorLoss never
+	// decrease, from one round to the next, nor as the delay of
+	// DelayedGuarantee grows (each is built from counts, running maxima
+	// and sums with nondecreasing terms, by operations that keep the order
+	// in floating point too). A tracker may then skip computing the guarantee while
 	// the loss, or the mistakes, have not grown past the room the bound
 	// last left them.
 	Monotone bool

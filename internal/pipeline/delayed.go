@@ -71,10 +71,13 @@ type pendingSlot struct {
 	used   bool
 }
 
-// queued is a slot in arrival order, with the generation it was held in.
+// queued is a slot in arrival order, with the generation it was held in
+// and the record count when it arrived (its slot's at): tick reads the
+// queue alone.
 type queued struct {
 	slot int32
 	gen  uint32
+	at   uint64
 }
 
 // Resolutions remembered for late and duplicate labels.
@@ -176,17 +179,21 @@ func (d *delayedStore) oldest() int32 {
 	return -1
 }
 
-// tick counts a record and expires what waited too long before it.
+// tick counts a record and expires what waited too long before it. The
+// queue is in arrival order: once its head, live or stale, arrived within
+// the wait, so did every event after it.
 func (p *Pipeline) tick() {
 	p.counts.Events++
 	if d := p.delay; d != nil {
-		for {
-			i := d.oldest()
-			if i < 0 || p.counts.Events-d.slots[i].at <= d.wait {
+		for d.head < len(d.queue) {
+			q := d.queue[d.head]
+			if p.counts.Events-q.at <= d.wait {
 				break
 			}
 			d.pop()
-			p.expire(i)
+			if s := &d.slots[q.slot]; s.used && s.gen == q.gen {
+				p.expire(q.slot)
+			}
 		}
 	}
 }
@@ -275,7 +282,7 @@ func (p *Pipeline) hold(ev *event.Event) {
 	s.preds = append(s.preds[:0], p.preds...)
 	d.waiting.add(i, ev.ID, h, first)
 	d.n++
-	d.queue = append(d.queue, queued{i, s.gen})
+	d.queue = append(d.queue, queued{i, s.gen, s.at})
 	if len(d.queue)-d.head > 2*d.n+1024 {
 		d.compact()
 	}
@@ -524,7 +531,7 @@ func (st *delayedStore) decode(d *codec.Decoder, learners int, scaled bool, even
 		s.at, s.learnedAt, s.raw, s.scaled, s.preds, s.used = at, learnedAt, raw, scaledX, preds, true
 		st.waiting.add(i, []byte(id), h, first)
 		st.n++
-		st.queue = append(st.queue, queued{i, s.gen})
+		st.queue = append(st.queue, queued{i, s.gen, s.at})
 	}
 	m := d.U64()
 	if m > uint64(st.max) || m > uint64(d.Len()) {

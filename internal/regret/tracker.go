@@ -206,10 +206,15 @@ func (l *learner) observed() float64 {
 // middle (which drops the room) or not.
 func (l *learner) measureRoom(g *online.Guarantee) {
 	l.roomOK = false
-	if !g.Monotone || l.broken || (g.Kind != online.RegretBound && g.Kind != online.MistakeBound) {
+	if !g.Monotone || l.broken {
 		return
 	}
 	l.roomLoss = g.Kind == online.RegretBound
+	if g.Kind != online.RegretBound && g.Kind != online.MistakeBound {
+		// No bound: it holds, and will while the kind stays.
+		l.room, l.from, l.roomOK = math.Inf(1), l.observed(), true
+		return
+	}
 	used, limit := float64(l.mistakes), g.Value
 	if g.Kind == online.RegretBound {
 		used = l.loss - g.ComparatorLoss

@@ -233,7 +233,7 @@ func (c *calls) Guarantee() online.Guarantee { c.n++; return c.g }
 // under; and it does skip.
 func TestTrackerRoom(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	for _, kind := range []online.BoundKind{online.RegretBound, online.MistakeBound} {
+	for _, kind := range []online.BoundKind{online.RegretBound, online.MistakeBound, online.NoBound} {
 		var crossings uint64
 		var computed, all int
 		for trial := range 50 {
@@ -262,14 +262,22 @@ func TestTrackerRoom(t *testing.T) {
 				tf.Observe(0, online.Prediction{Label: pred}, y, loss)
 				rs, _ := ts.Learners()
 				rf, _ := tf.Learners()
-				if rs[0].Bound.Holds != rf[0].Bound.Holds || rs[0].BoundViolations != rf[0].BoundViolations {
+				holds := func(r LearnerReport) bool { return r.Bound == nil || r.Bound.Holds }
+				if holds(rs[0]) != holds(rf[0]) || rs[0].BoundViolations != rf[0].BoundViolations {
 					t.Fatalf("%s trial %d round %d: skipping tracker holds=%v violations=%d, full holds=%v violations=%d",
-						kind, trial, round, rs[0].Bound.Holds, rs[0].BoundViolations, rf[0].Bound.Holds, rf[0].BoundViolations)
+						kind, trial, round, holds(rs[0]), rs[0].BoundViolations, holds(rf[0]), rf[0].BoundViolations)
 				}
 				v = rf[0].BoundViolations
 			}
 			// Learners asks each for its guarantee once a round too.
 			crossings, computed, all = crossings+v, computed+skip.n-400, all+full.n-400
+		}
+		if kind == online.NoBound {
+			// It always holds: computed on the first rounds only.
+			if crossings != 0 || computed > 2*50 || all < 300*50 {
+				t.Errorf("no bound: %d crossings, %d guarantees computed by Observe skipping in 50 trials of 400 rounds (%d without), want 0 and at most 2 a trial", crossings, computed, all)
+			}
+			continue
 		}
 		if crossings < 50 || computed >= all/2 {
 			t.Errorf("%s: %d crossings, %d guarantees computed by Observe skipping vs %d: the test does not exercise the room", kind, crossings, computed, all)

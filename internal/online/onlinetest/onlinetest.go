@@ -279,7 +279,7 @@ func (m *monotone) check(t *testing.T, l online.Learner, g online.Guarantee, k i
 	}
 	if m.ok {
 		for i := range now {
-			if now[i].Value < m.prev[i].Value || now[i].ComparatorLoss < m.prev[i].ComparatorLoss {
+			if now[i].Kind != m.prev[i].Kind || now[i].Value < m.prev[i].Value || now[i].ComparatorLoss < m.prev[i].ComparatorLoss {
 				t.Fatalf("round %d: Monotone guarantee decreases: %+v, then %+v", k, m.prev[i], now[i])
 			}
 		}
