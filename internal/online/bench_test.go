@@ -72,6 +72,9 @@ func learners(tb testing.TB) []struct {
 		{"ogd-logistic", mk(online.NewOGD(18, online.OGDConfig{Loss: online.LossLogistic, Eta: 0.1, Bias: true}))},
 		{"ogd-logistic-ball", mk(online.NewOGD(18, online.OGDConfig{Loss: online.LossLogistic, Eta: 0.1, Radius: 10, Bias: true}))},
 		{"ogd-squared-fixed", mk(online.NewOGD(18, online.OGDConfig{Loss: online.LossSquared, Eta: 0.01, Schedule: online.ScheduleFixed}))},
+		{"adagrad-hinge", mk(online.NewAdaGrad(18, online.AdaGradConfig{Bias: true}))},
+		{"adagrad-logistic", mk(online.NewAdaGrad(18, online.AdaGradConfig{Loss: online.LossLogistic, Bias: true}))},
+		{"adagrad-hinge-plain", mk(online.NewAdaGrad(18, online.AdaGradConfig{Bias: true, Normalized: new(bool)}))},
 	}
 }
 

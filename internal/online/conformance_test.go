@@ -44,6 +44,24 @@ func linear(t *testing.T, bits uint) map[string]func() online.Learner {
 			}
 		}
 	}
+	no := false
+	for _, loss := range []string{online.LossHinge, online.LossLogistic, online.LossSquared} {
+		for _, cfg := range []online.AdaGradConfig{
+			{Eta: 0.5},
+			{Eta: 0.1, Bias: true},
+			{Eta: 0.5, Normalized: &no},
+			{Eta: 1, Bias: true, Normalized: &no},
+		} {
+			cfg.Loss = loss
+			ls[fmt.Sprintf("adagrad{Loss:%s Eta:%v Bias:%v Normalized:%v}", loss, cfg.Eta, cfg.Bias, cfg.IsNormalized())] = func() online.Learner {
+				a, err := online.NewAdaGrad(bits, cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return a
+			}
+		}
+	}
 	return ls
 }
 

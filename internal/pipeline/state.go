@@ -255,7 +255,8 @@ func (p *Pipeline) UnmarshalBinary(b []byte) error {
 // so call it from the goroutine that owns p.
 //
 // Cost: a MarshalBinary, a New and an UnmarshalBinary's decoding — for
-// each linear learner (perceptron, ogd) its 8·2^bits bytes of weights
+// each linear learner its weights: 8·2^bits bytes (perceptron, ogd; adagrad
+// keeps 16 or 32 bytes a slot)
 // allocated twice (2 MiB each at the default bits 18) and its learned
 // weights encoded, plus what New spends
 // building hypothesis classes (SOA's Littlestone dimension tables). Take a

@@ -1,0 +1,429 @@
+package online
+
+import (
+	"fmt"
+	"math"
+)
+
+// Defaults of AdaGradConfig's zero fields.
+const (
+	DefaultAdaGradLoss = LossHinge
+	DefaultAdaGradEta  = 1
+)
+
+// AdaGradConfig configures AdaGrad (learner keys of algorithm "adagrad").
+// The zero value works: hinge loss, η = 1, normalized, no bias.
+type AdaGradConfig struct {
+	// Loss is the surrogate loss of the score: "hinge" (default),
+	// "logistic" or "squared", as OGD's.
+	Loss string `yaml:"loss"`
+	// Eta is the step size η > 0; 0 means DefaultAdaGradEta (1).
+	Eta float64 `yaml:"eta"`
+	// Bias adds a constant feature 1 at an extra slot. Default false.
+	Bias bool `yaml:"bias"`
+	// Normalized scales each feature's step by the largest value it has
+	// seen (Ross, Mineiro and Langford's NAG); nil means true, the
+	// default. False is AdaGrad as Duchi, Hazan and Singer define it, whose
+	// regret bound the tracker checks.
+	Normalized *bool `yaml:"normalized"`
+}
+
+// IsNormalized reports whether c is normalized (Normalized nil or true).
+func (c AdaGradConfig) IsNormalized() bool { return c.Normalized == nil || *c.Normalized }
+
+func (c AdaGradConfig) withDefaults() AdaGradConfig {
+	if c.Loss == "" {
+		c.Loss = DefaultAdaGradLoss
+	}
+	if c.Eta == 0 {
+		c.Eta = DefaultAdaGradEta
+	}
+	return c
+}
+
+// Validate reports a configuration error, naming the key at fault.
+func (c AdaGradConfig) Validate() error {
+	switch c.Loss {
+	case "", LossHinge, LossLogistic, LossSquared:
+	default:
+		return fmt.Errorf("adagrad: loss: unknown loss %q (want hinge, logistic or squared)", c.Loss)
+	}
+	if !finite(c.Eta) || c.Eta < 0 {
+		return fmt.Errorf("adagrad: eta: %v is not a finite number > 0", c.Eta)
+	}
+	return nil
+}
+
+// AdaGrad is online gradient descent with a step per coordinate, on a
+// linear model over 2^bits hashed slots (and a bias slot with Bias, whose
+// feature is the constant 1). With g_t = c_t·x_t the loss gradient at
+// w(t) (c_t = ∂loss/∂s, as OGD's) and G_{t,i} = Σ_{s≤t} g_{s,i}²:
+//
+// Plain (Duchi, Hazan & Singer 2011, "Adaptive subgradient methods for
+// online learning and stochastic optimization", the diagonal composite
+// mirror-descent update (4) with φ = 0 and δ = 0):
+//
+//	w_{t+1,i} = w_{t,i} − η·g_{t,i}/√G_{t,i}     (coordinates with g_{t,i} ≠ 0)
+//
+// Normalized (the default; Ross, Mineiro & Langford 2013, "Normalized
+// online learning", Algorithm 2, NAG): each feature keeps the largest |x_i|
+// it has seen, s_i; when x_i exceeds it, w_i is first multiplied by
+// (s_i/x_i)² and s_i becomes |x_i|, so that w_i·x_i keeps its meaning on
+// the new scale; N_t = Σ_{s≤t} Σ_i (x_{s,i}/s_i)² counts the normalized
+// squared features seen, and
+//
+//	w_{t+1,i} = w_{t,i} − η·√(t/N_t)·g_{t,i}/(s_i·√G_{t,i}).
+//
+// (computed with 1/s_i, kept beside s_i: (x_i·(1/s_i))² and
+// η·√(t/N_t)·g_{t,i}·(1/s_i)/√G_{t,i}).
+//
+// Multiplying a feature by a constant then changes nothing the learner
+// predicts, which is what keeps features with small values from being
+// ignored. NAG rescales before it predicts; Predict is pure here, so it
+// computes the same score with the rescaled weights without storing them,
+// and Learn rescales.
+//
+// Guarantee (plain only), at round T, Kind RegretBound against u = 0, by
+// Theorem 5 of Duchi et al. (the composite mirror-descent bound, with
+// D_∞ ≥ ‖w_t − u‖_∞ for every t):
+//
+//	Σ_t ℓ_t(w_t) − ℓ_t(u) ≤ (D_∞²/(2η) + η)·Σ_i ‖g_{1:T,i}‖₂
+//
+// where D_∞ is the largest |w_{t,i}| the learner has held and
+// Σ_i ‖g_{1:T,i}‖₂ = Σ_i √G_{T,i} is kept as the updates come, each adding
+// √G_new − √G_old ≥ 0. As for OGD without a ball, D_∞ is known after the
+// fact and bounds the rounds so far. The bound never decreases
+// (Monotone). NAG's analysis bounds regret against comparators of
+// bounded normalized weights, a class the tracker cannot follow online:
+// the normalized learner reports no bound.
+//
+// A gradient coordinate whose square underflows to 0 (a logistic loss far
+// beyond its margin gives gradients of 1e-190) counts as 0: with no sum
+// of squares to divide by, AdaGrad's formula would step by η·sign(g) on a
+// feature's first such gradient. A step that would make a weight not
+// finite is skipped and counted in Violations. Every index of x must be below 2^bits (a larger one
+// panics). AdaGrad is not safe for concurrent use and retains no x.
+type AdaGrad struct {
+	cfg    AdaGradConfig
+	bits   uint
+	dim    int
+	loss   int
+	stride int // 2 plain, 4 normalized
+
+	// p holds each slot's state side by side, so that a feature reads one
+	// cache line: p[i*stride] is w_i, p[i*stride+1] G_i, and normalized
+	// p[i*stride+2] s_i and p[i*stride+3] 1/s_i (0 while s_i is), which
+	// spares a division per feature and round. Slot dim is the bias's
+	// with Bias.
+	p []float64
+
+	rounds uint64
+	n      float64 // normalized: N_t
+	sumG   float64 // plain: Σ_i √G_i
+	maxW   float64 // plain: the largest |w_i| held
+	viol   uint64
+}
+
+var (
+	_ Learner    = (*AdaGrad)(nil)
+	_ Rounder    = (*AdaGrad)(nil)
+	_ Guaranteed = (*AdaGrad)(nil)
+)
+
+// NewAdaGrad returns AdaGrad over 2^bits slots with w(1) = 0.
+func NewAdaGrad(bits uint, cfg AdaGradConfig) (*AdaGrad, error) {
+	if err := checkBits("adagrad", bits); err != nil {
+		return nil, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	a := &AdaGrad{cfg: cfg, bits: bits, dim: 1 << bits, stride: 2}
+	switch cfg.Loss {
+	case LossHinge:
+		a.loss = lossHinge
+	case LossLogistic:
+		a.loss = lossLogistic
+	case LossSquared:
+		a.loss = lossSquared
+	}
+	if cfg.IsNormalized() {
+		a.stride = 4
+	}
+	n := a.dim
+	if cfg.Bias {
+		n++
+	}
+	a.p = make([]float64, n*a.stride)
+	return a, nil
+}
+
+// Config returns the configuration with defaults applied.
+func (a *AdaGrad) Config() AdaGradConfig { return a.cfg }
+
+func (a *AdaGrad) normalized() bool { return a.stride == 4 }
+
+// Weights appends w (the bias last, with Bias) to dst and returns it.
+func (a *AdaGrad) Weights(dst []float64) []float64 {
+	for j := 0; j < len(a.p); j += a.stride {
+		dst = append(dst, a.p[j])
+	}
+	return dst
+}
+
+// Predict returns the score ⟨w(t),x⟩(+b) and its sign, -1 at 0; when
+// normalized, with each w_i rescaled to a larger |x_i| as Learn will.
+func (a *AdaGrad) Predict(x Vector) Prediction {
+	var d float64
+	val := x.Val[:len(x.Idx)]
+	if !a.normalized() {
+		for k, i := range x.Idx {
+			d += a.p[int(i)*2] * val[k]
+		}
+	} else {
+		for k, i := range x.Idx {
+			q := a.p[int(i)*4 : int(i)*4+3]
+			v, w := val[k], q[0]
+			if s, av := q[2], math.Abs(v); av > s && s > 0 {
+				w *= (s / av) * (s / av)
+			}
+			d += w * v
+		}
+	}
+	if a.cfg.Bias {
+		d += a.p[a.dim*a.stride]
+	}
+	return Prediction{Label: sign(d), Score: d}
+}
+
+// Loss returns the surrogate loss of the score in p.
+func (a *AdaGrad) Loss(p Prediction, y int8) float64 { return lossOf(a.loss, p.Score, y) }
+
+// Learn takes the step on the loss gradient at the served score.
+func (a *AdaGrad) Learn(x Vector, served Prediction, y int8) {
+	a.rounds++
+	if a.normalized() {
+		a.rescale(x)
+	}
+	a.step(x, dlossOf(a.loss, served.Score, y))
+}
+
+// Round is Predict, Loss and Learn in one call (see Rounder): when
+// normalized, it rescales first and scores on the rescaled weights, the
+// score Predict computes, in one pass.
+func (a *AdaGrad) Round(x Vector, y int8) (Prediction, float64) {
+	a.rounds++
+	var d float64
+	if a.normalized() {
+		d = a.rescale(x)
+	} else {
+		val := x.Val[:len(x.Idx)]
+		for k, i := range x.Idx {
+			d += a.p[int(i)*2] * val[k]
+		}
+		if a.cfg.Bias {
+			d += a.p[a.dim*2]
+		}
+	}
+	a.step(x, dlossOf(a.loss, d, y))
+	return Prediction{Label: sign(d), Score: d}, lossOf(a.loss, d, y)
+}
+
+// rescale brings the slots of x (and the bias's) to the scales of x's
+// values, adds their normalized squares to N, and returns the score on
+// the rescaled weights.
+func (a *AdaGrad) rescale(x Vector) float64 {
+	var d float64
+	n := a.n
+	val := x.Val[:len(x.Idx)]
+	for k, i := range x.Idx {
+		q := a.p[int(i)*4 : int(i)*4+4 : int(i)*4+4]
+		v := val[k]
+		av := math.Abs(v)
+		if av == 0 {
+			continue
+		}
+		if s := q[2]; av >= s {
+			// At its largest value, a feature adds exactly 1.
+			if av > s {
+				if s > 0 {
+					q[0] *= (s / av) * (s / av)
+				}
+				q[2], q[3] = av, 1/av
+			}
+			n++
+		} else {
+			r := av * q[3]
+			n += r * r
+		}
+		d += q[0] * v
+	}
+	if a.cfg.Bias {
+		q := a.p[a.dim*4 : a.dim*4+4]
+		q[2], q[3] = 1, 1
+		n++
+		d += q[0]
+	}
+	a.n = n
+	return d
+}
+
+// step takes the step with gradient c·x of round a.rounds.
+func (a *AdaGrad) step(x Vector, c float64) {
+	if c == 0 {
+		return
+	}
+	val := x.Val[:len(x.Idx)]
+	if !a.normalized() {
+		for k, i := range x.Idx {
+			a.plainStep(int(i)*2, c*val[k])
+		}
+		if a.cfg.Bias {
+			a.plainStep(a.dim*2, c)
+		}
+		return
+	}
+	if a.n == 0 {
+		return
+	}
+	rate := a.cfg.Eta * math.Sqrt(float64(a.rounds)/a.n)
+	for k, i := range x.Idx {
+		j := int(i) * 4
+		q := a.p[j : j+4 : j+4]
+		g := c * val[k]
+		if g*g == 0 {
+			continue
+		}
+		G := q[1] + g*g
+		w := q[0] - rate*g*q[3]/math.Sqrt(G)
+		if w-w != 0 || G-G != 0 { // not finite
+			a.viol++
+			continue
+		}
+		q[0], q[1] = w, G
+	}
+	if a.cfg.Bias && c*c != 0 {
+		q := a.p[a.dim*4 : a.dim*4+4]
+		G := q[1] + c*c
+		if w := q[0] - rate*c/math.Sqrt(G); w-w == 0 && G-G == 0 {
+			q[0], q[1] = w, G
+		} else {
+			a.viol++
+		}
+	}
+}
+
+// plainStep is Duchi et al.'s step on the slot at j with gradient g.
+func (a *AdaGrad) plainStep(j int, g float64) {
+	if g*g == 0 {
+		return
+	}
+	q := a.p[j : j+2 : j+2]
+	old := q[1]
+	G := old + g*g
+	r := math.Sqrt(G)
+	w := q[0] - a.cfg.Eta*g/r
+	if w-w != 0 || G-G != 0 { // not finite
+		a.viol++
+		return
+	}
+	q[0], q[1] = w, G
+	a.sumG += r - math.Sqrt(old)
+	if aw := math.Abs(w); aw > a.maxW {
+		a.maxW = aw
+	}
+}
+
+// lossOf is OGD's surrogate loss of score s for the loss kind.
+func lossOf(kind int, s float64, y int8) float64 {
+	switch kind {
+	case lossHinge:
+		return max0(1 - float64(y)*s)
+	case lossLogistic:
+		return logistic(float64(y) * s)
+	default:
+		d := s - float64(y)
+		return 0.5 * d * d
+	}
+}
+
+// dlossOf is ∂loss/∂s at score s for the loss kind.
+func dlossOf(kind int, s float64, y int8) float64 {
+	fy := float64(y)
+	switch kind {
+	case lossHinge:
+		if fy*s < 1 {
+			return -fy
+		}
+		return 0
+	case lossLogistic:
+		return -fy / (math.Exp(fy*s) + 1)
+	default:
+		return s - fy
+	}
+}
+
+// Guarantee returns Duchi et al.'s bound against u = 0 when plain; no
+// bound when normalized (see AdaGrad).
+func (a *AdaGrad) Guarantee() Guarantee {
+	g := Guarantee{RegretBound: math.NaN(), Violations: a.viol, Monotone: true}
+	if a.normalized() {
+		return g
+	}
+	g.Kind, g.Comparator = RegretBound, "zero_vector"
+	g.ComparatorLoss = float64(a.rounds) * lossOf(a.loss, 0, Positive)
+	g.RegretBound = (a.maxW*a.maxW/(2*a.cfg.Eta) + a.cfg.Eta) * a.sumG
+	g.Value = g.RegretBound
+	return g
+}
+
+const adagradMagic = "SLAG"
+
+// MarshalBinary encodes the configuration, the counters and every slot's
+// state as it is held (weight, sum of squared gradients, scale).
+func (a *AdaGrad) MarshalBinary() ([]byte, error) {
+	e := newEncoder(adagradMagic, sparseVersion, 80+weightsSize(len(a.p)))
+	e.U64(uint64(a.bits))
+	e.String(a.cfg.Loss)
+	e.F64(a.cfg.Eta)
+	e.Bool(a.cfg.Bias)
+	e.Bool(a.cfg.IsNormalized())
+	e.U64(a.rounds)
+	e.F64(a.n)
+	e.F64(a.sumG)
+	e.F64(a.maxW)
+	e.U64(a.viol)
+	e.SparseF64s(a.p)
+	return e.Bytes(), nil
+}
+
+// UnmarshalBinary restores a state encoded by MarshalBinary; the bits and
+// configuration must match the receiver's.
+func (a *AdaGrad) UnmarshalBinary(b []byte) error {
+	d, _ := newDecoder("adagrad", adagradMagic, b, sparseVersion)
+	bits := d.U64()
+	loss, eta, bias, normalized := d.String(16), d.F64(), d.Bool(), d.Bool()
+	c := a.cfg
+	if d.Err() == nil && (bits != uint64(a.bits) || loss != c.Loss || eta != c.Eta || bias != c.Bias || normalized != c.IsNormalized()) {
+		d.Fail("encoding is of adagrad over %d bits with loss %s, eta %v, bias %v, normalized %v, not %d bits with loss %s, eta %v, bias %v, normalized %v",
+			bits, loss, eta, bias, normalized, a.bits, c.Loss, c.Eta, c.Bias, c.IsNormalized())
+	}
+	rounds, n, sumG, maxW, viol := d.U64(), d.F64(), d.F64(), d.F64(), d.U64()
+	if d.Err() == nil && !(n >= 0 && sumG >= 0 && maxW >= 0 && finite(n) && finite(sumG) && finite(maxW)) {
+		d.Fail("inconsistent state")
+	}
+	p := make([]float64, len(a.p))
+	d.SparseF64sInto(p)
+	if err := finish("adagrad", d); err != nil {
+		return err
+	}
+	for j := 0; j < len(p); j += a.stride {
+		q := p[j : j+a.stride]
+		if !finite(q[0]) || !(q[1] >= 0) || !finite(q[1]) || a.stride == 4 && (!(q[2] >= 0) || !finite(q[2]) || q[2] == 0 && q[3] != 0 || q[2] > 0 && q[3] != 1/q[2]) {
+			return fmt.Errorf("adagrad: unmarshal: slot %d: inconsistent state", j/a.stride)
+		}
+	}
+	a.rounds, a.n, a.sumG, a.maxW, a.viol, a.p = rounds, n, sumG, maxW, viol, p
+	return nil
+}

@@ -1,0 +1,319 @@
+package online_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/streamlearn/streamlearn/internal/online"
+)
+
+// adagradStream returns n sparse examples over 2^bits slots whose features
+// have scales from 1e-3 to 1e3 (feature i's values are around 10^(i%7-3)),
+// labeled by a noisy linear rule.
+func adagradStream(seed uint64, bits uint, n int) ([]online.Vector, []int8) {
+	r := rand.New(rand.NewPCG(seed, 99))
+	dim := 1 << bits
+	u := make([]float64, dim)
+	for i := range u {
+		u[i] = r.NormFloat64()
+	}
+	xs, ys := make([]online.Vector, n), make([]int8, n)
+	for t := range n {
+		var x online.Vector
+		var s float64
+		for i := range dim {
+			if r.IntN(4) != 0 {
+				continue
+			}
+			scale := math.Pow(10, float64(i%7-3))
+			v := scale * r.NormFloat64()
+			if r.IntN(10) == 0 {
+				v = 0 // an explicit zero
+			}
+			x.Idx, x.Val = append(x.Idx, uint32(i)), append(x.Val, v)
+			s += u[i] * v / scale
+		}
+		y := int8(1)
+		if s+0.3*r.NormFloat64() <= 0 {
+			y = -1
+		}
+		xs[t], ys[t] = x, y
+	}
+	return xs, ys
+}
+
+// refAdaGrad is AdaGrad written from the papers' pseudocode, with maps:
+// Duchi, Hazan & Singer's diagonal update, and Ross, Mineiro & Langford's
+// NAG (Algorithm 2), rescaling before it predicts.
+type refAdaGrad struct {
+	loss       string
+	eta        float64
+	bias       bool
+	normalized bool
+	w, G, s    map[int]float64
+	t          float64
+	N          float64
+}
+
+const refBias = -1
+
+func (r *refAdaGrad) round(x online.Vector, y int8) float64 {
+	type f struct {
+		i int
+		v float64
+	}
+	var fs []f
+	for k, i := range x.Idx {
+		fs = append(fs, f{int(i), x.Val[k]})
+	}
+	if r.bias {
+		fs = append(fs, f{refBias, 1})
+	}
+	r.t++
+	if r.normalized {
+		for _, e := range fs {
+			if av := math.Abs(e.v); av > r.s[e.i] {
+				if r.s[e.i] > 0 {
+					r.w[e.i] *= (r.s[e.i] / av) * (r.s[e.i] / av)
+				}
+				r.s[e.i] = av
+			}
+		}
+	}
+	var score float64
+	for _, e := range fs {
+		if r.normalized && e.v == 0 {
+			continue
+		}
+		score += r.w[e.i] * e.v
+	}
+	var c float64
+	fy := float64(y)
+	switch r.loss {
+	case online.LossHinge:
+		if fy*score < 1 {
+			c = -fy
+		}
+	case online.LossLogistic:
+		c = -fy / (math.Exp(fy*score) + 1)
+	default:
+		c = score - fy
+	}
+	if r.normalized {
+		for _, e := range fs {
+			switch av := math.Abs(e.v); {
+			case av == 0:
+			case av == r.s[e.i]:
+				r.N++ // (x_i/s_i)² = 1
+			case av != 0:
+				q := av * (1 / r.s[e.i])
+				r.N += q * q
+			}
+		}
+	}
+	if c == 0 || r.normalized && r.N == 0 {
+		return score
+	}
+	rate := r.eta
+	if r.normalized {
+		rate = r.eta * math.Sqrt(r.t/r.N)
+	}
+	for _, e := range fs {
+		g := c * e.v
+		if g*g == 0 { // a gradient too small to square counts as 0
+			continue
+		}
+		r.G[e.i] += g * g
+		if r.normalized {
+			r.w[e.i] -= rate * g * (1 / r.s[e.i]) / math.Sqrt(r.G[e.i])
+		} else {
+			r.w[e.i] -= rate * g / math.Sqrt(r.G[e.i])
+		}
+	}
+	return score
+}
+
+// TestAdaGradReference: AdaGrad scores every round as the papers'
+// pseudocode does, bit for bit, plain and normalized, with each loss,
+// through Round and through Predict and Learn.
+func TestAdaGradReference(t *testing.T) {
+	const bits = 5
+	xs, ys := adagradStream(1, bits, 600)
+	no := false
+	for _, loss := range []string{online.LossHinge, online.LossLogistic, online.LossSquared} {
+		for _, normalized := range []bool{true, false} {
+			for _, bias := range []bool{false, true} {
+				for _, fused := range []bool{false, true} {
+					name := fmt.Sprintf("%s/normalized=%v/bias=%v/round=%v", loss, normalized, bias, fused)
+					cfg := online.AdaGradConfig{Loss: loss, Eta: 0.3, Bias: bias}
+					if !normalized {
+						cfg.Normalized = &no
+					}
+					a, err := online.NewAdaGrad(bits, cfg)
+					if err != nil {
+						t.Fatal(err)
+					}
+					ref := &refAdaGrad{loss: loss, eta: 0.3, bias: bias, normalized: normalized,
+						w: map[int]float64{}, G: map[int]float64{}, s: map[int]float64{}}
+					for k, x := range xs {
+						want := ref.round(x, ys[k])
+						var got float64
+						if fused {
+							p, _ := a.Round(x, ys[k])
+							got = p.Score
+						} else {
+							p := a.Predict(x)
+							a.Learn(x, p, ys[k])
+							got = p.Score
+						}
+						if math.Float64bits(got) != math.Float64bits(want) {
+							t.Fatalf("%s: round %d: score %v, reference %v", name, k+1, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestAdaGradScaleInvariance: normalized, a feature multiplied by a power
+// of two on every event changes no score, bit for bit (every quantity
+// scales exactly); plain, it does.
+func TestAdaGradScaleInvariance(t *testing.T) {
+	const bits = 5
+	xs, ys := adagradStream(2, bits, 500)
+	scaled := make([]online.Vector, len(xs))
+	for k, x := range xs {
+		v := append([]float64(nil), x.Val...)
+		for j, i := range x.Idx {
+			if i == 3 {
+				v[j] *= 1 << 20
+			}
+		}
+		scaled[k] = online.Vector{Idx: x.Idx, Val: v}
+	}
+	no := false
+	for _, normalized := range []bool{true, false} {
+		cfg := online.AdaGradConfig{Loss: online.LossLogistic, Bias: true}
+		if !normalized {
+			cfg.Normalized = &no
+		}
+		a, _ := online.NewAdaGrad(bits, cfg)
+		b, _ := online.NewAdaGrad(bits, cfg)
+		differ := 0
+		for k := range xs {
+			pa, _ := a.Round(xs[k], ys[k])
+			pb, _ := b.Round(scaled[k], ys[k])
+			if math.Float64bits(pa.Score) != math.Float64bits(pb.Score) {
+				differ++
+			}
+		}
+		if normalized && differ != 0 {
+			t.Errorf("normalized: %d of %d scores changed when a feature was scaled by 2^20", differ, len(xs))
+		}
+		if !normalized && differ == 0 {
+			t.Error("plain: no score changed when a feature was scaled by 2^20: the test does not test")
+		}
+	}
+}
+
+// TestAdaGradRegretBound: plain AdaGrad's regret against u = 0 stays within
+// the bound it reports, and so does its regret against random u with the
+// bound of Duchi et al.'s Theorem 5 for that u (D_∞ = max_t ‖w_t − u‖_∞,
+// measured here); with each loss, on streams where it learns and where
+// the labels are noise.
+func TestAdaGradRegretBound(t *testing.T) {
+	const bits = 4
+	dim := 1 << bits
+	no := false
+	for _, loss := range []string{online.LossHinge, online.LossLogistic, online.LossSquared} {
+		for seed := range uint64(4) {
+			xs, ys := adagradStream(10+seed, bits, 2000)
+			if seed%2 == 1 {
+				r := rand.New(rand.NewPCG(seed, 5))
+				for k := range ys {
+					if r.IntN(2) == 0 {
+						ys[k] = -ys[k]
+					}
+				}
+			}
+			a, _ := online.NewAdaGrad(bits, online.AdaGradConfig{Loss: loss, Eta: 0.5, Bias: true, Normalized: &no})
+			r := rand.New(rand.NewPCG(seed, 6))
+			us := make([][]float64, 5)
+			for j := range us {
+				us[j] = make([]float64, dim+1)
+				for i := range us[j] {
+					us[j][i] = r.NormFloat64() * float64(j) / 2
+				}
+			}
+			lossU := make([]float64, len(us))
+			dU := make([]float64, len(us)+1) // the last: u = 0
+			G := make([]float64, dim+1)
+			var L float64
+			var w []float64
+			zero := make([]float64, dim+1)
+			ref, _ := online.NewOGD(bits, online.OGDConfig{Loss: loss, Bias: true}) // the loss of u's scores
+			for k, x := range xs {
+				w = a.Weights(w[:0])
+				for j, u := range append(us, zero) {
+					for i := range u {
+						dU[j] = math.Max(dU[j], math.Abs(w[i]-u[i]))
+					}
+					if j == len(us) {
+						break
+					}
+					s := u[dim]
+					for q, i := range x.Idx {
+						s += u[i] * x.Val[q]
+					}
+					lossU[j] += ref.Loss(online.Prediction{Score: s}, ys[k])
+				}
+				p, l := a.Round(x, ys[k])
+				L += l
+				c := dloss(loss, p.Score, ys[k])
+				for q, i := range x.Idx {
+					G[i] += c * x.Val[q] * c * x.Val[q]
+				}
+				G[dim] += c * c
+			}
+			w = a.Weights(w[:0])
+			var S float64
+			for _, g := range G {
+				S += math.Sqrt(g)
+			}
+			for j, u := range append(us, zero) {
+				for i := range w {
+					dU[j] = math.Max(dU[j], math.Abs(w[i]-u[i]))
+				}
+				bound := (dU[j]*dU[j]/(2*0.5) + 0.5) * S
+				if j == len(us) {
+					g := a.Guarantee()
+					if g.Kind != online.RegretBound || math.Abs(g.Value-bound) > 1e-9*bound || !(L-g.ComparatorLoss <= g.Value) {
+						t.Errorf("%s seed %d: regret against 0 %v, reported %+v, want the bound %v", loss, seed, L-g.ComparatorLoss, g, bound)
+					}
+					continue
+				}
+				if L-lossU[j] > bound*(1+1e-9) {
+					t.Errorf("%s seed %d u%d: regret %v above the theorem's %v", loss, seed, j, L-lossU[j], bound)
+				}
+			}
+		}
+	}
+}
+
+// dloss is ∂loss/∂s at score s, from the losses' definitions.
+func dloss(loss string, s float64, y int8) float64 {
+	fy := float64(y)
+	switch loss {
+	case online.LossHinge:
+		if fy*s < 1 {
+			return -fy
+		}
+		return 0
+	case online.LossLogistic:
+		return -fy / (1 + math.Exp(fy*s))
+	}
+	return s - fy
+}
