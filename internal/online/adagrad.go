@@ -97,7 +97,14 @@ func (c AdaGradConfig) Validate() error {
 // bounded normalized weights, a class the tracker cannot follow online:
 // the normalized learner reports no bound.
 //
-// A gradient coordinate whose square underflows to 0 (a logistic loss far
+// Arithmetic. Sums over x run in x's order with one accumulator, and
+// every product is rounded before it is added (no fused multiply-add), so
+// that a state is the same bits on every machine. x must be canonical
+// (strictly increasing indices, as decoded events are): normalized, a
+// slot given twice would be rescaled twice by Round and once by Predict.
+// A subnormal value (|x_i| < 2^-1022, whose inverse overflows) counts as
+// 0 in the normalized learner. A gradient coordinate whose square
+// underflows to 0 (a logistic loss far
 // beyond its margin gives gradients of 1e-190) counts as 0: with no sum
 // of squares to divide by, AdaGrad's formula would step by η·sign(g) on a
 // feature's first such gradient. A step that would make a weight not
@@ -179,16 +186,20 @@ func (a *AdaGrad) Predict(x Vector) Prediction {
 	val := x.Val[:len(x.Idx)]
 	if !a.normalized() {
 		for k, i := range x.Idx {
-			d += a.p[int(i)*2] * val[k]
+			d += float64(a.p[int(i)*2] * val[k])
 		}
 	} else {
 		for k, i := range x.Idx {
 			q := a.p[int(i)*4 : int(i)*4+3]
 			v, w := val[k], q[0]
-			if s, av := q[2], math.Abs(v); av > s && s > 0 {
+			av := math.Abs(v)
+			if av < minScale {
+				continue
+			}
+			if s := q[2]; av > s && s > 0 {
 				w *= (s / av) * (s / av)
 			}
-			d += w * v
+			d += float64(w * v)
 		}
 	}
 	if a.cfg.Bias {
@@ -220,7 +231,7 @@ func (a *AdaGrad) Round(x Vector, y int8) (Prediction, float64) {
 	} else {
 		val := x.Val[:len(x.Idx)]
 		for k, i := range x.Idx {
-			d += a.p[int(i)*2] * val[k]
+			d += float64(a.p[int(i)*2] * val[k])
 		}
 		if a.cfg.Bias {
 			d += a.p[a.dim*2]
@@ -241,7 +252,7 @@ func (a *AdaGrad) rescale(x Vector) float64 {
 		q := a.p[int(i)*4 : int(i)*4+4 : int(i)*4+4]
 		v := val[k]
 		av := math.Abs(v)
-		if av == 0 {
+		if av < minScale {
 			continue
 		}
 		if s := q[2]; av >= s {
@@ -255,9 +266,9 @@ func (a *AdaGrad) rescale(x Vector) float64 {
 			n++
 		} else {
 			r := av * q[3]
-			n += r * r
+			n += float64(r * r)
 		}
-		d += q[0] * v
+		d += float64(q[0] * v)
 	}
 	if a.cfg.Bias {
 		q := a.p[a.dim*4 : a.dim*4+4]
@@ -291,11 +302,15 @@ func (a *AdaGrad) step(x Vector, c float64) {
 	for k, i := range x.Idx {
 		j := int(i) * 4
 		q := a.p[j : j+4 : j+4]
-		g := c * val[k]
+		v := val[k]
+		if math.Abs(v) < minScale {
+			continue
+		}
+		g := c * v
 		if g*g == 0 {
 			continue
 		}
-		G := q[1] + g*g
+		G := q[1] + float64(g*g)
 		w := q[0] - rate*g*q[3]/math.Sqrt(G)
 		if w-w != 0 || G-G != 0 { // not finite
 			a.viol++
@@ -305,7 +320,7 @@ func (a *AdaGrad) step(x Vector, c float64) {
 	}
 	if a.cfg.Bias && c*c != 0 {
 		q := a.p[a.dim*4 : a.dim*4+4]
-		G := q[1] + c*c
+		G := q[1] + float64(c*c)
 		if w := q[0] - rate*c/math.Sqrt(G); w-w == 0 && G-G == 0 {
 			q[0], q[1] = w, G
 		} else {
@@ -321,7 +336,7 @@ func (a *AdaGrad) plainStep(j int, g float64) {
 	}
 	q := a.p[j : j+2 : j+2]
 	old := q[1]
-	G := old + g*g
+	G := old + float64(g*g)
 	r := math.Sqrt(G)
 	w := q[0] - a.cfg.Eta*g/r
 	if w-w != 0 || G-G != 0 { // not finite
@@ -339,7 +354,7 @@ func (a *AdaGrad) plainStep(j int, g float64) {
 func lossOf(kind int, s float64, y int8) float64 {
 	switch kind {
 	case lossHinge:
-		return max0(1 - float64(y)*s)
+		return max0(1 - float64(float64(y)*s))
 	case lossLogistic:
 		return logistic(float64(y) * s)
 	default:
@@ -380,6 +395,10 @@ func (a *AdaGrad) Guarantee() Guarantee {
 
 const adagradMagic = "SLAG"
 
+// minScale is the smallest |x_i| the normalized learner scales by: the
+// smallest normal float64, whose inverse is finite.
+const minScale = 0x1p-1022
+
 // MarshalBinary encodes the configuration, the counters and every slot's
 // state as it is held (weight, sum of squared gradients, scale).
 func (a *AdaGrad) MarshalBinary() ([]byte, error) {
@@ -418,11 +437,28 @@ func (a *AdaGrad) UnmarshalBinary(b []byte) error {
 	if err := finish("adagrad", d); err != nil {
 		return err
 	}
+	var heldG, heldW float64
 	for j := 0; j < len(p); j += a.stride {
 		q := p[j : j+a.stride]
-		if !finite(q[0]) || !(q[1] >= 0) || !finite(q[1]) || a.stride == 4 && (!(q[2] >= 0) || !finite(q[2]) || q[2] == 0 && q[3] != 0 || q[2] > 0 && q[3] != 1/q[2]) {
+		bad := !finite(q[0]) || !(q[1] >= 0) || !finite(q[1])
+		if a.stride == 4 {
+			// A scale is 0 (and the weight with it) or normal, with its
+			// inverse beside it.
+			bad = bad || q[2] == 0 && (q[3] != 0 || q[0] != 0) ||
+				q[2] != 0 && !(q[2] >= minScale && finite(q[2]) && q[3] == 1/q[2])
+		} else {
+			heldG += math.Sqrt(q[1])
+			heldW = max(heldW, math.Abs(q[0]))
+		}
+		if bad {
 			return fmt.Errorf("adagrad: unmarshal: slot %d: inconsistent state", j/a.stride)
 		}
+	}
+	// The bound's running quantities cannot be below what the weights and
+	// sums hold (the sum of square roots is kept as it grew: it may differ
+	// from a sum made afresh in its last bits).
+	if a.stride == 2 && (maxW < heldW || sumG < heldG*(1-1e-9)) {
+		return fmt.Errorf("adagrad: unmarshal: largest weight %v or sum of gradient norms %v below the weights' %v and %v", maxW, sumG, heldW, heldG)
 	}
 	a.rounds, a.n, a.sumG, a.maxW, a.viol, a.p = rounds, n, sumG, maxW, viol, p
 	return nil

@@ -317,3 +317,30 @@ func dloss(loss string, s float64, y int8) float64 {
 	}
 	return s - fy
 }
+
+// TestAdaGradSubnormal: normalized, subnormal values count as 0: they
+// neither make N infinite (which would stop all learning) nor a state that
+// fails to restore.
+func TestAdaGradSubnormal(t *testing.T) {
+	cfg := online.AdaGradConfig{Loss: online.LossLogistic, Bias: true}
+	a, _ := online.NewAdaGrad(4, cfg)
+	for _, v := range []float64{4e-309, 2e-309, -3e-320} {
+		a.Round(online.Vector{Idx: []uint32{1}, Val: []float64{v}}, 1)
+	}
+	x := online.Vector{Idx: []uint32{1, 2}, Val: []float64{1, 2}}
+	before := a.Predict(x).Score
+	for range 5 {
+		a.Round(x, 1)
+	}
+	if after := a.Predict(x).Score; !(after > before) {
+		t.Errorf("score %v, then %v after five rounds of label 1: not learning", before, after)
+	}
+	b, _ := a.MarshalBinary()
+	c, _ := online.NewAdaGrad(4, cfg)
+	if err := c.UnmarshalBinary(b); err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	if c.Predict(x) != a.Predict(x) {
+		t.Error("the restored learner predicts otherwise")
+	}
+}

@@ -16,25 +16,34 @@ const (
 // (features.scale in the config):
 //
 //   - "none" copies x;
-//   - "standard" keeps, per slot, the running mean and population variance
-//     of the values seen at that slot, and maps v to (v - mean)/sd, or to 0
-//     while sd is 0. Only the slots present in x are observations: a missing
-//     feature is not a zero observation (an explicit 0 in x is). The
-//     statistics are updated with x before x is transformed ("updated before
-//     use"), so the first value seen at a slot maps to 0;
+//   - "standard" maps v to (v - mean)/sd, or to 0 while sd is 0, with the
+//     mean and population variance of the slot over every event observed so
+//     far, a feature missing from an event counting as a 0 there. A missing
+//     feature stays 0 (rather than -mean/sd), so that sparse vectors stay
+//     sparse. The statistics are updated with x before x is transformed
+//     ("updated before use"), so the first value seen at a slot that has
+//     been present in every event maps to 0;
 //   - "l2" maps x to x/‖x‖ (the zero vector to itself) and keeps no state.
 //
-// The standard update is Welford's, written in the form River's
+// Each slot keeps the count, mean and variance of the values present at
+// it, by Welford's update in the form River's
 // preprocessing.StandardScaler uses (mean += (v-mean)/n;
-// var += ((v-mean_old)(v-mean_new) - var)/n), so that the two agree to the
-// last bit.
+// var += ((v-mean_old)(v-mean_new) - var)/n), and the scaler counts the
+// events. A slot present in every event (dense data, a CSV row) is scaled
+// with those statistics as they are, so that it agrees with River to the
+// last bit. A slot present in k of N events folds in the N - k zeros: with
+// f = k/N, mean_N = f·mean_k and var_N = f·(var_k + mean_k²·(1 - f)).
+// Without them, a sparse 0/1 feature (LIBSVM, text, a JSON map that leaves
+// out its zeros) would have the value 1 every time it is seen, a variance
+// of 0, and every event would scale to the zero vector.
 //
 // A Scaler is not safe for concurrent use; its methods do not retain x or
 // dst.
 type Scaler struct {
-	kind  string
-	bits  uint
-	stats []slotStats // standard: per slot, the three statistics side by side
+	kind   string
+	bits   uint
+	events uint64      // standard: the events observed
+	stats  []slotStats // standard: per slot, the three statistics side by side
 }
 
 // slotStats are the running statistics of one slot.
@@ -53,10 +62,25 @@ func (st *slotStats) observe(v float64) {
 	st.vari += (float64((v-old)*(v-st.mean)) - st.vari) / n
 }
 
-// scale returns v standardized with st: (v - mean)/sd, 0 while sd is 0.
-func (st *slotStats) scale(v float64) float64 {
-	if sd := math.Sqrt(st.vari); sd != 0 {
-		return (v - st.mean) / sd
+// scale returns v standardized with st after events events: (v -
+// mean)/sd, 0 while sd is 0.
+func (st *slotStats) scale(v float64, events uint64) float64 {
+	return StandardScale(v, st.count, st.mean, st.vari, events)
+}
+
+// StandardScale returns v standardized with the statistics of a slot
+// whose values were present in count of events events, with mean and
+// population variance vari (see Scaler): (v - mean)/sd over every event,
+// a missing value counting as 0; 0 while sd is 0. A count of events or
+// more (a slot given twice in one vector counts twice) is a slot present
+// in every event.
+func StandardScale(v float64, count uint64, mean, vari float64, events uint64) float64 {
+	if count < events {
+		f := float64(count) / float64(events)
+		mean, vari = f*mean, f*(vari+mean*mean*(1-f))
+	}
+	if sd := math.Sqrt(vari); sd != 0 {
+		return (v - mean) / sd
 	}
 	return 0
 }
@@ -94,13 +118,14 @@ func (s *Scaler) Transform(dst *Vector, x Vector) {
 	}
 	// Every slot occurs once: observing and scaling slot by slot in one
 	// pass is the same as observing all of x, then scaling.
+	s.events++
 	dst.Idx = append(dst.Idx[:0], x.Idx...)
 	dst.Val = append(dst.Val[:0], x.Val...)
 	val := dst.Val[:len(dst.Idx)]
 	for k, i := range dst.Idx {
 		st := &s.stats[i]
 		st.observe(val[k])
-		val[k] = st.scale(val[k])
+		val[k] = st.scale(val[k], s.events)
 	}
 }
 
@@ -114,12 +139,13 @@ func increasing(idx []uint32) bool {
 	return true
 }
 
-// Observe adds the values of x to the running statistics of their slots
-// (a no-op unless the kind is standard).
+// Observe counts the event x and adds its values to the running
+// statistics of their slots (a no-op unless the kind is standard).
 func (s *Scaler) Observe(x Vector) {
 	if s.kind != ScaleStandard {
 		return
 	}
+	s.events++
 	val := x.Val[:len(x.Idx)]
 	for k, i := range x.Idx {
 		s.stats[i].observe(val[k])
@@ -134,7 +160,7 @@ func (s *Scaler) Scale(dst *Vector, x Vector) {
 	case ScaleStandard:
 		val := dst.Val[:len(dst.Idx)]
 		for k, i := range dst.Idx {
-			val[k] = s.stats[i].scale(val[k])
+			val[k] = s.stats[i].scale(val[k], s.events)
 		}
 	case ScaleL2:
 		if n := x.Norm(); n != 0 {
@@ -145,8 +171,12 @@ func (s *Scaler) Scale(dst *Vector, x Vector) {
 	}
 }
 
-// Stats returns the count, mean and population variance of slot i (zeros
-// unless the kind is standard).
+// Events returns the number of events observed (0 unless the kind is
+// standard).
+func (s *Scaler) Events() uint64 { return s.events }
+
+// Stats returns the count, mean and population variance of the values
+// present at slot i (zeros unless the kind is standard).
 func (s *Scaler) Stats(i uint32) (n uint64, mean, variance float64) {
 	if s.kind != ScaleStandard {
 		return 0, 0, 0
@@ -157,8 +187,14 @@ func (s *Scaler) Stats(i uint32) (n uint64, mean, variance float64) {
 
 const scalerMagic = "SLSC"
 
-// MarshalBinary encodes the kind, the bits and, for standard, the
-// statistics of every observed slot in increasing slot order.
+// scalerEventsVersion is the encoding with the count of events. Version 1
+// has none: a version 1 state restores with the largest count of a slot,
+// exact when some feature was present in every event.
+const scalerEventsVersion = 2
+
+// MarshalBinary encodes the kind, the bits, the events observed and, for
+// standard, the statistics of every observed slot in increasing slot
+// order.
 func (s *Scaler) MarshalBinary() ([]byte, error) {
 	used := 0
 	for i := range s.stats {
@@ -166,9 +202,10 @@ func (s *Scaler) MarshalBinary() ([]byte, error) {
 			used++
 		}
 	}
-	e := newEncoder(scalerMagic, denseVersion, 32+len(s.kind)+used*32)
+	e := newEncoder(scalerMagic, scalerEventsVersion, 40+len(s.kind)+used*32)
 	e.String(s.kind)
 	e.U64(uint64(s.bits))
+	e.U64(s.events)
 	e.U64(uint64(used))
 	for i := range s.stats {
 		if st := &s.stats[i]; st.count != 0 {
@@ -184,11 +221,15 @@ func (s *Scaler) MarshalBinary() ([]byte, error) {
 // UnmarshalBinary restores a state encoded by MarshalBinary; the kind and
 // bits must match the receiver's.
 func (s *Scaler) UnmarshalBinary(b []byte) error {
-	d, _ := newDecoder("scaler", scalerMagic, b, denseVersion)
+	d, version := newDecoder("scaler", scalerMagic, b, scalerEventsVersion)
 	kind := d.String(16)
 	bits := d.U64()
 	if d.Err() == nil && (kind != s.kind || bits != uint64(s.bits)) {
 		d.Fail("encoding is of a %q scaler over %d bits, not %q over %d", kind, bits, s.kind, s.bits)
+	}
+	var events uint64
+	if version >= scalerEventsVersion {
+		events = d.U64()
 	}
 	used := d.U64()
 	if d.Err() == nil && used > uint64(len(s.stats)) {
@@ -211,10 +252,13 @@ func (s *Scaler) UnmarshalBinary(b []byte) error {
 		}
 		prev = int(i)
 		stats[i] = slotStats{count: c, mean: m, vari: v}
+		if version < scalerEventsVersion {
+			events = max(events, c)
+		}
 	}
 	if err := finish("scaler", d); err != nil {
 		return err
 	}
-	s.stats = stats
+	s.stats, s.events = stats, events
 	return nil
 }

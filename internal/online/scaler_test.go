@@ -4,17 +4,19 @@ import (
 	"bytes"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
+	"github.com/streamlearn/streamlearn/internal/codec"
 	"github.com/streamlearn/streamlearn/internal/online"
 	"github.com/streamlearn/streamlearn/internal/online/onlinetest"
 )
 
 // TestScalerStandardMatchesTwoPass: after a stream of sparse vectors, each
 // slot's running mean and population variance equal the two-pass values
-// over the values present at that slot (missing features are not
-// observations), and each transformed value uses the statistics including
-// its own vector.
+// over the values present at that slot, and each transformed value uses
+// the two-pass statistics over every event so far, its own included, a
+// missing feature counting as 0.
 func TestScalerStandardMatchesTwoPass(t *testing.T) {
 	const bits = 6
 	r := rand.New(rand.NewPCG(11, 11))
@@ -24,7 +26,7 @@ func TestScalerStandardMatchesTwoPass(t *testing.T) {
 	}
 	seen := make([][]float64, 1<<bits)
 	var z online.Vector
-	for range 3000 {
+	for events := 1; events <= 3000; events++ {
 		x := onlinetest.RandomVector(r, bits, 1+r.IntN(10))
 		for k := range x.Val {
 			x.Val[k] = 100 + 5*x.Val[k] // offset: exposes naive Σx² formulas
@@ -32,7 +34,7 @@ func TestScalerStandardMatchesTwoPass(t *testing.T) {
 		sc.Transform(&z, x)
 		for k, i := range x.Idx {
 			seen[i] = append(seen[i], x.Val[k])
-			m, v := twoPass(seen[i])
+			m, v := twoPass(append(slices.Clone(seen[i]), make([]float64, events-len(seen[i]))...))
 			want := 0.0
 			if v > 0 {
 				want = (x.Val[k] - m) / math.Sqrt(v)
@@ -151,5 +153,46 @@ func TestScalerAllocs(t *testing.T) {
 		if n := testing.AllocsPerRun(100, func() { sc.Transform(&z, x) }); n != 0 {
 			t.Errorf("%s: Transform allocates %v times", kind, n)
 		}
+	}
+}
+
+// TestScalerVersion1: a standard scaler's state written before the
+// scaler counted events restores, with the largest count of a slot as the
+// count of events: a slot present that often scales as before, one present
+// less often folds in its zeros.
+func TestScalerVersion1(t *testing.T) {
+	var e codec.Encoder
+	e.RawString("SLSC")
+	e.U8(1)
+	e.String(online.ScaleStandard)
+	e.U64(4) // bits
+	e.U64(2) // slots
+	for _, s := range []struct {
+		i, n       uint64
+		mean, vari float64
+	}{{1, 10, 2, 1}, {3, 5, 1, 0}} {
+		e.U64(s.i)
+		e.U64(s.n)
+		e.F64(s.mean)
+		e.F64(s.vari)
+	}
+	sc, _ := online.NewScaler(4, online.ScaleStandard)
+	if err := sc.UnmarshalBinary(e.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	if sc.Events() != 10 {
+		t.Fatalf("%d events, want 10 (the largest count)", sc.Events())
+	}
+	var z online.Vector
+	sc.Scale(&z, online.Vector{Idx: []uint32{1, 3}, Val: []float64{3, 1}})
+	// Slot 1: present in all 10, (3-2)/1. Slot 3: 5 ones in 10 events,
+	// mean 0.5, variance 0.25: (1-0.5)/0.5.
+	if z.Val[0] != 1 || z.Val[1] != 1 {
+		t.Errorf("scaled %v, want [1 1]", z.Val)
+	}
+	b, _ := sc.MarshalBinary()
+	again, _ := online.NewScaler(4, online.ScaleStandard)
+	if err := again.UnmarshalBinary(b); err != nil || again.Events() != 10 {
+		t.Errorf("re-encoded: %v, %d events", err, again.Events())
 	}
 }

@@ -409,9 +409,10 @@ func (d *delayedStore) report() *LabelsReport {
 	return r
 }
 
-// Limits on a decoded store: bound what corrupt bytes can make
-// UnmarshalBinary allocate.
-const maxIDLen = 1 << 16
+// maxIDLen bounds an id of a decoded store: an id is at most a whole
+// record, and a record at most config.MaxMaxBytes. (Decoding never
+// allocates more than the bytes it is given.)
+const maxIDLen = config.MaxMaxBytes
 
 // encode appends the store: the counters, the waiting events in arrival
 // order, the remembered ids in their order.

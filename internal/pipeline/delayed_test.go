@@ -629,3 +629,28 @@ learners:
 		runtime.KeepAlive(p)
 	}
 }
+
+// TestDelayedLongIDs: ids as long as a record may be (here 100 KiB, past
+// the 64 KiB an earlier decoder allowed) wait, are remembered, and restore.
+func TestDelayedLongIDs(t *testing.T) {
+	c := mustConfig(t, "labels: {delayed: true, wait: 10, max_pending: 10}\nlearners:\n  - {name: pct, algorithm: perceptron}\n")
+	p := mustNew(t, c)
+	long := strings.Repeat("m", 100<<10)
+	for i, id := range []string{long + "1", long + "2"} {
+		p.Process(&event.Event{ID: []byte(id), X: online.Vector{Idx: []uint32{1}, Val: []float64{1}}})
+		if i == 0 {
+			p.Process(&event.Event{ID: []byte(id), Labeled: true, Label: 1, LabelOnly: true})
+		}
+	}
+	b, err := p.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := mustNew(t, c)
+	if err := q.UnmarshalBinary(b); err != nil {
+		t.Fatalf("restore with a 100 KiB id: %v", err)
+	}
+	if q.StoreDigest() != p.StoreDigest() {
+		t.Error("the restored store differs")
+	}
+}

@@ -255,3 +255,30 @@ func playDelayed(t *testing.T, p *Pipeline, events []event.Event, delay int, nev
 	}
 	return mustReport(t, p)
 }
+
+// TestStandardScalingSparse: standard scaling on a9a's sparse 0/1
+// features. Counting a missing feature as a 0 of the feature's statistics
+// keeps every learner within a point of the unscaled run; counting only
+// the values present (each always 1, variance 0) scaled every event to the
+// zero vector, and every learner to the majority rate, 75.92%.
+func TestStandardScalingSparse(t *testing.T) {
+	dir := dataDir(t)
+	cfg, err := os.ReadFile("../../examples/a9a.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc := map[string]map[string]float64{}
+	for _, scale := range []string{"none", "standard"} {
+		rep := replayFile(t, "features: {scale: "+scale+"}\n"+string(cfg), filepath.Join(dir, "a9a/a9a"))
+		acc[scale] = map[string]float64{}
+		for _, l := range rep.Learners {
+			acc[scale][l.Name] = 100 * l.Accuracy
+			t.Logf("scale %s: %s %d mistakes, %.2f%%", scale, l.Name, l.Mistakes, 100*l.Accuracy)
+		}
+	}
+	for name, a := range acc["standard"] {
+		if none := acc["none"][name]; a < none-1 || a < 75.92+3 {
+			t.Errorf("%s: %.2f%% with standard scaling, %.2f%% without", name, a, none)
+		}
+	}
+}

@@ -1,17 +1,14 @@
 package pipeline
 
-import (
-	"math"
-
-	"github.com/streamlearn/streamlearn/internal/online"
-)
+import "github.com/streamlearn/streamlearn/internal/online"
 
 // scaleAsObserved writes into dst what s.Transform(dst, x) writes, without
 // updating s: for standard scaling, each slot's statistics are read with
 // Scaler.Stats and the values of x folded into a copy, by the same
 // arithmetic (Welford's update in River's form, with the product rounded
 // before it is added, as online.Scaler documents), so the result is the
-// same bits as Transform's. The kinds without state scale as Scale does.
+// same bits as Transform's, with the count of events Transform would have
+// (online.StandardScale). The kinds without state scale as Scale does.
 //
 // Serving needs this: Process scales an event with the statistics updated
 // by that event ("updated before use"), and a prediction served for the
@@ -44,11 +41,7 @@ func scaleAsObserved(s *online.Scaler, dst *online.Vector, x online.Vector) {
 				}
 			}
 		}
-		if sd := math.Sqrt(vari); sd != 0 {
-			val[k] = (val[k] - mean) / sd
-		} else {
-			val[k] = 0
-		}
+		val[k] = online.StandardScale(val[k], n, mean, vari, s.Events()+1)
 	}
 }
 
