@@ -75,6 +75,7 @@ func learners(tb testing.TB) []struct {
 		{"adagrad-hinge", mk(online.NewAdaGrad(18, online.AdaGradConfig{Bias: true}))},
 		{"adagrad-logistic", mk(online.NewAdaGrad(18, online.AdaGradConfig{Loss: online.LossLogistic, Bias: true}))},
 		{"adagrad-hinge-plain", mk(online.NewAdaGrad(18, online.AdaGradConfig{Bias: true, Normalized: new(bool)}))},
+		{"pegasos", mk(online.NewPegasos(18, online.PegasosConfig{Bias: true}))},
 	}
 }
 

@@ -44,6 +44,31 @@ func linear(t *testing.T, bits uint) map[string]func() online.Learner {
 			}
 		}
 	}
+	two := 2.0
+	for _, cfg := range []online.KernelPerceptronConfig{
+		{},
+		{Degree: 3, Coef: &two, Margin: 0.5},
+		{Kernel: online.KernelGaussian, Sigma: 2},
+		{Kernel: online.KernelGaussian, MaxSupport: 16},
+		{MaxSupport: 5},
+	} {
+		ls[fmt.Sprintf("kernel-perceptron{%s %d %v %v %v}", cfg.Kernel, cfg.Degree, cfg.Sigma, cfg.Margin, cfg.MaxSupport)] = func() online.Learner {
+			k, err := online.NewKernelPerceptron(bits, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return k
+		}
+	}
+	for _, cfg := range []online.PegasosConfig{{}, {Lambda: 0.1, Bias: true}, {Lambda: 10}} {
+		ls[fmt.Sprintf("pegasos%+v", cfg)] = func() online.Learner {
+			p, err := online.NewPegasos(bits, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}
+	}
 	no := false
 	for _, loss := range []string{online.LossHinge, online.LossLogistic, online.LossSquared} {
 		for _, cfg := range []online.AdaGradConfig{

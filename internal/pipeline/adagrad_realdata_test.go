@@ -87,3 +87,40 @@ func shuffledLines(t *testing.T, path string, seed uint64) string {
 	}
 	return out
 }
+
+// TestPegasosRealData: Pegasos's measured hinge regret stays under its
+// log T bound on the real sets, with the default λ = 1e-4 and with 1e-3;
+// mistakes pinned.
+func TestPegasosRealData(t *testing.T) {
+	dir := dataDir(t)
+	const learners = `learners:
+  - {name: pegasos, algorithm: pegasos, bias: true}
+  - {name: pegasos-1e-3, algorithm: pegasos, lambda: 1e-3, bias: true}
+`
+	want := map[string]map[string]uint64{
+		"ijcnn1":   {"pegasos": 2531, "pegasos-1e-3": 3721},
+		"reuters":  {"pegasos": 287, "pegasos-1e-3": 260},
+		"w8a":      {"pegasos": 1057, "pegasos-1e-3": 976},
+		"sms-spam": {"pegasos": 514, "pegasos-1e-3": 259},
+	}
+	for _, tc := range vwCases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, tc.file)
+			if tc.shuffle {
+				path = shuffledLines(t, path, 1)
+			}
+			rep := replayFile(t, tc.input+learners, path)
+			for _, l := range rep.Learners {
+				if l.Regret != nil && l.Bound != nil {
+					t.Logf("%s: %d mistakes of %d, accuracy %.2f%%, regret against 0 %.0f, bound %.0f", l.Name, l.Mistakes, l.Rounds, 100*l.Accuracy, l.Regret.Value, l.Bound.Value)
+				}
+				if l.Mistakes != want[tc.name][l.Name] {
+					t.Errorf("%s: %d mistakes, want %d", l.Name, l.Mistakes, want[tc.name][l.Name])
+				}
+				if l.Bound == nil || !l.Bound.Holds || l.Regret == nil {
+					t.Errorf("%s: regret %+v broke its bound %+v", l.Name, l.Regret, l.Bound)
+				}
+			}
+		})
+	}
+}
