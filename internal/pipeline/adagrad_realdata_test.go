@@ -69,7 +69,7 @@ func TestAdaGradAgainstVW(t *testing.T) {
 
 // shuffledLines writes the lines of path, shuffled by a PCG(seed, seed),
 // to a temporary file and returns its path.
-func shuffledLines(t *testing.T, path string, seed uint64) string {
+func shuffledLines(t testing.TB, path string, seed uint64) string {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
