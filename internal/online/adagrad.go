@@ -97,9 +97,10 @@ func (c AdaGradConfig) Validate() error {
 // bounded normalized weights, a class the tracker cannot follow online:
 // the normalized learner reports no bound.
 //
-// Arithmetic. Sums over x run in x's order with one accumulator, and
-// every product is rounded before it is added (no fused multiply-add), so
-// that a state is the same bits on every machine. x must be canonical
+// Arithmetic. Sums over x run in the canonical order of Vector (four
+// interleaved partial sums; an entry that counts as 0 adds 0), and every
+// product is rounded before it is added (no fused multiply-add), so that
+// a state is the same bits on every machine. x must be canonical
 // (strictly increasing indices, as decoded events are): normalized, a
 // slot given twice would be rescaled twice by Round and once by Predict.
 // A subnormal value (|x_i| < 2^-1022, whose inverse overflows) counts as
@@ -183,29 +184,87 @@ func (a *AdaGrad) Weights(dst []float64) []float64 {
 // normalized, with each w_i rescaled to a larger |x_i| as Learn will.
 func (a *AdaGrad) Predict(x Vector) Prediction {
 	var d float64
-	val := x.Val[:len(x.Idx)]
 	if !a.normalized() {
-		for k, i := range x.Idx {
-			d += float64(a.p[int(i)*2] * val[k])
-		}
+		d = a.plainDot(x)
 	} else {
-		for k, i := range x.Idx {
-			q := a.p[int(i)*4 : int(i)*4+3]
-			v, w := val[k], q[0]
-			av := math.Abs(v)
-			if av < minScale {
-				continue
-			}
-			if s := q[2]; av > s && s > 0 {
-				w *= (s / av) * (s / av)
-			}
-			d += float64(w * v)
-		}
+		d = a.normalizedDot(x)
 	}
 	if a.cfg.Bias {
 		d += a.p[a.dim*a.stride]
 	}
 	return Prediction{Label: sign(d), Score: d}
+}
+
+// plainDot is ⟨w, x⟩ of the plain learner, in the canonical order of
+// sums over x (four interleaved partial sums, see Vector).
+func (a *AdaGrad) plainDot(x Vector) float64 {
+	idx, p := x.Idx, a.p
+	val := x.Val[:len(idx)]
+	var d0, d1, d2, d3 float64
+	k := 0
+	for ; k+4 <= len(idx); k += 4 {
+		i := idx[k : k+4 : k+4]
+		v := val[k : k+4 : k+4]
+		d0 += float64(p[int(i[0])*2] * v[0])
+		d1 += float64(p[int(i[1])*2] * v[1])
+		d2 += float64(p[int(i[2])*2] * v[2])
+		d3 += float64(p[int(i[3])*2] * v[3])
+	}
+	i, v := idx[k:], val[k:]
+	if len(i) > 0 {
+		d0 += float64(p[int(i[0])*2] * v[0])
+	}
+	if len(i) > 1 {
+		d1 += float64(p[int(i[1])*2] * v[1])
+	}
+	if len(i) > 2 {
+		d2 += float64(p[int(i[2])*2] * v[2])
+	}
+	return (d0 + d1) + (d2 + d3)
+}
+
+// normalizedDot is the normalized learner's score before the bias: each
+// w_i·x_i with w_i rescaled to |x_i| when it is larger than s_i, as
+// rescale will, summed in the canonical order.
+func (a *AdaGrad) normalizedDot(x Vector) float64 {
+	idx := x.Idx
+	val := x.Val[:len(idx)]
+	var d0, d1, d2, d3 float64
+	k := 0
+	for ; k+4 <= len(idx); k += 4 {
+		i := idx[k : k+4 : k+4]
+		v := val[k : k+4 : k+4]
+		d0 += a.predictTerm(i[0], v[0])
+		d1 += a.predictTerm(i[1], v[1])
+		d2 += a.predictTerm(i[2], v[2])
+		d3 += a.predictTerm(i[3], v[3])
+	}
+	i, v := idx[k:], val[k:]
+	if len(i) > 0 {
+		d0 += a.predictTerm(i[0], v[0])
+	}
+	if len(i) > 1 {
+		d1 += a.predictTerm(i[1], v[1])
+	}
+	if len(i) > 2 {
+		d2 += a.predictTerm(i[2], v[2])
+	}
+	return (d0 + d1) + (d2 + d3)
+}
+
+// predictTerm is w_i·v with w_i rescaled to |v| when it is larger than
+// s_i; 0 for a value under minScale.
+func (a *AdaGrad) predictTerm(i uint32, v float64) float64 {
+	q := a.p[int(i)*4 : int(i)*4+3 : int(i)*4+3]
+	av := math.Abs(v)
+	if av < minScale {
+		return 0
+	}
+	w := q[0]
+	if s := q[2]; av > s && s > 0 {
+		w *= (s / av) * (s / av)
+	}
+	return float64(w * v)
 }
 
 // Loss returns the surrogate loss of the score in p.
@@ -229,10 +288,7 @@ func (a *AdaGrad) Round(x Vector, y int8) (Prediction, float64) {
 	if a.normalized() {
 		d = a.rescale(x)
 	} else {
-		val := x.Val[:len(x.Idx)]
-		for k, i := range x.Idx {
-			d += float64(a.p[int(i)*2] * val[k])
-		}
+		d = a.plainDot(x)
 		if a.cfg.Bias {
 			d += a.p[a.dim*2]
 		}
@@ -243,41 +299,69 @@ func (a *AdaGrad) Round(x Vector, y int8) (Prediction, float64) {
 
 // rescale brings the slots of x (and the bias's) to the scales of x's
 // values, adds their normalized squares to N, and returns the score on
-// the rescaled weights.
+// the rescaled weights. Both sums are in the canonical order: N grows by
+// this round's sum.
 func (a *AdaGrad) rescale(x Vector) float64 {
-	var d float64
-	n := a.n
-	val := x.Val[:len(x.Idx)]
-	for k, i := range x.Idx {
-		q := a.p[int(i)*4 : int(i)*4+4 : int(i)*4+4]
-		v := val[k]
-		av := math.Abs(v)
-		if av < minScale {
-			continue
-		}
-		if s := q[2]; av >= s {
-			// At its largest value, a feature adds exactly 1.
-			if av > s {
-				if s > 0 {
-					q[0] *= (s / av) * (s / av)
-				}
-				q[2], q[3] = av, 1/av
-			}
-			n++
-		} else {
-			r := av * q[3]
-			n += float64(r * r)
-		}
-		d += float64(q[0] * v)
+	idx := x.Idx
+	val := x.Val[:len(idx)]
+	var d0, d1, d2, d3, n0, n1, n2, n3 float64
+	k := 0
+	for ; k+4 <= len(idx); k += 4 {
+		i := idx[k : k+4 : k+4]
+		v := val[k : k+4 : k+4]
+		d, n := a.rescaleTerm(i[0], v[0])
+		d0, n0 = d0+d, n0+n
+		d, n = a.rescaleTerm(i[1], v[1])
+		d1, n1 = d1+d, n1+n
+		d, n = a.rescaleTerm(i[2], v[2])
+		d2, n2 = d2+d, n2+n
+		d, n = a.rescaleTerm(i[3], v[3])
+		d3, n3 = d3+d, n3+n
 	}
+	i, v := idx[k:], val[k:]
+	if len(i) > 0 {
+		d, n := a.rescaleTerm(i[0], v[0])
+		d0, n0 = d0+d, n0+n
+	}
+	if len(i) > 1 {
+		d, n := a.rescaleTerm(i[1], v[1])
+		d1, n1 = d1+d, n1+n
+	}
+	if len(i) > 2 {
+		d, n := a.rescaleTerm(i[2], v[2])
+		d2, n2 = d2+d, n2+n
+	}
+	d, n := (d0+d1)+(d2+d3), (n0+n1)+(n2+n3)
 	if a.cfg.Bias {
 		q := a.p[a.dim*4 : a.dim*4+4]
 		q[2], q[3] = 1, 1
 		n++
 		d += q[0]
 	}
-	a.n = n
+	a.n += n
 	return d
+}
+
+// rescaleTerm brings slot i to the scale of v and returns w_i·v and
+// (v/s_i)², 0 and 0 for a value under minScale.
+func (a *AdaGrad) rescaleTerm(i uint32, v float64) (float64, float64) {
+	q := a.p[int(i)*4 : int(i)*4+4 : int(i)*4+4]
+	av := math.Abs(v)
+	if av < minScale {
+		return 0, 0
+	}
+	if s := q[2]; av >= s {
+		// At its largest value, a feature adds exactly 1.
+		if av > s {
+			if s > 0 {
+				q[0] *= (s / av) * (s / av)
+			}
+			q[2], q[3] = av, 1/av
+		}
+		return float64(q[0] * v), 1
+	}
+	r := av * q[3]
+	return float64(q[0] * v), float64(r * r)
 }
 
 // step takes the step with gradient c·x of round a.rounds.

@@ -74,7 +74,7 @@ func (r *refAdaGrad) round(x online.Vector, y int8) float64 {
 	r.t++
 	if r.normalized {
 		for _, e := range fs {
-			if av := math.Abs(e.v); av > r.s[e.i] {
+			if av := math.Abs(e.v); av >= 0x1p-1022 && av > r.s[e.i] {
 				if r.s[e.i] > 0 {
 					r.w[e.i] *= (r.s[e.i] / av) * (r.s[e.i] / av)
 				}
@@ -82,12 +82,25 @@ func (r *refAdaGrad) round(x online.Vector, y int8) float64 {
 			}
 		}
 	}
-	var score float64
-	for _, e := range fs {
-		if r.normalized && e.v == 0 {
-			continue
+	// Sums over x in the canonical order: four interleaved partial sums
+	// ((s0 + s1) + (s2 + s3)), an entry that counts as 0 adding 0; the
+	// bias after.
+	sum4 := func(term func(e f) float64) float64 {
+		var p [4]float64
+		for k, e := range fs[:len(x.Idx)] {
+			p[k%4] += term(e)
 		}
-		score += r.w[e.i] * e.v
+		return (p[0] + p[1]) + (p[2] + p[3])
+	}
+	tiny := func(v float64) bool { return r.normalized && math.Abs(v) < 0x1p-1022 }
+	score := sum4(func(e f) float64 {
+		if tiny(e.v) {
+			return 0
+		}
+		return r.w[e.i] * e.v
+	})
+	if r.bias {
+		score += r.w[refBias]
 	}
 	var c float64
 	fy := float64(y)
@@ -102,16 +115,21 @@ func (r *refAdaGrad) round(x online.Vector, y int8) float64 {
 		c = score - fy
 	}
 	if r.normalized {
-		for _, e := range fs {
+		n := sum4(func(e f) float64 {
 			switch av := math.Abs(e.v); {
-			case av == 0:
+			case tiny(e.v):
+				return 0
 			case av == r.s[e.i]:
-				r.N++ // (x_i/s_i)² = 1
-			case av != 0:
+				return 1 // (x_i/s_i)² = 1
+			default:
 				q := av * (1 / r.s[e.i])
-				r.N += q * q
+				return q * q
 			}
+		})
+		if r.bias {
+			n++
 		}
+		r.N += n
 	}
 	if c == 0 || r.normalized && r.N == 0 {
 		return score
@@ -121,6 +139,9 @@ func (r *refAdaGrad) round(x online.Vector, y int8) float64 {
 		rate = r.eta * math.Sqrt(r.t/r.N)
 	}
 	for _, e := range fs {
+		if r.normalized && math.Abs(e.v) < 0x1p-1022 {
+			continue
+		}
 		g := c * e.v
 		if g*g == 0 { // a gradient too small to square counts as 0
 			continue
