@@ -247,6 +247,9 @@ func (k *KernelPerceptron) Learn(x Vector, served Prediction, y int8) {
 		return
 	}
 	k.updates++
+	if k.cfg.Margin > 0 && k.cfg.MaxSupport == 0 && float64(k.updates) > k.maxR2/(k.cfg.Margin*k.cfg.Margin) {
+		k.viol++ // more updates than the theorem allows: the assumed margin is not there
+	}
 	if b := k.cfg.MaxSupport; b > 0 && k.count == b {
 		k.head++ // forget the oldest
 		k.count--
@@ -270,7 +273,7 @@ func (k *KernelPerceptron) add(x Vector, xn2 float64, y int8) {
 // front, reusing the arrays.
 func (k *KernelPerceptron) compact() {
 	live := k.sup[k.head:]
-	base := 0
+	base := len(k.idx) // nothing kept (a budget of 1 between updates)
 	if len(live) > 0 {
 		base = live[0].off
 	}
@@ -372,7 +375,9 @@ func (k *KernelPerceptron) UnmarshalBinary(b []byte) error {
 		d.Fail("encoding is of another kernel-perceptron configuration")
 	}
 	rounds, updates, maxR2, viol, n := d.U64(), d.U64(), d.F64(), d.U64(), d.U64()
-	if d.Err() == nil && (!(maxR2 >= 0) || !finite(maxR2) || n > updates || n > maxSupport || c.MaxSupport > 0 && n > uint64(c.MaxSupport) || c.MaxSupport == 0 && n != updates) {
+	// maxR2 may be +Inf: a high degree overflows K(x, x) on large values.
+	if d.Err() == nil && (!(maxR2 >= 0) || updates > rounds || viol > updates ||
+		c.MaxSupport > 0 && n != min(updates, uint64(c.MaxSupport)) || c.MaxSupport == 0 && n != updates) {
 		d.Fail("inconsistent state")
 	}
 	restored := &KernelPerceptron{}

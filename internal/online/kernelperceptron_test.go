@@ -120,3 +120,20 @@ func TestKernelPerceptronGaussian(t *testing.T) {
 		t.Errorf("%d support vectors, reference %d", k.Support(), len(sup))
 	}
 }
+
+// TestKernelPerceptronOverflowRestores: a degree-10 kernel on a value of
+// 2^53 makes K(x, x) overflow to +Inf; the state still restores.
+func TestKernelPerceptronOverflowRestores(t *testing.T) {
+	cfg := online.KernelPerceptronConfig{Degree: 10}
+	k, _ := online.NewKernelPerceptron(4, cfg)
+	x := online.Vector{Idx: []uint32{1}, Val: []float64{1 << 53}}
+	k.Learn(x, k.Predict(x), 1)
+	b, err := k.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := online.NewKernelPerceptron(4, cfg)
+	if err := again.UnmarshalBinary(b); err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+}

@@ -27,11 +27,19 @@ func (c PegasosConfig) withDefaults() PegasosConfig {
 
 // Validate reports a configuration error, naming the key at fault.
 func (c PegasosConfig) Validate() error {
-	if !finite(c.Lambda) || c.Lambda < 0 {
-		return fmt.Errorf("pegasos: lambda: %v is not a finite number > 0", c.Lambda)
+	if !finite(c.Lambda) || c.Lambda < 0 || c.Lambda != 0 && (c.Lambda < minPegasosLambda || c.Lambda > maxPegasosLambda) {
+		return fmt.Errorf("pegasos: lambda: %v is not from %v to %v", c.Lambda, minPegasosLambda, maxPegasosLambda)
 	}
 	return nil
 }
+
+// The range of λ: with feature values up to 1e100 (input.max_abs_value's
+// limit), every quantity of a round stays finite: steps 1/(λt) ≤ 1e12,
+// ‖w‖² ≤ 1/λ, λ²·‖w‖² ≤ λ.
+const (
+	minPegasosLambda = 1e-12
+	maxPegasosLambda = 1e6
+)
 
 // Pegasos is online gradient descent on the λ-strongly convex regularized
 // hinge loss (Shalev-Shwartz, Singer, Srebro & Cotter, "Pegasos: primal
@@ -167,7 +175,7 @@ func (p *Pegasos) learn(x Vector, now, xn2, served float64, y int8) {
 	b := p.bias()
 	norm2 := p.w2 + float64(b*b)
 	// ‖λw − y·x̃‖² = λ²‖w‖² − 2λy⟨w,x̃⟩ + ‖x̃‖², x̃ = x (and 1 for the bias).
-	g2 := float64(lambda*lambda) * norm2
+	g2 := float64(float64(lambda*lambda) * norm2)
 	if active {
 		xt2 := xn2
 		if p.cfg.Bias {
@@ -254,7 +262,10 @@ func (p *Pegasos) MarshalBinary() ([]byte, error) {
 // UnmarshalBinary restores a state encoded by MarshalBinary; the bits and
 // configuration must match the receiver's.
 func (p *Pegasos) UnmarshalBinary(b []byte) error {
-	d, _ := newDecoder("pegasos", pegasosMagic, b, sparseVersion)
+	d, version := newDecoder("pegasos", pegasosMagic, b, sparseVersion)
+	if d.Err() == nil && version != sparseVersion {
+		d.Fail("unsupported version %d", version)
+	}
 	bits := d.U64()
 	var cfg PegasosConfig
 	cfg.Lambda = d.F64()
@@ -271,10 +282,23 @@ func (p *Pegasos) UnmarshalBinary(b []byte) error {
 	if err := finish("pegasos", d); err != nil {
 		return err
 	}
+	var n2 float64
 	for i, x := range v {
-		if !finite(x) {
-			return fmt.Errorf("pegasos: unmarshal: slot %d: weight %v", i, x)
+		if !finite(x) || rounds == 0 && x != 0 {
+			return fmt.Errorf("pegasos: unmarshal: slot %d: weight %v after %d rounds", i, x, rounds)
 		}
+		if i < p.dim {
+			n2 += float64(s * x * s * x)
+		}
+	}
+	// ‖w‖² is kept as the updates come: it may differ from a sum made
+	// afresh in its last bits, and w stays in the ball of radius 1/√λ.
+	b2 := 0.0
+	if cfg.Bias {
+		b2 = s * v[p.dim] * s * v[p.dim]
+	}
+	if tol := 1e-6 * (1 + n2); math.Abs(w2-n2) > tol || w2+b2 > (1+1e-6)/cfg.Lambda {
+		return fmt.Errorf("pegasos: unmarshal: ‖w‖² %v, the weights hold %v (ball %v)", w2, n2, 1/cfg.Lambda)
 	}
 	p.rounds, p.maxG2, p.s, p.w2, p.v = rounds, maxG2, s, w2, v
 	return nil

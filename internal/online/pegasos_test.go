@@ -3,6 +3,7 @@ package online_test
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/streamlearn/streamlearn/internal/online"
@@ -178,6 +179,15 @@ func TestPegasosRegretBound(t *testing.T) {
 					t.Errorf("λ %v noise %v u%d: regularized regret %v above G²(1+ln T)/(2λ) = %v", lambda, noise, j, reg, g.Value)
 				}
 			}
+		}
+	}
+}
+
+// TestPegasosLambdaRange: λ outside [1e-12, 1e6] is refused, naming the key.
+func TestPegasosLambdaRange(t *testing.T) {
+	for _, l := range []float64{1e-13, 2e6, math.Inf(1), -1} {
+		if _, err := online.NewPegasos(4, online.PegasosConfig{Lambda: l}); err == nil || !strings.Contains(err.Error(), "lambda") {
+			t.Errorf("λ %v: %v, want an error naming lambda", l, err)
 		}
 	}
 }

@@ -77,7 +77,7 @@ func (st *slotStats) scale(v float64, events uint64) float64 {
 func StandardScale(v float64, count uint64, mean, vari float64, events uint64) float64 {
 	if count < events {
 		f := float64(count) / float64(events)
-		mean, vari = f*mean, f*(vari+mean*mean*(1-f))
+		mean, vari = f*mean, f*(vari+float64(mean*mean*(1-f)))
 	}
 	if sd := math.Sqrt(vari); sd != 0 {
 		return (v - mean) / sd
