@@ -225,46 +225,26 @@ func (a *AdaGrad) plainDot(x Vector) float64 {
 
 // normalizedDot is the normalized learner's score before the bias: each
 // w_i·x_i with w_i rescaled to |x_i| when it is larger than s_i, as
-// rescale will, summed in the canonical order.
+// rescale will, in the canonical order of sums over x (entry k into
+// partial sum k mod 4, see Vector); 0 for a value under minScale.
 func (a *AdaGrad) normalizedDot(x Vector) float64 {
 	idx := x.Idx
 	val := x.Val[:len(idx)]
-	var d0, d1, d2, d3 float64
-	k := 0
-	for ; k+4 <= len(idx); k += 4 {
-		i := idx[k : k+4 : k+4]
-		v := val[k : k+4 : k+4]
-		d0 += a.predictTerm(i[0], v[0])
-		d1 += a.predictTerm(i[1], v[1])
-		d2 += a.predictTerm(i[2], v[2])
-		d3 += a.predictTerm(i[3], v[3])
+	var dd [4]float64
+	for k, i := range idx {
+		q := a.p[int(i)*4 : int(i)*4+3 : int(i)*4+3]
+		v := val[k]
+		av := math.Abs(v)
+		if av < minScale {
+			continue // adds 0
+		}
+		w := q[0]
+		if s := q[2]; av > s && s > 0 {
+			w *= (s / av) * (s / av)
+		}
+		dd[k&3] += float64(w * v)
 	}
-	i, v := idx[k:], val[k:]
-	if len(i) > 0 {
-		d0 += a.predictTerm(i[0], v[0])
-	}
-	if len(i) > 1 {
-		d1 += a.predictTerm(i[1], v[1])
-	}
-	if len(i) > 2 {
-		d2 += a.predictTerm(i[2], v[2])
-	}
-	return (d0 + d1) + (d2 + d3)
-}
-
-// predictTerm is w_i·v with w_i rescaled to |v| when it is larger than
-// s_i; 0 for a value under minScale.
-func (a *AdaGrad) predictTerm(i uint32, v float64) float64 {
-	q := a.p[int(i)*4 : int(i)*4+3 : int(i)*4+3]
-	av := math.Abs(v)
-	if av < minScale {
-		return 0
-	}
-	w := q[0]
-	if s := q[2]; av > s && s > 0 {
-		w *= (s / av) * (s / av)
-	}
-	return float64(w * v)
+	return (dd[0] + dd[1]) + (dd[2] + dd[3])
 }
 
 // Loss returns the surrogate loss of the score in p.
@@ -304,34 +284,24 @@ func (a *AdaGrad) Round(x Vector, y int8) (Prediction, float64) {
 func (a *AdaGrad) rescale(x Vector) float64 {
 	idx := x.Idx
 	val := x.Val[:len(idx)]
-	var d0, d1, d2, d3, n0, n1, n2, n3 float64
-	k := 0
-	for ; k+4 <= len(idx); k += 4 {
-		i := idx[k : k+4 : k+4]
-		v := val[k : k+4 : k+4]
-		d, n := a.rescaleTerm(i[0], v[0])
-		d0, n0 = d0+d, n0+n
-		d, n = a.rescaleTerm(i[1], v[1])
-		d1, n1 = d1+d, n1+n
-		d, n = a.rescaleTerm(i[2], v[2])
-		d2, n2 = d2+d, n2+n
-		d, n = a.rescaleTerm(i[3], v[3])
-		d3, n3 = d3+d, n3+n
+	var dd, nn [4]float64
+	for k, i := range idx {
+		q := a.p[int(i)*4 : int(i)*4+4 : int(i)*4+4]
+		v := val[k]
+		av := math.Abs(v)
+		if av > q[2] {
+			if av < minScale {
+				continue
+			}
+			grow(q, av) // a new largest value: rare once under way
+		} else if av < minScale {
+			continue // adds 0 to both sums
+		}
+		r := av * q[3]
+		dd[k&3] += float64(q[0] * v)
+		nn[k&3] += float64(r * r)
 	}
-	i, v := idx[k:], val[k:]
-	if len(i) > 0 {
-		d, n := a.rescaleTerm(i[0], v[0])
-		d0, n0 = d0+d, n0+n
-	}
-	if len(i) > 1 {
-		d, n := a.rescaleTerm(i[1], v[1])
-		d1, n1 = d1+d, n1+n
-	}
-	if len(i) > 2 {
-		d, n := a.rescaleTerm(i[2], v[2])
-		d2, n2 = d2+d, n2+n
-	}
-	d, n := (d0+d1)+(d2+d3), (n0+n1)+(n2+n3)
+	d, n := (dd[0]+dd[1])+(dd[2]+dd[3]), (nn[0]+nn[1])+(nn[2]+nn[3])
 	if a.cfg.Bias {
 		q := a.p[a.dim*4 : a.dim*4+4]
 		q[2], q[3] = 1, 1
@@ -342,26 +312,15 @@ func (a *AdaGrad) rescale(x Vector) float64 {
 	return d
 }
 
-// rescaleTerm brings slot i to the scale of v and returns w_i·v and
-// (v/s_i)², 0 and 0 for a value under minScale.
-func (a *AdaGrad) rescaleTerm(i uint32, v float64) (float64, float64) {
-	q := a.p[int(i)*4 : int(i)*4+4 : int(i)*4+4]
-	av := math.Abs(v)
-	if av < minScale {
-		return 0, 0
+// grow rescales the slot q to a new largest value av: w_i·(s_i/av)², and
+// s_i = av with its inverse.
+//
+//go:noinline
+func grow(q []float64, av float64) {
+	if s := q[2]; s > 0 {
+		q[0] *= (s / av) * (s / av)
 	}
-	if s := q[2]; av >= s {
-		// At its largest value, a feature adds exactly 1.
-		if av > s {
-			if s > 0 {
-				q[0] *= (s / av) * (s / av)
-			}
-			q[2], q[3] = av, 1/av
-		}
-		return float64(q[0] * v), 1
-	}
-	r := av * q[3]
-	return float64(q[0] * v), float64(r * r)
+	q[2], q[3] = av, 1/av
 }
 
 // step takes the step with gradient c·x of round a.rounds.

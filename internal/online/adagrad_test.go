@@ -116,15 +116,11 @@ func (r *refAdaGrad) round(x online.Vector, y int8) float64 {
 	}
 	if r.normalized {
 		n := sum4(func(e f) float64 {
-			switch av := math.Abs(e.v); {
-			case tiny(e.v):
+			if tiny(e.v) {
 				return 0
-			case av == r.s[e.i]:
-				return 1 // (x_i/s_i)² = 1
-			default:
-				q := av * (1 / r.s[e.i])
-				return q * q
 			}
+			q := math.Abs(e.v) * (1 / r.s[e.i])
+			return q * q
 		})
 		if r.bias {
 			n++
