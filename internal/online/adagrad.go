@@ -148,14 +148,7 @@ func NewAdaGrad(bits uint, cfg AdaGradConfig) (*AdaGrad, error) {
 	}
 	cfg = cfg.withDefaults()
 	a := &AdaGrad{cfg: cfg, bits: bits, dim: 1 << bits, stride: 2}
-	switch cfg.Loss {
-	case LossHinge:
-		a.loss = lossHinge
-	case LossLogistic:
-		a.loss = lossLogistic
-	case LossSquared:
-		a.loss = lossSquared
-	}
+	a.loss = lossKind(cfg.Loss)
 	if cfg.IsNormalized() {
 		a.stride = 4
 	}
@@ -393,7 +386,20 @@ func (a *AdaGrad) plainStep(j int, g float64) {
 	}
 }
 
-// lossOf is OGD's surrogate loss of score s for the loss kind.
+// lossKind returns the kind of a validated loss name.
+func lossKind(name string) int {
+	switch name {
+	case LossLogistic:
+		return lossLogistic
+	case LossSquared:
+		return lossSquared
+	}
+	return lossHinge
+}
+
+// lossOf is the surrogate loss of score s for the loss kind (OGD's and
+// AdaGrad's): hinge max(0, 1−y·s), logistic ln(1+e^(−y·s)) computed
+// without overflow, squared ½(s−y)².
 func lossOf(kind int, s float64, y int8) float64 {
 	switch kind {
 	case lossHinge:

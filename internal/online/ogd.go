@@ -206,14 +206,7 @@ func NewOGD(bits uint, cfg OGDConfig) (*OGD, error) {
 	}
 	cfg = cfg.withDefaults()
 	o := &OGD{cfg: cfg, bits: bits, dim: 1 << bits, s: 1}
-	switch cfg.Loss {
-	case LossHinge:
-		o.loss = lossHinge
-	case LossLogistic:
-		o.loss = lossLogistic
-	case LossSquared:
-		o.loss = lossSquared
-	}
+	o.loss = lossKind(cfg.Loss)
 	o.sqrtSched = cfg.Schedule == ScheduleSqrt
 	if cfg.Bias {
 		o.a = cfg.BiasEta / cfg.Eta
@@ -264,19 +257,7 @@ func (o *OGD) scale(d float64) float64 {
 }
 
 // Loss returns the surrogate loss at w(t) of the score in p.
-func (o *OGD) Loss(p Prediction, y int8) float64 { return o.lossAt(p.Score, y) }
-
-func (o *OGD) lossAt(s float64, y int8) float64 {
-	switch o.loss {
-	case lossHinge:
-		return max0(1 - float64(y)*s)
-	case lossLogistic:
-		return logistic(float64(y) * s)
-	default:
-		d := s - float64(y)
-		return 0.5 * d * d
-	}
-}
+func (o *OGD) Loss(p Prediction, y int8) float64 { return lossOf(o.loss, p.Score, y) }
 
 // logistic returns ln(1+e^(−z)) without overflow or cancellation.
 func logistic(z float64) float64 {
@@ -284,22 +265,6 @@ func logistic(z float64) float64 {
 		return math.Log1p(math.Exp(-z))
 	}
 	return -z + math.Log1p(math.Exp(z))
-}
-
-// dloss returns ∂loss/∂s at score s (see OGD).
-func (o *OGD) dloss(s float64, y int8) float64 {
-	fy := float64(y)
-	switch o.loss {
-	case lossHinge:
-		if fy*s < 1 {
-			return -fy
-		}
-		return 0
-	case lossLogistic:
-		return -fy / (math.Exp(fy*s) + 1)
-	default:
-		return s - fy
-	}
 }
 
 // Learn takes the projected gradient step on the loss of the served score
@@ -310,7 +275,7 @@ func (o *OGD) Learn(x Vector, served Prediction, y int8) {
 	o.trackD2(b)
 	// A zero gradient (hinge beyond the margin) changes nothing else: G²
 	// grows by c²·(‖x‖²+a) = 0 (or NaN, which is not larger).
-	if c := o.dloss(served.Score, y); c != 0 {
+	if c := dlossOf(o.loss, served.Score, y); c != 0 {
 		o.step(x, c, b, -1)
 	}
 	o.maintain()
@@ -337,7 +302,7 @@ func (o *OGD) Round(x Vector, y int8) (Prediction, float64) {
 			c = -fy
 		}
 	} else {
-		loss, c = o.lossAt(raw, y), o.dloss(raw, y)
+		loss, c = lossOf(o.loss, raw, y), dlossOf(o.loss, raw, y)
 	}
 	if c != 0 {
 		o.step(x, c, b, xn2)
