@@ -224,12 +224,7 @@ func NewOGD(bits uint, cfg OGDConfig) (*OGD, error) {
 func (o *OGD) Config() OGDConfig { return o.cfg }
 
 // Weights appends w (the bias last, with Bias) to dst and returns it.
-func (o *OGD) Weights(dst []float64) []float64 {
-	for _, v := range o.v {
-		dst = append(dst, o.s*v)
-	}
-	return dst
-}
+func (o *OGD) Weights(dst []float64) []float64 { return scaledWeights(dst, o.s, o.v) }
 
 func (o *OGD) bias() float64 {
 	if o.cfg.Bias {
@@ -379,24 +374,37 @@ func bias2(b, a float64) float64 {
 // every 2^bits rounds, bounding the drift of the incremental norm.
 func (o *OGD) maintain() {
 	if o.s < renormBelow || o.rounds&o.dimMask == 0 { // rounds mod 2^bits
-		o.renormalize()
+		o.w2 = renormalize(&o.s, o.v, o.dim) // O(2^bits), out of the round's line
 	}
 }
 
-// renormalize is maintain's O(2^bits) pass, out of the round's line.
-func (o *OGD) renormalize() {
-	if o.s < renormBelow {
-		for i := range o.v {
-			o.v[i] *= o.s
+// renormalize is the pass of a learner that keeps its weights as w = s·v
+// (OGD, Pegasos): it folds s into v when s is under renormBelow, and
+// returns ‖w‖² of the first dim weights (the non-bias ones), made afresh.
+// It stays out of line: rounds call it rarely.
+//
+//go:noinline
+func renormalize(s *float64, v []float64, dim int) float64 {
+	if *s < renormBelow {
+		for i := range v {
+			v[i] *= *s
 		}
-		o.s = 1
+		*s = 1
 	}
 	var w2 float64
-	for _, v := range o.v[:o.dim] {
-		w := o.s * v
+	for _, x := range v[:dim] {
+		w := *s * x
 		w2 += float64(w * w)
 	}
-	o.w2 = w2
+	return w2
+}
+
+// scaledWeights appends w = s·v to dst and returns it.
+func scaledWeights(dst []float64, s float64, v []float64) []float64 {
+	for _, x := range v {
+		dst = append(dst, s*x)
+	}
+	return dst
 }
 
 // zeroLoss is ℓ_t(0), the same on every round: loss(0, ±1).

@@ -116,12 +116,7 @@ func NewPegasos(bits uint, cfg PegasosConfig) (*Pegasos, error) {
 func (p *Pegasos) Config() PegasosConfig { return p.cfg }
 
 // Weights appends w (the bias last, with Bias) to dst and returns it.
-func (p *Pegasos) Weights(dst []float64) []float64 {
-	for _, v := range p.v {
-		dst = append(dst, p.s*v)
-	}
-	return dst
-}
+func (p *Pegasos) Weights(dst []float64) []float64 { return scaledWeights(dst, p.s, p.v) }
 
 func (p *Pegasos) bias() float64 {
 	if p.cfg.Bias {
@@ -210,24 +205,8 @@ func (p *Pegasos) learn(x Vector, now, xn2, served float64, y int8) {
 		p.w2 *= f * f
 	}
 	if p.s < renormBelow || p.rounds&p.dimMask == 0 {
-		p.renormalize()
+		p.w2 = renormalize(&p.s, p.v, p.dim)
 	}
-}
-
-// renormalize folds s into v when it is tiny and makes ‖w‖² afresh.
-func (p *Pegasos) renormalize() {
-	if p.s < renormBelow {
-		for i := range p.v {
-			p.v[i] *= p.s
-		}
-		p.s = 1
-	}
-	var w2 float64
-	for _, v := range p.v[:p.dim] {
-		w := p.s * v
-		w2 += float64(w * w)
-	}
-	p.w2 = w2
 }
 
 // Guarantee returns Hazan, Agarwal & Kale's bound against u = 0 (see

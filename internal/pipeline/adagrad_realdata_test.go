@@ -8,24 +8,46 @@ import (
 	"testing"
 )
 
+// dataSet is a real data set of ../shared/data: its file, the input
+// section that reads it, and whether it is shuffled first (w8a's file is
+// sorted by label: it is shuffled once, with seed 1, math/rand/v2's
+// PCG(1, 1)).
+type dataSet struct {
+	name, file, input string
+	shuffle           bool
+}
+
+// path returns the file to replay: the set's, or its shuffled copy.
+func (d dataSet) path(tb testing.TB, dir string) string {
+	path := filepath.Join(dir, d.file)
+	if d.shuffle {
+		path = shuffledLines(tb, path, 1)
+	}
+	return path
+}
+
+var (
+	ijcnn1Set  = dataSet{"ijcnn1", "ijcnn1/ijcnn1.trn.gz", "input: {format: libsvm}\n", false}
+	reutersSet = dataSet{"reuters", "reuters_lasvm/reuters.trn.gz", "input: {format: libsvm}\n", false}
+	w8aSet     = dataSet{"w8a", "w8a/w8a", "input: {format: libsvm}\n", true}
+	smsSet     = dataSet{"sms-spam", "sms_spam_collection/SMSSpamCollection", "input: {format: tsv, positive: [spam], negative: [ham]}\nfeatures: {text: {ngrams: 2}}\n", false}
+)
+
 // vwCases are the data sets on which AdaGrad is held to Vowpal Wabbit's
 // progressive accuracy with its defaults (adaptive, normalized and
 // invariant updates): VW 9.11.2, built from its public source, read the
-// same files in the same order. w8a is shuffled once, since its file is
-// sorted by label; VW read its own shuffle, this test shuffles with seed 1
-// (math/rand/v2's PCG(1, 1)). want pins each learner's mistakes, this
-// code's exact results.
+// same files in the same order (w8a: its own shuffle). want pins each
+// learner's mistakes, this code's exact results.
 var vwCases = []struct {
-	name, file, input string
-	shuffle           bool
-	events            uint64
-	vw                float64 // VW's accuracy, in percent
-	want              map[string]uint64
+	dataSet
+	events uint64
+	vw     float64 // VW's accuracy, in percent
+	want   map[string]uint64
 }{
-	{"ijcnn1", "ijcnn1/ijcnn1.trn.gz", "input: {format: libsvm}\n", false, 49990, 94.71, map[string]uint64{"adagrad": 2283, "adagrad-plain": 2431, "ogd": 4850}},
-	{"reuters", "reuters_lasvm/reuters.trn.gz", "input: {format: libsvm}\n", false, 7770, 97.53, map[string]uint64{"adagrad": 186, "adagrad-plain": 180, "ogd": 538}},
-	{"w8a", "w8a/w8a", "input: {format: libsvm}\n", true, 49749, 98.25, map[string]uint64{"adagrad": 815, "adagrad-plain": 816, "ogd": 1428}},
-	{"sms-spam", "sms_spam_collection/SMSSpamCollection", "input: {format: tsv, positive: [spam], negative: [ham]}\nfeatures: {text: {ngrams: 2}}\n", false, 5574, 97.26, map[string]uint64{"adagrad": 94, "adagrad-plain": 129, "ogd": 215}},
+	{ijcnn1Set, 49990, 94.71, map[string]uint64{"adagrad": 2283, "adagrad-plain": 2431, "ogd": 4850}},
+	{reutersSet, 7770, 97.53, map[string]uint64{"adagrad": 186, "adagrad-plain": 180, "ogd": 538}},
+	{w8aSet, 49749, 98.25, map[string]uint64{"adagrad": 815, "adagrad-plain": 816, "ogd": 1428}},
+	{smsSet, 5574, 97.26, map[string]uint64{"adagrad": 94, "adagrad-plain": 129, "ogd": 215}},
 }
 
 // TestAdaGradAgainstVW: with its defaults (hinge loss, η = 1, normalized)
@@ -42,11 +64,7 @@ func TestAdaGradAgainstVW(t *testing.T) {
 `
 	for _, tc := range vwCases {
 		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(dir, tc.file)
-			if tc.shuffle {
-				path = shuffledLines(t, path, 1)
-			}
-			rep := replayFile(t, tc.input+learners, path)
+			rep := replayFile(t, tc.input+learners, tc.path(t, dir))
 			if rep.Events != tc.events || rep.Invalid != 0 {
 				t.Errorf("events %d invalid %d, want %d and 0", rep.Events, rep.Invalid, tc.events)
 			}
@@ -105,11 +123,7 @@ func TestPegasosRealData(t *testing.T) {
 	}
 	for _, tc := range vwCases {
 		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(dir, tc.file)
-			if tc.shuffle {
-				path = shuffledLines(t, path, 1)
-			}
-			rep := replayFile(t, tc.input+learners, path)
+			rep := replayFile(t, tc.input+learners, tc.path(t, dir))
 			for _, l := range rep.Learners {
 				if l.Regret != nil && l.Bound != nil {
 					t.Logf("%s: %d mistakes of %d, accuracy %.2f%%, regret against 0 %.0f, bound %.0f", l.Name, l.Mistakes, l.Rounds, 100*l.Accuracy, l.Regret.Value, l.Bound.Value)

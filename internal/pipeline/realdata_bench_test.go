@@ -24,15 +24,9 @@ import (
 //	go test -run '^$' -bench RealData ./internal/pipeline/
 func BenchmarkRealData(b *testing.B) {
 	dir := dataDir(b)
-	sets := []struct {
-		name, file, input string
-		shuffle           bool
-	}{
+	sets := []dataSet{
 		{"a9a", "a9a/a9a", "input: {format: libsvm}\n", false},
-		{"ijcnn1", "ijcnn1/ijcnn1.trn.gz", "input: {format: libsvm}\n", false},
-		{"reuters", "reuters_lasvm/reuters.trn.gz", "input: {format: libsvm}\n", false},
-		{"w8a", "w8a/w8a", "input: {format: libsvm}\n", true},
-		{"sms-spam", "sms_spam_collection/SMSSpamCollection", "input: {format: tsv, positive: [spam], negative: [ham]}\nfeatures: {text: {ngrams: 2}}\n", false},
+		ijcnn1Set, reutersSet, w8aSet, smsSet,
 		{"elec2", "elec2/elec.csv", "input: {label_column: class}\n", false},
 		{"river-phishing", "river_phishing/phishing.csv.gz", "input: {label_column: is_phishing}\n", false},
 		{"uci-phishing", "uci_phishing_websites/phishing_websites.csv.gz", "input: {label_column: Result}\n", false},
@@ -47,10 +41,7 @@ func BenchmarkRealData(b *testing.B) {
 		{"kernel-perceptron-256", "{name: l, algorithm: kernel-perceptron, max_support: 256}"},
 	}
 	for _, set := range sets {
-		path := filepath.Join(dir, set.file)
-		if set.shuffle {
-			path = shuffledLines(b, path, 1)
-		}
+		path := set.path(b, dir)
 		for _, l := range learners {
 			b.Run(set.name+"/"+l.name, func(b *testing.B) {
 				c := mustConfig(b, set.input+"learners:\n  - "+l.yaml+"\n")

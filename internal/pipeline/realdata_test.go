@@ -2,16 +2,13 @@ package pipeline
 
 import (
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"testing"
 
 	"github.com/streamlearn/streamlearn/internal/event"
-	"github.com/streamlearn/streamlearn/internal/online"
 )
 
 // dataDir is ../shared/data beside the repository; tests that read it skip
@@ -154,29 +151,7 @@ func TestRealDataDelayed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := mustConfig(t, string(cfgYAML))
-			f, err := os.Open(filepath.Join(dir, tc.file))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			r, err := event.NewReader(f, tc.file, EventConfig(c))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var events []event.Event
-			for {
-				var ev event.Event
-				err := r.Next(&ev)
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				ev.X = online.Vector{Idx: slices.Clone(ev.X.Idx), Val: slices.Clone(ev.X.Val[:len(ev.X.Idx)])}
-				events = append(events, ev)
-			}
+			events := decodeAll(t, mustConfig(t, string(cfgYAML)), filepath.Join(dir, tc.file))
 			accuracy := map[string][]float64{}
 			var names []string
 			for _, run := range []struct {

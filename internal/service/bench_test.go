@@ -95,9 +95,12 @@ learners:
   - {name: pct, algorithm: perceptron, bias: true}
 `
 
-func benchConfig(tb testing.TB) *config.Config {
+func benchConfig(tb testing.TB) *config.Config { return parseBenchConfig(tb, benchYAML) }
+
+// parseBenchConfig parses the configuration src of a benchmark.
+func parseBenchConfig(tb testing.TB, src string) *config.Config {
 	tb.Helper()
-	c, err := config.Parse("bench.yaml", []byte(benchYAML))
+	c, err := config.Parse("bench.yaml", []byte(src))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -44,8 +44,8 @@ learners:
   - {name: pct, algorithm: perceptron, bias: true}
   - {name: ogd, algorithm: ogd, loss: logistic, eta: 0.5, bias: true}
 `
-	inlineCfg := mustBenchConfig(b, learners)
-	delayedCfg := mustBenchConfig(b, learners+"labels: {delayed: true, wait: 10000, max_pending: 10000}\n")
+	inlineCfg := parseBenchConfig(b, learners)
+	delayedCfg := parseBenchConfig(b, learners+"labels: {delayed: true, wait: 10000, max_pending: 10000}\n")
 	for _, stream := range []struct {
 		name   string
 		events func(tb testing.TB) benchEventFunc
@@ -87,15 +87,6 @@ learners:
 			})
 		})
 	}
-}
-
-func mustBenchConfig(tb testing.TB, yaml string) *config.Config {
-	tb.Helper()
-	c, err := config.Parse("bench.yaml", []byte(yaml))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return c
 }
 
 // A benchEventFunc draws event i: line appends it to dst, with its label
