@@ -76,7 +76,21 @@ func TestE2EKafkaKillDuringRebalance(t *testing.T) {
 		}
 		<-a.done
 		killed := time.Now()
+		// A member that exits, or a group that has not committed every
+		// record two minutes after the kill (it takes about 15 s), fails
+		// with what B and C logged.
 		waitFor(t, ctx, what+": the group to commit every record", func() bool {
+			for i, p := range []*proc{b, c} {
+				select {
+				case <-p.done:
+					t.Fatalf("%s: member %c exited: %v\nstderr:\n%s", what, "BC"[i], p.err, p.stderr.String())
+				default:
+				}
+			}
+			if time.Since(killed) > 2*time.Minute {
+				t.Fatalf("%s: the group has not committed every record %v after the kill\nB's stderr:\n%s\nC's stderr:\n%s",
+					what, time.Since(killed).Round(time.Second), b.stderr.String(), c.stderr.String())
+			}
 			resp, err := client.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{"events": {0, 1, 2, 3}}})
 			if err != nil {
 				return false
