@@ -1,7 +1,7 @@
 // Package arch holds no code: its test checks that the dependencies of
 // streamlearn's packages point one way.
 //
-//   - The learning core — online, experts, regret, learners (the
+//   - The learning core — online, experts, boost, regret, learners (the
 //     algorithm registry) and codec, their encoding — imports only the
 //     standard library and gonum.
 //   - event (decoding), config and pipeline (learning a stream) import no

@@ -511,6 +511,12 @@ func checkKeys(file string, n *yaml.Node, t reflect.Type, path string) error {
 		if t == reflect.TypeFor[Learner]() {
 			return nil // its keys are its algorithm's: checkLearnerKeys
 		}
+		if t == reflect.TypeFor[learners.Spec]() {
+			if n.Kind != yaml.MappingNode {
+				return &Error{File: file, Line: n.Line, Key: path, Msg: "want a mapping of keys (algorithm and its keys)"}
+			}
+			return checkAlgorithmKeys(file, n, path)
+		}
 		if n.Kind != yaml.MappingNode {
 			return &Error{File: file, Line: n.Line, Key: path, Msg: "want a mapping of keys"}
 		}

@@ -67,7 +67,7 @@ func TestBadConfigs(t *testing.T) {
 		{"unknown_top.yaml", "testdata/bad/unknown_top.yaml:3: lerners: unknown key (known keys here: checkpoint, features, http, input, labels, learners, sinks, source)"},
 		{"unknown_nested.yaml", "testdata/bad/unknown_nested.yaml:3: features.scal: unknown key (known keys here: bits, dense, scale, text)"},
 		{"key_not_for_algorithm.yaml", "testdata/bad/key_not_for_algorithm.yaml:4: learners[0].class: not used by algorithm perceptron (its keys: bias, average, margin)"},
-		{"unknown_algorithm.yaml", `testdata/bad/unknown_algorithm.yaml:2: learners[0].algorithm: "perceptorn" is not one of adagrad, consistent, halving, kernel-perceptron, last-label, majority, ogd, pegasos, perceptron, soa, weighted-majority`},
+		{"unknown_algorithm.yaml", `testdata/bad/unknown_algorithm.yaml:2: learners[0].algorithm: "perceptorn" is not one of adaboost-ol, adagrad, consistent, halving, kernel-perceptron, last-label, majority, ogd, pegasos, perceptron, soa, weighted-majority`},
 		{"baseline_key.yaml", "testdata/bad/baseline_key.yaml:3: learners[0].bias: not used by algorithm majority (its keys: none)"},
 		{"duplicate_name.yaml", `testdata/bad/duplicate_name.yaml:3: learners[1].name: "a" is also the name of learners[0]`},
 		{"bad_type.yaml", "testdata/bad/bad_type.yaml:2: cannot unmarshal !!str `many` into uint"},
@@ -79,7 +79,12 @@ func TestBadConfigs(t *testing.T) {
 		{"ogd_loss.yaml", `testdata/bad/ogd_loss.yaml:2: learners[0].loss: unknown loss "hnge" (want hinge, logistic or squared)`},
 		// yaml.v3 names the line where the enclosing block (learners:) starts.
 		{"syntax.yaml", "testdata/bad/syntax.yaml:1: did not find expected ',' or '}'"},
-		{"class_points.yaml", "testdata/bad/class_points.yaml:2: learners[0].class: ..."},
+		{"class_points.yaml", "testdata/bad/class_points.yaml:2: learners[0].class.points: ..."},
+		{"boost_weak_key.yaml", "testdata/bad/boost_weak_key.yaml:4: learners[0].weak.eta: not used by algorithm perceptron (its keys: bias, average, margin)"},
+		{"boost_weak_class.yaml", "testdata/bad/boost_weak_class.yaml:4: learners[0].weak.algorithm: halving cannot be a weak learner: boosting takes learners of feature vectors (adagrad, kernel-perceptron, last-label, majority, ogd, pegasos, perceptron)"},
+		{"boost_weak_invalid.yaml", `testdata/bad/boost_weak_invalid.yaml:4: learners[0].weak.loss: unknown loss "hnge" (want hinge, logistic or squared)`},
+		{"boost_count.yaml", "testdata/bad/boost_count.yaml:4: learners[0].weak_learners: 65 is outside 1..64 (0: 10)"},
+		{"boost_weak_scalar.yaml", "testdata/bad/boost_weak_scalar.yaml:4: learners[0].weak: want a mapping of keys (algorithm and its keys)"},
 		{"sink_kind.yaml", `testdata/bad/sink_kind.yaml:4: sinks.reports.kind: "carrier-pigeon" is not one of kafka, nats, jetstream, file`},
 		{"max_abs_value.yaml", "testdata/bad/max_abs_value.yaml:2: input.max_abs_value: 1e+300 is outside [1, 1e100]"},
 		{"session_not_kafka.yaml", `testdata/bad/session_not_kafka.yaml:6: source.session_timeout: tunes a Kafka consumer group; source.kind is "jetstream"`},
@@ -161,4 +166,35 @@ func classJSON(t *testing.T, c *Config) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestBoostWeak: adaboost-ol's weak learner decodes into its algorithm's
+// parameters, with defaults where keys are absent, and its keys count in
+// the learner's JSON (so in the configuration fingerprint).
+func TestBoostWeak(t *testing.T) {
+	c, err := Parse("b.yaml", []byte(`learners:
+  - name: b
+    algorithm: adaboost-ol
+    weak_learners: 4
+    weak: {algorithm: ogd, loss: hinge, eta: 0.25}
+  - {name: d, algorithm: adaboost-ol}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.Learners[0].Params.(*learners.AdaBoostParams)
+	o, ok := p.Weak.Params.(*online.OGDConfig)
+	if p.WeakLearners != 4 || p.Weak.Algorithm != "ogd" || !ok || o.Loss != "hinge" || o.Eta != 0.25 {
+		t.Fatalf("params %+v, weak %+v", p, p.Weak.Params)
+	}
+	if d := c.Learners[1].Params.(*learners.AdaBoostParams); d.Weak != nil || d.WeakLearners != 0 {
+		t.Errorf("defaults %+v", d)
+	}
+	j, err := json.Marshal(c.Learners[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(j), `"Weak":{"algorithm":"ogd","params":{"Loss":"hinge","Eta":0.25`) || !strings.Contains(string(j), `"WeakLearners":4`) {
+		t.Errorf("JSON %s", j)
+	}
 }

@@ -159,11 +159,19 @@ func keyed(key string, err error) error {
 	if err == nil {
 		return nil
 	}
-	msg := err.Error()
-	if k, m, ok := strings.Cut(msg, ": "); ok && !strings.Contains(k, " ") {
-		return errAt(key+"."+k, "%s", m)
+	// Keys nest: adaboost-ol's "weak: loss: ..." is at key.weak.loss, and
+	// "class: class.points: ..." at key.class.points.
+	msg, last := err.Error(), ""
+	for {
+		k, m, ok := strings.Cut(msg, ": ")
+		if !ok || strings.Contains(k, " ") {
+			return errAt(key, "%s", msg)
+		}
+		if rest, ok := strings.CutPrefix(k, last+"."); ok && last != "" {
+			k = rest
+		}
+		key, msg, last = key+"."+k, m, k
 	}
-	return errAt(key, "%s", msg)
 }
 
 // checkLearnerKeys rejects keys that the learner's algorithm does not use:
@@ -181,38 +189,48 @@ func checkLearnerKeys(file string, doc *yaml.Node) error {
 		return nil
 	}
 	for i, n := range list.Content {
-		if n.Kind != yaml.MappingNode {
+		if err := checkAlgorithmKeys(file, n, fmt.Sprintf("learners[%d]", i), "name"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkAlgorithmKeys checks the keys of a mapping that names an algorithm
+// of the registry (a learner, or a learner inside another's keys, such as
+// adaboost-ol's weak): each must be one of the algorithm's, or algorithm
+// itself, or one of also.
+func checkAlgorithmKeys(file string, n *yaml.Node, path string, also ...string) error {
+	if n.Kind != yaml.MappingNode {
+		return nil
+	}
+	alg := ""
+	for j := 0; j+1 < len(n.Content); j += 2 {
+		if n.Content[j].Value == "algorithm" {
+			alg = n.Content[j+1].Value
+		}
+	}
+	a, ok := learners.Lookup(alg)
+	if !ok {
+		return nil // validate reports the algorithm itself
+	}
+	keys, types := a.Keys()
+	for j := 0; j+1 < len(n.Content); j += 2 {
+		k, v := n.Content[j], n.Content[j+1]
+		if k.Value == "algorithm" || slices.Contains(also, k.Value) {
 			continue
 		}
-		alg := ""
-		for j := 0; j+1 < len(n.Content); j += 2 {
-			if n.Content[j].Value == "algorithm" {
-				alg = n.Content[j+1].Value
-			}
-		}
-		a, ok := learners.Lookup(alg)
+		t, ok := types[k.Value]
 		if !ok {
-			continue // validate reports the algorithm itself
+			its := "none"
+			if len(keys) > 0 {
+				its = strings.Join(keys, ", ")
+			}
+			return &Error{File: file, Line: k.Line, Key: path + "." + k.Value,
+				Msg: fmt.Sprintf("not used by algorithm %s (its keys: %s)", alg, its)}
 		}
-		keys, types := a.Keys()
-		for j := 0; j+1 < len(n.Content); j += 2 {
-			k, v := n.Content[j], n.Content[j+1]
-			path := fmt.Sprintf("learners[%d].%s", i, k.Value)
-			if k.Value == "name" || k.Value == "algorithm" {
-				continue
-			}
-			t, ok := types[k.Value]
-			if !ok {
-				its := "none"
-				if len(keys) > 0 {
-					its = strings.Join(keys, ", ")
-				}
-				return &Error{File: file, Line: k.Line, Key: path,
-					Msg: fmt.Sprintf("not used by algorithm %s (its keys: %s)", alg, its)}
-			}
-			if err := checkKeys(file, v, t, path); err != nil {
-				return err
-			}
+		if err := checkKeys(file, v, t, path+"."+k.Value); err != nil {
+			return err
 		}
 	}
 	return nil

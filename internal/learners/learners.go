@@ -6,7 +6,8 @@
 // through the registry, and the pipeline builds learners with it: adding
 // an algorithm is one new file here, its tests and its documentation.
 //
-// The package imports only the learning core (online, experts, codec).
+// The package imports only the learning core (online, experts, boost,
+// codec).
 package learners
 
 import (

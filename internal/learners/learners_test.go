@@ -12,7 +12,7 @@ import (
 )
 
 func TestRegistry(t *testing.T) {
-	want := []string{"adagrad", "consistent", "halving", "kernel-perceptron", "last-label", "majority", "ogd", "pegasos", "perceptron", "soa", "weighted-majority"}
+	want := []string{"adaboost-ol", "adagrad", "consistent", "halving", "kernel-perceptron", "last-label", "majority", "ogd", "pegasos", "perceptron", "soa", "weighted-majority"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
@@ -122,4 +122,23 @@ func TestValidate(t *testing.T) {
 	if _, ok := l.(*experts.OverLearners); err != nil || !ok {
 		t.Errorf("New of weighted-majority over a built learner: %T, %v", l, err)
 	}
+}
+
+// TestAdaBoostConforms: adaboost-ol at its defaults (ten AdaGrad weak
+// learners) and over Perceptrons, built through the registry.
+func TestAdaBoostConforms(t *testing.T) {
+	stream := onlinetest.LinearStream(8, 300, 10, 0.05)
+	onlinetest.Run(t, "adaboost-ol", newBaseline(t, "adaboost-ol"), stream)
+	onlinetest.Run(t, "adaboost-ol/perceptron", func() online.Learner {
+		a, _ := Lookup("adaboost-ol")
+		p := &AdaBoostParams{WeakLearners: 3, Weak: &Spec{Algorithm: "perceptron"}, Seed: 9}
+		if err := a.Validate(p, Env{}); err != nil {
+			t.Fatal(err)
+		}
+		l, err := a.New(p, Env{Bits: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}, stream)
 }

@@ -40,6 +40,11 @@ learners:
     class: {kind: table, feature: d, domain: [0, 1, 2], hypotheses: [[0, 0, 1], [0, 1, 1], [1, 1, 1]]}
   - {name: wm-h, algorithm: weighted-majority, class: {kind: thresholds, feature: v, min: 0, max: 1, points: 33}, seed: 3}
   - {name: wm-l, algorithm: weighted-majority, experts: [pct, ogd-h, soa], seed: 5}
+  - {name: ada, algorithm: adagrad, bias: true}
+  - {name: ada-p, algorithm: adagrad, loss: logistic, normalized: false}
+  - {name: peg, algorithm: pegasos, bias: true}
+  - {name: kp, algorithm: kernel-perceptron, kernel: gaussian, sigma: 2, max_support: 20}
+  - {name: boost, algorithm: adaboost-ol, weak_learners: 3, weak: {algorithm: ogd, loss: hinge, bias: true}, seed: 4}
 `
 
 // stateStream is the first n events of testdata/demo.jsonl salted with an
@@ -251,7 +256,7 @@ func TestStateHistory(t *testing.T) {
 	}
 	feed(t, b, c, s.data[half:])
 	hw, hb := whole.Tracker().History(), b.Tracker().History()
-	if len(hw) != 12 || len(hw[0]) < 8 || !slices.EqualFunc(hw, hb, slices.Equal) {
+	if len(hw) != len(c.Learners) || len(hw[0]) < 8 || !slices.EqualFunc(hw, hb, slices.Equal) {
 		t.Errorf("history differs after a restore:\n got %v\nwant %v", hb, hw)
 	}
 }
@@ -538,7 +543,7 @@ func TestUnmarshalRefuses(t *testing.T) {
 		{"bits", edit("bits: 10", "bits: 11"), blob, "state is of features.bits 10, pipeline has 11"},
 		{"scale", edit("scale: standard", "scale: l2"), blob, `state is of features.scale "standard", pipeline has "l2"`},
 		{"more learners", stateConfig + "  - {name: extra, algorithm: perceptron}\n", blob,
-			"state has 12 learners (pct, pct-ab, pct-m, ogd-h, ogd-l, ogd-s, cons, halv, soa, tab, wm-h, wm-l), pipeline has 13 (pct, pct-ab, pct-m, ogd-h, ogd-l, ogd-s, cons, halv, soa, tab, wm-h, wm-l, extra)"},
+			"state has 17 learners (pct, pct-ab, pct-m, ogd-h, ogd-l, ogd-s, cons, halv, soa, tab, wm-h, wm-l, ada, ada-p, peg, kp, boost), pipeline has 18 (pct, pct-ab, pct-m, ogd-h, ogd-l, ogd-s, cons, halv, soa, tab, wm-h, wm-l, ada, ada-p, peg, kp, boost, extra)"},
 		{"experts", edit("experts: [pct, ogd-h, soa]", "experts: [pct, ogd-l, soa]"), blob,
 			`learner "wm-l": state's experts are [pct, ogd-h, soa], pipeline's are [pct, ogd-l, soa]`},
 		{"ogd setting", edit("loss: hinge, eta: 0.5", "loss: hinge, eta: 0.25"), blob, `learner "ogd-h": ogd: unmarshal: encoding is of ogd`},
