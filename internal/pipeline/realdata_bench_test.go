@@ -19,7 +19,8 @@ import (
 // events decoded beforehand (the tracker included, decoding and reading
 // not, nor building the pipeline), a fresh pipeline each pass. w8a is shuffled with seed 1, as in
 // TestAdaGradAgainstVW. The kernel Perceptron runs with a budget of 256
-// support vectors: without one a round grows with the mistakes.
+// support vectors: without one a round grows with the mistakes. AdaBoost.OL
+// runs at its defaults: ten AdaGrad weak learners with a bias.
 //
 //	go test -run '^$' -bench RealData ./internal/pipeline/
 func BenchmarkRealData(b *testing.B) {
@@ -39,6 +40,7 @@ func BenchmarkRealData(b *testing.B) {
 		{"adagrad-plain", "{name: l, algorithm: adagrad, normalized: false, bias: true}"},
 		{"pegasos", "{name: l, algorithm: pegasos, bias: true}"},
 		{"kernel-perceptron-256", "{name: l, algorithm: kernel-perceptron, max_support: 256}"},
+		{"adaboost-ol", "{name: l, algorithm: adaboost-ol}"},
 	}
 	for _, set := range sets {
 		path := set.path(b, dir)
