@@ -353,8 +353,8 @@ func normReport(t *testing.T, what string, data []byte, wantSource string, event
 	if n := json.Number(strconv.Itoa(events)); m["events"] != n || m["labeled"] != n {
 		t.Errorf("%s: events %v labeled %v, want %d", what, m["events"], m["labeled"], events)
 	}
-	if l, _ := m["learners"].([]any); len(l) != 7 {
-		t.Errorf("%s: %d learners, want config.yaml's 7", what, len(l))
+	if l, _ := m["learners"].([]any); len(l) != 8 {
+		t.Errorf("%s: %d learners, want config.yaml's 8", what, len(l))
 	}
 	// The final report of a run comes after the last record: nothing is
 	// left behind it. (A report published mid-run may see records a core

@@ -43,8 +43,8 @@ func TestReplayDemo(t *testing.T) {
 	if r.Events != 5000 || r.Labeled != 5000 || r.Invalid != 0 {
 		t.Fatalf("events %d labeled %d invalid %d, want 5000/5000/0", r.Events, r.Labeled, r.Invalid)
 	}
-	if len(r.Learners) != 7 {
-		t.Fatalf("%d learners, want the config's 7", len(r.Learners))
+	if len(r.Learners) != 8 {
+		t.Fatalf("%d learners, want the config's 8", len(r.Learners))
 	}
 	// The demo stream is realizable by the thresholds and separable: every
 	// theorem holds. SOA's bound is Ldim of 101 thresholds = floor(log2 101).

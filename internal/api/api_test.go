@@ -373,7 +373,7 @@ func TestLearners(t *testing.T) {
 	if code != 200 || json.Unmarshal(body, &got) != nil {
 		t.Fatalf("/v1/learners: %d %s", code, body)
 	}
-	want := []Learner{{"pct", "perceptron"}, {"ogd", "ogd"}, {"consistent", "consistent"}, {"halving", "halving"},
+	want := []Learner{{"pct", "perceptron"}, {"ogd", "ogd"}, {"adagrad", "adagrad"}, {"consistent", "consistent"}, {"halving", "halving"},
 		{"soa", "soa"}, {"wm-h", "weighted-majority"}, {"wm-l", "weighted-majority"}} // config.yaml
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("/v1/learners: %+v, want %+v", got, want)

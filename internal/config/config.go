@@ -356,13 +356,18 @@ const (
 )
 
 // Default returns the configuration used when no file is given: a
-// Perceptron and a logistic OGD learner over 2^18 hashed slots, reading
-// JSONL events.
+// Perceptron and plain AdaGrad (normalized: false), both with a bias, over
+// 2^18 hashed slots, reading JSONL events. Plain AdaGrad is within a point
+// of the most accurate learner on every real data set but Elec2, whose
+// drift the Perceptron follows best; it is at or above Vowpal Wabbit's
+// default accuracy on the four sets compared, costs a round of OGD, and
+// has a regret bound the tracker checks, which the normalized variant has
+// not (README, "Every learner at its defaults").
 func Default() *Config {
 	c := &Config{
 		Learners: []Learner{
 			{Name: "perceptron", Algorithm: "perceptron", Params: &online.PerceptronConfig{Bias: true}},
-			{Name: "ogd", Algorithm: "ogd", Params: &online.OGDConfig{Loss: "logistic", Eta: 0.5, Bias: true}},
+			{Name: "adagrad", Algorithm: "adagrad", Params: &online.AdaGradConfig{Bias: true, Normalized: new(false)}},
 		},
 	}
 	c.fill()

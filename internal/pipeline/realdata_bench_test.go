@@ -26,8 +26,7 @@ import (
 func BenchmarkRealData(b *testing.B) {
 	dir := dataDir(b)
 	sets := []dataSet{
-		{"a9a", "a9a/a9a", "input: {format: libsvm}\n", false},
-		ijcnn1Set, reutersSet, w8aSet, smsSet,
+		a9aSet, ijcnn1Set, reutersSet, w8aSet, smsSet,
 		{"elec2", "elec2/elec.csv", "input: {label_column: class}\n", false},
 		{"river-phishing", "river_phishing/phishing.csv.gz", "input: {label_column: is_phishing}\n", false},
 		{"uci-phishing", "uci_phishing_websites/phishing_websites.csv.gz", "input: {label_column: Result}\n", false},
