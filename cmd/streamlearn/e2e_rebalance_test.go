@@ -6,12 +6,19 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/segmentio/kafka-go"
 )
+
+// tail returns the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.SplitAfter(s, "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "")
+}
 
 // TestE2EKafkaKillDuringRebalance: members of one Kafka group sharing one
 // Object Store bucket for their checkpoints (on Debian's nats-server), one
@@ -56,7 +63,7 @@ func TestE2EKafkaKillDuringRebalance(t *testing.T) {
 		cfg := e2eConfig(t, dir, group+".yaml", source(group)+
 			fmt.Sprintf("checkpoint: {bucket: STATE%d, url: %q, every: 2000}\n", rep, url))
 		member := func() *proc {
-			p, _ := start(t, ctx, dir, false, sl, "run", "-c", cfg, "--http", "off")
+			p, _ := start(t, ctx, dir, false, sl, "run", "-c", cfg, "--http", "off", "--log-level", "debug")
 			return p
 		}
 		a, b := member(), member()
@@ -83,13 +90,13 @@ func TestE2EKafkaKillDuringRebalance(t *testing.T) {
 			for i, p := range []*proc{b, c} {
 				select {
 				case <-p.done:
-					t.Fatalf("%s: member %c exited: %v\nstderr:\n%s", what, "BC"[i], p.err, p.stderr.String())
+					t.Fatalf("%s: member %c exited: %v\nstderr:\n%s", what, "BC"[i], p.err, tail(p.stderr.String(), 200))
 				default:
 				}
 			}
 			if time.Since(killed) > 2*time.Minute {
 				t.Fatalf("%s: the group has not committed every record %v after the kill\nB's stderr:\n%s\nC's stderr:\n%s",
-					what, time.Since(killed).Round(time.Second), b.stderr.String(), c.stderr.String())
+					what, time.Since(killed).Round(time.Second), tail(b.stderr.String(), 200), tail(c.stderr.String(), 200))
 			}
 			resp, err := client.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{"events": {0, 1, 2, 3}}})
 			if err != nil {

@@ -70,8 +70,7 @@ func sign(s float64) int8 {
 }
 
 // expWeight[k] is e^{-k}, an expert's weight k mistakes behind the best;
-// beyond the table the weight is 0 (e^{-745} is below the smallest
-// float64).
+// beyond the table the weight is 0 (e^{-746} rounds to 0 in float64).
 var expWeight = func() []float64 {
 	w := make([]float64, 746)
 	for k := range w {
@@ -317,6 +316,12 @@ func (b *OL) UnmarshalBinary(p []byte) error {
 		states[i] = d.Blob()
 		if d.Err() == nil && (!(alpha[i] >= -2 && alpha[i] <= 2) || mis[i] > t || wmis[i] > t || shown[i] > t) {
 			d.Fail("weak learner %d: counts or weight out of range", i)
+		}
+		// Each round adds w ∈ (0, 1] to W_i and w·(±1) to Σ w z; the first
+		// weak learner's w is ½ on every round, exactly.
+		if d.Err() == nil && (!(wsum[i] >= 0 && wsum[i] <= float64(t)) || !(math.Abs(edge[i]) <= wsum[i]) ||
+			(t > 0) != (wsum[i] > 0) || (i == 0 && wsum[0] != float64(t)/2)) {
+			d.Fail("weak learner %d: edge sums out of range", i)
 		}
 	}
 	if err := d.Finish(); err != nil {

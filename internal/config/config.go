@@ -449,6 +449,10 @@ func Parse(name string, data []byte) (*Config, error) {
 	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
 		doc = doc.Content[0]
 	}
+	if a := selfAlias(doc, map[*yaml.Node]bool{}); a != nil {
+		// yaml's decoder refuses it too, but the key checks walk first.
+		return nil, &Error{File: name, Line: a.Line, Msg: fmt.Sprintf("anchor %q contains itself", a.Value)}
+	}
 	if err := checkKeys(name, doc, reflect.TypeFor[Config](), ""); err != nil {
 		return nil, err
 	}
@@ -494,6 +498,56 @@ func yamlError(name string, err error) error {
 		}
 	}
 	return e
+}
+
+// selfAlias returns an alias inside the node it refers to (`&w {weak: *w}`),
+// or nil; active holds the nodes being walked.
+func selfAlias(n *yaml.Node, active map[*yaml.Node]bool) *yaml.Node {
+	if n.Kind == yaml.AliasNode {
+		if active[n.Alias] {
+			return n
+		}
+		n = n.Alias
+	}
+	active[n] = true
+	defer delete(active, n)
+	for _, c := range n.Content {
+		if a := selfAlias(c, active); a != nil {
+			return a
+		}
+	}
+	return nil
+}
+
+// mappingPairs returns the key and value nodes of a mapping, with YAML
+// merge keys (`<<: *base`, `<<: [*a, *b]`) expanded: merged pairs first,
+// the mapping's own after, so that a key given twice counts as the last.
+func mappingPairs(n *yaml.Node) []*yaml.Node {
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if n.Kind != yaml.MappingNode {
+		return nil
+	}
+	var merged, own []*yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Tag != "!!merge" {
+			own = append(own, k, v)
+			continue
+		}
+		if v.Kind == yaml.AliasNode {
+			v = v.Alias
+		}
+		if v.Kind == yaml.SequenceNode {
+			for _, e := range v.Content {
+				merged = append(merged, mappingPairs(e)...)
+			}
+		} else {
+			merged = append(merged, mappingPairs(v)...)
+		}
+	}
+	return append(merged, own...)
 }
 
 // checkKeys walks the YAML tree against the Go type and reports the first

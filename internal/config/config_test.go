@@ -84,6 +84,8 @@ func TestBadConfigs(t *testing.T) {
 		{"boost_weak_class.yaml", "testdata/bad/boost_weak_class.yaml:4: learners[0].weak.algorithm: halving cannot be a weak learner: boosting takes learners of feature vectors (adagrad, kernel-perceptron, last-label, majority, ogd, pegasos, perceptron)"},
 		{"boost_weak_invalid.yaml", `testdata/bad/boost_weak_invalid.yaml:4: learners[0].weak.loss: unknown loss "hnge" (want hinge, logistic or squared)`},
 		{"boost_count.yaml", "testdata/bad/boost_count.yaml:4: learners[0].weak_learners: 65 is outside 1..64 (0: 10)"},
+		{"boost_self_alias.yaml", `testdata/bad/boost_self_alias.yaml:1: anchor "w" contains itself`},
+		{"boost_weak_merge.yaml", "testdata/bad/boost_weak_merge.yaml:4: learners[0].weak.lose: not used by algorithm ogd (its keys: loss, eta, schedule, radius, bias, bias_eta)"},
 		{"boost_weak_scalar.yaml", "testdata/bad/boost_weak_scalar.yaml:4: learners[0].weak: want a mapping of keys (algorithm and its keys)"},
 		{"sink_kind.yaml", `testdata/bad/sink_kind.yaml:4: sinks.reports.kind: "carrier-pigeon" is not one of kafka, nats, jetstream, file`},
 		{"max_abs_value.yaml", "testdata/bad/max_abs_value.yaml:2: input.max_abs_value: 1e+300 is outside [1, 1e100]"},

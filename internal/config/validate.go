@@ -164,7 +164,7 @@ func keyed(key string, err error) error {
 	msg, last := err.Error(), ""
 	for {
 		k, m, ok := strings.Cut(msg, ": ")
-		if !ok || strings.Contains(k, " ") {
+		if !ok || strings.ContainsAny(k, " \"") {
 			return errAt(key, "%s", msg)
 		}
 		if rest, ok := strings.CutPrefix(k, last+"."); ok && last != "" {
@@ -201,13 +201,11 @@ func checkLearnerKeys(file string, doc *yaml.Node) error {
 // adaboost-ol's weak): each must be one of the algorithm's, or algorithm
 // itself, or one of also.
 func checkAlgorithmKeys(file string, n *yaml.Node, path string, also ...string) error {
-	if n.Kind != yaml.MappingNode {
-		return nil
-	}
+	pairs := mappingPairs(n)
 	alg := ""
-	for j := 0; j+1 < len(n.Content); j += 2 {
-		if n.Content[j].Value == "algorithm" {
-			alg = n.Content[j+1].Value
+	for j := 0; j+1 < len(pairs); j += 2 {
+		if pairs[j].Value == "algorithm" {
+			alg = pairs[j+1].Value
 		}
 	}
 	a, ok := learners.Lookup(alg)
@@ -215,8 +213,8 @@ func checkAlgorithmKeys(file string, n *yaml.Node, path string, also ...string) 
 		return nil // validate reports the algorithm itself
 	}
 	keys, types := a.Keys()
-	for j := 0; j+1 < len(n.Content); j += 2 {
-		k, v := n.Content[j], n.Content[j+1]
+	for j := 0; j+1 < len(pairs); j += 2 {
+		k, v := pairs[j], pairs[j+1]
 		if k.Value == "algorithm" || slices.Contains(also, k.Value) {
 			continue
 		}

@@ -440,6 +440,12 @@ func NewKafkaSource(ctx context.Context, cfg KafkaConfig, untilEnd bool) (*Kafka
 		ErrorLogger: kafka.LoggerFunc(func(format string, args ...any) {
 			logger.Warn("kafka consumer group: "+fmt.Sprintf(format, args...), "source", name)
 		}),
+		// And what it does: joins, generations, assignments (debug).
+		Logger: kafka.LoggerFunc(func(format string, args ...any) {
+			if logger.Enabled(context.Background(), slog.LevelDebug) {
+				logger.Debug("kafka consumer group: "+fmt.Sprintf(format, args...), "source", name)
+			}
+		}),
 		GroupBalancers: []kafka.GroupBalancer{
 			probeBalancer{kafka.RangeGroupBalancer{}, probes},
 			probeBalancer{kafka.RoundRobinGroupBalancer{}, probes},

@@ -1,7 +1,6 @@
 package learners
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -47,16 +46,17 @@ func (s *Spec) Check(env Env) error {
 	a, ok := Lookup(s.Algorithm)
 	switch {
 	case s.Algorithm == "":
-		return errors.New("algorithm: missing")
+		return fmt.Errorf("algorithm: missing (one of %s)", strings.Join(Names(), ", "))
 	case !ok:
-		return fmt.Errorf("algorithm: %q is not an algorithm", s.Algorithm)
+		return fmt.Errorf("algorithm: %q is not one of %s", s.Algorithm, strings.Join(Names(), ", "))
 	case a.Validate == nil:
 		return nil
 	}
-	if s.Params == nil {
-		s.Params = a.Params()
+	p := s.Params
+	if p == nil {
+		p = a.Params()
 	}
-	return a.Validate(s.Params, Env{Name: env.Name, Bits: env.Bits})
+	return a.Validate(p, Env{Name: env.Name, Bits: env.Bits})
 }
 
 // build returns n learners of the spec, each in its initial state.
@@ -65,14 +65,20 @@ func (s *Spec) build(n int, env Env) ([]online.Learner, error) {
 	if !ok {
 		return nil, fmt.Errorf("algorithm: %q is not an algorithm", s.Algorithm)
 	}
-	if s.Params == nil {
-		s.Params = a.Params()
+	p := s.Params
+	if p == nil {
+		p = a.Params()
 	}
 	ls := make([]online.Learner, n)
 	for i := range ls {
-		l, err := a.New(s.Params, Env{Name: env.Name, Bits: env.Bits})
+		l, err := a.New(p, Env{Name: env.Name, Bits: env.Bits})
 		if err != nil {
 			return nil, err
+		}
+		// A learner over a hypothesis class reads raw feature values; the
+		// booster would pass it scaled ones.
+		if _, raw := l.(interface{ InDomain(online.Vector) bool }); raw {
+			return nil, fmt.Errorf("algorithm: %s reads a hypothesis class and cannot be a weak learner", s.Algorithm)
 		}
 		ls[i] = l
 	}

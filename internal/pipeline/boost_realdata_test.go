@@ -8,11 +8,11 @@ import (
 
 // TestAdaBoostRealData runs AdaBoost.OL at its defaults (10 AdaGrad weak
 // learners with a bias) beside one AdaGrad learner at the same settings,
-// on the real data sets, in file order (w8a shuffled with seed 1). On
-// ijcnn1 and Elec2 the booster makes fewer mistakes than any of its weak
-// learners and than the single learner that learned every example; on
-// every set its mistakes are within its published bound. want pins the
-// mistakes, this code's exact results.
+// on real data sets, in file order. On ijcnn1 and Elec2 the booster makes
+// fewer mistakes than any of its weak learners and than the single
+// learner that learned every example; on SMS spam fewer than its weak
+// learners only; on Reuters neither. On every set its mistakes are within
+// its published bound. want pins the mistakes, this code's exact results.
 func TestAdaBoostRealData(t *testing.T) {
 	dir := dataDir(t)
 	const learners = `learners:
@@ -21,13 +21,13 @@ func TestAdaBoostRealData(t *testing.T) {
 `
 	for _, tc := range []struct {
 		dataSet
-		want  map[string]uint64
-		beats bool // fewer mistakes than the single learner and every weak one
+		want                    map[string]uint64
+		beatsWeak, beatsSingle bool // fewer mistakes than every weak learner; than the single one
 	}{
-		{ijcnn1Set, map[string]uint64{"adagrad": 2283, "boost": 2167}, true},
-		{dataSet{"elec2", "elec2/elec.csv", "input: {label_column: class}\n", false}, map[string]uint64{"adagrad": 11694, "boost": 9629}, true},
-		{reutersSet, map[string]uint64{"adagrad": 186, "boost": 232}, false},
-		{smsSet, map[string]uint64{"adagrad": 94, "boost": 117}, false},
+		{ijcnn1Set, map[string]uint64{"adagrad": 2283, "boost": 2167}, true, true},
+		{dataSet{"elec2", "elec2/elec.csv", "input: {label_column: class}\n", false}, map[string]uint64{"adagrad": 11694, "boost": 9629}, true, true},
+		{reutersSet, map[string]uint64{"adagrad": 186, "boost": 232}, false, false},
+		{smsSet, map[string]uint64{"adagrad": 94, "boost": 117}, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := mustConfig(t, tc.input+learners)
@@ -59,8 +59,11 @@ func TestAdaBoostRealData(t *testing.T) {
 			}
 			t.Logf("boost %d mistakes (%.2f%%), best weak learner %d, single adagrad %d; bound %.0f (%.2f·T)",
 				b.Mistakes, 100*b.Accuracy, bestWeak, got["adagrad"], b.Bound.Value, b.Bound.Value/float64(len(events)))
-			if beats := b.Mistakes < bestWeak && b.Mistakes < got["adagrad"]; beats != tc.beats {
-				t.Errorf("booster beats its best weak learner and the single one: %v, want %v", beats, tc.beats)
+			if beats := b.Mistakes < bestWeak; beats != tc.beatsWeak {
+				t.Errorf("booster beats its best weak learner: %v, want %v", beats, tc.beatsWeak)
+			}
+			if beats := b.Mistakes < got["adagrad"]; beats != tc.beatsSingle {
+				t.Errorf("booster beats the single learner: %v, want %v", beats, tc.beatsSingle)
 			}
 		})
 	}
