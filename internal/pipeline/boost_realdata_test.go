@@ -21,7 +21,7 @@ func TestAdaBoostRealData(t *testing.T) {
 `
 	for _, tc := range []struct {
 		dataSet
-		want                    map[string]uint64
+		want                   map[string]uint64
 		beatsWeak, beatsSingle bool // fewer mistakes than every weak learner; than the single one
 	}{
 		{ijcnn1Set, map[string]uint64{"adagrad": 2283, "boost": 2167}, true, true},
