@@ -65,6 +65,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
+	if args[0] == "--version" || args[0] == "-version" {
+		args[0] = "version"
+	}
 	for _, c := range commands {
 		if c.name != args[0] {
 			continue
@@ -130,19 +133,56 @@ func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	v := "(devel)"
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if bi.Main.Version != "" {
-			v = bi.Main.Version
-		}
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" {
-				v += " " + s.Value
-			}
+	bi, _ := debug.ReadBuildInfo()
+	fmt.Fprintln(stdout, "streamlearn", version(bi))
+	return nil
+}
+
+// version says which code a binary was built from: the module version
+// under `go install module@version`; under `go build` in a checkout, the
+// version Go derives from the commit, then the commit itself, with
+// "-dirty" when the tree had changes; and when the binary carries neither
+// (`go run`, -buildvcs=false), that it does not know.
+func version(bi *debug.BuildInfo) string {
+	if bi == nil {
+		return "unknown (built without module information)"
+	}
+	var rev, when string
+	dirty := false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			when = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
 		}
 	}
-	fmt.Fprintln(stdout, "streamlearn", v)
-	return nil
+	v := bi.Main.Version
+	if v == "(devel)" {
+		v = ""
+	}
+	if rev != "" {
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		if dirty {
+			rev += "-dirty"
+		}
+		c := "commit " + rev
+		if when != "" {
+			c += " of " + when
+		}
+		if v == "" {
+			return c
+		}
+		return v + " (" + c + ")"
+	}
+	if v == "" {
+		return "unknown (built without version control information: go run, or go build -buildvcs=false)"
+	}
+	return v
 }
 
 // output is the -o file of a command, buffered: standard output for "-",

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -399,4 +400,34 @@ func TestRunFileEqualsReplay(t *testing.T) {
 		t.Fatalf("replay refused %v: the salt is missing", want.InvalidByReason)
 	}
 	sameAsReplay(t, out, "file:"+stream, want)
+}
+
+// TestVersion: a binary says which code it was built from, never
+// "(devel)": the module version under go install; the version Go derives
+// from the commit and the commit, marked dirty, under go build in a
+// checkout; and that it does not know otherwise.
+func TestVersion(t *testing.T) {
+	for _, tc := range []struct {
+		main     string
+		settings map[string]string
+		want     string
+	}{
+		{"v1.2.3", nil, "v1.2.3"},
+		{"v0.0.0-20261126173000-0123456789ab+dirty", map[string]string{"vcs.revision": "0123456789abcdef0123", "vcs.time": "2026-11-26T17:30:00Z", "vcs.modified": "true"},
+			"v0.0.0-20261126173000-0123456789ab+dirty (commit 0123456789ab-dirty of 2026-11-26T17:30:00Z)"},
+		{"(devel)", map[string]string{"vcs.revision": "0123456789abcdef0123", "vcs.modified": "false"}, "commit 0123456789ab"},
+		{"(devel)", nil, "unknown (built without version control information: go run, or go build -buildvcs=false)"},
+	} {
+		bi := &debug.BuildInfo{Main: debug.Module{Version: tc.main}}
+		for k, v := range tc.settings {
+			bi.Settings = append(bi.Settings, debug.BuildSetting{Key: k, Value: v})
+		}
+		if got := version(bi); got != tc.want {
+			t.Errorf("version(%q, %v) = %q, want %q", tc.main, tc.settings, got, tc.want)
+		}
+	}
+	var out, errOut bytes.Buffer
+	if code := Main(t.Context(), []string{"--version"}, &out, &errOut); code != 0 || !strings.HasPrefix(out.String(), "streamlearn ") || strings.Contains(out.String(), "(devel)") {
+		t.Errorf("--version: exit %d, %q %q", code, out.String(), errOut.String())
+	}
 }
