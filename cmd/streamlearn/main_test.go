@@ -431,3 +431,19 @@ func TestVersion(t *testing.T) {
 		t.Errorf("--version: exit %d, %q %q", code, out.String(), errOut.String())
 	}
 }
+
+// TestPublishFlags: publish lists the flags it takes, not record's.
+func TestPublishFlags(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := Main(t.Context(), []string{"publish", "-h"}, &out, &errOut); code != 0 {
+		t.Fatalf("publish -h: exit %d", code)
+	}
+	if h := errOut.String(); !strings.Contains(h, "-topic") || strings.Contains(h, "-group") || strings.Contains(h, "-durable") {
+		t.Errorf("publish -h:\n%s", h)
+	}
+	errOut.Reset()
+	Main(t.Context(), []string{"record", "-h"}, &out, &errOut)
+	if h := errOut.String(); !strings.Contains(h, "-group") || !strings.Contains(h, "-durable") {
+		t.Errorf("record -h:\n%s", h)
+	}
+}

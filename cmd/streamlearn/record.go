@@ -26,8 +26,10 @@ type sourceFlags struct {
 	cfg, kind, brokers, url, topic, subject, stream, group, durable *string
 }
 
-func addSourceFlags(fs *flag.FlagSet) sourceFlags {
-	return sourceFlags{
+// addSourceFlags defines the connection flags; a reader (record) also has
+// the group and durable it reads with.
+func addSourceFlags(fs *flag.FlagSet, reader bool) sourceFlags {
+	f := sourceFlags{
 		cfg:     fs.String("c", "", "config `file` whose source names the stream"),
 		kind:    fs.String("kind", "", "transport: kafka, nats or jetstream (default: the config's source.kind)"),
 		brokers: fs.String("brokers", "", "Kafka brokers, comma-separated"),
@@ -35,9 +37,14 @@ func addSourceFlags(fs *flag.FlagSet) sourceFlags {
 		topic:   fs.String("topic", "", "Kafka topic"),
 		subject: fs.String("subject", "", "NATS subject"),
 		stream:  fs.String("stream", "", "JetStream stream"),
-		group:   fs.String("group", "", "Kafka consumer group (record; default streamlearn-record)"),
-		durable: fs.String("durable", "", "JetStream durable (record; default streamlearn-record)"),
+		group:   new(string),
+		durable: new(string),
 	}
+	if reader {
+		f.group = fs.String("group", "", "Kafka consumer `group` to read with (default streamlearn-record)")
+		f.durable = fs.String("durable", "", "JetStream `durable` to read with (default streamlearn-record)")
+	}
+	return f
 }
 
 // source returns the source the flags and config describe. With neither,
@@ -70,7 +77,7 @@ func (f sourceFlags) source() (config.Source, error) {
 
 func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("publish", publishArgs, stderr)
-	sf := addSourceFlags(fs)
+	sf := addSourceFlags(fs, false)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -102,7 +109,7 @@ type envelope struct {
 
 func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("record", recordArgs, stderr)
-	sf := addSourceFlags(fs)
+	sf := addSourceFlags(fs, true)
 	follow := fs.Bool("follow", false, "keep recording past the end the stream had at start, until interrupted")
 	env := fs.Bool("envelope", false, `write {"partition","offset","key","value"} per line instead of the bare value`)
 	out := fs.String("o", "-", "output `file` (- for standard output)")

@@ -275,9 +275,11 @@ type SASL struct {
 	// Mechanism is plain, scram-sha-256 or scram-sha-512 (case does not
 	// matter).
 	Mechanism string `yaml:"mechanism"`
-	// Username and Password are the credentials.
-	Username string `yaml:"username"`
-	Password string `yaml:"password"`
+	// Username and Password are the credentials; PasswordFile, instead of
+	// Password, names a file holding the password (a mounted secret).
+	Username     string `yaml:"username"`
+	Password     string `yaml:"password"`
+	PasswordFile string `yaml:"password_file"`
 }
 
 // Sink is one output.
@@ -461,7 +463,12 @@ func Parse(name string, data []byte) (*Config, error) {
 	}
 	c := new(Config)
 	if err := doc.Decode(c); err != nil {
-		return nil, yamlError(name, err)
+		// A type error: name the key whose value is on its line.
+		e := yamlError(name, err)
+		if ye, ok := e.(*Error); ok && ye.Line > 0 {
+			ye.Key = keyAtLine(doc, ye.Line, "")
+		}
+		return nil, e
 	}
 	c.fill()
 	if err := c.validate(); err != nil {
@@ -498,6 +505,33 @@ func yamlError(name string, err error) error {
 		}
 	}
 	return e
+}
+
+// keyAtLine returns the path of the innermost key whose value starts on
+// line ("features.bits", "learners[0].eta"), or "".
+func keyAtLine(n *yaml.Node, line int, path string) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Line > line {
+				break
+			}
+			if inner := keyAtLine(v, line, join(path, k.Value)); inner != "" {
+				return inner
+			}
+			if v.Line == line && (v.Kind == yaml.ScalarNode || v.Kind == yaml.AliasNode) {
+				return join(path, k.Value)
+			}
+		}
+	case yaml.SequenceNode:
+		for i, e := range n.Content {
+			if inner := keyAtLine(e, line, fmt.Sprintf("%s[%d]", path, i)); inner != "" {
+				return inner
+			}
+		}
+	}
+	return ""
 }
 
 // selfAlias returns an alias inside the node it refers to (`&w {weak: *w}`),

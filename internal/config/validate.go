@@ -22,7 +22,12 @@ func oneOf(key, v string, allowed ...string) error {
 	if slices.Contains(allowed, v) {
 		return nil
 	}
-	return errAt(key, "%q is not one of %s", v, strings.Join(allowed, ", "))
+	named := slices.DeleteFunc(slices.Clone(allowed), func(a string) bool { return a == "" })
+	msg := fmt.Sprintf("%q is not one of %s", v, strings.Join(named, ", "))
+	if len(named) < len(allowed) {
+		msg += " (or absent)"
+	}
+	return errAt(key, "%s", msg)
 }
 
 func (c *Config) validate() error {

@@ -420,7 +420,7 @@ func NewKafkaSource(ctx context.Context, cfg KafkaConfig, untilEnd bool) (*Kafka
 	name := "kafka:" + cfg.Topic
 	d, err := cfg.dialer()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("kafka source %s: %w", name, err)
 	}
 	if err := kafkaProbe(ctx, &cfg, d); err != nil {
 		return nil, fmt.Errorf("kafka source %s: %w", name, err)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"os/exec"
 	"slices"
 	"strings"
@@ -476,6 +477,10 @@ func TestKafkaSASL(t *testing.T) {
 		kfake.Superuser("SCRAM-SHA-256", "bob", "bob-pw"),
 		kfake.Superuser("SCRAM-SHA-512", "carol", "carol-pw"),
 	)
+	pwFile := filepath.Join(t.TempDir(), "bob-password")
+	if err := os.WriteFile(pwFile, []byte("bob-pw\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		sasl    SASLConfig
 		wantErr string
@@ -486,8 +491,12 @@ func TestKafkaSASL(t *testing.T) {
 		{SASLConfig{Mechanism: "plain", Username: "alice", Password: "wrong"}, `SASL PLAIN as "alice": could not successfully authenticate`},
 		{SASLConfig{Mechanism: "scram-sha-256", Username: "bob", Password: "wrong"}, `SASL SCRAM-SHA-256 as "bob": could not successfully authenticate`},
 		{SASLConfig{Mechanism: "scram-sha-256", Username: "nobody", Password: "x"}, `SASL SCRAM-SHA-256 as "nobody": could not successfully authenticate`},
+		// A mounted secret: the file's trailing newline is not the password's.
+		{SASLConfig{Mechanism: "scram-sha-256", Username: "bob", PasswordFile: pwFile}, ""},
+		{SASLConfig{Mechanism: "plain", Username: "alice", PasswordFile: pwFile}, `SASL PLAIN as "alice": could not successfully authenticate`},
+		{SASLConfig{Mechanism: "plain", Username: "alice", PasswordFile: pwFile + ".missing"}, "sasl: password_file: open " + pwFile + ".missing: no such file or directory"},
 	} {
-		t.Run(tc.sasl.Mechanism+"/"+tc.sasl.Username+"/"+tc.sasl.Password, func(t *testing.T) {
+		t.Run(tc.sasl.Mechanism+"/"+tc.sasl.Username+"/"+tc.sasl.Password+filepath.Base(tc.sasl.PasswordFile), func(t *testing.T) {
 			cfg := kafkaTestConfig(brokers, "events", "sasl-"+tc.sasl.Username)
 			cfg.SASL = &tc.sasl
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

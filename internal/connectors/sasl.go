@@ -3,6 +3,7 @@ package connectors
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/segmentio/kafka-go/sasl"
@@ -27,6 +28,10 @@ type SASLConfig struct {
 	// Username and Password are the credentials. Username is required.
 	Username string `yaml:"username"`
 	Password string `yaml:"password"`
+	// PasswordFile, instead of Password, names a file holding the password
+	// (a mounted secret), read when the source or sink opens; a trailing
+	// newline is not part of it.
+	PasswordFile string `yaml:"password_file"`
 }
 
 // Validate reports the first problem with c; a nil c is valid.
@@ -44,7 +49,22 @@ func (c *SASLConfig) Validate() error {
 	if c.Username == "" {
 		return errors.New("sasl: username is required")
 	}
+	if c.Password != "" && c.PasswordFile != "" {
+		return errors.New("sasl: give password or password_file, not both")
+	}
 	return nil
+}
+
+// password returns the password, read from PasswordFile when it is set.
+func (c *SASLConfig) password() (string, error) {
+	if c.PasswordFile == "" {
+		return c.Password, nil
+	}
+	b, err := os.ReadFile(c.PasswordFile)
+	if err != nil {
+		return "", fmt.Errorf("sasl: password_file: %w", err)
+	}
+	return strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r"), nil
 }
 
 // mechanism returns kafka-go's SASL mechanism for c, or nil for a nil c.
@@ -57,12 +77,16 @@ func (c *SASLConfig) mechanism() (sasl.Mechanism, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
+	pw, err := c.password()
+	if err != nil {
+		return nil, err
+	}
 	switch strings.ToLower(c.Mechanism) {
 	case SASLPlain:
-		return plain.Mechanism{Username: c.Username, Password: c.Password}, nil
+		return plain.Mechanism{Username: c.Username, Password: pw}, nil
 	case SASLScramSHA256:
-		return scram.Mechanism(scram.SHA256, c.Username, c.Password)
+		return scram.Mechanism(scram.SHA256, c.Username, pw)
 	default:
-		return scram.Mechanism(scram.SHA512, c.Username, c.Password)
+		return scram.Mechanism(scram.SHA512, c.Username, pw)
 	}
 }
