@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"log/slog"
 	"net"
 	"slices"
@@ -422,6 +423,12 @@ func NewKafkaSource(ctx context.Context, cfg KafkaConfig, untilEnd bool) (*Kafka
 	if err != nil {
 		return nil, fmt.Errorf("kafka source %s: %w", name, err)
 	}
+	// Reaching the brokers may take up to the dial timeout: say so, rather
+	// than wait in silence.
+	slow := time.AfterFunc(2*time.Second, func() {
+		cfg.Logger.Warn("still connecting to the Kafka brokers", "source", name, "brokers", strings.Join(cfg.Brokers, ","), "dial_timeout", cfg.DialTimeout)
+	})
+	defer slow.Stop()
 	if err := kafkaProbe(ctx, &cfg, d); err != nil {
 		return nil, fmt.Errorf("kafka source %s: %w", name, err)
 	}
@@ -536,7 +543,11 @@ func kafkaListOffsets(ctx context.Context, cfg *KafkaConfig) (cluster string, fi
 	cl := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Transport: t, Timeout: cfg.DialTimeout}
 	md, err := cl.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{cfg.Topic}})
 	if err != nil {
-		return "", nil, nil, fmt.Errorf("metadata: %w", err)
+		if (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded)) && ctx.Err() == nil {
+			return "", nil, nil, fmt.Errorf("brokers %s: no answer to a metadata request within %v (the dial timeout): is a Kafka broker listening there? %w",
+				strings.Join(cfg.Brokers, ","), cfg.DialTimeout, err)
+		}
+		return "", nil, nil, fmt.Errorf("brokers %s: metadata: %w", strings.Join(cfg.Brokers, ","), err)
 	}
 	if len(md.Topics) != 1 {
 		return "", nil, nil, fmt.Errorf("metadata: topic %q not in the response", cfg.Topic)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -879,5 +880,52 @@ func TestKafkaSourceUntilEndNothingOwned(t *testing.T) {
 				time.Sleep(10 * time.Millisecond)
 			}
 		})
+	}
+}
+
+// TestKafkaSilentBroker: an address that accepts connections and never
+// answers (not a Kafka broker, or a hung one) fails the source within the
+// dial timeout, with an error that names the address and what it waited
+// for.
+func TestKafkaSilentBroker(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var conns []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // held open, never answered
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	cfg := kafkaTestConfig([]string{ln.Addr().String()}, "events", "silent")
+	cfg.DialTimeout = 300 * time.Millisecond
+	start := time.Now()
+	s, err := NewKafkaSource(t.Context(), cfg, true)
+	if err == nil {
+		s.Close()
+		t.Fatal("opened a source on a broker that never answers")
+	}
+	want := "kafka source kafka:events: brokers " + ln.Addr().String() + ": no answer to a metadata request within 300ms"
+	if !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %q does not say %q", err, want)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("took %v to fail", took)
 	}
 }
