@@ -91,8 +91,8 @@ type Config struct {
 	// LabelColumn is the CSV label column. Default: "label" if the header
 	// has it, else the last column.
 	LabelColumn string
-	// Format of a Reader's input; "" infers it (InferFormat). The Decoder
-	// always reads JSON.
+	// Format of a Reader's input; "" infers it (InferFormat). A Decoder
+	// reads JSON when it is empty, and LIBSVM or TSV records.
 	Format Format
 	// LabelEvents (delayed labels): a JSON record with an id and a label
 	// and none of features, x and text is the label of an earlier event

@@ -1,6 +1,7 @@
 package event
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -37,38 +38,72 @@ func (ev *Event) reset() {
 	ev.X.Idx, ev.X.Val = ev.X.Idx[:0], ev.X.Val[:0]
 }
 
-// A Decoder decodes JSON event records (a Kafka record value, a NATS
-// message, a line of a JSONL file) into Events. It keeps reusable buffers,
-// so it allocates nothing per event in steady state. A Decoder is not safe
-// for concurrent use: use one per goroutine.
+// A Decoder decodes event records (a Kafka record value, a NATS message, a
+// line of a file) into Events: JSON, or with Config.Format LIBSVM or TSV,
+// one line of that format. It keeps reusable buffers, so it allocates
+// nothing per event in steady state. A Decoder is not safe for concurrent
+// use: use one per goroutine.
 type Decoder struct {
 	// Source names the input in errors (a topic, a subject); may be empty.
 	Source string
 
 	n int64
 	p jsonParser
+	// r parses LIBSVM and TSV records, with r.p's tokenizer and
+	// canonicalizer; nil for JSON.
+	r *Reader
 }
 
-// NewDecoder returns a Decoder for cfg (cfg.Format is ignored), or an error
-// naming the first invalid setting.
+// NewDecoder returns a Decoder for cfg, or an error naming the first
+// invalid setting. cfg.Format may be JSONL (or empty), LIBSVM or TSV: a
+// CSV record needs the header of its file, which a record of a stream
+// does not have.
 func NewDecoder(cfg Config) (*Decoder, error) {
 	s, err := cfg.settings()
 	if err != nil {
 		return nil, err
 	}
-	return &Decoder{p: jsonParser{s: s}}, nil
+	d := &Decoder{p: jsonParser{s: s}}
+	switch s.format {
+	case "", JSONL:
+	case LIBSVM, TSV:
+		d.r = &Reader{s: s, format: s.format}
+		d.r.p.s = s
+	default:
+		return nil, fmt.Errorf("event: input.format %s: a record of a stream has no header line; use jsonl, libsvm or tsv (csv is for files that replay reads)", s.format)
+	}
+	return d, nil
 }
 
-// Decode decodes the JSON record data into ev, overwriting it. It returns
-// an *Error when data is not a valid event; ev's contents are then
+// Decode decodes the record data into ev, overwriting it. It returns an
+// *Error when data is not a valid event; ev's contents are then
 // unspecified. Decode never panics and does not retain data.
 func (d *Decoder) Decode(data []byte, ev *Event) error {
 	d.n++
-	if e := d.p.decode(data, ev); e != nil {
+	var e *Error
+	switch {
+	case d.r == nil:
+		e = d.p.decode(data, ev)
+	case d.r.format == TSV:
+		e = d.r.tsv(trimEOL(data), ev)
+	default:
+		var skip bool
+		if skip, e = d.r.libsvm(trimEOL(data), ev); skip {
+			e = &Error{Reason: ReasonMalformed, Err: errors.New("no record: an empty or comment line")}
+		}
+	}
+	if e != nil {
 		e.Source, e.Offset = d.Source, d.n
 		return e
 	}
 	return nil
+}
+
+// trimEOL drops a record's trailing line terminator, which a producer
+// that sends lines may leave on.
+func trimEOL(b []byte) []byte {
+	b = bytes.TrimSuffix(b, []byte("\n"))
+	return bytes.TrimSuffix(b, []byte("\r"))
 }
 
 // Keys of a JSON event, as bits of a set.

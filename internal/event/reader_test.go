@@ -294,3 +294,57 @@ func TestInferFormat(t *testing.T) {
 		t.Error("uninferable input: no error")
 	}
 }
+
+// TestDecoderLineFormats: a Decoder with input.format libsvm or tsv decodes
+// a stream's records (one line each, a trailing newline or not) into the
+// events a Reader makes of the same lines, bit for bit, and reports the
+// same faults; csv, which needs its file's header, is refused.
+func TestDecoderLineFormats(t *testing.T) {
+	for _, tc := range []struct {
+		format Format
+		lines  []string
+	}{
+		{LIBSVM, []string{"+1 3:1 11:0.5", "-1 7:2e3 qid:4", "0 1:x", "+1 3:1 3:2", "", "# comment", "1 2:1e400"}},
+		{TSV, []string{"spam\tWIN a prize now, WIN", "ham\tsee you at 5", "maybe\thello", "no tab here", "\tunlabeled text", "ham\t\xff"}},
+	} {
+		t.Run(string(tc.format), func(t *testing.T) {
+			cfg := Config{Format: tc.format, Positive: []string{"spam"}, Negative: []string{"ham"}, NGrams: 2}
+			d, err := NewDecoder(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.Source = "kafka:events"
+			var ev Event
+			for k, line := range tc.lines {
+				want := readAll(t, "x", line+"\n", cfg)
+				for _, rec := range []string{line, line + "\n", line + "\r\n"} {
+					err := d.Decode([]byte(rec), &ev)
+					var e *Error
+					switch {
+					case len(want) == 0: // a line the Reader skips: a dead letter here
+						if !errors.As(err, &e) || e.Reason != ReasonMalformed {
+							t.Errorf("line %d %q: %v, want a malformed record", k, rec, err)
+						}
+					case want[0].reason != "":
+						if !errors.As(err, &e) || e.Reason != want[0].reason || e.Field != want[0].field || e.Source != "kafka:events" {
+							t.Errorf("line %d %q: %v, want %s", k, rec, err, want[0].reason)
+						}
+					case err != nil:
+						t.Errorf("line %d %q: %v", k, rec, err)
+					default:
+						var label int8
+						if ev.Labeled {
+							label = ev.Label
+						}
+						if label != want[0].label || !sameVector(ev.X, want[0].x) {
+							t.Errorf("line %d %q: label %d x %v, want %d %v", k, rec, label, ev.X, want[0].label, want[0].x)
+						}
+					}
+				}
+			}
+		})
+	}
+	if _, err := NewDecoder(Config{Format: CSV}); err == nil || !strings.Contains(err.Error(), "no header line") {
+		t.Errorf("csv decoder: %v", err)
+	}
+}
