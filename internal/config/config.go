@@ -212,12 +212,16 @@ type Conn struct {
 	Token        string `yaml:"token"`
 	NKeySeedFile string `yaml:"nkey_seed_file"`
 	CredsFile    string `yaml:"creds_file"`
+	// ConnectTimeout bounds connecting to a broker or server (default 5s):
+	// an unreachable one fails the run within it, naming its address.
+	ConnectTimeout time.Duration `yaml:"connect_timeout"`
 }
 
 // IsZero reports whether no connection setting is given.
 func (c Conn) IsZero() bool {
 	return len(c.Brokers) == 0 && c.URL == "" && c.TLS == nil && c.SASL == nil &&
-		c.User == "" && c.Password == "" && c.Token == "" && c.NKeySeedFile == "" && c.CredsFile == ""
+		c.User == "" && c.Password == "" && c.Token == "" && c.NKeySeedFile == "" && c.CredsFile == "" &&
+		c.ConnectTimeout == 0
 }
 
 // Source is the live service's one source.

@@ -72,6 +72,7 @@ func TestBadConfigs(t *testing.T) {
 		{"duplicate_name.yaml", `testdata/bad/duplicate_name.yaml:3: learners[1].name: "a" is also the name of learners[0]`},
 		{"bad_type.yaml", "testdata/bad/bad_type.yaml:2: features.bits: cannot unmarshal !!str `many` into uint"},
 		{"learner_bad_type.yaml", "testdata/bad/learner_bad_type.yaml:5: learners[1].eta: cannot unmarshal !!str `fast` into float64"},
+		{"connect_timeout.yaml", "testdata/bad/connect_timeout.yaml:2: source.connect_timeout: -1s is outside 0..10m (0: the default, 5s)"},
 		{"source_kind.yaml", `testdata/bad/source_kind.yaml:1: source.kind: "carrier" is not one of kafka, nats, jetstream, file (or absent)`},
 		{"bits_range.yaml", "testdata/bad/bits_range.yaml:2: features.bits: 40 is outside 1..24"},
 		{"bits_memory.yaml", "testdata/bad/bits_memory.yaml:2: features.bits: 26 is outside 1..24: 2^26 slots take 512 MiB per weight vector, and a model's checkpoint must fit in 1 GiB"},

@@ -88,6 +88,9 @@ func (c *Config) validate() error {
 	if err := oneOf("source.kind", c.Source.Kind, "", "kafka", "nats", "jetstream", "file"); err != nil {
 		return err
 	}
+	if t := c.Source.ConnectTimeout; t < 0 || t > 10*time.Minute {
+		return errAt("source.connect_timeout", "%v is outside 0..10m (0: the default, 5s)", t)
+	}
 	for _, d := range []struct {
 		key string
 		v   time.Duration

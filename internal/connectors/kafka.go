@@ -64,9 +64,10 @@ type KafkaConfig struct {
 	// SASL enables SASL authentication; nil means none.
 	SASL *SASLConfig `yaml:"sasl"`
 
-	// DialTimeout bounds connecting (TCP, TLS and SASL) to a broker.
+	// DialTimeout bounds connecting (TCP, TLS and SASL) to a broker, and
+	// the first metadata request.
 	//
-	// Default: 10s
+	// Default: DefaultConnectTimeout
 	DialTimeout time.Duration `yaml:"dial_timeout"`
 	// MinBytes is the least a fetch request asks the broker to wait for.
 	//
@@ -200,7 +201,7 @@ func (c KafkaConfig) withDefaults() KafkaConfig {
 	orDefault(&c.ClientID, "streamlearn")
 	c.StartOffset = strings.ToLower(c.StartOffset)
 	orDefault(&c.StartOffset, "earliest")
-	orDefault(&c.DialTimeout, 10*time.Second)
+	orDefault(&c.DialTimeout, DefaultConnectTimeout)
 	orDefault(&c.MaxWait, time.Second)
 	orDefault(&c.HeartbeatInterval, time.Second)
 	orDefault(&c.SessionTimeout, 10*time.Second)
@@ -544,7 +545,7 @@ func kafkaListOffsets(ctx context.Context, cfg *KafkaConfig) (cluster string, fi
 	md, err := cl.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{cfg.Topic}})
 	if err != nil {
 		if (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded)) && ctx.Err() == nil {
-			return "", nil, nil, fmt.Errorf("brokers %s: no answer to a metadata request within %v (the dial timeout): is a Kafka broker listening there? %w",
+			return "", nil, nil, fmt.Errorf("brokers %s: no answer to a metadata request within %v (connect_timeout): is a Kafka broker listening there? %w",
 				strings.Join(cfg.Brokers, ","), cfg.DialTimeout, err)
 		}
 		return "", nil, nil, fmt.Errorf("brokers %s: metadata: %w", strings.Join(cfg.Brokers, ","), err)

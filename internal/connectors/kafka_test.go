@@ -888,6 +888,7 @@ func TestKafkaSourceUntilEndNothingOwned(t *testing.T) {
 // dial timeout, with an error that names the address and what it waited
 // for.
 func TestKafkaSilentBroker(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -914,18 +915,52 @@ func TestKafkaSilentBroker(t *testing.T) {
 		}
 	}()
 	cfg := kafkaTestConfig([]string{ln.Addr().String()}, "events", "silent")
-	cfg.DialTimeout = 300 * time.Millisecond
+	cfg.DialTimeout = 0 // the default: DefaultConnectTimeout
 	start := time.Now()
 	s, err := NewKafkaSource(t.Context(), cfg, true)
 	if err == nil {
 		s.Close()
 		t.Fatal("opened a source on a broker that never answers")
 	}
-	want := "kafka source kafka:events: brokers " + ln.Addr().String() + ": no answer to a metadata request within 300ms"
+	took := time.Since(start)
+	want := "kafka source kafka:events: brokers " + ln.Addr().String() + ": no answer to a metadata request within 5s"
 	if !strings.Contains(err.Error(), want) {
 		t.Fatalf("error %q does not say %q", err, want)
 	}
-	if took := time.Since(start); took > 10*time.Second {
-		t.Errorf("took %v to fail", took)
+	if took > DefaultConnectTimeout+time.Second {
+		t.Errorf("took %v to fail, want about %v", took, DefaultConnectTimeout)
 	}
+	t.Logf("failed after %v: %v", took.Round(time.Millisecond), err)
+}
+
+// TestNATSSilentServer: a NATS URL whose server accepts connections and
+// never answers fails within the default connect timeout, naming the
+// server.
+func TestNATSSilentServer(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // held open, never answered, until the test ends
+		}
+	}()
+	url := "nats://" + ln.Addr().String()
+	start := time.Now()
+	_, err = natsConnect(NATSConfig{URL: url})
+	took := time.Since(start)
+	if err == nil || !strings.Contains(err.Error(), "connect "+url) {
+		t.Fatalf("error %v does not name %s", err, url)
+	}
+	if took > DefaultConnectTimeout+time.Second {
+		t.Errorf("took %v to fail, want at most about %v", took, DefaultConnectTimeout)
+	}
+	t.Logf("failed after %v: %v", took.Round(time.Millisecond), err)
 }

@@ -88,6 +88,8 @@ type NATSConfig struct {
 	// CredsFile is a decentralized-auth credentials file (user JWT and
 	// seed), as written by `nsc`.
 	CredsFile string `yaml:"creds_file"`
+	// ConnectTimeout bounds connecting to a server. Default 5s.
+	ConnectTimeout time.Duration `yaml:"connect_timeout"`
 
 	// FetchBatch is how many JetStream messages the client buffers ahead
 	// of Fetch (jetstream.PullMaxMessages). Default 500.
@@ -229,8 +231,13 @@ func natsConnect(c NATSConfig) (*natsConn, error) {
 	}
 	closed := make(chan struct{})
 	var once sync.Once
+	timeout := c.ConnectTimeout
+	if timeout <= 0 {
+		timeout = DefaultConnectTimeout
+	}
 	opts := []nats.Option{
 		nats.Name(c.Name),
+		nats.Timeout(timeout),
 		nats.MaxReconnects(-1),
 		nats.ClosedHandler(func(*nats.Conn) { once.Do(func() { close(closed) }) }),
 		// Slow consumers are counted by the subscription (Dropped); the

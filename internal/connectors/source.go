@@ -210,3 +210,8 @@ func orDefault[T comparable](p *T, d T) {
 		*p = d
 	}
 }
+
+// DefaultConnectTimeout bounds connecting to a Kafka broker or a NATS
+// server when the configuration does not (connect_timeout): a broker that
+// cannot be reached fails a run within it, with its address.
+const DefaultConnectTimeout = 5 * time.Second

@@ -5,10 +5,15 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
 )
+
+// SASLPasswordEnv holds the Kafka SASL password when the configuration
+// gives neither password nor password_file.
+const SASLPasswordEnv = "STREAMLEARN_SASL_PASSWORD"
 
 // Tuning holds transport knobs that the config file does not expose;
 // tests lower the timeouts. The zero value means the connectors' defaults.
@@ -21,6 +26,14 @@ func kafkaConfig(c config.Conn, topic, group string, t Tuning) connectors.KafkaC
 	k := t.Kafka
 	k.Brokers, k.Topic, k.Group = c.Brokers, topic, group
 	k.TLS, k.SASL = (*connectors.TLSConfig)(c.TLS), (*connectors.SASLConfig)(c.SASL)
+	if k.SASL != nil && k.SASL.Password == "" && k.SASL.PasswordFile == "" {
+		sasl := *k.SASL // the configuration's stays as it is
+		sasl.Password = os.Getenv(SASLPasswordEnv)
+		k.SASL = &sasl
+	}
+	if c.ConnectTimeout > 0 {
+		k.DialTimeout = c.ConnectTimeout
+	}
 	return k
 }
 
@@ -29,6 +42,9 @@ func natsConfig(c config.Conn, subject, stream, durable string, t Tuning) connec
 	n.URL, n.Subject, n.Stream, n.Durable = c.URL, subject, stream, durable
 	n.TLS = (*connectors.TLSConfig)(c.TLS)
 	n.User, n.Password, n.Token, n.NKeySeedFile, n.CredsFile = c.User, c.Password, c.Token, c.NKeySeedFile, c.CredsFile
+	if c.ConnectTimeout > 0 {
+		n.ConnectTimeout = c.ConnectTimeout
+	}
 	return n
 }
 
