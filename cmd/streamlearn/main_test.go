@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"io"
 	"net/http"
@@ -445,5 +446,68 @@ func TestPublishFlags(t *testing.T) {
 	Main(t.Context(), []string{"record", "-h"}, &out, &errOut)
 	if h := errOut.String(); !strings.Contains(h, "-group") || !strings.Contains(h, "-durable") {
 		t.Errorf("record -h:\n%s", h)
+	}
+}
+
+// TestReplayGates: replay as a CI gate. --min-accuracy fails (exit 1) a
+// learner below its minimum and names it; --fail-on-violation fails a run
+// whose published bounds broke (a noisy stream empties the version
+// spaces); --junit writes every learner as a test case, failures marked.
+func TestReplayGates(t *testing.T) {
+	dir := t.TempDir()
+	noisy := filepath.Join(dir, "noisy.jsonl")
+	var out, errOut bytes.Buffer
+	if code := Main(t.Context(), []string{"generate", "-n", "2000", "--noise", "0.05", "--seed", "3", "-o", noisy}, &out, &errOut); code != 0 {
+		t.Fatalf("generate: exit %d: %s", code, errOut.String())
+	}
+	junit := filepath.Join(dir, "report.xml")
+	for _, tc := range []struct {
+		args     []string
+		code     int
+		stderr   string // a part of it
+		failures int    // in the JUnit file, -1: not written
+	}{
+		{[]string{"--min-accuracy", "pct=0.98,soa=0.99"}, 0, "", -1},
+		{[]string{"--min-accuracy", "pct=0.99", "--min-accuracy", "soa=0.99", "--junit", junit}, 1, "pct: accuracy 0.9890 is below 0.99", 1},
+		{[]string{"--min-accuracy", "pcx=0.5"}, 1, `no learner "pcx" (the learners: pct, ogd, adagrad`, -1},
+		{[]string{"--min-accuracy", "pct=1.5"}, 2, "the accuracy is a number from 0 to 1", -1},
+		{[]string{"--fail-on-violation", "--junit", junit, noisy}, 1, "bound violations", 3},
+		{[]string{noisy}, 0, "", -1},
+	} {
+		os.Remove(junit)
+		args := append([]string{"replay", "-c", "../../config.yaml"}, tc.args...)
+		if tc.args[len(tc.args)-1] != noisy {
+			args = append(args, "../../testdata/demo.jsonl")
+		}
+		out.Reset()
+		errOut.Reset()
+		code := Main(t.Context(), args, &out, &errOut)
+		if code != tc.code || !strings.Contains(errOut.String(), tc.stderr) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tc.args, code, errOut.String(), tc.code, tc.stderr)
+		}
+		if code == 1 && out.Len() == 0 && tc.failures >= 0 {
+			t.Errorf("%v: no report printed before failing", tc.args)
+		}
+		if tc.failures < 0 {
+			continue
+		}
+		data, err := os.ReadFile(junit)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		var suites junitSuites
+		if err := xml.Unmarshal(data, &suites); err != nil {
+			t.Fatalf("%v: JUnit file: %v\n%s", tc.args, err, data)
+		}
+		s := suites.Suites[0]
+		n := 0
+		for _, c := range s.Cases {
+			if c.Failure != nil {
+				n++
+			}
+		}
+		if s.Tests != 8 || len(s.Cases) != 8 || s.Failures != tc.failures || n != tc.failures {
+			t.Errorf("%v: JUnit %d tests, %d failures (%d marked), want 8 and %d", tc.args, s.Tests, s.Failures, n, tc.failures)
+		}
 	}
 }

@@ -21,12 +21,16 @@ import (
 
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("replay", replayArgs, stderr)
-	cfgPath := fs.String("c", "", "config `file` (default: a built-in perceptron and logistic OGD)")
+	cfgPath := fs.String("c", "", "config `file` (default: a built-in Perceptron and plain AdaGrad)")
 	format := fs.String("format", "", "input `format`: jsonl, libsvm, csv or tsv (default: the config's input.format, else inferred per file)")
 	reportFmt := fs.String("report", "text", "report `format`: text or json")
 	plotPath := fs.String("plot", "", "draw cumulative mistakes and regret against their bounds to `file` (.svg or .png)")
 	allowEmpty := fs.Bool("allow-empty", false, "exit 0 when the input holds no record")
 	deadPath := fs.String("dead-letters", "", "append bad records to this JSONL `file` (default: the config's sinks.dead_letters when it is a file)")
+	g := gate{min: minAccuracy{}}
+	fs.Var(g.min, "min-accuracy", "fail (exit 1) when learner `NAME=ACCURACY` ends below that accuracy (0 to 1); repeatable, or comma-separated, e.g. pct=0.95,ada=0.97")
+	fs.BoolVar(&g.failOnViolation, "fail-on-violation", false, "fail (exit 1) when a learner's published bound was broken")
+	junitPath := fs.String("junit", "", "write the learners as test cases, and the gates they failed, to a JUnit XML `file`")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -119,12 +123,23 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 	}
+	fails, err := g.failures(rep)
+	if err != nil {
+		return err
+	}
+	if *junitPath != "" {
+		if err := writeJUnit(*junitPath, strings.Join(fs.Args(), " "), rep, fails); err != nil {
+			return err
+		}
+	}
 	if *reportFmt == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		err = enc.Encode(rep)
+	} else {
+		err = writeTextReport(stdout, rep)
 	}
-	return writeTextReport(stdout, rep)
+	return errors.Join(err, g.check(rep, fails))
 }
 
 // showProgress writes the events learned so far to a terminal every
