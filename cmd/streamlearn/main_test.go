@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/streamlearn/streamlearn/internal/connectors"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
 )
 
@@ -509,5 +510,43 @@ func TestReplayGates(t *testing.T) {
 		if s.Tests != 8 || len(s.Cases) != 8 || s.Failures != tc.failures || n != tc.failures {
 			t.Errorf("%v: JUnit %d tests, %d failures (%d marked), want 8 and %d", tc.args, s.Tests, s.Failures, n, tc.failures)
 		}
+	}
+}
+
+// TestPublishCreateStream: publishing to a JetStream stream that does not
+// exist fails with the command that creates it; publish --create-stream
+// creates it, and leaves it as it is the second time; the records are
+// there to read.
+func TestPublishCreateStream(t *testing.T) {
+	emb, err := connectors.StartEmbedded(connectors.EmbeddedConfig{Host: "127.0.0.1", Port: -1, StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer emb.Shutdown()
+	to := []string{"--kind", "jetstream", "--url", emb.ClientURL(), "--stream", "ORDERS", "--subject", "orders"}
+	demo := "../../testdata/demo.jsonl"
+	code, _, errOut := run(t, append(append([]string{"publish"}, to...), demo)...)
+	if want := "stream \"ORDERS\" not found: create it with `streamlearn publish --create-stream --url " + emb.ClientURL() + " --stream ORDERS --subject orders FILE`"; code != 1 || !strings.Contains(errOut, want) {
+		t.Fatalf("publish to a missing stream: exit %d, %q; want 1 and %q", code, errOut, want)
+	}
+	for i, want := range []string{"created stream ORDERS capturing orders\npublished 5000 records from " + demo + "\n", "published 5000 records from " + demo + "\n"} {
+		code, out, errOut := run(t, append(append([]string{"publish", "--create-stream"}, to...), demo)...)
+		if code != 0 || out != want {
+			t.Fatalf("publish --create-stream #%d: exit %d, %q %q; want %q", i+1, code, out, errOut, want)
+		}
+	}
+	rec := filepath.Join(t.TempDir(), "orders.jsonl")
+	if code, _, errOut := run(t, append(append([]string{"record"}, to...), "-o", rec)...); code != 0 {
+		t.Fatalf("record: exit %d: %s", code, errOut)
+	}
+	data, err := os.ReadFile(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(data, []byte("\n")); n != 10000 {
+		t.Errorf("the stream holds %d records, want 10000", n)
+	}
+	if code, _, errOut := run(t, "publish", "--create-stream", "--kind", "kafka", "--brokers", "127.0.0.1:1", "--topic", "t", demo); code != 2 || !strings.Contains(errOut, "streams are JetStream's") {
+		t.Errorf("--create-stream on Kafka: exit %d, %q", code, errOut)
 	}
 }

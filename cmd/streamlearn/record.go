@@ -16,7 +16,7 @@ import (
 )
 
 const (
-	publishArgs = "[-c config.yaml | --kind K --brokers B --url U] [--topic T | --subject S] FILE..."
+	publishArgs = "[-c config.yaml | --kind K --brokers B --url U] [--topic T | --subject S] [--stream N --create-stream] FILE..."
 	recordArgs  = "[-c config.yaml | --kind K --brokers B --url U] [--topic T | --subject S] [--follow] [--envelope] [-o FILE]"
 )
 
@@ -78,6 +78,7 @@ func (f sourceFlags) source() (config.Source, error) {
 func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("publish", publishArgs, stderr)
 	sf := addSourceFlags(fs, false)
+	create := fs.Bool("create-stream", false, "JetStream: create the stream (--stream) capturing the subject (--subject) when it does not exist; an existing one is left as it is")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -87,6 +88,21 @@ func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	src, err := sf.source()
 	if err != nil {
 		return err
+	}
+	if *create {
+		if src.Kind != "jetstream" {
+			return usageErr(fs, "--create-stream: the transport is %q; streams are JetStream's", src.Kind)
+		}
+		if src.Stream == "" || src.Subject == "" {
+			return usageErr(fs, "--create-stream needs --stream and --subject (or a config that names them)")
+		}
+		created, err := connectors.EnsureStream(ctx, service.NATSConfig(src.Conn, tuning), src.Stream, src.Subject)
+		if err != nil {
+			return err
+		}
+		if created {
+			fmt.Fprintf(stdout, "created stream %s capturing %s\n", src.Stream, src.Subject)
+		}
 	}
 	for _, path := range fs.Args() {
 		n, err := publishFile(ctx, path, src, "")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -155,4 +156,30 @@ func (e *Embedded) Shutdown() {
 	if e.tmp != "" {
 		_ = os.RemoveAll(e.tmp)
 	}
+}
+
+// EnsureStream creates the JetStream stream name on cfg's server,
+// capturing subjects (file storage, limits retention), unless a stream of
+// that name exists: an existing stream is left as it is, and created
+// reports false. It is what `publish --create-stream` does, so that a
+// user without the nats command can start a stream.
+func EnsureStream(ctx context.Context, cfg NATSConfig, name string, subjects ...string) (created bool, err error) {
+	nc, err := natsConnect(cfg)
+	if err != nil {
+		return false, err
+	}
+	defer nc.close()
+	js, err := jetstream.New(nc.Conn)
+	if err != nil {
+		return false, err
+	}
+	if _, err := js.Stream(ctx, name); err == nil {
+		return false, nil
+	} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return false, fmt.Errorf("stream %q: %w", name, err)
+	}
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: subjects, Storage: jetstream.FileStorage}); err != nil {
+		return false, fmt.Errorf("creating stream %q for %s: %w", name, strings.Join(subjects, ", "), err)
+	}
+	return true, nil
 }

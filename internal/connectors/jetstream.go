@@ -128,7 +128,8 @@ func (s *JetStreamSource) open(ctx context.Context) error {
 	stream, err := js.Stream(ctx, cfg.Stream)
 	if err != nil {
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
-			return fmt.Errorf("stream %q not found: create it (e.g. `nats stream add %s --subjects %s`)", cfg.Stream, cfg.Stream, cfg.Subject)
+			return fmt.Errorf("stream %q not found: create it with `streamlearn publish --create-stream --url %s --stream %s --subject %s FILE` (which also publishes FILE, which may be empty), or `nats stream add %s --subjects %s`",
+				cfg.Stream, cfg.redactedURL(), cfg.Stream, cfg.Subject, cfg.Stream, cfg.Subject)
 		}
 		return fmt.Errorf("stream %q: %w", cfg.Stream, err)
 	}
@@ -796,7 +797,8 @@ func NewJetStreamSink(cfg NATSConfig, stream, subject string) (*JetStreamSink, e
 	defer cancel()
 	if _, err := s.js.Stream(ctx, stream); err != nil {
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
-			return fail(fmt.Errorf("stream %q not found", stream))
+			return fail(fmt.Errorf("stream %q not found: create it with `streamlearn publish --create-stream --url %s --stream %s --subject %s FILE`, or `nats stream add %s --subjects %s`",
+				stream, cfg.redactedURL(), stream, subject, stream, subject))
 		}
 		return fail(err)
 	}
