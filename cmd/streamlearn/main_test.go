@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,6 +16,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/streamlearn/streamlearn/internal/connectors"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
@@ -545,6 +549,26 @@ func TestPublishCreateStream(t *testing.T) {
 	}
 	if n := bytes.Count(data, []byte("\n")); n != 10000 {
 		t.Errorf("the stream holds %d records, want 10000", n)
+	}
+	// record removed the durable it made: a second record reads it all
+	// again from a fresh one, and a durable that was there is kept.
+	nc, err := nats.Connect(emb.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	if _, err := js.Consumer(t.Context(), "ORDERS", "streamlearn-record"); !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		t.Errorf("record left its durable behind: %v", err)
+	}
+	if _, err := js.CreateOrUpdateConsumer(t.Context(), "ORDERS", jetstream.ConsumerConfig{Durable: "mine", AckPolicy: jetstream.AckAllPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := run(t, append(append([]string{"record"}, to...), "--durable", "mine", "-o", rec)...); code != 0 {
+		t.Fatalf("record --durable mine: exit %d: %s", code, errOut)
+	}
+	if _, err := js.Consumer(t.Context(), "ORDERS", "mine"); err != nil {
+		t.Errorf("record removed a durable it did not make: %v", err)
 	}
 	if code, _, errOut := run(t, "publish", "--create-stream", "--kind", "kafka", "--brokers", "127.0.0.1:1", "--topic", "t", demo); code != 2 || !strings.Contains(errOut, "streams are JetStream's") {
 		t.Errorf("--create-stream on Kafka: exit %d, %q", code, errOut)

@@ -146,11 +146,24 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		src.Durable = *sf.durable
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// A JetStream durable record makes for itself is removed when done; one
+	// that was there before is left.
+	remove := func(context.Context) error { return nil }
+	if src.Kind == "jetstream" {
+		if remove, err = connectors.RemoveIfNew(ctx, service.NATSConfig(src.Conn, tuning), src.Stream, src.Durable); err != nil {
+			return err
+		}
+	}
 	s, err := service.OpenSource(ctx, src, service.SourceOptions{UntilEnd: !*follow, Logger: logger}, tuning)
 	if err != nil {
-		return err
+		return errors.Join(err, remove(context.WithoutCancel(ctx)))
 	}
-	defer s.Close()
+	defer func() {
+		s.Close()
+		if rerr := remove(context.WithoutCancel(ctx)); rerr != nil {
+			logger.Warn("record: " + rerr.Error())
+		}
+	}()
 	bw, err := createOutput(*out, stdout)
 	if err != nil {
 		return err

@@ -183,3 +183,45 @@ func EnsureStream(ctx context.Context, cfg NATSConfig, name string, subjects ...
 	}
 	return true, nil
 }
+
+// RemoveIfNew returns a function that deletes the JetStream durable
+// consumer durable of stream when it does not exist now: a reader that
+// makes a durable for one pass (`record`) removes it when done, and never
+// removes one that was there before it. Errors of the removal are
+// returned by the function; with no server or stream, it does nothing.
+func RemoveIfNew(ctx context.Context, cfg NATSConfig, stream, durable string) (remove func(context.Context) error, err error) {
+	nothing := func(context.Context) error { return nil }
+	nc, err := natsConnect(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer nc.close()
+	js, err := jetstream.New(nc.Conn)
+	if err != nil {
+		return nil, err
+	}
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		return nothing, nil // the source reports a missing stream itself
+	}
+	if _, err := s.Consumer(ctx, durable); err == nil {
+		return nothing, nil
+	} else if !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil, fmt.Errorf("stream %q: durable %q: %w", stream, durable, err)
+	}
+	return func(ctx context.Context) error {
+		nc, err := natsConnect(cfg)
+		if err != nil {
+			return err
+		}
+		defer nc.close()
+		js, err := jetstream.New(nc.Conn)
+		if err != nil {
+			return err
+		}
+		if err := js.DeleteConsumer(ctx, stream, durable); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return fmt.Errorf("removing durable %q of stream %q: %w", durable, stream, err)
+		}
+		return nil
+	}, nil
+}
