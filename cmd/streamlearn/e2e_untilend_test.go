@@ -275,3 +275,41 @@ func TestE2EKafkaCleanStopLeavesGroup(t *testing.T) {
 	sameReport(t, "the restored model after a clean stop", normReport(t, "run", again, "kafka:events", 5000),
 		normReport(t, "run", first.stdout.Bytes(), "kafka:events", 5000))
 }
+
+// TestE2EEnvelopeReplay: a recording of a 3-partition topic made by
+// `record --envelope` replays as the live run learned it, partition by
+// partition: `replay --envelope` reports each partition's model equal to
+// a replay of that partition's records alone (which the other tests hold
+// equal to run), and `--partition N` replays that one only.
+func TestE2EEnvelopeReplay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test")
+	}
+	sl, kfakeBin := e2eBuild(t)
+	ctx, dir := e2eStart(t, e2eTimeout)
+	const parts = 3
+	bootstrap := startKfake(t, ctx, dir, kfakeBin, parts)
+	cfg := e2eConfig(t, dir, "kafka.yaml", fmt.Sprintf("source: {kind: kafka, brokers: [%q], topic: events, group: env}\n", bootstrap))
+	want := publishKeyed(t, ctx, dir, sl, cfg, 3000, parts)
+	rec := filepath.Join(dir, "recorded.jsonl") // publishKeyed's recording
+
+	out := runProc(t, ctx, dir, sl, "replay", "-c", cfg, "--envelope", "--report", "json", rec)
+	var got []int32
+	for line := range bytes.Lines(out) {
+		var r struct {
+			Partition int32 `json:"partition"`
+		}
+		if err := json.Unmarshal(line, &r); err != nil {
+			t.Fatalf("replay --envelope printed %q: %v", line, err)
+		}
+		got = append(got, r.Partition)
+		w := want[r.Partition]
+		sameReport(t, fmt.Sprintf("replay --envelope: partition %d", r.Partition), normReport(t, "replay", line, "", w.events), w.report)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, []int32{0, 1, 2}) {
+		t.Errorf("replay --envelope reported partitions %v, want 0, 1 and 2", got)
+	}
+	one := runProc(t, ctx, dir, sl, "replay", "-c", cfg, "--envelope", "--partition", "1", "--report", "json", rec)
+	sameReport(t, "replay --envelope --partition 1", normReport(t, "replay", one, "", want[1].events), want[1].report)
+}

@@ -478,6 +478,7 @@ func TestReplayGates(t *testing.T) {
 		{[]string{"--min-accuracy", "pct=1.5"}, 2, "the accuracy is a number from 0 to 1", -1},
 		{[]string{"--fail-on-violation", "--junit", junit, noisy}, 1, "bound violations", 3},
 		{[]string{noisy}, 0, "", -1},
+		{[]string{"--partition", "1"}, 2, "add --envelope", -1},
 	} {
 		os.Remove(junit)
 		args := append([]string{"replay", "-c", "../../config.yaml"}, tc.args...)

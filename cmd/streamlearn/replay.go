@@ -31,8 +31,16 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.Var(g.min, "min-accuracy", "fail (exit 1) when learner `NAME=ACCURACY` ends below that accuracy (0 to 1); repeatable, or comma-separated, e.g. pct=0.95,ada=0.97")
 	fs.BoolVar(&g.failOnViolation, "fail-on-violation", false, "fail (exit 1) when a learner's published bound was broken")
 	junitPath := fs.String("junit", "", "write the learners as test cases, and the gates they failed, to a JUnit XML `file`")
+	envelope := fs.Bool("envelope", false, "the files are recordings of `record --envelope`: each partition is learned by a model of its own, as live, and reported")
+	partition := fs.Int("partition", -1, "with --envelope, replay only partition `N`")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *envelope && *plotPath != "" {
+		return usageErr(fs, "--plot draws one model's curves; it does not take --envelope")
+	}
+	if *partition >= 0 && !*envelope {
+		return usageErr(fs, "--partition %d: the partition of a record is known from a recording of record --envelope (add --envelope)", *partition)
 	}
 	if *reportFmt != "text" && *reportFmt != "json" {
 		return usageErr(fs, "--report %q: want text or json", *reportFmt)
@@ -62,6 +70,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	// workers, tracker and dead letters as `run`.
 	opt := service.Options{Config: cfg, Source: service.NewFiles(fs.Args(), pipeline.EventConfig(cfg), os.Stdin),
 		HistoryPoints: -1}
+	if *envelope {
+		opt.Source = service.NewEnvelopes(fs.Args(), os.Stdin, int32(*partition), cfg.Input.MaxBytes)
+	}
 	if *plotPath != "" {
 		// The sampling of the live service's curves: the plot draws the
 		// points the dashboard's /v1/history serves for the same stream
@@ -96,6 +107,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	reps, err := svc.Reports()
 	if err != nil {
 		return err
+	}
+	if *envelope {
+		return writeEnvelopeReports(stdout, *reportFmt, *junitPath, g, reps, *allowEmpty)
 	}
 	rep := pipeline.Report{InvalidByReason: map[string]uint64{}, Learners: []regret.LearnerReport{}}
 	var curves [][]regret.Point
@@ -220,4 +234,43 @@ func writeTextReport(w io.Writer, r pipeline.Report) error {
 			l.Name, l.Algorithm, l.Rounds, l.Mistakes, l.Accuracy, l.Loss, bound, regret, l.BoundViolations, l.StateSHA256[:12])
 	}
 	return tw.Flush()
+}
+
+// writeEnvelopeReports prints the report of every partition of a replayed
+// recording, as run prints its models' (text with a header per partition,
+// or a JSON object a line), then checks the gates of each.
+func writeEnvelopeReports(w io.Writer, format, junitPath string, g gate, reps []service.Report, allowEmpty bool) error {
+	if len(reps) == 0 && !allowEmpty {
+		return errors.New("replay: no record of the partition asked for (--allow-empty accepts an empty input)")
+	}
+	var errs []error
+	enc := json.NewEncoder(w)
+	for i, r := range reps {
+		fails, err := g.failures(r.Report)
+		if err != nil {
+			return err
+		}
+		if junitPath != "" {
+			path := junitPath
+			if len(reps) > 1 {
+				path = strings.TrimSuffix(junitPath, ".xml") + fmt.Sprintf("-partition-%d.xml", r.Partition)
+			}
+			if err := writeJUnit(path, fmt.Sprintf("%s partition %d", r.Source, r.Partition), r.Report, fails); err != nil {
+				return err
+			}
+		}
+		if format == "json" {
+			errs = append(errs, enc.Encode(r))
+		} else {
+			if i > 0 {
+				fmt.Fprintln(w)
+			}
+			fmt.Fprintf(w, "%s partition %d\n", r.Source, r.Partition)
+			errs = append(errs, writeTextReport(w, r.Report))
+		}
+		if err := g.check(r.Report, fails); err != nil {
+			errs = append(errs, fmt.Errorf("partition %d: %w", r.Partition, err))
+		}
+	}
+	return errors.Join(errs...)
 }
