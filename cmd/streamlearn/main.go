@@ -46,6 +46,7 @@ var commands = []command{
 	{"record", recordArgs, "copy a topic or subject to a JSONL file, for replays in tests", runRecord},
 	{"publish", publishArgs, "write JSONL files into a topic or subject", runPublish},
 	{"inspect", inspectArgs, "print what checkpoint files hold: positions, learners, rounds, mistakes, digests", runInspect},
+	{"check", checkArgs, "validate a config and print what a run of it would do, without connecting to anything", runCheck},
 	{"version", "", "print the version", runVersion},
 }
 

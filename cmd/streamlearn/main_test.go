@@ -575,3 +575,43 @@ func TestPublishCreateStream(t *testing.T) {
 		t.Errorf("--create-stream on Kafka: exit %d, %q", code, errOut)
 	}
 }
+
+// TestCheck: check validates a config and says what a run would do
+// without connecting: learners with their bounds, a model's memory (one
+// Perceptron over 2^20 slots holds 8 MiB of weights), source, sinks and
+// checkpoints; a bad config fails with its file:line message.
+func TestCheck(t *testing.T) {
+	code, out, errOut := run(t, "check", "-c", "../../config.yaml")
+	if code != 0 {
+		t.Fatalf("check config.yaml: exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"../../config.yaml: valid", "8 learners", "soa ", "mistakes ≤ Ldim(H)", "source:        file testdata/demo.jsonl", "checkpoints:   directory ./state, every 10000 events"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("check config.yaml: no %q in\n%s", want, out)
+		}
+	}
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big.yaml")
+	if err := os.WriteFile(big, []byte("features: {bits: 20}\nlearners: [{name: p, algorithm: perceptron}]\nsource: {kind: kafka, brokers: [k:9092], topic: events}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = run(t, "check", "-c", big)
+	if code != 0 || !strings.Contains(out, "kafka topic events at k:9092, group streamlearn") {
+		t.Fatalf("check big.yaml: exit %d: %s %s", code, out, errOut)
+	}
+	var mem float64
+	for line := range strings.Lines(out) {
+		if _, rest, ok := strings.Cut(line, "1 learners, "); ok {
+			fmt.Sscanf(rest, "%f MiB", &mem)
+		}
+	}
+	if mem < 8 || mem > 9 {
+		t.Errorf("a Perceptron over 2^20 slots: %v MiB per model, want 8 to 9:\n%s", mem, out)
+	}
+	if code, _, errOut := run(t, "check", "-c", "../../internal/config/testdata/bad/bad_type.yaml"); code != 1 || !strings.Contains(errOut, "bad_type.yaml:2: features.bits:") {
+		t.Errorf("check of a bad config: exit %d, %q", code, errOut)
+	}
+	if code, _, _ := run(t, "check"); code != 2 {
+		t.Errorf("check without -c: exit %d, want 2", code)
+	}
+}

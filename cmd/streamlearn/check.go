@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/streamlearn/streamlearn/internal/config"
+	"github.com/streamlearn/streamlearn/internal/learners"
+	"github.com/streamlearn/streamlearn/internal/pipeline"
+)
+
+const checkArgs = "-c config.yaml"
+
+// runCheck validates a configuration and prints what a run of it would
+// do — what it reads, its learners and the bounds it checks, the memory of
+// a model, where it writes and saves — without connecting to anything.
+func runCheck(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("check", checkArgs, stderr)
+	cfgPath := fs.String("c", "", "config `file` to check")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *cfgPath == "" || fs.NArg() > 0 {
+		return usageErr(fs, "want -c config.yaml and nothing else")
+	}
+	cfg, err := config.Load(*cfgPath)
+	if err != nil {
+		return err
+	}
+	mem, err := modelMemory(cfg)
+	if err != nil {
+		return err
+	}
+	w := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "%s: valid\n\n", *cfgPath)
+	in := cfg.Input
+	format := in.Format
+	if format == "" {
+		format = "inferred per file (jsonl for stream records)"
+	}
+	fmt.Fprintf(w, "input:\t%s; records up to %d bytes; labels +1: 1, true%s; -1: 0, false%s\n", format, in.MaxBytes, list(in.Positive), list(in.Negative))
+	f := cfg.Features
+	fmt.Fprintf(w, "features:\t2^%d slots, scale %s, text up to %d-grams\n", f.Bits, f.Scale, f.Text.NGrams)
+	if l := cfg.Labels; l.Delayed {
+		fmt.Fprintf(w, "labels:\tdelayed: wait %d records, at most %d pending\n", l.Wait, l.MaxPending)
+	}
+	fmt.Fprintf(w, "model:\t%d learners, %s of memory per model (one model per partition; measured by building one)\n", len(cfg.Learners), mib(mem))
+	for _, l := range cfg.Learners {
+		bound := "no bound"
+		if a, ok := learners.Lookup(l.Algorithm); ok && a.Bound != "" {
+			bound = a.Bound
+		}
+		fmt.Fprintf(w, "  %s\t%s\t%s\n", l.Name, l.Algorithm, bound)
+	}
+	fmt.Fprintf(w, "source:\t%s\n", describeSource(cfg.Source))
+	for _, s := range []struct {
+		name string
+		s    *config.Sink
+	}{{"predictions", cfg.Sinks.Predictions}, {"reports", cfg.Sinks.Reports}, {"dead letters", cfg.Sinks.DeadLetters}} {
+		if s.s != nil {
+			fmt.Fprintf(w, "%s:\t%s\n", s.name, describeSink(*s.s))
+		}
+	}
+	switch c := cfg.Checkpoint; {
+	case c.Dir != "":
+		fmt.Fprintf(w, "checkpoints:\tdirectory %s, every %d events\n", c.Dir, c.Every)
+	case c.Bucket != "":
+		fmt.Fprintf(w, "checkpoints:\tobject store bucket %s, every %d events\n", c.Bucket, c.Every)
+	default:
+		fmt.Fprintf(w, "checkpoints:\tnone: a restart learns from the committed position with fresh models\n")
+	}
+	if cfg.HTTP.Addr != "" {
+		fmt.Fprintf(w, "http:\t%s\n", cfg.HTTP.Addr)
+	}
+	return w.Flush()
+}
+
+func list(s []string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	return ", " + strings.Join(s, ", ")
+}
+
+func describeSource(s config.Source) string {
+	switch s.Kind {
+	case "":
+		return "none (replay reads files; run needs one)"
+	case "file":
+		return "file " + s.Path
+	case "kafka":
+		return fmt.Sprintf("kafka topic %s at %s, group %s", s.Topic, strings.Join(s.Brokers, ","), orDefault(s.Group, "streamlearn"))
+	case "jetstream":
+		return fmt.Sprintf("jetstream stream %s, subject %s at %s, durable %s", s.Stream, s.Subject, s.URL, orDefault(s.Durable, "streamlearn"))
+	default:
+		return fmt.Sprintf("%s subject %s at %s", s.Kind, s.Subject, s.URL)
+	}
+}
+
+func describeSink(s config.Sink) string {
+	switch s.Kind {
+	case "file":
+		return "file " + s.Path
+	case "kafka":
+		return "kafka topic " + s.Topic
+	case "jetstream":
+		return fmt.Sprintf("jetstream stream %s, subject %s", s.Stream, s.Subject)
+	default:
+		return s.Kind + " subject " + s.Subject
+	}
+}
+
+func orDefault(v, d string) string {
+	if v == "" {
+		return d
+	}
+	return v
+}
+
+// modelMemory builds one model of cfg and returns the heap it holds.
+func modelMemory(cfg *config.Config) (uint64, error) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	p, err := pipeline.New(cfg)
+	if err != nil {
+		return 0, err
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(p)
+	if after.HeapAlloc < before.HeapAlloc {
+		return 0, nil
+	}
+	return after.HeapAlloc - before.HeapAlloc, nil
+}
+
+func mib(b uint64) string {
+	if b < 1<<20 {
+		return fmt.Sprintf("%.0f KiB", float64(b)/(1<<10))
+	}
+	return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+}
