@@ -280,7 +280,8 @@ func TestE2EKafkaCleanStopLeavesGroup(t *testing.T) {
 // `record --envelope` replays as the live run learned it, partition by
 // partition: `replay --envelope` reports each partition's model equal to
 // a replay of that partition's records alone (which the other tests hold
-// equal to run), and `--partition N` replays that one only.
+// equal to run), and `--partition N` replays that one only. `record
+// --split` writes a file per partition that replays the same.
 func TestE2EEnvelopeReplay(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test")
@@ -312,4 +313,15 @@ func TestE2EEnvelopeReplay(t *testing.T) {
 	}
 	one := runProc(t, ctx, dir, sl, "replay", "-c", cfg, "--envelope", "--partition", "1", "--report", "json", rec)
 	sameReport(t, "replay --envelope --partition 1", normReport(t, "replay", one, "", want[1].events), want[1].report)
+
+	// record --split: a file per partition, each of which a plain replay
+	// learns as that partition's model.
+	split := filepath.Join(dir, "split.jsonl")
+	runProc(t, ctx, dir, sl, "record", "-c", cfg, "--split", "-o", split)
+	for p := range int32(parts) {
+		file := filepath.Join(dir, fmt.Sprintf("split-partition-%d.jsonl", p))
+		w := want[p]
+		sameReport(t, fmt.Sprintf("record --split: %s", filepath.Base(file)),
+			normReport(t, "replay", runProc(t, ctx, dir, sl, "replay", "-c", cfg, "--report", "json", file), "", w.events), w.report)
+	}
 }

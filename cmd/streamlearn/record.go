@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strings"
 
 	"github.com/streamlearn/streamlearn/internal/config"
@@ -17,7 +18,7 @@ import (
 
 const (
 	publishArgs = "[-c config.yaml | --kind K --brokers B --url U] [--topic T | --subject S] [--stream N --create-stream] FILE..."
-	recordArgs  = "[-c config.yaml | --kind K --brokers B --url U] [--topic T | --subject S] [--follow] [--envelope] [-o FILE]"
+	recordArgs  = "[-c config.yaml | --kind K --brokers B --url U] [--topic T | --subject S] [--follow] [--envelope] [-o FILE [--split]]"
 )
 
 // sourceFlags are the connection flags of publish and record; they
@@ -129,6 +130,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	follow := fs.Bool("follow", false, "keep recording past the end the stream had at start, until interrupted")
 	env := fs.Bool("envelope", false, `write {"partition","offset","key","value"} per line instead of the bare value`)
 	out := fs.String("o", "-", "output `file` (- for standard output)")
+	split := fs.Bool("split", false, "write each partition's records to a file of its own, the -o file's name with -partition-N before its extension: each replays as that partition's model")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -164,17 +166,49 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			logger.Warn("record: " + rerr.Error())
 		}
 	}()
-	bw, err := createOutput(*out, stdout)
-	if err != nil {
-		return err
+	if *split && *out == "-" {
+		return usageErr(fs, "--split writes one file per partition: give -o FILE")
 	}
-	defer bw.Close()
+	outputs := map[int32]*output{}
+	defer func() {
+		for _, o := range outputs {
+			o.Close()
+		}
+	}()
+	writer := func(p int32) (*output, error) {
+		if !*split {
+			p = 0
+		}
+		if o := outputs[p]; o != nil {
+			return o, nil
+		}
+		name := *out
+		if *split {
+			ext := filepath.Ext(name)
+			name = fmt.Sprintf("%s-partition-%d%s", strings.TrimSuffix(name, ext), p, ext)
+		}
+		o, err := createOutput(name, stdout)
+		if err != nil {
+			return nil, err
+		}
+		outputs[p] = o
+		return o, nil
+	}
+	if !*split {
+		if _, err := writer(0); err != nil { // the file exists even when nothing is recorded
+			return err
+		}
+	}
 	n := 0
 	for {
 		rec, err := s.Fetch(ctx)
 		if errors.Is(err, connectors.ErrEndOfInput) || ctx.Err() != nil {
 			break
 		}
+		if err != nil {
+			return err
+		}
+		bw, err := writer(rec.Partition)
 		if err != nil {
 			return err
 		}
@@ -190,8 +224,11 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		bw.WriteByte('\n')
 		n++
 	}
-	if err := bw.Close(); err != nil {
-		return err
+	for p, o := range outputs {
+		delete(outputs, p)
+		if err := o.Close(); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(stderr, "recorded %d records from %s\n", n, s.Name())
 	return nil
