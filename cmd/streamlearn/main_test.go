@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
@@ -613,5 +614,43 @@ func TestCheck(t *testing.T) {
 	}
 	if code, _, _ := run(t, "check"); code != 2 {
 		t.Errorf("check without -c: exit %d, want 2", code)
+	}
+}
+
+// TestCompletion: the bash script completes commands and each command's
+// own flags, read from its flag set, in a real bash.
+func TestCompletion(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	code, script, errOut := run(t, "completion", "bash")
+	if code != 0 {
+		t.Fatalf("completion bash: exit %d: %s", code, errOut)
+	}
+	file := filepath.Join(t.TempDir(), "streamlearn.bash")
+	if err := os.WriteFile(file, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		words []string
+		want  string
+	}{
+		{[]string{"streamlearn", "re"}, "replay record"},
+		{[]string{"streamlearn", "replay", "--min"}, "--min-accuracy"},
+		{[]string{"streamlearn", "publish", "--create"}, "--create-stream"},
+		{[]string{"streamlearn", "publish", "--grou"}, ""}, // record's flag, not publish's
+		{[]string{"streamlearn", "run", "--log"}, "--log-level"},
+		{[]string{"streamlearn", "completion", "z"}, "zsh"},
+	} {
+		cmd := exec.Command(bash, "-c", fmt.Sprintf(`source %q; COMP_WORDS=(%s); COMP_CWORD=%d; _streamlearn; echo "${COMPREPLY[@]}"`,
+			file, strings.Join(tc.words, " "), len(tc.words)-1))
+		out, err := cmd.CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != tc.want {
+			t.Errorf("completing %q: %q %v, want %q", tc.words, out, err, tc.want)
+		}
+	}
+	if code, zsh, _ := run(t, "completion", "zsh"); code != 0 || !strings.HasPrefix(zsh, "autoload -U +X bashcompinit") {
+		t.Errorf("completion zsh: exit %d: %.60q", code, zsh)
 	}
 }
