@@ -94,7 +94,7 @@ type PredictedLabel struct {
 }
 
 // predictHandler serves POST /v1/predict: the body is one JSON event (the
-// wire format of DESIGN.md) or a JSON array of them; the answer is one
+// wire format of docs/configuration.md) or a JSON array of them; the answer is one
 // PredictResponse or an array of them, in order. Nothing is learned, even
 // from labeled events. ?partition=N chooses the model when there are
 // several. Errors are 4xx/5xx with a one-line reason: 400 for a body that

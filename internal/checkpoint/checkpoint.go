@@ -7,7 +7,7 @@
 // The service commits a position to the broker only after the checkpoint
 // holding its effect is durable, and on start resumes every partition
 // from its checkpoint: after a crash nothing is lost and nothing is
-// applied twice (DESIGN.md, "Guarantees").
+// applied twice (docs/design.md).
 //
 // # Format
 //

@@ -1,5 +1,5 @@
 // Package metrics exports streamlearn's numbers to Prometheus, under the
-// names, types and labels of DESIGN.md's "Metrics" table.
+// names, types and labels of the metrics table of docs/operations.md.
 //
 // The collector holds no counters of its own: at every scrape it reads one
 // service.Snapshot — the immutable copy of every model's report that the
@@ -35,8 +35,8 @@
 // streamlearn_consumer_lag is the lag of the last record processed, as
 // the broker reported it with that record; a partition whose source says
 // nothing (files) has no series. streamlearn_checkpoint_age_seconds is
-// computed at the scrape from the snapshot's Durable time: until
-// checkpoints exist (issue 5) the durable state is the offsets committed
-// with the model in memory, so it measures how much learning a crash now
-// would redo; it is 0 while everything processed is committed.
+// computed at the scrape from the snapshot's Durable time, when the models
+// last matched the positions committed to the source (with checkpoints,
+// the last checkpoint that committed): it measures how much learning a
+// crash now would redo, and is 0 while everything processed is committed.
 package metrics

@@ -315,7 +315,7 @@ func (p *Pipeline) Algorithms() []string {
 // Tracker returns the pipeline's tracker (owned by the pipeline's goroutine).
 func (p *Pipeline) Tracker() *regret.Tracker { return p.tracker }
 
-// Report is the regret report of DESIGN.md: what `replay --report json`
+// Report is the regret report: what `replay --report json`
 // prints, the live service publishes and GET /v1/report serves.
 type Report struct {
 	Events          uint64            `json:"events"`

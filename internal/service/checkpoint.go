@@ -24,7 +24,7 @@ import (
 // checkpoint's position — the ones a crash between the save and the
 // commit leaves uncommitted — are skipped (and committed): after a crash
 // and a restart, each model equals the one an uninterrupted run would
-// have, nothing lost and nothing applied twice (DESIGN.md, "Guarantees").
+// have, nothing lost and nothing applied twice (docs/design.md).
 //
 // A checkpoint written by another model configuration, or for another
 // source, or damaged, stops the service with an error saying so: it is

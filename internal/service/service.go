@@ -1131,7 +1131,7 @@ func (s *Service) flush(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Report is a model's regret report (DESIGN.md's object) with the source
+// Report is a model's regret report with the source
 // and partition it learned from.
 type Report struct {
 	Source    string `json:"source"`
