@@ -92,6 +92,14 @@ func describeSource(s config.Source) string {
 		return "none (replay reads files; run needs one)"
 	case "file":
 		return "file " + s.Path
+	case "embedded":
+		port := "4222"
+		if s.Port != 0 {
+			port = fmt.Sprint(s.Port)
+		}
+		store := orDefault(s.StoreDir, "a temporary directory")
+		return fmt.Sprintf("an embedded NATS JetStream server on 127.0.0.1:%s, files in %s; stream %s, subject %s, durable %s",
+			port, store, orDefault(s.Stream, "EVENTS"), orDefault(s.Subject, "events"), orDefault(s.Durable, "streamlearn"))
 	case "kafka":
 		return fmt.Sprintf("kafka topic %s at %s, group %s", s.Topic, strings.Join(s.Brokers, ","), orDefault(s.Group, "streamlearn"))
 	case "jetstream":

@@ -654,3 +654,50 @@ func TestCompletion(t *testing.T) {
 		t.Errorf("completion zsh: exit %d: %.60q", code, zsh)
 	}
 }
+
+// TestRunEmbeddedConfig: source.kind embedded runs a user's config on an
+// embedded NATS JetStream server, before any broker exists: the demo
+// preloaded and learned to its end gives the numbers of a replay with the
+// same config; check describes it; publish and record reach it at its
+// port, and say what to give when the port is picked at start.
+func TestRunEmbeddedConfig(t *testing.T) {
+	example, err := os.ReadFile("../../config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// config.yaml with its file source replaced by an embedded server on a
+	// free port, and no checkpoints or dead-letter file.
+	var b strings.Builder
+	skip := false
+	for line := range strings.Lines(string(example)) {
+		switch {
+		case strings.HasPrefix(line, "source:"), strings.HasPrefix(line, "sinks:"), strings.HasPrefix(line, "checkpoint:"), strings.HasPrefix(line, "http:"):
+			skip = true
+			continue
+		case skip && (strings.HasPrefix(line, " ") || strings.HasPrefix(line, "#") || strings.TrimSpace(line) == ""):
+			continue
+		}
+		skip = false
+		b.WriteString(line)
+	}
+	b.WriteString("source: {kind: embedded, port: -1}\n")
+	cfg := filepath.Join(t.TempDir(), "embedded.yaml")
+	if err := os.WriteFile(cfg, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, "run", "-c", cfg, "--until-end", "--report", "json", "--http", "off", "--preload", "../../testdata/demo.jsonl")
+	if code != 0 {
+		t.Fatalf("run -c embedded.yaml: exit %d: %s", code, errOut)
+	}
+	want := replayJSON(t, "-c", cfg, "../../testdata/demo.jsonl")
+	if want.Events != 5000 || len(want.Learners) != 8 {
+		t.Fatalf("replay: %d events, %d learners", want.Events, len(want.Learners))
+	}
+	sameAsReplay(t, out, "jetstream:EVENTS/streamlearn", want)
+	if code, out, _ := run(t, "check", "-c", cfg); code != 0 || !strings.Contains(out, "an embedded NATS JetStream server on 127.0.0.1:-1") {
+		t.Errorf("check: exit %d:\n%s", code, out)
+	}
+	if code, _, errOut := run(t, "publish", "-c", cfg, "../../testdata/demo.jsonl"); code != 1 || !strings.Contains(errOut, "port picked at start (port: -1): give its URL") {
+		t.Errorf("publish -c embedded.yaml with port -1: exit %d, %q", code, errOut)
+	}
+}

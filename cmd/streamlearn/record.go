@@ -66,6 +66,12 @@ func (f sourceFlags) source() (config.Source, error) {
 		}
 	}
 	set(&src.Kind, *f.kind)
+	if src.Kind == "embedded" {
+		var err error
+		if src, err = service.Embedded(src, *f.url); err != nil {
+			return src, err
+		}
+	}
 	set(&src.URL, *f.url)
 	set(&src.Topic, *f.topic)
 	set(&src.Subject, *f.subject)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -38,8 +39,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	reportFmt := fs.String("report", "text", "final report `format`: text or json (one object per model, a line each)")
 	httpAddr := fs.String("http", "", "serve the dashboard (/), /metrics, /healthz, /readyz and /v1/report on `addr` (default: the config's http.addr; off disables)")
 	preload := fs.String("preload", "", "publish the JSONL `file` into the source's topic or subject before consuming")
-	port := fs.Int("nats-port", 4222, "client `port` of the embedded server on 127.0.0.1 (no -c only; -1 picks a free one)")
-	store := fs.String("store", "", "JetStream storage `dir` of the embedded server (no -c only; default: a temporary directory removed at exit)")
+	port := fs.Int("nats-port", 4222, "client `port` of the embedded server on 127.0.0.1 (without -c, or with source.kind embedded; -1 picks a free one)")
+	store := fs.String("store", "", "JetStream storage `dir` of the embedded server (without -c, or with source.kind embedded; default: source.store_dir, else a temporary directory removed at exit)")
 	tokenFile := fs.String("http-token-file", "", "require \"Authorization: Bearer <token>\" on the HTTP API (but /healthz, /readyz and the dashboard's files), the token in `file` (default: $"+tokenEnv+", else the config's http.token_file)")
 	ckptDir := fs.String("checkpoint-dir", "", "keep the models' checkpoints in `dir` and resume from them (default: the config's checkpoint.dir; none: no checkpoints)")
 	reset := fs.Bool("reset", false, "start afresh, from the broker's committed position, the model of a partition whose checkpoint does not hold what the broker says was committed (none, behind the commit, of another partition or stream), moving the checkpoint aside and logging what is dropped; without --rebuild, --reset or --accept such a partition stops run with an error")
@@ -68,17 +69,29 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return err
 		}
 	} else {
-		ecfg := connectors.DefaultEmbeddedConfig(*store)
-		ecfg.Port = *port
-		emb, err := connectors.StartEmbedded(ecfg)
+		cfg = config.Default() // its source: the embedded server
+		cfg.HTTP.Addr = "127.0.0.1:8080"
+	}
+	if cfg.Source.Kind == "embedded" {
+		// --nats-port and --store apply to the embedded server of any
+		// config; without -c, theirs are the defaults.
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "nats-port":
+				cfg.Source.Port = *port
+			case "store":
+				cfg.Source.StoreDir = *store
+			}
+		})
+		if *cfgPath == "" && cfg.Source.Port == 0 {
+			cfg.Source.Port = *port
+		}
+		emb, js, err := service.StartEmbedded(cfg.Source)
 		if err != nil {
-			return fmt.Errorf("embedded NATS server (use -c to configure a broker): %w", err)
+			return fmt.Errorf("%w (another run may be using its port: --nats-port -1 picks a free one)", err)
 		}
 		defer emb.Shutdown()
-		cfg = config.Default()
-		cfg.HTTP.Addr = "127.0.0.1:8080"
-		cfg.Source = config.Source{Kind: "jetstream", Conn: config.Conn{URL: emb.ClientURL()},
-			Subject: connectors.EmbeddedSubject, Stream: connectors.EmbeddedStream, Durable: "streamlearn"}
+		cfg.Source = js
 		fmt.Fprintf(stderr, "streamlearn: embedded NATS JetStream at %s: events published to subject %q are learned (stream %s, durable %s)\n",
 			emb.ClientURL(), cfg.Source.Subject, cfg.Source.Stream, cfg.Source.Durable)
 	}

@@ -226,8 +226,16 @@ func (c Conn) IsZero() bool {
 
 // Source is the live service's one source.
 type Source struct {
-	Kind string `yaml:"kind"` // kafka | nats | jetstream | file
+	Kind string `yaml:"kind"` // kafka | nats | jetstream | file | embedded
 	Conn `yaml:",inline"`
+	// Port and StoreDir (kind embedded): `run` starts a NATS JetStream
+	// server in its own process on 127.0.0.1:Port (default 4222; -1 picks
+	// a free one), keeping its files in StoreDir (default a temporary
+	// directory removed at exit), creates Stream (default EVENTS) on
+	// Subject (default events) and reads it as a jetstream source with
+	// Durable. A config can so be tried before a broker exists.
+	Port     int    `yaml:"port"`
+	StoreDir string `yaml:"store_dir"`
 	// Topic and Group: Kafka topic and consumer group (default streamlearn).
 	Topic string `yaml:"topic"`
 	Group string `yaml:"group"`
@@ -371,6 +379,7 @@ const (
 // not (README, "Every learner at its defaults").
 func Default() *Config {
 	c := &Config{
+		Source: Source{Kind: "embedded"},
 		Learners: []Learner{
 			{Name: "perceptron", Algorithm: "perceptron", Params: &online.PerceptronConfig{Bias: true}},
 			{Name: "adagrad", Algorithm: "adagrad", Params: &online.AdaGradConfig{Bias: true, Normalized: new(false)}},

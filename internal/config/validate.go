@@ -85,8 +85,18 @@ func (c *Config) validate() error {
 			return err
 		}
 	}
-	if err := oneOf("source.kind", c.Source.Kind, "", "kafka", "nats", "jetstream", "file"); err != nil {
+	if err := oneOf("source.kind", c.Source.Kind, "", "kafka", "nats", "jetstream", "file", "embedded"); err != nil {
 		return err
+	}
+	if c.Source.Kind == "embedded" {
+		if c.Source.URL != "" || len(c.Source.Brokers) > 0 {
+			return errAt("source.url", "an embedded server runs in this process: give port (and store_dir), not url or brokers")
+		}
+		if p := c.Source.Port; p < -1 || p > 65535 {
+			return errAt("source.port", "%d is outside -1..65535 (0: 4222; -1: a free port)", p)
+		}
+	} else if c.Source.Port != 0 || c.Source.StoreDir != "" {
+		return errAt("source.port", "port and store_dir are an embedded server's; source.kind is %q", c.Source.Kind)
 	}
 	if t := c.Source.ConnectTimeout; t < 0 || t > 10*time.Minute {
 		return errAt("source.connect_timeout", "%v is outside 0..10m (0: the default, 5s)", t)
@@ -126,7 +136,7 @@ func (c *Config) validate() error {
 	if c.Checkpoint.Dir != "" && c.Checkpoint.Bucket != "" {
 		return errAt("checkpoint.bucket", "set dir or bucket, not both")
 	}
-	if c.Checkpoint.Bucket != "" && c.Checkpoint.URL == "" && c.Source.Kind != "nats" && c.Source.Kind != "jetstream" {
+	if c.Checkpoint.Bucket != "" && c.Checkpoint.URL == "" && c.Source.Kind != "nats" && c.Source.Kind != "jetstream" && c.Source.Kind != "embedded" {
 		return errAt("checkpoint.url", "a bucket needs a NATS server: set url (the source is not NATS)")
 	}
 	if c.Checkpoint.Every < 0 {
