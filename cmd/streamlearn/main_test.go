@@ -701,3 +701,89 @@ func TestRunEmbeddedConfig(t *testing.T) {
 		t.Errorf("publish -c embedded.yaml with port -1: exit %d, %q", code, errOut)
 	}
 }
+
+// TestRunFollowsFile: run on a file source is a service: at the end of
+// the file it keeps serving and learns the lines appended to it (a line
+// written in two parts is one event), until stopped; the final report
+// counts every event. With --until-end it stops at the end, as before.
+func TestRunFollowsFile(t *testing.T) {
+	dir := t.TempDir()
+	demo, err := os.ReadFile("../../testdata/demo.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream := filepath.Join(dir, "stream.jsonl")
+	if err := os.WriteFile(stream, demo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "file.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("source: {kind: file, path: %q}\nlearners: [{name: p, algorithm: perceptron, bias: true}]\n", stream)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	exit := make(chan int, 1)
+	go func() { exit <- Main(ctx, []string{"run", "-c", cfg, "--http", "127.0.0.1:0", "--report", "json"}, &stdout, &stderr) }()
+	events := func() uint64 {
+		_, rest, ok := strings.Cut(stderr.String(), "serving http://")
+		if !ok {
+			return 0
+		}
+		addr, _, _ := strings.Cut(rest, "/")
+		resp, err := http.Get("http://" + addr + "/v1/report")
+		if err != nil {
+			return 0
+		}
+		defer resp.Body.Close()
+		var reps []struct{ Events uint64 }
+		if json.NewDecoder(resp.Body).Decode(&reps) != nil || len(reps) == 0 {
+			return 0
+		}
+		return reps[0].Events
+	}
+	waitEvents := func(n uint64) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for events() < n {
+			select {
+			case code := <-exit:
+				t.Fatalf("run exited (%d) at %d events, want it to follow the file to %d:\n%s", code, events(), n, stderr.String())
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d events after 30s, want %d", events(), n)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitEvents(5000)
+	f, err := os.OpenFile(stream, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(demo, []byte("\n"))[:10]
+	for _, l := range lines[:9] {
+		f.Write(l)
+	}
+	f.Write(lines[9][:10]) // half a line: not an event until its end comes
+	waitEvents(5009)
+	time.Sleep(1200 * time.Millisecond) // a snapshot later (one a second)
+	if n := events(); n != 5009 {
+		t.Errorf("%d events with half a line appended, want 5009", n)
+	}
+	f.Write(lines[9][10:])
+	f.Close()
+	waitEvents(5010)
+	cancel()
+	if code := <-exit; code != 0 {
+		t.Fatalf("run stopped: exit %d:\n%s", code, stderr.String())
+	}
+	var rep struct{ Events uint64 }
+	if err := json.Unmarshal([]byte(stdout.String()), &rep); err != nil || rep.Events != 5010 {
+		t.Errorf("final report %q: %v, want 5010 events", stdout.String(), err)
+	}
+	if code, out, errOut := run(t, "run", "-c", cfg, "--until-end", "--report", "json", "--http", "off"); code != 0 || !strings.Contains(out, `"events":5010`) {
+		t.Errorf("run --until-end: exit %d, %s %s", code, out, errOut)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"time"
 )
 
 // FileSink appends one message per line to a file, created on the first
@@ -81,7 +82,9 @@ func (s *FileSink) Close() error {
 // FileSource reads a JSONL file, one record per line, for `run` with
 // source.kind file. Offsets are line numbers; Commit does nothing (a file
 // is replayed from its start). It ends with ErrEndOfInput at the end of
-// the file, whether or not it was opened to stop there. Blank lines
+// the file, unless Follow: then it waits for lines appended to it, as a
+// stream, until its context ends (a line without its end is taken once
+// the end is written). Blank lines
 // (nothing but spaces, tabs and carriage returns) are no records, as for
 // `replay` (event.Reader), so that both count the same records.
 //
@@ -92,6 +95,8 @@ func (s *FileSink) Close() error {
 type FileSource struct {
 	// MaxBytes bounds a record (input.max_bytes); 0 means 1 MiB.
 	MaxBytes int
+	// Follow waits at the end of the file for more lines.
+	Follow bool
 
 	path string
 	f    *os.File
@@ -110,6 +115,9 @@ func NewFileSource(path string) (*FileSource, error) {
 	}
 	return &FileSource{path: path, f: f, r: bufio.NewReaderSize(f, 64<<10)}, nil
 }
+
+// followPoll is how often a following file source looks for new lines.
+const followPoll = 100 * time.Millisecond
 
 // Fetch returns the next line that is not blank.
 func (s *FileSource) Fetch(ctx context.Context) (Record, error) {
@@ -137,6 +145,17 @@ func (s *FileSource) Fetch(ctx context.Context) (Record, error) {
 				s.buf = append(s.buf, chunk[:min(len(chunk), room)]...)
 			}
 			if err == bufio.ErrBufferFull {
+				continue
+			}
+			if err == io.EOF && s.Follow {
+				// Wait for the writer: more of this line, or more lines.
+				t := time.NewTimer(followPoll)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return Record{}, ctx.Err()
+				case <-t.C:
+				}
 				continue
 			}
 			if err == io.EOF && len(s.buf) > 0 {

@@ -94,9 +94,10 @@ func OpenSource(ctx context.Context, s config.Source, o SourceOptions, t Tuning)
 			return nil, err
 		}
 		src.MaxBytes = o.MaxBytes
+		src.Follow = !o.UntilEnd // a service keeps going at the end; --until-end stops
 		return src, nil
 	case "":
-		return nil, fmt.Errorf("source.kind: missing (kafka, nats, jetstream or file)")
+		return nil, fmt.Errorf("source.kind: missing (kafka, nats, jetstream, file or embedded)")
 	}
 	return nil, fmt.Errorf("source.kind: unknown kind %q", s.Kind)
 }
