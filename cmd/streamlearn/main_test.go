@@ -724,7 +724,9 @@ func TestRunFollowsFile(t *testing.T) {
 	defer cancel()
 	var stdout, stderr syncBuffer
 	exit := make(chan int, 1)
-	go func() { exit <- Main(ctx, []string{"run", "-c", cfg, "--http", "127.0.0.1:0", "--report", "json"}, &stdout, &stderr) }()
+	go func() {
+		exit <- Main(ctx, []string{"run", "-c", cfg, "--http", "127.0.0.1:0", "--report", "json"}, &stdout, &stderr)
+	}()
 	events := func() uint64 {
 		_, rest, ok := strings.Cut(stderr.String(), "serving http://")
 		if !ok {
