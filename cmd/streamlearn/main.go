@@ -101,6 +101,46 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "\nRun 'streamlearn COMMAND -h' for a command's flags.")
 }
 
+// examples are shown by each command's -h, after its flags.
+var examples = map[string][]string{
+	"run": {
+		"streamlearn run                                   # an embedded NATS JetStream server, the default learners, HTTP on :8080",
+		"streamlearn run -c config.yaml                    # the config's source; Ctrl-C drains and prints the report",
+		"streamlearn run -c config.yaml --until-end --report json",
+		"streamlearn run -c kafka.yaml --checkpoint-dir ./state --log-level info",
+	},
+	"replay": {
+		"streamlearn replay -c config.yaml testdata/demo.jsonl",
+		"streamlearn replay -c config.yaml --plot curves.svg testdata/demo.jsonl",
+		"streamlearn replay -c config.yaml --min-accuracy pct=0.95 --fail-on-violation --junit replay.xml recorded.jsonl",
+		"streamlearn replay -c kafka.yaml --envelope --partition 2 recording.jsonl",
+		"zcat a9a.gz | streamlearn replay --format libsvm -",
+	},
+	"generate": {
+		"streamlearn generate -n 5000 --seed 1 -o demo.jsonl",
+		"streamlearn generate --noise 0.05 | streamlearn replay -c config.yaml -",
+		"streamlearn generate --delay 100 --never 0.01 -o delayed.jsonl   # labels sent later, as label events",
+	},
+	"record": {
+		"streamlearn record -c kafka.yaml -o recorded.jsonl",
+		"streamlearn record -c kafka.yaml --envelope -o recording.jsonl   # partition, offset and key kept",
+		"streamlearn record -c kafka.yaml --split -o topic.jsonl          # topic-partition-N.jsonl per partition",
+		"streamlearn record --kind jetstream --url nats://127.0.0.1:4222 --stream EVENTS --subject events --follow",
+	},
+	"publish": {
+		"streamlearn publish testdata/demo.jsonl                          # into the embedded server of `streamlearn run`",
+		"streamlearn publish -c kafka.yaml events.jsonl",
+		"streamlearn publish --kind jetstream --url nats://127.0.0.1:4222 --stream ORDERS --subject orders --create-stream orders.jsonl",
+	},
+	"inspect": {
+		"streamlearn inspect -c config.yaml ./state",
+		"streamlearn inspect --report json ./state/partition-0.ckpt",
+	},
+	"check":      {"streamlearn check -c config.yaml"},
+	"version":    {"streamlearn version", "streamlearn --version"},
+	"completion": {"source <(streamlearn completion bash)", "source <(streamlearn completion zsh)"},
+}
+
 // newFlagSet returns a flag set that reports errors instead of exiting.
 func newFlagSet(name, args string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
@@ -108,6 +148,12 @@ func newFlagSet(name, args string, stderr io.Writer) *flag.FlagSet {
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: streamlearn %s %s\n\nFlags:\n", name, args)
 		fs.PrintDefaults()
+		if ex := examples[name]; len(ex) > 0 {
+			fmt.Fprintf(stderr, "\nExamples:\n")
+			for _, e := range ex {
+				fmt.Fprintf(stderr, "  %s\n", e)
+			}
+		}
 	}
 	return fs
 }

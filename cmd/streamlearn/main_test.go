@@ -789,3 +789,27 @@ func TestRunFollowsFile(t *testing.T) {
 		t.Errorf("run --until-end: exit %d, %s %s", code, out, errOut)
 	}
 }
+
+// TestHelpExamples: every command's -h lists its flags and examples of
+// it, and each example's flags are the command's own.
+func TestHelpExamples(t *testing.T) {
+	for _, c := range commands {
+		code, _, help := run(t, c.name, "-h")
+		if code != 0 || !strings.Contains(help, "Usage: streamlearn "+c.name) || !strings.Contains(help, "\nExamples:\n") {
+			t.Errorf("%s -h: exit %d:\n%s", c.name, code, help)
+			continue
+		}
+		flags := commandFlags(t.Context(), c)
+		for _, ex := range examples[c.name] {
+			for _, f := range strings.Fields(ex) {
+				if f == "#" || f == "|" {
+					break // a comment, or another command
+				}
+				name, _, _ := strings.Cut(f, "=")
+				if strings.HasPrefix(name, "-") && name != "-" && !contains(flags, name) && !(c.name == "version" && name == "--version") {
+					t.Errorf("%s: example %q has flag %s, not one of %v", c.name, ex, name, flags)
+				}
+			}
+		}
+	}
+}
