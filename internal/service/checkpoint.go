@@ -88,8 +88,8 @@ func (s *Service) restore(ctx context.Context, partition int32, m *model) error 
 		c = nil
 	} else {
 		if c.Fingerprint != s.fingerprint {
-			return fmt.Errorf("service: the checkpoint of partition %d in %s was written by another model configuration (input, features or learners differ): move it away to start that model afresh",
-				partition, s.opt.Checkpoints)
+			return fmt.Errorf("service: the checkpoint of partition %d in %s was written by another model configuration (%s): move it away to start that model afresh",
+				partition, s.opt.Checkpoints, configDiff(c.Report, s.opt.Config.Learners))
 		}
 		if c.Source != s.opt.Source.Name() {
 			return fmt.Errorf("service: the checkpoint of partition %d in %s is of source %s, not %s",
@@ -530,4 +530,41 @@ func (s *Service) dropModel(ctx context.Context, part int32) error {
 	s.replan = true
 	s.order = slices.DeleteFunc(s.order, func(p int32) bool { return p == part })
 	return nil
+}
+
+// configDiff says how the configuration that wrote a checkpoint, as its
+// report names its learners, differs from ours: the learners added,
+// dropped or of another algorithm, or, with the same learners, that the
+// input, the features or a learner's settings differ.
+func configDiff(report []byte, ours []config.Learner) string {
+	var rep struct {
+		Learners []struct{ Name, Algorithm string }
+	}
+	if json.Unmarshal(report, &rep) != nil {
+		return "input, features or learners differ"
+	}
+	theirs := map[string]string{}
+	for _, l := range rep.Learners {
+		theirs[l.Name] = l.Algorithm
+	}
+	var diffs []string
+	seen := map[string]bool{}
+	for _, l := range ours {
+		seen[l.Name] = true
+		switch alg, ok := theirs[l.Name]; {
+		case !ok:
+			diffs = append(diffs, fmt.Sprintf("learner %s (%s) added", l.Name, l.Algorithm))
+		case alg != l.Algorithm:
+			diffs = append(diffs, fmt.Sprintf("learner %s is %s, was %s", l.Name, l.Algorithm, alg))
+		}
+	}
+	for _, l := range rep.Learners {
+		if !seen[l.Name] {
+			diffs = append(diffs, fmt.Sprintf("learner %s (%s) dropped", l.Name, l.Algorithm))
+		}
+	}
+	if len(diffs) == 0 {
+		return "the same learners: the input, the features, the labels or a learner's settings differ"
+	}
+	return strings.Join(diffs, "; ")
 }

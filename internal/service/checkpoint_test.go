@@ -13,6 +13,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/checkpoint"
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/learners"
 	"github.com/streamlearn/streamlearn/internal/online"
 )
 
@@ -115,8 +116,16 @@ func TestCheckpointRefused(t *testing.T) {
 	pc := *other.Learners[0].Params.(*online.PerceptronConfig)
 	pc.Bias = !pc.Bias
 	other.Learners[0].Params = &pc
-	if _, _, err := runStore(t, &other, store, values, 1, 0); err == nil || !strings.Contains(err.Error(), "another model configuration") {
+	if _, _, err := runStore(t, &other, store, values, 1, 0); err == nil || !strings.Contains(err.Error(), "another model configuration (the same learners: the input, the features, the labels or a learner's settings differ)") {
 		t.Errorf("another configuration: %v", err)
+	}
+	// A learner added and one dropped: the error says which.
+	last := c.Learners[len(c.Learners)-1]
+	other.Learners = append(append([]config.Learner(nil), c.Learners[:len(c.Learners)-1]...),
+		config.Learner{Name: "extra", Algorithm: "majority", Params: &learners.NoParams{}})
+	if _, _, err := runStore(t, &other, store, values, 1, 0); err == nil ||
+		!strings.Contains(err.Error(), "(learner extra (majority) added; learner "+last.Name+" ("+last.Algorithm+") dropped)") {
+		t.Errorf("learners added and dropped: %v", err)
 	}
 
 	s := newService(t, Options{Config: c, Source: named{newMemSource(values, 1), "mem:other"}, Checkpoints: store})
