@@ -95,6 +95,10 @@ func TestDemoReproducible(t *testing.T) {
 	}
 }
 
+// TestReplayTextAndPlot: the text report, and the plot in both formats:
+// a title, each panel's legend in its title, axis numbers as people write
+// them, and the accuracy of a learner without a regret comparator in the
+// place of an empty panel.
 func TestReplayTextAndPlot(t *testing.T) {
 	dir := t.TempDir()
 	for _, name := range []string{"curves.svg", "curves.png"} {
@@ -114,9 +118,16 @@ func TestReplayTextAndPlot(t *testing.T) {
 		}
 		switch name {
 		case "curves.svg":
-			for _, want := range []string{"<svg", "soa (soa): mistakes", "wm-h: regret", "regret bound", "mistake bound"} {
+			for _, want := range []string{"<svg", "../../testdata/demo.jsonl: 5000 events, 5000 labeled", "soa (soa): mistakes, bound dashed",
+				"wm-h: regret, bound dashed", "pct: accuracy between points (no regret comparator)", ">5000<"} {
 				if !bytes.Contains(data, []byte(want)) {
 					t.Errorf("SVG lacks %q", want)
+				}
+			}
+			// Axis numbers as people write them; no legend box over the curves.
+			for _, bad := range []string{"5000.00", ">1000.0<", ">mistake bound<"} {
+				if bytes.Contains(data, []byte(bad)) {
+					t.Errorf("SVG has %q", bad)
 				}
 			}
 		case "curves.png":

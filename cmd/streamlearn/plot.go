@@ -3,8 +3,10 @@ package main
 import (
 	"fmt"
 	"image/color"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -24,14 +26,17 @@ var (
 
 // writePlot draws one row per learner: cumulative mistakes against the
 // learner's mistake bound, and regret against its regret bound (bounds
-// dashed), each panel on its own scale so a loose bound does not flatten
-// the curve. The format follows the file extension: .svg or .png.
-func writePlot(path string, names, algorithms []string, series [][]regret.Point) error {
+// dashed, as each panel's title says, so no legend covers a curve), each
+// panel on its own scale so a loose bound does not flatten the curve. A
+// learner with no regret comparator gets its accuracy between
+// consecutive points instead, not an empty panel. The figure is titled
+// with title. The format follows the file extension: .svg or .png.
+func writePlot(path, title string, names, algorithms []string, series [][]regret.Point) error {
 	rows := make([][]*plot.Plot, 0, len(series))
 	for i, s := range series {
-		var m, mb, r, rb plotter.XYs
+		var m, mb, r, rb, acc plotter.XYs
 		hasRegret := false
-		for _, pt := range s {
+		for k, pt := range s {
 			x := float64(pt.Round)
 			m = append(m, plotter.XY{X: x, Y: float64(pt.Mistakes)})
 			r = append(r, plotter.XY{X: x, Y: pt.Regret})
@@ -44,16 +49,32 @@ func writePlot(path string, names, algorithms []string, series [][]regret.Point)
 			if pt.RegretBound > 0 {
 				rb = append(rb, plotter.XY{X: x, Y: pt.RegretBound})
 			}
+			var prev regret.Point
+			if k > 0 {
+				prev = s[k-1]
+			}
+			if n := pt.Round - prev.Round; n > 0 {
+				acc = append(acc, plotter.XY{X: x, Y: 1 - float64(pt.Mistakes-prev.Mistakes)/float64(n)})
+			}
 		}
-		left := panel(fmt.Sprintf("%s (%s): mistakes", names[i], algorithms[i]), "mistakes")
+		leftTitle := fmt.Sprintf("%s (%s): mistakes", names[i], algorithms[i])
+		if len(mb) > 0 {
+			leftTitle += ", bound dashed"
+		}
+		left := panel(leftTitle, "mistakes")
 		if err := addLine(left, "mistakes", m, curveColor, false); err != nil {
 			return err
 		}
 		if err := addLine(left, "mistake bound", mb, boundColor, true); err != nil {
 			return err
 		}
-		right := panel(fmt.Sprintf("%s: regret", names[i]), "regret")
+		var right *plot.Plot
 		if hasRegret {
+			rightTitle := names[i] + ": regret"
+			if len(rb) > 0 {
+				rightTitle += ", bound dashed"
+			}
+			right = panel(rightTitle, "regret")
 			if err := addLine(right, "regret", r, curveColor, false); err != nil {
 				return err
 			}
@@ -61,8 +82,11 @@ func writePlot(path string, names, algorithms []string, series [][]regret.Point)
 				return err
 			}
 		} else {
-			right.Title.Text = names[i] + ": no regret comparator"
-			right.HideAxes()
+			right = panel(names[i]+": accuracy between points (no regret comparator)", "accuracy")
+			if err := addLine(right, "accuracy", acc, curveColor, false); err != nil {
+				return err
+			}
+			right.Y.Max = 1
 		}
 		for _, p := range []*plot.Plot{left, right} {
 			if p.Y.Min > 0 {
@@ -75,7 +99,8 @@ func writePlot(path string, names, algorithms []string, series [][]regret.Point)
 		return fmt.Errorf("plot %s: no learner to draw", path)
 	}
 
-	w, h := 24*vg.Centimeter, vg.Length(len(rows))*6*vg.Centimeter
+	const header = 10 * vg.Millimeter
+	w, h := 24*vg.Centimeter, vg.Length(len(rows))*6*vg.Centimeter+header
 	var dc vg.CanvasWriterTo
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".svg":
@@ -85,13 +110,20 @@ func writePlot(path string, names, algorithms []string, series [][]regret.Point)
 	default:
 		return fmt.Errorf("plot %s: want a .svg or .png file name", path)
 	}
+	c := draw.New(dc)
+	// The figure's title, on a strip above the rows.
+	font := plot.DefaultFont
+	font.Size = vg.Points(13)
+	sty := draw.TextStyle{Color: color.Black, Font: font, Handler: plot.DefaultTextHandler, XAlign: draw.XCenter, YAlign: draw.YTop}
+	c.FillText(sty, vg.Point{X: w / 2, Y: h - 3*vg.Millimeter}, title)
+	c.Max.Y -= header
 	tiles := draw.Tiles{
 		Rows: len(rows), Cols: 2,
 		PadX: 8 * vg.Millimeter, PadY: 6 * vg.Millimeter,
 		PadTop: 3 * vg.Millimeter, PadBottom: 3 * vg.Millimeter,
 		PadLeft: 3 * vg.Millimeter, PadRight: 5 * vg.Millimeter,
 	}
-	canvases := plot.Align(rows, tiles, draw.New(dc))
+	canvases := plot.Align(rows, tiles, c)
 	for i, row := range rows {
 		for j, p := range row {
 			p.Draw(canvases[i][j])
@@ -105,10 +137,38 @@ func panel(title, ylabel string) *plot.Plot {
 	p.Title.Text = title
 	p.X.Label.Text = "round"
 	p.Y.Label.Text = ylabel
-	p.Legend.Top = true
-	p.Legend.Left = true
+	p.X.Tick.Marker = humanTicks{}
+	p.Y.Tick.Marker = humanTicks{}
 	p.Add(plotter.NewGrid())
 	return p
+}
+
+// humanTicks are gonum's default ticks labeled as people write numbers:
+// 5000, 12k, 1.5M, 0.25, not 5000.00.
+type humanTicks struct{}
+
+func (humanTicks) Ticks(min, max float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(min, max)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = humanNumber(ts[i].Value)
+		}
+	}
+	return ts
+}
+
+// humanNumber writes v briefly: at most three significant digits, with k
+// and M for thousands and millions from 10,000.
+func humanNumber(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case a >= 1e6:
+		return strconv.FormatFloat(v/1e6, 'f', -1, 64) + "M"
+	case a >= 1e4:
+		return strconv.FormatFloat(v/1e3, 'f', -1, 64) + "k"
+	default:
+		return strconv.FormatFloat(v, 'g', 4, 64)
+	}
 }
 
 func addLine(p *plot.Plot, name string, xys plotter.XYs, c color.Color, dashed bool) error {
@@ -125,7 +185,6 @@ func addLine(p *plot.Plot, name string, xys plotter.XYs, c color.Color, dashed b
 		l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
 	}
 	p.Add(l)
-	p.Legend.Add(name, l)
 	return nil
 }
 

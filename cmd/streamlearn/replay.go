@@ -133,7 +133,8 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		for i, l := range rep.Learners {
 			names[i], algorithms[i] = l.Name, l.Algorithm
 		}
-		if err := writePlot(*plotPath, names, algorithms, curves); err != nil {
+		title := fmt.Sprintf("%s: %d events, %d labeled", strings.Join(fs.Args(), ", "), rep.Events, rep.Labeled)
+		if err := writePlot(*plotPath, title, names, algorithms, curves); err != nil {
 			return err
 		}
 	}
