@@ -123,6 +123,7 @@ func domFields(dom []byte) map[string]domField {
 var (
 	bodyAttr  = regexp.MustCompile(`<body[^>]*\sdata-seq="(\d+)"`)
 	curveLine = regexp.MustCompile(`<polyline points="[^"]+" class="curve"`)
+	hiddenDup = regexp.MustCompile(`<div hidden=""><dt>regret bound</dt>`)
 )
 
 // checkPage asserts that every number the page shows equals the report's.
@@ -220,14 +221,26 @@ func checkPage(t *testing.T, dom []byte, reports []service.Report) {
 		check(p+"/violations", u(violations))
 	}
 	check("//total_events", u(total))
-	// Every learner's mistakes chart has its curve (a regret chart may
-	// have none: no comparator).
+	// Every learner's two charts have their curve: mistakes, and regret or,
+	// without a comparator, the accuracy between points (no empty box);
+	// and every learner its recent accuracy, a fraction.
 	learners := 0
 	for _, r := range reports {
 		learners += len(r.Learners)
+		for _, l := range r.Learners {
+			k := strconv.Itoa(int(r.Partition)) + "/" + l.Name + "/recent_accuracy"
+			if v, err := strconv.ParseFloat(got[k].value, 64); err != nil || v < 0 || v > 1 || !strings.HasSuffix(got[k].text, "%") {
+				t.Errorf("%s: %+v, want a fraction shown as a percentage", k, got[k])
+			}
+		}
 	}
-	if n := len(curveLine.FindAll(dom, -1)); n < learners {
-		t.Errorf("%d curves drawn for %d learners", n, learners)
+	// Every number once: a regret bound that is the learner's bound is not
+	// shown a second time.
+	if n := len(hiddenDup.FindAll(dom, -1)); n == 0 {
+		t.Error("no regret bound hidden as the bound's duplicate")
+	}
+	if n := len(curveLine.FindAll(dom, -1)); n < 2*learners {
+		t.Errorf("%d curves drawn for %d learners' two charts", n, learners)
 	}
 }
 

@@ -43,7 +43,7 @@
     seq: 0,
     layout: '', // partitions and learner names the DOM was built for
     models: new Map(), // partition -> view
-    rates: new Map(), // partition -> {events, seconds, rate}
+    rates: new Map(), // partition -> the snapshots of the last 10 s: [{events, seconds}]
   };
 
   // ---- DOM helpers -------------------------------------------------------
@@ -155,21 +155,47 @@
     document.getElementById('status-text').textContent = text;
   }
 
-  // Events per second of a model: the events between two snapshots over
-  // the time between them (the report's seconds), or the average since
-  // the model started for the first snapshot seen.
+  // Events per second of a model over the last 10 s of its uptime (the
+  // report's seconds): the events between the oldest snapshot of that
+  // window and this one, or the average since the model started while
+  // there is only one snapshot.
+  const RATE_WINDOW = 10;
   function rate(r) {
-    const prev = state.rates.get(r.partition);
-    let v;
-    if (!prev || r.seconds < prev.seconds || r.events < prev.events) {
-      v = r.seconds > 0 ? r.events / r.seconds : 0;
-    } else if (r.seconds > prev.seconds) {
-      v = (r.events - prev.events) / (r.seconds - prev.seconds);
-    } else {
-      v = prev.rate; // the same snapshot again
+    let w = state.rates.get(r.partition);
+    if (!w || (w.length > 0 && (r.seconds < w[w.length - 1].seconds || r.events < w[w.length - 1].events))) {
+      w = []; // a new model (a restart, a handover)
     }
-    state.rates.set(r.partition, { events: r.events, seconds: r.seconds, rate: v });
-    return v;
+    if (w.length === 0 || r.seconds > w[w.length - 1].seconds) w.push({ events: r.events, seconds: r.seconds });
+    while (w.length > 2 && r.seconds - w[1].seconds >= RATE_WINDOW) w.shift();
+    state.rates.set(r.partition, w);
+    const first = w[0];
+    if (w.length < 2 || r.seconds <= first.seconds) return r.seconds > 0 ? r.events / r.seconds : 0;
+    return (r.events - first.events) / (r.seconds - first.seconds);
+  }
+
+  // Accuracy between consecutive points of a learner's curve: what the
+  // learner got right lately, where the cumulative accuracy moves slowly.
+  function recentAccuracy(c) {
+    const out = [];
+    if (!c) return out;
+    for (let k = 0; k < c.round.length; k++) {
+      const r0 = k > 0 ? c.round[k - 1] : 0;
+      const m0 = k > 0 ? c.mistakes[k - 1] : 0;
+      const n = c.round[k] - r0;
+      out.push(n > 0 ? 1 - (c.mistakes[k] - m0) / n : 1);
+    }
+    return out;
+  }
+
+  // The accuracy over about the last `span` rounds of a curve, or null.
+  function windowAccuracy(c, span) {
+    if (!c || c.round.length < 2) return null;
+    const last = c.round.length - 1;
+    let k = last - 1;
+    while (k > 0 && c.round[last] - c.round[k - 1] <= span) k--;
+    const n = c.round[last] - c.round[k];
+    if (n <= 0) return null;
+    return { accuracy: 1 - (c.mistakes[last] - c.mistakes[k]) / n, rounds: n };
   }
 
   // ---- rendering ---------------------------------------------------------
@@ -271,7 +297,7 @@
     const f = {};
     for (const [name, label] of [
       ['events', 'events'],
-      ['events_per_second', 'events/s'],
+      ['events_per_second', 'events/s (last 10 s)'],
       ['labeled', 'labeled'],
       ['predicted', 'predicted only'],
       ['invalid', 'invalid'],
@@ -360,6 +386,7 @@
       ['rounds', 'rounds'],
       ['mistakes', 'mistakes'],
       ['accuracy', 'accuracy'],
+      ['recent_accuracy', 'accuracy, lately'],
       ['loss', 'loss'],
       ['regret', 'regret'],
       ['bound', 'bound'],
@@ -389,6 +416,9 @@
     set(f.rounds, l.rounds);
     set(f.mistakes, l.mistakes);
     set(f.accuracy, l.accuracy, l.rounds > 0 ? (100 * l.accuracy).toFixed(2) + '%' : '—');
+    const wa = windowAccuracy(c, 1000);
+    set(f.recent_accuracy, wa ? wa.accuracy : null, wa ? (100 * wa.accuracy).toFixed(2) + '%' : '—');
+    f.recent_accuracy.title = wa ? 'over the last ' + fmt(wa.rounds) + ' rounds' : 'after two points of the curve';
     set(f.loss, l.loss);
     const rg = l.regret;
     set(f.regret, rg ? rg.value : null);
@@ -396,6 +426,8 @@
     set(f.regret_bound, rg && rg.bound !== undefined ? rg.bound : null);
     const b = l.bound;
     set(f.bound, b ? b.value : null);
+    // A regret bound is the bound itself: shown once, as the bound.
+    view.labels.regret_bound.parentNode.hidden = !!b && b.kind === 'regret' && !!rg && rg.bound === b.value;
     set(f.bound_kind, b ? b.kind : null, b ? '(' + b.kind + ')' : '');
     set(f.violations, l.bound_violations);
     f.violations.classList.toggle('bad', l.bound_violations > 0);
@@ -442,13 +474,23 @@
       integer: true,
     });
     const hasRegret = !!rg || pts.regret.some((v) => v !== 0) || pts.regret_bound.some((v) => v > 0);
-    drawChart(view.regret, {
-      title: rg ? 'regret vs ' + words(rg.comparator) : 'regret',
-      x: pts.round,
-      y: pts.regret,
-      bound: pts.regret_bound,
-      empty: hasRegret ? null : 'no regret comparator',
-    });
+    if (hasRegret) {
+      drawChart(view.regret, {
+        title: 'regret vs ' + (rg ? words(rg.comparator) : 'its comparator'),
+        x: pts.round,
+        y: pts.regret,
+        bound: pts.regret_bound,
+      });
+    } else {
+      // No comparator, so no regret: the accuracy between points instead
+      // of an empty box.
+      drawChart(view.regret, {
+        title: 'accuracy between points',
+        x: pts.round,
+        y: recentAccuracy(c),
+        bound: [],
+      });
+    }
   }
 
   // ---- charts ------------------------------------------------------------
