@@ -22,7 +22,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
+	"github.com/streamlearn/streamlearn/internal/service"
 )
 
 func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -822,5 +824,34 @@ func TestHelpExamples(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestProgress: a replay's progress line says the records and their rate,
+// and with the files' size known the share read and the time left; the
+// files source counts what it read up to their whole size.
+func TestProgress(t *testing.T) {
+	if got, want := progressLine(5000, 2*time.Second, 250, 1000), "5000 records, 2500/s, 25%, 6s left"; got != want {
+		t.Errorf("progressLine = %q, want %q", got, want)
+	}
+	if got, want := progressLine(10, time.Second, 0, -1), "10 records, 10/s"; got != want {
+		t.Errorf("progressLine of stdin = %q, want %q", got, want)
+	}
+	demo := "../../testdata/demo.jsonl"
+	st, err := os.Stat(demo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := service.NewFiles([]string{demo, demo}, event.Config{}, nil)
+	for {
+		if _, err := src.Fetch(t.Context()); err != nil {
+			break
+		}
+	}
+	if read, total := src.Progress(); total != 2*st.Size() || read != total {
+		t.Errorf("after both files: read %d of %d, want %d of %d", read, total, 2*st.Size(), 2*st.Size())
+	}
+	if _, total := service.NewFiles([]string{"-"}, event.Config{}, nil).Progress(); total != -1 {
+		t.Errorf("stdin's size: %d, want -1 (unknown)", total)
 	}
 }

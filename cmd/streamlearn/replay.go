@@ -93,7 +93,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	if isTerminal(stderr) {
-		stop := showProgress(svc, stderr)
+		stop := showProgress(svc, opt.Source, stderr)
 		defer stop()
 	}
 	start := time.Now()
@@ -158,10 +158,13 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 // showProgress writes the events learned so far to a terminal every
-// second, from the service's snapshots, until stop is called.
-func showProgress(svc *service.Service, w io.Writer) (stop func()) {
+// second, from the service's snapshots, with how much of the input is
+// read and when it will be when the files' sizes are known, until stop
+// is called.
+func showProgress(svc *service.Service, src connectors.Source, w io.Writer) (stop func()) {
 	done := make(chan struct{})
 	finished := make(chan struct{})
+	progress, _ := src.(interface{ Progress() (read, total int64) })
 	go func() {
 		defer close(finished)
 		start := time.Now()
@@ -177,11 +180,28 @@ func showProgress(svc *service.Service, w io.Writer) (stop func()) {
 				for _, r := range svc.Snapshot().Reports {
 					n += r.Events
 				}
-				fmt.Fprintf(w, "\r%d records, %.0f/s ", n, float64(n)/time.Since(start).Seconds())
+				read, total := int64(0), int64(-1)
+				if progress != nil {
+					read, total = progress.Progress()
+				}
+				fmt.Fprintf(w, "\r\033[K%s", progressLine(n, time.Since(start), read, total))
 			}
 		}
 	}()
 	return func() { close(done); <-finished }
+}
+
+// progressLine says how far a replay is: the records, their rate, and
+// with the input's size known the share read and the time left at the
+// rate so far.
+func progressLine(records uint64, elapsed time.Duration, read, total int64) string {
+	s := fmt.Sprintf("%d records, %.0f/s", records, float64(records)/max(elapsed.Seconds(), 1e-9))
+	if total > 0 && read > 0 {
+		frac := min(1, float64(read)/float64(total))
+		left := time.Duration(float64(elapsed) * (1 - frac) / frac).Round(time.Second)
+		s += fmt.Sprintf(", %.0f%%, %v left", 100*frac, left)
+	}
+	return s
 }
 
 func isTerminal(w io.Writer) bool {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	"github.com/streamlearn/streamlearn/internal/connectors"
 	"github.com/streamlearn/streamlearn/internal/event"
@@ -40,6 +41,11 @@ type Files struct {
 	r     *event.Reader
 	input int
 	count int // records fetched, for the cancellation check
+
+	// read counts the bytes read from the files so far (compressed ones
+	// as they are on disk); total is their size, -1 when unknown (stdin).
+	read  atomic.Int64
+	total int64
 }
 
 var _ Framed = (*Files)(nil)
@@ -47,7 +53,33 @@ var _ Framed = (*Files)(nil)
 // NewFiles returns a source of names, decoded with cfg; stdin is read for
 // "-".
 func NewFiles(names []string, cfg event.Config, stdin io.Reader) *Files {
-	return &Files{names: names, cfg: cfg, stdin: stdin}
+	fs := &Files{names: names, cfg: cfg, stdin: stdin}
+	for _, n := range names {
+		st, err := os.Stat(n)
+		if n == "-" || err != nil || !st.Mode().IsRegular() {
+			fs.total = -1
+			break
+		}
+		fs.total += st.Size()
+	}
+	return fs
+}
+
+// Progress returns the bytes read from the files so far and their total
+// size (-1 when unknown: standard input, a pipe); safe to call from any
+// goroutine.
+func (fs *Files) Progress() (read, total int64) { return fs.read.Load(), fs.total }
+
+// counting counts what is read through it into n.
+type counting struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c counting) Read(p []byte) (int, error) {
+	k, err := c.r.Read(p)
+	c.n.Add(int64(k))
+	return k, err
 }
 
 // Fetch returns the next record.
@@ -90,7 +122,7 @@ func (fs *Files) open(name string) error {
 		if err != nil {
 			return err
 		}
-		in, fs.f = f, f
+		in, fs.f = counting{f, &fs.read}, f
 	}
 	r, err := event.NewReader(in, name, fs.cfg)
 	if err != nil {
