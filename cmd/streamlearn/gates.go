@@ -111,7 +111,7 @@ type junitSuite struct {
 	Name     string      `xml:"name,attr"`
 	Tests    int         `xml:"tests,attr"`
 	Failures int         `xml:"failures,attr"`
-	Time     float64     `xml:"time,attr"`
+	Time     string      `xml:"time,attr"` // seconds, a decimal
 	Cases    []junitCase `xml:"testcase"`
 }
 
@@ -135,7 +135,7 @@ type junitFailure struct {
 // writeJUnit writes r and its failures as JUnit XML to path, the suite
 // named after the replayed files.
 func writeJUnit(path, suite string, r pipeline.Report, fails [][]string) error {
-	s := junitSuite{Name: suite, Tests: len(r.Learners), Time: r.Seconds}
+	s := junitSuite{Name: suite, Tests: len(r.Learners), Time: strconv.FormatFloat(r.Seconds, 'f', 6, 64)}
 	for i, l := range r.Learners {
 		c := junitCase{Name: l.Name, Classname: "streamlearn.replay." + l.Algorithm, Properties: []junitProperty{
 			{"rounds", strconv.FormatUint(l.Rounds, 10)},

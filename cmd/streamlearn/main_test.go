@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -573,8 +572,18 @@ func TestPublishCreateStream(t *testing.T) {
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	if _, err := js.Consumer(t.Context(), "ORDERS", "streamlearn-record"); !errors.Is(err, jetstream.ErrConsumerNotFound) {
-		t.Errorf("record left its durable behind: %v", err)
+	st, err := js.Stream(t.Context(), "ORDERS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range st.ConsumerNames(t.Context()).Name() {
+		t.Errorf("record left its durable %s behind", name)
+	}
+	// A stream that exists but does not capture the subject is an error
+	// at once, not a failed publish later.
+	if code, _, errOut := run(t, "publish", "--create-stream", "--kind", "jetstream", "--url", emb.ClientURL(), "--stream", "ORDERS", "--subject", "other", demo); code != 1 ||
+		!strings.Contains(errOut, `stream "ORDERS" exists and does not capture subject "other" (it captures orders)`) {
+		t.Errorf("publish --create-stream to another subject: exit %d, %q", code, errOut)
 	}
 	if _, err := js.CreateOrUpdateConsumer(t.Context(), "ORDERS", jetstream.ConsumerConfig{Durable: "mine", AckPolicy: jetstream.AckAllPolicy}); err != nil {
 		t.Fatal(err)

@@ -157,15 +157,15 @@ func (humanTicks) Ticks(min, max float64) []plot.Tick {
 	return ts
 }
 
-// humanNumber writes v briefly: at most three significant digits, with k
-// and M for thousands and millions from 10,000.
+// humanNumber writes v briefly: at most four significant digits below
+// 10,000, and from there thousands and millions as k and M.
 func humanNumber(v float64) string {
 	a := math.Abs(v)
 	switch {
 	case a >= 1e6:
-		return strconv.FormatFloat(v/1e6, 'f', -1, 64) + "M"
+		return strconv.FormatFloat(v/1e6, 'g', 4, 64) + "M"
 	case a >= 1e4:
-		return strconv.FormatFloat(v/1e3, 'f', -1, 64) + "k"
+		return strconv.FormatFloat(v/1e3, 'g', 4, 64) + "k"
 	default:
 		return strconv.FormatFloat(v, 'g', 4, 64)
 	}

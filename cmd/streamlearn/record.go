@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
@@ -122,12 +124,15 @@ func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 }
 
 // envelope is one line of `record --envelope`: the record's position and
-// its value, verbatim.
+// its value, verbatim: as JSON when it is JSON, else as base64 in
+// value_base64 (a TSV or LIBSVM line, bytes that are not UTF-8), so that
+// a replay gets back the bytes the broker held.
 type envelope struct {
-	Partition int32           `json:"partition"`
-	Offset    int64           `json:"offset"`
-	Key       string          `json:"key,omitempty"`
-	Value     json.RawMessage `json:"value"`
+	Partition   int32           `json:"partition"`
+	Offset      int64           `json:"offset"`
+	Key         string          `json:"key,omitempty"`
+	Value       json.RawMessage `json:"value,omitempty"`
+	ValueBase64 []byte          `json:"value_base64,omitempty"`
 }
 
 func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -146,7 +151,9 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	// record never commits, and uses a group/durable of its own, so it
 	// neither disturbs the service nor remembers what it copied.
-	src.Group, src.Durable = "streamlearn-record", "streamlearn-record"
+	// The durable is its own for this pass (a second record beside it has
+	// another), and removed at the end; a --durable given is left.
+	src.Group, src.Durable = "streamlearn-record", fmt.Sprintf("streamlearn-record-%d-%d", os.Getpid(), time.Now().UnixNano())
 	if *sf.group != "" {
 		src.Group = *sf.group
 	}
@@ -219,7 +226,13 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 		if *env {
-			b, err := json.Marshal(envelope{Partition: rec.Partition, Offset: rec.Offset, Key: string(rec.Key), Value: validJSON(rec.Value)})
+			e := envelope{Partition: rec.Partition, Offset: rec.Offset, Key: string(rec.Key)}
+			if json.Valid(rec.Value) {
+				e.Value = rec.Value
+			} else {
+				e.ValueBase64 = rec.Value
+			}
+			b, err := json.Marshal(e)
 			if err != nil {
 				return err
 			}
@@ -238,14 +251,4 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	fmt.Fprintf(stderr, "recorded %d records from %s\n", n, s.Name())
 	return nil
-}
-
-// validJSON returns v when it is valid JSON, else v as a JSON string, so an
-// envelope line is always valid JSON.
-func validJSON(v []byte) json.RawMessage {
-	if json.Valid(v) {
-		return v
-	}
-	b, _ := json.Marshal(string(v))
-	return b
 }

@@ -39,6 +39,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *envelope && *plotPath != "" {
 		return usageErr(fs, "--plot draws one model's curves; it does not take --envelope")
 	}
+	if *partition < -1 {
+		return usageErr(fs, "--partition %d: a partition is 0 or more", *partition)
+	}
 	if *partition >= 0 && !*envelope {
 		return usageErr(fs, "--partition %d: the partition of a record is known from a recording of record --envelope (add --envelope)", *partition)
 	}

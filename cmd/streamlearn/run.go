@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -88,7 +89,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		emb, js, err := service.StartEmbedded(cfg.Source)
 		if err != nil {
-			return fmt.Errorf("%w (another run may be using its port: --nats-port -1 picks a free one)", err)
+			if strings.Contains(err.Error(), "address already in use") {
+				err = fmt.Errorf("%w (another run may be using its port: --nats-port -1 picks a free one)", err)
+			}
+			return err
 		}
 		defer emb.Shutdown()
 		cfg.Source = js
@@ -139,7 +143,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		defer release()
 		owned = []int32{0}
 	}
-	src, err := service.OpenSource(ctx, cfg.Source, service.SourceOptions{UntilEnd: *untilEnd, AllowEmpty: *allowEmpty, Logger: logger, MaxBytes: cfg.Input.MaxBytes}, tuning)
+	src, err := service.OpenSource(ctx, cfg.Source, service.SourceOptions{UntilEnd: *untilEnd, AllowEmpty: *allowEmpty, Logger: logger, MaxBytes: cfg.Input.MaxBytes, Format: cfg.Input.Format}, tuning)
 	if err != nil {
 		return err
 	}

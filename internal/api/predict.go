@@ -107,6 +107,7 @@ type PredictedLabel struct {
 // decodes and predicts.
 func predictHandler(opt Options, requests, workers chan struct{}) http.HandlerFunc {
 	ecfg := pipeline.EventConfig(opt.Config)
+	ecfg.Format = event.JSONL // a request is a JSON event, whatever the stream's records are
 	decoders := sync.Pool{New: func() any {
 		d, err := event.NewDecoder(ecfg)
 		if err != nil {

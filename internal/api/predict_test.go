@@ -244,3 +244,18 @@ func TestPredictLabelEvent(t *testing.T) {
 		t.Errorf("an event with features: %d, want 200", code)
 	}
 }
+
+// TestPredictLineFormatConfig: with input.format libsvm or tsv (the
+// stream's records), /v1/predict still takes a JSON event.
+func TestPredictLineFormatConfig(t *testing.T) {
+	for _, f := range []string{"libsvm", "tsv"} {
+		cfg, _ := demo(t, 20)
+		cfg.Input.Format = f
+		lines := [][]byte{[]byte("1\tspam words"), []byte("+1 1:0.5")} // a record of either format, and one that is not
+		svc, ts := setup(t, cfg, &sliceSource{lines: lines, partitions: 1, block: true}, nil)
+		runUntil(t, svc, 2)
+		if code, body := post(t, ts.URL+"/v1/predict", []byte(`{"features":{"v":0.7}}`)); code != 200 || !strings.Contains(string(body), `"label"`) {
+			t.Errorf("input.format %s: /v1/predict of a JSON event: %d %s", f, code, body)
+		}
+	}
+}

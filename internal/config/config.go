@@ -217,11 +217,12 @@ type Conn struct {
 	ConnectTimeout time.Duration `yaml:"connect_timeout"`
 }
 
-// IsZero reports whether no connection setting is given.
+// IsZero reports whether no connection setting is given: where to connect
+// and as whom (a connect_timeout alone does not make a sink's own
+// connection).
 func (c Conn) IsZero() bool {
 	return len(c.Brokers) == 0 && c.URL == "" && c.TLS == nil && c.SASL == nil &&
-		c.User == "" && c.Password == "" && c.Token == "" && c.NKeySeedFile == "" && c.CredsFile == "" &&
-		c.ConnectTimeout == 0
+		c.User == "" && c.Password == "" && c.Token == "" && c.NKeySeedFile == "" && c.CredsFile == ""
 }
 
 // Source is the live service's one source.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -173,7 +174,14 @@ func EnsureStream(ctx context.Context, cfg NATSConfig, name string, subjects ...
 	if err != nil {
 		return false, err
 	}
-	if _, err := js.Stream(ctx, name); err == nil {
+	if st, err := js.Stream(ctx, name); err == nil {
+		// It exists: it must capture the subjects, or publishing to them
+		// would fail with no word of why.
+		for _, subj := range subjects {
+			if !slices.ContainsFunc(st.CachedInfo().Config.Subjects, func(f string) bool { return subjectMatches(f, subj) }) {
+				return false, fmt.Errorf("stream %q exists and does not capture subject %q (it captures %s)", name, subj, strings.Join(st.CachedInfo().Config.Subjects, ", "))
+			}
+		}
 		return false, nil
 	} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return false, fmt.Errorf("stream %q: %w", name, err)
@@ -224,4 +232,21 @@ func RemoveIfNew(ctx context.Context, cfg NATSConfig, stream, durable string) (r
 		}
 		return nil
 	}, nil
+}
+
+// subjectMatches reports whether the NATS subject filter (with * and >
+// wildcards) matches subject.
+func subjectMatches(filter, subject string) bool {
+	f, s := strings.Split(filter, "."), strings.Split(subject, ".")
+	for i, t := range f {
+		switch {
+		case t == ">":
+			return len(s) > i
+		case i >= len(s):
+			return false
+		case t != "*" && t != s[i]:
+			return false
+		}
+	}
+	return len(f) == len(s)
 }

@@ -97,6 +97,9 @@ type FileSource struct {
 	MaxBytes int
 	// Follow waits at the end of the file for more lines.
 	Follow bool
+	// NoRecord reports a line (without its end) that holds no record, which
+	// Fetch skips; nil: a blank line (spaces, tabs, carriage returns).
+	NoRecord func([]byte) bool
 
 	path string
 	f    *os.File
@@ -174,7 +177,7 @@ func (s *FileSource) Fetch(ctx context.Context) (Record, error) {
 		for len(v) > 0 && (v[len(v)-1] == '\n' || v[len(v)-1] == '\r') {
 			v = v[:len(v)-1]
 		}
-		if blankLine(v) {
+		if s.NoRecord != nil && !cut && s.NoRecord(v) || s.NoRecord == nil && blankLine(v) {
 			continue
 		}
 		r := Record{Value: v, Offset: s.line, Lag: -1}

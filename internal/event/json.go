@@ -82,6 +82,9 @@ func (d *Decoder) Decode(data []byte, ev *Event) error {
 	d.n++
 	var e *Error
 	switch {
+	case d.r != nil && len(trimEOL(data)) > d.r.s.maxBytes:
+		ev.reset()
+		e = &Error{Reason: ReasonOversized, Err: fmt.Errorf("record exceeds the limit of %d bytes", d.r.s.maxBytes)}
 	case d.r == nil:
 		e = d.p.decode(data, ev)
 	case d.r.format == TSV:

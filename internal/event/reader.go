@@ -327,6 +327,22 @@ func looksLIBSVM(line []byte) bool {
 }
 
 // blank reports whether b holds only spaces, tabs and carriage returns.
+// NoRecord reports whether line (without its end) holds no record in
+// format, as a Reader skips it: a blank line (JSONL, and the empty
+// format), an empty or comment-only line (LIBSVM), an empty line (TSV,
+// CSV). A line source that is not a Reader (run's file source) skips the
+// same lines, so that run and replay count the same records.
+func NoRecord(format Format, line []byte) bool {
+	switch format {
+	case LIBSVM:
+		return libsvmEmpty(line)
+	case TSV, CSV:
+		return len(bytes.TrimSuffix(line, []byte("\r"))) == 0
+	default:
+		return blank(line)
+	}
+}
+
 func blank(b []byte) bool {
 	for _, c := range b {
 		if c != ' ' && c != '\t' && c != '\r' {

@@ -348,3 +348,39 @@ func TestDecoderLineFormats(t *testing.T) {
 		t.Errorf("csv decoder: %v", err)
 	}
 }
+
+// TestDecoderLimitAndNoRecord: a LIBSVM or TSV record over max_bytes is
+// oversized, as the Reader makes it; NoRecord skips the lines a Reader
+// skips in each format.
+func TestDecoderLimitAndNoRecord(t *testing.T) {
+	for _, f := range []Format{LIBSVM, TSV} {
+		d, err := NewDecoder(Config{Format: f, MaxBytes: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ev Event
+		var e *Error
+		if err := d.Decode([]byte("1\t1:1 2:1 3:1 4:1 5:1"), &ev); !errors.As(err, &e) || e.Reason != ReasonOversized {
+			t.Errorf("%s: a 21-byte record with a 16-byte limit: %v", f, err)
+		}
+	}
+	for _, tc := range []struct {
+		format Format
+		line   string
+		want   bool
+	}{
+		{LIBSVM, "# a comment", true}, {LIBSVM, "  ", true}, {LIBSVM, "+1 3:1 # tail", false},
+		{TSV, "", true}, {TSV, "\r", true}, {TSV, "   ", false}, {JSONL, " \t\r", true}, {"", "", true}, {JSONL, "{}", false},
+	} {
+		if got := NoRecord(tc.format, []byte(tc.line)); got != tc.want {
+			t.Errorf("NoRecord(%s, %q) = %v, want %v", tc.format, tc.line, got, tc.want)
+		}
+		if tc.format == "" {
+			continue
+		}
+		n := len(readAll(t, "x", tc.line+"\n", Config{Format: tc.format}))
+		if (n == 0) != tc.want {
+			t.Errorf("%s %q: the Reader gives %d results, NoRecord says %v", tc.format, tc.line, n, tc.want)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/event"
 )
 
 // SASLPasswordEnv holds the Kafka SASL password when the configuration
@@ -70,6 +71,9 @@ type SourceOptions struct {
 	// MaxBytes bounds the memory a file source gives one line
 	// (input.max_bytes; see connectors.FileSource).
 	MaxBytes int
+	// Format is input.format: a file source skips the lines of no record
+	// that replay skips in it.
+	Format string
 }
 
 // OpenSource opens the configured source.
@@ -95,6 +99,8 @@ func OpenSource(ctx context.Context, s config.Source, o SourceOptions, t Tuning)
 		}
 		src.MaxBytes = o.MaxBytes
 		src.Follow = !o.UntilEnd // a service keeps going at the end; --until-end stops
+		format := event.Format(o.Format)
+		src.NoRecord = func(line []byte) bool { return event.NoRecord(format, line) }
 		return src, nil
 	case "":
 		return nil, fmt.Errorf("source.kind: missing (kafka, nats, jetstream, file or embedded)")
