@@ -480,7 +480,12 @@ func Parse(name string, data []byte) (*Config, error) {
 		// A type error: name the key whose value is on its line.
 		e := yamlError(name, err)
 		if ye, ok := e.(*Error); ok && ye.Line > 0 {
-			ye.Key = keyAtLine(doc, ye.Line, "")
+			// The value yaml quotes (`many`) tells keys of one line apart.
+			var value string
+			if _, rest, ok := strings.Cut(ye.Msg, "`"); ok {
+				value, _, _ = strings.Cut(rest, "`")
+			}
+			ye.Key = keyAtLine(doc, ye.Line, value, "")
 		}
 		return nil, e
 	}
@@ -521,31 +526,33 @@ func yamlError(name string, err error) error {
 	return e
 }
 
-// keyAtLine returns the path of the innermost key whose value starts on
-// line ("features.bits", "learners[0].eta"), or "".
-func keyAtLine(n *yaml.Node, line int, path string) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			if k.Line > line {
-				break
+// keyAtLine returns the path of the key whose scalar value starts on line
+// ("features.bits", "learners[0].eta") and is value, or "" when there is
+// none, or more than one.
+func keyAtLine(n *yaml.Node, line int, value, path string) string {
+	var found []string
+	var walk func(n *yaml.Node, path string)
+	walk = func(n *yaml.Node, path string) {
+		switch n.Kind {
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k, v := n.Content[i], n.Content[i+1]
+				if v.Line == line && v.Kind == yaml.ScalarNode && v.Value == value {
+					found = append(found, join(path, k.Value))
+				}
+				walk(v, join(path, k.Value))
 			}
-			if inner := keyAtLine(v, line, join(path, k.Value)); inner != "" {
-				return inner
-			}
-			if v.Line == line && (v.Kind == yaml.ScalarNode || v.Kind == yaml.AliasNode) {
-				return join(path, k.Value)
-			}
-		}
-	case yaml.SequenceNode:
-		for i, e := range n.Content {
-			if inner := keyAtLine(e, line, fmt.Sprintf("%s[%d]", path, i)); inner != "" {
-				return inner
+		case yaml.SequenceNode:
+			for i, e := range n.Content {
+				walk(e, fmt.Sprintf("%s[%d]", path, i))
 			}
 		}
 	}
-	return ""
+	walk(n, path)
+	if len(found) != 1 {
+		return ""
+	}
+	return found[0]
 }
 
 // selfAlias returns an alias inside the node it refers to (`&w {weak: *w}`),

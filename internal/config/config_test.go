@@ -73,6 +73,8 @@ func TestBadConfigs(t *testing.T) {
 		{"bad_type.yaml", "testdata/bad/bad_type.yaml:2: features.bits: cannot unmarshal !!str `many` into uint"},
 		{"learner_bad_type.yaml", "testdata/bad/learner_bad_type.yaml:5: learners[1].eta: cannot unmarshal !!str `fast` into float64"},
 		{"connect_timeout.yaml", "testdata/bad/connect_timeout.yaml:2: source.connect_timeout: -1s is outside 0..10m (0: the default, 5s)"},
+		{"embedded_tls.yaml", "testdata/bad/embedded_tls.yaml:1: source.tls: not a key of an embedded server (its keys: port, store_dir, subject, stream, durable, connect_timeout)"},
+		{"flow_bad_type.yaml", "testdata/bad/flow_bad_type.yaml:1: learners[0].eta: cannot unmarshal !!str `fast` into float64"},
 		{"source_kind.yaml", `testdata/bad/source_kind.yaml:1: source.kind: "carrier" is not one of kafka, nats, jetstream, file, embedded (or absent)`},
 		{"embedded_url.yaml", "testdata/bad/embedded_url.yaml:1: source.url: an embedded server runs in this process: give port (and store_dir), not url or brokers"},
 		{"bits_range.yaml", "testdata/bad/bits_range.yaml:2: features.bits: 40 is outside 1..24"},

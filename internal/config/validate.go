@@ -92,11 +92,23 @@ func (c *Config) validate() error {
 		if c.Source.URL != "" || len(c.Source.Brokers) > 0 {
 			return errAt("source.url", "an embedded server runs in this process: give port (and store_dir), not url or brokers")
 		}
+		for _, k := range []struct {
+			key string
+			set bool
+		}{{"tls", c.Source.TLS != nil}, {"sasl", c.Source.SASL != nil}, {"user", c.Source.User != ""}, {"password", c.Source.Password != ""},
+			{"token", c.Source.Token != ""}, {"nkey_seed_file", c.Source.NKeySeedFile != ""}, {"creds_file", c.Source.CredsFile != ""},
+			{"topic", c.Source.Topic != ""}, {"group", c.Source.Group != ""}, {"path", c.Source.Path != ""}} {
+			if k.set {
+				return errAt("source."+k.key, "not a key of an embedded server (its keys: port, store_dir, subject, stream, durable, connect_timeout)")
+			}
+		}
 		if p := c.Source.Port; p < -1 || p > 65535 {
 			return errAt("source.port", "%d is outside -1..65535 (0: 4222; -1: a free port)", p)
 		}
-	} else if c.Source.Port != 0 || c.Source.StoreDir != "" {
-		return errAt("source.port", "port and store_dir are an embedded server's; source.kind is %q", c.Source.Kind)
+	} else if c.Source.Port != 0 {
+		return errAt("source.port", "an embedded server's key; source.kind is %q", c.Source.Kind)
+	} else if c.Source.StoreDir != "" {
+		return errAt("source.store_dir", "an embedded server's key; source.kind is %q", c.Source.Kind)
 	}
 	if t := c.Source.ConnectTimeout; t < 0 || t > 10*time.Minute {
 		return errAt("source.connect_timeout", "%v is outside 0..10m (0: the default, 5s)", t)
