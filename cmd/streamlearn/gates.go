@@ -51,6 +51,7 @@ func (m minAccuracy) Set(s string) error {
 type gate struct {
 	min             minAccuracy
 	failOnViolation bool
+	learners        []string // the configured learners, which min may name
 }
 
 // failures returns, per learner of r in order, what it failed (nil when
@@ -58,9 +59,7 @@ type gate struct {
 // the report.
 func (g gate) failures(r pipeline.Report) ([][]string, error) {
 	out := make([][]string, len(r.Learners))
-	seen := map[string]bool{}
 	for i, l := range r.Learners {
-		seen[l.Name] = true
 		if want, ok := g.min[l.Name]; ok && !(l.Accuracy >= want) {
 			out[i] = append(out[i], fmt.Sprintf("accuracy %.4f is below %g", l.Accuracy, want))
 		}
@@ -74,12 +73,14 @@ func (g gate) failures(r pipeline.Report) ([][]string, error) {
 			out[i] = append(out[i], fmt.Sprintf("%d bound violations", l.BoundViolations))
 		}
 	}
-	var names []string
-	for _, l := range r.Learners {
-		names = append(names, l.Name)
+	names := g.learners
+	if names == nil {
+		for _, l := range r.Learners {
+			names = append(names, l.Name)
+		}
 	}
 	for name := range g.min {
-		if !seen[name] {
+		if !slices.Contains(names, name) {
 			return nil, fmt.Errorf("--min-accuracy: no learner %q (the learners: %s)", name, strings.Join(names, ", "))
 		}
 	}

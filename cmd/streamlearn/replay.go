@@ -69,6 +69,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *format != "" {
 		cfg.Input.Format = *format
 	}
+	for _, l := range cfg.Learners {
+		g.learners = append(g.learners, l.Name)
+	}
 	// The service itself, on a source of the files: the same decoding,
 	// workers, tracker and dead letters as `run`.
 	opt := service.Options{Config: cfg, Source: service.NewFiles(fs.Args(), pipeline.EventConfig(cfg), os.Stdin),
