@@ -38,6 +38,7 @@ type OL struct {
 	// wsum[i] = Σ_t w_t^i and edge[i] = Σ_t w_t^i z_t^i: γ_i = edge/wsum.
 	wsum, edge []float64
 	preds      []online.Prediction // scratch: the weak learners' predictions
+	den        []float64           // scratch: den[i] = 1 + e^{s^{i-1}} (see step)
 	rounders   []online.Rounder    // weak[i] as a Rounder, or nil
 }
 
@@ -57,7 +58,7 @@ func New(weak []online.Learner, cfg Config) (*OL, error) {
 		alpha:    make([]float64, n),
 		mistakes: make([]uint64, n), weakMistakes: make([]uint64, n), shown: make([]uint64, n),
 		wsum: make([]float64, n), edge: make([]float64, n),
-		preds: make([]online.Prediction, n),
+		preds: make([]online.Prediction, n), den: make([]float64, n+1),
 	}, nil
 }
 
@@ -129,42 +130,53 @@ func (b *OL) Predict(x online.Vector) online.Prediction {
 // A weak learner drawn to learn x learns it from its prediction now: with
 // labels that come late it may have learned since.
 func (b *OL) Learn(x online.Vector, served online.Prediction, y int8) {
-	b.step(x, served.Advice, y, true)
+	b.step(x, served.Advice, y, 0, false)
 }
 
 // Round plays a labeled round: Predict, Loss and Learn in one pass, each
 // weak learner predicting once (by its own Round when it is drawn to learn
 // and has one). A weak learner's draw depends on the experts before it,
-// not on its own prediction, so it is known before it predicts.
+// not on its own prediction, so it is known before it predicts. The
+// draws and the denominators 1+e^{s} it computes are step's.
 func (b *OL) Round(x online.Vector, y int8) (online.Prediction, float64) {
 	t, fy := b.t+1, float64(y)
 	var shat float64
+	var drawn uint64
+	b.den[0] = 2 // 1 + e^0
 	for i, l := range b.weak {
-		w := 1 / (1 + math.Exp(fy*shat))
 		switch {
-		case uniform(b.seed, t, i) >= w:
+		case uniform(b.seed, t, i) >= 1/b.den[i]:
 			b.preds[i] = l.Predict(x)
 		case b.rounders[i] != nil:
+			drawn |= 1 << i
 			b.preds[i], _ = b.rounders[i].Round(x, y)
 		default:
+			drawn |= 1 << i
 			b.preds[i] = l.Predict(x)
 			l.Learn(x, b.preds[i], y)
 		}
 		shat += b.alpha[i] * float64(b.preds[i].Label)
+		b.den[i+1] = 1 + math.Exp(fy*shat)
 	}
 	p := b.vote()
-	b.step(x, p.Advice, y, false)
+	b.step(x, p.Advice, y, drawn, true)
 	return p, b.Loss(p, y)
 }
 
 // step learns the label y given the weak learners' labels in advice:
-// edges, experts' mistakes, the α-steps and the draws; with learnWeak, the
-// weak learners drawn learn x (Round has made them learn already).
-func (b *OL) step(x online.Vector, advice uint64, y int8, learnWeak bool) {
+// edges, experts' mistakes, the α-steps and the draws. From Round (known)
+// the draws are drawn and b.den holds the denominators, and the weak
+// learners drawn have learned already; otherwise step computes both and
+// the weak learners drawn learn x. den[i] = 1 + e^{s^{i-1}} is both weak
+// learner i's weight 1/den[i] and, as den[i+1], the α-step's divisor.
+func (b *OL) step(x online.Vector, advice uint64, y int8, drawn uint64, known bool) {
 	b.t++
 	eta := 4 / math.Sqrt(float64(b.t))
 	fy := float64(y)
 	var shat float64 // ŝ^{i-1}; the margin s^{i-1} is fy·shat
+	if !known {
+		b.den[0] = 2
+	}
 	for i, l := range b.weak {
 		h := online.Negative
 		if advice>>i&1 == 1 {
@@ -174,18 +186,24 @@ func (b *OL) step(x online.Vector, advice uint64, y int8, learnWeak bool) {
 			b.weakMistakes[i]++
 		}
 		z := fy * float64(h)
-		w := 1 / (1 + math.Exp(fy*shat))
+		w := 1 / b.den[i]
 		b.wsum[i] += w
 		b.edge[i] += w * z
-		draw := uniform(b.seed, b.t, i) < w
+		draw := drawn>>i&1 == 1
+		if !known {
+			draw = uniform(b.seed, b.t, i) < w
+		}
 		shat += b.alpha[i] * float64(h)
 		if sign(shat) != y {
 			b.mistakes[i]++
 		}
-		b.alpha[i] = min(2, max(-2, b.alpha[i]+eta*z/(1+math.Exp(fy*shat))))
+		if !known {
+			b.den[i+1] = 1 + math.Exp(fy*shat)
+		}
+		b.alpha[i] = min(2, max(-2, b.alpha[i]+eta*z/b.den[i+1]))
 		if draw {
 			b.shown[i]++
-			if learnWeak {
+			if !known {
 				l.Learn(x, l.Predict(x), y)
 			}
 		}
