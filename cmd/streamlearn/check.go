@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/learners"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
+	"github.com/streamlearn/streamlearn/internal/service"
 )
 
 const checkArgs = "-c config.yaml"
@@ -93,17 +95,13 @@ func describeSource(s config.Source) string {
 	case "file":
 		return "file " + s.Path
 	case "embedded":
-		port := "4222"
-		if s.Port != 0 {
-			port = fmt.Sprint(s.Port)
-		}
-		store := orDefault(s.StoreDir, "a temporary directory")
-		return fmt.Sprintf("an embedded NATS JetStream server on 127.0.0.1:%s, files in %s; stream %s, subject %s, durable %s",
-			port, store, orDefault(s.Stream, "EVENTS"), orDefault(s.Subject, "events"), orDefault(s.Durable, "streamlearn"))
+		js := service.EmbeddedSource(s, "")
+		return fmt.Sprintf("an embedded NATS JetStream server on 127.0.0.1:%d, files in %s; stream %s, subject %s, durable %s",
+			cmp.Or(s.Port, 4222), cmp.Or(s.StoreDir, "a temporary directory"), js.Stream, js.Subject, js.Durable)
 	case "kafka":
-		return fmt.Sprintf("kafka topic %s at %s, group %s", s.Topic, strings.Join(s.Brokers, ","), orDefault(s.Group, "streamlearn"))
+		return fmt.Sprintf("kafka topic %s at %s, group %s", s.Topic, strings.Join(s.Brokers, ","), cmp.Or(s.Group, "streamlearn"))
 	case "jetstream":
-		return fmt.Sprintf("jetstream stream %s, subject %s at %s, durable %s", s.Stream, s.Subject, s.URL, orDefault(s.Durable, "streamlearn"))
+		return fmt.Sprintf("jetstream stream %s, subject %s at %s, durable %s", s.Stream, s.Subject, s.URL, cmp.Or(s.Durable, "streamlearn"))
 	default:
 		return fmt.Sprintf("%s subject %s at %s", s.Kind, s.Subject, s.URL)
 	}
@@ -120,13 +118,6 @@ func describeSink(s config.Sink) string {
 	default:
 		return s.Kind + " subject " + s.Subject
 	}
-}
-
-func orDefault(v, d string) string {
-	if v == "" {
-		return d
-	}
-	return v
 }
 
 // modelMemory builds one model of cfg and returns the heap it holds.

@@ -4,6 +4,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -18,13 +19,7 @@ type minAccuracy map[string]float64
 
 func (m minAccuracy) String() string {
 	var parts []string
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, name := range slices.Sorted(maps.Keys(m)) {
 		parts = append(parts, fmt.Sprintf("%s=%g", name, m[name]))
 	}
 	return strings.Join(parts, ",")

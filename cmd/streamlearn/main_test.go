@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -828,7 +829,7 @@ func TestHelpExamples(t *testing.T) {
 					break // a comment, or another command
 				}
 				name, _, _ := strings.Cut(f, "=")
-				if strings.HasPrefix(name, "-") && name != "-" && !contains(flags, name) && !(c.name == "version" && name == "--version") {
+				if strings.HasPrefix(name, "-") && name != "-" && !slices.Contains(flags, name) && !(c.name == "version" && name == "--version") {
 					t.Errorf("%s: example %q has flag %s, not one of %v", c.name, ex, name, flags)
 				}
 			}

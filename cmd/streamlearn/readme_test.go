@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -98,9 +99,9 @@ func TestReadmeTour(t *testing.T) {
 			args[i] = strings.ReplaceAll(a, "/tmp/", tmp+"/")
 		}
 		switch {
-		case args[0] == "run" && !contains(args, "-c"):
+		case args[0] == "run" && !slices.Contains(args, "-c"):
 			args = append(args, "--nats-port", fmt.Sprint(natsPort), "--store", filepath.Join(tmp, "js"))
-			if !contains(args, "--until-end") {
+			if !slices.Contains(args, "--until-end") {
 				// The tour's service: in the background until the end.
 				args = append(args, "--http", httpAddr)
 				serviceDone = make(chan int, 1)
@@ -128,15 +129,6 @@ func TestReadmeTour(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(tmp, "demo.svg")); err != nil {
 		t.Errorf("the tour's plot: %v", err)
 	}
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // curl does what the README's curl line does (GET, or POST with -d),

@@ -69,10 +69,14 @@ func (f sourceFlags) source() (config.Source, error) {
 	}
 	set(&src.Kind, *f.kind)
 	if src.Kind == "embedded" {
-		var err error
-		if src, err = service.Embedded(src, *f.url); err != nil {
-			return src, err
+		url := *f.url
+		if url == "" {
+			var err error
+			if url, err = service.EmbeddedURL(src); err != nil {
+				return src, err
+			}
 		}
+		src = service.EmbeddedSource(src, url)
 	}
 	set(&src.URL, *f.url)
 	set(&src.Topic, *f.topic)

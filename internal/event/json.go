@@ -81,19 +81,13 @@ func NewDecoder(cfg Config) (*Decoder, error) {
 func (d *Decoder) Decode(data []byte, ev *Event) error {
 	d.n++
 	var e *Error
-	switch {
-	case d.r != nil && len(trimEOL(data)) > d.r.s.maxBytes:
-		ev.reset()
-		e = &Error{Reason: ReasonOversized, Err: fmt.Errorf("record exceeds the limit of %d bytes", d.r.s.maxBytes)}
-	case d.r == nil:
+	if d.r == nil {
 		e = d.p.decode(data, ev)
-	case d.r.format == TSV:
-		e = d.r.tsv(trimEOL(data), ev)
-	default:
-		var skip bool
-		if skip, e = d.r.libsvm(trimEOL(data), ev); skip {
-			e = &Error{Reason: ReasonMalformed, Err: errors.New("no record: an empty or comment line")}
-		}
+	} else {
+		// A line of the Reader's format, through the Reader's own decoding:
+		// over the limit (size > what it is given) it is oversized.
+		line := trimEOL(data)
+		e = d.r.decode(line[:min(len(line), d.r.s.maxBytes)], len(line), ev)
 	}
 	if e != nil {
 		e.Source, e.Offset = d.Source, d.n

@@ -138,34 +138,33 @@ func OpenSink(s *config.Sink, src config.Source, t Tuning) (connectors.Sink, err
 	return nil, fmt.Errorf("sink kind %q: want kafka, nats, jetstream or file", s.Kind)
 }
 
-// Embedded resolves a source of kind embedded: the jetstream source that
-// reads the embedded server at url (its stream, subject and durable
-// defaulted). With url empty it is the address the server listens on when
-// its port is fixed: what another process (publish, record) connects to.
-func Embedded(s config.Source, url string) (config.Source, error) {
-	if s.Kind != "embedded" {
-		return s, nil
-	}
-	if url == "" {
-		port := cmp.Or(s.Port, 4222)
-		if port < 0 {
-			return s, fmt.Errorf("the embedded server of this config listens on a port picked at start (port: -1): give its URL")
-		}
-		url = fmt.Sprintf("nats://127.0.0.1:%d", port)
-	}
+// EmbeddedSource returns the jetstream source that reads the embedded
+// server of s (kind embedded) at url: its stream, subject and durable, or
+// their defaults.
+func EmbeddedSource(s config.Source, url string) config.Source {
 	s.Kind, s.URL = "jetstream", url
 	s.Stream = cmp.Or(s.Stream, connectors.EmbeddedStream)
 	s.Subject = cmp.Or(s.Subject, connectors.EmbeddedSubject)
 	s.Durable = cmp.Or(s.Durable, "streamlearn")
 	s.Port, s.StoreDir = 0, ""
-	return s, nil
+	return s
+}
+
+// EmbeddedURL returns the address the embedded server of s listens on, for
+// another process (publish, record), when its port is fixed.
+func EmbeddedURL(s config.Source) (string, error) {
+	port := cmp.Or(s.Port, 4222)
+	if port < 0 {
+		return "", fmt.Errorf("the embedded server of this config listens on a port picked at start (port: -1): give its URL")
+	}
+	return fmt.Sprintf("nats://127.0.0.1:%d", port), nil
 }
 
 // StartEmbedded starts the embedded NATS JetStream server of a source of
 // kind embedded, with its stream, and returns it with the jetstream source
 // that reads it.
 func StartEmbedded(s config.Source) (*connectors.Embedded, config.Source, error) {
-	js, _ := Embedded(s, "nats://unused")
+	js := EmbeddedSource(s, "")
 	e, err := connectors.StartEmbedded(connectors.EmbeddedConfig{Host: "127.0.0.1", Port: cmp.Or(s.Port, 4222),
 		StoreDir: s.StoreDir, Stream: js.Stream, Subjects: []string{js.Subject}})
 	if err != nil {
