@@ -2,6 +2,7 @@ package service
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -68,7 +69,7 @@ func (e *Envelopes) Fetch(ctx context.Context) (connectors.Record, error) {
 		}
 		e.line++
 		line := e.sc.Bytes()
-		if len(strings.TrimSpace(string(line))) == 0 {
+		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
 		var env struct {
