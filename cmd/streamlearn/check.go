@@ -59,6 +59,9 @@ func runCheck(_ context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintf(w, "  %s\t%s\t%s\n", l.Name, l.Algorithm, bound)
 	}
 	fmt.Fprintf(w, "source:\t%s\n", describeSource(cfg.Source))
+	if st := cfg.Source.Start; st != "" && st != "earliest" {
+		fmt.Fprintf(w, "  a first start begins at %s (a consumer with a position resumes from it)\n", st)
+	}
 	for _, s := range []struct {
 		name string
 		s    *config.Sink

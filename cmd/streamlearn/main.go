@@ -108,6 +108,7 @@ var examples = map[string][]string{
 		"streamlearn run -c config.yaml                    # the config's source; Ctrl-C drains and prints the report",
 		"streamlearn run -c config.yaml --until-end --report json",
 		"streamlearn run -c kafka.yaml --checkpoint-dir ./state --log-level info",
+		"streamlearn run -c kafka.yaml --start time:2026-11-26T08:00:00Z   # a new group begins at this morning's events",
 	},
 	"replay": {
 		"streamlearn replay -c config.yaml testdata/demo.jsonl",
@@ -125,6 +126,7 @@ var examples = map[string][]string{
 		"streamlearn record -c kafka.yaml -o recorded.jsonl",
 		"streamlearn record -c kafka.yaml --envelope -o recording.jsonl   # partition, offset and key kept",
 		"streamlearn record -c kafka.yaml --split -o topic.jsonl          # topic-partition-N.jsonl per partition",
+		"streamlearn record -c kafka.yaml --start offset:1000 -o tail.jsonl",
 		"streamlearn record --kind jetstream --url nats://127.0.0.1:4222 --stream EVENTS --subject events --follow",
 	},
 	"publish": {

@@ -20,7 +20,7 @@ import (
 
 const (
 	publishArgs = "[-c config.yaml | --kind K --brokers B --url U] [--topic T | --subject S] [--stream N --create-stream] FILE..."
-	recordArgs  = "[-c config.yaml | --kind K --brokers B --url U] [--topic T | --subject S] [--follow] [--envelope] [-o FILE [--split]]"
+	recordArgs  = "[-c config.yaml | --kind K --brokers B --url U] [--topic T | --subject S] [--follow] [--start POS] [--envelope] [-o FILE [--split]]"
 )
 
 // sourceFlags are the connection flags of publish and record; they
@@ -145,6 +145,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	follow := fs.Bool("follow", false, "keep recording past the end the stream had at start, until interrupted")
 	env := fs.Bool("envelope", false, `write {"partition","offset","key","value"} per line instead of the bare value`)
 	out := fs.String("o", "-", "output `file` (- for standard output)")
+	start := fs.String("start", "", "where recording begins: `earliest` (the first record held), latest (only what is published from now on, with --follow), offset:N or time:RFC3339 (default: the config's source.start, else earliest)")
 	split := fs.Bool("split", false, "write each partition's records to a file of its own, the -o file's name with -partition-N before its extension: each replays as that partition's model")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -152,6 +153,12 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	src, err := sf.source()
 	if err != nil {
 		return err
+	}
+	if *start != "" {
+		if err := config.ValidStart(src.Kind, *start); err != nil {
+			return usageErr(fs, "--start %s", err)
+		}
+		src.Start = *start
 	}
 	// record never commits, and uses a group/durable of its own, so it
 	// neither disturbs the service nor remembers what it copied.

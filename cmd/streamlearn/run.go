@@ -27,7 +27,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/service"
 )
 
-const runArgs = "[-c config.yaml] [--until-end] [--allow-empty] [--report text|json] [--http ADDR] [--preload FILE] [--nats-port N] [--store DIR] [--checkpoint-dir DIR] [--rebuild|--reset|--accept] [--http-token-file FILE] [--log-level LEVEL]"
+const runArgs = "[-c config.yaml] [--until-end] [--allow-empty] [--report text|json] [--http ADDR] [--preload FILE] [--nats-port N] [--store DIR] [--start POS] [--checkpoint-dir DIR] [--rebuild|--reset|--accept] [--http-token-file FILE] [--log-level LEVEL]"
 
 // tuning lets tests lower the transports' timeouts; zero in production.
 var tuning service.Tuning
@@ -47,6 +47,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	reset := fs.Bool("reset", false, "start afresh, from the broker's committed position, the model of a partition whose checkpoint does not hold what the broker says was committed (none, behind the commit, of another partition or stream), moving the checkpoint aside and logging what is dropped; without --rebuild, --reset or --accept such a partition stops run with an error")
 	rebuild := fs.Bool("rebuild", false, "rebuild the model of such a partition by learning its records again from the broker's log (Kafka, JetStream) up to the committed position, without publishing their outputs again: the model an uninterrupted run has there; stops with an error when the broker no longer holds those records")
 	logLevel := fs.String("log-level", "warn", "log `level`: debug (also the Kafka group's joins and assignments), info (also models restored, partitions assigned and revoked), warn or error")
+	start := fs.String("start", "", "where a first start begins: `earliest`, latest, offset:N or time:RFC3339, for a Kafka partition its group committed nothing for, a JetStream durable not yet created (default: the config's source.start, else earliest); a consumer with a position resumes from it")
 	accept := fs.Bool("accept", false, "restore such a checkpoint as it is (a group's offsets moved forward on purpose, a stream restored from a backup), logging what the model lacks or skips")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -72,6 +73,12 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	} else {
 		cfg = config.Default() // its source: the embedded server
 		cfg.HTTP.Addr = "127.0.0.1:8080"
+	}
+	if *start != "" {
+		if err := config.ValidStart(cfg.Source.Kind, *start); err != nil {
+			return usageErr(fs, "--start %s", err)
+		}
+		cfg.Source.Start = *start
 	}
 	if cfg.Source.Kind == "embedded" {
 		// --nats-port and --store apply to the embedded server of any

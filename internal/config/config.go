@@ -247,6 +247,12 @@ type Source struct {
 	Durable string `yaml:"durable"`
 	// Path: a JSONL file (kind file).
 	Path string `yaml:"path"`
+	// Start is where a Kafka or JetStream source begins a partition its
+	// consumer has no position for yet (a group without a committed
+	// offset, a durable that does not exist): earliest (the default),
+	// latest, offset:N or time:RFC3339. Once a position is committed the
+	// consumer resumes from it, whatever Start says.
+	Start string `yaml:"start"`
 	// SessionTimeout, RebalanceTimeout and HeartbeatInterval tune the
 	// Kafka consumer group: how long the coordinator waits for a silent
 	// member (a crashed process) before handing its partitions to the

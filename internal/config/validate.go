@@ -9,6 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/streamlearn/streamlearn/internal/connectors"
 	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/learners"
 	"github.com/streamlearn/streamlearn/internal/online"
@@ -99,7 +100,7 @@ func (c *Config) validate() error {
 			{"token", c.Source.Token != ""}, {"nkey_seed_file", c.Source.NKeySeedFile != ""}, {"creds_file", c.Source.CredsFile != ""},
 			{"topic", c.Source.Topic != ""}, {"group", c.Source.Group != ""}, {"path", c.Source.Path != ""}} {
 			if k.set {
-				return errAt("source."+k.key, "not a key of an embedded server (its keys: port, store_dir, subject, stream, durable, connect_timeout)")
+				return errAt("source."+k.key, "not a key of an embedded server (its keys: port, store_dir, subject, stream, durable, start, connect_timeout)")
 			}
 		}
 		if p := c.Source.Port; p < -1 || p > 65535 {
@@ -109,6 +110,9 @@ func (c *Config) validate() error {
 		return errAt("source.port", "an embedded server's key; source.kind is %q", c.Source.Kind)
 	} else if c.Source.StoreDir != "" {
 		return errAt("source.store_dir", "an embedded server's key; source.kind is %q", c.Source.Kind)
+	}
+	if err := ValidStart(c.Source.Kind, c.Source.Start); err != nil {
+		return errAt("source.start", "%s", err)
 	}
 	if t := c.Source.ConnectTimeout; t < 0 || t > 10*time.Minute {
 		return errAt("source.connect_timeout", "%v is outside 0..10m (0: the default, 5s)", t)
@@ -282,6 +286,24 @@ func (l *Labels) validate(c *Config) error {
 		if _, err := ec.ParseLabel(*l.DefaultLabel); err != nil {
 			return errAt("labels.default_label", "%v", err)
 		}
+	}
+	return nil
+}
+
+// ValidStart checks start, a source's start position (source.start, the
+// --start flag of run and record), against the source's kind: every form
+// for Kafka and JetStream; earliest and latest for core NATS, whose
+// subscription receives what is published from then on whatever it says;
+// earliest only for a file, read from its first record.
+func ValidStart(kind, start string) error {
+	st, err := connectors.ParseStart(start)
+	switch {
+	case err != nil:
+		return err
+	case kind == "file" && st.Kind != connectors.StartEarliest:
+		return fmt.Errorf("%s: a file source reads from its first record (start is for Kafka and JetStream sources)", start)
+	case kind == "nats" && st.Kind != connectors.StartEarliest && st.Kind != connectors.StartLatest:
+		return fmt.Errorf("%s: a core NATS subscription receives what is published from now on (offset and time are for Kafka and JetStream sources)", start)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -145,13 +146,27 @@ func (s *JetStreamSource) open(ctx context.Context) error {
 	// A durable that jsRecreate restarted at a sequence (on an older
 	// server) keeps that start: servers refuse to change a consumer's
 	// deliver policy.
+	// A durable created at a start (Start) keeps it, and the mark of it in
+	// its description.
 	old, err := stream.Consumer(ctx, cfg.Durable)
 	switch {
 	case err == nil:
-		if oc := old.CachedInfo().Config; oc.DeliverPolicy == jetstream.DeliverByStartSequencePolicy {
+		oc := old.CachedInfo().Config
+		if oc.DeliverPolicy == jetstream.DeliverByStartSequencePolicy {
 			ccfg.DeliverPolicy, ccfg.OptStartSeq = oc.DeliverPolicy, oc.OptStartSeq
 		}
-	case !errors.Is(err, jetstream.ErrConsumerNotFound):
+		if strings.HasPrefix(oc.Description, jsStartedDesc) {
+			ccfg.Description = oc.Description
+		}
+		if cfg.Start != "earliest" {
+			cfg.Logger.Info("the durable exists and resumes from its position: start applies when the durable is created",
+				"source", s.name, "start", cfg.Start)
+		}
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+		if err := jsStart(ctx, js, stream, cfg, &ccfg); err != nil {
+			return fmt.Errorf("consumer: start %s: %w", cfg.Start, err)
+		}
+	default:
 		return fmt.Errorf("consumer: %w", err)
 	}
 	s.cons, err = stream.CreateOrUpdateConsumer(ctx, ccfg)
@@ -168,7 +183,7 @@ func (s *JetStreamSource) open(ctx context.Context) error {
 	// (with jsRecreate's restart, the start less one) on a message the
 	// stream still holds.
 	first := stream.CachedInfo().State.FirstSeq
-	acked := info.AckFloor.Consumer > 0 || floor > 0 && floor >= first
+	acked := info.AckFloor.Consumer > 0 || floor > 0 && floor >= first && !jsStartedAt(info, floor+1)
 	// Delivered but not acknowledged by an earlier run: deliver again, from
 	// the ack floor and in order. The state the reset leaves is checked;
 	// when it is not the floor the info said (an info older than the
@@ -339,6 +354,87 @@ func (s *JetStreamSource) Reread(ctx context.Context, partition int32, from, thr
 			return nil
 		}
 	}
+}
+
+// jsStartedDesc begins the description of a durable that jsStart made
+// begin at a stream sequence, which follows it: its ack floor is then that
+// sequence less one before anything is acknowledged, which is no commit.
+// (The description, not the consumer's metadata, which servers before
+// 2.10 drop.)
+const jsStartedDesc = "streamlearn source created to start at stream sequence "
+
+// jsStart makes ccfg, the config of a durable about to be created, begin
+// where cfg.Start says: at a stream sequence, marked in the durable's
+// description (jsStartedDesc); earliest leaves it delivering everything.
+func jsStart(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, cfg NATSConfig, ccfg *jetstream.ConsumerConfig) error {
+	st, err := ParseStart(cfg.Start)
+	if err != nil || st.Kind == StartEarliest {
+		return err
+	}
+	state := stream.CachedInfo().State
+	first, end := max(state.FirstSeq, 1), state.LastSeq+1
+	var seq uint64
+	switch st.Kind {
+	case StartLatest:
+		seq = end
+	case StartOffset:
+		seq = min(max(uint64(st.Offset), first), end)
+		if seq != uint64(st.Offset) {
+			cfg.Logger.Warn("start offset is outside the stream: starting at its nearest end",
+				"stream", cfg.Stream, "start", st.Offset, "first_sequence", state.FirstSeq, "last_sequence", state.LastSeq, "sequence", seq)
+		}
+	case StartTime:
+		if seq, err = jsSeqAt(ctx, js, stream, cfg.Subject, st.Time); err != nil {
+			return err
+		}
+		seq = min(max(seq, first), end)
+	}
+	ccfg.DeliverPolicy, ccfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, seq
+	ccfg.Description = jsStartedDesc + strconv.FormatUint(seq, 10)
+	return nil
+}
+
+// jsSeqAt returns the stream sequence of the first message of subject
+// stored at or after t, or the stream's last sequence plus one when there
+// is none: it asks the server with an ephemeral consumer of its own.
+func jsSeqAt(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, subject string, t time.Time) (uint64, error) {
+	c, err := stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
+		Description:       "streamlearn: the first message at or after a start time",
+		DeliverPolicy:     jetstream.DeliverByStartTimePolicy,
+		OptStartTime:      &t,
+		AckPolicy:         jetstream.AckNonePolicy,
+		FilterSubject:     subject,
+		InactiveThreshold: time.Minute,
+	})
+	if err != nil {
+		return 0, fmt.Errorf("find the first message at or after %s: %w", t.Format(time.RFC3339Nano), err)
+	}
+	defer func() { _ = stream.DeleteConsumer(context.WithoutCancel(ctx), c.CachedInfo().Name) }()
+	batch, err := c.FetchNoWait(1)
+	if err != nil {
+		return 0, fmt.Errorf("find the first message at or after %s: %w", t.Format(time.RFC3339Nano), err)
+	}
+	for m := range batch.Messages() {
+		md, err := m.Metadata()
+		if err != nil {
+			return 0, err
+		}
+		return md.Sequence.Stream, nil
+	}
+	if err := batch.Error(); err != nil {
+		return 0, fmt.Errorf("find the first message at or after %s: %w", t.Format(time.RFC3339Nano), err)
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return info.State.LastSeq + 1, nil
+}
+
+// jsStartedAt reports whether the durable of info was created to begin at
+// stream sequence seq (jsStart).
+func jsStartedAt(info *jetstream.ConsumerInfo, seq uint64) bool {
+	return info.Config.Description == jsStartedDesc+strconv.FormatUint(seq, 10)
 }
 
 // jsServerAtLeast reports whether a server version ("2.9.10",

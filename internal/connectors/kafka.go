@@ -55,7 +55,9 @@ type KafkaConfig struct {
 	// Default: "streamlearn"
 	ClientID string `yaml:"client_id"`
 	// StartOffset is where a source starts on a partition for which the
-	// group has no committed offset: earliest or latest.
+	// group has no committed offset: earliest, latest, offset:N or
+	// time:RFC3339 (see ParseStart and Start). An offset outside the
+	// partition's log is moved to its nearest end.
 	//
 	// Default: earliest
 	StartOffset string `yaml:"start_offset"`
@@ -154,10 +156,8 @@ func (c *KafkaConfig) Validate() error {
 			return fmt.Errorf("kafka: brokers: %q is not host:port", b)
 		}
 	}
-	switch strings.ToLower(c.StartOffset) {
-	case "", "earliest", "latest":
-	default:
-		return fmt.Errorf("kafka: start_offset: %q is not earliest or latest", c.StartOffset)
+	if _, err := ParseStart(c.StartOffset); err != nil {
+		return fmt.Errorf("kafka: start_offset: %w", err)
 	}
 	for _, d := range []struct {
 		key string
@@ -199,7 +199,6 @@ func (c *KafkaConfig) Validate() error {
 func (c KafkaConfig) withDefaults() KafkaConfig {
 	orDefault(&c.Group, "streamlearn")
 	orDefault(&c.ClientID, "streamlearn")
-	c.StartOffset = strings.ToLower(c.StartOffset)
 	orDefault(&c.StartOffset, "earliest")
 	orDefault(&c.DialTimeout, DefaultConnectTimeout)
 	orDefault(&c.MaxWait, time.Second)
@@ -293,7 +292,10 @@ type KafkaSource struct {
 	// first and end are the partitions' log start and end offsets when the
 	// source was opened (end = the high watermark: one past the last record).
 	first, end map[int]int64
-	origin     string // Position.Origin
+	// starts are where the partitions without a committed offset begin
+	// (StartOffset, resolved when the source was opened).
+	starts map[int]int64
+	origin string // Position.Origin
 
 	msgs   chan kafkaMsg
 	errc   chan error // fatal errors for Fetch; capacity 1
@@ -437,9 +439,9 @@ func NewKafkaSource(ctx context.Context, cfg KafkaConfig, untilEnd bool) (*Kafka
 	if err != nil {
 		return nil, fmt.Errorf("kafka source %s: %w", name, err)
 	}
-	start := kafka.FirstOffset
-	if cfg.StartOffset == "latest" {
-		start = kafka.LastOffset
+	starts, err := kafkaStarts(ctx, &cfg, first, end)
+	if err != nil {
+		return nil, fmt.Errorf("kafka source %s: start_offset %s: %w", name, cfg.StartOffset, err)
 	}
 	probes := new(atomic.Uint64)
 	logger := cfg.Logger
@@ -467,7 +469,9 @@ func NewKafkaSource(ctx context.Context, cfg KafkaConfig, untilEnd bool) (*Kafka
 		RebalanceTimeout:  cfg.RebalanceTimeout,
 		JoinGroupBackoff:  cfg.JoinGroupBackoff,
 		Timeout:           cfg.Timeout,
-		StartOffset:       start,
+		// A partition without a committed offset: startGeneration starts
+		// it at starts.
+		StartOffset: kafka.FirstOffset,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("kafka source %s: %w", name, err)
@@ -481,6 +485,7 @@ func NewKafkaSource(ctx context.Context, cfg KafkaConfig, untilEnd bool) (*Kafka
 		group:     group,
 		first:     first,
 		end:       end,
+		starts:    starts,
 		origin:    "kafka cluster " + cluster + " topic " + cfg.Topic,
 		msgs:      make(chan kafkaMsg, cfg.QueueCapacity),
 		errc:      make(chan error, 1),
@@ -493,6 +498,61 @@ func NewKafkaSource(ctx context.Context, cfg KafkaConfig, untilEnd bool) (*Kafka
 	}
 	s.wg.Go(func() { s.run(runCtx) })
 	return s, nil
+}
+
+// kafkaStarts resolves cfg.StartOffset to an offset per partition, given
+// the partitions' log start and end offsets.
+func kafkaStarts(ctx context.Context, cfg *KafkaConfig, first, end map[int]int64) (map[int]int64, error) {
+	st, err := ParseStart(cfg.StartOffset)
+	if err != nil {
+		return nil, err
+	}
+	starts := make(map[int]int64, len(end))
+	for p := range end {
+		switch st.Kind {
+		case StartEarliest:
+			starts[p] = first[p]
+		case StartLatest:
+			starts[p] = end[p]
+		case StartOffset:
+			starts[p] = min(max(st.Offset, first[p]), end[p])
+			if starts[p] != st.Offset {
+				cfg.Logger.Warn("start_offset is outside the partition's log: starting at its nearest end",
+					"topic", cfg.Topic, "partition", p, "start_offset", st.Offset, "log_start", first[p], "log_end", end[p], "start", starts[p])
+			}
+		}
+	}
+	if st.Kind != StartTime {
+		return starts, nil
+	}
+	t, err := cfg.transport()
+	if err != nil {
+		return nil, err
+	}
+	defer t.CloseIdleConnections()
+	reqs := make([]kafka.OffsetRequest, 0, len(end))
+	for p := range end {
+		reqs = append(reqs, kafka.TimeOffsetOf(p, st.Time))
+	}
+	cl := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Transport: t, Timeout: cfg.DialTimeout}
+	res, err := cl.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{cfg.Topic: reqs}})
+	if err != nil {
+		return nil, fmt.Errorf("list offsets by time: %w", err)
+	}
+	for _, po := range res.Topics[cfg.Topic] {
+		if po.Error != nil {
+			return nil, fmt.Errorf("list offsets by time: partition %d: %w", po.Partition, po.Error)
+		}
+		// The first record stamped at or after the time; none (the
+		// broker answers offset -1, or the end): the partition's end.
+		starts[po.Partition] = end[po.Partition]
+		for off := range po.Offsets {
+			if off >= 0 {
+				starts[po.Partition] = min(max(off, first[po.Partition]), end[po.Partition])
+			}
+		}
+	}
+	return starts, nil
 }
 
 // kafkaProbe connects to the first broker that answers, so that a bad
@@ -1117,7 +1177,8 @@ func (s *KafkaSource) startGeneration(g *kafka.Generation) {
 		// A partition continues only when this member owned it in the
 		// generation just before; otherwise another member may have had
 		// it: a new epoch, read from the group's committed offset.
-		if prev != nil && g.ID == prev.g.ID+1 && prev.owns(p) {
+		continues := prev != nil && g.ID == prev.g.ID+1 && prev.owns(p)
+		if continues {
 			kg.epoch[p] = prev.epoch[p]
 		} else {
 			s.epochs++
@@ -1125,12 +1186,19 @@ func (s *KafkaSource) startGeneration(g *kafka.Generation) {
 			delete(s.next, p)
 		}
 		switch start {
-		case kafka.FirstOffset:
+		case kafka.FirstOffset: // the group committed nothing for p
 			start = s.first[p]
+			if st, ok := s.starts[p]; ok {
+				start = st
+			}
 		case kafka.LastOffset:
 			start = s.end[p]
 		default:
 			s.committed[p] = start
+			if s.cfg.StartOffset != "earliest" && !continues {
+				s.cfg.Logger.Info("partition resumes from its group's committed offset: start_offset applies to a partition without one",
+					"source", s.name, "partition", p, "offset", start, "start_offset", s.cfg.StartOffset)
+			}
 		}
 		// A partition this process delivered further than the group's
 		// committed offset resumes after what it delivered.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 	"sync"
@@ -73,6 +74,16 @@ type NATSConfig struct {
 	// position across restarts. One process uses a durable at a time
 	// (acks are cumulative). Default "streamlearn".
 	Durable string `yaml:"durable"`
+	// Start is where a JetStream durable that does not exist yet begins
+	// (see ParseStart and Start): earliest (every message the stream
+	// holds), latest (after its last message), offset:N (at stream
+	// sequence N) or time:RFC3339. An existing durable resumes from its
+	// position. A core NATS subscription receives what is published from
+	// then on: earliest and latest only. Default earliest.
+	Start string `yaml:"start"`
+	// Logger receives what a source does on its own (a start that does
+	// not apply, a start moved into the stream); nil discards it.
+	Logger *slog.Logger `yaml:"-"`
 	// Name is the client name shown by the server. Default "streamlearn".
 	Name string `yaml:"name"`
 
@@ -127,6 +138,10 @@ func (c NATSConfig) withDefaults() NATSConfig {
 	orDefault(&c.Stream, DefaultJetStreamStream)
 	orDefault(&c.Durable, DefaultJetStreamDurable)
 	orDefault(&c.Name, DefaultNATSName)
+	orDefault(&c.Start, "earliest")
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
 	orDefault(&c.FetchBatch, DefaultNATSFetchBatch)
 	orDefault(&c.FetchWait, DefaultNATSFetchWait)
 	orDefault(&c.AckBatch, DefaultNATSAckBatch)

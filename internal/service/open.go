@@ -87,12 +87,21 @@ func OpenSource(ctx context.Context, s config.Source, o SourceOptions, t Tuning)
 		k.Timeout = cmp.Or(s.RequestTimeout, k.Timeout)
 		k.JoinGroupBackoff = cmp.Or(s.JoinGroupBackoff, k.JoinGroupBackoff)
 		k.AllowEmpty, k.Logger = o.AllowEmpty, o.Logger
+		k.StartOffset = s.Start
 		return connectors.NewKafkaSource(ctx, k, o.UntilEnd)
 	case "nats":
+		if err := config.ValidStart(s.Kind, s.Start); err != nil {
+			return nil, fmt.Errorf("start %w", err)
+		}
 		return connectors.NewNATSSource(ctx, natsConfig(s.Conn, s.Subject, "", "", t), o.UntilEnd)
 	case "jetstream":
-		return connectors.NewJetStreamSource(ctx, natsConfig(s.Conn, s.Subject, s.Stream, s.Durable, t), o.UntilEnd)
+		n := natsConfig(s.Conn, s.Subject, s.Stream, s.Durable, t)
+		n.Start, n.Logger = s.Start, o.Logger
+		return connectors.NewJetStreamSource(ctx, n, o.UntilEnd)
 	case "file":
+		if err := config.ValidStart(s.Kind, s.Start); err != nil {
+			return nil, fmt.Errorf("start %w", err)
+		}
 		src, err := connectors.NewFileSource(s.Path)
 		if err != nil {
 			return nil, err
