@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/streamlearn/streamlearn/internal/config"
+	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/learners"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
 	"github.com/streamlearn/streamlearn/internal/service"
@@ -36,6 +37,13 @@ func runCheck(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	mem, err := modelMemory(cfg)
 	if err != nil {
 		return err
+	}
+	if cfg.Source.Kind != "" {
+		// What run refuses at start: records of a source are decoded one
+		// by one, without a file's header.
+		if _, err := event.NewDecoder(pipeline.EventConfig(cfg)); err != nil {
+			return fmt.Errorf("%s: source.kind %s: %w", *cfgPath, cfg.Source.Kind, err)
+		}
 	}
 	w := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(w, "%s: valid\n\n", *cfgPath)

@@ -632,6 +632,13 @@ func TestCheck(t *testing.T) {
 	if mem < 8 || mem > 9 {
 		t.Errorf("a Perceptron over 2^20 slots: %v MiB per model, want 8 to 9:\n%s", mem, out)
 	}
+	csv := filepath.Join(dir, "csv.yaml")
+	if err := os.WriteFile(csv, []byte("input: {format: csv}\nlearners: [{name: p, algorithm: perceptron}]\nsource: {kind: jetstream, url: nats://x:4222}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := run(t, "check", "-c", csv); code != 1 || !strings.Contains(errOut, "source.kind jetstream: event: input.format csv: a record of a stream has no header line") {
+		t.Errorf("check of csv records on a stream: exit %d, %q", code, errOut)
+	}
 	if code, _, errOut := run(t, "check", "-c", "../../internal/config/testdata/bad/bad_type.yaml"); code != 1 || !strings.Contains(errOut, "bad_type.yaml:2: features.bits:") {
 		t.Errorf("check of a bad config: exit %d, %q", code, errOut)
 	}

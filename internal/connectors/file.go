@@ -84,7 +84,8 @@ func (s *FileSink) Close() error {
 // is replayed from its start). It ends with ErrEndOfInput at the end of
 // the file, unless Follow: then it waits for lines appended to it, as a
 // stream, until its context ends (a line without its end is taken once
-// the end is written). Blank lines
+// the end is written), or until the file is truncated or its path names
+// another file (rotation): Fetch then returns an error. Blank lines
 // (nothing but spaces, tabs and carriage returns) are no records, as for
 // `replay` (event.Reader), so that both count the same records.
 //
@@ -105,6 +106,7 @@ type FileSource struct {
 	f    *os.File
 	r    *bufio.Reader
 	line int64
+	read int64 // bytes read from f
 	buf  []byte
 }
 
@@ -139,6 +141,7 @@ func (s *FileSource) Fetch(ctx context.Context) (Record, error) {
 		for {
 			chunk, err := s.r.ReadSlice('\n')
 			size += len(chunk)
+			s.read += int64(len(chunk))
 			for _, c := range chunk[max(0, len(chunk)-2):] {
 				tail[0], tail[1] = tail[1], c
 			}
@@ -152,6 +155,9 @@ func (s *FileSource) Fetch(ctx context.Context) (Record, error) {
 			}
 			if err == io.EOF && s.Follow {
 				// Wait for the writer: more of this line, or more lines.
+				if err := s.sameFile(); err != nil {
+					return Record{}, err
+				}
 				t := time.NewTimer(followPoll)
 				select {
 				case <-ctx.Done():
@@ -194,6 +200,28 @@ func (s *FileSource) Fetch(ctx context.Context) (Record, error) {
 		}
 		return r, nil
 	}
+}
+
+// sameFile returns an error when the file a following source reads was
+// truncated below what it read, or its path now names another file (a log
+// rotation): its lines would no longer be numbered as the ones learned
+// (positions, checkpoints), so the source stops rather than read on. A
+// path removed and not (yet) replaced is no error: the open file is read
+// on.
+func (s *FileSource) sameFile() error {
+	fi, err := s.f.Stat()
+	if err != nil {
+		return fmt.Errorf("file source %s: %w", s.path, err)
+	}
+	if fi.Size() < s.read {
+		return fmt.Errorf("file source %s: the file was truncated to %d bytes after %d were read (line %d): its lines no longer follow the ones learned; a new file is read from its first line by a new run (with checkpoints, move them aside first: their positions are the old file's lines)",
+			s.path, fi.Size(), s.read, s.line)
+	}
+	if now, err := os.Stat(s.path); err == nil && !os.SameFile(fi, now) {
+		return fmt.Errorf("file source %s: the path names another file now (rotated or replaced) after line %d of the one read: its lines are not the ones learned; a new file is read from its first line by a new run (with checkpoints, move them aside first: their positions are the old file's lines)",
+			s.path, s.line)
+	}
+	return nil
 }
 
 // Commit does nothing: files are not acknowledged.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -57,5 +58,64 @@ func TestFileSourceBoundsLines(t *testing.T) {
 	}
 	if _, err := s.Fetch(context.Background()); !errors.Is(err, ErrEndOfInput) {
 		t.Fatalf("after the last line: %v, want ErrEndOfInput", err)
+	}
+}
+
+// TestFileSourceFollowRotation: a following source reads lines appended
+// to its file and stops with an error, rather than read lines numbered
+// unlike the ones learned, when the file is truncated or its path names
+// another file (a rotation); a path removed and not replaced is read on.
+func TestFileSourceFollowRotation(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		change func(t *testing.T, path string)
+		err    string // "" : no error, the source reads on
+	}{
+		{"truncated", func(t *testing.T, path string) {
+			if err := os.Truncate(path, 3); err != nil {
+				t.Fatal(err)
+			}
+		}, "truncated to 3 bytes after 16 were read (line 2)"},
+		{"rotated", func(t *testing.T, path string) {
+			if err := os.Rename(path, path+".1"); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte("{\"c\":3}\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, "names another file now (rotated or replaced) after line 2"},
+		{"removed", func(t *testing.T, path string) {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+		}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "log.jsonl")
+			if err := os.WriteFile(path, []byte("{\"a\":1}\n{\"b\":2}\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			s, err := NewFileSource(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			s.Follow = true
+			for range 2 {
+				if _, err := s.Fetch(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c.change(t, path)
+			ctx, cancel := context.WithTimeout(t.Context(), 3*followPoll)
+			defer cancel()
+			_, err = s.Fetch(ctx)
+			switch {
+			case c.err == "" && !errors.Is(err, context.DeadlineExceeded):
+				t.Errorf("Fetch: %v, want it to wait for more lines", err)
+			case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+				t.Errorf("Fetch: %v, want an error with %q", err, c.err)
+			}
+		})
 	}
 }
