@@ -555,32 +555,99 @@ func kafkaStarts(ctx context.Context, cfg *KafkaConfig, first, end map[int]int64
 	return starts, nil
 }
 
-// kafkaProbe connects to the first broker that answers, so that a bad
-// address, TLS or SASL setting fails with an error that says which. Brokers
-// answer a failed SASL authentication by closing the connection (kfake) or
-// by an error code and then closing it (Kafka), which a later request would
-// only report as an unexpected EOF.
+// kafkaProbe connects to the brokers, all at once, until one answers, so
+// that a bad address, TLS or SASL setting fails with an error that says
+// which, and unreachable brokers cost one dial timeout together, not one
+// each. Brokers answer a failed SASL authentication by closing the
+// connection (kfake) or by an error code and then closing it (Kafka),
+// which a later request would only report as an unexpected EOF.
 func kafkaProbe(ctx context.Context, cfg *KafkaConfig, d *kafka.Dialer) error {
-	probe := *d
-	var m *kafkaSASLProbe
-	if d.SASLMechanism != nil {
-		m = &kafkaSASLProbe{Mechanism: d.SASLMechanism}
-		probe.SASLMechanism = m
+	// kafka-go's dial heeds its context up to the TLS handshake only (its
+	// connection sets its own read deadlines): a broker that accepts and
+	// never answers the SASL handshake would hold the probe for ever. So
+	// the probe's connections are closed when its context ends.
+	ctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
+	defer cancel()
+	dial := d.DialFunc
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
 	}
-	var err error
+	d = new(*d)
+	d.DialFunc = func(dctx context.Context, network, address string) (net.Conn, error) {
+		c, err := dial(dctx, network, address)
+		if err == nil {
+			context.AfterFunc(ctx, func() { c.Close() })
+		}
+		return c, err
+	}
+	errs := make(chan error, len(cfg.Brokers))
 	for _, b := range cfg.Brokers {
-		var c *kafka.Conn
-		if c, err = probe.DialContext(ctx, "tcp", b); err == nil {
-			return c.Close()
-		}
-		if m != nil && m.started.Load() {
-			return fmt.Errorf("broker %s: SASL %s as %q: %w",
-				b, d.SASLMechanism.Name(), cfg.SASL.Username, err)
-		}
-		err = fmt.Errorf("broker %s: %w", b, err)
+		go func() {
+			probe := *d
+			var m *kafkaSASLProbe
+			if d.SASLMechanism != nil {
+				m = &kafkaSASLProbe{Mechanism: d.SASLMechanism}
+				probe.SASLMechanism = m
+			}
+			c, err := probe.DialContext(ctx, "tcp", b)
+			switch {
+			case err == nil:
+				err = c.Close()
+			case errors.Is(ctx.Err(), context.DeadlineExceeded):
+				err = &kafkaProbeError{fmt.Errorf("broker %s: no answer within %v (connect_timeout): is a Kafka broker listening there, with the TLS and SASL settings given? %w", b, cfg.DialTimeout, err), false}
+			case m != nil && m.started.Load():
+				err = &kafkaProbeError{fmt.Errorf("broker %s: SASL %s as %q: %w", b, d.SASLMechanism.Name(), cfg.SASL.Username, err), true}
+			default:
+				err = &kafkaProbeError{fmt.Errorf("broker %s: %w", b, err), false}
+			}
+			errs <- err
+		}()
 	}
-	return err
+	// The first broker that answers ends the probe (the others' dials are
+	// cancelled); a failed authentication is the error to report, since
+	// every broker of a cluster would refuse it alike; else all of them.
+	var all []error
+	for range cfg.Brokers {
+		err := <-errs
+		pe, ok := err.(*kafkaProbeError)
+		switch {
+		case err == nil:
+			return nil
+		case !ok:
+			all = append(all, err) // closing the probe's connection
+		case pe.auth:
+			return pe.err
+		default:
+			all = append(all, pe.err)
+		}
+	}
+	if len(all) == 1 {
+		return all[0]
+	}
+	return &kafkaProbeErrors{all}
 }
+
+// kafkaProbeErrors are every broker's failure, on one line.
+type kafkaProbeErrors struct{ errs []error }
+
+func (e *kafkaProbeErrors) Error() string {
+	msgs := make([]string, len(e.errs))
+	for i, err := range e.errs {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func (e *kafkaProbeErrors) Unwrap() []error { return e.errs }
+
+// kafkaProbeError is a broker's failure in kafkaProbe; auth says that it
+// refused the SASL authentication.
+type kafkaProbeError struct {
+	err  error
+	auth bool
+}
+
+func (e *kafkaProbeError) Error() string { return e.err.Error() }
 
 // kafkaSASLProbe records whether a SASL exchange began.
 type kafkaSASLProbe struct {

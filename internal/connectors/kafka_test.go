@@ -964,3 +964,88 @@ func TestNATSSilentServer(t *testing.T) {
 	}
 	t.Logf("failed after %v: %v", took.Round(time.Millisecond), err)
 }
+
+// TestKafkaSilentBrokersTogether: brokers that accept a connection and
+// never answer the SASL handshake cost one dial timeout together, not one
+// each, and the error names every one of them.
+func TestKafkaSilentBrokersTogether(t *testing.T) {
+	t.Parallel()
+	var addrs []string
+	for range 3 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		go func() {
+			var conns []net.Conn
+			defer func() {
+				for _, c := range conns {
+					c.Close()
+				}
+			}()
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				conns = append(conns, c) // held open, never answered
+			}
+		}()
+		addrs = append(addrs, ln.Addr().String())
+	}
+	cfg := kafkaTestConfig(addrs, "events", "silent")
+	cfg.DialTimeout = time.Second
+	cfg.SASL = &SASLConfig{Mechanism: "plain", Username: "alice", Password: "pw"}
+	start := time.Now()
+	s, err := NewKafkaSource(t.Context(), cfg, true)
+	if err == nil {
+		s.Close()
+		t.Fatal("opened a source on brokers that never answer")
+	}
+	took := time.Since(start)
+	for _, a := range addrs {
+		if !strings.Contains(err.Error(), "broker "+a+": no answer within 1s (connect_timeout)") {
+			t.Errorf("error %q does not name broker %s", err, a)
+		}
+	}
+	if took > 2*cfg.DialTimeout {
+		t.Errorf("took %v to fail with 3 silent brokers, want about one dial timeout (%v)", took, cfg.DialTimeout)
+	}
+	t.Logf("failed after %v: %v", took.Round(time.Millisecond), err)
+}
+
+// TestNATSSilentServersTogether: servers of one URL list that accept and
+// never answer fail within the connect timeout as a whole, not one each.
+func TestNATSSilentServersTogether(t *testing.T) {
+	t.Parallel()
+	var urls []string
+	for range 3 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				defer c.Close() // held open, never answered, until the test ends
+			}
+		}()
+		urls = append(urls, "nats://"+ln.Addr().String())
+	}
+	url := strings.Join(urls, ",")
+	start := time.Now()
+	_, err := natsConnect(NATSConfig{URL: url, ConnectTimeout: 1500 * time.Millisecond})
+	took := time.Since(start)
+	if err == nil || !strings.Contains(err.Error(), "connect "+url) {
+		t.Fatalf("error %v does not name %s", err, url)
+	}
+	if took > 2500*time.Millisecond {
+		t.Errorf("took %v to fail with 3 silent servers, want about the connect timeout, 1.5s", took)
+	}
+	t.Logf("failed after %v: %v", took.Round(time.Millisecond), err)
+}

@@ -250,6 +250,11 @@ func natsConnect(c NATSConfig) (*natsConn, error) {
 	if timeout <= 0 {
 		timeout = DefaultConnectTimeout
 	}
+	// nats.go tries the servers of the URL in turn, each for its Timeout:
+	// each gets its share, so that connecting takes at most timeout.
+	if n := strings.Count(c.URL, ",") + 1; n > 1 {
+		timeout /= time.Duration(n)
+	}
 	opts := []nats.Option{
 		nats.Name(c.Name),
 		nats.Timeout(timeout),
