@@ -51,7 +51,7 @@ func runCompletion(ctx context.Context, args []string, stdout, stderr io.Writer)
 		fmt.Fprintf(&b, "  %s) words=%q ;;\n", c.name, strings.Join(commandFlags(ctx, c), " "))
 	}
 	b.WriteString("  *) return ;;\n  esac\n")
-	b.WriteString("  if [[ $cur == -* ]]; then\n    COMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n  else\n    COMPREPLY=($(compgen -f -- \"$cur\"))\n  fi\n}\n")
+	b.WriteString("  if [[ $cur == -* ]]; then\n    COMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n  else\n    local IFS=$'\\n'\n    COMPREPLY=($(compgen -f -- \"$cur\"))\n  fi\n}\n") // IFS: a file name per line, so names with spaces stay whole
 	b.WriteString("complete -o filenames -F _streamlearn streamlearn\n")
 	_, err := io.WriteString(stdout, b.String())
 	return err

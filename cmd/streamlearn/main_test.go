@@ -680,6 +680,16 @@ func TestCompletion(t *testing.T) {
 			t.Errorf("completing %q: %q %v, want %q", tc.words, out, err, tc.want)
 		}
 	}
+	// A file name with spaces is one completion.
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "my events.jsonl"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bash, "-c", fmt.Sprintf(`source %q; COMP_WORDS=(streamlearn replay my); COMP_CWORD=2; _streamlearn; echo "${#COMPREPLY[@]}:${COMPREPLY[0]}"`, file))
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "1:my events.jsonl" {
+		t.Errorf("completing a file name with a space: %q %v, want 1:my events.jsonl", out, err)
+	}
 	if code, zsh, _ := run(t, "completion", "zsh"); code != 0 || !strings.HasPrefix(zsh, "autoload -U +X bashcompinit") {
 		t.Errorf("completion zsh: exit %d: %.60q", code, zsh)
 	}
