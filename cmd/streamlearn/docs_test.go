@@ -314,7 +314,7 @@ var docsAllowed = map[string]struct {
 		[]string{"./cmd/streamlearn TestComposeGenerator"}},
 	"go list -deps": {"names the tool internal/arch's test runs, on packages it lists",
 		[]string{"./internal/arch TestDependenciesPointOneWay"}},
-	"go vet": {".ci/run runs it on every package before the tests (README says what CI checks)", nil},
+	"go vet":            {".ci/run runs it on every package before the tests (README says what CI checks)", nil},
 	"go mod tidy -diff": {".ci/run runs it before the tests (README says what CI checks)", nil},
 	"promtool check metrics": {"needs promtool and a live /metrics",
 		[]string{"./cmd/streamlearn TestPromtoolCheckMetrics"}},
