@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -184,7 +183,11 @@ func consistent(file string, c *checkpoint.Checkpoint, rep pipeline.Report) erro
 // report has the counts and digests of rep, the one c holds.
 func verifyReport(cfg *config.Config, c *checkpoint.Checkpoint, rep pipeline.Report) error {
 	if c.Fingerprint != service.Fingerprint(cfg) {
-		return errors.New("written by another model configuration than -c's (input, features or learners differ): its state cannot be decoded with it")
+		diff := "input, features or learners differ"
+		if ch, err := pipeline.CompareState(c.State, cfg); err == nil {
+			diff = ch.String() // from the state's settings digests
+		}
+		return fmt.Errorf("written by another model configuration than -c's (%s): its state cannot be decoded with it", diff)
 	}
 	p, err := pipeline.New(cfg)
 	if err != nil {

@@ -109,6 +109,7 @@ var examples = map[string][]string{
 		"streamlearn run -c config.yaml --until-end --report json",
 		"streamlearn run -c kafka.yaml --checkpoint-dir ./state --log-level info",
 		"streamlearn run -c kafka.yaml --start time:2026-11-26T08:00:00Z   # a new group begins at this morning's events",
+		"streamlearn run -c kafka.yaml --checkpoint-dir ./state --reset-learner ogd2   # ogd2 added to the learners: the others keep their models",
 	},
 	"replay": {
 		"streamlearn replay -c config.yaml testdata/demo.jsonl",

@@ -27,7 +27,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/service"
 )
 
-const runArgs = "[-c config.yaml] [--until-end] [--allow-empty] [--report text|json] [--http ADDR] [--preload FILE] [--nats-port N] [--store DIR] [--start POS] [--checkpoint-dir DIR] [--rebuild|--reset|--accept] [--http-token-file FILE] [--log-level LEVEL]"
+const runArgs = "[-c config.yaml] [--until-end] [--allow-empty] [--report text|json] [--http ADDR] [--preload FILE] [--nats-port N] [--store DIR] [--start POS] [--checkpoint-dir DIR] [--rebuild|--reset|--accept] [--reset-learner NAME]... [--http-token-file FILE] [--log-level LEVEL]"
 
 // tuning lets tests lower the transports' timeouts; zero in production.
 var tuning service.Tuning
@@ -49,6 +49,14 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	logLevel := fs.String("log-level", "warn", "log `level`: debug (also the Kafka group's joins and assignments), info (also models restored, partitions assigned and revoked), warn or error")
 	start := fs.String("start", "", "where a first start begins: `earliest`, latest, offset:N or time:RFC3339, for a Kafka partition its group committed nothing for, a JetStream durable not yet created (default: the config's source.start, else earliest); a consumer with a position resumes from it")
 	accept := fs.Bool("accept", false, "restore such a checkpoint as it is (a group's offsets moved forward on purpose, a stream restored from a backup), logging what the model lacks or skips")
+	var resetLearners []string
+	fs.Func("reset-learner", "start learner `NAME` afresh when the checkpoints were written by another list of learners: name each learner added, dropped or whose settings changed (repeat the flag), and every other learner keeps its model, counts and bound; the checkpoints are then written for the new configuration at once, so the flag does nothing on later restarts", func(name string) error {
+		if name == "" {
+			return errors.New("empty learner name")
+		}
+		resetLearners = append(resetLearners, name)
+		return nil
+	})
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -156,6 +164,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	defer src.Close()
 	opt := service.Options{Config: cfg, Source: src, Logger: logger, OwnWait: cfg.Checkpoint.OwnWait, Owned: owned}
+	opt.ResetLearners = resetLearners
 	if ckpts != nil {
 		opt.Checkpoints, opt.CommitEvery = ckpts, cfg.Checkpoint.Every
 	}

@@ -44,6 +44,8 @@ type Pipeline struct {
 	// spec is a private copy of what New read from the config, so that
 	// Clone and UnmarshalBinary can build fresh learners of the same kind.
 	spec *config.Config
+	// shared is SharedDigest(spec), in the encoded state.
+	shared [32]byte
 }
 
 // node is one configured learner. round is learner's fused round, when it
@@ -59,6 +61,11 @@ type node struct {
 	experts         []int // node indices of over's experts
 	advice          []int8
 	loss            float64
+	digest          [32]byte // LearnerDigest of its configuration
+	// since is the count of learned rounds when the learner started: 0,
+	// unless a restore started it afresh (UnmarshalBinaryReset). Its
+	// tracker entry counts the rounds after.
+	since uint64
 }
 
 // Counts are the pipeline's event counters.
@@ -89,6 +96,7 @@ func New(c *config.Config) (*Pipeline, error) {
 		counts:  Counts{InvalidBy: map[event.Reason]uint64{}},
 		start:   time.Now(),
 		spec:    specOf(c),
+		shared:  SharedDigest(c),
 	}
 	env := learners.Env{Bits: bits}
 	for i, lc := range c.Learners {
@@ -97,6 +105,7 @@ func New(c *config.Config) (*Pipeline, error) {
 		if err != nil {
 			return nil, fmt.Errorf("pipeline: learners[%d] (%s): %w", i, lc.Name, err)
 		}
+		n.digest = LearnerDigest(lc)
 		env.Prior, env.Built = append(env.Prior, lc.Name), append(env.Built, n.learner)
 		p.nodes = append(p.nodes, n)
 		p.tracker.Add(n.name, n.algorithm, n.learner)

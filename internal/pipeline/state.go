@@ -29,13 +29,16 @@ var (
 //	what the state is of, checked against the receiving pipeline first:
 //	  u64     features.bits
 //	  string  features.scale
+//	  32 bytes  SharedDigest of the configuration (version 3 on)
 //	  u32     number of learners
-//	  per learner: string name, string algorithm, u32 number of experts,
-//	  then the index of each (Weighted-Majority over learners; 0 experts
-//	  otherwise)
+//	  per learner: string name, string algorithm, 32 bytes its
+//	  LearnerDigest (version 3 on), u32 number of experts, then the index
+//	  of each (Weighted-Majority over learners; 0 experts otherwise)
 //	the state:
-//	  per learner: f64 the last round's loss, blob the model's
-//	  MarshalBinary (the learner's own, or its Hedge's)
+//	  per learner: f64 the last round's loss, u64 the learned rounds
+//	  before it started (version 3 on: 0 unless UnmarshalBinaryReset
+//	  started it afresh), blob the model's MarshalBinary (the learner's
+//	  own, or its Hedge's)
 //	  bool    scaler present (features.scale is not none); blob its state
 //	  u64     events, learned, predicted, invalid
 //	  u32     number of invalid reasons, then per reason in increasing
@@ -48,9 +51,14 @@ var (
 // The checksum catches what no structural check can, such as a flipped bit
 // in a weight, which would otherwise restore a different model silently.
 // The pipeline's start time is not state.
+//
+// Version 2 added delayed labels; version 3 the digests of the settings,
+// with which a state of another list of learners can be restored in part
+// (UnmarshalBinaryReset), and each learner's start. Versions 1 and 2 are
+// still read.
 const (
 	stateMagic   = "SLPL"
-	stateVersion = 2
+	stateVersion = 3
 )
 
 // Limits on decoded strings: they bound what corrupt bytes can make
@@ -142,7 +150,17 @@ func deepCopy(v reflect.Value) reflect.Value {
 // It copies every model: the non-zero weights of each linear learner, up
 // to 8·2^bits bytes. Like every method, it must be called by the goroutine
 // that owns p.
-func (p *Pipeline) MarshalBinary() ([]byte, error) {
+func (p *Pipeline) MarshalBinary() ([]byte, error) { return p.marshal(stateVersion) }
+
+// marshal encodes p in format version (1 to stateVersion: tests write the
+// older ones).
+func (p *Pipeline) marshal(version uint8) ([]byte, error) {
+	if version < 2 && p.delay != nil {
+		return nil, errors.New("pipeline: state format version 1 has no delayed labels")
+	}
+	if version < 3 && slices.ContainsFunc(p.nodes, func(n node) bool { return n.since != 0 }) {
+		return nil, errors.New("pipeline: state format version 2 has no learners started after the others")
+	}
 	models := make([][]byte, len(p.nodes))
 	size := 64
 	for i := range p.nodes {
@@ -153,7 +171,7 @@ func (p *Pipeline) MarshalBinary() ([]byte, error) {
 		}
 		models[i] = b
 		p.tracker.NoteState(i, b) // the report's digest, without a second encoding
-		size += len(b) + 64 + len(n.name) + len(n.algorithm) + 4*len(n.experts)
+		size += len(b) + 104 + len(n.name) + len(n.algorithm) + 4*len(n.experts)
 	}
 	var scaler []byte
 	if p.scaler != nil {
@@ -174,16 +192,22 @@ func (p *Pipeline) MarshalBinary() ([]byte, error) {
 	slices.Sort(reasons)
 	size += len(scaler) + len(tracker) + len(p.spec.Features.Scale)
 
-	e := codec.NewEncoder(size)
+	e := codec.NewEncoder(size + 32)
 	e.RawString(stateMagic)
-	e.U8(stateVersion)
+	e.U8(version)
 	e.U64(uint64(p.spec.Features.Bits))
 	e.String(p.spec.Features.Scale)
+	if version >= 3 {
+		e.Raw(p.shared[:])
+	}
 	e.U32(uint32(len(p.nodes)))
 	for i := range p.nodes {
 		n := &p.nodes[i]
 		e.String(n.name)
 		e.String(n.algorithm)
+		if version >= 3 {
+			e.Raw(n.digest[:])
+		}
 		e.U32(uint32(len(n.experts)))
 		for _, x := range n.experts {
 			e.U32(uint32(x))
@@ -191,6 +215,9 @@ func (p *Pipeline) MarshalBinary() ([]byte, error) {
 	}
 	for i := range p.nodes {
 		e.F64(p.nodes[i].loss)
+		if version >= 3 {
+			e.U64(p.nodes[i].since)
+		}
 		e.Blob(models[i])
 	}
 	e.Bool(p.scaler != nil)
@@ -208,7 +235,9 @@ func (p *Pipeline) MarshalBinary() ([]byte, error) {
 		e.U64(c.InvalidBy[r])
 	}
 	e.Blob(tracker)
-	e.Bool(p.delay != nil)
+	if version >= 2 {
+		e.Bool(p.delay != nil)
+	}
 	if p.delay != nil {
 		p.delay.encode(e, len(p.nodes))
 	}
@@ -219,8 +248,10 @@ func (p *Pipeline) MarshalBinary() ([]byte, error) {
 // UnmarshalBinary restores a state encoded by MarshalBinary into p, which
 // must have been built by New from the same configuration: the same
 // features.bits and features.scale, and the same learners (names,
-// algorithms and experts, in order) with the same settings. A state of a
-// different configuration is refused with an error naming what differs;
+// algorithms and experts, in order) with the same settings (a state of
+// format version 3 has their digests: SharedDigest, LearnerDigest). A
+// state of a different configuration is refused with an error naming what
+// differs (UnmarshalBinaryReset restores one of other learners in part);
 // truncated or corrupt bytes (the checksum covers every byte) and unknown
 // format versions are refused too. On any error p is unchanged: the state
 // is decoded into freshly built learners, which replace p's only once
@@ -277,33 +308,127 @@ func (p *Pipeline) Clone() (*Pipeline, error) {
 	return q, nil
 }
 
-// decode restores b into q, a pipeline fresh from New; on error q is
-// half-restored and must be discarded.
-func (q *Pipeline) decode(b []byte) error {
+// stateShape is what a state is of: the header MarshalBinary writes before
+// the state itself.
+type stateShape struct {
+	version  uint8
+	bits     uint64
+	scale    string
+	shared   [32]byte // version 3 on
+	learners []stateLearner
+}
+
+type stateLearner struct {
+	name, algorithm string
+	digest          [32]byte // version 3 on
+	experts         []int
+}
+
+// openState checks b's magic, format version and checksum, and reads what
+// the state is of; the decoder returned is at the state that follows.
+func openState(b []byte) (*stateShape, *codec.Decoder, error) {
 	const header = len(stateMagic) + 1
 	switch {
 	case len(b) < header+4:
-		return fmt.Errorf("%d bytes: %w", len(b), codec.ErrTruncated)
+		return nil, nil, fmt.Errorf("%d bytes: %w", len(b), codec.ErrTruncated)
 	case string(b[:len(stateMagic)]) != stateMagic:
-		return fmt.Errorf("not a pipeline state (magic %q)", b[:len(stateMagic)])
-	case b[len(stateMagic)] != stateVersion && b[len(stateMagic)] != 1:
-		return fmt.Errorf("unsupported state format version %d (this build reads versions 1 and %d)", b[len(stateMagic)], stateVersion)
+		return nil, nil, fmt.Errorf("not a pipeline state (magic %q)", b[:len(stateMagic)])
+	case b[len(stateMagic)] < 1 || b[len(stateMagic)] > stateVersion:
+		return nil, nil, fmt.Errorf("unsupported state format version %d (this build reads versions 1 to %d)", b[len(stateMagic)], stateVersion)
 	}
 	body, sum := b[:len(b)-4], b[len(b)-4:]
 	if got, want := crc32.Checksum(body, castagnoli), uint32(sum[0])|uint32(sum[1])<<8|uint32(sum[2])<<16|uint32(sum[3])<<24; got != want {
-		return fmt.Errorf("checksum mismatch (%08x, encoded %08x): the state is truncated or corrupt", got, want)
+		return nil, nil, fmt.Errorf("checksum mismatch (%08x, encoded %08x): the state is truncated or corrupt", got, want)
 	}
+	sh := &stateShape{version: b[len(stateMagic)]}
 	d := codec.NewDecoder(body[header:])
-	if err := q.decodeShape(d); err != nil {
+	sh.bits, sh.scale = d.U64(), d.String(maxScaleLen)
+	if sh.version >= 3 {
+		copy(sh.shared[:], d.Take(len(sh.shared)))
+	}
+	n := d.U32()
+	if d.Err() != nil {
+		return nil, nil, d.Err()
+	}
+	if uint64(n) > uint64(d.Len())/20 { // ≥ 20 bytes per learner
+		return nil, nil, codec.ErrTruncated
+	}
+	sh.learners = make([]stateLearner, n)
+	for i := range sh.learners {
+		l := &sh.learners[i]
+		l.name, l.algorithm = d.String(maxNameLen), d.String(maxNameLen)
+		if sh.version >= 3 {
+			copy(l.digest[:], d.Take(len(l.digest)))
+			if d.Err() == nil && slices.ContainsFunc(sh.learners[:i], func(o stateLearner) bool { return o.name == l.name }) {
+				return nil, nil, fmt.Errorf("learner %q twice", l.name)
+			}
+		}
+		k := d.U32()
+		if d.Err() == nil && uint64(k) > uint64(i) {
+			return nil, nil, fmt.Errorf("learner %d (%q) has %d experts among the %d learners before it", i, l.name, k, i)
+		}
+		for range k {
+			x := d.U32()
+			if d.Err() == nil && int64(x) >= int64(i) {
+				return nil, nil, fmt.Errorf("learner %d (%q) has expert %d, not a learner before it", i, l.name, x)
+			}
+			l.experts = append(l.experts, int(x))
+		}
+		if d.Err() != nil {
+			return nil, nil, d.Err()
+		}
+	}
+	return sh, d, nil
+}
+
+// decode restores b into q, a pipeline fresh from New; on error q is
+// half-restored and must be discarded.
+func (q *Pipeline) decode(b []byte) error {
+	sh, d, err := openState(b)
+	if err != nil {
 		return err
 	}
-	for i := range q.nodes {
-		n := &q.nodes[i]
-		n.loss = d.F64()
+	if err := q.sameShape(sh); err != nil {
+		return err
+	}
+	from := make([]int, len(q.nodes))
+	for i := range from {
+		from[i] = i
+	}
+	return q.decodeState(d, sh, from, false)
+}
+
+// decodeState restores the state d is at, of shape sh, into q, a pipeline
+// fresh from New: learner i from the state's learner from[i], or, when
+// from[i] < 0, afresh (partial: from is not every learner in order, see
+// UnmarshalBinaryReset). On error q is half-restored and must be
+// discarded.
+func (q *Pipeline) decodeState(d *codec.Decoder, sh *stateShape, from []int, partial bool) error {
+	taker := make([]int, len(sh.learners)) // the node that takes each learner's state, -1 when none
+	for k := range taker {
+		taker[k] = -1
+	}
+	for i, k := range from {
+		if k >= 0 {
+			taker[k] = i
+		}
+	}
+	for k := range sh.learners {
+		loss := d.F64()
+		var since uint64
+		if sh.version >= 3 {
+			since = d.U64()
+		}
 		blob := d.Blob()
 		if d.Err() != nil {
 			return d.Err()
 		}
+		i := taker[k]
+		if i < 0 {
+			continue // dropped
+		}
+		n := &q.nodes[i]
+		n.loss, n.since = loss, since
 		if err := n.model().UnmarshalBinary(blob); err != nil {
 			return fmt.Errorf("learner %q: %w", n.name, err)
 		}
@@ -327,18 +452,22 @@ func (q *Pipeline) decode(b []byte) error {
 	if d.Err() != nil {
 		return d.Err()
 	}
-	if err := q.tracker.UnmarshalBinary(blob); err != nil {
+	if !partial {
+		if err := q.tracker.UnmarshalBinary(blob); err != nil {
+			return err
+		}
+	} else if err := q.tracker.UnmarshalBinaryFrom(blob, from); err != nil {
 		return err
 	}
 	delayed := false // version 1 has no delayed labels
-	if b[len(stateMagic)] >= 2 {
+	if sh.version >= 2 {
 		delayed = d.Bool()
 	}
 	if d.Err() == nil && delayed != (q.delay != nil) {
 		return fmt.Errorf("delayed labels %v in the state, %v in the configuration", delayed, q.delay != nil)
 	}
 	if q.delay != nil {
-		q.delay.decode(d, len(q.nodes), q.scaler != nil, q.counts.Events, q.counts.Learned)
+		q.delay.decode(d, len(sh.learners), q.scaler != nil, q.counts.Events, q.counts.Learned)
 		c, st := &q.counts, &q.delay.stats
 		switch {
 		case d.Err() != nil:
@@ -359,56 +488,76 @@ func (q *Pipeline) decode(b []byte) error {
 	if err := d.Finish(); err != nil {
 		return err
 	}
-	// Process observes every learner on every labeled event.
+	for i, k := range from {
+		if k < 0 {
+			q.nodes[i].since = q.counts.Learned // starts now
+		}
+	}
+	if partial && q.delay != nil {
+		q.predictWaiting(from)
+	}
+	// Process observes every learner on every labeled event since it
+	// started.
 	for i := range q.nodes {
-		if r := q.tracker.Rounds(i); r != q.counts.Learned {
-			return fmt.Errorf("learner %q tracked %d rounds, but %d events were learned", q.nodes[i].name, r, q.counts.Learned)
+		n := &q.nodes[i]
+		if r := q.tracker.Rounds(i); n.since > q.counts.Learned || r != q.counts.Learned-n.since {
+			if n.since == 0 {
+				return fmt.Errorf("learner %q tracked %d rounds, but %d events were learned", n.name, r, q.counts.Learned)
+			}
+			return fmt.Errorf("learner %q tracked %d rounds since round %d, but %d events were learned", n.name, r, n.since, q.counts.Learned)
 		}
 	}
 	return nil
 }
 
-// decodeShape reads what the state is of and compares it with q's
-// configuration, naming the first difference.
-func (q *Pipeline) decodeShape(d *codec.Decoder) error {
-	bitsN, scale := d.U64(), d.String(maxScaleLen)
-	if d.Err() != nil {
-		return d.Err()
-	}
-	f := q.spec.Features
-	if bitsN != uint64(f.Bits) {
-		return fmt.Errorf("state is of features.bits %d, pipeline has %d", bitsN, f.Bits)
-	}
-	if scale != f.Scale {
-		return fmt.Errorf("state is of features.scale %q, pipeline has %q", scale, f.Scale)
-	}
-	n := d.U32()
-	if d.Err() == nil && uint64(n) > uint64(d.Len())/20 { // ≥ 20 bytes per learner
-		return codec.ErrTruncated
-	}
-	type learner struct {
-		name, algorithm string
-		experts         []int
-	}
-	ls := make([]learner, n)
-	for i := range ls {
-		l := &ls[i]
-		l.name, l.algorithm = d.String(maxNameLen), d.String(maxNameLen)
-		k := d.U32()
-		if d.Err() == nil && uint64(k) > uint64(i) {
-			return fmt.Errorf("learner %d (%q) has %d experts among the %d learners before it", i, l.name, k, i)
+// predictWaiting gives the events waiting for their labels, which the
+// store holds with the predictions of the state's learners, the
+// predictions of q's: learner i's is the state's learner from[i]'s, and a
+// learner started afresh (from[i] < 0) predicts each now, from its fresh
+// state, as it would have on the event's arrival had it been there — a
+// Weighted-Majority over learners from its experts' predictions of the
+// event — so that it is scored on, and learns from, a prediction made
+// before the label when the label comes.
+func (q *Pipeline) predictWaiting(from []int) {
+	d := q.delay
+	for k := range d.slots {
+		s := &d.slots[k]
+		if !s.used {
+			continue
 		}
-		for range k {
-			x := d.U32()
-			if d.Err() == nil && int64(x) >= int64(i) {
-				return fmt.Errorf("learner %d (%q) has expert %d, not a learner before it", i, l.name, x)
+		for i, j := range from {
+			n := &q.nodes[i]
+			switch {
+			case j >= 0:
+				q.preds[i] = s.preds[j]
+			case n.over != nil:
+				for e, x := range n.experts {
+					n.advice[e] = q.preds[x].Label
+				}
+				q.preds[i] = n.over.PredictAdvice(n.advice)
+			default:
+				x := s.raw
+				if !n.raw && q.scaler != nil {
+					x = s.scaled
+				}
+				q.preds[i] = n.learner.Predict(x)
 			}
-			l.experts = append(l.experts, int(x))
 		}
-		if d.Err() != nil {
-			return d.Err()
-		}
+		s.preds = append(s.preds[:0:0], q.preds...)
 	}
+}
+
+// sameShape compares what a state is of with q's configuration, naming
+// the first difference.
+func (q *Pipeline) sameShape(sh *stateShape) error {
+	f := q.spec.Features
+	if sh.bits != uint64(f.Bits) {
+		return fmt.Errorf("state is of features.bits %d, pipeline has %d", sh.bits, f.Bits)
+	}
+	if sh.scale != f.Scale {
+		return fmt.Errorf("state is of features.scale %q, pipeline has %q", sh.scale, f.Scale)
+	}
+	ls := sh.learners
 	names := func(pick func(i int) string, m int) string {
 		s := make([]string, m)
 		for i := range s {
@@ -431,6 +580,17 @@ func (q *Pipeline) decodeShape(d *codec.Decoder) error {
 		return fmt.Errorf("state has %d learners (%s), pipeline has %d (%s)",
 			len(ls), names(func(i int) string { return ls[i].name }, len(ls)),
 			len(q.nodes), names(func(i int) string { return q.nodes[i].name }, len(q.nodes)))
+	}
+	if sh.version < 3 {
+		return nil // no digests: the learners' own encodings check what they can
+	}
+	if sh.shared != q.shared {
+		return errors.New("state is of other input, features or labels settings than the pipeline's")
+	}
+	for i := range ls {
+		if ls[i].digest != q.nodes[i].digest {
+			return fmt.Errorf("learner %q: state is of other settings than the pipeline's", ls[i].name)
+		}
 	}
 	return nil
 }

@@ -516,6 +516,12 @@ func TestUnmarshalRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Version 2 has no settings digests: the learners' own encodings
+	// refuse a state of other settings.
+	blob2, err := src.marshal(2)
+	if err != nil {
+		t.Fatal(err)
+	}
 	edit := func(from, to string) string {
 		if !strings.Contains(stateConfig, from) {
 			t.Fatalf("config has no %q", from)
@@ -546,14 +552,20 @@ func TestUnmarshalRefuses(t *testing.T) {
 			"state has 17 learners (pct, pct-ab, pct-m, ogd-h, ogd-l, ogd-s, cons, halv, soa, tab, wm-h, wm-l, ada, ada-p, peg, kp, boost), pipeline has 18 (pct, pct-ab, pct-m, ogd-h, ogd-l, ogd-s, cons, halv, soa, tab, wm-h, wm-l, ada, ada-p, peg, kp, boost, extra)"},
 		{"experts", edit("experts: [pct, ogd-h, soa]", "experts: [pct, ogd-l, soa]"), blob,
 			`learner "wm-l": state's experts are [pct, ogd-h, soa], pipeline's are [pct, ogd-l, soa]`},
-		{"ogd setting", edit("loss: hinge, eta: 0.5", "loss: hinge, eta: 0.25"), blob, `learner "ogd-h": ogd: unmarshal: encoding is of ogd`},
-		{"seed", edit("seed: 3", "seed: 4"), blob, `learner "wm-h": experts: encoding is for a different weighted-majority configuration`},
+		{"ogd setting", edit("loss: hinge, eta: 0.5", "loss: hinge, eta: 0.25"), blob, `learner "ogd-h": state is of other settings than the pipeline's`},
+		{"ogd setting, version 2", edit("loss: hinge, eta: 0.5", "loss: hinge, eta: 0.25"), blob2, `learner "ogd-h": ogd: unmarshal: encoding is of ogd`},
+		{"seed", edit("seed: 3", "seed: 4"), blob, `learner "wm-h": state is of other settings than the pipeline's`},
+		{"seed, version 2", edit("seed: 3", "seed: 4"), blob2, `learner "wm-h": experts: encoding is for a different weighted-majority configuration`},
 		{"class", edit("{name: soa, algorithm: soa, class: {kind: thresholds, feature: v, min: 0, max: 1, points: 33}}",
 			"{name: soa, algorithm: soa, class: {kind: thresholds, feature: v, min: 0, max: 1, points: 32}}"), blob,
+			`learner "soa": state is of other settings than the pipeline's`},
+		{"class, version 2", edit("{name: soa, algorithm: soa, class: {kind: thresholds, feature: v, min: 0, max: 1, points: 33}}",
+			"{name: soa, algorithm: soa, class: {kind: thresholds, feature: v, min: 0, max: 1, points: 32}}"), blob2,
 			`learner "soa": experts: encoding is for a different class`},
+		{"input", "input: {max_bytes: 4096}\n" + stateConfig, blob, "state is of other input, features or labels settings than the pipeline's"},
 		{"empty", stateConfig, nil, "0 bytes: truncated encoding"},
 		{"magic", stateConfig, flip(0, 'X'), `not a pipeline state (magic "XLPL")`},
-		{"version", stateConfig, flip(4, 3), "unsupported state format version 3 (this build reads versions 1 and 2)"},
+		{"version", stateConfig, flip(4, 4), "unsupported state format version 4 (this build reads versions 1 to 3)"},
 		{"flipped weight", stateConfig, flip(len(blob)/2, blob[len(blob)/2]^0x10), "checksum mismatch"},
 		{"trailing byte", stateConfig, append(bytes.Clone(blob), 0), "checksum mismatch"},
 		{"bits, checksum fixed", stateConfig, otherBits, "state is of features.bits 11, pipeline has 10"},
@@ -629,8 +641,9 @@ func FuzzPipelineUnmarshal(f *testing.F) {
 	})
 }
 
-// A state of format version 1 (before delayed labels: no flag after the
-// tracker) still restores, to the same model.
+// States of format versions 1 (before delayed labels: no flag after the
+// tracker) and 2 (before the settings digests) still restore, to the same
+// model.
 func TestUnmarshalVersion1(t *testing.T) {
 	c := mustConfig(t, stateConfig)
 	src := mustNew(t, c)
@@ -639,19 +652,37 @@ func TestUnmarshalVersion1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Version 2 ends with the delayed-labels flag (false here) and the
-	// checksum: drop the flag, say version 1.
-	v1 := append(bytes.Clone(blob[:len(blob)-5]), 0, 0, 0, 0)
-	v1[4] = 1
-	p := mustNew(t, c)
-	if err := p.UnmarshalBinary(withCRC(v1)); err != nil {
-		t.Fatalf("version 1 state: %v", err)
-	}
-	again, err := p.MarshalBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(again, blob) {
-		t.Error("a version 1 state restored to another model")
+	for v := uint8(1); v <= 2; v++ {
+		old, err := src.marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if old[4] != v || len(old) >= len(blob) {
+			t.Fatalf("version %d: %d bytes of version %d, the current version's are %d", v, len(old), old[4], len(blob))
+		}
+		if v == 1 {
+			// Version 2 ends with the delayed-labels flag (false here) and
+			// the checksum: version 1 is that without the flag.
+			v2, err := src.marshal(2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := append(bytes.Clone(v2[:len(v2)-5]), 0, 0, 0, 0)
+			want[4] = 1
+			if !bytes.Equal(old, withCRC(want)) {
+				t.Fatal("version 1 is not version 2 without the delayed-labels flag")
+			}
+		}
+		p := mustNew(t, c)
+		if err := p.UnmarshalBinary(old); err != nil {
+			t.Fatalf("version %d state: %v", v, err)
+		}
+		again, err := p.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(again, blob) {
+			t.Errorf("a version %d state restored to another model", v)
+		}
 	}
 }

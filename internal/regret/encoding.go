@@ -128,7 +128,7 @@ func (t *Tracker) MarshalBinary() ([]byte, error) {
 // and encodings of a different set of learners are errors, and then the
 // tracker is unchanged.
 func (t *Tracker) UnmarshalBinary(b []byte) error {
-	ls, h, err := t.decode(b)
+	ls, h, err := t.decode(b, nil)
 	if err != nil {
 		return fmt.Errorf("regret: unmarshal tracker: %w", err)
 	}
@@ -136,8 +136,36 @@ func (t *Tracker) UnmarshalBinary(b []byte) error {
 	return nil
 }
 
-// decode decodes b into a copy of t's learners and a new history.
-func (t *Tracker) decode(b []byte) ([]learner, *History, error) {
+// UnmarshalBinaryFrom restores, learner by learner, a state MarshalBinary
+// encoded for another set of learners: learner i of t takes the entry of
+// encoded learner from[i] (its rounds, mistakes, loss, bound state and
+// history series), which must have learner i's name and algorithm; a
+// learner with from[i] < 0 keeps its own entry (in a tracker just built,
+// the fresh one: no rounds). Encoded learners no learner takes are checked
+// as far as they can be without their models, and dropped. The history is
+// restored as UnmarshalBinary restores it, the series of a learner that
+// takes no entry empty. len(from) must be t.Len(), and no encoded learner
+// taken twice.
+//
+// It is for restoring a model whose configuration added, dropped or
+// changed learners (pipeline.Pipeline.UnmarshalBinaryReset). Errors are
+// UnmarshalBinary's, and then the tracker is unchanged.
+func (t *Tracker) UnmarshalBinaryFrom(b []byte, from []int) error {
+	if len(from) != len(t.learners) {
+		return fmt.Errorf("regret: unmarshal tracker: %d sources for %d learners", len(from), len(t.learners))
+	}
+	ls, h, err := t.decode(b, from)
+	if err != nil {
+		return fmt.Errorf("regret: unmarshal tracker: %w", err)
+	}
+	t.learners, t.history = ls, h
+	return nil
+}
+
+// decode decodes b into a copy of t's learners and a new history: learner
+// i from encoded learner from[i] (kept as it is when from[i] < 0), or,
+// with from nil, from encoded learner i of as many.
+func (t *Tracker) decode(b []byte, from []int) ([]learner, *History, error) {
 	d := codec.NewDecoder(b)
 	hdr := d.Take(len(trackerMagic) + 1)
 	switch {
@@ -149,16 +177,51 @@ func (t *Tracker) decode(b []byte) ([]learner, *History, error) {
 		return nil, nil, fmt.Errorf("unsupported format version %d (this build reads %d)", hdr[len(trackerMagic)], trackerVersion)
 	}
 	n := d.U32()
-	if d.Err() == nil && int64(n) != int64(len(t.learners)) {
+	if d.Err() != nil {
+		return nil, nil, d.Err()
+	}
+	if from == nil && int64(n) != int64(len(t.learners)) {
 		return nil, nil, fmt.Errorf("encoding has %d learners, tracker has %d", n, len(t.learners))
 	}
-	ls := make([]learner, len(t.learners))
-	copy(ls, t.learners)
-	for i := range ls {
-		l := &ls[i]
+	if uint64(n) > uint64(d.Len())/64 { // ≥ 64 bytes per learner
+		return nil, nil, codec.ErrTruncated
+	}
+	// taker[k] is the learner of t that takes encoded learner k, -1 when
+	// none does.
+	taker := make([]int, n)
+	for k := range taker {
+		taker[k] = -1
+		if from == nil {
+			taker[k] = k
+		}
+	}
+	for i, k := range from {
+		switch {
+		case k < 0:
+		case int64(k) >= int64(n):
+			return nil, nil, fmt.Errorf("learner %q: no encoded learner %d of %d", t.learners[i].name, k, n)
+		case taker[k] >= 0:
+			return nil, nil, fmt.Errorf("encoded learner %d taken twice", k)
+		default:
+			taker[k] = i
+		}
+	}
+	enc := make([]learner, n)
+	for k := range enc {
+		l := &enc[k]
 		name, alg := d.String(maxNameLen), d.String(maxNameLen)
-		if d.Err() == nil && (name != l.name || alg != l.algorithm) {
-			return nil, nil, fmt.Errorf("learner %d: encoding has %q (%s), tracker has %q (%s)", i, name, alg, l.name, l.algorithm)
+		i := taker[k]
+		if i >= 0 {
+			if d.Err() == nil && (name != t.learners[i].name || alg != t.learners[i].algorithm) {
+				if from == nil {
+					return nil, nil, fmt.Errorf("learner %d: encoding has %q (%s), tracker has %q (%s)", i, name, alg, t.learners[i].name, t.learners[i].algorithm)
+				}
+				return nil, nil, fmt.Errorf("learner %q (%s) takes encoded learner %d, %q (%s)", t.learners[i].name, t.learners[i].algorithm, k, name, alg)
+			}
+			*l = t.learners[i]
+		} else {
+			// Dropped: checked without its model.
+			*l = learner{name: name, algorithm: alg, dl: t.dl}
 		}
 		l.digestOK = false // the model is restored apart, if at all
 		l.rounds, l.mistakes, l.loss = d.U64(), d.U64(), d.F64()
@@ -177,19 +240,47 @@ func (t *Tracker) decode(b []byte) ([]learner, *History, error) {
 		if d.Err() != nil {
 			return nil, nil, d.Err()
 		}
-		if err := l.check(); err != nil {
+		check := l.check
+		if i < 0 {
+			check = l.checkCounts
+		}
+		if err := check(); err != nil {
 			return nil, nil, fmt.Errorf("learner %q: %w", l.name, err)
 		}
 	}
 	var h *History
 	if d.Bool() {
 		var err error
-		if h, err = decodeHistory(d, ls); err != nil {
+		if h, err = decodeHistory(d, enc); err != nil {
 			return nil, nil, err
 		}
 	}
 	if err := d.Finish(); err != nil {
 		return nil, nil, err
+	}
+	if from == nil {
+		return enc, h, nil
+	}
+	ls := make([]learner, len(t.learners))
+	copy(ls, t.learners)
+	var series [][]Point
+	if h != nil {
+		series = make([][]Point, len(ls))
+	}
+	for i, k := range from {
+		if k >= 0 {
+			ls[i] = enc[k]
+		}
+		switch {
+		case h == nil:
+		case k >= 0:
+			series[i] = h.series[k]
+		default:
+			series[i] = make([]Point, 0, h.max)
+		}
+	}
+	if h != nil {
+		h.series = series
 	}
 	return ls, h, nil
 }
@@ -198,16 +289,8 @@ func (t *Tracker) decode(b []byte) ([]learner, *History, error) {
 // the bound depends on the delay, which the tracker's owner sets after the
 // decoding (SetDelay): the broken flag is not checked against it then.
 func (l *learner) check() error {
-	switch {
-	case l.mistakes > l.rounds:
-		return fmt.Errorf("%d mistakes in %d rounds", l.mistakes, l.rounds)
-	case l.crossing > l.rounds:
-		return fmt.Errorf("%d bound crossings in %d rounds", l.crossing, l.rounds)
-	}
-	switch l.g.Kind {
-	case online.NoBound, online.MistakeBound, online.RegretBound:
-	default:
-		return fmt.Errorf("unknown bound kind %q", l.g.Kind)
+	if err := l.checkCounts(); err != nil {
+		return err
 	}
 	if l.guaranteed == nil {
 		// Add leaves the guarantee zero for a model without a theorem, and
@@ -228,6 +311,22 @@ func (l *learner) check() error {
 	}
 	if !l.dl.on && l.rounds > 0 && l.broken != !l.holds() {
 		return fmt.Errorf("broken flag %v contradicts the bound", l.broken)
+	}
+	return nil
+}
+
+// checkCounts is what check can check of a learner without its model.
+func (l *learner) checkCounts() error {
+	switch {
+	case l.mistakes > l.rounds:
+		return fmt.Errorf("%d mistakes in %d rounds", l.mistakes, l.rounds)
+	case l.crossing > l.rounds:
+		return fmt.Errorf("%d bound crossings in %d rounds", l.crossing, l.rounds)
+	}
+	switch l.g.Kind {
+	case online.NoBound, online.MistakeBound, online.RegretBound:
+	default:
+		return fmt.Errorf("unknown bound kind %q", l.g.Kind)
 	}
 	return nil
 }

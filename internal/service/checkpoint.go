@@ -2,17 +2,18 @@ package service
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/streamlearn/streamlearn/internal/checkpoint"
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/pipeline"
 )
 
 // Checkpoints make the models survive the process: with Options.Checkpoints
@@ -28,10 +29,14 @@ import (
 //
 // A checkpoint written by another model configuration, or for another
 // source, or damaged, stops the service with an error saying so: it is
-// never silently replaced by a fresh model. A failing save (a full disk,
-// an unwritable directory) stops the commits, not the learning: the
-// service logs why at each attempt, streamlearn_checkpoint_age_seconds
-// grows, and the next successful save commits everything learned since.
+// never silently replaced by a fresh model. One written by another list
+// of learners over the same input, features and labels is restored in
+// part when the operator names the learners that differ
+// (Options.ResetLearners): the others keep their models. A failing save
+// (a full disk, an unwritable directory) stops the commits, not the
+// learning: the service logs why at each attempt,
+// streamlearn_checkpoint_age_seconds grows, and the next successful save
+// commits everything learned since.
 
 // Defaults of the checkpoint cadence: a checkpoint encodes every
 // learner's state (the weights it learned, up to 2 MiB per linear learner
@@ -44,24 +49,11 @@ const (
 
 // Fingerprint identifies the parts of a configuration a model's state
 // depends on: how records are decoded (input), how events become vectors
-// (features), the learners, and delayed labels. Sources, sinks and HTTP settings do not
-// enter it: a model may move to another broker address.
-func Fingerprint(c *config.Config) [32]byte {
-	var labels *config.Labels // only delayed labels enter: older fingerprints stay
-	if c.Labels.Delayed {
-		labels = &c.Labels
-	}
-	b, err := json.Marshal(struct {
-		Input    config.Input
-		Features config.Features
-		Learners []config.Learner
-		Labels   *config.Labels `json:",omitempty"`
-	}{c.Input, c.Features, c.Learners, labels})
-	if err != nil {
-		panic("service: fingerprint of the configuration: " + err.Error()) // plain structs: cannot fail
-	}
-	return sha256.Sum256(b)
-}
+// (features), the learners, and delayed labels. Sources, sinks and HTTP
+// settings do not enter it: a model may move to another broker address.
+// It is pipeline.Fingerprint, taken of the settings the digests in the
+// model's state are (pipeline.SharedDigest, pipeline.LearnerDigest).
+func Fingerprint(c *config.Config) [32]byte { return pipeline.Fingerprint(c) }
 
 // volatile reports whether the source's offsets do not identify records
 // across restarts (core NATS), so that a restored model skips nothing.
@@ -88,8 +80,9 @@ func (s *Service) restore(ctx context.Context, partition int32, m *model) error 
 		c = nil
 	} else {
 		if c.Fingerprint != s.fingerprint {
-			return fmt.Errorf("service: the checkpoint of partition %d in %s was written by another model configuration (%s): move it away to start that model afresh",
-				partition, s.opt.Checkpoints, configDiff(c.Report, s.opt.Config.Learners))
+			if err := s.checkLearnersChanged(partition, c); err != nil {
+				return err
+			}
 		}
 		if c.Source != s.opt.Source.Name() {
 			return fmt.Errorf("service: the checkpoint of partition %d in %s is of source %s, not %s",
@@ -142,18 +135,86 @@ func (s *Service) restore(ctx context.Context, partition int32, m *model) error 
 	return nil
 }
 
-// restoreState loads c, when not nil, into m.
+// restoreState loads c, when not nil, into m. A checkpoint of another
+// model configuration, which checkLearnersChanged let through, is
+// restored in part (pipeline.Pipeline.UnmarshalBinaryReset, with
+// Options.ResetLearners), and m is checkpointed at once for its own
+// configuration, so that the next restore is a plain one.
 func (s *Service) restoreState(partition int32, m *model, c *checkpoint.Checkpoint) error {
 	if c == nil {
 		return nil
 	}
-	if err := m.p.UnmarshalBinary(c.State); err != nil {
-		return fmt.Errorf("service: restoring partition %d from %s: %w", partition, s.opt.Checkpoints, err)
+	if c.Fingerprint == s.fingerprint {
+		if err := m.p.UnmarshalBinary(c.State); err != nil {
+			return fmt.Errorf("service: restoring partition %d from %s: %w", partition, s.opt.Checkpoints, err)
+		}
+		if len(s.opt.ResetLearners) > 0 {
+			s.logger.Info("reset-learner: nothing to reset: the checkpoint is of this model configuration (the flag acts on a checkpoint of another list of learners, once)",
+				"partition", partition, "learners", s.opt.ResetLearners)
+		}
+	} else {
+		ch, err := m.p.UnmarshalBinaryReset(c.State, s.opt.ResetLearners)
+		var re *pipeline.ResetError
+		if errors.As(err, &re) {
+			return fmt.Errorf("service: restoring partition %d from %s: %w; name with --reset-learner exactly the learners added, changed or dropped: %s",
+				partition, s.opt.Checkpoints, err, resetFlags(re.Reset()))
+		}
+		if err != nil {
+			return fmt.Errorf("service: restoring partition %d from %s: %w", partition, s.opt.Checkpoints, err)
+		}
+		args := []any{"partition", partition, "store", s.opt.Checkpoints.String(), "position", c.Position,
+			"kept", ch.Kept, "added", ch.Added, "changed", ch.Changed, "dropped", ch.Dropped}
+		if len(ch.Reset()) == 0 {
+			s.logger.Info("the same learners in another order: each restored by name", args...)
+		} else {
+			s.logger.Warn("learners reset: the learners kept have their models; the ones added or changed start afresh, their rounds counted from the checkpoint's "+
+				strconv.FormatUint(m.p.Learned(), 10)+" learned events on; the ones dropped are gone", args...)
+		}
+		// Checkpointed before anything is learned: the next restore is
+		// of this configuration, and the same --reset-learner then does
+		// nothing.
+		m.saveAtOnce = true
 	}
 	if !s.volatile {
 		m.pos, m.skipTo = c.Position, c.Position
 	}
 	return nil
+}
+
+// checkLearnersChanged returns nil when c, partition's checkpoint written
+// by another model configuration, can be restored in part: its state has
+// settings digests (pipeline state format 3), the input, features and
+// labels are the same, and either the learners that differ are to be
+// reset (Options.ResetLearners: the restore checks that they are exactly
+// those) or none differs (the same learners in another order). Otherwise
+// it returns the error that stops the service, saying what differs and
+// the ways out.
+func (s *Service) checkLearnersChanged(partition int32, c *checkpoint.Checkpoint) error {
+	ch, err := pipeline.CompareState(c.State, s.opt.Config)
+	if err == nil && !ch.SharedChanged && (len(ch.Reset()) == 0 || len(s.opt.ResetLearners) > 0) {
+		return nil
+	}
+	prefix := fmt.Sprintf("service: the checkpoint of partition %d in %s was written by another model configuration", partition, s.opt.Checkpoints)
+	switch {
+	case errors.Is(err, pipeline.ErrNoDigests):
+		return fmt.Errorf("%s (%s): move it away to start that model afresh (a checkpoint written by this version would let `run --reset-learner` keep the learners that did not change: run the configuration that wrote it until it checkpoints again, then change the learners)",
+			prefix, configDiff(c.Report, s.opt.Config.Learners, nil))
+	case err != nil:
+		return fmt.Errorf("%s (%s), and its state cannot be read (%v): move it away to start that model afresh", prefix, configDiff(c.Report, s.opt.Config.Learners, nil), err)
+	case ch.SharedChanged:
+		return fmt.Errorf("%s (the input, the features or the labels settings differ: no learner's model can be kept): move it away to start that model afresh", prefix)
+	}
+	return fmt.Errorf("%s (%s): keep the other learners' models and start these afresh with `run %s`, or move the checkpoint away to start the whole model afresh",
+		prefix, configDiff(c.Report, s.opt.Config.Learners, &ch), resetFlags(ch.Reset()))
+}
+
+// resetFlags returns the flags that reset the learners names.
+func resetFlags(names []string) string {
+	flags := make([]string, len(names))
+	for i, n := range names {
+		flags[i] = "--reset-learner " + n
+	}
+	return strings.Join(flags, " ")
 }
 
 // rebuild makes m the model the committed position stands for, when
@@ -534,13 +595,18 @@ func (s *Service) dropModel(ctx context.Context, part int32) error {
 
 // configDiff says how the configuration that wrote a checkpoint, as its
 // report names its learners, differs from ours: the learners added,
-// dropped or of another algorithm, or, with the same learners, that the
-// input, the features or a learner's settings differ.
-func configDiff(report []byte, ours []config.Learner) string {
+// dropped or of another algorithm, and, with ch (the checkpoint's state
+// has settings digests), the learners whose settings changed; without ch
+// and with the same learners, that the input, the features or a
+// learner's settings differ.
+func configDiff(report []byte, ours []config.Learner, ch *pipeline.Changes) string {
 	var rep struct {
 		Learners []struct{ Name, Algorithm string }
 	}
 	if json.Unmarshal(report, &rep) != nil {
+		if ch != nil {
+			return ch.String()
+		}
 		return "input, features or learners differ"
 	}
 	theirs := map[string]string{}
@@ -556,6 +622,8 @@ func configDiff(report []byte, ours []config.Learner) string {
 			diffs = append(diffs, fmt.Sprintf("learner %s (%s) added", l.Name, l.Algorithm))
 		case alg != l.Algorithm:
 			diffs = append(diffs, fmt.Sprintf("learner %s is %s, was %s", l.Name, l.Algorithm, alg))
+		case ch != nil && slices.Contains(ch.Changed, l.Name):
+			diffs = append(diffs, fmt.Sprintf("learner %s (%s): settings changed", l.Name, l.Algorithm))
 		}
 	}
 	for _, l := range rep.Learners {

@@ -116,15 +116,23 @@ func TestCheckpointRefused(t *testing.T) {
 	pc := *other.Learners[0].Params.(*online.PerceptronConfig)
 	pc.Bias = !pc.Bias
 	other.Learners[0].Params = &pc
-	if _, _, err := runStore(t, &other, store, values, 1, 0); err == nil || !strings.Contains(err.Error(), "another model configuration (the same learners: the input, the features, the labels or a learner's settings differ)") {
+	if _, _, err := runStore(t, &other, store, values, 1, 0); err == nil ||
+		!strings.Contains(err.Error(), "another model configuration (learner "+c.Learners[0].Name+" (perceptron): settings changed): keep the other learners' models and start these afresh with `run --reset-learner "+c.Learners[0].Name+"`") {
 		t.Errorf("another configuration: %v", err)
 	}
+	// Other features: nothing can be kept.
+	other.Features.Bits++
+	if _, _, err := runStore(t, &other, store, values, 1, 0); err == nil ||
+		!strings.Contains(err.Error(), "another model configuration (the input, the features or the labels settings differ: no learner's model can be kept): move it away") {
+		t.Errorf("other features: %v", err)
+	}
+	other.Features = c.Features
 	// A learner added and one dropped: the error says which.
 	last := c.Learners[len(c.Learners)-1]
 	other.Learners = append(append([]config.Learner(nil), c.Learners[:len(c.Learners)-1]...),
 		config.Learner{Name: "extra", Algorithm: "majority", Params: &learners.NoParams{}})
 	if _, _, err := runStore(t, &other, store, values, 1, 0); err == nil ||
-		!strings.Contains(err.Error(), "(learner extra (majority) added; learner "+last.Name+" ("+last.Algorithm+") dropped)") {
+		!strings.Contains(err.Error(), "(learner extra (majority) added; learner "+last.Name+" ("+last.Algorithm+") dropped): keep the other learners' models and start these afresh with `run --reset-learner extra --reset-learner "+last.Name+"`") {
 		t.Errorf("learners added and dropped: %v", err)
 	}
 

@@ -128,6 +128,14 @@ type Options struct {
 	// Owned lists the partitions whose checkpoints the caller already
 	// owns (see Own): Run does not take them again, nor give them up.
 	Owned []int32
+	// ResetLearners names the learners to start afresh when a checkpoint
+	// was written by another list of learners (`run --reset-learner`):
+	// those added, those whose settings changed and those dropped since,
+	// each of them and no other. The other learners keep their models,
+	// and the partition's checkpoint is written again at once for the new
+	// configuration (see Service.restore). With a checkpoint of this
+	// configuration it does nothing.
+	ResetLearners []string
 
 	// Logger gets lifecycle events; nil discards them.
 	Logger *slog.Logger
