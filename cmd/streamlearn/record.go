@@ -145,7 +145,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	follow := fs.Bool("follow", false, "keep recording past the end the stream had at start, until interrupted")
 	env := fs.Bool("envelope", false, `write {"partition","offset","key","value"} per line instead of the bare value`)
 	out := fs.String("o", "-", "output `file` (- for standard output)")
-	start := fs.String("start", "", "where recording begins: `earliest` (the first record held), latest (only what is published from now on, with --follow), offset:N or time:RFC3339 (default: the config's source.start, else earliest)")
+	start := fs.String("start", "", "where recording begins, `POS`: earliest (the first record held), latest (only what is published from now on, with --follow), offset:N or time:RFC3339 (default: the config's source.start, else earliest)")
 	split := fs.Bool("split", false, "write each partition's records to a file of its own, the -o file's name with -partition-N before its extension: each replays as that partition's model")
 	if err := parse(fs, args); err != nil {
 		return err

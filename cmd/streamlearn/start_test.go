@@ -80,14 +80,53 @@ func TestRunStart(t *testing.T) {
 			t.Errorf("second run: no word that --start did not apply:\n%s", errOut)
 		}
 
+		// The checkpoint lost: a rebuild learns from where the durable
+		// was begun, not from the stream's first record.
+		if err := os.RemoveAll(ckpt); err != nil {
+			t.Fatal(err)
+		}
+		if code, _, errOut := run(t, args...); code != 1 || !strings.Contains(errOut, "no checkpoint") {
+			t.Fatalf("run without its checkpoint: exit %d, want 1 and no checkpoint: %s", code, errOut)
+		}
+		code, out, errOut = run(t, append(args, "--rebuild")...)
+		if code != 0 {
+			t.Fatalf("run --rebuild: exit %d: %s", code, errOut)
+		}
+		sameAsReplay(t, out, "jetstream:EVENTS/streamlearn", want)
+
+		// The durable deleted and begun again past records the
+		// checkpoint lacks: refused, then rebuilt up to the new start.
+		if code, _, errOut := run(t, "publish", "-c", cfg, "../../testdata/demo.jsonl"); code != 0 {
+			t.Fatalf("publish: exit %d: %s", code, errOut)
+		}
+		js := testbroker.JetStream(t, emb.ClientURL())
+		if err := js.DeleteConsumer(t.Context(), "EVENTS", "streamlearn"); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errOut = run(t, append(args, "--start", "latest")...)
+		if code != 1 || !strings.Contains(errOut, "the checkpoint is behind position 10001, where the consumer, which has committed nothing, begins (its start)") {
+			t.Fatalf("run --start latest with a checkpoint behind it: exit %d, want 1 and the checkpoint behind the start: %s", code, errOut)
+		}
+		code, out, errOut = run(t, append(args, "--start", "latest", "--rebuild")...)
+		if code != 0 {
+			t.Fatalf("run --start latest --rebuild: exit %d: %s", code, errOut)
+		}
+		demo, _ := os.ReadFile("../../testdata/demo.jsonl")
+		tailData, _ := os.ReadFile(tail)
+		both := filepath.Join(dir, "tail-and-demo.jsonl")
+		if err := os.WriteFile(both, append(tailData, demo...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sameAsReplay(t, out, "jetstream:EVENTS/streamlearn", replayJSON(t, "-c", cfg, both))
+
 		recorded := filepath.Join(dir, "recorded.jsonl")
-		if code, _, errOut := run(t, "record", "-c", cfg, "--start", "offset:4991", "-o", recorded); code != 0 {
+		if code, _, errOut := run(t, "record", "-c", cfg, "--start", "offset:9991", "-o", recorded); code != 0 {
 			t.Fatalf("record --start: exit %d: %s", code, errOut)
 		}
 		got, _ := os.ReadFile(recorded)
 		want10, _ := demoTail(t, 4991)
 		if w, _ := os.ReadFile(want10); !bytes.Equal(got, w) {
-			t.Errorf("record --start offset:4991 wrote %d bytes, want the demo's last 10 records (%d bytes)", len(got), len(w))
+			t.Errorf("record --start offset:9991 wrote %d bytes, want the demo's last 10 records (%d bytes)", len(got), len(w))
 		}
 	})
 

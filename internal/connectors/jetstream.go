@@ -76,6 +76,11 @@ type JetStreamSource struct {
 	// pos is Position's answer: the durable's ack floor and the stream's
 	// identity when the source was opened.
 	pos Position
+	// opened: open succeeded once (a later open is a reopen, which never
+	// applies cfg.Start). startSeq is the sequence the durable was
+	// created to begin at (jsStart), 0 when it delivers from the first.
+	opened   bool
+	startSeq uint64
 
 	lag         atomic.Int64
 	redelivered atomic.Int64
@@ -155,17 +160,29 @@ func (s *JetStreamSource) open(ctx context.Context) error {
 		if oc.DeliverPolicy == jetstream.DeliverByStartSequencePolicy {
 			ccfg.DeliverPolicy, ccfg.OptStartSeq = oc.DeliverPolicy, oc.OptStartSeq
 		}
-		if strings.HasPrefix(oc.Description, jsStartedDesc) {
-			ccfg.Description = oc.Description
+		if seq, ok := jsStartedSeq(oc.Description); ok {
+			ccfg.Description, s.startSeq = oc.Description, seq
 		}
-		if cfg.Start != "earliest" {
-			cfg.Logger.Info("the durable exists and resumes from its position: start applies when the durable is created",
+		if cfg.Start != "earliest" && !s.opened {
+			cfg.Logger.Warn("the durable exists and resumes from its position: start applies when the durable is created",
 				"source", s.name, "start", cfg.Start)
 		}
-	case errors.Is(err, jetstream.ErrConsumerNotFound):
+	case errors.Is(err, jetstream.ErrConsumerNotFound) && !s.opened:
 		if err := jsStart(ctx, js, stream, cfg, &ccfg); err != nil {
 			return fmt.Errorf("consumer: start %s: %w", cfg.Start, err)
 		}
+		s.startSeq, _ = jsStartedSeq(ccfg.Description)
+	case errors.Is(err, jetstream.ErrConsumerNotFound) && s.startSeq > 0:
+		// Gone while this source read it (deleted; a server that lost
+		// it): created again where it stands, never at the start
+		// again, which may lie past records not yet delivered.
+		ccfg.DeliverPolicy, ccfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, max(s.startSeq, s.committed+1)
+		if ccfg.OptStartSeq == s.startSeq {
+			ccfg.Description = jsStartedDesc + strconv.FormatUint(s.startSeq, 10)
+		}
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+		// Gone while this source read it: created again delivering
+		// everything, the records this source returned skipped.
 	default:
 		return fmt.Errorf("consumer: %w", err)
 	}
@@ -220,7 +237,11 @@ func (s *JetStreamSource) open(ctx context.Context) error {
 		floor = f
 	}
 	s.last, s.committed = floor, floor
-	s.pos = Position{Committed: -1, First: int64(first), Origin: jsOrigin(stream)}
+	s.pos = Position{Committed: -1, First: int64(first), Start: -1, Origin: jsOrigin(stream)}
+	if s.startSeq > 0 {
+		s.pos.Start = int64(s.startSeq)
+	}
+	s.opened = true
 	if acked && floor > 0 {
 		s.pos.Committed = int64(floor)
 	}
@@ -394,9 +415,10 @@ func jsStart(ctx context.Context, js jetstream.JetStream, stream jetstream.Strea
 	return nil
 }
 
-// jsSeqAt returns the stream sequence of the first message of subject
-// stored at or after t, or the stream's last sequence plus one when there
-// is none: it asks the server with an ephemeral consumer of its own.
+// jsSeqAt returns the stream sequence of the first message stored at or
+// after t, or the stream's last sequence plus one when there is none: the
+// start the server gives an ephemeral consumer of its own created to
+// begin at t.
 func jsSeqAt(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, subject string, t time.Time) (uint64, error) {
 	c, err := stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
 		Description:       "streamlearn: the first message at or after a start time",
@@ -409,32 +431,29 @@ func jsSeqAt(ctx context.Context, js jetstream.JetStream, stream jetstream.Strea
 	if err != nil {
 		return 0, fmt.Errorf("find the first message at or after %s: %w", t.Format(time.RFC3339Nano), err)
 	}
-	defer func() { _ = stream.DeleteConsumer(context.WithoutCancel(ctx), c.CachedInfo().Name) }()
-	batch, err := c.FetchNoWait(1)
-	if err != nil {
-		return 0, fmt.Errorf("find the first message at or after %s: %w", t.Format(time.RFC3339Nano), err)
-	}
-	for m := range batch.Messages() {
-		md, err := m.Metadata()
-		if err != nil {
-			return 0, err
-		}
-		return md.Sequence.Stream, nil
-	}
-	if err := batch.Error(); err != nil {
-		return 0, fmt.Errorf("find the first message at or after %s: %w", t.Format(time.RFC3339Nano), err)
-	}
-	info, err := stream.Info(ctx)
-	if err != nil {
-		return 0, err
-	}
-	return info.State.LastSeq + 1, nil
+	info := c.CachedInfo()
+	_ = stream.DeleteConsumer(context.WithoutCancel(ctx), info.Name)
+	// The server fixes a new consumer's first sequence when it creates
+	// it, and reports the one before as delivered (the stream's last,
+	// when no message is at or after t).
+	return info.Delivered.Stream + 1, nil
 }
 
 // jsStartedAt reports whether the durable of info was created to begin at
 // stream sequence seq (jsStart).
 func jsStartedAt(info *jetstream.ConsumerInfo, seq uint64) bool {
 	return info.Config.Description == jsStartedDesc+strconv.FormatUint(seq, 10)
+}
+
+// jsStartedSeq returns the sequence a durable of description desc was
+// created to begin at (jsStart); false when it was not.
+func jsStartedSeq(desc string) (uint64, bool) {
+	v, ok := strings.CutPrefix(desc, jsStartedDesc)
+	if !ok {
+		return 0, false
+	}
+	seq, err := strconv.ParseUint(v, 10, 64)
+	return seq, err == nil && seq > 0
 }
 
 // jsServerAtLeast reports whether a server version ("2.9.10",

@@ -157,7 +157,7 @@ func (c *KafkaConfig) Validate() error {
 		}
 	}
 	if _, err := ParseStart(c.StartOffset); err != nil {
-		return fmt.Errorf("kafka: start_offset: %w", err)
+		return fmt.Errorf("kafka: start: %w", err)
 	}
 	for _, d := range []struct {
 		key string
@@ -292,10 +292,14 @@ type KafkaSource struct {
 	// first and end are the partitions' log start and end offsets when the
 	// source was opened (end = the high watermark: one past the last record).
 	first, end map[int]int64
-	// starts are where the partitions without a committed offset begin
-	// (StartOffset, resolved when the source was opened).
-	starts map[int]int64
-	origin string // Position.Origin
+	// start is StartOffset; starts are where the partitions without a
+	// committed offset begin, resolved when the source was opened (a
+	// partition added since begins at its first record); startWarned:
+	// a start that did not apply was logged as a warning once.
+	start       Start
+	starts      map[int]int64
+	startWarned bool
+	origin      string // Position.Origin
 
 	msgs   chan kafkaMsg
 	errc   chan error // fatal errors for Fetch; capacity 1
@@ -439,9 +443,13 @@ func NewKafkaSource(ctx context.Context, cfg KafkaConfig, untilEnd bool) (*Kafka
 	if err != nil {
 		return nil, fmt.Errorf("kafka source %s: %w", name, err)
 	}
-	starts, err := kafkaStarts(ctx, &cfg, first, end)
+	start, err := ParseStart(cfg.StartOffset)
 	if err != nil {
-		return nil, fmt.Errorf("kafka source %s: start_offset %s: %w", name, cfg.StartOffset, err)
+		return nil, fmt.Errorf("kafka source %s: start: %w", name, err)
+	}
+	starts, err := kafkaStarts(ctx, &cfg, start, first, end)
+	if err != nil {
+		return nil, fmt.Errorf("kafka source %s: start %s: %w", name, start, err)
 	}
 	probes := new(atomic.Uint64)
 	logger := cfg.Logger
@@ -485,6 +493,7 @@ func NewKafkaSource(ctx context.Context, cfg KafkaConfig, untilEnd bool) (*Kafka
 		group:     group,
 		first:     first,
 		end:       end,
+		start:     start,
 		starts:    starts,
 		origin:    "kafka cluster " + cluster + " topic " + cfg.Topic,
 		msgs:      make(chan kafkaMsg, cfg.QueueCapacity),
@@ -500,14 +509,12 @@ func NewKafkaSource(ctx context.Context, cfg KafkaConfig, untilEnd bool) (*Kafka
 	return s, nil
 }
 
-// kafkaStarts resolves cfg.StartOffset to an offset per partition, given
-// the partitions' log start and end offsets.
-func kafkaStarts(ctx context.Context, cfg *KafkaConfig, first, end map[int]int64) (map[int]int64, error) {
-	st, err := ParseStart(cfg.StartOffset)
-	if err != nil {
-		return nil, err
-	}
+// kafkaStarts resolves st to an offset per partition, given the
+// partitions' log start and end offsets: an offset outside the log moves
+// to its nearest end.
+func kafkaStarts(ctx context.Context, cfg *KafkaConfig, st Start, first, end map[int]int64) (map[int]int64, error) {
 	starts := make(map[int]int64, len(end))
+	var reqs []kafka.OffsetRequest
 	for p := range end {
 		switch st.Kind {
 		case StartEarliest:
@@ -516,13 +523,20 @@ func kafkaStarts(ctx context.Context, cfg *KafkaConfig, first, end map[int]int64
 			starts[p] = end[p]
 		case StartOffset:
 			starts[p] = min(max(st.Offset, first[p]), end[p])
-			if starts[p] != st.Offset {
-				cfg.Logger.Warn("start_offset is outside the partition's log: starting at its nearest end",
-					"topic", cfg.Topic, "partition", p, "start_offset", st.Offset, "log_start", first[p], "log_end", end[p], "start", starts[p])
+		case StartTime:
+			// Kafka stamps records in milliseconds: the first one at or
+			// after st.Time is at or after the next whole millisecond.
+			ms := st.Time.UnixMilli()
+			if st.Time.After(time.UnixMilli(ms)) {
+				ms++
+			}
+			starts[p] = first[p] // before 1970: every record (a timestamp ≤ 0 is no time to the broker)
+			if ms > 0 {
+				reqs = append(reqs, kafka.OffsetRequest{Partition: p, Timestamp: ms})
 			}
 		}
 	}
-	if st.Kind != StartTime {
+	if len(reqs) == 0 {
 		return starts, nil
 	}
 	t, err := cfg.transport()
@@ -530,10 +544,6 @@ func kafkaStarts(ctx context.Context, cfg *KafkaConfig, first, end map[int]int64
 		return nil, err
 	}
 	defer t.CloseIdleConnections()
-	reqs := make([]kafka.OffsetRequest, 0, len(end))
-	for p := range end {
-		reqs = append(reqs, kafka.TimeOffsetOf(p, st.Time))
-	}
 	cl := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Transport: t, Timeout: cfg.DialTimeout}
 	res, err := cl.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{cfg.Topic: reqs}})
 	if err != nil {
@@ -544,7 +554,7 @@ func kafkaStarts(ctx context.Context, cfg *KafkaConfig, first, end map[int]int64
 			return nil, fmt.Errorf("list offsets by time: partition %d: %w", po.Partition, po.Error)
 		}
 		// The first record stamped at or after the time; none (the
-		// broker answers offset -1, or the end): the partition's end.
+		// broker answers offset -1): the partition's end.
 		starts[po.Partition] = end[po.Partition]
 		for off := range po.Offsets {
 			if off >= 0 {
@@ -716,9 +726,13 @@ func (s *KafkaSource) Position(partition int32) (Position, bool) {
 	if _, ok := s.end[int(partition)]; !ok {
 		return Position{}, false
 	}
-	pos := Position{Committed: -1, First: s.first[int(partition)], Origin: s.origin}
+	pos := Position{Committed: -1, First: s.first[int(partition)], Start: -1, Origin: s.origin}
 	if c, ok := s.committed[int(partition)]; ok {
 		pos.Committed = c - 1
+	} else if st, ok := s.starts[int(partition)]; ok && s.start.Kind != StartEarliest {
+		// Only while nothing is committed: the group keeps no record of
+		// where a partition began.
+		pos.Start = st
 	}
 	return pos, true
 }
@@ -1258,13 +1272,21 @@ func (s *KafkaSource) startGeneration(g *kafka.Generation) {
 			if st, ok := s.starts[p]; ok {
 				start = st
 			}
+			if s.start.Kind == StartOffset && start != s.start.Offset && !continues {
+				s.cfg.Logger.Warn("the start offset is outside the partition's log: starting at its nearest end",
+					"source", s.name, "partition", p, "start", s.start.Offset, "log_start", s.first[p], "log_end", s.end[p], "offset", start)
+			}
 		case kafka.LastOffset:
 			start = s.end[p]
 		default:
 			s.committed[p] = start
-			if s.cfg.StartOffset != "earliest" && !continues {
-				s.cfg.Logger.Info("partition resumes from its group's committed offset: start_offset applies to a partition without one",
-					"source", s.name, "partition", p, "offset", start, "start_offset", s.cfg.StartOffset)
+			if s.start.Kind != StartEarliest && !continues {
+				level := slog.LevelInfo
+				if !s.startWarned { // once a process: a start kept in the config applies to new partitions
+					level, s.startWarned = slog.LevelWarn, true
+				}
+				s.cfg.Logger.Log(context.Background(), level, "partition resumes from its group's committed offset: the start applies to a partition without one",
+					"source", s.name, "partition", p, "offset", start, "start", s.start)
 			}
 		}
 		// A partition this process delivered further than the group's

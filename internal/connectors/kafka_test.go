@@ -578,7 +578,7 @@ func TestKafkaConfigValidate(t *testing.T) {
 		{"minimal", func(*KafkaConfig) {}, ""},
 		{"no brokers", func(c *KafkaConfig) { c.Brokers = nil }, "brokers: at least one"},
 		{"broker without port", func(c *KafkaConfig) { c.Brokers = []string{"localhost"} }, `brokers: "localhost" is not host:port`},
-		{"start offset", func(c *KafkaConfig) { c.StartOffset = "middle" }, "start_offset"},
+		{"start offset", func(c *KafkaConfig) { c.StartOffset = "middle" }, "start"},
 		{"latest", func(c *KafkaConfig) { c.StartOffset = "Latest" }, ""},
 		{"negative max wait", func(c *KafkaConfig) { c.MaxWait = -time.Second }, "max_wait: negative"},
 		{"negative queue", func(c *KafkaConfig) { c.QueueCapacity = -1 }, "queue_capacity: negative"},

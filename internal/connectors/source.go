@@ -126,6 +126,12 @@ type Position struct {
 	// as of when the source said Committed: records before it were
 	// deleted (retention, a purge) and cannot be learned by anyone.
 	First int64
+	// Start is where the consumer began delivering when it had no
+	// position (connectors.Start): the first position it delivers while
+	// nothing is committed; -1 (or 0) when that is the partition's first
+	// record (earliest) or not known. A checkpoint behind it, with nothing
+	// committed, would leave the records between unlearned.
+	Start int64
 	// Origin names the stream the positions are of, so that positions of
 	// another stream of the same name are not taken for them: the Kafka
 	// cluster id and topic ("kafka cluster kfake topic events"), the

@@ -112,6 +112,9 @@ func TestKafkaStart(t *testing.T) {
 		{"time:2026-11-26T08:00:05.5Z", 6},
 		{"time:2026-11-26T07:00:00Z", 0},
 		{"time:2026-11-26T09:00:00Z", n},
+		{"time:2026-11-26T08:00:04.0005Z", 5}, // records are stamped in whole milliseconds
+		{"time:1969-12-31T23:59:59.998Z", 0},  // -2 ms, Kafka's "earliest" when sent
+		{"time:1960-01-01T00:00:00Z", 0},
 	} {
 		t.Run(c.start, func(t *testing.T) {
 			cfg := cfg
@@ -165,8 +168,8 @@ func TestKafkaStart(t *testing.T) {
 	}
 
 	cfg.StartOffset = "offset:x"
-	if _, err := NewKafkaSource(ctx, cfg, true); err == nil || !strings.Contains(err.Error(), "start_offset") {
-		t.Errorf("start_offset offset:x: %v, want an error naming start_offset", err)
+	if _, err := NewKafkaSource(ctx, cfg, true); err == nil || !strings.Contains(err.Error(), "start") {
+		t.Errorf("start_offset offset:x: %v, want an error naming the start", err)
 	}
 }
 
@@ -254,4 +257,28 @@ func TestJetStreamStart(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestJetStreamStartReopen: a durable deleted while the source reads it
+// is created again where the source stands, not at the start again (which
+// would skip what was published meanwhile).
+func TestJetStreamStartReopen(t *testing.T) {
+	url := jsTestServer(t, 10)
+	ctx := t.Context()
+	s, err := NewJetStreamSource(ctx, NATSConfig{URL: url, Start: "latest", FetchWait: time.Second}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	jsPublish(t, url, "events", 10, 12) // sequences 11, 12
+	natsFetchN(t, s, 2, 10)
+	_, js := jsTestClient(t, url)
+	if err := js.DeleteConsumer(ctx, "EVENTS", DefaultJetStreamDurable); err != nil {
+		t.Fatal(err)
+	}
+	jsPublish(t, url, "events", 12, 20) // sequences 13..20
+	if err := s.reopen(ctx); err != nil {
+		t.Fatal(err)
+	}
+	natsFetchN(t, s, 8, 12)
 }

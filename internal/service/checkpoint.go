@@ -233,7 +233,10 @@ func (s *Service) rebuild(ctx context.Context, partition int32, m *model, c *che
 	if !ok {
 		return fmt.Errorf("%w; rebuild: %s cannot read a partition again (Kafka and JetStream sources can)", rerr, s.opt.Source.Name())
 	}
-	from := int64(-1) // the partition's first record
+	from := int64(-1) // the partition's first record, or where the consumer began
+	if rerr.start > 0 {
+		from = rerr.start
+	}
 	if rerr.behind {
 		if err := s.restoreState(partition, m, c); err != nil {
 			return err
@@ -307,9 +310,9 @@ func ParseMismatch(name string) (Mismatch, error) {
 // without one) leaves out nothing the broker says was committed and still
 // holds.
 func (s *Service) checkRestore(partition int32, c *checkpoint.Checkpoint, pos connectors.Position, positioned bool) *RestoreError {
-	e := &RestoreError{Partition: partition, Source: s.opt.Source.Name(), Store: s.opt.Checkpoints.String(), Committed: -1, Checkpoint: -1}
+	e := &RestoreError{Partition: partition, Source: s.opt.Source.Name(), Store: s.opt.Checkpoints.String(), Committed: -1, Checkpoint: -1, start: -1}
 	if positioned {
-		e.Committed = pos.Committed
+		e.Committed, e.start = pos.Committed, pos.Start
 	}
 	if c != nil {
 		e.Checkpoint = c.Position
@@ -332,6 +335,20 @@ func (s *Service) checkRestore(partition int32, c *checkpoint.Checkpoint, pos co
 	case c.Origin != "" && pos.Origin != "" && c.Origin != pos.Origin:
 		e.Problem = fmt.Sprintf("the checkpoint is of %s, the source reads %s", c.Origin, pos.Origin)
 		e.Consequence = fmt.Sprintf("its position %d is one of another stream: restoring it would skip this stream's records up to it", c.Position)
+	case pos.Committed < 0 && pos.Start > 0:
+		// Nothing committed, and the consumer begins at a start
+		// (connectors.Start) rather than at the first record: a
+		// checkpoint behind it would leave the records between it and
+		// the start unlearned. The start stands for the commit: a reset
+		// starts the model there, a rebuild learns up to it.
+		from := max(c.Position+1, pos.First)
+		if from >= pos.Start {
+			return nil
+		}
+		e.Committed = pos.Start - 1
+		e.Problem = fmt.Sprintf("the checkpoint is behind position %d, where the consumer, which has committed nothing, begins (its start)", pos.Start)
+		e.behind = true
+		e.Consequence = fmt.Sprintf("the records from position %d to %d would never be learned", from, pos.Start-1)
 	default:
 		// Behind the commit, and the records between still held: they
 		// would never be learned. (Records a purge or retention removed
@@ -376,6 +393,10 @@ type RestoreError struct {
 	// behind: the checkpoint is the partition's own, of the stream the
 	// source reads, and only behind the commit (a rebuild starts from it).
 	behind bool
+	// start: where the consumer was begun, when it was begun at a start
+	// (connectors.Position.Start), else -1: a rebuild without a
+	// checkpoint learns from there, as the model did.
+	start int64
 }
 
 func (e *RestoreError) Error() string {
