@@ -590,7 +590,11 @@ func kafkaProbe(ctx context.Context, cfg *KafkaConfig, d *kafka.Dialer) error {
 		}
 		return c, err
 	}
-	errs := make(chan error, len(cfg.Brokers))
+	type result struct {
+		err  error
+		auth bool // the broker refused the SASL authentication
+	}
+	results := make(chan result, len(cfg.Brokers))
 	for _, b := range cfg.Brokers {
 		go func() {
 			probe := *d
@@ -602,15 +606,14 @@ func kafkaProbe(ctx context.Context, cfg *KafkaConfig, d *kafka.Dialer) error {
 			c, err := probe.DialContext(ctx, "tcp", b)
 			switch {
 			case err == nil:
-				err = c.Close()
+				results <- result{err: c.Close()}
 			case errors.Is(ctx.Err(), context.DeadlineExceeded):
-				err = &kafkaProbeError{fmt.Errorf("broker %s: no answer within %v (connect_timeout): is a Kafka broker listening there, with the TLS and SASL settings given? %w", b, cfg.DialTimeout, err), false}
+				results <- result{err: fmt.Errorf("broker %s: no answer within %v (connect_timeout): is a Kafka broker listening there, with the TLS and SASL settings given? %w", b, cfg.DialTimeout, err)}
 			case m != nil && m.started.Load():
-				err = &kafkaProbeError{fmt.Errorf("broker %s: SASL %s as %q: %w", b, d.SASLMechanism.Name(), cfg.SASL.Username, err), true}
+				results <- result{fmt.Errorf("broker %s: SASL %s as %q: %w", b, d.SASLMechanism.Name(), cfg.SASL.Username, err), true}
 			default:
-				err = &kafkaProbeError{fmt.Errorf("broker %s: %w", b, err), false}
+				results <- result{err: fmt.Errorf("broker %s: %w", b, err)}
 			}
-			errs <- err
 		}()
 	}
 	// The first broker that answers ends the probe (the others' dials are
@@ -618,17 +621,13 @@ func kafkaProbe(ctx context.Context, cfg *KafkaConfig, d *kafka.Dialer) error {
 	// every broker of a cluster would refuse it alike; else all of them.
 	var all []error
 	for range cfg.Brokers {
-		err := <-errs
-		pe, ok := err.(*kafkaProbeError)
-		switch {
-		case err == nil:
+		switch r := <-results; {
+		case r.err == nil:
 			return nil
-		case !ok:
-			all = append(all, err) // closing the probe's connection
-		case pe.auth:
-			return pe.err
+		case r.auth:
+			return r.err
 		default:
-			all = append(all, pe.err)
+			all = append(all, r.err)
 		}
 	}
 	if len(all) == 1 {
@@ -649,15 +648,6 @@ func (e *kafkaProbeErrors) Error() string {
 }
 
 func (e *kafkaProbeErrors) Unwrap() []error { return e.errs }
-
-// kafkaProbeError is a broker's failure in kafkaProbe; auth says that it
-// refused the SASL authentication.
-type kafkaProbeError struct {
-	err  error
-	auth bool
-}
-
-func (e *kafkaProbeError) Error() string { return e.err.Error() }
 
 // kafkaSASLProbe records whether a SASL exchange began.
 type kafkaSASLProbe struct {

@@ -137,9 +137,9 @@ func kafkaDecode(t testing.TB, r Record) kafkaTestEvent {
 	return e
 }
 
-// kafkaDrain fetches until ErrEndOfInput, committing every `every` records
-// (0: never), and returns what it fetched.
-func kafkaDrain(t testing.TB, s *KafkaSource, every int) []Record {
+// drainSource fetches until ErrEndOfInput, committing every `every`
+// records (0: never), and returns what it fetched (values copied).
+func drainSource(t testing.TB, s Source, every int) []Record {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -175,7 +175,7 @@ func TestKafkaSourceRecords(t *testing.T) {
 	if got, want := s.Name(), "kafka:events"; got != want {
 		t.Errorf("Name() = %q, want %q", got, want)
 	}
-	recs := kafkaDrain(t, s, 0)
+	recs := drainSource(t, s, 0)
 	if len(recs) != n {
 		t.Fatalf("got %d records, want %d", len(recs), n)
 	}
@@ -201,7 +201,7 @@ func TestKafkaSourceRecords(t *testing.T) {
 func TestKafkaSourceEmptyTopicEndsAtOnce(t *testing.T) {
 	brokers := kafkaTestCluster(t, 1, 3, []string{"empty"})
 	s := kafkaOpen(t, kafkaTestConfig(brokers, "empty", "g"), true)
-	if recs := kafkaDrain(t, s, 0); len(recs) != 0 {
+	if recs := drainSource(t, s, 0); len(recs) != 0 {
 		t.Fatalf("got %d records from an empty topic", len(recs))
 	}
 }
@@ -246,7 +246,7 @@ func TestKafkaSourceCommitMany(t *testing.T) {
 	}
 
 	first := map[int32]int64{}
-	recs = kafkaDrain(t, kafkaOpen(t, cfg, true), 0)
+	recs = drainSource(t, kafkaOpen(t, cfg, true), 0)
 	for _, r := range recs {
 		if _, ok := first[r.Partition]; !ok {
 			first[r.Partition] = r.Offset
@@ -284,7 +284,7 @@ func TestKafkaSourceGroupSplitsPartitions(t *testing.T) {
 	var wg sync.WaitGroup
 	got := make([][]Record, 2)
 	for i, s := range []*KafkaSource{a, b} {
-		wg.Go(func() { got[i] = kafkaDrain(t, s, 25) })
+		wg.Go(func() { got[i] = drainSource(t, s, 25) })
 	}
 	wg.Wait()
 
@@ -449,7 +449,7 @@ func TestKafkaSinkRoundTrip(t *testing.T) {
 	}
 
 	cfg.Topic = "preds"
-	recs := kafkaDrain(t, kafkaOpen(t, cfg, true), 0)
+	recs := drainSource(t, kafkaOpen(t, cfg, true), 0)
 	if len(recs) != n {
 		t.Fatalf("read back %d records, want %d", len(recs), n)
 	}
@@ -521,7 +521,7 @@ func TestKafkaSASL(t *testing.T) {
 				t.Fatal(err)
 			}
 			kafkaSinkWrite(t, cfg, 5)
-			if recs := kafkaDrain(t, kafkaOpen(t, cfg, true), 0); len(recs) < 5 {
+			if recs := drainSource(t, kafkaOpen(t, cfg, true), 0); len(recs) < 5 {
 				t.Fatalf("read %d records over SASL, want at least 5", len(recs))
 			}
 		})
@@ -553,7 +553,7 @@ func TestKafkaTLS(t *testing.T) {
 	cfg := kafkaTestConfig(brokers, "events", "tls")
 	cfg.TLS = &TLSConfig{CA: caFile}
 	kafkaSinkWrite(t, cfg, 20)
-	if recs := kafkaDrain(t, kafkaOpen(t, cfg, true), 0); len(recs) != 20 {
+	if recs := drainSource(t, kafkaOpen(t, cfg, true), 0); len(recs) != 20 {
 		t.Fatalf("read %d records over TLS, want 20", len(recs))
 	}
 	// Without the CA, the server's certificate does not verify.
@@ -631,7 +631,7 @@ func TestKafkaNoGoroutinesAfterClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs := kafkaDrain(t, s, 10)
+	recs := drainSource(t, s, 10)
 	if len(recs) != 100 {
 		t.Fatalf("read %d records, want 100", len(recs))
 	}
@@ -792,7 +792,7 @@ func TestKafkaSourceUntilEndDeadMembers(t *testing.T) {
 
 	// Delivery is at least once from the group's commit (none here): a
 	// partition back in a new epoch is read again from its start.
-	recs := kafkaDrain(t, s, 0)
+	recs := drainSource(t, s, 0)
 	took := time.Since(t0)
 	seen := map[int]bool{}
 	for _, r := range recs {
@@ -889,32 +889,8 @@ func TestKafkaSourceUntilEndNothingOwned(t *testing.T) {
 // for.
 func TestKafkaSilentBroker(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var conns []net.Conn
-	var mu sync.Mutex
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c) // held open, never answered
-			mu.Unlock()
-		}
-	}()
-	defer func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	}()
-	cfg := kafkaTestConfig([]string{ln.Addr().String()}, "events", "silent")
+	addr := silentListener(t)
+	cfg := kafkaTestConfig([]string{addr}, "events", "silent")
 	cfg.DialTimeout = 0 // the default: DefaultConnectTimeout
 	start := time.Now()
 	s, err := NewKafkaSource(t.Context(), cfg, true)
@@ -923,7 +899,7 @@ func TestKafkaSilentBroker(t *testing.T) {
 		t.Fatal("opened a source on a broker that never answers")
 	}
 	took := time.Since(start)
-	want := "kafka source kafka:events: brokers " + ln.Addr().String() + ": no answer to a metadata request within 5s"
+	want := "kafka source kafka:events: brokers " + addr + ": no answer to a metadata request within 5s"
 	if !strings.Contains(err.Error(), want) {
 		t.Fatalf("error %q does not say %q", err, want)
 	}
@@ -938,23 +914,9 @@ func TestKafkaSilentBroker(t *testing.T) {
 // server.
 func TestNATSSilentServer(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close() // held open, never answered, until the test ends
-		}
-	}()
-	url := "nats://" + ln.Addr().String()
+	url := "nats://" + silentListener(t)
 	start := time.Now()
-	_, err = natsConnect(NATSConfig{URL: url})
+	_, err := natsConnect(NATSConfig{URL: url})
 	took := time.Since(start)
 	if err == nil || !strings.Contains(err.Error(), "connect "+url) {
 		t.Fatalf("error %v does not name %s", err, url)
@@ -970,30 +932,7 @@ func TestNATSSilentServer(t *testing.T) {
 // each, and the error names every one of them.
 func TestKafkaSilentBrokersTogether(t *testing.T) {
 	t.Parallel()
-	var addrs []string
-	for range 3 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		go func() {
-			var conns []net.Conn
-			defer func() {
-				for _, c := range conns {
-					c.Close()
-				}
-			}()
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				conns = append(conns, c) // held open, never answered
-			}
-		}()
-		addrs = append(addrs, ln.Addr().String())
-	}
+	addrs := []string{silentListener(t), silentListener(t), silentListener(t)}
 	cfg := kafkaTestConfig(addrs, "events", "silent")
 	cfg.DialTimeout = time.Second
 	cfg.SASL = &SASLConfig{Mechanism: "plain", Username: "alice", Password: "pw"}
@@ -1019,24 +958,7 @@ func TestKafkaSilentBrokersTogether(t *testing.T) {
 // never answer fail within the connect timeout as a whole, not one each.
 func TestNATSSilentServersTogether(t *testing.T) {
 	t.Parallel()
-	var urls []string
-	for range 3 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				defer c.Close() // held open, never answered, until the test ends
-			}
-		}()
-		urls = append(urls, "nats://"+ln.Addr().String())
-	}
+	urls := []string{"nats://" + silentListener(t), "nats://" + silentListener(t), "nats://" + silentListener(t)}
 	url := strings.Join(urls, ",")
 	start := time.Now()
 	_, err := natsConnect(NATSConfig{URL: url, ConnectTimeout: 1500 * time.Millisecond})
@@ -1048,4 +970,37 @@ func TestNATSSilentServersTogether(t *testing.T) {
 		t.Errorf("took %v to fail with 3 silent servers, want about the connect timeout, 1.5s", took)
 	}
 	t.Logf("failed after %v: %v", took.Round(time.Millisecond), err)
+}
+
+// silentListener returns the address of a TCP listener that accepts
+// connections and never answers on them (a hung broker or server), closed
+// with the connections it holds when t ends.
+func silentListener(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // held open, never answered
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String()
 }

@@ -3,7 +3,6 @@ package connectors
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -119,7 +118,7 @@ func TestKafkaStart(t *testing.T) {
 		t.Run(c.start, func(t *testing.T) {
 			cfg := cfg
 			cfg.Group, cfg.StartOffset = fmt.Sprintf("g%d", i), c.start
-			recs := kafkaDrain(t, kafkaOpen(t, cfg, true), 0)
+			recs := drainSource(t, kafkaOpen(t, cfg, true), 0)
 			first, count := firstOffsets(recs)
 			for p := range int32(partitions) {
 				if want := int(n - c.first); count[p] != want {
@@ -135,7 +134,7 @@ func TestKafkaStart(t *testing.T) {
 	// A group with a commit resumes from it: the start is a first start's.
 	cfg.Group, cfg.StartOffset = "resume", "offset:2"
 	s := kafkaOpen(t, cfg, true)
-	recs := kafkaDrain(t, s, 0)
+	recs := drainSource(t, s, 0)
 	if len(recs) != partitions*(n-2) {
 		t.Fatalf("%d records, want %d", len(recs), partitions*(n-2))
 	}
@@ -155,7 +154,7 @@ func TestKafkaStart(t *testing.T) {
 	for _, start := range []string{"offset:2", "earliest", "latest"} {
 		cfg.StartOffset = start
 		s := kafkaOpen(t, cfg, true)
-		first, count := firstOffsets(kafkaDrain(t, s, 0))
+		first, count := firstOffsets(drainSource(t, s, 0))
 		for p := range int32(partitions) {
 			if first[p] != 6 || count[p] != n-6 {
 				t.Errorf("start %s after a commit at offset 5: partition %d read from %d (%d records), want from 6", start, p, first[p], count[p])
@@ -193,20 +192,6 @@ func TestJetStreamStart(t *testing.T) {
 		t.Cleanup(func() { s.Close() })
 		return s
 	}
-	drain := func(t *testing.T, s *JetStreamSource) []Record {
-		t.Helper()
-		var out []Record
-		for {
-			r, err := s.Fetch(ctx)
-			if errors.Is(err, ErrEndOfInput) {
-				return out
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, r)
-		}
-	}
 	for i, c := range []struct {
 		start string
 		first int64 // 16: nothing read
@@ -225,7 +210,7 @@ func TestJetStreamStart(t *testing.T) {
 			if pos, _ := s.Position(0); pos.Committed != -1 {
 				t.Errorf("a new durable's position says %d was committed", pos.Committed)
 			}
-			recs := drain(t, s)
+			recs := drainSource(t, s, 0)
 			if len(recs) != int(16-c.first) || len(recs) > 0 && recs[0].Offset != c.first {
 				t.Fatalf("%d records from %v, want %d from %d", len(recs), recs[:min(1, len(recs))], 16-c.first, c.first)
 			}
@@ -236,7 +221,7 @@ func TestJetStreamStart(t *testing.T) {
 			if pos, _ := s.Position(0); pos.Committed != -1 {
 				t.Errorf("reopened before a commit: position says %d was committed", pos.Committed)
 			}
-			again := drain(t, s)
+			again := drainSource(t, s, 0)
 			if len(again) != len(recs) {
 				t.Fatalf("reopened before a commit: %d records, want %d", len(again), len(recs))
 			}
@@ -252,7 +237,7 @@ func TestJetStreamStart(t *testing.T) {
 			if pos, _ := s.Position(0); pos.Committed != c.first {
 				t.Errorf("after a commit of %d: position says %d", c.first, pos.Committed)
 			}
-			if rest := drain(t, s); len(rest) != len(recs)-1 || rest[0].Offset != c.first+1 {
+			if rest := drainSource(t, s, 0); len(rest) != len(recs)-1 || rest[0].Offset != c.first+1 {
 				t.Errorf("after a commit of %d: %d records, want %d from %d", c.first, len(rest), len(recs)-1, c.first+1)
 			}
 		})

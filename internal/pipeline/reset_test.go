@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/regret"
 )
@@ -94,14 +95,7 @@ func TestUnmarshalBinaryReset(t *testing.T) {
 	data := stream(3000, 4, 0.05, false)
 	cut := lineStarts(data)[1200]
 
-	whole := mustNew(t, before)
-	feed(t, whole, before, data)
-	first := mustNew(t, before)
-	feed(t, first, before, data[:cut])
-	state, err := first.MarshalBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
+	whole, state := wholeAndState(t, before, data, cut)
 
 	p := mustNew(t, after)
 	ch, err := p.UnmarshalBinaryReset(state, []string{"x", "c", "b", "wm2"})
@@ -172,14 +166,7 @@ func TestUnmarshalBinaryResetReordered(t *testing.T) {
 	reordered := mustConfig(t, strings.Join([]string{lines[0], lines[1], lines[6], lines[3], lines[4], lines[2], lines[5]}, "\n"))
 	data := stream(600, 5, 0.05, false)
 	cut := lineStarts(data)[250]
-	whole := mustNew(t, before)
-	feed(t, whole, before, data)
-	first := mustNew(t, before)
-	feed(t, first, before, data[:cut])
-	state, err := first.MarshalBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
+	whole, state := wholeAndState(t, before, data, cut)
 	p := mustNew(t, reordered)
 	if p.Names()[0] != "x" || p.Names()[3] != "s" {
 		t.Fatalf("reordered: %v", p.Names())
@@ -357,4 +344,19 @@ func TestUnmarshalBinaryResetDelayed(t *testing.T) {
 	if b, _ := q.MarshalBinary(); !bytes.Equal(b, end) {
 		t.Error("restored again, the state encodes differently")
 	}
+}
+
+// wholeAndState runs c's pipeline over all of data and, apart, over data
+// up to cut, and returns the first and the second's state.
+func wholeAndState(t *testing.T, c *config.Config, data []byte, cut int) (*Pipeline, []byte) {
+	t.Helper()
+	whole := mustNew(t, c)
+	feed(t, whole, c, data)
+	first := mustNew(t, c)
+	feed(t, first, c, data[:cut])
+	state, err := first.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return whole, state
 }
