@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/streamlearn/streamlearn/internal/online"
 )
@@ -446,6 +447,41 @@ func position(grid []float64, v float64) int {
 // outside the domain should be rejected (reason "domain") before any
 // learner sees them; learners treat them as described in the package doc.
 func (c *Class) InDomain(x online.Vector) bool { return c.point(x) >= 0 }
+
+// DomainTerms describes the domain InDomain accepts as a sorted list of
+// terms, one per feature it constrains: "real FEATURE" (not NaN: the grid
+// kinds), "boolean FEATURE" (0 or 1: conjunctions) or "table FEATURE
+// V1 V2 ..." (one of a table's domain values, ascending). The domain is
+// the events every term accepts, so classes of equal terms (of any kinds
+// and hypotheses) accept the same events, and the events a list of
+// classes all accept are those the union of their terms does. The spec
+// must be valid.
+func (s ClassSpec) DomainTerms() []string {
+	var t []string
+	switch s.Kind {
+	case KindThresholds, KindIntervals:
+		t = []string{"real " + s.Feature}
+	case KindStumps:
+		for _, f := range s.Features {
+			t = append(t, "real "+f)
+		}
+	case KindConjunctions:
+		for _, f := range s.Features {
+			t = append(t, "boolean "+f)
+		}
+	case KindTable:
+		vs := slices.Clone(s.Domain)
+		slices.Sort(vs)
+		b := []byte("table " + s.Feature)
+		for _, v := range vs {
+			b = append(b, ' ')
+			b = strconv.AppendFloat(b, v, 'g', -1, 64)
+		}
+		t = []string{string(b)}
+	}
+	slices.Sort(t)
+	return slices.Compact(t)
+}
 
 // point returns the effective domain point of x, or -1 outside the
 // domain. For stumps it returns 0 for every in-domain x (labels are

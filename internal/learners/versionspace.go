@@ -13,6 +13,10 @@ type ClassParams struct {
 	Class *experts.ClassSpec `yaml:"class"`
 }
 
+// HypothesisClass returns the class: a learner over it accepts only the
+// events of its domain (experts.ClassSpec.DomainTerms).
+func (p *ClassParams) HypothesisClass() *experts.ClassSpec { return p.Class }
+
 func init() {
 	for _, a := range []struct{ name, summary, bound string }{
 		{"consistent", "predicts with the first hypothesis of the class still consistent with every label",

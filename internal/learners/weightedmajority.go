@@ -22,6 +22,11 @@ type WeightedMajorityParams struct {
 	Seed    uint64  `yaml:"seed"`
 }
 
+// HypothesisClass returns the class, nil over learners: a learner over a
+// class accepts only the events of its domain
+// (experts.ClassSpec.DomainTerms).
+func (p *WeightedMajorityParams) HypothesisClass() *experts.ClassSpec { return p.Class }
+
 // Hedge returns the Weighted-Majority settings.
 func (p *WeightedMajorityParams) Hedge() experts.HedgeConfig {
 	return experts.HedgeConfig{Horizon: p.Horizon, Eta: p.Eta, Seed: p.Seed}

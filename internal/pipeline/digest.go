@@ -3,8 +3,10 @@ package pipeline
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"slices"
 
 	"github.com/streamlearn/streamlearn/internal/config"
+	"github.com/streamlearn/streamlearn/internal/experts"
 )
 
 // The digests of what a model's state depends on. A checkpoint carries the
@@ -43,13 +45,43 @@ func Fingerprint(c *config.Config) [32]byte {
 
 // SharedDigest is Fingerprint without the learners: the settings every
 // learner's state depends on. A learner's state can only be kept across
-// configurations of the same shared digest.
+// configurations of the same shared digest. Besides the input, features
+// and delayed labels, they include the domain of the learners over a
+// hypothesis class (Domain): an event outside it is rejected before any
+// learner sees it, so adding, dropping or changing such a learner can
+// change the events every other learner learns from.
 func SharedDigest(c *config.Config) [32]byte {
 	return digestJSON(struct {
 		Input    config.Input
 		Features config.Features
 		Labels   *config.Labels `json:",omitempty"`
+		Domain   []string       `json:",omitempty"`
+	}{c.Input, c.Features, delayedLabels(c), Domain(c)})
+}
+
+// legacySharedDigest is SharedDigest as the first builds of state format
+// 3 took it, without the domain. For states of the same learners it is as
+// good (the domain is theirs), and such states restore (sameShape).
+func legacySharedDigest(c *config.Config) [32]byte {
+	return digestJSON(struct {
+		Input    config.Input
+		Features config.Features
+		Labels   *config.Labels `json:",omitempty"`
 	}{c.Input, c.Features, delayedLabels(c)})
+}
+
+// Domain describes the events c's learners accept: the union of the
+// domain terms (experts.ClassSpec.DomainTerms) of its learners over a
+// hypothesis class, sorted; nil when no learner restricts them.
+func Domain(c *config.Config) []string {
+	var terms []string
+	for _, l := range c.Learners {
+		if h, ok := l.Params.(interface{ HypothesisClass() *experts.ClassSpec }); ok && h.HypothesisClass() != nil {
+			terms = append(terms, h.HypothesisClass().DomainTerms()...)
+		}
+	}
+	slices.Sort(terms)
+	return slices.Compact(terms)
 }
 
 // LearnerDigest identifies one learner's settings: its name, algorithm and

@@ -46,6 +46,10 @@ type Pipeline struct {
 	spec *config.Config
 	// shared is SharedDigest(spec), in the encoded state.
 	shared [32]byte
+	// legacyShared is legacySharedDigest(spec): what the first builds of
+	// state format 3 encoded, restored too when every learner's digest is
+	// the same.
+	legacyShared [32]byte
 }
 
 // node is one configured learner. round is learner's fused round, when it
@@ -91,12 +95,13 @@ func New(c *config.Config) (*Pipeline, error) {
 		scaler = nil // scaling by 1: learners read the decoded vector itself
 	}
 	p := &Pipeline{
-		scaler:  scaler,
-		tracker: regret.New(),
-		counts:  Counts{InvalidBy: map[event.Reason]uint64{}},
-		start:   time.Now(),
-		spec:    specOf(c),
-		shared:  SharedDigest(c),
+		scaler:       scaler,
+		tracker:      regret.New(),
+		counts:       Counts{InvalidBy: map[event.Reason]uint64{}},
+		start:        time.Now(),
+		spec:         specOf(c),
+		shared:       SharedDigest(c),
+		legacyShared: legacySharedDigest(c),
 	}
 	env := learners.Env{Bits: bits}
 	for i, lc := range c.Learners {

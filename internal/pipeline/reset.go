@@ -26,8 +26,9 @@ var ErrNoDigests = errors.New("the state has no settings digests (format version
 // order, Dropped in the state's.
 type Changes struct {
 	// SharedChanged: the settings every learner depends on (input,
-	// features, delayed labels) differ, and no learner's state can be
-	// kept. The lists are then still filled in.
+	// features, delayed labels, the domain of the learners over a
+	// hypothesis class: SharedDigest) differ, and no learner's state can
+	// be kept. The lists are then still filled in.
 	SharedChanged bool
 	Kept          []string // the same settings: restored as they were
 	Added         []string // not in the state: started afresh
@@ -46,7 +47,7 @@ func (c Changes) Reset() []string {
 func (c Changes) String() string {
 	var s []string
 	if c.SharedChanged {
-		s = append(s, "the input, features or labels settings changed")
+		s = append(s, "the input, features or labels settings, or the domain of the learners over a hypothesis class, changed")
 	}
 	for _, n := range c.Added {
 		s = append(s, fmt.Sprintf("learner %s added", n))
@@ -136,7 +137,8 @@ func (e *ResetError) Error() string {
 
 // UnmarshalBinaryReset restores into p a state encoded by MarshalBinary
 // (format version 3, else an error wrapping ErrNoDigests) for another list
-// of learners, over the same input, features and labels settings (else an
+// of learners, over the same input, features and labels settings and the
+// same domain of the learners over a hypothesis class (SharedDigest; else an
 // error saying no learner's state can be kept). reset names the learners
 // the state and p's configuration differ by — added, of changed settings
 // (LearnerDigest), dropped — each of them and no other (else a
@@ -193,7 +195,7 @@ func (q *Pipeline) decodeReset(b []byte, reset []string) (Changes, error) {
 	}
 	ch, from := compareShape(sh, q.shared, names, digests)
 	if ch.SharedChanged || sh.bits != uint64(q.spec.Features.Bits) || sh.scale != q.spec.Features.Scale {
-		return ch, errors.New("the state is of other input, features or labels settings: no learner's state can be kept")
+		return ch, errors.New("the state is of other input, features or labels settings, or another domain of the learners over a hypothesis class: no learner's state can be kept")
 	}
 	e := &ResetError{Changes: ch}
 	need := ch.Reset()

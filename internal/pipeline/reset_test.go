@@ -216,8 +216,13 @@ func TestUnmarshalBinaryResetRefuses(t *testing.T) {
 		{"none", resetAfter, state, nil, "c, wm2, b, x not named to be reset", []string{"c", "wm2", "b", "x"}, nil},
 		{"unchanged", resetAfter, state, append(all, "a"), "a named to be reset, but the same in the state and the configuration: it is kept as it is (rename a learner to start it afresh)", nil, []string{"a"}},
 		{"unknown", resetAfter, state, append(all, "zz"), "zz named to be reset, but neither in the state nor in the configuration", nil, nil},
-		{"features", strings.Replace(resetAfter, "bits: 10", "bits: 11", 1), state, all, "the state is of other input, features or labels settings: no learner's state can be kept", nil, nil},
-		{"input", "input: {positive: [yes]}\n" + resetAfter, state, all, "the state is of other input, features or labels settings: no learner's state can be kept", nil, nil},
+		{"features", strings.Replace(resetAfter, "bits: 10", "bits: 11", 1), state, all, "the state is of other input, features or labels settings, or another domain of the learners over a hypothesis class: no learner's state can be kept", nil, nil},
+		{"input", "input: {positive: [yes]}\n" + resetAfter, state, all, "the state is of other input, features or labels settings, or another domain of the learners over a hypothesis class: no learner's state can be kept", nil, nil},
+		// A learner over a class of another domain: the events every
+		// learner sees would change (an event outside it is rejected).
+		{"domain added", resetAfter + "  - {name: t, algorithm: halving, class: {kind: table, feature: w, domain: [0, 1], hypotheses: [[0, 1], [1, 0]]}}\n", state, append(all, "t"), "or another domain of the learners over a hypothesis class: no learner's state can be kept", nil, nil},
+		{"domain dropped", "features: {bits: 10}\nlearners:\n  - {name: a, algorithm: perceptron, bias: true}\n  - {name: b, algorithm: ogd, loss: hinge, eta: 0.25, bias: true}\n", state, []string{"b", "s", "wm", "x"}, "or another domain of the learners over a hypothesis class: no learner's state can be kept", nil, nil},
+		{"domain changed", strings.Replace(resetAfter, "{name: s, algorithm: soa, class: {kind: thresholds, feature: v,", "{name: s, algorithm: soa, class: {kind: thresholds, feature: w,", 1), state, append(all, "s", "wm"), "or another domain of the learners over a hypothesis class: no learner's state can be kept", nil, nil},
 		{"version 2", resetAfter, v2, all, "state format version 2: the state has no settings digests (format version 3 on): it cannot be restored in part", nil, nil},
 		{"corrupt", resetAfter, withCRC(state[:len(state)-9]), all, "pipeline: unmarshal: ", nil, nil},
 	}
@@ -246,6 +251,34 @@ func TestUnmarshalBinaryResetRefuses(t *testing.T) {
 	}
 	if ch, err := CompareState(state, mustConfig(t, strings.Replace(resetBefore, "bits: 10", "bits: 11", 1))); err != nil || !ch.SharedChanged || len(ch.Reset()) != 0 {
 		t.Errorf("CompareState with other features: %+v, %v", ch, err)
+	}
+
+	// A learner over a class of the same domain (another grid over the
+	// same feature) is added like any other.
+	same := mustConfig(t, resetAfter+"  - {name: y, algorithm: halving, class: {kind: thresholds, feature: v, min: 0, max: 1, points: 9}}\n")
+	if _, err := mustNew(t, same).UnmarshalBinaryReset(state, append(all, "y")); err != nil {
+		t.Errorf("a learner over a class of the same domain: %v", err)
+	}
+
+	// A state of the first builds of format 3, whose shared digest left
+	// the domain out, restores into the same learners, and not in part.
+	legacy := mustNew(t, before)
+	feed(t, legacy, before, data)
+	legacy.shared = legacy.legacyShared
+	old, err := legacy.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if legacy.legacyShared == first.shared {
+		t.Fatal("the domain does not enter the shared digest")
+	}
+	q := mustNew(t, before)
+	if err := q.UnmarshalBinary(old); err != nil {
+		t.Fatalf("a state without the domain in its digest: %v", err)
+	}
+	sameLearner(t, "legacy", "s", q, first, true)
+	if _, err := mustNew(t, mustConfig(t, resetAfter)).UnmarshalBinaryReset(old, all); err == nil {
+		t.Error("a state without the domain in its digest restored in part")
 	}
 }
 

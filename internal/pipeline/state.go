@@ -350,18 +350,27 @@ func openState(b []byte) (*stateShape, *codec.Decoder, error) {
 	if d.Err() != nil {
 		return nil, nil, d.Err()
 	}
-	if uint64(n) > uint64(d.Len())/20 { // ≥ 20 bytes per learner
+	least := uint64(20) // bytes per learner: two strings' lengths, the experts' count
+	if sh.version >= 3 {
+		least += 32 // and the digest
+	}
+	if uint64(n) > uint64(d.Len())/least {
 		return nil, nil, codec.ErrTruncated
 	}
 	sh.learners = make([]stateLearner, n)
+	var seen map[string]bool
+	if sh.version >= 3 {
+		seen = make(map[string]bool, n)
+	}
 	for i := range sh.learners {
 		l := &sh.learners[i]
 		l.name, l.algorithm = d.String(maxNameLen), d.String(maxNameLen)
 		if sh.version >= 3 {
 			copy(l.digest[:], d.Take(len(l.digest)))
-			if d.Err() == nil && slices.ContainsFunc(sh.learners[:i], func(o stateLearner) bool { return o.name == l.name }) {
+			if d.Err() == nil && seen[l.name] {
 				return nil, nil, fmt.Errorf("learner %q twice", l.name)
 			}
+			seen[l.name] = true
 		}
 		k := d.U32()
 		if d.Err() == nil && uint64(k) > uint64(i) {
@@ -456,7 +465,7 @@ func (q *Pipeline) decodeState(d *codec.Decoder, sh *stateShape, from []int, par
 		if err := q.tracker.UnmarshalBinary(blob); err != nil {
 			return err
 		}
-	} else if err := q.tracker.UnmarshalBinaryFrom(blob, from); err != nil {
+	} else if err := q.tracker.UnmarshalBinaryFrom(blob, len(sh.learners), from); err != nil {
 		return err
 	}
 	delayed := false // version 1 has no delayed labels
@@ -584,7 +593,7 @@ func (q *Pipeline) sameShape(sh *stateShape) error {
 	if sh.version < 3 {
 		return nil // no digests: the learners' own encodings check what they can
 	}
-	if sh.shared != q.shared {
+	if sh.shared != q.shared && sh.shared != q.legacyShared {
 		return errors.New("state is of other input, features or labels settings than the pipeline's")
 	}
 	for i := range ls {

@@ -128,7 +128,7 @@ func (t *Tracker) MarshalBinary() ([]byte, error) {
 // and encodings of a different set of learners are errors, and then the
 // tracker is unchanged.
 func (t *Tracker) UnmarshalBinary(b []byte) error {
-	ls, h, err := t.decode(b, nil)
+	ls, h, err := t.decode(b, len(t.learners), nil)
 	if err != nil {
 		return fmt.Errorf("regret: unmarshal tracker: %w", err)
 	}
@@ -145,16 +145,17 @@ func (t *Tracker) UnmarshalBinary(b []byte) error {
 // as far as they can be without their models, and dropped. The history is
 // restored as UnmarshalBinary restores it, the series of a learner that
 // takes no entry empty. len(from) must be t.Len(), and no encoded learner
-// taken twice.
+// taken twice. b must encode encoded learners, the state's number: a
+// tracker of another number of learners is not the state's.
 //
 // It is for restoring a model whose configuration added, dropped or
 // changed learners (pipeline.Pipeline.UnmarshalBinaryReset). Errors are
 // UnmarshalBinary's, and then the tracker is unchanged.
-func (t *Tracker) UnmarshalBinaryFrom(b []byte, from []int) error {
+func (t *Tracker) UnmarshalBinaryFrom(b []byte, encoded int, from []int) error {
 	if len(from) != len(t.learners) {
 		return fmt.Errorf("regret: unmarshal tracker: %d sources for %d learners", len(from), len(t.learners))
 	}
-	ls, h, err := t.decode(b, from)
+	ls, h, err := t.decode(b, encoded, from)
 	if err != nil {
 		return fmt.Errorf("regret: unmarshal tracker: %w", err)
 	}
@@ -163,9 +164,9 @@ func (t *Tracker) UnmarshalBinaryFrom(b []byte, from []int) error {
 }
 
 // decode decodes b into a copy of t's learners and a new history: learner
-// i from encoded learner from[i] (kept as it is when from[i] < 0), or,
-// with from nil, from encoded learner i of as many.
-func (t *Tracker) decode(b []byte, from []int) ([]learner, *History, error) {
+// i from encoded learner from[i] (kept as it is when from[i] < 0) of
+// encoded, or, with from nil, from encoded learner i of as many.
+func (t *Tracker) decode(b []byte, encoded int, from []int) ([]learner, *History, error) {
 	d := codec.NewDecoder(b)
 	hdr := d.Take(len(trackerMagic) + 1)
 	switch {
@@ -180,8 +181,11 @@ func (t *Tracker) decode(b []byte, from []int) ([]learner, *History, error) {
 	if d.Err() != nil {
 		return nil, nil, d.Err()
 	}
-	if from == nil && int64(n) != int64(len(t.learners)) {
-		return nil, nil, fmt.Errorf("encoding has %d learners, tracker has %d", n, len(t.learners))
+	if int64(n) != int64(encoded) {
+		if from == nil {
+			return nil, nil, fmt.Errorf("encoding has %d learners, tracker has %d", n, encoded)
+		}
+		return nil, nil, fmt.Errorf("encoding has %d learners, the state %d", n, encoded)
 	}
 	if uint64(n) > uint64(d.Len())/64 { // ≥ 64 bytes per learner
 		return nil, nil, codec.ErrTruncated

@@ -38,7 +38,7 @@ func TestUnmarshalBinaryFrom(t *testing.T) {
 		return tr
 	}
 	tr := newTarget()
-	if err := tr.UnmarshalBinaryFrom(b, []int{-1, 2, 0}); err != nil {
+	if err := tr.UnmarshalBinaryFrom(b, 3, []int{-1, 2, 0}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := tr.Learners()
@@ -64,17 +64,19 @@ func TestUnmarshalBinaryFrom(t *testing.T) {
 	}
 
 	for _, tc := range []struct {
-		from []int
-		want string
+		encoded int
+		from    []int
+		want    string
 	}{
-		{[]int{-1, 1, 0}, `learner "p" (perceptron) takes encoded learner 1, "r" (weighted-majority)`},
-		{[]int{-1, 3, 0}, `learner "p": no encoded learner 3 of 3`},
-		{[]int{0, 0, -1}, "encoded learner 0 taken twice"},
-		{[]int{-1, 2}, "2 sources for 3 learners"},
+		{3, []int{-1, 1, 0}, `learner "p" (perceptron) takes encoded learner 1, "r" (weighted-majority)`},
+		{3, []int{-1, 3, 0}, `learner "p": no encoded learner 3 of 3`},
+		{3, []int{0, 0, -1}, "encoded learner 0 taken twice"},
+		{3, []int{-1, 2}, "2 sources for 3 learners"},
+		{4, []int{-1, 2, 0}, "encoding has 3 learners, the state 4"},
 	} {
 		tr := newTarget()
 		before, _ := tr.MarshalBinary()
-		err := tr.UnmarshalBinaryFrom(b, tc.from)
+		err := tr.UnmarshalBinaryFrom(b, tc.encoded, tc.from)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("from %v: %v, want %q", tc.from, err, tc.want)
 		}

@@ -30,7 +30,7 @@ import (
 // A checkpoint written by another model configuration, or for another
 // source, or damaged, stops the service with an error saying so: it is
 // never silently replaced by a fresh model. One written by another list
-// of learners over the same input, features and labels is restored in
+// of learners over the same input, features, labels and domain is restored in
 // part when the operator names the learners that differ
 // (Options.ResetLearners): the others keep their models. A failing save
 // (a full disk, an unwritable directory) stops the commits, not the
@@ -153,7 +153,17 @@ func (s *Service) restoreState(partition int32, m *model, c *checkpoint.Checkpoi
 				"partition", partition, "learners", s.opt.ResetLearners)
 		}
 	} else {
-		ch, err := m.p.UnmarshalBinaryReset(c.State, s.opt.ResetLearners)
+		reset := s.opt.ResetLearners
+		if len(reset) > 0 {
+			// The same learners in another order need no flag: one left
+			// in place from an earlier change does nothing here.
+			if ch, err := pipeline.CompareState(c.State, s.opt.Config); err == nil && !ch.SharedChanged && len(ch.Reset()) == 0 {
+				s.logger.Info("reset-learner: nothing to reset: the checkpoint has the same learners in another order",
+					"partition", partition, "learners", reset)
+				reset = nil
+			}
+		}
+		ch, err := m.p.UnmarshalBinaryReset(c.State, reset)
 		var re *pipeline.ResetError
 		if errors.As(err, &re) {
 			return fmt.Errorf("service: restoring partition %d from %s: %w; name with --reset-learner exactly the learners added, changed or dropped: %s",
@@ -175,8 +185,16 @@ func (s *Service) restoreState(partition int32, m *model, c *checkpoint.Checkpoi
 		// nothing.
 		m.saveAtOnce = true
 	}
-	if !s.volatile {
-		m.pos, m.skipTo = c.Position, c.Position
+	m.pos = c.Position
+	if s.volatile {
+		// The records that come are new ones, whatever their offsets:
+		// none is skipped, and their positions count on from the
+		// checkpoint's, so that every checkpoint of this run is saved
+		// (a store keeps the higher position) and the one of a reset is
+		// saved over the checkpoint it replaces.
+		m.base = c.Position + 1
+	} else {
+		m.skipTo = c.Position
 	}
 	return nil
 }
@@ -202,7 +220,7 @@ func (s *Service) checkLearnersChanged(partition int32, c *checkpoint.Checkpoint
 	case err != nil:
 		return fmt.Errorf("%s (%s), and its state cannot be read (%v): move it away to start that model afresh", prefix, configDiff(c.Report, s.opt.Config.Learners, nil), err)
 	case ch.SharedChanged:
-		return fmt.Errorf("%s (the input, the features or the labels settings differ: no learner's model can be kept): move it away to start that model afresh", prefix)
+		return fmt.Errorf("%s (the input, the features or the labels settings differ, or the domain of the learners over a hypothesis class, whose events outside it no learner sees: no learner's model can be kept): move it away to start that model afresh", prefix)
 	}
 	return fmt.Errorf("%s (%s): keep the other learners' models and start these afresh with `run %s`, or move the checkpoint away to start the whole model afresh",
 		prefix, configDiff(c.Report, s.opt.Config.Learners, &ch), resetFlags(ch.Reset()))

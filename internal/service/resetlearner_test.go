@@ -3,14 +3,20 @@ package service
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/streamlearn/streamlearn/internal/checkpoint"
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/online"
+	"github.com/streamlearn/streamlearn/internal/pipeline"
+	"github.com/streamlearn/streamlearn/internal/regret"
 )
 
 // runReset runs a Service of c with checkpoints in store, the learners
@@ -144,6 +150,89 @@ func TestResetLearners(t *testing.T) {
 	for i, l := range reps[0].Learners {
 		if g := again[0].Learners[(i+1)%len(reps[0].Learners)]; g.Name != l.Name || g.StateSHA256 != l.StateSHA256 {
 			t.Errorf("reordered: learner %s is %s, digest %.12s; want %.12s", l.Name, g.Name, g.StateSHA256, l.StateSHA256)
+		}
+	}
+	// Reordered back, with the flag of the earlier change still in
+	// place: nothing to reset, the flag is ignored, not refused.
+	back, err, logs := runReset(t, &other, store, nil, []string{"extra"})
+	if err != nil {
+		t.Fatalf("reordered with a --reset-learner left in place: %v", err)
+	}
+	if !strings.Contains(logs, "nothing to reset: the checkpoint has the same learners in another order") {
+		t.Errorf("reordered with the flag left in place:\n%s", logs)
+	}
+	sameReport(t, "reordered back", back[0].Report, reps[0].Report)
+}
+
+// A partial restore of a checkpoint the broker's commit is past, under
+// --rebuild and --accept. Rebuilt, the learners kept are exactly an
+// uninterrupted run's and the one added has learned the events after the
+// checkpoint; accepted, the model is the checkpoint's (the one added
+// fresh) and the events between are not learned.
+func TestResetLearnersBehind(t *testing.T) {
+	c, _, open, publish := jsRestoreFixture(t, "reset-behind")
+	dir := t.TempDir()
+	file := filepath.Join(dir, checkpoint.ObjectName(0))
+	publish(500, 1)
+	first, err := restoreRun(t, c, open(), dir, MismatchFail)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := filepath.Join(t.TempDir(), "old.ckpt")
+	copyFile(t, file, old)
+	publish(300, 2)
+	second, err := restoreRun(t, c, open(), dir, MismatchFail)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := *c
+	other.Learners = append(slices.Clone(c.Learners), config.Learner{Name: "extra", Algorithm: "perceptron", Params: &online.PerceptronConfig{Bias: true}})
+	run := func(d string, on Mismatch) []Report {
+		t.Helper()
+		store, err := checkpoint.OpenDir(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := newService(t, Options{Config: &other, Source: open(), Checkpoints: store, CommitEvery: 100, OnMismatch: on, ResetLearners: []string{"extra"}})
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := errors.Join(s.Run(ctx), s.opt.Source.Close()); err != nil {
+			t.Fatal(err)
+		}
+		reps, err := s.Reports()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return reps
+	}
+	split := func(r pipeline.Report) (pipeline.Report, regret.LearnerReport) {
+		extra := r.Learners[len(r.Learners)-1]
+		r.Learners = r.Learners[:len(r.Learners)-1]
+		return r, extra
+	}
+	for _, tc := range []struct {
+		on     Mismatch
+		want   []Report
+		rounds uint64
+	}{
+		{MismatchRebuild, second, second[0].Report.Labeled - first[0].Report.Labeled},
+		{MismatchAccept, first, 0},
+	} {
+		d := t.TempDir()
+		copyFile(t, old, filepath.Join(d, checkpoint.ObjectName(0)))
+		kept, extra := split(run(d, tc.on)[0].Report)
+		sameReport(t, fmt.Sprintf("mismatch %d: kept learners", tc.on), kept, tc.want[0].Report)
+		if extra.Name != "extra" || extra.Rounds != tc.rounds {
+			t.Errorf("mismatch %d: extra has %d rounds, want %d", tc.on, extra.Rounds, tc.rounds)
+		}
+		// Checkpointed for the new learners at the committed position:
+		// the next run, without a flag, restores it as it is.
+		cp, err := checkpoint.OpenDir(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := cp.Load(context.Background(), 0); err != nil || got.Fingerprint != Fingerprint(&other) || got.Position != 800 {
+			t.Fatalf("mismatch %d: checkpoint after: %v", tc.on, err)
 		}
 	}
 }

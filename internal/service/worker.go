@@ -114,10 +114,15 @@ type item struct {
 // model is the state of one partition's model. While its worker runs,
 // only the worker's goroutine touches it.
 type model struct {
-	p           *pipeline.Pipeline
-	seen        bool  // a record was processed
-	lag         int64 // Lag of the last record processed
-	pos         int64 // offset of the last record whose effect is in p; -1 before any
+	p    *pipeline.Pipeline
+	seen bool  // a record was processed
+	lag  int64 // Lag of the last record processed
+	pos  int64 // offset of the last record whose effect is in p; -1 before any
+	// base is added to a volatile source's offsets (core NATS: arrival
+	// counts that begin again at every restart) to make pos: the restored
+	// checkpoint's position plus one, so that the positions a model is
+	// checkpointed at grow across restarts, as the stores require.
+	base        int64
 	skipTo      int64 // the restored checkpoint's position, until a record past it comes; -1 then
 	sinceReport int
 	origin      string // the stream the positions are of, for checkpoints (connectors.Position.Origin)
@@ -413,7 +418,7 @@ func (w *worker) process(ctx context.Context, rec *connectors.Record) error {
 	if err := w.learn(ctx, rec); err != nil {
 		return err
 	}
-	m.seen, m.lag, m.pos = true, rec.Lag, rec.Offset
+	m.seen, m.lag, m.pos = true, rec.Lag, m.base+rec.Offset
 	if s.opt.EventDuration != nil {
 		s.opt.EventDuration.Observe(time.Since(start).Seconds())
 	}

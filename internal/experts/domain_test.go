@@ -1,0 +1,53 @@
+package experts
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/streamlearn/streamlearn/internal/online"
+)
+
+// The domain terms of every kind, and classes of equal terms accept the
+// same events: each term is what InDomain checks of one feature.
+func TestDomainTerms(t *testing.T) {
+	for _, tc := range []struct {
+		spec ClassSpec
+		want []string
+	}{
+		{ClassSpec{Kind: KindThresholds, Feature: "v", Min: 0, Max: 1, Points: 5}, []string{"real v"}},
+		{ClassSpec{Kind: KindIntervals, Feature: "v", Min: 0, Max: 1, Points: 3}, []string{"real v"}},
+		{ClassSpec{Kind: KindStumps, Features: []string{"w", "v", "w"}, Min: 0, Max: 1, Points: 3}, []string{"real v", "real w"}},
+		{ClassSpec{Kind: KindConjunctions, Features: []string{"b", "a"}}, []string{"boolean a", "boolean b"}},
+		{ClassSpec{Kind: KindTable, Feature: "t", Domain: []float64{2, 0.5, -1}, Hypotheses: [][]int{{0, 1, 1}}}, []string{"table t -1 0.5 2"}},
+	} {
+		if got := tc.spec.DomainTerms(); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.spec.Kind, got, tc.want)
+		}
+	}
+
+	// Thresholds and intervals over one feature: the same terms, the
+	// same domain, on in- and out-of-domain points.
+	const bits = 8
+	a, err := NewClass(ClassSpec{Kind: KindThresholds, Feature: "v", Min: 0, Max: 1, Points: 5}, bits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewClass(ClassSpec{Kind: KindIntervals, Feature: "v", Min: -3, Max: 3, Points: 2}, bits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := NewClass(ClassSpec{Kind: KindTable, Feature: "v", Domain: []float64{0, 1}, Hypotheses: [][]int{{0, 1}}}, bits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mask := online.Mask(bits)
+	for _, v := range []float64{0, 0.3, 1, -7} {
+		x := online.Vector{Idx: []uint32{online.Slot("v", mask)}, Val: []float64{v}}
+		if a.InDomain(x) != b.InDomain(x) {
+			t.Errorf("v=%g: equal terms, InDomain %v and %v", v, a.InDomain(x), b.InDomain(x))
+		}
+		if want := v == 0 || v == 1; tab.InDomain(x) != want {
+			t.Errorf("table: v=%g in domain %v, want %v", v, tab.InDomain(x), want)
+		}
+	}
+}
