@@ -66,6 +66,15 @@ func runCheck(_ context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		fmt.Fprintf(w, "  %s\t%s\t%s\n", l.Name, l.Algorithm, bound)
 	}
+	if path := cfg.Models.WarmStart; path != "" {
+		// A model file is read, not a connection: check that it starts
+		// models of this configuration, as run would at start.
+		warm, err := loadWarmStart(path, cfg)
+		if err != nil {
+			return fmt.Errorf("%s: models.warm_start: %w", *cfgPath, err)
+		}
+		fmt.Fprintf(w, "  new models start from %s (%s)\n", warm, warm.Model.From)
+	}
 	fmt.Fprintf(w, "source:\t%s\n", describeSource(cfg.Source))
 	if st := cfg.Source.Start; st != "" && st != "earliest" {
 		fmt.Fprintf(w, "  a first start begins at %s (a consumer with a position resumes from it)\n", st)

@@ -37,7 +37,7 @@ type command struct {
 	run                 func(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
-const replayArgs = "[-c config.yaml] [--format F] [--report text|json] [--allow-empty] [--plot FILE] [--dead-letters FILE] [--min-accuracy NAME=ACC] [--fail-on-violation] [--junit FILE] [--envelope [--partition N]] FILE..."
+const replayArgs = "[-c config.yaml] [--format F] [--report text|json] [--allow-empty] [--plot FILE] [--dead-letters FILE] [--min-accuracy NAME=ACC] [--fail-on-violation] [--junit FILE] [--envelope [--partition N]] [--warm-start MODEL] [--save MODEL] FILE..."
 
 var commands = []command{
 	{"run", runArgs, "the live service: learn from a Kafka topic or NATS subject (default: an embedded NATS JetStream server)", runRun},
@@ -46,6 +46,7 @@ var commands = []command{
 	{"record", recordArgs, "copy a topic or subject to a JSONL file, for replays in tests", runRecord},
 	{"publish", publishArgs, "write JSONL files into a topic or subject", runPublish},
 	{"inspect", inspectArgs, "print what checkpoint files hold: positions, learners, rounds, mistakes, digests", runInspect},
+	{"export", exportArgs, "write the model a checkpoint holds to a model file, to start other models from (run --warm-start)", runExport},
 	{"check", checkArgs, "validate a config and print what a run of it would do, without connecting to anything", runCheck},
 	{"version", "", "print the version", runVersion},
 }
@@ -110,6 +111,7 @@ var examples = map[string][]string{
 		"streamlearn run -c kafka.yaml --checkpoint-dir ./state --log-level info",
 		"streamlearn run -c kafka.yaml --start time:2026-11-26T08:00:00Z   # a new group begins at this morning's events",
 		"streamlearn run -c kafka.yaml --checkpoint-dir ./state --reset-learner ogd2   # ogd2 added to the learners: the others keep their models",
+		"streamlearn run -c kafka.yaml --checkpoint-dir ./state --warm-start model.slm  # new partitions start from a trained model",
 	},
 	"replay": {
 		"streamlearn replay -c config.yaml testdata/demo.jsonl",
@@ -117,6 +119,7 @@ var examples = map[string][]string{
 		"streamlearn replay -c config.yaml --min-accuracy pct=0.95 --fail-on-violation --junit replay.xml recorded.jsonl",
 		"streamlearn replay -c kafka.yaml --envelope --partition 2 recording.jsonl",
 		"zcat a9a.gz | streamlearn replay --format libsvm -",
+		"streamlearn replay -c config.yaml --save model.slm last-month.jsonl   # a model to start run from (run --warm-start)",
 	},
 	"generate": {
 		"streamlearn generate -n 5000 --seed 1 -o demo.jsonl",
@@ -138,6 +141,10 @@ var examples = map[string][]string{
 	"inspect": {
 		"streamlearn inspect -c config.yaml ./state",
 		"streamlearn inspect --report json ./state/partition-0.ckpt",
+	},
+	"export": {
+		"streamlearn export -o model.slm ./state/partition-0.ckpt",
+		"streamlearn export -c config.yaml -o model.slm ./state/partition-0.ckpt   # checked against the config it is for",
 	},
 	"check":      {"streamlearn check -c config.yaml"},
 	"version":    {"streamlearn version", "streamlearn --version"},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/streamlearn/streamlearn/internal/checkpoint"
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
@@ -33,6 +35,8 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	junitPath := fs.String("junit", "", "write the learners as test cases, and the gates they failed, to a JUnit XML `file`")
 	envelope := fs.Bool("envelope", false, "the files are recordings of `record --envelope`: each partition is learned by a model of its own, as live, and reported")
 	partition := fs.Int("partition", -1, "with --envelope, replay only partition `N`")
+	warmStart := fs.String("warm-start", "", "start the model from the model `file` written by export or replay --save, of this configuration (default: the config's models.warm_start)")
+	save := fs.String("save", "", "write the model as it ends to the model `file` (for run --warm-start, or another replay's)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -72,10 +76,14 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	for _, l := range cfg.Learners {
 		g.learners = append(g.learners, l.Name)
 	}
+	warm, err := loadWarmStart(cmp.Or(*warmStart, cfg.Models.WarmStart), cfg)
+	if err != nil {
+		return err
+	}
 	// The service itself, on a source of the files: the same decoding,
 	// workers, tracker and dead letters as `run`.
 	opt := service.Options{Config: cfg, Source: service.NewFiles(fs.Args(), pipeline.EventConfig(cfg), os.Stdin),
-		HistoryPoints: -1}
+		HistoryPoints: -1, WarmStart: warm}
 	if *envelope {
 		opt.Source = service.NewEnvelopes(fs.Args(), os.Stdin, int32(*partition), cfg.Input.MaxBytes)
 	}
@@ -113,6 +121,11 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	reps, err := svc.Reports()
 	if err != nil {
 		return err
+	}
+	if *save != "" {
+		if err := saveModel(svc, *save, fs.Args()); err != nil {
+			return err
+		}
 	}
 	if *envelope {
 		return writeEnvelopeReports(stdout, *reportFmt, *junitPath, g, reps, *allowEmpty)
@@ -300,4 +313,40 @@ func writeEnvelopeReports(w io.Writer, format, junitPath string, g gate, reps []
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// loadWarmStart reads the model file at path, when not empty, and checks
+// that it is of cfg's model configuration.
+func loadWarmStart(path string, cfg *config.Config) (*service.WarmStart, error) {
+	if path == "" {
+		return nil, nil
+	}
+	w, err := service.LoadWarmStart(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Check(cfg); err != nil {
+		return nil, fmt.Errorf("warm start: %w", err)
+	}
+	return w, nil
+}
+
+// saveModel writes the one model svc ended with to path, as a model file
+// taken from a replay of files.
+func saveModel(svc *service.Service, path string, files []string) error {
+	ms, err := svc.Models()
+	if err != nil {
+		return err
+	}
+	switch len(ms) {
+	case 0:
+		return fmt.Errorf("replay: --save %s: no model: the input holds no record", path)
+	case 1:
+	default:
+		return fmt.Errorf("replay: --save %s: %d models, one per partition: save one with --partition N", path, len(ms))
+	}
+	m := checkpoint.ModelOf(ms[0])
+	m.From = "replay of " + strings.Join(files, " ")
+	_, err = checkpoint.WriteModel(path, m)
+	return err
 }

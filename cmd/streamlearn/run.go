@@ -27,7 +27,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/service"
 )
 
-const runArgs = "[-c config.yaml] [--until-end] [--allow-empty] [--report text|json] [--http ADDR] [--preload FILE] [--nats-port N] [--store DIR] [--start POS] [--checkpoint-dir DIR] [--rebuild|--reset|--accept] [--reset-learner NAME]... [--http-token-file FILE] [--log-level LEVEL]"
+const runArgs = "[-c config.yaml] [--until-end] [--allow-empty] [--report text|json] [--http ADDR] [--preload FILE] [--nats-port N] [--store DIR] [--start POS] [--checkpoint-dir DIR] [--rebuild|--reset|--accept] [--reset-learner NAME]... [--warm-start MODEL] [--http-token-file FILE] [--log-level LEVEL]"
 
 // tuning lets tests lower the transports' timeouts; zero in production.
 var tuning service.Tuning
@@ -48,6 +48,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	rebuild := fs.Bool("rebuild", false, "rebuild the model of such a partition by learning its records again from the broker's log (Kafka, JetStream) up to the committed position, without publishing their outputs again: the model an uninterrupted run has there; stops with an error when the broker no longer holds those records")
 	logLevel := fs.String("log-level", "warn", "log `level`: debug (also the Kafka group's joins and assignments), info (also models restored, partitions assigned and revoked), warn or error")
 	start := fs.String("start", "", "where a first start begins, `POS`: earliest, latest, offset:N or time:RFC3339, for a Kafka partition its group committed nothing for, a JetStream durable not yet created (default: the config's source.start, else earliest); a consumer with a position resumes from it")
+	warmStart := fs.String("warm-start", "", "start every new model (a partition without a checkpoint) from the model `file` written by export or replay --save, of this configuration (default: the config's models.warm_start)")
 	accept := fs.Bool("accept", false, "restore such a checkpoint as it is (a group's offsets moved forward on purpose, a stream restored from a backup), logging what the model lacks or skips")
 	var resetLearners []string
 	fs.Func("reset-learner", "start learner `NAME` afresh when the checkpoints were written by another list of learners: name each learner added, dropped or whose settings changed (repeat the flag), and every other learner keeps its model, counts and bound; the checkpoints are then written for the new configuration at once, so the flag does nothing on later restarts", func(name string) error {
@@ -87,6 +88,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return usageErr(fs, "--start %s", err)
 		}
 		cfg.Source.Start = *start
+	}
+	warm, err := loadWarmStart(cmp.Or(*warmStart, cfg.Models.WarmStart), cfg)
+	if err != nil {
+		return err
 	}
 	if cfg.Source.Kind == "embedded" {
 		// --nats-port and --store apply to the embedded server of any
@@ -164,7 +169,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	defer src.Close()
 	opt := service.Options{Config: cfg, Source: src, Logger: logger, OwnWait: cfg.Checkpoint.OwnWait, Owned: owned}
-	opt.ResetLearners = resetLearners
+	opt.ResetLearners, opt.WarmStart = resetLearners, warm
 	if ckpts != nil {
 		opt.Checkpoints, opt.CommitEvery = ckpts, cfg.Checkpoint.Every
 	}

@@ -34,6 +34,18 @@ type Config struct {
 	Sinks      Sinks      `yaml:"sinks"`
 	HTTP       HTTP       `yaml:"http"`
 	Checkpoint Checkpoint `yaml:"checkpoint"`
+	Models     Models     `yaml:"models"`
+}
+
+// Models says where new models start.
+type Models struct {
+	// WarmStart is a model file (`streamlearn export`, `replay --save`)
+	// every new model starts from instead of an empty one, in `run` and
+	// `replay` alike: the model of a partition without a checkpoint (or
+	// reset, or rebuilt from its first record) goes on from the file's
+	// weights, counts and tracker. A model restored from its checkpoint
+	// is the checkpoint's. The file must be of this model configuration.
+	WarmStart string `yaml:"warm_start"`
 }
 
 // Labels says whether labels may come after their events (the spam-filter

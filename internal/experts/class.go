@@ -448,34 +448,31 @@ func position(grid []float64, v float64) int {
 // learner sees them; learners treat them as described in the package doc.
 func (c *Class) InDomain(x online.Vector) bool { return c.point(x) >= 0 }
 
-// DomainTerms describes the domain InDomain accepts as a sorted list of
-// terms, one per feature it constrains: "real FEATURE" (not NaN: the grid
-// kinds), "boolean FEATURE" (0 or 1: conjunctions) or "table FEATURE
-// V1 V2 ..." (one of a table's domain values, ascending). The domain is
-// the events every term accepts, so classes of equal terms (of any kinds
-// and hypotheses) accept the same events, and the events a list of
-// classes all accept are those the union of their terms does. The spec
-// must be valid.
+// DomainTerms describes the decoded events InDomain accepts as a sorted
+// list of terms, one per feature it constrains: `boolean "F"` (0 or 1:
+// conjunctions) or `table "F" V1 V2 ...` (one of a table's domain
+// values, ascending), F quoted as by strconv.Quote. The grid kinds
+// (thresholds, intervals, stumps) refuse only NaN, which no decoded event
+// holds (its values are finite), and have none. The domain is the events
+// every term accepts, so classes of equal terms (of any kinds and
+// hypotheses) accept the same events, and the events a list of classes
+// all accept are those the union of their terms does. Unequal terms may
+// still accept the same events (a table of 0 and 1 and a conjunction's
+// feature; two names hashed to one slot). The spec must be valid.
 func (s ClassSpec) DomainTerms() []string {
 	var t []string
 	switch s.Kind {
-	case KindThresholds, KindIntervals:
-		t = []string{"real " + s.Feature}
-	case KindStumps:
-		for _, f := range s.Features {
-			t = append(t, "real "+f)
-		}
 	case KindConjunctions:
 		for _, f := range s.Features {
-			t = append(t, "boolean "+f)
+			t = append(t, "boolean "+strconv.Quote(f))
 		}
 	case KindTable:
 		vs := slices.Clone(s.Domain)
 		slices.Sort(vs)
-		b := []byte("table " + s.Feature)
+		b := []byte("table " + strconv.Quote(s.Feature))
 		for _, v := range vs {
 			b = append(b, ' ')
-			b = strconv.AppendFloat(b, v, 'g', -1, 64)
+			b = strconv.AppendFloat(b, v+0, 'g', -1, 64) // +0: -0 is 0
 		}
 		t = []string{string(b)}
 	}

@@ -1,6 +1,7 @@
 package experts
 
 import (
+	"math"
 	"slices"
 	"testing"
 
@@ -8,17 +9,23 @@ import (
 )
 
 // The domain terms of every kind, and classes of equal terms accept the
-// same events: each term is what InDomain checks of one feature.
+// same events: each term is what InDomain checks of one feature, and the
+// grid kinds, which refuse only NaN (no decoded event holds one), have
+// none.
 func TestDomainTerms(t *testing.T) {
 	for _, tc := range []struct {
 		spec ClassSpec
 		want []string
 	}{
-		{ClassSpec{Kind: KindThresholds, Feature: "v", Min: 0, Max: 1, Points: 5}, []string{"real v"}},
-		{ClassSpec{Kind: KindIntervals, Feature: "v", Min: 0, Max: 1, Points: 3}, []string{"real v"}},
-		{ClassSpec{Kind: KindStumps, Features: []string{"w", "v", "w"}, Min: 0, Max: 1, Points: 3}, []string{"real v", "real w"}},
-		{ClassSpec{Kind: KindConjunctions, Features: []string{"b", "a"}}, []string{"boolean a", "boolean b"}},
-		{ClassSpec{Kind: KindTable, Feature: "t", Domain: []float64{2, 0.5, -1}, Hypotheses: [][]int{{0, 1, 1}}}, []string{"table t -1 0.5 2"}},
+		{ClassSpec{Kind: KindThresholds, Feature: "v", Min: 0, Max: 1, Points: 5}, nil},
+		{ClassSpec{Kind: KindIntervals, Feature: "v", Min: 0, Max: 1, Points: 3}, nil},
+		{ClassSpec{Kind: KindStumps, Features: []string{"w", "v", "w"}, Min: 0, Max: 1, Points: 3}, nil},
+		{ClassSpec{Kind: KindConjunctions, Features: []string{"b", "a"}}, []string{`boolean "a"`, `boolean "b"`}},
+		{ClassSpec{Kind: KindTable, Feature: "t", Domain: []float64{2, 0.5, -1}, Hypotheses: [][]int{{0, 1, 1}}}, []string{`table "t" -1 0.5 2`}},
+		{ClassSpec{Kind: KindTable, Feature: "t", Domain: []float64{1, math.Copysign(0, -1)}, Hypotheses: [][]int{{0, 1}}}, []string{`table "t" 0 1`}},
+		// Names with spaces cannot run into the values.
+		{ClassSpec{Kind: KindTable, Feature: "t 1", Domain: []float64{2}, Hypotheses: [][]int{{1}}}, []string{`table "t 1" 2`}},
+		{ClassSpec{Kind: KindTable, Feature: "t", Domain: []float64{1, 2}, Hypotheses: [][]int{{0, 1}}}, []string{`table "t" 1 2`}},
 	} {
 		if got := tc.spec.DomainTerms(); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: %q, want %q", tc.spec.Kind, got, tc.want)

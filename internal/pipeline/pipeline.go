@@ -11,6 +11,7 @@
 package pipeline
 
 import (
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"time"
@@ -46,6 +47,8 @@ type Pipeline struct {
 	spec *config.Config
 	// shared is SharedDigest(spec), in the encoded state.
 	shared [32]byte
+	// warm is the model file p started from, nil when none (StartFrom).
+	warm *warmStart
 	// legacyShared is legacySharedDigest(spec): what the first builds of
 	// state format 3 encoded, restored too when every learner's digest is
 	// the same.
@@ -339,8 +342,41 @@ type Report struct {
 	InvalidByReason map[string]uint64 `json:"invalid_by_reason"`
 	Seconds         float64           `json:"seconds"`
 	// Labels is present with delayed labels (labels.delayed).
-	Labels   *LabelsReport          `json:"labels,omitempty"`
-	Learners []regret.LearnerReport `json:"learners"`
+	Labels *LabelsReport `json:"labels,omitempty"`
+	// WarmStart is present when the model started from a model file
+	// (StartFrom).
+	WarmStart *WarmStartReport       `json:"warm_start,omitempty"`
+	Learners  []regret.LearnerReport `json:"learners"`
+}
+
+// WarmStartReport says which model file a model started from, so that
+// what serves can be traced to what was trained.
+type WarmStartReport struct {
+	// SHA256 is the hex SHA-256 of the model file (what sha256sum prints).
+	SHA256 string `json:"sha256"`
+	// Events is how many of the model's events the file held: the ones
+	// learned before it started here.
+	Events uint64 `json:"events"`
+}
+
+// warmStart is the model file a pipeline started from.
+type warmStart struct {
+	sha    [32]byte
+	events uint64
+}
+
+// StartFrom makes p the model of state, a MarshalBinary of a pipeline of
+// the same configuration (UnmarshalBinary's conditions), taken from the
+// model file of SHA-256 sha: p goes on from that model's weights, counts
+// and tracker as if it had seen its events, and its report says which
+// file it started from (WarmStart), in every state it encodes from now
+// on. On error p is unchanged.
+func (p *Pipeline) StartFrom(state []byte, sha [32]byte) error {
+	if err := p.UnmarshalBinary(state); err != nil {
+		return err
+	}
+	p.warm = &warmStart{sha: sha, events: p.counts.Events}
+	return nil
 }
 
 // Report returns the report as of now. It digests every learner's state:
@@ -361,6 +397,9 @@ func (p *Pipeline) Report() (Report, error) {
 	}
 	if p.delay != nil {
 		r.Labels = p.delay.report()
+	}
+	if p.warm != nil {
+		r.WarmStart = &WarmStartReport{SHA256: hex.EncodeToString(p.warm.sha[:]), Events: p.warm.events}
 	}
 	reasons := make([]event.Reason, 0, len(p.counts.InvalidBy))
 	for reason := range p.counts.InvalidBy {

@@ -204,6 +204,16 @@ func TestUnmarshalBinaryResetRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	all := []string{"b", "c", "wm2", "x"}
+	// A state with a learner over a table: its domain (feature c, always
+	// 1 here, is 0 or 1) is every learner's.
+	const tableLearner = "  - {name: tc, algorithm: halving, class: {kind: table, feature: c, domain: [0, 1], hypotheses: [[0, 1], [1, 0]]}}\n"
+	withTable := mustConfig(t, resetBefore+tableLearner)
+	tp := mustNew(t, withTable)
+	feed(t, tp, withTable, data)
+	tableState, err := tp.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name, config string
 		state        []byte
@@ -221,8 +231,8 @@ func TestUnmarshalBinaryResetRefuses(t *testing.T) {
 		// A learner over a class of another domain: the events every
 		// learner sees would change (an event outside it is rejected).
 		{"domain added", resetAfter + "  - {name: t, algorithm: halving, class: {kind: table, feature: w, domain: [0, 1], hypotheses: [[0, 1], [1, 0]]}}\n", state, append(all, "t"), "or another domain of the learners over a hypothesis class: no learner's state can be kept", nil, nil},
-		{"domain dropped", "features: {bits: 10}\nlearners:\n  - {name: a, algorithm: perceptron, bias: true}\n  - {name: b, algorithm: ogd, loss: hinge, eta: 0.25, bias: true}\n", state, []string{"b", "s", "wm", "x"}, "or another domain of the learners over a hypothesis class: no learner's state can be kept", nil, nil},
-		{"domain changed", strings.Replace(resetAfter, "{name: s, algorithm: soa, class: {kind: thresholds, feature: v,", "{name: s, algorithm: soa, class: {kind: thresholds, feature: w,", 1), state, append(all, "s", "wm"), "or another domain of the learners over a hypothesis class: no learner's state can be kept", nil, nil},
+		{"domain dropped", resetAfter, tableState, append(all, "tc"), "or another domain of the learners over a hypothesis class: no learner's state can be kept", nil, nil},
+		{"domain changed", resetAfter + strings.Replace(tableLearner, "domain: [0, 1]", "domain: [1, 2]", 1), tableState, append(all, "tc"), "or another domain of the learners over a hypothesis class: no learner's state can be kept", nil, nil},
 		{"version 2", resetAfter, v2, all, "state format version 2: the state has no settings digests (format version 3 on): it cannot be restored in part", nil, nil},
 		{"corrupt", resetAfter, withCRC(state[:len(state)-9]), all, "pipeline: unmarshal: ", nil, nil},
 	}
@@ -253,31 +263,43 @@ func TestUnmarshalBinaryResetRefuses(t *testing.T) {
 		t.Errorf("CompareState with other features: %+v, %v", ch, err)
 	}
 
-	// A learner over a class of the same domain (another grid over the
-	// same feature) is added like any other.
-	same := mustConfig(t, resetAfter+"  - {name: y, algorithm: halving, class: {kind: thresholds, feature: v, min: 0, max: 1, points: 9}}\n")
-	if _, err := mustNew(t, same).UnmarshalBinaryReset(state, append(all, "y")); err != nil {
-		t.Errorf("a learner over a class of the same domain: %v", err)
+	// A learner over a class of the same domain is added, changed or
+	// dropped like any other: another grid (grids accept every decoded
+	// event), another table of the same values.
+	for _, tc := range []struct {
+		name, config string
+		state        []byte
+		reset        []string
+	}{
+		{"grid added", resetAfter + "  - {name: y, algorithm: halving, class: {kind: thresholds, feature: w, min: 0, max: 1, points: 9}}\n", state, append(all, "y")},
+		{"grid moved", strings.Replace(resetAfter, "{name: s, algorithm: soa, class: {kind: thresholds, feature: v,", "{name: s, algorithm: soa, class: {kind: intervals, feature: w,", 1), state, append(all, "s")},
+		{"grids dropped", "features: {bits: 10}\nlearners:\n  - {name: a, algorithm: perceptron, bias: true}\n", state, []string{"b", "s", "wm", "x"}},
+		{"table of the same values", resetAfter + tableLearner + "  - {name: t2, algorithm: soa, class: {kind: table, feature: c, domain: [1, 0], hypotheses: [[1, 1]]}}\n", tableState, append(all, "t2")},
+	} {
+		if _, err := mustNew(t, mustConfig(t, tc.config)).UnmarshalBinaryReset(tc.state, tc.reset); err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+		}
 	}
 
 	// A state of the first builds of format 3, whose shared digest left
 	// the domain out, restores into the same learners, and not in part.
-	legacy := mustNew(t, before)
-	feed(t, legacy, before, data)
+	// (Without a table or conjunctions, the digests are the same.)
+	legacy := mustNew(t, withTable)
+	feed(t, legacy, withTable, data)
 	legacy.shared = legacy.legacyShared
 	old, err := legacy.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if legacy.legacyShared == first.shared {
-		t.Fatal("the domain does not enter the shared digest")
+	if legacy.legacyShared == tp.shared || first.legacyShared != first.shared {
+		t.Fatal("the domain of a table does not enter the shared digest, or that of grids does")
 	}
-	q := mustNew(t, before)
+	q := mustNew(t, withTable)
 	if err := q.UnmarshalBinary(old); err != nil {
 		t.Fatalf("a state without the domain in its digest: %v", err)
 	}
-	sameLearner(t, "legacy", "s", q, first, true)
-	if _, err := mustNew(t, mustConfig(t, resetAfter)).UnmarshalBinaryReset(old, all); err == nil {
+	sameLearner(t, "legacy", "tc", q, tp, true)
+	if _, err := mustNew(t, mustConfig(t, resetAfter+tableLearner)).UnmarshalBinaryReset(old, all); err == nil {
 		t.Error("a state without the domain in its digest restored in part")
 	}
 }

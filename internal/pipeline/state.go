@@ -46,6 +46,8 @@ var (
 //	  blob    the tracker's MarshalBinary (regret.Tracker)
 //	  bool    delayed labels (version 2 on); then the store of events
 //	          waiting for labels (delayedStore.encode)
+//	  bool    started from a model file (version 4 on: StartFrom); then
+//	          32 bytes its SHA-256, u64 the events it had seen
 //	u32     CRC-32C (Castagnoli) of every byte before it
 //
 // The checksum catches what no structural check can, such as a flipped bit
@@ -54,11 +56,12 @@ var (
 //
 // Version 2 added delayed labels; version 3 the digests of the settings,
 // with which a state of another list of learners can be restored in part
-// (UnmarshalBinaryReset), and each learner's start. Versions 1 and 2 are
-// still read.
+// (UnmarshalBinaryReset), and each learner's start; version 4 the model
+// file a pipeline started from (StartFrom). Versions 1 to 3 are still
+// read.
 const (
 	stateMagic   = "SLPL"
-	stateVersion = 3
+	stateVersion = 4
 )
 
 // Limits on decoded strings: they bound what corrupt bytes can make
@@ -161,6 +164,9 @@ func (p *Pipeline) marshal(version uint8) ([]byte, error) {
 	if version < 3 && slices.ContainsFunc(p.nodes, func(n node) bool { return n.since != 0 }) {
 		return nil, errors.New("pipeline: state format version 2 has no learners started after the others")
 	}
+	if version < 4 && p.warm != nil {
+		return nil, errors.New("pipeline: state format version 3 has no model file started from")
+	}
 	models := make([][]byte, len(p.nodes))
 	size := 64
 	for i := range p.nodes {
@@ -241,6 +247,13 @@ func (p *Pipeline) marshal(version uint8) ([]byte, error) {
 	if p.delay != nil {
 		p.delay.encode(e, len(p.nodes))
 	}
+	if version >= 4 {
+		e.Bool(p.warm != nil)
+		if p.warm != nil {
+			e.Raw(p.warm.sha[:])
+			e.U64(p.warm.events)
+		}
+	}
 	e.U32(crc32.Checksum(e.Bytes(), castagnoli))
 	return e.Bytes(), nil
 }
@@ -275,7 +288,7 @@ func (p *Pipeline) UnmarshalBinary(b []byte) error {
 	}
 	tr := p.tracker
 	*tr = *q.tracker
-	p.nodes, p.scaler, p.domains, p.preds, p.counts, p.delay = q.nodes, q.scaler, q.domains, q.preds, q.counts, q.delay
+	p.nodes, p.scaler, p.domains, p.preds, p.counts, p.delay, p.warm = q.nodes, q.scaler, q.domains, q.preds, q.counts, q.delay, q.warm
 	return nil
 }
 
@@ -493,6 +506,14 @@ func (q *Pipeline) decodeState(d *codec.Decoder, sh *stateShape, from []int, par
 			return fmt.Errorf("counts do not add up: %d events, %d learned (%d of them expired events given the default label), %d predicted, %d invalid",
 				c.Events, c.Learned, q.delay.stats.ExpiredLearned, c.Predicted, c.Invalid)
 		}
+	}
+	if sh.version >= 4 && d.Bool() {
+		w := &warmStart{}
+		copy(w.sha[:], d.Take(len(w.sha)))
+		if w.events = d.U64(); d.Err() == nil && w.events > q.counts.Events {
+			return fmt.Errorf("started from a model of %d events, more than the %d seen", w.events, q.counts.Events)
+		}
+		q.warm = w
 	}
 	if err := d.Finish(); err != nil {
 		return err

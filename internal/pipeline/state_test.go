@@ -3,7 +3,9 @@ package pipeline
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
@@ -565,7 +567,7 @@ func TestUnmarshalRefuses(t *testing.T) {
 		{"input", "input: {max_bytes: 4096}\n" + stateConfig, blob, "state is of other input, features or labels settings than the pipeline's"},
 		{"empty", stateConfig, nil, "0 bytes: truncated encoding"},
 		{"magic", stateConfig, flip(0, 'X'), `not a pipeline state (magic "XLPL")`},
-		{"version", stateConfig, flip(4, 4), "unsupported state format version 4 (this build reads versions 1 to 3)"},
+		{"version", stateConfig, flip(4, 5), "unsupported state format version 5 (this build reads versions 1 to 4)"},
 		{"flipped weight", stateConfig, flip(len(blob)/2, blob[len(blob)/2]^0x10), "checksum mismatch"},
 		{"trailing byte", stateConfig, append(bytes.Clone(blob), 0), "checksum mismatch"},
 		{"bits, checksum fixed", stateConfig, otherBits, "state is of features.bits 11, pipeline has 10"},
@@ -642,8 +644,8 @@ func FuzzPipelineUnmarshal(f *testing.F) {
 }
 
 // States of format versions 1 (before delayed labels: no flag after the
-// tracker) and 2 (before the settings digests) still restore, to the same
-// model.
+// tracker), 2 (before the settings digests) and 3 (before the model file
+// started from) still restore, to the same model.
 func TestUnmarshalVersion1(t *testing.T) {
 	c := mustConfig(t, stateConfig)
 	src := mustNew(t, c)
@@ -652,7 +654,7 @@ func TestUnmarshalVersion1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for v := uint8(1); v <= 2; v++ {
+	for v := uint8(1); v <= 3; v++ {
 		old, err := src.marshal(v)
 		if err != nil {
 			t.Fatal(err)
@@ -673,6 +675,15 @@ func TestUnmarshalVersion1(t *testing.T) {
 				t.Fatal("version 1 is not version 2 without the delayed-labels flag")
 			}
 		}
+		if v == 3 {
+			// Version 4 ends with the started-from flag (false here) and
+			// the checksum.
+			want := append(bytes.Clone(blob[:len(blob)-5]), 0, 0, 0, 0)
+			want[4] = 3
+			if !bytes.Equal(old, withCRC(want)) {
+				t.Fatal("version 3 is not version 4 without the started-from flag")
+			}
+		}
 		p := mustNew(t, c)
 		if err := p.UnmarshalBinary(old); err != nil {
 			t.Fatalf("version %d state: %v", v, err)
@@ -684,5 +695,61 @@ func TestUnmarshalVersion1(t *testing.T) {
 		if !bytes.Equal(again, blob) {
 			t.Errorf("a version %d state restored to another model", v)
 		}
+	}
+}
+
+// A pipeline started from another's state (a model file) goes on exactly
+// as the one that wrote it: learner for learner the same models and
+// reports as a pipeline fed every event, its report naming the file and
+// the events it held, through its own encoding and restore.
+func TestStartFrom(t *testing.T) {
+	c := mustConfig(t, stateConfig)
+	data := saltedDemo(t, 600).data
+	cut := lineStarts(data)[250]
+	whole := mustNew(t, c)
+	feed(t, whole, c, data)
+	first := mustNew(t, c)
+	feed(t, first, c, data[:cut])
+	state, err := first.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sha := sha256.Sum256([]byte("the model file"))
+	p := mustNew(t, c)
+	if err := p.StartFrom(state, sha); err != nil {
+		t.Fatal(err)
+	}
+	feed(t, p, c, data[cut:])
+	for _, name := range whole.Names() {
+		sameLearner(t, "started from", name, p, whole, true)
+	}
+	rep := mustReport(t, p)
+	held := mustReport(t, first).Events
+	if w := rep.WarmStart; w == nil || w.SHA256 != hex.EncodeToString(sha[:]) || w.Events != held || held == 0 {
+		t.Fatalf("warm start in the report: %+v, want %x and %d events", w, sha, held)
+	}
+	if mustReport(t, whole).WarmStart != nil {
+		t.Error("a pipeline not started from a model reports a warm start")
+	}
+	// Its state keeps it: restored, the report still names the file.
+	b, err := p.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := mustNew(t, c)
+	if err := q.UnmarshalBinary(b); err != nil {
+		t.Fatal(err)
+	}
+	if w := mustReport(t, q).WarmStart; w == nil || *w != *rep.WarmStart {
+		t.Errorf("restored: warm start %+v, want %+v", w, rep.WarmStart)
+	}
+	if _, err := p.marshal(3); err == nil {
+		t.Error("format version 3 encoded a model file started from")
+	}
+	// A state of another configuration is refused, and p is unchanged.
+	other := mustConfig(t, strings.Replace(stateConfig, "bits: 10", "bits: 11", 1))
+	r := mustNew(t, other)
+	if err := r.StartFrom(state, sha); err == nil || mustReport(t, r).WarmStart != nil {
+		t.Errorf("a state of another configuration: %v", err)
 	}
 }

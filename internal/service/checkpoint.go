@@ -67,6 +67,7 @@ func volatile(src connectors.Source) bool {
 // RestoreError and Options.OnMismatch).
 func (s *Service) restore(ctx context.Context, partition int32, m *model) error {
 	if s.opt.Checkpoints == nil {
+		s.logWarmStart(partition, m)
 		return nil
 	}
 	pos, positioned := s.position(partition)
@@ -125,6 +126,7 @@ func (s *Service) restore(ctx context.Context, partition int32, m *model) error 
 		}
 	}
 	if c == nil {
+		s.logWarmStart(partition, m)
 		return nil
 	}
 	if err := s.restoreState(partition, m, c); err != nil {
@@ -220,7 +222,7 @@ func (s *Service) checkLearnersChanged(partition int32, c *checkpoint.Checkpoint
 	case err != nil:
 		return fmt.Errorf("%s (%s), and its state cannot be read (%v): move it away to start that model afresh", prefix, configDiff(c.Report, s.opt.Config.Learners, nil), err)
 	case ch.SharedChanged:
-		return fmt.Errorf("%s (the input, the features or the labels settings differ, or the domain of the learners over a hypothesis class, whose events outside it no learner sees: no learner's model can be kept): move it away to start that model afresh", prefix)
+		return fmt.Errorf("%s (the input, the features or the labels settings differ, or the domain of the learners over a table or conjunctions class, whose events outside it no learner sees: no learner's model can be kept): move it away to start that model afresh (or, for a checkpoint of the first builds of state format 3 with a table or conjunctions class, whose digest left the domain out, run the configuration that wrote it until it checkpoints again, then change the learners)", prefix)
 	}
 	return fmt.Errorf("%s (%s): keep the other learners' models and start these afresh with `run %s`, or move the checkpoint away to start the whole model afresh",
 		prefix, configDiff(c.Report, s.opt.Config.Learners, &ch), resetFlags(ch.Reset()))

@@ -123,7 +123,7 @@ func TestCheckpointRefused(t *testing.T) {
 	// Other features: nothing can be kept.
 	other.Features.Bits++
 	if _, _, err := runStore(t, &other, store, values, 1, 0); err == nil ||
-		!strings.Contains(err.Error(), "another model configuration (the input, the features or the labels settings differ, or the domain of the learners over a hypothesis class, whose events outside it no learner sees: no learner's model can be kept): move it away") {
+		!strings.Contains(err.Error(), "another model configuration (the input, the features or the labels settings differ, or the domain of the learners over a table or conjunctions class, whose events outside it no learner sees: no learner's model can be kept): move it away") {
 		t.Errorf("other features: %v", err)
 	}
 	other.Features = c.Features

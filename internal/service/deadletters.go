@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -32,6 +33,10 @@ const DeadLetterMaxRaw = 128 << 10
 // "raw_size", the record's length in bytes.
 type DeadLetters struct {
 	Sink connectors.Sink
+	// IDSource, when not empty, stands for the source in the identities
+	// of the dead letters (OutputID): the source's name and this run's
+	// (see Service.idSource).
+	IDSource string
 }
 
 var _ pipeline.DeadLetters = (*DeadLetters)(nil)
@@ -79,7 +84,7 @@ func (s *DeadLetters) publish(ctx context.Context, d pipeline.DeadLetter) error 
 		return err
 	}
 	if is, ok := s.Sink.(connectors.IDSink); ok {
-		return is.PublishID(ctx, OutputID(d.Source, d.Partition, d.Offset, "dead-letter"), nil, b)
+		return is.PublishID(ctx, OutputID(cmp.Or(s.IDSource, d.Source), d.Partition, d.Offset, "dead-letter"), nil, b)
 	}
 	return s.Sink.Publish(ctx, nil, b)
 }
@@ -88,7 +93,11 @@ func (s *DeadLetters) publish(ctx context.Context, d pipeline.DeadLetter) error 
 // (source, partition, offset) and its kind ("prediction",
 // "dead-letter"), as in "kafka:events/3/1041/prediction". A sink that
 // deduplicates (connectors.IDSink: JetStream's Nats-Msg-Id) stores the
-// outputs a crash repeats once.
+// outputs a crash repeats once. A source whose offsets begin again at
+// every run (core NATS) is named with the run's start, as in
+// "nats:events@1764189000000000000/0/12/prediction": its offsets do not
+// identify a record across runs, and the outputs of another run's
+// records must not be taken for repeats.
 func OutputID(source string, partition int32, offset int64, kind string) string {
 	b := make([]byte, 0, len(source)+len(kind)+32)
 	b = append(b, source...)

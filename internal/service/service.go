@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -136,6 +137,13 @@ type Options struct {
 	// configuration (see Service.restore). With a checkpoint of this
 	// configuration it does nothing.
 	ResetLearners []string
+	// WarmStart, when not nil, is the model every new model starts from
+	// instead of an empty one (`run --warm-start`, models.warm_start): a
+	// partition without a checkpoint, one reset (MismatchReset) and one
+	// rebuilt from its first record. A model restored from its
+	// checkpoint is the checkpoint's. It must be of this model
+	// configuration (New checks).
+	WarmStart *WarmStart
 
 	// Logger gets lifecycle events; nil discards them.
 	Logger *slog.Logger
@@ -177,6 +185,7 @@ type Service struct {
 
 	fingerprint [32]byte // of the model configuration, in checkpoints
 	volatile    bool     // the source's offsets do not survive a restart
+	idSource    string   // the source in the outputs' identities (OutputID)
 	saveFailing bool     // the last checkpoint save failed
 	lastSaveErr error
 	// Since when commits fail (the broker away), and how many failed
@@ -379,14 +388,21 @@ func New(opt Options) (*Service, error) {
 	if _, err := event.NewDecoder(pipeline.EventConfig(opt.Config)); err != nil {
 		return nil, fmt.Errorf("service: %w", err)
 	}
+	if err := opt.WarmStart.Check(opt.Config); err != nil {
+		return nil, fmt.Errorf("service: warm start: %w", err)
+	}
 	s := &Service{opt: opt, workers: map[int32]*worker{}, logger: opt.Logger,
 		fingerprint: Fingerprint(opt.Config), volatile: volatile(opt.Source),
 		predictions: lock(opt.Predictions), reports: lock(opt.Reports), deadLetters: lock(opt.DeadLetters)}
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
 	}
+	s.idSource = opt.Source.Name()
+	if s.volatile {
+		s.idSource += "@" + strconv.FormatInt(time.Now().UnixNano(), 10)
+	}
 	if s.deadLetters != nil {
-		s.dl = &DeadLetters{Sink: s.deadLetters}
+		s.dl = &DeadLetters{Sink: s.deadLetters, IDSource: s.idSource}
 	}
 	s.predIDs, _ = s.predictions.(connectors.IDSink)
 	s.framed, _ = opt.Source.(Framed)
@@ -680,7 +696,7 @@ func (s *Service) worker(ctx context.Context, partition int32) (*worker, error) 
 		s.lastWorker = w
 		return w, nil
 	}
-	p, err := pipeline.New(s.opt.Config)
+	p, err := s.newPipeline()
 	if err != nil {
 		return nil, err
 	}

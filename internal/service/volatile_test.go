@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/streamlearn/streamlearn/internal/checkpoint"
@@ -97,5 +98,59 @@ func TestCheckpointVolatileRestarts(t *testing.T) {
 				sameReport(t, "restarted after the reset", again[0].Report, reset[0].Report)
 			}
 		})
+	}
+}
+
+// idSink records the identities outputs are published with.
+type idSink struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+func (s *idSink) Publish(ctx context.Context, k, v []byte) error { return s.PublishID(ctx, "", k, v) }
+func (s *idSink) PublishID(_ context.Context, id string, _, _ []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ids = append(s.ids, id)
+	return nil
+}
+func (s *idSink) Flush(context.Context) error { return nil }
+func (s *idSink) Close() error                { return nil }
+
+// The identities of the outputs of a source whose offsets begin again at
+// every run (Nats-Msg-Id on a JetStream sink) never repeat another run's,
+// with checkpoints or without: the records are new ones, and a sink that
+// deduplicates must not drop their outputs as repeats.
+func TestVolatileOutputIDs(t *testing.T) {
+	c := loadExampleConfig(t)
+	c.Features.Bits = 12
+	values := genEvents(400, 5, 0.05, 0.1, 37) // bad records: dead letters too
+	for _, withStore := range []bool{true, false} {
+		var store checkpoint.Store
+		if withStore {
+			d, err := checkpoint.OpenDir(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			store = d
+		}
+		seen := map[string]bool{}
+		for run, part := range [][][]byte{values[:200], values[200:]} {
+			preds, dead := &idSink{}, &idSink{}
+			s := newService(t, Options{Config: c, Source: volatileSource{newMemSource(part, 1)}, Checkpoints: store, CommitEvery: 100,
+				Predictions: preds, DeadLetters: dead})
+			if err := s.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if len(preds.ids) == 0 || len(dead.ids) == 0 {
+				t.Fatalf("run %d: %d predictions, %d dead letters", run, len(preds.ids), len(dead.ids))
+			}
+			for _, id := range slices.Concat(preds.ids, dead.ids) {
+				if seen[id] {
+					t.Fatalf("checkpoints %v, run %d: output identity %s repeats an earlier one", withStore, run, id)
+				}
+				seen[id] = true
+			}
+		}
 	}
 }

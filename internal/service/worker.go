@@ -455,7 +455,7 @@ func (w *worker) learn(ctx context.Context, rec *connectors.Record) error {
 		w.predBuf = appendPrediction(w.predBuf[:0], &w.ev, w.source, *rec, m.p, preds)
 		var err error
 		if s.predIDs != nil {
-			err = s.predIDs.PublishID(ctx, OutputID(s.opt.Source.Name(), rec.Partition, rec.Offset, "prediction"), w.ev.Key, w.predBuf)
+			err = s.predIDs.PublishID(ctx, OutputID(s.idSource, rec.Partition, rec.Offset, "prediction"), w.ev.Key, w.predBuf)
 		} else {
 			err = s.predictions.Publish(ctx, w.ev.Key, w.predBuf)
 		}

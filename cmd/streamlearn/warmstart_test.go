@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/streamlearn/streamlearn/internal/pipeline"
+	"github.com/streamlearn/streamlearn/internal/testbroker"
+)
+
+// warmLearners are learners of every kind a model file carries: linear,
+// adaptive, over a hypothesis class, and Weighted-Majority over learners.
+const warmLearners = `learners:
+  - {name: pct, algorithm: perceptron, bias: true}
+  - {name: ada, algorithm: adagrad, loss: hinge, bias: true}
+  - {name: soa, algorithm: soa, class: {kind: thresholds, feature: v, min: 0, max: 1, points: 33}}
+  - {name: wm, algorithm: weighted-majority, experts: [pct, ada, soa], seed: 1}
+`
+
+// TestWarmStart: a model trained by replay on a recording starts the live
+// service on Kafka (`replay --save`, `run --warm-start`), and the service
+// goes on exactly as one replay of the recording and the topic: the same
+// counts, mistakes, bounds and model digests, its report naming the model
+// file by its SHA-256. The run's checkpoint, exported (`export`), starts a
+// replay (`models.warm_start`) that goes on exactly as well. A model of
+// another configuration is refused, naming what differs.
+func TestWarmStart(t *testing.T) {
+	const cut = 3000
+	head := filepath.Join(t.TempDir(), "head.jsonl")
+	data, err := os.ReadFile("../../testdata/demo.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	if err := os.WriteFile(head, bytes.Join(lines[:cut], nil), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tail, _ := demoTail(t, cut+1)
+
+	bootstrap := testbroker.Kafka(t, 1, "events")[0]
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "kafka.yaml")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, "source: {kind: kafka, brokers: [%q], topic: events, group: warm, session_timeout: 1s, heartbeat_interval: 200ms}\n%s", bootstrap, warmLearners), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	model := filepath.Join(dir, "model.slm")
+	trained := replayJSON(t, "-c", cfg, "--save", model, head)
+	if trained.Events != cut {
+		t.Fatalf("replay of the head: %d events, want %d", trained.Events, cut)
+	}
+	file, err := os.ReadFile(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(file)
+
+	if code, _, errOut := run(t, "publish", "-c", cfg, tail); code != 0 {
+		t.Fatalf("publish: exit %d: %s", code, errOut)
+	}
+	want := replayJSON(t, "-c", cfg, head, tail)
+	ckpt := filepath.Join(dir, "state")
+	args := []string{"run", "-c", cfg, "--until-end", "--report", "json", "--http", "off", "--checkpoint-dir", ckpt, "--warm-start", model}
+	code, out, errOut := run(t, args...)
+	if code != 0 {
+		t.Fatalf("run --warm-start: exit %d: %s", code, errOut)
+	}
+	sameWarm(t, "run --warm-start", out, "kafka:events", want, sum, cut)
+	// Restarted, the model is its checkpoint's, which still names the
+	// file it started from.
+	code, out, errOut = run(t, args...)
+	if code != 0 {
+		t.Fatalf("second run: exit %d: %s", code, errOut)
+	}
+	sameWarm(t, "restarted", out, "kafka:events", want, sum, cut)
+
+	// The checkpoint exported starts another model: a replay of the head
+	// again from it is one replay of head, tail and head.
+	exported := filepath.Join(dir, "exported.slm")
+	code, out, errOut = run(t, "export", "-c", cfg, "-o", exported, filepath.Join(ckpt, "partition-0.ckpt"))
+	if code != 0 || !strings.Contains(out, "5000 events") || !strings.Contains(out, "from the checkpoint of kafka:events partition 0 at position 1999") {
+		t.Fatalf("export: exit %d: %s%s", code, out, errOut)
+	}
+	b, err := os.ReadFile(exported)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum2 := sha256.Sum256(b)
+	if !strings.Contains(out, hex.EncodeToString(sum2[:])) {
+		t.Errorf("export does not print the file's SHA-256:\n%s", out)
+	}
+	cfg2 := filepath.Join(dir, "warm.yaml")
+	if err := os.WriteFile(cfg2, fmt.Appendf(nil, "models: {warm_start: %q}\n%s", exported, warmLearners), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := run(t, "check", "-c", cfg2); code != 0 || !strings.Contains(out, "new models start from "+exported+" (sha256 "+hex.EncodeToString(sum2[:])+") (checkpoint of kafka:events partition 0") {
+		t.Errorf("check of a config with models.warm_start: exit %d: %s%s", code, out, errOut)
+	}
+	again := replayJSON(t, "-c", cfg2, head)
+	wantAgain := replayJSON(t, "-c", cfg, head, tail, head)
+	js, _ := json.Marshal(again)
+	sameWarm(t, "replay from the exported checkpoint", fmt.Sprintf(`{"source":"file",%s`, js[1:]), "file", wantAgain, sum2, 5000)
+
+	// Another configuration: refused before anything is read, naming the
+	// learner added.
+	other := filepath.Join(dir, "other.yaml")
+	if err := os.WriteFile(other, []byte(warmLearners+"  - {name: extra, algorithm: ogd, bias: true}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	otherWarm := filepath.Join(dir, "other-warm.yaml")
+	if err := os.WriteFile(otherWarm, fmt.Appendf(nil, "models: {warm_start: %q}\n%s  - {name: extra, algorithm: ogd, bias: true}\n", model, warmLearners), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range [][]string{
+		{"replay", "-c", other, "--warm-start", model, head},
+		{"check", "-c", otherWarm},
+		{"export", "-c", other, "-o", filepath.Join(dir, "x.slm"), filepath.Join(ckpt, "partition-0.ckpt")},
+	} {
+		code, _, errOut := run(t, a...)
+		if code != 1 || !strings.Contains(errOut, "was written by another model configuration (learner extra added)") {
+			t.Errorf("%s with a model of another configuration: exit %d: %s", a[0], code, errOut)
+		}
+	}
+	// A checkpoint is not a model file; a damaged model file is refused.
+	if code, _, errOut := run(t, "replay", "-c", cfg, "--warm-start", filepath.Join(ckpt, "partition-0.ckpt"), head); code != 1 || !strings.Contains(errOut, "a checkpoint, not a model file: write one of it with `streamlearn export") {
+		t.Errorf("a checkpoint as a model file: exit %d: %s", code, errOut)
+	}
+	file[len(file)/2] ^= 1
+	bad := filepath.Join(dir, "bad.slm")
+	if err := os.WriteFile(bad, file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := run(t, "replay", "-c", cfg, "--warm-start", bad, head); code != 1 || !strings.Contains(errOut, "checkpoint corrupt: SHA-256 mismatch") {
+		t.Errorf("a damaged model file: exit %d: %s", code, errOut)
+	}
+}
+
+// sameWarm fails t unless out, a JSON report of source, is want but for
+// its warm start, which names the model file of SHA-256 sum and the
+// events it held.
+func sameWarm(t *testing.T, what, out, source string, want pipeline.Report, sum [32]byte, events uint64) {
+	t.Helper()
+	var live struct {
+		Source string `json:"source"`
+		pipeline.Report
+	}
+	if err := json.Unmarshal([]byte(out), &live); err != nil {
+		t.Fatalf("%s: %v: %s", what, err, out)
+	}
+	if w := live.WarmStart; w == nil || w.SHA256 != hex.EncodeToString(sum[:]) || w.Events != events {
+		t.Errorf("%s: warm start %+v, want sha256 %x, %d events", what, w, sum, events)
+	}
+	live.WarmStart = nil
+	js, _ := json.Marshal(live)
+	sameAsReplay(t, string(js), source, want)
+}

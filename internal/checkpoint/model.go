@@ -1,0 +1,159 @@
+package checkpoint
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/streamlearn/streamlearn/internal/codec"
+)
+
+// A model file holds a model without a position: what a checkpoint holds
+// of a model (its state, its report, the fingerprint of the configuration
+// that wrote it) and where it was taken, but no source, partition or
+// position, so that it can start models of any source (`streamlearn
+// export`, `replay --save`, `run --warm-start`). Its format is the
+// checkpoint's framing with another magic and body (integers
+// little-endian):
+//
+//	magic    "SLMODL\r\n" (8 bytes)
+//	version  uint32, ModelFormatVersion
+//	length   uint64, bytes of the body
+//	body     created     int64, Unix nanoseconds
+//	         fingerprint 32 bytes
+//	         from        string: where the model was taken
+//	         state       blob (pipeline.Pipeline.MarshalBinary)
+//	         report      blob (JSON)
+//	sha256   32 bytes, SHA-256 of everything before it
+//
+// A model is known by the SHA-256 of its whole file (what sha256sum
+// prints), which the report of a model started from it carries.
+
+// ModelFormatVersion is the version of the model file format this build
+// writes and reads.
+const ModelFormatVersion = 1
+
+const modelMagic = "SLMODL\r\n"
+
+// Model is a model file's content.
+type Model struct {
+	// Created is when the model was written.
+	Created time.Time
+	// Fingerprint identifies the model configuration of State: it is
+	// only loaded into the configuration that wrote it.
+	Fingerprint [32]byte
+	// From says where the model was taken, for people: a replay's input
+	// files, or a checkpoint's source, partition and position.
+	From string
+	// State is the model's state (pipeline.Pipeline.MarshalBinary).
+	State []byte
+	// Report is the model's report when it was written (JSON).
+	Report []byte
+}
+
+// ModelOf returns the model of checkpoint c, taken from where c says.
+func ModelOf(c *Checkpoint) *Model {
+	return &Model{
+		Created: time.Now(), Fingerprint: c.Fingerprint, State: c.State, Report: c.Report,
+		From: fmt.Sprintf("checkpoint of %s partition %d at position %d, taken %s", c.Source, c.Partition, c.Position, c.Created.UTC().Format(time.RFC3339)),
+	}
+}
+
+// MarshalBinary encodes m in the format of the model file.
+func (m *Model) MarshalBinary() ([]byte, error) {
+	e := codec.NewEncoder(headerLen + 64 + len(m.From) + len(m.State) + len(m.Report) + sha256.Size)
+	e.RawString(modelMagic)
+	e.U32(ModelFormatVersion)
+	e.U64(0) // body length, set below
+	e.U64(uint64(m.Created.UnixNano()))
+	e.Raw(m.Fingerprint[:])
+	e.String(m.From)
+	e.Blob(m.State)
+	e.Blob(m.Report)
+	b := e.Bytes()
+	binary.LittleEndian.PutUint64(b[len(modelMagic)+4:], uint64(len(b)-headerLen))
+	sum := sha256.Sum256(b)
+	b = append(b, sum[:]...)
+	if len(b) > MaxSize {
+		return nil, fmt.Errorf("model: %d bytes, more than the %d allowed", len(b), MaxSize)
+	}
+	return b, nil
+}
+
+// UnmarshalBinary decodes a model file written by MarshalBinary. A short,
+// damaged or appended-to file is refused with ErrCorrupt, a checkpoint
+// file with an error saying to export it. State and Report are copies.
+func (m *Model) UnmarshalBinary(b []byte) error {
+	if len(b) < headerLen+sha256.Size {
+		return fmt.Errorf("%w: %d bytes, shorter than any model file", ErrCorrupt, len(b))
+	}
+	switch string(b[:len(modelMagic)]) {
+	case modelMagic:
+	case magic:
+		return fmt.Errorf("a checkpoint, not a model file: write one of it with `streamlearn export -o MODEL CHECKPOINT`")
+	default:
+		return fmt.Errorf("%w: not a streamlearn model file (magic %q)", ErrCorrupt, b[:len(modelMagic)])
+	}
+	if v := binary.LittleEndian.Uint32(b[len(modelMagic):]); v != ModelFormatVersion {
+		return fmt.Errorf("model file format version %d, this build reads version %d", v, ModelFormatVersion)
+	}
+	n := binary.LittleEndian.Uint64(b[len(modelMagic)+4:])
+	if n != uint64(len(b)-headerLen-sha256.Size) {
+		return fmt.Errorf("%w: body of %d bytes, the file has room for %d (truncated or appended to)", ErrCorrupt, n, len(b)-headerLen-sha256.Size)
+	}
+	body, sum := b[:len(b)-sha256.Size], b[len(b)-sha256.Size:]
+	if want := sha256.Sum256(body); !bytes.Equal(sum, want[:]) {
+		return fmt.Errorf("%w: SHA-256 mismatch (stored %x, computed %x)", ErrCorrupt, sum[:8], want[:8])
+	}
+	d := codec.NewDecoder(body[headerLen:])
+	var out Model
+	out.Created = time.Unix(0, int64(d.U64())).UTC()
+	copy(out.Fingerprint[:], d.Take(len(out.Fingerprint)))
+	out.From = d.String(maxSource)
+	out.State = bytes.Clone(d.Blob())
+	out.Report = bytes.Clone(d.Blob())
+	if err := d.Finish(); err != nil {
+		return fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	*m = out
+	return nil
+}
+
+// ReadModel reads and verifies the model file at path, and returns it with
+// the SHA-256 of the file's bytes.
+func ReadModel(path string) (*Model, [32]byte, error) {
+	f, err := openRegular(path)
+	if err != nil {
+		return nil, [32]byte{}, fmt.Errorf("model: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
+	if err != nil {
+		return nil, [32]byte{}, fmt.Errorf("model %s: %w", path, err)
+	}
+	if len(b) > MaxSize {
+		return nil, [32]byte{}, fmt.Errorf("model %s: %w: more than the %d bytes allowed", path, ErrCorrupt, MaxSize)
+	}
+	var m Model
+	if err := m.UnmarshalBinary(b); err != nil {
+		return nil, [32]byte{}, fmt.Errorf("model %s: %w", path, err)
+	}
+	return &m, sha256.Sum256(b), nil
+}
+
+// WriteModel writes m to path atomically and durably (as Dir writes a
+// checkpoint: a crash leaves the old file or the new one), and returns
+// the SHA-256 of the bytes written.
+func WriteModel(path string, m *Model) ([32]byte, error) {
+	b, err := m.MarshalBinary()
+	if err != nil {
+		return [32]byte{}, err
+	}
+	if err := writeFileAtomic(path, b); err != nil {
+		return [32]byte{}, fmt.Errorf("model %s: %w", path, err)
+	}
+	return sha256.Sum256(b), nil
+}

@@ -1,0 +1,75 @@
+package checkpoint
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A model file round-trips, is known by the SHA-256 of its bytes, and is
+// refused whole when truncated, appended to, flipped, of another version
+// or a checkpoint.
+func TestModelFile(t *testing.T) {
+	c := &Checkpoint{Created: time.Date(2026, 11, 26, 8, 0, 0, 0, time.UTC), Fingerprint: [32]byte{1, 2, 3},
+		Source: "kafka:events", Partition: 2, Position: 41, State: []byte("state"), Report: []byte(`{"events":42}`)}
+	m := ModelOf(c)
+	if m.From != "checkpoint of kafka:events partition 2 at position 41, taken 2026-11-26T08:00:00Z" || m.Fingerprint != c.Fingerprint {
+		t.Fatalf("ModelOf: %+v", m)
+	}
+	path := filepath.Join(t.TempDir(), "model.slm")
+	sum, err := WriteModel(path, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum != sha256.Sum256(b) {
+		t.Error("WriteModel's SHA-256 is not the file's")
+	}
+	got, gotSum, err := ReadModel(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gotSum != sum || got.From != m.From || got.Fingerprint != m.Fingerprint || !bytes.Equal(got.State, m.State) ||
+		!bytes.Equal(got.Report, m.Report) || !got.Created.Equal(m.Created) {
+		t.Errorf("read back %+v, want %+v", got, m)
+	}
+	ckpt, err := c.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	flipped := bytes.Clone(b)
+	flipped[len(b)/2] ^= 0x10
+	version := bytes.Clone(b)
+	version[len(modelMagic)] = 2
+	for _, tc := range []struct {
+		name string
+		b    []byte
+		want string
+		corr bool
+	}{
+		{"empty", nil, "shorter than any model file", true},
+		{"truncated", b[:len(b)-1], "truncated or appended to", true},
+		{"appended", append(bytes.Clone(b), 0), "truncated or appended to", true},
+		{"flipped", flipped, "SHA-256 mismatch", true},
+		{"version", version, "model file format version 2, this build reads version 1", false},
+		{"checkpoint", ckpt, "a checkpoint, not a model file", false},
+		{"other", bytes.Repeat([]byte("x"), 80), "not a streamlearn model file", true},
+	} {
+		var m Model
+		err := m.UnmarshalBinary(tc.b)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || errors.Is(err, ErrCorrupt) != tc.corr {
+			t.Errorf("%s: %v, want %q (corrupt %v)", tc.name, err, tc.want, tc.corr)
+		}
+	}
+	if _, _, err := ReadModel(filepath.Join(t.TempDir(), "none.slm")); err == nil {
+		t.Error("a missing model file read")
+	}
+}

@@ -1,0 +1,103 @@
+package service
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/streamlearn/streamlearn/internal/checkpoint"
+	"github.com/streamlearn/streamlearn/internal/config"
+	"github.com/streamlearn/streamlearn/internal/pipeline"
+)
+
+// WarmStart is a model file the service's new models start from
+// (Options.WarmStart).
+type WarmStart struct {
+	// Path names the file in errors and logs.
+	Path string
+	// Model is the file's content.
+	Model *checkpoint.Model
+	// SHA256 is the SHA-256 of the file, which the models' reports carry
+	// (pipeline.Report.WarmStart).
+	SHA256 [32]byte
+}
+
+// LoadWarmStart reads and verifies the model file at path.
+func LoadWarmStart(path string) (*WarmStart, error) {
+	m, sum, err := checkpoint.ReadModel(path)
+	if err != nil {
+		return nil, err
+	}
+	return &WarmStart{Path: path, Model: m, SHA256: sum}, nil
+}
+
+// Check verifies that w, when not nil, is of c's model configuration and
+// decodes into a pipeline of it, and says what differs otherwise.
+func (w *WarmStart) Check(c *config.Config) error {
+	if w == nil {
+		return nil
+	}
+	if w.Model.Fingerprint != Fingerprint(c) {
+		what := "the input, features, labels or learners differ"
+		if ch, err := pipeline.CompareState(w.Model.State, c); err == nil {
+			what = ch.String()
+		}
+		return fmt.Errorf("the model %s (%s) was written by another model configuration (%s): start from a model of this one, or use the configuration that wrote it",
+			w.Path, w.Model.From, what)
+	}
+	p, err := pipeline.New(c)
+	if err != nil {
+		return err
+	}
+	if err := p.StartFrom(w.Model.State, w.SHA256); err != nil {
+		return fmt.Errorf("the model %s: %w", w.Path, err)
+	}
+	return nil
+}
+
+// newPipeline returns a new model: empty, or the warm start's.
+func (s *Service) newPipeline() (*pipeline.Pipeline, error) {
+	p, err := pipeline.New(s.opt.Config)
+	if err != nil {
+		return nil, err
+	}
+	if w := s.opt.WarmStart; w != nil {
+		if err := p.StartFrom(w.Model.State, w.SHA256); err != nil {
+			return nil, fmt.Errorf("service: warm start: the model %s: %w", w.Path, err)
+		}
+	}
+	return p, nil
+}
+
+// String says which model file w is, for logs.
+func (w *WarmStart) String() string {
+	return fmt.Sprintf("%s (sha256 %s)", w.Path, hex.EncodeToString(w.SHA256[:]))
+}
+
+// logWarmStart says that partition's model m, not restored from a
+// checkpoint, starts from the warm start, when there is one.
+func (s *Service) logWarmStart(partition int32, m *model) {
+	if w := s.opt.WarmStart; w != nil {
+		s.logger.Info("model started from the warm start", "partition", partition, "model", w.String(), "events", m.p.Seen())
+	}
+}
+
+// Models returns, after Run, the checkpoint of every model as it ended,
+// in the order of Reports: what `replay --save` writes as a model file
+// (checkpoint.ModelOf).
+func (s *Service) Models() ([]*checkpoint.Checkpoint, error) {
+	parts := s.sorted()
+	out := make([]*checkpoint.Checkpoint, 0, len(parts))
+	for _, part := range parts {
+		w := s.workers[part]
+		if w.running {
+			return nil, errors.New("service: Models while Run runs")
+		}
+		c, err := w.take()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
