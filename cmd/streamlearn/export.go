@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 
 	"github.com/streamlearn/streamlearn/internal/checkpoint"
 	"github.com/streamlearn/streamlearn/internal/config"
@@ -13,38 +17,72 @@ import (
 	"github.com/streamlearn/streamlearn/internal/service"
 )
 
-const exportArgs = "[-c CONFIG] -o MODEL CHECKPOINT"
+const exportArgs = "[-c CONFIG] -o MODEL (CHECKPOINT | --partition N)"
 
-// runExport writes the model a checkpoint file holds to a model file: its
+// runExport writes the model a checkpoint holds to a model file: its
 // state and report, without the source, partition and position, so that
-// `run --warm-start` and `replay --warm-start` can start models of any
-// source from it. The checkpoint is verified as inspect verifies it; with
-// -c its state is also decoded into that configuration, so that a model
-// that would not start is refused here rather than at the run.
-func runExport(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("export", exportArgs, stderr)
-	out := fs.String("o", "", "write the model file to `file` (required)")
-	cfgPath := fs.String("c", "", "config `file` the model is for: check that the checkpoint is of it and decodes")
-	if err := parse(fs, args); err != nil {
+// `run --warm-start`, `replay --warm-start` and `serve --model` can start
+// or serve models of any source from it. The checkpoint is a file, or,
+// with --partition, partition N's in the store the config names
+// (checkpoint.dir or checkpoint.bucket). It is verified as inspect
+// verifies it; with -c its state is also decoded into that configuration,
+// so that a model that would not start is refused here rather than at the
+// run.
+func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fls := newFlagSet("export", exportArgs, stderr)
+	out := fls.String("o", "", "write the model file to `file` (required)")
+	cfgPath := fls.String("c", "", "config `file` the model is for: check that the checkpoint is of it and decodes; with --partition, its checkpoint store")
+	partition := fls.Int("partition", -1, "export partition `N`'s checkpoint from the config's checkpoint store (checkpoint.dir or checkpoint.bucket) instead of a file")
+	if err := parse(fls, args); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		return usageErr(fs, "want one checkpoint file, got %d arguments", fs.NArg())
+	switch {
+	case *out == "":
+		return usageErr(fls, "-o MODEL: the model file to write")
+	case *partition >= 0 && (fls.NArg() != 0 || *cfgPath == ""):
+		return usageErr(fls, "--partition %d reads the store of -c's config: give -c and no checkpoint file", *partition)
+	case *partition < -1:
+		return usageErr(fls, "--partition %d: a partition is 0 or more", *partition)
+	case *partition < 0 && fls.NArg() != 1:
+		return usageErr(fls, "want one checkpoint file (flags first), got %d arguments", fls.NArg())
 	}
-	if *out == "" {
-		return usageErr(fs, "-o MODEL: the model file to write")
-	}
-	c, err := checkpoint.ReadFile(fs.Arg(0))
-	if err != nil {
-		return err
-	}
-	m := checkpoint.ModelOf(c)
+	var cfg *config.Config
 	if *cfgPath != "" {
-		cfg, err := config.Load(*cfgPath)
+		var err error
+		if cfg, err = config.Load(*cfgPath); err != nil {
+			return err
+		}
+	}
+	if err := notOverwritten(*out, fls.Args()); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	var (
+		c    *checkpoint.Checkpoint
+		what string
+		err  error
+	)
+	if *partition >= 0 {
+		st, closeStore, err := openCheckpoints(ctx, cfg.Checkpoint.Dir, cfg)
 		if err != nil {
 			return err
 		}
-		w := &service.WarmStart{Path: fs.Arg(0), Model: m}
+		defer closeStore()
+		if st == nil {
+			return fmt.Errorf("export: %s has no checkpoint store (checkpoint.dir or checkpoint.bucket)", *cfgPath)
+		}
+		if c, err = st.Load(ctx, int32(*partition)); err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		what = fmt.Sprintf("partition %d in %s", *partition, st)
+	} else {
+		if c, err = checkpoint.ReadFile(fls.Arg(0)); err != nil {
+			return err
+		}
+		what = fls.Arg(0)
+	}
+	m := checkpoint.ModelOf(c)
+	if cfg != nil {
+		w := &service.WarmStart{Path: what, Model: m}
 		if err := w.Check(cfg); err != nil {
 			return fmt.Errorf("export: %w", err)
 		}
@@ -60,4 +98,32 @@ func runExport(_ context.Context, args []string, stdout, stderr io.Writer) error
 	_, err = fmt.Fprintf(stdout, "%s: %d events, %d labeled, %d learners, from the %s\nsha256 %s\n",
 		*out, rep.Events, rep.Labeled, len(rep.Learners), m.From, hex.EncodeToString(sum[:]))
 	return err
+}
+
+// notOverwritten refuses out, a model file to write, when it is one of
+// inputs or holds a checkpoint: a mistyped command must not replace a
+// model's only copy.
+func notOverwritten(out string, inputs []string) error {
+	st, err := os.Stat(out)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, in := range inputs {
+		if ist, err := os.Stat(in); err == nil && os.SameFile(st, ist) {
+			return fmt.Errorf("-o %s is the input %s: write the model file elsewhere", out, in)
+		}
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	head := make([]byte, 8)
+	if n, _ := io.ReadFull(f, head); n == len(head) && bytes.Equal(head, []byte("SLCKPT\r\n")) {
+		return fmt.Errorf("-o %s holds a checkpoint: write the model file elsewhere", out)
+	}
+	return nil
 }

@@ -172,9 +172,18 @@ func consistent(file string, c *checkpoint.Checkpoint, rep pipeline.Report) erro
 	case strings.HasPrefix(c.Source, "jetstream:"):
 		most = c.Position
 	}
-	if most >= 0 && rep.Events > uint64(max(most, 0)) {
-		return fmt.Errorf("%s: inconsistent: its model counted %d events, but position %d of %s leaves room for %d",
-			file, rep.Events, c.Position, c.Source, max(most, 0))
+	// A model started from a model file counts the file's events too.
+	var warm uint64
+	if w := rep.WarmStart; w != nil {
+		warm = w.Events
+	}
+	if most >= 0 && rep.Events > uint64(max(most, 0))+warm {
+		room := fmt.Sprint(max(most, 0))
+		if warm > 0 {
+			room += fmt.Sprintf(" beside the %d of the model file it started from", warm)
+		}
+		return fmt.Errorf("%s: inconsistent: its model counted %d events, but position %d of %s leaves room for %s",
+			file, rep.Events, c.Position, c.Source, room)
 	}
 	return nil
 }

@@ -46,6 +46,7 @@ var commands = []command{
 	{"record", recordArgs, "copy a topic or subject to a JSONL file, for replays in tests", runRecord},
 	{"publish", publishArgs, "write JSONL files into a topic or subject", runPublish},
 	{"inspect", inspectArgs, "print what checkpoint files hold: positions, learners, rounds, mistakes, digests", runInspect},
+	{"serve", serveArgs, "answer predictions, reports and metrics from a model file or the learning service's checkpoints, without consuming", runServe},
 	{"export", exportArgs, "write the model a checkpoint holds to a model file, to start other models from (run --warm-start)", runExport},
 	{"check", checkArgs, "validate a config and print what a run of it would do, without connecting to anything", runCheck},
 	{"version", "", "print the version", runVersion},
@@ -142,9 +143,14 @@ var examples = map[string][]string{
 		"streamlearn inspect -c config.yaml ./state",
 		"streamlearn inspect --report json ./state/partition-0.ckpt",
 	},
+	"serve": {
+		"streamlearn serve -c config.yaml --checkpoint-dir ./state --http :8081   # a replica serving what run learns",
+		"streamlearn serve -c config.yaml --model model.slm",
+	},
 	"export": {
 		"streamlearn export -o model.slm ./state/partition-0.ckpt",
 		"streamlearn export -c config.yaml -o model.slm ./state/partition-0.ckpt   # checked against the config it is for",
+		"streamlearn export -c kafka.yaml -o model.slm --partition 2               # from the config's checkpoint store (a directory or a bucket)",
 	},
 	"check":      {"streamlearn check -c config.yaml"},
 	"version":    {"streamlearn version", "streamlearn --version"},

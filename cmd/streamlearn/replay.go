@@ -80,6 +80,11 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	if *save != "" {
+		if err := notOverwritten(*save, fs.Args()); err != nil {
+			return fmt.Errorf("replay: --save: %w", err)
+		}
+	}
 	// The service itself, on a source of the files: the same decoding,
 	// workers, tracker and dead letters as `run`.
 	opt := service.Options{Config: cfg, Source: service.NewFiles(fs.Args(), pipeline.EventConfig(cfg), os.Stdin),
@@ -345,8 +350,20 @@ func saveModel(svc *service.Service, path string, files []string) error {
 	default:
 		return fmt.Errorf("replay: --save %s: %d models, one per partition: save one with --partition N", path, len(ms))
 	}
+	// A replay's model depends on its inputs and configuration only: so
+	// does its file, but for the report's seconds, left out.
+	var rep pipeline.Report
+	if err := json.Unmarshal(ms[0].Report, &rep); err != nil {
+		return err
+	}
+	rep.Seconds = 0
+	rj, err := json.Marshal(rep)
+	if err != nil {
+		return err
+	}
 	m := checkpoint.ModelOf(ms[0])
-	m.From = "replay of " + strings.Join(files, " ")
+	m.Created, m.Report = time.Unix(0, 0).UTC(), rj
+	m.From = "replay of " + strings.Join(files, " ") // cut when long (WriteModel)
 	_, err = checkpoint.WriteModel(path, m)
 	return err
 }

@@ -89,10 +89,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		cfg.Source.Start = *start
 	}
-	warm, err := loadWarmStart(cmp.Or(*warmStart, cfg.Models.WarmStart), cfg)
-	if err != nil {
-		return err
-	}
+	warmPath := cmp.Or(*warmStart, cfg.Models.WarmStart)
 	if cfg.Source.Kind == "embedded" {
 		// --nats-port and --store apply to the embedded server of any
 		// config; without -c, theirs are the defaults.
@@ -130,25 +127,21 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if n := btoi(*reset) + btoi(*accept) + btoi(*rebuild); n > 1 {
 		return usageErr(fs, "--rebuild, --reset and --accept: choose one")
 	}
-	var ckpts checkpoint.Store
-	switch dir := cmp.Or(*ckptDir, cfg.Checkpoint.Dir); {
-	case dir != "":
-		st, err := checkpoint.OpenDir(dir)
-		if err != nil {
-			return err
+	ckpts, closeStore, err := openCheckpoints(ctx, cmp.Or(*ckptDir, cfg.Checkpoint.Dir), cfg)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	warm, err := loadWarmStart(warmPath, cfg)
+	if err != nil {
+		if ckpts == nil {
+			return err // every model is new
 		}
-		ckpts = st
-	case cfg.Checkpoint.Bucket != "":
-		nc := service.NATSConfig(cfg.Source.Conn, tuning)
-		if u := cfg.Checkpoint.URL; u != "" {
-			nc = connectors.NATSConfig{URL: u}
-		}
-		st, err := checkpoint.DialObjectStore(ctx, nc, cfg.Checkpoint.Bucket, checkpoint.ObjectStoreConfig{})
-		if err != nil {
-			return fmt.Errorf("checkpoint.bucket: %w", err)
-		}
-		defer st.Close()
-		ckpts = st
+		// Only a partition without a checkpoint needs the file: the
+		// others restore theirs (a learner list changed with
+		// --reset-learner, a file moved away since).
+		logger.Warn("the warm start cannot start models: a partition without a checkpoint will stop the run", "model", warmPath, "err", err)
+		warm = &service.WarmStart{Path: warmPath, Err: err}
 	}
 	var owned []int32
 	if ckpts != nil && cfg.Source.Kind != "kafka" {
@@ -219,31 +212,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	if addr != "" && addr != "off" {
-		reg := prometheus.NewRegistry()
-		reg.MustRegister(metrics.NewCollector(svc.Snapshot), hist,
-			collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-		token, err := httpToken(*tokenFile, cfg.HTTP.TokenFile, os.LookupEnv)
-		if err != nil {
+		if srv, err = startHTTP(addr, *tokenFile, cfg, api.Options{Snapshot: svc.Snapshot, Predictor: svc.Predictor}, hist, stderr, logger); err != nil {
 			return err
 		}
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			return fmt.Errorf("http: %w", err)
-		}
-		srv = api.NewServer(addr, api.New(api.Options{Snapshot: svc.Snapshot, Gatherer: reg, Config: cfg, Predictor: svc.Predictor, Token: token}))
-		auth := ""
-		if token != "" {
-			auth = " (bearer token required but for /healthz and /readyz; open the dashboard as /#token=TOKEN)"
-		}
-		fmt.Fprintf(stderr, "streamlearn: serving http://%s/metrics and /v1/report; the dashboard at /%s\n", ln.Addr(), auth)
-		if token == "" && !loopback(ln.Addr()) {
-			fmt.Fprintf(stderr, "streamlearn: warning: the HTTP API on %s has no token: whoever reaches it reads every report and asks predictions; set --http-token-file, $%s or http.token_file\n", ln.Addr(), tokenEnv)
-		}
-		go func() {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				logger.Error("http server", "err", err)
-			}
-		}()
 	}
 	runErr := svc.Run(ctx)
 	if srv != nil {
@@ -349,4 +320,64 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// startHTTP serves the HTTP API of opt (Snapshot and Predictor; the
+// configuration, token and metrics registry are filled in here) on addr,
+// the metrics of the snapshots and of extra beside the Go runtime's, and
+// says where on stderr. The token is read as httpToken says.
+func startHTTP(addr, tokenFile string, cfg *config.Config, opt api.Options, extra prometheus.Collector, stderr io.Writer, logger *slog.Logger) (*http.Server, error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(metrics.NewCollector(opt.Snapshot), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if extra != nil {
+		reg.MustRegister(extra)
+	}
+	token, err := httpToken(tokenFile, cfg.HTTP.TokenFile, os.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("http: %w", err)
+	}
+	opt.Config, opt.Gatherer, opt.Token = cfg, reg, token
+	srv := api.NewServer(addr, api.New(opt))
+	auth := ""
+	if token != "" {
+		auth = " (bearer token required but for /healthz and /readyz; open the dashboard as /#token=TOKEN)"
+	}
+	fmt.Fprintf(stderr, "streamlearn: serving http://%s/metrics and /v1/report; the dashboard at /%s\n", ln.Addr(), auth)
+	if token == "" && !loopback(ln.Addr()) {
+		fmt.Fprintf(stderr, "streamlearn: warning: the HTTP API on %s has no token: whoever reaches it reads every report and asks predictions; set --http-token-file, $%s or http.token_file\n", ln.Addr(), tokenEnv)
+	}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("http server", "err", err)
+		}
+	}()
+	return srv, nil
+}
+
+// openCheckpoints opens the checkpoint store of dir, when not empty, else
+// of cfg's checkpoint.bucket, else returns nil; close releases it.
+func openCheckpoints(ctx context.Context, dir string, cfg *config.Config) (st checkpoint.Store, close func(), err error) {
+	switch {
+	case dir != "":
+		d, err := checkpoint.OpenDir(dir)
+		if err != nil {
+			return nil, nil, err
+		}
+		return d, func() {}, nil
+	case cfg.Checkpoint.Bucket != "":
+		nc := service.NATSConfig(cfg.Source.Conn, tuning)
+		if u := cfg.Checkpoint.URL; u != "" {
+			nc = connectors.NATSConfig{URL: u}
+		}
+		b, err := checkpoint.DialObjectStore(ctx, nc, cfg.Checkpoint.Bucket, checkpoint.ObjectStoreConfig{})
+		if err != nil {
+			return nil, nil, fmt.Errorf("checkpoint.bucket: %w", err)
+		}
+		return b, func() { b.Close() }, nil
+	}
+	return nil, func() {}, nil
 }

@@ -60,6 +60,15 @@ func TestWarmStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(file)
+	// The same replay writes the same file.
+	model2 := filepath.Join(dir, "model2.slm")
+	replayJSON(t, "-c", cfg, "--save", model2, head)
+	if again, _ := os.ReadFile(model2); !bytes.Equal(again, file) {
+		t.Error("two replays of the same file saved different model files")
+	}
+	if code, _, errOut := run(t, "replay", "-c", cfg, "--save", head, head); code != 1 || !strings.Contains(errOut, "is the input") {
+		t.Errorf("replay --save over its input: exit %d: %s", code, errOut)
+	}
 
 	if code, _, errOut := run(t, "publish", "-c", cfg, tail); code != 0 {
 		t.Fatalf("publish: exit %d: %s", code, errOut)
@@ -80,6 +89,12 @@ func TestWarmStart(t *testing.T) {
 	}
 	sameWarm(t, "restarted", out, "kafka:events", want, sum, cut)
 
+	// inspect counts the model file's events in: the checkpoint holds
+	// 5000 events at position 1999 of the topic, 3000 of them the file's.
+	if code, out, errOut := run(t, "inspect", "-c", cfg, filepath.Join(ckpt, "partition-0.ckpt")); code != 0 || !strings.Contains(out, "report verified") {
+		t.Errorf("inspect of a warm-started checkpoint: exit %d: %s%s", code, out, errOut)
+	}
+
 	// The checkpoint exported starts another model: a replay of the head
 	// again from it is one replay of head, tail and head.
 	exported := filepath.Join(dir, "exported.slm")
@@ -94,6 +109,27 @@ func TestWarmStart(t *testing.T) {
 	sum2 := sha256.Sum256(b)
 	if !strings.Contains(out, hex.EncodeToString(sum2[:])) {
 		t.Errorf("export does not print the file's SHA-256:\n%s", out)
+	}
+	// From the store a config names, the same file; never over a
+	// checkpoint.
+	withStore := filepath.Join(dir, "store.yaml")
+	if err := os.WriteFile(withStore, fmt.Appendf(nil, "checkpoint: {dir: %q}\n%s", ckpt, warmLearners), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fromStore := filepath.Join(dir, "from-store.slm")
+	if code, _, errOut := run(t, "export", "-c", withStore, "-o", fromStore, "--partition", "0"); code != 0 {
+		t.Fatalf("export --partition 0: exit %d: %s", code, errOut)
+	}
+	if b2, _ := os.ReadFile(fromStore); !bytes.Equal(b2, b) {
+		t.Error("export from the store and from the file differ")
+	}
+	for _, a := range [][]string{
+		{"export", "-o", filepath.Join(ckpt, "partition-0.ckpt"), filepath.Join(ckpt, "partition-0.ckpt")},
+		{"export", "-o", filepath.Join(ckpt, "partition-0.ckpt"), exported},
+	} {
+		if code, _, errOut := run(t, a...); code != 1 || !strings.Contains(errOut, "write the model file elsewhere") {
+			t.Errorf("%v: exit %d: %s", a, code, errOut)
+		}
 	}
 	cfg2 := filepath.Join(dir, "warm.yaml")
 	if err := os.WriteFile(cfg2, fmt.Appendf(nil, "models: {warm_start: %q}\n%s", exported, warmLearners), 0o644); err != nil {
@@ -120,6 +156,7 @@ func TestWarmStart(t *testing.T) {
 	for _, a := range [][]string{
 		{"replay", "-c", other, "--warm-start", model, head},
 		{"check", "-c", otherWarm},
+		{"serve", "-c", other, "--model", model, "--http", "127.0.0.1:0"},
 		{"export", "-c", other, "-o", filepath.Join(dir, "x.slm"), filepath.Join(ckpt, "partition-0.ckpt")},
 	} {
 		code, _, errOut := run(t, a...)
@@ -127,6 +164,18 @@ func TestWarmStart(t *testing.T) {
 			t.Errorf("%s with a model of another configuration: exit %d: %s", a[0], code, errOut)
 		}
 	}
+	// A learner added to a service with a warm start and checkpoints: the
+	// file (of the old learners) is not needed, as every partition has a
+	// checkpoint, and --reset-learner applies.
+	extra := filepath.Join(dir, "extra.yaml")
+	if err := os.WriteFile(extra, fmt.Appendf(nil, "source: {kind: kafka, brokers: [%q], topic: events, group: warm, session_timeout: 1s, heartbeat_interval: 200ms}\n%s  - {name: extra, algorithm: ogd, bias: true}\n", bootstrap, warmLearners), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = run(t, "run", "-c", extra, "--until-end", "--report", "json", "--http", "off", "--checkpoint-dir", ckpt, "--warm-start", model, "--reset-learner", "extra")
+	if code != 0 || !strings.Contains(errOut, "the warm start cannot start models") || !strings.Contains(out, `"name":"extra"`) {
+		t.Errorf("--reset-learner beside a warm start of the old learners: exit %d: %s%s", code, out, errOut)
+	}
+
 	// A checkpoint is not a model file; a damaged model file is refused.
 	if code, _, errOut := run(t, "replay", "-c", cfg, "--warm-start", filepath.Join(ckpt, "partition-0.ckpt"), head); code != 1 || !strings.Contains(errOut, "a checkpoint, not a model file: write one of it with `streamlearn export") {
 		t.Errorf("a checkpoint as a model file: exit %d: %s", code, errOut)
@@ -136,7 +185,7 @@ func TestWarmStart(t *testing.T) {
 	if err := os.WriteFile(bad, file, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, errOut := run(t, "replay", "-c", cfg, "--warm-start", bad, head); code != 1 || !strings.Contains(errOut, "checkpoint corrupt: SHA-256 mismatch") {
+	if code, _, errOut := run(t, "replay", "-c", cfg, "--warm-start", bad, head); code != 1 || !strings.Contains(errOut, "model file corrupt: SHA-256 mismatch") {
 		t.Errorf("a damaged model file: exit %d: %s", code, errOut)
 	}
 }

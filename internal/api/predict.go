@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -81,6 +82,10 @@ type PredictResponse struct {
 	Partition   int32     `json:"partition"`
 	ModelEvents uint64    `json:"model_events"`
 	ModelTime   time.Time `json:"model_time"`
+	// ModelSHA256 is the SHA-256 of the model's state: two answers of
+	// equal digests come from the same model, whichever process served
+	// them (the learning service, or `serve` from its checkpoint).
+	ModelSHA256 string `json:"model_sha256"`
 	// Predictions has one entry per learner, in the configuration's order.
 	Predictions []PredictedLabel `json:"predictions"`
 }
@@ -174,6 +179,7 @@ func predictHandler(opt Options, requests, workers chan struct{}) http.HandlerFu
 			text(w, code, err.Error())
 			return
 		}
+		sum := hex.EncodeToString(pr.SHA256[:])
 		out := make([]PredictResponse, 0, len(raws))
 		var ev event.Event
 		var preds []service.Prediction
@@ -193,7 +199,7 @@ func predictHandler(opt Options, requests, workers chan struct{}) http.HandlerFu
 				return
 			}
 			resp := PredictResponse{ID: string(ev.ID), Partition: pr.Partition, ModelEvents: pr.Events, ModelTime: pr.Time,
-				Predictions: make([]PredictedLabel, len(preds))}
+				ModelSHA256: sum, Predictions: make([]PredictedLabel, len(preds))}
 			for j, p := range preds {
 				resp.Predictions[j] = PredictedLabel{Learner: p.Learner, Label: p.Label}
 				if !math.IsNaN(p.Score) && !math.IsInf(p.Score, 0) {

@@ -167,6 +167,9 @@ func readHead(r io.Reader) (*Checkpoint, error) {
 // of b, which holds at least headerLen bytes.
 func checkMagicVersion(b []byte) error {
 	if string(b[:len(magic)]) != magic {
+		if string(b[:len(modelMagic)]) == modelMagic {
+			return fmt.Errorf("%w: a model file, not a checkpoint (run --warm-start and serve --model take it)", ErrCorrupt)
+		}
 		return fmt.Errorf("%w: not a streamlearn checkpoint (magic %q)", ErrCorrupt, b[:len(magic)])
 	}
 	if v := binary.LittleEndian.Uint32(b[len(magic):]); v < 1 || v > FormatVersion {

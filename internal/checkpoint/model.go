@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
+	"unicode/utf8"
 
 	"github.com/streamlearn/streamlearn/internal/codec"
 )
@@ -32,6 +35,13 @@ import (
 // A model is known by the SHA-256 of its whole file (what sha256sum
 // prints), which the report of a model started from it carries.
 
+// ErrModelCorrupt is the error of a model file whose bytes are not a
+// whole, intact model file.
+var ErrModelCorrupt = errors.New("model file corrupt")
+
+// maxFrom bounds Model.From: longer is cut (ModelOf, WriteModel).
+const maxFrom = 1 << 12
+
 // ModelFormatVersion is the version of the model file format this build
 // writes and reads.
 const ModelFormatVersion = 1
@@ -40,7 +50,10 @@ const modelMagic = "SLMODL\r\n"
 
 // Model is a model file's content.
 type Model struct {
-	// Created is when the model was written.
+	// Created is when the model's state was taken: the checkpoint's
+	// time for a checkpoint's model (ModelOf), the Unix epoch for a
+	// replay's, which depends on its inputs and configuration only. So
+	// the same model makes the same file, of the same SHA-256.
 	Created time.Time
 	// Fingerprint identifies the model configuration of State: it is
 	// only loaded into the configuration that wrote it.
@@ -57,7 +70,7 @@ type Model struct {
 // ModelOf returns the model of checkpoint c, taken from where c says.
 func ModelOf(c *Checkpoint) *Model {
 	return &Model{
-		Created: time.Now(), Fingerprint: c.Fingerprint, State: c.State, Report: c.Report,
+		Created: c.Created, Fingerprint: c.Fingerprint, State: c.State, Report: c.Report,
 		From: fmt.Sprintf("checkpoint of %s partition %d at position %d, taken %s", c.Source, c.Partition, c.Position, c.Created.UTC().Format(time.RFC3339)),
 	}
 }
@@ -88,25 +101,25 @@ func (m *Model) MarshalBinary() ([]byte, error) {
 // file with an error saying to export it. State and Report are copies.
 func (m *Model) UnmarshalBinary(b []byte) error {
 	if len(b) < headerLen+sha256.Size {
-		return fmt.Errorf("%w: %d bytes, shorter than any model file", ErrCorrupt, len(b))
+		return fmt.Errorf("%w: %d bytes, shorter than any model file", ErrModelCorrupt, len(b))
 	}
 	switch string(b[:len(modelMagic)]) {
 	case modelMagic:
 	case magic:
 		return fmt.Errorf("a checkpoint, not a model file: write one of it with `streamlearn export -o MODEL CHECKPOINT`")
 	default:
-		return fmt.Errorf("%w: not a streamlearn model file (magic %q)", ErrCorrupt, b[:len(modelMagic)])
+		return fmt.Errorf("%w: not a streamlearn model file (magic %q)", ErrModelCorrupt, b[:len(modelMagic)])
 	}
 	if v := binary.LittleEndian.Uint32(b[len(modelMagic):]); v != ModelFormatVersion {
 		return fmt.Errorf("model file format version %d, this build reads version %d", v, ModelFormatVersion)
 	}
 	n := binary.LittleEndian.Uint64(b[len(modelMagic)+4:])
 	if n != uint64(len(b)-headerLen-sha256.Size) {
-		return fmt.Errorf("%w: body of %d bytes, the file has room for %d (truncated or appended to)", ErrCorrupt, n, len(b)-headerLen-sha256.Size)
+		return fmt.Errorf("%w: body of %d bytes, the file has room for %d (truncated or appended to)", ErrModelCorrupt, n, len(b)-headerLen-sha256.Size)
 	}
 	body, sum := b[:len(b)-sha256.Size], b[len(b)-sha256.Size:]
 	if want := sha256.Sum256(body); !bytes.Equal(sum, want[:]) {
-		return fmt.Errorf("%w: SHA-256 mismatch (stored %x, computed %x)", ErrCorrupt, sum[:8], want[:8])
+		return fmt.Errorf("%w: SHA-256 mismatch (stored %x, computed %x)", ErrModelCorrupt, sum[:8], want[:8])
 	}
 	d := codec.NewDecoder(body[headerLen:])
 	var out Model
@@ -116,7 +129,7 @@ func (m *Model) UnmarshalBinary(b []byte) error {
 	out.State = bytes.Clone(d.Blob())
 	out.Report = bytes.Clone(d.Blob())
 	if err := d.Finish(); err != nil {
-		return fmt.Errorf("%w: %v", ErrCorrupt, err)
+		return fmt.Errorf("%w: %v", ErrModelCorrupt, err)
 	}
 	*m = out
 	return nil
@@ -135,7 +148,7 @@ func ReadModel(path string) (*Model, [32]byte, error) {
 		return nil, [32]byte{}, fmt.Errorf("model %s: %w", path, err)
 	}
 	if len(b) > MaxSize {
-		return nil, [32]byte{}, fmt.Errorf("model %s: %w: more than the %d bytes allowed", path, ErrCorrupt, MaxSize)
+		return nil, [32]byte{}, fmt.Errorf("model %s: %w: more than the %d bytes allowed", path, ErrModelCorrupt, MaxSize)
 	}
 	var m Model
 	if err := m.UnmarshalBinary(b); err != nil {
@@ -148,11 +161,24 @@ func ReadModel(path string) (*Model, [32]byte, error) {
 // checkpoint: a crash leaves the old file or the new one), and returns
 // the SHA-256 of the bytes written.
 func WriteModel(path string, m *Model) ([32]byte, error) {
+	if len(m.From) > maxFrom {
+		c := *m
+		c.From = c.From[:maxFrom-len("…")] + "…"
+		for !utf8.ValidString(c.From) {
+			c.From = c.From[:len(c.From)-len("…")-1] + "…"
+		}
+		m = &c
+	}
 	b, err := m.MarshalBinary()
 	if err != nil {
 		return [32]byte{}, err
 	}
 	if err := writeFileAtomic(path, b); err != nil {
+		return [32]byte{}, fmt.Errorf("model %s: %w", path, err)
+	}
+	// A model file is for other hosts and users to read (a checkpoint
+	// stays its writer's).
+	if err := os.Chmod(path, 0o644); err != nil {
 		return [32]byte{}, fmt.Errorf("model %s: %w", path, err)
 	}
 	return sha256.Sum256(b), nil

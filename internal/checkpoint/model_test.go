@@ -65,11 +65,27 @@ func TestModelFile(t *testing.T) {
 	} {
 		var m Model
 		err := m.UnmarshalBinary(tc.b)
-		if err == nil || !strings.Contains(err.Error(), tc.want) || errors.Is(err, ErrCorrupt) != tc.corr {
+		if err == nil || !strings.Contains(err.Error(), tc.want) || errors.Is(err, ErrModelCorrupt) != tc.corr {
 			t.Errorf("%s: %v, want %q (corrupt %v)", tc.name, err, tc.want, tc.corr)
 		}
 	}
 	if _, _, err := ReadModel(filepath.Join(t.TempDir(), "none.slm")); err == nil {
 		t.Error("a missing model file read")
+	}
+	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o644 {
+		t.Errorf("a model file's mode: %v (%v), want 0644", st.Mode(), err)
+	}
+	var back Checkpoint
+	if err := back.UnmarshalBinary(b); err == nil || !strings.Contains(err.Error(), "a model file, not a checkpoint") {
+		t.Errorf("a model file read as a checkpoint: %v", err)
+	}
+	// A long From is cut, so that the file reads back.
+	long := *m
+	long.From = strings.Repeat("é", 40000)
+	if _, err := WriteModel(path, &long); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := ReadModel(path); err != nil || len(got.From) > maxFrom || !strings.HasSuffix(got.From, "…") {
+		t.Errorf("a long From: %v, %d bytes", err, len(got.From))
 	}
 }

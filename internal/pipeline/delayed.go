@@ -208,11 +208,13 @@ func (d *delayedStore) pop() {
 }
 
 // expire ends the wait of the event in slot i: learned with the default
-// label, or dropped.
+// label, or dropped. An event that came with the model file p started
+// from is dropped: the file may start the models of several partitions,
+// and its label, if it comes, comes to one of them.
 func (p *Pipeline) expire(i int32) {
 	d := p.delay
 	d.stats.Expired++
-	if d.def != 0 {
+	if d.def != 0 && (p.warm == nil || d.slots[i].at > p.warm.events) {
 		d.stats.ExpiredLearned++
 		p.learnServed(&d.slots[i], d.def)
 	}

@@ -654,3 +654,38 @@ func TestDelayedLongIDs(t *testing.T) {
 		t.Error("the restored store differs")
 	}
 }
+
+// A pipeline started from a model file keeps the file's events waiting
+// for their labels, which join as they would have, but never learns one
+// of them with the default label: the file may start several partitions'
+// models, and a label comes to one of them only.
+func TestStartFromDelayed(t *testing.T) {
+	const cfg = "labels: {delayed: true, wait: 100, max_pending: 100000, default_label: 0}\nlearners:\n  - {name: pct, algorithm: perceptron, bias: true}\n"
+	recs := delayedStream(3000, 80, 5)
+	const cut = 1500
+	whole := runDelayed(t, cfg, recs)
+	first := runDelayed(t, cfg, recs[:cut])
+	state, err := first.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := mustReport(t, first).Labels.Pending
+	c := mustConfig(t, cfg)
+	p, dec := mustNew(t, c), mustDecoder(t, c)
+	if err := p.StartFrom(state, [32]byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	var ev event.Event
+	for _, rec := range recs[cut:] {
+		if err := dec.Decode([]byte(rec.line), &ev); err != nil {
+			t.Fatal(err)
+		}
+		p.Process(&ev)
+	}
+	w, g := mustReport(t, whole).Labels, mustReport(t, p).Labels
+	dropped := w.ExpiredLearned - g.ExpiredLearned
+	if held == 0 || g.Joined != w.Joined || g.Expired != w.Expired || dropped == 0 || dropped > held {
+		t.Errorf("held %d; joined %d, expired %d, learned expired %d; an uninterrupted run %d, %d, %d",
+			held, g.Joined, g.Expired, g.ExpiredLearned, w.Joined, w.Expired, w.ExpiredLearned)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"slices"
+	"strconv"
 
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/experts"
@@ -59,15 +60,60 @@ func SharedDigest(c *config.Config) [32]byte {
 	}{c.Input, c.Features, delayedLabels(c), Domain(c)})
 }
 
-// legacySharedDigest is SharedDigest as the first builds of state format
-// 3 took it, without the domain. For states of the same learners it is as
-// good (the domain is theirs), and such states restore (sameShape).
-func legacySharedDigest(c *config.Config) [32]byte {
-	return digestJSON(struct {
+// compatSharedDigests are SharedDigest as earlier builds of state format
+// 3 took it: the first without the domain, the next with a grid's terms
+// and the features unquoted (oldDomainTerms). For states of the same
+// learners they are as good as SharedDigest (the domain is theirs), and
+// such states restore (sameShape); not in part.
+func compatSharedDigests(c *config.Config) [][32]byte {
+	none := digestJSON(struct {
 		Input    config.Input
 		Features config.Features
 		Labels   *config.Labels `json:",omitempty"`
 	}{c.Input, c.Features, delayedLabels(c)})
+	var terms []string
+	for _, l := range c.Learners {
+		if h, ok := l.Params.(interface{ HypothesisClass() *experts.ClassSpec }); ok && h.HypothesisClass() != nil {
+			terms = append(terms, oldDomainTerms(*h.HypothesisClass())...)
+		}
+	}
+	slices.Sort(terms)
+	old := digestJSON(struct {
+		Input    config.Input
+		Features config.Features
+		Labels   *config.Labels `json:",omitempty"`
+		Domain   []string       `json:",omitempty"`
+	}{c.Input, c.Features, delayedLabels(c), slices.Compact(terms)})
+	return [][32]byte{none, old}
+}
+
+// oldDomainTerms are the domain terms of the second builds of state
+// format 3: "real F" for the grid kinds, the features unquoted.
+func oldDomainTerms(s experts.ClassSpec) []string {
+	var t []string
+	switch s.Kind {
+	case experts.KindThresholds, experts.KindIntervals:
+		t = []string{"real " + s.Feature}
+	case experts.KindStumps:
+		for _, f := range s.Features {
+			t = append(t, "real "+f)
+		}
+	case experts.KindConjunctions:
+		for _, f := range s.Features {
+			t = append(t, "boolean "+f)
+		}
+	case experts.KindTable:
+		vs := slices.Clone(s.Domain)
+		slices.Sort(vs)
+		b := []byte("table " + s.Feature)
+		for _, v := range vs {
+			b = append(b, ' ')
+			b = strconv.AppendFloat(b, v, 'g', -1, 64)
+		}
+		t = []string{string(b)}
+	}
+	slices.Sort(t)
+	return slices.Compact(t)
 }
 
 // Domain describes the events c's learners accept: the union of the

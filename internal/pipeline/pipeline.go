@@ -49,10 +49,10 @@ type Pipeline struct {
 	shared [32]byte
 	// warm is the model file p started from, nil when none (StartFrom).
 	warm *warmStart
-	// legacyShared is legacySharedDigest(spec): what the first builds of
+	// compatShared are compatSharedDigests(spec): what earlier builds of
 	// state format 3 encoded, restored too when every learner's digest is
 	// the same.
-	legacyShared [32]byte
+	compatShared [][32]byte
 }
 
 // node is one configured learner. round is learner's fused round, when it
@@ -104,7 +104,7 @@ func New(c *config.Config) (*Pipeline, error) {
 		start:        time.Now(),
 		spec:         specOf(c),
 		shared:       SharedDigest(c),
-		legacyShared: legacySharedDigest(c),
+		compatShared: compatSharedDigests(c),
 	}
 	env := learners.Env{Bits: bits}
 	for i, lc := range c.Learners {

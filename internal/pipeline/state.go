@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"crypto/sha256"
 	"encoding"
 	"errors"
 	"fmt"
@@ -306,10 +307,26 @@ func (p *Pipeline) UnmarshalBinary(b []byte) error {
 // building hypothesis classes (SOA's Littlestone dimension tables). Take a
 // clone per batch of requests or per report interval, not per event.
 func (p *Pipeline) Clone() (*Pipeline, error) {
+	q, _, err := p.CloneDigest()
+	return q, err
+}
+
+// CloneDigest is Clone, and returns the SHA-256 of p's state
+// (MarshalBinary) too: equal digests are equal models, whichever process
+// holds them (a serving replica's loaded from a checkpoint, the learning
+// service's own copy).
+func (p *Pipeline) CloneDigest() (*Pipeline, [32]byte, error) {
 	b, err := p.MarshalBinary()
 	if err != nil {
-		return nil, err
+		return nil, [32]byte{}, err
 	}
+	q, err := p.cloneOf(b)
+	return q, sha256.Sum256(b), err
+}
+
+// cloneOf returns a pipeline of p's configuration restored from b, p's
+// state.
+func (p *Pipeline) cloneOf(b []byte) (*Pipeline, error) {
 	q, err := New(p.spec)
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: clone: %w", err)
@@ -614,7 +631,7 @@ func (q *Pipeline) sameShape(sh *stateShape) error {
 	if sh.version < 3 {
 		return nil // no digests: the learners' own encodings check what they can
 	}
-	if sh.shared != q.shared && sh.shared != q.legacyShared {
+	if sh.shared != q.shared && !slices.Contains(q.compatShared, sh.shared) {
 		return errors.New("state is of other input, features or labels settings than the pipeline's")
 	}
 	for i := range ls {

@@ -67,8 +67,7 @@ func volatile(src connectors.Source) bool {
 // RestoreError and Options.OnMismatch).
 func (s *Service) restore(ctx context.Context, partition int32, m *model) error {
 	if s.opt.Checkpoints == nil {
-		s.logWarmStart(partition, m)
-		return nil
+		return s.startWarm(partition, m)
 	}
 	pos, positioned := s.position(partition)
 	m.origin = pos.Origin
@@ -105,12 +104,16 @@ func (s *Service) restore(ctx context.Context, partition int32, m *model) error 
 			m.pos, m.skipTo, m.saveAtOnce = rerr.Committed, rerr.Committed, true
 			s.logger.Warn("reset: the model starts afresh from the committed position; what was committed before it is not in the model",
 				append(args, "checkpoint_moved_to", dropped)...)
-			return nil
+			return s.startWarm(partition, m)
 		case MismatchRebuild:
 			return s.rebuild(ctx, partition, m, c, rerr, args)
 		case MismatchAccept:
 			s.logger.Warn("accept: the checkpoint is restored as it is; "+rerr.Consequence, args...)
-			if err := s.restoreState(partition, m, c); err != nil {
+			if c == nil {
+				if err := s.startWarm(partition, m); err != nil {
+					return err
+				}
+			} else if err := s.restoreState(partition, m, c); err != nil {
 				return err
 			}
 			// The model, as accepted, stands for the committed position:
@@ -126,8 +129,7 @@ func (s *Service) restore(ctx context.Context, partition int32, m *model) error 
 		}
 	}
 	if c == nil {
-		s.logWarmStart(partition, m)
-		return nil
+		return s.startWarm(partition, m)
 	}
 	if err := s.restoreState(partition, m, c); err != nil {
 		return err
@@ -262,6 +264,8 @@ func (s *Service) rebuild(ctx context.Context, partition int32, m *model, c *che
 			return err
 		}
 		from = c.Position + 1
+	} else if err := s.startWarm(partition, m); err != nil {
+		return err
 	}
 	w, err := s.newWorker(partition, m)
 	if err != nil {
@@ -568,22 +572,40 @@ collect:
 // still reports its models. A partition the broker says was committed to
 // is among them, checkpoint or not: its restore is checked (restore), so
 // that a lost checkpoint is an error even when nothing is left to read.
+// With a warm start, every partition the service owns is among them (a
+// broker source's: partition 0, or those assigned), so that the trained
+// model reports and serves before a record comes.
 func (s *Service) restoreIdle(ctx context.Context) error {
-	if s.opt.Checkpoints == nil {
-		return nil
-	}
-	parts, err := s.opt.Checkpoints.Partitions(ctx)
-	if err != nil {
-		return fmt.Errorf("service: listing checkpoints: %w", err)
-	}
 	owned := []int32{0} // a source without assignments: one partition, or none known to the broker
-	if a, ok := s.opt.Source.(connectors.Assigned); ok {
+	a, group := s.opt.Source.(connectors.Assigned)
+	if group {
 		owned = a.Assignments()
-		parts = slices.DeleteFunc(parts, func(p int32) bool { return !slices.Contains(owned, p) })
 	}
-	for _, p := range owned {
-		if pos, ok := s.position(p); ok && pos.Committed >= 0 && !slices.Contains(parts, p) {
-			parts = append(parts, p)
+	var parts []int32
+	if s.opt.Checkpoints != nil {
+		var err error
+		if parts, err = s.opt.Checkpoints.Partitions(ctx); err != nil {
+			return fmt.Errorf("service: listing checkpoints: %w", err)
+		}
+		if group {
+			parts = slices.DeleteFunc(parts, func(p int32) bool { return !slices.Contains(owned, p) })
+		}
+		for _, p := range owned {
+			if pos, ok := s.position(p); ok && pos.Committed >= 0 && !slices.Contains(parts, p) {
+				parts = append(parts, p)
+			}
+		}
+	}
+	if s.opt.WarmStart != nil && s.framed == nil {
+		// A trained model serves from the start, before its partition
+		// brings a record: every partition the service owns has one. (Not
+		// for files: their partitions are known as they are read.)
+		if _, envelopes := s.opt.Source.(*Envelopes); !envelopes {
+			for _, p := range owned {
+				if !slices.Contains(parts, p) {
+					parts = append(parts, p)
+				}
+			}
 		}
 	}
 	slices.Sort(parts)

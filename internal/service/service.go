@@ -142,7 +142,9 @@ type Options struct {
 	// partition without a checkpoint, one reset (MismatchReset) and one
 	// rebuilt from its first record. A model restored from its
 	// checkpoint is the checkpoint's. It must be of this model
-	// configuration (New checks).
+	// configuration (New checks), unless its Err says why it cannot be
+	// read: then only a new model fails, with that error, and the models
+	// restored from their checkpoints run.
 	WarmStart *WarmStart
 
 	// Logger gets lifecycle events; nil discards them.
@@ -277,7 +279,7 @@ func (s *Service) publishSnapshot(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	served := make(map[int32]*pipeline.Pipeline, len(answers))
+	served := make(map[int32]*Predictor, len(answers))
 	for _, a := range answers {
 		w := a.w
 		// The answer holds every record handed over before the question
@@ -388,8 +390,10 @@ func New(opt Options) (*Service, error) {
 	if _, err := event.NewDecoder(pipeline.EventConfig(opt.Config)); err != nil {
 		return nil, fmt.Errorf("service: %w", err)
 	}
-	if err := opt.WarmStart.Check(opt.Config); err != nil {
-		return nil, fmt.Errorf("service: warm start: %w", err)
+	if w := opt.WarmStart; w != nil && w.Err == nil {
+		if err := w.Check(opt.Config); err != nil {
+			return nil, fmt.Errorf("service: warm start: %w", err)
+		}
 	}
 	s := &Service{opt: opt, workers: map[int32]*worker{}, logger: opt.Logger,
 		fingerprint: Fingerprint(opt.Config), volatile: volatile(opt.Source),
@@ -696,7 +700,7 @@ func (s *Service) worker(ctx context.Context, partition int32) (*worker, error) 
 		s.lastWorker = w
 		return w, nil
 	}
-	p, err := s.newPipeline()
+	p, err := pipeline.New(s.opt.Config)
 	if err != nil {
 		return nil, err
 	}

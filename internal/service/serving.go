@@ -40,6 +40,11 @@ type Predictor struct {
 	Events uint64
 	// Time is when it was copied.
 	Time time.Time
+	// SHA256 is the SHA-256 of the model's state (pipeline.Pipeline's
+	// MarshalBinary, a checkpoint's State): equal digests are equal
+	// models, in this process or another one serving the same
+	// checkpoint.
+	SHA256 [32]byte
 
 	mu sync.Mutex
 	p  *pipeline.Pipeline
@@ -119,7 +124,7 @@ func (sv *serving) pick(partition int32, only bool) (*Predictor, error) {
 // publishes the copies of the models of parts the workers made for it
 // (served: those that changed since their last copy) beside the copies
 // still current, while serving is active.
-func (s *Service) refreshServing(now time.Time, active bool, old *serving, parts []int32, served map[int32]*pipeline.Pipeline) {
+func (s *Service) refreshServing(now time.Time, active bool, old *serving, parts []int32, served map[int32]*Predictor) {
 	if !active {
 		if old != nil {
 			s.serving.Store(nil) // idle: let the copies go
@@ -128,7 +133,7 @@ func (s *Service) refreshServing(now time.Time, active bool, old *serving, parts
 	}
 	sv := &serving{byPartition: make(map[int32]*Predictor, len(parts)), order: make([]int32, 0, len(parts))}
 	for _, part := range parts {
-		p, ok := served[part]
+		pr, ok := served[part]
 		if !ok && old != nil {
 			if pr, ok := old.byPartition[part]; ok {
 				sv.order = append(sv.order, part)
@@ -136,11 +141,21 @@ func (s *Service) refreshServing(now time.Time, active bool, old *serving, parts
 			}
 			continue
 		}
-		if p == nil {
+		if pr == nil {
 			continue
 		}
+		pr.Time = now
 		sv.order = append(sv.order, part)
-		sv.byPartition[part] = &Predictor{Partition: part, Events: p.Seen(), Time: now, p: p}
+		sv.byPartition[part] = pr
 	}
 	s.serving.Store(sv)
+}
+
+// newPredictor returns a copy of p, partition's model, for serving.
+func newPredictor(partition int32, p *pipeline.Pipeline) (*Predictor, error) {
+	q, sum, err := p.CloneDigest()
+	if err != nil {
+		return nil, err
+	}
+	return &Predictor{Partition: partition, Events: q.Seen(), SHA256: sum, p: q}, nil
 }

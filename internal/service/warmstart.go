@@ -20,6 +20,10 @@ type WarmStart struct {
 	// SHA256 is the SHA-256 of the file, which the models' reports carry
 	// (pipeline.Report.WarmStart).
 	SHA256 [32]byte
+	// Err, when not nil, says why the file cannot start models (it could
+	// not be read, or is of another configuration): a partition that
+	// needs a new model stops the service with it.
+	Err error
 }
 
 // LoadWarmStart reads and verifies the model file at path.
@@ -55,31 +59,32 @@ func (w *WarmStart) Check(c *config.Config) error {
 	return nil
 }
 
-// newPipeline returns a new model: empty, or the warm start's.
-func (s *Service) newPipeline() (*pipeline.Pipeline, error) {
-	p, err := pipeline.New(s.opt.Config)
-	if err != nil {
-		return nil, err
+// startWarm makes m, partition's new model (no checkpoint holds it), the
+// warm start's model, when there is one. It is the one place a new
+// model is made (restore, and the reset and rebuild it chooses).
+func (s *Service) startWarm(partition int32, m *model) error {
+	w := s.opt.WarmStart
+	if w == nil {
+		return nil
 	}
-	if w := s.opt.WarmStart; w != nil {
-		if err := p.StartFrom(w.Model.State, w.SHA256); err != nil {
-			return nil, fmt.Errorf("service: warm start: the model %s: %w", w.Path, err)
-		}
+	if w.Err != nil {
+		return fmt.Errorf("service: partition %d has no checkpoint, and its model cannot start from the warm start: %w", partition, w.Err)
 	}
-	return p, nil
+	if err := m.p.StartFrom(w.Model.State, w.SHA256); err != nil {
+		return fmt.Errorf("service: partition %d: warm start: the model %s: %w", partition, w.Path, err)
+	}
+	if s.opt.HistoryPoints > 0 && m.p.Tracker().History() == nil {
+		// A file written without curves (replay --save): the dashboard's
+		// curves start here.
+		m.p.Tracker().EnableHistory(s.opt.HistoryPoints)
+	}
+	s.logger.Info("model started from the warm start", "partition", partition, "model", w.String(), "events", m.p.Seen())
+	return nil
 }
 
 // String says which model file w is, for logs.
 func (w *WarmStart) String() string {
 	return fmt.Sprintf("%s (sha256 %s)", w.Path, hex.EncodeToString(w.SHA256[:]))
-}
-
-// logWarmStart says that partition's model m, not restored from a
-// checkpoint, starts from the warm start, when there is one.
-func (s *Service) logWarmStart(partition int32, m *model) {
-	if w := s.opt.WarmStart; w != nil {
-		s.logger.Info("model started from the warm start", "partition", partition, "model", w.String(), "events", m.p.Seen())
-	}
 }
 
 // Models returns, after Run, the checkpoint of every model as it ended,

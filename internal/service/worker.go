@@ -96,7 +96,7 @@ type answer struct {
 	kind   askKind
 	report Report
 	curves [][]regret.Point
-	served *pipeline.Pipeline     // askSnapshot with serve, when the model changed
+	served *Predictor             // askSnapshot with serve, when the model changed
 	ckpt   *checkpoint.Checkpoint // askCheckpoint, nil when nothing is new
 	rec    connectors.Record      // askMark: the last record processed to the end
 	ok     bool                   // askMark: rec is set
@@ -384,7 +384,7 @@ func (w *worker) answer(ctx context.Context, a *ask) answer {
 			ans.curves = w.m.p.Tracker().History() // a copy
 		}
 		if ans.err == nil && a.serve && w.m.p.Seen() != a.servedAt {
-			ans.served, ans.err = w.m.p.Clone()
+			ans.served, ans.err = newPredictor(w.part, w.m.p)
 		}
 	case askReport:
 		ans.err = w.publishReport(ctx)

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/streamlearn/streamlearn/internal/api"
+	"github.com/streamlearn/streamlearn/internal/config"
+	"github.com/streamlearn/streamlearn/internal/service"
+)
+
+const serveArgs = "-c config.yaml [--model MODEL | --checkpoint-dir DIR] [--poll D] [--http ADDR] [--http-token-file FILE] [--log-level LEVEL]"
+
+// runServe answers predictions, reports and metrics from models it does
+// not learn — a model file, or the checkpoints the learning service
+// saves, read again as they change — until stopped. It consumes nothing:
+// replicas behind a load balancer serve beside the one run that learns.
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("serve", serveArgs, stderr)
+	cfgPath := fs.String("c", "", "config `file` of the models served (required)")
+	model := fs.String("model", "", "serve the model `file` written by export or replay --save, as partition 0")
+	ckptDir := fs.String("checkpoint-dir", "", "serve the checkpoints in `dir`, every partition's, and follow them (default: the config's checkpoint.dir or checkpoint.bucket)")
+	poll := fs.Duration("poll", service.DefaultServePoll, "how often the checkpoints are read for newer ones (`duration`)")
+	httpAddr := fs.String("http", "", "serve /v1/predict, /v1/report, /metrics, the probes and the dashboard on `addr` (default: the config's http.addr, else 127.0.0.1:8080)")
+	tokenFile := fs.String("http-token-file", "", "require \"Authorization: Bearer <token>\" on the HTTP API, the token in `file` (default: $"+tokenEnv+", else the config's http.token_file)")
+	logLevel := fs.String("log-level", "warn", "log `level`: debug, info (also each model loaded), warn or error")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *cfgPath == "" || fs.NArg() > 0 {
+		return usageErr(fs, "want -c config.yaml and no arguments")
+	}
+	if *poll <= 0 {
+		return usageErr(fs, "--poll %v: want a positive duration", *poll)
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return usageErr(fs, "--log-level %q: want debug, info, warn or error", *logLevel)
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	cfg, err := config.Load(*cfgPath)
+	if err != nil {
+		return err
+	}
+	opt := service.ServeOptions{Config: cfg, Poll: *poll, Logger: logger}
+	if *model != "" {
+		if *ckptDir != "" {
+			return usageErr(fs, "--model and --checkpoint-dir: choose one")
+		}
+		if opt.Model, err = service.LoadWarmStart(*model); err != nil {
+			return err
+		}
+	} else {
+		st, closeStore, err := openCheckpoints(ctx, cmp.Or(*ckptDir, cfg.Checkpoint.Dir), cfg)
+		if err != nil {
+			return err
+		}
+		defer closeStore()
+		if st == nil {
+			return usageErr(fs, "nothing to serve: give --model, --checkpoint-dir, or a config with checkpoint.dir or checkpoint.bucket")
+		}
+		opt.Checkpoints = st
+	}
+	srv, err := service.NewServer(ctx, opt)
+	if err != nil {
+		return err
+	}
+	if n := len(srv.Snapshot().Reports); n == 0 {
+		fmt.Fprintf(stderr, "streamlearn: no checkpoint yet in %s: predictions answer 503 until the learning service saves one\n", opt.Checkpoints)
+	}
+	addr := cmp.Or(*httpAddr, cfg.HTTP.Addr, "127.0.0.1:8080")
+	if addr == "off" {
+		return usageErr(fs, "--http off: serve has nothing to do without its HTTP API")
+	}
+	h, err := startHTTP(addr, *tokenFile, cfg, api.Options{Snapshot: srv.Snapshot, Predictor: srv.Predictor}, nil, stderr, logger)
+	if err != nil {
+		return err
+	}
+	runErr := srv.Run(ctx)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	return errors.Join(runErr, h.Shutdown(sctx))
+}

@@ -1,0 +1,228 @@
+package service
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/streamlearn/streamlearn/internal/checkpoint"
+	"github.com/streamlearn/streamlearn/internal/config"
+	"github.com/streamlearn/streamlearn/internal/pipeline"
+)
+
+// DefaultServePoll is how often a Server following a checkpoint store
+// looks for newer checkpoints.
+const DefaultServePoll = 5 * time.Second
+
+// ServeOptions configure a Server. Config and one of Model and
+// Checkpoints are required.
+type ServeOptions struct {
+	// Config is the model configuration of what is served: a model file
+	// or checkpoint of another is refused.
+	Config *config.Config
+	// Model, when not nil, is the one model served, as partition 0.
+	Model *WarmStart
+	// Checkpoints, when not nil, is followed: the model of every
+	// partition that has a checkpoint is served, and replaced when a
+	// checkpoint of a higher position is saved (by the service that
+	// learns, elsewhere).
+	Checkpoints checkpoint.Store
+	// Poll is how often Checkpoints is read; default DefaultServePoll.
+	Poll time.Duration
+	// Logger gets the models loaded and the checkpoints refused; nil
+	// discards them.
+	Logger *slog.Logger
+}
+
+// A Server answers predictions and reports from models it does not
+// learn: a model file, or the checkpoints a learning service saves, read
+// again as they change (`streamlearn serve`). It consumes nothing, so
+// any number of them can serve behind a load balancer beside the one
+// service that learns. Its Snapshot and Predictor are those of Service,
+// for the HTTP API and the metrics; they are safe for concurrent use.
+type Server struct {
+	opt     ServeOptions
+	logger  *slog.Logger
+	snap    atomic.Pointer[Snapshot]
+	serving atomic.Pointer[serving]
+	// loaded says what each partition's served model was read from, so
+	// that an unchanged checkpoint is not decoded again.
+	loaded map[int32]loadedFrom
+}
+
+type loadedFrom struct {
+	position int64
+	created  time.Time
+	state    [32]byte
+}
+
+// NewServer returns a Server of opt, its models loaded: a model file or
+// checkpoint of another configuration, or one that does not decode, is an
+// error.
+func NewServer(ctx context.Context, opt ServeOptions) (*Server, error) {
+	if opt.Config == nil || (opt.Model == nil) == (opt.Checkpoints == nil) {
+		return nil, errors.New("service: serve: a configuration and either a model file or a checkpoint store")
+	}
+	if opt.Poll <= 0 {
+		opt.Poll = DefaultServePoll
+	}
+	s := &Server{opt: opt, logger: opt.Logger, loaded: map[int32]loadedFrom{}}
+	if s.logger == nil {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
+	if opt.Model != nil {
+		if err := opt.Model.Check(opt.Config); err != nil {
+			return nil, fmt.Errorf("service: serve: %w", err)
+		}
+		p, err := pipeline.New(opt.Config)
+		if err != nil {
+			return nil, err
+		}
+		if err := p.UnmarshalBinary(opt.Model.Model.State); err != nil {
+			return nil, fmt.Errorf("service: serve: the model %s: %w", opt.Model.Path, err)
+		}
+		pr := &Predictor{Partition: 0, Events: p.Seen(), Time: time.Now(), SHA256: sha256.Sum256(opt.Model.Model.State), p: p}
+		s.publish(map[int32]*Predictor{0: pr}, "model:"+opt.Model.Path)
+		return s, nil
+	}
+	if err := s.reload(ctx, true); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Run follows the checkpoint store, every Poll, until ctx is done; with a
+// model file it only waits. A checkpoint that cannot be read or is of
+// another configuration is logged and the model it would replace goes on
+// serving. It returns nil when ctx is done.
+func (s *Server) Run(ctx context.Context) error {
+	if s.opt.Checkpoints == nil {
+		<-ctx.Done()
+		return nil
+	}
+	t := time.NewTicker(s.opt.Poll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			if err := s.reload(ctx, false); err != nil && ctx.Err() == nil {
+				s.logger.Warn("serve: reading the checkpoints", "store", s.opt.Checkpoints.String(), "err", err)
+			}
+		}
+	}
+}
+
+// reload reads every partition's checkpoint and publishes the models of
+// those that changed beside the others. At the first load (strict) any
+// checkpoint that cannot be served is an error; later it is logged and
+// the partition's model, if any, stays.
+func (s *Server) reload(ctx context.Context, strict bool) error {
+	st := s.opt.Checkpoints
+	parts, err := st.Partitions(ctx)
+	if err != nil {
+		return fmt.Errorf("service: serve: %w", err)
+	}
+	fp := Fingerprint(s.opt.Config)
+	models := map[int32]*Predictor{}
+	if old := s.serving.Load(); old != nil {
+		for part, pr := range old.byPartition {
+			models[part] = pr
+		}
+	}
+	changed := false
+	for _, part := range parts {
+		c, err := st.Load(ctx, part)
+		if err != nil {
+			if checkpoint.IsNotExist(err) {
+				continue // removed since it was listed
+			}
+			if strict {
+				return fmt.Errorf("service: serve: %w", err)
+			}
+			s.logger.Warn("serve: a checkpoint cannot be read: the partition's model served stays", "partition", part, "err", err)
+			continue
+		}
+		from := loadedFrom{position: c.Position, created: c.Created, state: sha256.Sum256(c.State)}
+		if l, ok := s.loaded[part]; ok && l == from {
+			continue
+		}
+		pr, err := s.predictorOf(c, fp)
+		if err != nil {
+			if strict {
+				return err
+			}
+			s.logger.Warn("serve: a checkpoint cannot be served: the partition's model served stays", "partition", part, "err", err)
+			continue
+		}
+		s.loaded[part], models[part], changed = from, pr, true
+		s.logger.Info("serve: model loaded", "partition", part, "position", c.Position, "events", pr.Events, "created", c.Created)
+	}
+	if changed || s.snap.Load() == nil {
+		s.publish(models, st.String())
+	}
+	return nil
+}
+
+// predictorOf decodes checkpoint c, which must be of fingerprint fp.
+func (s *Server) predictorOf(c *checkpoint.Checkpoint, fp [32]byte) (*Predictor, error) {
+	if c.Fingerprint != fp {
+		what := "the input, features, labels or learners differ"
+		if ch, err := pipeline.CompareState(c.State, s.opt.Config); err == nil {
+			what = ch.String()
+		}
+		return nil, fmt.Errorf("service: serve: the checkpoint of partition %d in %s was written by another model configuration (%s)",
+			c.Partition, s.opt.Checkpoints, what)
+	}
+	p, err := pipeline.New(s.opt.Config)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.UnmarshalBinary(c.State); err != nil {
+		return nil, fmt.Errorf("service: serve: the checkpoint of partition %d in %s: %w", c.Partition, s.opt.Checkpoints, err)
+	}
+	return &Predictor{Partition: c.Partition, Events: p.Seen(), Time: c.Created, SHA256: sha256.Sum256(c.State), p: p}, nil
+}
+
+// publish makes models the ones served, and their reports the snapshot.
+func (s *Server) publish(models map[int32]*Predictor, source string) {
+	sv := &serving{byPartition: models}
+	for part := range models {
+		sv.order = append(sv.order, part)
+	}
+	slices.Sort(sv.order)
+	snap := &Snapshot{Time: time.Now(), Source: source, Started: true, Reports: make([]Report, 0, len(sv.order))}
+	for _, part := range sv.order {
+		pr := models[part]
+		pr.mu.Lock()
+		r, err := pr.p.Report()
+		pr.mu.Unlock()
+		if err != nil {
+			s.logger.Error("serve: a model's report", "partition", part, "err", err)
+			continue
+		}
+		snap.Reports = append(snap.Reports, Report{Source: source, Partition: part, Report: r})
+	}
+	s.serving.Store(sv)
+	s.snap.Store(snap)
+}
+
+// Snapshot returns the reports of the models served; never nil once
+// NewServer returned.
+func (s *Server) Snapshot() *Snapshot { return s.snap.Load() }
+
+// Predictor returns the model of partition that answers predictions, or,
+// when only is true, the only model there is (see Service.Predictor).
+func (s *Server) Predictor(_ context.Context, partition int32, only bool) (*Predictor, error) {
+	sv := s.serving.Load()
+	if sv == nil {
+		return nil, ErrNoModel
+	}
+	return sv.pick(partition, only)
+}
