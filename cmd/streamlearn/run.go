@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -235,7 +236,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	if len(reports) == 0 && !*allowEmpty {
+	// A model started from a warm start and given nothing is not one the
+	// source made: an empty source stays an error without --allow-empty.
+	learned := slices.ContainsFunc(reports, func(r service.Report) bool { return r.WarmStart == nil || r.Events > r.WarmStart.Events })
+	if !learned && !*allowEmpty {
 		return fmt.Errorf("run: no model to report: %s delivered no event and no checkpoint holds a model of a partition this process owns (--allow-empty accepts an empty report)", src.Name())
 	}
 	if *reportFmt == "json" {

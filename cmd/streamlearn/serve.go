@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/streamlearn/streamlearn/internal/api"
+	"github.com/streamlearn/streamlearn/internal/checkpoint"
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/service"
 )
@@ -55,8 +56,16 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if opt.Model, err = service.LoadWarmStart(*model); err != nil {
 			return err
 		}
+	} else if dir := cmp.Or(*ckptDir, cfg.Checkpoint.Dir); dir != "" {
+		// Read only: a replica never writes, and a mistyped directory is
+		// an error rather than an empty store created.
+		st, err := checkpoint.OpenDirReadOnly(dir)
+		if err != nil {
+			return err
+		}
+		opt.Checkpoints = st
 	} else {
-		st, closeStore, err := openCheckpoints(ctx, cmp.Or(*ckptDir, cfg.Checkpoint.Dir), cfg)
+		st, closeStore, err := openCheckpoints(ctx, "", cfg)
 		if err != nil {
 			return err
 		}

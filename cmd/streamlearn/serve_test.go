@@ -29,6 +29,34 @@ func TestServe(t *testing.T) {
 	if err := os.WriteFile(cfg, fmt.Appendf(nil, "source: {kind: embedded}\ncheckpoint: {dir: %q, every: 500}\n%s", ckpt, warmLearners), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A directory that does not exist is an error, not an empty store
+	// created; an empty one serves nothing and is not ready.
+	if code, _, errOut := run(t, "serve", "-c", cfg, "--checkpoint-dir", filepath.Join(dir, "missing"), "--http", "127.0.0.1:0"); code != 1 || !strings.Contains(errOut, "no such file or directory") {
+		t.Errorf("serve of a missing directory: exit %d: %s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "missing")); err == nil {
+		t.Error("serve created the directory it was to read")
+	}
+	empty := filepath.Join(dir, "empty")
+	if err := os.Mkdir(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	idle := startRun(t, "serve", "-c", cfg, "--checkpoint-dir", empty, "--http", "127.0.0.1:0")
+	for _, path := range []string{"/readyz", "/v1/predict"} {
+		resp, err := http.Post(idle.base+path, "application/json", strings.NewReader(`{"features":{"v":1}}`))
+		if path == "/readyz" {
+			resp, err = http.Get(idle.base + path)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable {
+			t.Errorf("a replica without a model: %s answers %d, want 503", path, resp.StatusCode)
+		}
+	}
+	idle.stop()
+
 	live := startRun(t, "run", "-c", cfg, "--nats-port", "-1", "--http", "127.0.0.1:0", "--preload", "../../testdata/demo.jsonl")
 	replica := startRun(t, "serve", "-c", cfg, "--poll", "100ms", "--http", "127.0.0.1:0")
 

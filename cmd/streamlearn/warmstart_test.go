@@ -6,10 +6,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/streamlearn/streamlearn/internal/pipeline"
 	"github.com/streamlearn/streamlearn/internal/testbroker"
@@ -208,4 +210,67 @@ func sameWarm(t *testing.T, what, out, source string, want pipeline.Report, sum 
 	live.WarmStart = nil
 	js, _ := json.Marshal(live)
 	sameAsReplay(t, string(js), source, want)
+}
+
+// TestWarmStartIdleKafka: members of a group with a warm start serve the
+// trained model on every partition assigned, before any record comes;
+// and an empty topic is still an error without --allow-empty, the
+// file's model notwithstanding.
+func TestWarmStartIdleKafka(t *testing.T) {
+	dir := t.TempDir()
+	head := filepath.Join(dir, "head.jsonl")
+	data, err := os.ReadFile("../../testdata/demo.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(head, bytes.Join(bytes.SplitAfter(data, []byte("\n"))[:1000], nil), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bootstrap := testbroker.Kafka(t, 2, "empty")[0]
+	cfg := filepath.Join(dir, "kafka.yaml")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, "source: {kind: kafka, brokers: [%q], topic: empty, group: idle, session_timeout: 1s, heartbeat_interval: 200ms}\n%s", bootstrap, warmLearners), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	model := filepath.Join(dir, "model.slm")
+	replayJSON(t, "-c", cfg, "--save", model, head)
+
+	code, _, errOut := run(t, "run", "-c", cfg, "--until-end", "--http", "off", "--warm-start", model)
+	if code != 1 || !strings.Contains(errOut, "no model to report") {
+		t.Errorf("run --until-end on an empty topic with a warm start: exit %d: %s", code, errOut)
+	}
+
+	live := startRun(t, "run", "-c", cfg, "--http", "127.0.0.1:0", "--warm-start", model)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get(live.base + "/v1/report")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var reps []struct {
+			Partition int32  `json:"partition"`
+			Events    uint64 `json:"events"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&reps)
+		resp.Body.Close()
+		if err == nil && len(reps) == 2 && reps[0].Events == 1000 && reps[1].Events == 1000 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the trained model is not served on both partitions: %+v (%v)", reps, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	resp, err := http.Post(live.base+"/v1/predict?partition=1", "application/json", strings.NewReader(`{"features":{"v":0.9}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("predict on an idle partition with a warm start: %d", resp.StatusCode)
+	}
+	// Stopped having learned nothing: as without a warm start, exit 1.
+	live.cancel()
+	if code := <-live.done; code != 1 || !strings.Contains(live.stderr.String(), "no model to report") {
+		t.Errorf("stopped having learned nothing: exit %d: %s", code, live.stderr.String())
+	}
 }

@@ -67,7 +67,7 @@ func New(opt Options) http.Handler {
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if snap := opt.Snapshot(); snap == nil || !snap.Started {
-			text(w, http.StatusServiceUnavailable, "not ready: the service has not started consuming its source")
+			text(w, http.StatusServiceUnavailable, "not ready: the service has not started consuming its source (serve: no model loaded yet)")
 			return
 		}
 		text(w, http.StatusOK, "ok")

@@ -90,12 +90,17 @@ type PredictResponse struct {
 	Predictions []PredictedLabel `json:"predictions"`
 }
 
-// PredictedLabel is one learner's prediction: the label (+1 or -1) and
-// the score (null when not finite).
+// PredictedLabel is one learner's prediction: the label (+1 or -1), the
+// label as the configuration names it (input.positive and
+// input.negative's first, else "1" and "0"), the score (null when not
+// finite) and the probability of the positive label (null when the
+// learner has none: see learners[].calibrate).
 type PredictedLabel struct {
-	Learner string   `json:"learner"`
-	Label   int8     `json:"label"`
-	Score   *float64 `json:"score"`
+	Learner     string   `json:"learner"`
+	Label       int8     `json:"label"`
+	Class       string   `json:"class"`
+	Score       *float64 `json:"score"`
+	Probability *float64 `json:"probability"`
 }
 
 // predictHandler serves POST /v1/predict: the body is one JSON event (the
@@ -201,11 +206,8 @@ func predictHandler(opt Options, requests, workers chan struct{}) http.HandlerFu
 			resp := PredictResponse{ID: string(ev.ID), Partition: pr.Partition, ModelEvents: pr.Events, ModelTime: pr.Time,
 				ModelSHA256: sum, Predictions: make([]PredictedLabel, len(preds))}
 			for j, p := range preds {
-				resp.Predictions[j] = PredictedLabel{Learner: p.Learner, Label: p.Label}
-				if !math.IsNaN(p.Score) && !math.IsInf(p.Score, 0) {
-					score := p.Score
-					resp.Predictions[j].Score = &score
-				}
+				resp.Predictions[j] = PredictedLabel{Learner: p.Learner, Label: p.Label, Class: p.Class,
+					Score: finite(p.Score), Probability: p.Probability}
 			}
 			out = append(out, resp)
 		}
@@ -247,4 +249,12 @@ func eventErr(array bool, i int, msg string) string {
 		return fmt.Sprintf("event %d: %s", i, msg)
 	}
 	return "event: " + msg
+}
+
+// finite returns &v, or nil when v is not finite (JSON has no Inf or NaN).
+func finite(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
 }

@@ -350,3 +350,22 @@ func openRegular(path string) (*os.File, error) {
 
 // IsNotExist reports whether err says there is no checkpoint.
 func IsNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+
+// Stamp returns the size, modification time and file identity of
+// partition's file: a Save replaces the file (a new one renamed over
+// it), so a new checkpoint has another stamp.
+func (d *Dir) Stamp(ctx context.Context, partition int32) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	st, err := os.Stat(d.File(partition))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("checkpoint %s partition %d: %w", d, partition, err)
+	}
+	return fmt.Sprintf("%d %d %v", st.Size(), st.ModTime().UnixNano(), fileID(st)), nil
+}
+
+var _ Stamper = (*Dir)(nil)

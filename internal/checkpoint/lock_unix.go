@@ -5,6 +5,7 @@ package checkpoint
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"syscall"
 	"time"
@@ -59,4 +60,12 @@ func flockFile(ctx context.Context, path string) (*os.File, error) {
 		}
 		wait = min(2*wait, 50*time.Millisecond)
 	}
+}
+
+// fileID returns the device and inode of the file st describes.
+func fileID(st os.FileInfo) string {
+	if s, ok := st.Sys().(*syscall.Stat_t); ok {
+		return fmt.Sprintf("%d:%d", s.Dev, s.Ino)
+	}
+	return ""
 }

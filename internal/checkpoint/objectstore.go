@@ -869,3 +869,42 @@ func (s *ObjectStore) Partitions(ctx context.Context) ([]int32, error) {
 	}
 	return out, nil
 }
+
+// Stamp returns the name of partition's object of the highest position
+// and the stream sequence of its meta: a Save puts an object of another
+// name, or the same name again under a new meta. It lists the bucket and
+// reads one meta, not the object.
+func (s *ObjectStore) Stamp(ctx context.Context, partition int32) (string, error) {
+	bctx, cancel := s.bound(ctx)
+	defer cancel()
+	for tries := 1; ; tries++ {
+		objs, err := s.list(bctx)
+		if err != nil {
+			return "", fmt.Errorf("checkpoint %s partition %d: list: %w", s, partition, s.ctxErr(ctx, bctx, err))
+		}
+		cands, err := s.candidates(bctx, objs, partition)
+		var top object
+		var ok bool
+		if err == nil {
+			top, ok, err = s.top(bctx, cands)
+		}
+		var seq uint64
+		if err == nil && ok {
+			var info *jetstream.ObjectInfo
+			if info, seq, err = s.meta(bctx, top.name); err == nil && info == nil {
+				err = errVanished
+			}
+		}
+		switch {
+		case errors.Is(err, errVanished) && tries < objectVanishedLoads:
+			continue
+		case err != nil:
+			return "", fmt.Errorf("checkpoint %s partition %d: %w", s, partition, s.ctxErr(ctx, bctx, err))
+		case !ok:
+			return "", nil
+		}
+		return fmt.Sprintf("%s %d", top.name, seq), nil
+	}
+}
+
+var _ Stamper = (*ObjectStore)(nil)

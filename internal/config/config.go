@@ -119,6 +119,10 @@ type Text struct {
 type Learner struct {
 	Name      string `yaml:"name"`
 	Algorithm string `yaml:"algorithm"`
+	// Calibrate fits, on the stream, the probability of the positive
+	// label given the learner's score (Platt scaling), for a learner
+	// without a probability of its own: its predictions then carry one.
+	Calibrate bool `yaml:"calibrate"`
 	// Params holds the algorithm's keys: what learners.Lookup(Algorithm)'s
 	// Params makes (a *online.PerceptronConfig for perceptron, ...); nil
 	// when the algorithm is unknown, which validation reports.
@@ -132,11 +136,12 @@ func (l *Learner) UnmarshalYAML(n *yaml.Node) error {
 	var head struct {
 		Name      string `yaml:"name"`
 		Algorithm string `yaml:"algorithm"`
+		Calibrate bool   `yaml:"calibrate"`
 	}
 	if err := n.Decode(&head); err != nil {
 		return err
 	}
-	l.Name, l.Algorithm, l.Params = head.Name, head.Algorithm, nil
+	l.Name, l.Algorithm, l.Calibrate, l.Params = head.Name, head.Algorithm, head.Calibrate, nil
 	if a, ok := learners.Lookup(head.Algorithm); ok {
 		p := a.Params()
 		if err := n.Decode(p); err != nil {
@@ -171,7 +176,7 @@ func (l Learner) MarshalJSON() ([]byte, error) {
 		Seed      uint64
 	}{Name: l.Name, Algorithm: l.Algorithm}
 	if l.Params == nil {
-		return json.Marshal(flat)
+		return l.withCalibrate(json.Marshal(flat))
 	}
 	// The parameter struct's fields by name into flat; any field flat
 	// lacks is appended after flat's.
@@ -202,7 +207,16 @@ func (l Learner) MarshalJSON() ([]byte, error) {
 		out = out[:len(out)-1] // the closing brace
 		out = fmt.Appendf(out, ",%q:%s}", k, extra[k])
 	}
-	return out, nil
+	return l.withCalibrate(out, nil)
+}
+
+// withCalibrate appends Calibrate to the object b when it is set: a
+// learner without it has the digest it had before the key existed.
+func (l Learner) withCalibrate(b []byte, err error) ([]byte, error) {
+	if err != nil || !l.Calibrate {
+		return b, err
+	}
+	return append(b[:len(b)-1], `,"Calibrate":true}`...), nil
 }
 
 // Conn holds the connection settings shared by a source and its sinks. A

@@ -222,7 +222,7 @@ func checkLearnerKeys(file string, doc *yaml.Node) error {
 		return nil
 	}
 	for i, n := range list.Content {
-		if err := checkAlgorithmKeys(file, n, fmt.Sprintf("learners[%d]", i), "name"); err != nil {
+		if err := checkAlgorithmKeys(file, n, fmt.Sprintf("learners[%d]", i), "name", "calibrate"); err != nil {
 			return err
 		}
 	}

@@ -536,3 +536,9 @@ func (l *WeightedMajority) UnmarshalBinary(b []byte) error {
 	}
 	return l.h.decodeState(d)
 }
+
+// Probability is the prediction's score: the weight of the hypotheses
+// saying Positive, the probability of the label drawn.
+func (l *WeightedMajority) Probability(p online.Prediction) (float64, bool) { return p.Score, true }
+
+var _ online.Prober = (*WeightedMajority)(nil)

@@ -101,3 +101,9 @@ var (
 	_ online.Learner    = (*OverLearners)(nil)
 	_ online.Guaranteed = (*OverLearners)(nil)
 )
+
+// Probability is the prediction's score: the weight of the experts saying
+// Positive, the probability of the label drawn.
+func (o *OverLearners) Probability(p online.Prediction) (float64, bool) { return p.Score, true }
+
+var _ online.Prober = (*OverLearners)(nil)

@@ -512,3 +512,14 @@ func (a *AdaGrad) UnmarshalBinary(b []byte) error {
 	a.rounds, a.n, a.sumG, a.maxW, a.viol, a.p = rounds, n, sumG, maxW, viol, p
 	return nil
 }
+
+// Probability is σ(score) when AdaGrad minimizes the logistic loss: the
+// model is then a logistic regression.
+func (a *AdaGrad) Probability(p Prediction) (float64, bool) {
+	if a.loss != lossLogistic {
+		return 0, false
+	}
+	return Sigmoid(p.Score), true
+}
+
+var _ Prober = (*AdaGrad)(nil)

@@ -1,6 +1,9 @@
 package online
 
-import "encoding"
+import (
+	"encoding"
+	"math"
+)
 
 // Labels are +1 (positive) and -1 (negative) everywhere in streamlearn.
 // Decoders map 1/0, 1/-1, true/false and configured strings onto them.
@@ -132,4 +135,22 @@ type Guaranteed interface {
 type DelayGuaranteed interface {
 	Guaranteed
 	DelayedGuarantee(d uint64) (g Guarantee, ok bool)
+}
+
+// A Prober gives the probability of the positive label that a
+// prediction of its learner stands for, when the learner has one: a
+// model fitted to the logistic loss (σ of the score), Weighted-Majority
+// (the weight of the experts saying Positive). ok is false when it has
+// none (another loss).
+type Prober interface {
+	Probability(p Prediction) (prob float64, ok bool)
+}
+
+// Sigmoid returns 1/(1+e^(−z)) without overflow.
+func Sigmoid(z float64) float64 {
+	if z >= 0 {
+		return 1 / (1 + math.Exp(-z))
+	}
+	e := math.Exp(z)
+	return e / (1 + e)
 }

@@ -545,3 +545,14 @@ func (o *OGD) UnmarshalBinary(b []byte) error {
 	o.rounds, o.maxG2, o.maxD2, o.viol, o.s, o.w2, o.v = rounds, maxG2, maxD2, viol, s, w2, v
 	return nil
 }
+
+// Probability is σ(score) when OGD minimizes the logistic loss: the
+// model is then a logistic regression.
+func (o *OGD) Probability(p Prediction) (float64, bool) {
+	if o.loss != lossLogistic {
+		return 0, false
+	}
+	return Sigmoid(p.Score), true
+}
+
+var _ Prober = (*OGD)(nil)

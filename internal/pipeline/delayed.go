@@ -366,6 +366,9 @@ func (p *Pipeline) learnServed(s *pendingSlot, y int8) {
 		n.loss = n.learner.Loss(served, y)
 		n.learner.Learn(x, served, y)
 		p.tracker.Observe(i, served, y, n.loss)
+		if n.calib != nil {
+			n.calib.learn(served.Score, y)
+		}
 	}
 }
 

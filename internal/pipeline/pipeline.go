@@ -11,6 +11,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"encoding/hex"
 	"fmt"
 	"slices"
@@ -49,6 +50,8 @@ type Pipeline struct {
 	shared [32]byte
 	// warm is the model file p started from, nil when none (StartFrom).
 	warm *warmStart
+	// labelNames are the names of the labels -1 and +1 (LabelName).
+	labelNames [2]string
 	// compatShared are compatSharedDigests(spec): what earlier builds of
 	// state format 3 encoded, restored too when every learner's digest is
 	// the same.
@@ -69,6 +72,7 @@ type node struct {
 	advice          []int8
 	loss            float64
 	digest          [32]byte // LearnerDigest of its configuration
+	calib           *platt   // learners[i].calibrate; nil otherwise
 	// since is the count of learned rounds when the learner started: 0,
 	// unless a restore started it afresh (UnmarshalBinaryReset). Its
 	// tracker entry counts the rounds after.
@@ -105,6 +109,7 @@ func New(c *config.Config) (*Pipeline, error) {
 		spec:         specOf(c),
 		shared:       SharedDigest(c),
 		compatShared: compatSharedDigests(c),
+		labelNames:   [2]string{cmp.Or(first(c.Input.Negative), "0"), cmp.Or(first(c.Input.Positive), "1")},
 	}
 	env := learners.Env{Bits: bits}
 	for i, lc := range c.Learners {
@@ -114,6 +119,9 @@ func New(c *config.Config) (*Pipeline, error) {
 			return nil, fmt.Errorf("pipeline: learners[%d] (%s): %w", i, lc.Name, err)
 		}
 		n.digest = LearnerDigest(lc)
+		if lc.Calibrate {
+			n.calib = newPlatt()
+		}
 		env.Prior, env.Built = append(env.Prior, lc.Name), append(env.Built, n.learner)
 		p.nodes = append(p.nodes, n)
 		p.tracker.Add(n.name, n.algorithm, n.learner)
@@ -216,6 +224,9 @@ func (p *Pipeline) Process(ev *event.Event) ([]online.Prediction, event.Reason) 
 			n.learner.Learn(p.input(n, ev), p.preds[i], y)
 		}
 		p.tracker.Observe(i, p.preds[i], y, n.loss)
+		if n.calib != nil {
+			n.calib.learn(p.preds[i].Score, y)
+		}
 	}
 	return p.preds, ""
 }

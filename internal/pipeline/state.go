@@ -39,7 +39,8 @@ var (
 //	  per learner: f64 the last round's loss, u64 the learned rounds
 //	  before it started (version 3 on: 0 unless UnmarshalBinaryReset
 //	  started it afresh), blob the model's MarshalBinary (the learner's
-//	  own, or its Hedge's)
+//	  own, or its Hedge's), bool calibrated (version 5 on), then f64 a,
+//	  b and the two sums of squared gradients (platt)
 //	  bool    scaler present (features.scale is not none); blob its state
 //	  u64     events, learned, predicted, invalid
 //	  u32     number of invalid reasons, then per reason in increasing
@@ -58,11 +59,11 @@ var (
 // Version 2 added delayed labels; version 3 the digests of the settings,
 // with which a state of another list of learners can be restored in part
 // (UnmarshalBinaryReset), and each learner's start; version 4 the model
-// file a pipeline started from (StartFrom). Versions 1 to 3 are still
-// read.
+// file a pipeline started from (StartFrom); version 5 each learner's
+// calibration (learners[i].calibrate). Versions 1 to 4 are still read.
 const (
 	stateMagic   = "SLPL"
-	stateVersion = 4
+	stateVersion = 5
 )
 
 // Limits on decoded strings: they bound what corrupt bytes can make
@@ -168,6 +169,9 @@ func (p *Pipeline) marshal(version uint8) ([]byte, error) {
 	if version < 4 && p.warm != nil {
 		return nil, errors.New("pipeline: state format version 3 has no model file started from")
 	}
+	if version < 5 && slices.ContainsFunc(p.nodes, func(n node) bool { return n.calib != nil }) {
+		return nil, errors.New("pipeline: state format version 4 has no calibrations")
+	}
 	models := make([][]byte, len(p.nodes))
 	size := 64
 	for i := range p.nodes {
@@ -226,6 +230,16 @@ func (p *Pipeline) marshal(version uint8) ([]byte, error) {
 			e.U64(p.nodes[i].since)
 		}
 		e.Blob(models[i])
+		if version >= 5 {
+			c := p.nodes[i].calib
+			e.Bool(c != nil)
+			if c != nil {
+				e.F64(c.a)
+				e.F64(c.b)
+				e.F64(c.ga)
+				e.F64(c.gb)
+			}
+		}
 	}
 	e.Bool(p.scaler != nil)
 	if p.scaler != nil {
@@ -459,6 +473,10 @@ func (q *Pipeline) decodeState(d *codec.Decoder, sh *stateShape, from []int, par
 			since = d.U64()
 		}
 		blob := d.Blob()
+		var calib *platt
+		if sh.version >= 5 && d.Bool() {
+			calib = &platt{a: d.F64(), b: d.F64(), ga: d.F64(), gb: d.F64()}
+		}
 		if d.Err() != nil {
 			return d.Err()
 		}
@@ -467,6 +485,15 @@ func (q *Pipeline) decodeState(d *codec.Decoder, sh *stateShape, from []int, par
 			continue // dropped
 		}
 		n := &q.nodes[i]
+		if (calib != nil) != (n.calib != nil) && sh.version >= 5 {
+			return fmt.Errorf("learner %q: calibrated %v in the state, %v in the configuration", n.name, calib != nil, n.calib != nil)
+		}
+		if calib != nil {
+			if !calib.valid() {
+				return fmt.Errorf("learner %q: calibration a=%g b=%g, sums %g %g: not finite, or negative sums", n.name, calib.a, calib.b, calib.ga, calib.gb)
+			}
+			n.calib = calib
+		}
 		n.loss, n.since = loss, since
 		if err := n.model().UnmarshalBinary(blob); err != nil {
 			return fmt.Errorf("learner %q: %w", n.name, err)

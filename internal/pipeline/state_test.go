@@ -567,7 +567,7 @@ func TestUnmarshalRefuses(t *testing.T) {
 		{"input", "input: {max_bytes: 4096}\n" + stateConfig, blob, "state is of other input, features or labels settings than the pipeline's"},
 		{"empty", stateConfig, nil, "0 bytes: truncated encoding"},
 		{"magic", stateConfig, flip(0, 'X'), `not a pipeline state (magic "XLPL")`},
-		{"version", stateConfig, flip(4, 5), "unsupported state format version 5 (this build reads versions 1 to 4)"},
+		{"version", stateConfig, flip(4, 6), "unsupported state format version 6 (this build reads versions 1 to 5)"},
 		{"flipped weight", stateConfig, flip(len(blob)/2, blob[len(blob)/2]^0x10), "checksum mismatch"},
 		{"trailing byte", stateConfig, append(bytes.Clone(blob), 0), "checksum mismatch"},
 		{"bits, checksum fixed", stateConfig, otherBits, "state is of features.bits 11, pipeline has 10"},
@@ -644,8 +644,9 @@ func FuzzPipelineUnmarshal(f *testing.F) {
 }
 
 // States of format versions 1 (before delayed labels: no flag after the
-// tracker), 2 (before the settings digests) and 3 (before the model file
-// started from) still restore, to the same model.
+// tracker), 2 (before the settings digests), 3 (before the model file
+// started from) and 4 (before calibrations) still restore, to the same
+// model.
 func TestUnmarshalVersion1(t *testing.T) {
 	c := mustConfig(t, stateConfig)
 	src := mustNew(t, c)
@@ -654,7 +655,7 @@ func TestUnmarshalVersion1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for v := uint8(1); v <= 3; v++ {
+	for v := uint8(1); v <= 4; v++ {
 		old, err := src.marshal(v)
 		if err != nil {
 			t.Fatal(err)
@@ -678,7 +679,11 @@ func TestUnmarshalVersion1(t *testing.T) {
 		if v == 3 {
 			// Version 4 ends with the started-from flag (false here) and
 			// the checksum.
-			want := append(bytes.Clone(blob[:len(blob)-5]), 0, 0, 0, 0)
+			v4, err := src.marshal(4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := append(bytes.Clone(v4[:len(v4)-5]), 0, 0, 0, 0)
 			want[4] = 3
 			if !bytes.Equal(old, withCRC(want)) {
 				t.Fatal("version 3 is not version 4 without the started-from flag")

@@ -94,6 +94,11 @@ func (s *Service) restore(ctx context.Context, partition int32, m *model) error 
 			"committed", rerr.Committed, "checkpoint_position", rerr.Checkpoint}
 		switch s.opt.OnMismatch {
 		case MismatchReset:
+			if w := s.opt.WarmStart; w != nil && w.Err != nil {
+				// The fresh model would start from it: say so before the
+				// checkpoint is moved away.
+				return s.startWarm(partition, m)
+			}
 			dropped, err := s.opt.Checkpoints.Discard(ctx, partition)
 			if err != nil {
 				return fmt.Errorf("service: reset of partition %d: %w", partition, err)
@@ -572,10 +577,11 @@ collect:
 // still reports its models. A partition the broker says was committed to
 // is among them, checkpoint or not: its restore is checked (restore), so
 // that a lost checkpoint is an error even when nothing is left to read.
-// With a warm start, every partition the service owns is among them (a
-// broker source's: partition 0, or those assigned), so that the trained
-// model reports and serves before a record comes.
-func (s *Service) restoreIdle(ctx context.Context) error {
+// With a warm start, at the start, every partition the service owns is
+// among them (a broker source's partition 0, or the Kafka partitions
+// already assigned; warmAssigned takes those assigned later), so that
+// the trained model reports and serves before a record comes.
+func (s *Service) restoreIdle(ctx context.Context, start bool) error {
 	owned := []int32{0} // a source without assignments: one partition, or none known to the broker
 	a, group := s.opt.Source.(connectors.Assigned)
 	if group {
@@ -596,7 +602,7 @@ func (s *Service) restoreIdle(ctx context.Context) error {
 			}
 		}
 	}
-	if s.opt.WarmStart != nil && s.framed == nil {
+	if start && s.opt.WarmStart != nil && s.framed == nil {
 		// A trained model serves from the start, before its partition
 		// brings a record: every partition the service owns has one. (Not
 		// for files: their partitions are known as they are read.)

@@ -16,14 +16,17 @@ func marshalReport(r Report) ([]byte, error) { return json.Marshal(r) }
 // appendPrediction appends the prediction message of one event:
 //
 //	{"id":"m-1","source":"kafka:events","partition":0,"offset":17,"round":17,"labeled":true,
-//	 "predictions":[{"learner":"pct","label":1,"score":0.42}, ...]}
+//	 "predictions":[{"learner":"pct","label":1,"class":"spam","score":0.42,"probability":0.71}, ...]}
 //
 // source, partition and offset name the record it comes from (its
 // identity); round is the number of events the model has seen, this one
 // included;
-// label is +1 or -1; score is null when it is not finite (input.max_abs_value
-// keeps scores finite; null is the guard behind it). Built by hand: the hot
-// path allocates nothing.
+// label is +1 or -1, class the label as the configuration names it
+// (pipeline.Pipeline.LabelName); score is null when it is not finite
+// (input.max_abs_value keeps scores finite; null is the guard behind it);
+// probability is the probability of the positive label
+// (pipeline.Pipeline.Probability), null when the learner has none. Built
+// by hand: the hot path allocates nothing.
 func appendPrediction(b []byte, ev *event.Event, source string, rec connectors.Record, p *pipeline.Pipeline, preds []online.Prediction) []byte {
 	b = append(b, `{"id":`...)
 	b = appendJSONString(b, ev.ID)
@@ -46,11 +49,15 @@ func appendPrediction(b []byte, ev *event.Event, source string, rec connectors.R
 		b = appendJSONString(b, p.Name(i))
 		b = append(b, `,"label":`...)
 		b = strconv.AppendInt(b, int64(pr.Label), 10)
+		b = append(b, `,"class":`...)
+		b = appendJSONString(b, p.LabelName(pr.Label))
 		b = append(b, `,"score":`...)
-		if math.IsNaN(pr.Score) || math.IsInf(pr.Score, 0) {
-			b = append(b, "null"...) // JSON has no Inf or NaN
+		b = appendNumber(b, pr.Score)
+		b = append(b, `,"probability":`...)
+		if prob, ok := p.Probability(i, pr); ok {
+			b = appendNumber(b, prob)
 		} else {
-			b = strconv.AppendFloat(b, pr.Score, 'g', -1, 64)
+			b = append(b, "null"...)
 		}
 		b = append(b, '}')
 	}
@@ -75,4 +82,13 @@ func appendJSONString[S ~string | ~[]byte](b []byte, s S) []byte {
 		}
 	}
 	return append(b, '"')
+}
+
+// appendNumber appends v, or null when it is not finite: JSON has no Inf
+// or NaN.
+func appendNumber(b []byte, v float64) []byte {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return append(b, "null"...)
+	}
+	return strconv.AppendFloat(b, v, 'g', -1, 64)
 }

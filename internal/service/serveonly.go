@@ -50,15 +50,10 @@ type Server struct {
 	logger  *slog.Logger
 	snap    atomic.Pointer[Snapshot]
 	serving atomic.Pointer[serving]
-	// loaded says what each partition's served model was read from, so
-	// that an unchanged checkpoint is not decoded again.
-	loaded map[int32]loadedFrom
-}
-
-type loadedFrom struct {
-	position int64
-	created  time.Time
-	state    [32]byte
+	// loaded says what each partition's served model was read from (its
+	// stamp, checkpoint.Stamper, or its position, time and digest), so
+	// that an unchanged checkpoint is not read, or not decoded, again.
+	loaded map[int32]string
 }
 
 // NewServer returns a Server of opt, its models loaded: a model file or
@@ -71,7 +66,7 @@ func NewServer(ctx context.Context, opt ServeOptions) (*Server, error) {
 	if opt.Poll <= 0 {
 		opt.Poll = DefaultServePoll
 	}
-	s := &Server{opt: opt, logger: opt.Logger, loaded: map[int32]loadedFrom{}}
+	s := &Server{opt: opt, logger: opt.Logger, loaded: map[int32]string{}}
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
 	}
@@ -131,16 +126,37 @@ func (s *Server) reload(ctx context.Context, strict bool) error {
 	}
 	fp := Fingerprint(s.opt.Config)
 	models := map[int32]*Predictor{}
+	changed := false
 	if old := s.serving.Load(); old != nil {
 		for part, pr := range old.byPartition {
-			models[part] = pr
+			if slices.Contains(parts, part) {
+				models[part] = pr
+				continue
+			}
+			// Its checkpoint was moved away (a reset, an operator): the
+			// model it held is no longer the partition's.
+			delete(s.loaded, part)
+			changed = true
+			s.logger.Info("serve: a checkpoint is gone: its model is no longer served", "partition", part)
 		}
 	}
-	changed := false
+	stamper, _ := st.(checkpoint.Stamper)
 	for _, part := range parts {
+		var stamp string
+		if stamper != nil {
+			var err error
+			if stamp, err = stamper.Stamp(ctx, part); err == nil && stamp != "" && stamp == s.loaded[part] {
+				continue // unchanged: not read again
+			}
+		}
 		c, err := st.Load(ctx, part)
 		if err != nil {
 			if checkpoint.IsNotExist(err) {
+				if _, ok := models[part]; ok {
+					delete(models, part)
+					delete(s.loaded, part)
+					changed = true
+				}
 				continue // removed since it was listed
 			}
 			if strict {
@@ -149,7 +165,10 @@ func (s *Server) reload(ctx context.Context, strict bool) error {
 			s.logger.Warn("serve: a checkpoint cannot be read: the partition's model served stays", "partition", part, "err", err)
 			continue
 		}
-		from := loadedFrom{position: c.Position, created: c.Created, state: sha256.Sum256(c.State)}
+		from := stamp
+		if stamper == nil || stamp == "" {
+			from = fmt.Sprintf("%d %d %x", c.Position, c.Created.UnixNano(), sha256.Sum256(c.State))
+		}
 		if l, ok := s.loaded[part]; ok && l == from {
 			continue
 		}
@@ -197,7 +216,9 @@ func (s *Server) publish(models map[int32]*Predictor, source string) {
 		sv.order = append(sv.order, part)
 	}
 	slices.Sort(sv.order)
-	snap := &Snapshot{Time: time.Now(), Source: source, Started: true, Reports: make([]Report, 0, len(sv.order))}
+	// Ready (Started) once there is a model to serve: /readyz keeps a
+	// load balancer away from a replica that would answer 503.
+	snap := &Snapshot{Time: time.Now(), Source: source, Started: len(sv.order) > 0, Reports: make([]Report, 0, len(sv.order))}
 	for _, part := range sv.order {
 		pr := models[part]
 		pr.mu.Lock()

@@ -461,7 +461,7 @@ func (s *Service) Run(ctx context.Context) error {
 		s.nextReport = s.lastCommit.Add(s.opt.ReportInterval)
 	}
 	s.intake = true
-	runErr := s.restoreIdle(ctx)
+	runErr := s.restoreIdle(ctx, true)
 	if runErr == nil {
 		runErr = s.publishSnapshot(ctx)
 	}
@@ -479,7 +479,7 @@ func (s *Service) Run(ctx context.Context) error {
 		runErr = s.failed()
 	}
 	if runErr == nil {
-		runErr = s.restoreIdle(dctx)
+		runErr = s.restoreIdle(dctx, false)
 	}
 	s.draining = true // the final snapshot has the curves up to the last record
 	err := errors.Join(runErr, stopErr, s.commit(dctx), s.publishReports(dctx), s.flush(dctx), s.publishSnapshot(dctx))
@@ -622,6 +622,9 @@ func (s *Service) dueByTime(ctx context.Context, now time.Time) error {
 			// An idle process gives up its revoked partitions, and their
 			// checkpoints, within a snapshot interval of a rebalance.
 			if err := s.dropRevoked(ctx); err != nil {
+				return err
+			}
+			if err := s.warmAssigned(ctx); err != nil {
 				return err
 			}
 		}

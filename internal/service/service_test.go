@@ -282,9 +282,11 @@ type predictionMsg struct {
 	Round       uint64 `json:"round"`
 	Labeled     bool   `json:"labeled"`
 	Predictions []struct {
-		Learner string   `json:"learner"`
-		Label   int      `json:"label"`
-		Score   *float64 `json:"score"`
+		Learner     string   `json:"learner"`
+		Label       int      `json:"label"`
+		Class       string   `json:"class"`
+		Score       *float64 `json:"score"`
+		Probability *float64 `json:"probability"`
 	} `json:"predictions"`
 }
 
@@ -363,6 +365,16 @@ func TestPredictionMessages(t *testing.T) {
 		for j, pr := range p.Predictions {
 			if pr.Learner != names[j] || (pr.Label != 1 && pr.Label != -1) || pr.Score == nil {
 				t.Errorf("message %d prediction %d: %+v (want learner %s, label ±1, a score)", i, j, pr, names[j])
+			}
+			// The label as input.positive and input.negative name it; a
+			// probability for the logistic OGD and the Weighted-Majority
+			// learners, none for the others.
+			if want := map[int]string{1: "spam", -1: "ham"}[pr.Label]; pr.Class != want {
+				t.Errorf("message %d prediction %d: class %q, want %q", i, j, pr.Class, want)
+			}
+			_, prober := map[string]bool{"ogd": true, "wm-h": true, "wm-l": true}[pr.Learner]
+			if has := pr.Probability != nil; has != prober || has && !(*pr.Probability >= 0 && *pr.Probability <= 1) {
+				t.Errorf("message %d prediction %d (%s): probability %v", i, j, pr.Learner, pr.Probability)
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,6 +55,11 @@ type Predictor struct {
 type Prediction struct {
 	Learner string
 	online.Prediction
+	// Class is the label as the configuration names it.
+	Class string
+	// Probability is the probability of the positive label, nil when the
+	// learner has none (pipeline.Pipeline.Probability).
+	Probability *float64
 }
 
 // Predict appends to dst every learner's prediction of ev, without
@@ -67,7 +73,11 @@ func (pr *Predictor) Predict(dst []Prediction, ev *event.Event) ([]Prediction, e
 		return dst, reason
 	}
 	for i, p := range preds {
-		dst = append(dst, Prediction{Learner: pr.p.Name(i), Prediction: p})
+		out := Prediction{Learner: pr.p.Name(i), Prediction: p, Class: pr.p.LabelName(p.Label)}
+		if prob, ok := pr.p.Probability(i, p); ok && !math.IsNaN(prob) {
+			out.Probability = &prob
+		}
+		dst = append(dst, out)
 	}
 	return dst, ""
 }

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -105,4 +106,25 @@ func (s *Service) Models() ([]*checkpoint.Checkpoint, error) {
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// warmAssigned makes, with a warm start, the model of every partition a
+// consumer group assigned to the service that has none yet: the trained
+// model serves before the partition brings a record.
+func (s *Service) warmAssigned(ctx context.Context) error {
+	if s.opt.WarmStart == nil {
+		return nil
+	}
+	owned, live := s.assignments()
+	if !live {
+		return nil
+	}
+	for _, p := range owned {
+		if _, ok := s.workers[p]; !ok {
+			if _, err := s.worker(ctx, p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

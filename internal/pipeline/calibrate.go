@@ -1,0 +1,98 @@
+package pipeline
+
+import (
+	"math"
+
+	"github.com/streamlearn/streamlearn/internal/online"
+)
+
+// platt is Platt scaling fitted on the stream: the probability of the
+// positive label given a learner's score s is σ(a·s + b). Each labeled
+// round, after the learner's own update, a and b take an AdaGrad step on
+// the log loss of the label at the score the learner served: predict,
+// then update, as every learner does, so that the probability served for
+// an event never saw its label. AdaGrad's steps make the fit independent
+// of the scale of the scores (a Perceptron's margins grow with its
+// weights). It starts at σ(s) (a = 1, b = 0).
+type platt struct {
+	a, b   float64
+	ga, gb float64 // sums of squared gradients
+}
+
+// plattEta is the step of the calibration's AdaGrad.
+const plattEta = 0.1
+
+func newPlatt() *platt { return &platt{a: 1} }
+
+// prob returns the calibrated probability of the positive label at
+// score s; 0.5 for a score that is not finite.
+func (c *platt) prob(s float64) float64 {
+	if math.IsNaN(s) || math.IsInf(s, 0) {
+		return 0.5
+	}
+	return online.Sigmoid(c.a*s + c.b)
+}
+
+// learn takes the step of a round labeled y whose served score was s.
+func (c *platt) learn(s float64, y int8) {
+	if math.IsNaN(s) || math.IsInf(s, 0) {
+		return
+	}
+	t := 0.0
+	if y == online.Positive {
+		t = 1
+	}
+	g := c.prob(s) - t // d(log loss)/dz at z = a·s + b
+	ga, gb := g*s, g
+	c.ga += ga * ga
+	c.gb += gb * gb
+	if c.ga > 0 {
+		c.a -= plattEta * ga / math.Sqrt(c.ga)
+	}
+	if c.gb > 0 {
+		c.b -= plattEta * gb / math.Sqrt(c.gb)
+	}
+}
+
+// Probability returns the probability of the positive label that learner
+// i's prediction pr stands for: calibrated (learners[i].calibrate), or
+// the learner's own (a logistic model's, Weighted-Majority's); ok is
+// false when it has none.
+func (p *Pipeline) Probability(i int, pr online.Prediction) (prob float64, ok bool) {
+	n := &p.nodes[i]
+	if n.calib != nil {
+		return n.calib.prob(pr.Score), true
+	}
+	if pb, is := n.learner.(online.Prober); is {
+		return pb.Probability(pr)
+	}
+	return 0, false
+}
+
+// LabelName returns the label y as the configuration names it: the first
+// of input.positive or input.negative, else "1" or "0".
+func (p *Pipeline) LabelName(y int8) string {
+	if y == online.Positive {
+		return p.labelNames[1]
+	}
+	return p.labelNames[0]
+}
+
+// first returns s[0], or "" when s is empty.
+func first(s []string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	return s[0]
+}
+
+// valid reports whether c is a state learn can reach: finite, with sums
+// of squares not negative.
+func (c *platt) valid() bool {
+	for _, v := range []float64{c.a, c.b, c.ga, c.gb} {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return false
+		}
+	}
+	return c.ga >= 0 && c.gb >= 0
+}
