@@ -222,10 +222,10 @@ func (c *Checkpoint) UnmarshalBinary(b []byte) error {
 	return nil
 }
 
-// A Stamper says what a partition's checkpoint is without reading it:
-// two equal stamps are the same checkpoint, so that a reader following
-// the store (`serve`) reads only the ones that changed. The stamp is ""
-// when the partition has no checkpoint.
+// A Stamper says what each partition's checkpoint is without reading it
+// whole: two equal stamps are the same checkpoint, so that a reader
+// following the store (`serve`) reads only the ones that changed. Stamps
+// has a stamp for every partition that has a checkpoint.
 type Stamper interface {
-	Stamp(ctx context.Context, partition int32) (string, error)
+	Stamps(ctx context.Context) (map[int32]string, error)
 }

@@ -351,21 +351,39 @@ func openRegular(path string) (*os.File, error) {
 // IsNotExist reports whether err says there is no checkpoint.
 func IsNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
 
-// Stamp returns the size, modification time and file identity of
-// partition's file: a Save replaces the file (a new one renamed over
-// it), so a new checkpoint has another stamp.
-func (d *Dir) Stamp(ctx context.Context, partition int32) (string, error) {
-	if err := ctx.Err(); err != nil {
-		return "", err
-	}
-	st, err := os.Stat(d.File(partition))
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil
-	}
+// Stamps returns, for each partition's file, its size, modification time
+// and identity, and the position and time its header says: a Save puts a
+// new file in place (renamed over the old one), of another position or
+// time, so a new checkpoint has another stamp even where the file system
+// reuses the inode and keeps coarse times. It reads each file's header,
+// not the file.
+func (d *Dir) Stamps(ctx context.Context) (map[int32]string, error) {
+	parts, err := d.Partitions(ctx)
 	if err != nil {
-		return "", fmt.Errorf("checkpoint %s partition %d: %w", d, partition, err)
+		return nil, err
 	}
-	return fmt.Sprintf("%d %d %v", st.Size(), st.ModTime().UnixNano(), fileID(st)), nil
+	out := make(map[int32]string, len(parts))
+	for _, p := range parts {
+		f, err := openRegular(d.File(p))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed since listed
+		}
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint %s partition %d: %w", d, p, err)
+		}
+		st, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("checkpoint %s partition %d: %w", d, p, err)
+		}
+		stamp := fmt.Sprintf("%d %d %v", st.Size(), st.ModTime().UnixNano(), fileID(st))
+		if c, err := readHead(f); err == nil {
+			stamp += fmt.Sprintf(" %d %d", c.Position, c.Created.UnixNano())
+		} // else damaged: Load says how
+		f.Close()
+		out[p] = stamp
+	}
+	return out, nil
 }
 
 var _ Stamper = (*Dir)(nil)

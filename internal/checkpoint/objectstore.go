@@ -870,41 +870,60 @@ func (s *ObjectStore) Partitions(ctx context.Context) ([]int32, error) {
 	return out, nil
 }
 
-// Stamp returns the name of partition's object of the highest position
-// and the stream sequence of its meta: a Save puts an object of another
-// name, or the same name again under a new meta. It lists the bucket and
-// reads one meta, not the object.
-func (s *ObjectStore) Stamp(ctx context.Context, partition int32) (string, error) {
+// Stamps returns, for each partition that has a checkpoint, the name of
+// its object of the highest position and the stream sequence of its meta:
+// a Save puts an object of another name, or the same name again under a
+// new meta. It lists the bucket once and reads a meta or two per
+// partition, not the objects.
+func (s *ObjectStore) Stamps(ctx context.Context) (map[int32]string, error) {
 	bctx, cancel := s.bound(ctx)
 	defer cancel()
 	for tries := 1; ; tries++ {
-		objs, err := s.list(bctx)
-		if err != nil {
-			return "", fmt.Errorf("checkpoint %s partition %d: list: %w", s, partition, s.ctxErr(ctx, bctx, err))
-		}
-		cands, err := s.candidates(bctx, objs, partition)
-		var top object
-		var ok bool
-		if err == nil {
-			top, ok, err = s.top(bctx, cands)
-		}
-		var seq uint64
-		if err == nil && ok {
-			var info *jetstream.ObjectInfo
-			if info, seq, err = s.meta(bctx, top.name); err == nil && info == nil {
-				err = errVanished
-			}
-		}
+		out, err := s.stamps(bctx)
 		switch {
 		case errors.Is(err, errVanished) && tries < objectVanishedLoads:
 			continue
 		case err != nil:
-			return "", fmt.Errorf("checkpoint %s partition %d: %w", s, partition, s.ctxErr(ctx, bctx, err))
-		case !ok:
-			return "", nil
+			return nil, fmt.Errorf("checkpoint %s: stamps: %w", s, s.ctxErr(ctx, bctx, err))
 		}
-		return fmt.Sprintf("%s %d", top.name, seq), nil
+		return out, nil
 	}
+}
+
+// stamps is one attempt of Stamps; errVanished when an object listed was
+// removed meanwhile.
+func (s *ObjectStore) stamps(ctx context.Context) (map[int32]string, error) {
+	objs, err := s.list(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list: %w", err)
+	}
+	parts := map[int32]bool{}
+	for _, o := range objs {
+		parts[o.partition] = true
+	}
+	out := make(map[int32]string, len(parts))
+	for p := range parts {
+		cands, err := s.candidates(ctx, objs, p)
+		if err != nil {
+			return nil, err
+		}
+		top, ok, err := s.top(ctx, cands)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		info, seq, err := s.meta(ctx, top.name)
+		if err != nil {
+			return nil, err
+		}
+		if info == nil {
+			return nil, errVanished
+		}
+		out[p] = fmt.Sprintf("%s %d", top.name, seq)
+	}
+	return out, nil
 }
 
 var _ Stamper = (*ObjectStore)(nil)

@@ -25,15 +25,19 @@ const plattEta = 0.1
 func newPlatt() *platt { return &platt{a: 1} }
 
 // prob returns the calibrated probability of the positive label at
-// score s; 0.5 for a score that is not finite.
+// score s: at an infinite score, 1 or 0 as the slope a says; 0.5 at NaN.
 func (c *platt) prob(s float64) float64 {
-	if math.IsNaN(s) || math.IsInf(s, 0) {
+	z := c.a*s + c.b
+	if math.IsNaN(z) {
 		return 0.5
 	}
-	return online.Sigmoid(c.a*s + c.b)
+	return online.Sigmoid(z)
 }
 
-// learn takes the step of a round labeled y whose served score was s.
+// learn takes the step of a round labeled y whose served score was s. A
+// step whose sums would not stay finite (scores past 1e150, which
+// input.max_abs_value allows) is not taken: every state learn reaches
+// encodes and restores (valid).
 func (c *platt) learn(s float64, y int8) {
 	if math.IsNaN(s) || math.IsInf(s, 0) {
 		return
@@ -44,13 +48,13 @@ func (c *platt) learn(s float64, y int8) {
 	}
 	g := c.prob(s) - t // d(log loss)/dz at z = a·s + b
 	ga, gb := g*s, g
-	c.ga += ga * ga
-	c.gb += gb * gb
-	if c.ga > 0 {
-		c.a -= plattEta * ga / math.Sqrt(c.ga)
+	if sa := c.ga + ga*ga; !math.IsInf(sa, 0) && !math.IsNaN(sa) && sa > 0 {
+		c.ga = sa
+		c.a -= plattEta * ga / math.Sqrt(sa)
 	}
-	if c.gb > 0 {
-		c.b -= plattEta * gb / math.Sqrt(c.gb)
+	if sb := c.gb + gb*gb; sb > 0 {
+		c.gb = sb
+		c.b -= plattEta * gb / math.Sqrt(sb)
 	}
 }
 
@@ -67,6 +71,18 @@ func (p *Pipeline) Probability(i int, pr online.Prediction) (prob float64, ok bo
 		return pb.Probability(pr)
 	}
 	return 0, false
+}
+
+// ServedProbability is Probability of the prediction of learner i that
+// the last Process (or Predict) returned, as it was served: for a
+// calibrated learner, from its calibration before the label of that event
+// (a labeled one) or of any event the call let expire. Call it before the
+// next Process.
+func (p *Pipeline) ServedProbability(i int) (prob float64, ok bool) {
+	if n := &p.nodes[i]; n.calib != nil {
+		return n.servedProb, true
+	}
+	return p.Probability(i, p.preds[i])
 }
 
 // LabelName returns the label y as the configuration names it: the first

@@ -105,6 +105,13 @@ func TestCalibratedProbabilities(t *testing.T) {
 			restored.Process(&ev)
 		}
 		p.Process(&ev)
+		// What the stream publishes after Process: the probability as
+		// served, before the label stepped the calibration.
+		for i := range 3 {
+			if got, _ := p.ServedProbability(i); got != row[i] {
+				t.Fatalf("event %d, learner %d: %g published after the label, %g served before it", k, i, got, row[i])
+			}
+		}
 	}
 	m := float64(len(lines) - 2000)
 	for i, name := range []string{"pct (calibrated)", "ada (calibrated)", "lr (logistic)"} {
@@ -132,5 +139,29 @@ func TestCalibratedProbabilities(t *testing.T) {
 	}
 	if q := mustNew(t, mustConfig(t, stateConfig)); q.LabelName(1)+"/"+q.LabelName(-1) != "1/0" {
 		t.Errorf("default label names %s/%s", q.LabelName(1), q.LabelName(-1))
+	}
+}
+
+// Scores near input.max_abs_value's limit (a Perceptron's reach 1e200)
+// leave the calibration finite: its state restores.
+func TestCalibrationHugeScores(t *testing.T) {
+	c := mustConfig(t, "input: {max_abs_value: 1e100}\nlearners:\n  - {name: pct, algorithm: perceptron, calibrate: true}\n")
+	p, dec := mustNew(t, c), mustDecoder(t, c)
+	var ev event.Event
+	for i, line := range []string{`{"features":{"v":1e100},"label":1}`, `{"features":{"v":1e100},"label":0}`, `{"features":{"v":-1e100},"label":1}`, `{"features":{"v":1e100},"label":0}`} {
+		if err := dec.Decode([]byte(line), &ev); err != nil {
+			t.Fatal(err)
+		}
+		p.Process(&ev)
+		if prob, ok := p.ServedProbability(0); !ok || !(prob >= 0 && prob <= 1) {
+			t.Fatalf("event %d: probability %g", i, prob)
+		}
+	}
+	b, err := p.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mustNew(t, c).UnmarshalBinary(b); err != nil {
+		t.Fatalf("a calibration after huge scores does not restore: %v", err)
 	}
 }

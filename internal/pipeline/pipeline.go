@@ -73,6 +73,7 @@ type node struct {
 	loss            float64
 	digest          [32]byte // LearnerDigest of its configuration
 	calib           *platt   // learners[i].calibrate; nil otherwise
+	servedProb      float64  // calib's probability of the last prediction, before any label after it
 	// since is the count of learned rounds when the learner started: 0,
 	// unless a restore started it afresh (UnmarshalBinaryReset). Its
 	// tracker entry counts the rounds after.
@@ -225,6 +226,7 @@ func (p *Pipeline) Process(ev *event.Event) ([]online.Prediction, event.Reason) 
 		}
 		p.tracker.Observe(i, p.preds[i], y, n.loss)
 		if n.calib != nil {
+			n.servedProb = n.calib.prob(p.preds[i].Score)
 			n.calib.learn(p.preds[i].Score, y)
 		}
 	}
@@ -235,7 +237,11 @@ func (p *Pipeline) Process(ev *event.Event) ([]online.Prediction, event.Reason) 
 // scaled vector is in p.scaled.
 func (p *Pipeline) predict(ev *event.Event) {
 	for i := range p.nodes {
-		p.preds[i] = p.predictNode(&p.nodes[i], ev)
+		n := &p.nodes[i]
+		p.preds[i] = p.predictNode(n, ev)
+		if n.calib != nil {
+			n.servedProb = n.calib.prob(p.preds[i].Score)
+		}
 	}
 }
 
@@ -411,6 +417,11 @@ func (p *Pipeline) Report() (Report, error) {
 	}
 	if p.warm != nil {
 		r.WarmStart = &WarmStartReport{SHA256: hex.EncodeToString(p.warm.sha[:]), Events: p.warm.events}
+	}
+	for i := range p.nodes {
+		if c := p.nodes[i].calib; c != nil && i < len(r.Learners) {
+			r.Learners[i].Calibration = &regret.Calibration{A: c.a, B: c.b}
+		}
 	}
 	reasons := make([]event.Reason, 0, len(p.counts.InvalidBy))
 	for reason := range p.counts.InvalidBy {

@@ -155,7 +155,16 @@ func deepCopy(v reflect.Value) reflect.Value {
 // It copies every model: the non-zero weights of each linear learner, up
 // to 8·2^bits bytes. Like every method, it must be called by the goroutine
 // that owns p.
-func (p *Pipeline) MarshalBinary() ([]byte, error) { return p.marshal(stateVersion) }
+//
+// A pipeline without a calibrated learner is encoded in version 4, which
+// builds before calibrations read, and whose bytes (and so the digests of
+// checkpoints and model files) calibrations did not change.
+func (p *Pipeline) MarshalBinary() ([]byte, error) {
+	if slices.ContainsFunc(p.nodes, func(n node) bool { return n.calib != nil }) {
+		return p.marshal(stateVersion)
+	}
+	return p.marshal(4)
+}
 
 // marshal encodes p in format version (1 to stateVersion: tests write the
 // older ones).

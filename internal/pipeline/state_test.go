@@ -660,7 +660,7 @@ func TestUnmarshalVersion1(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if old[4] != v || len(old) >= len(blob) {
+		if old[4] != v || v < 4 && len(old) >= len(blob) || v == 4 && !bytes.Equal(old, blob) {
 			t.Fatalf("version %d: %d bytes of version %d, the current version's are %d", v, len(old), old[4], len(blob))
 		}
 		if v == 1 {

@@ -266,6 +266,16 @@ type LearnerReport struct {
 	// StateSHA256 is the SHA-256 of the learner's canonical state followed
 	// by its tracked counters (rounds, mistakes, loss bits).
 	StateSHA256 string `json:"state_sha256"`
+	// Calibration is the probability fit of a learner with calibrate
+	// (package pipeline fills it in): σ(A·score + B).
+	Calibration *Calibration `json:"calibration,omitempty"`
+}
+
+// Calibration is a learner's Platt scaling: the probability of the
+// positive label at score s is σ(A·s + B).
+type Calibration struct {
+	A float64 `json:"a"`
+	B float64 `json:"b"`
 }
 
 // BoundReport is a learner's theorem at the current round.

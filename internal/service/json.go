@@ -54,7 +54,7 @@ func appendPrediction(b []byte, ev *event.Event, source string, rec connectors.R
 		b = append(b, `,"score":`...)
 		b = appendNumber(b, pr.Score)
 		b = append(b, `,"probability":`...)
-		if prob, ok := p.Probability(i, pr); ok {
+		if prob, ok := p.ServedProbability(i); ok {
 			b = appendNumber(b, prob)
 		} else {
 			b = append(b, "null"...)

@@ -120,7 +120,20 @@ func (s *Server) Run(ctx context.Context) error {
 // the partition's model, if any, stays.
 func (s *Server) reload(ctx context.Context, strict bool) error {
 	st := s.opt.Checkpoints
-	parts, err := st.Partitions(ctx)
+	stamper, _ := st.(checkpoint.Stamper)
+	var stamps map[int32]string
+	var parts []int32
+	var err error
+	if stamper != nil {
+		if stamps, err = stamper.Stamps(ctx); err == nil {
+			for p := range stamps {
+				parts = append(parts, p)
+			}
+			slices.Sort(parts)
+		}
+	} else {
+		parts, err = st.Partitions(ctx)
+	}
 	if err != nil {
 		return fmt.Errorf("service: serve: %w", err)
 	}
@@ -140,14 +153,10 @@ func (s *Server) reload(ctx context.Context, strict bool) error {
 			s.logger.Info("serve: a checkpoint is gone: its model is no longer served", "partition", part)
 		}
 	}
-	stamper, _ := st.(checkpoint.Stamper)
 	for _, part := range parts {
-		var stamp string
-		if stamper != nil {
-			var err error
-			if stamp, err = stamper.Stamp(ctx, part); err == nil && stamp != "" && stamp == s.loaded[part] {
-				continue // unchanged: not read again
-			}
+		stamp := stamps[part]
+		if stamp != "" && stamp == s.loaded[part] {
+			continue // unchanged: not read again
 		}
 		c, err := st.Load(ctx, part)
 		if err != nil {
@@ -166,7 +175,7 @@ func (s *Server) reload(ctx context.Context, strict bool) error {
 			continue
 		}
 		from := stamp
-		if stamper == nil || stamp == "" {
+		if stamp == "" {
 			from = fmt.Sprintf("%d %d %x", c.Position, c.Created.UnixNano(), sha256.Sum256(c.State))
 		}
 		if l, ok := s.loaded[part]; ok && l == from {
