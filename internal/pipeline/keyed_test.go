@@ -1,0 +1,245 @@
+package pipeline
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/streamlearn/streamlearn/internal/event"
+)
+
+const keyedConfig = `
+features: {bits: 10}
+learners:
+  - {name: pct, algorithm: perceptron, bias: true}
+  - {name: ada, algorithm: adagrad, loss: hinge, bias: true, calibrate: true}
+  - {name: soa, algorithm: soa, class: {kind: thresholds, feature: v, min: 0, max: 1, points: 33}}
+  - {name: wm, algorithm: weighted-majority, experts: [pct, ada, soa], seed: 2}
+`
+
+// keyedStream makes n events of keys k-0 .. k-(keys-1), interleaved at
+// random; each key has a threshold of its own, so each key's model is
+// its own. It returns the lines, and each key's lines in order.
+func keyedStream(n, keys int, seed uint64) ([][]byte, map[string][][]byte) {
+	rng := rand.New(rand.NewPCG(seed, 11))
+	var all [][]byte
+	byKey := map[string][][]byte{}
+	for i := range n {
+		k := rng.IntN(keys)
+		key := fmt.Sprintf("k-%d", k)
+		v := rng.Float64()
+		label := 0
+		if v >= float64(k%7+1)/8 {
+			label = 1
+		}
+		line := fmt.Appendf(nil, `{"id":"e-%d","key":%q,"features":{"v":%.4f,"w":%.4f},"label":%d}`, i, key, v, rng.Float64(), label)
+		all = append(all, line)
+		byKey[key] = append(byKey[key], line)
+	}
+	return all, byKey
+}
+
+// Each key's model is exactly the one a replay of that key's events
+// alone makes (counts, mistakes, bounds, calibration, model digests),
+// with every model resident or with 5 resident and the others spilled
+// and decoded again on demand; the encodings are equal byte for byte
+// either way, and a Keyed restored from one goes on exactly.
+func TestKeyedExact(t *testing.T) {
+	c := mustConfig(t, keyedConfig)
+	all, byKey := keyedStream(6000, 40, 1)
+	dec := mustDecoder(t, c)
+	run := func(max int, lines [][]byte, k *Keyed) *Keyed {
+		t.Helper()
+		if k == nil {
+			var err error
+			if k, err = NewKeyed(c, KeyedOptions{Max: max}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var ev event.Event
+		for _, line := range lines {
+			if err := dec.Decode(line, &ev); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, _, err := k.Process(&ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return k
+	}
+	whole := run(0, all, nil)
+	small := run(5, all, nil)
+	if whole.Len() != 40 || small.Len() != 40 || small.Resident() != 5 || small.Evicted() < 1000 {
+		t.Fatalf("keys %d and %d, resident %d, evictions %d", whole.Len(), small.Len(), small.Resident(), small.Evicted())
+	}
+	js := func(r Report) string { r.Seconds = 0; b, _ := json.Marshal(r); return string(b) }
+	for key, lines := range byKey {
+		alone := mustNew(t, c)
+		var ev event.Event
+		for _, line := range lines {
+			if err := dec.Decode(line, &ev); err != nil {
+				t.Fatal(err)
+			}
+			alone.Process(&ev)
+		}
+		want := js(mustReport(t, alone))
+		for name, k := range map[string]*Keyed{"resident": whole, "spilled": small} {
+			got, err := k.Report(key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if js(got) != want {
+				t.Errorf("%s: key %s:\n got %s\nwant %s", name, key, js(got), want)
+			}
+		}
+	}
+	a, err := whole.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := small.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, b) {
+		t.Error("the encodings of the same models differ with evictions")
+	}
+
+	// Restored at a cut, run on: the uninterrupted encoding.
+	const cut = 2500
+	first := run(5, all[:cut], nil)
+	state, err := first.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored, err := NewKeyed(c, KeyedOptions{Max: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := restored.UnmarshalBinary(state); err != nil {
+		t.Fatal(err)
+	}
+	got, err := run(0, all[cut:], restored).MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, a) {
+		t.Error("a Keyed restored at a cut and run on is not the uninterrupted one")
+	}
+	if _, err := restored.Report("nobody"); err == nil {
+		t.Error("a report of a key without a model")
+	}
+	bad := bytes.Clone(state)
+	bad[len(bad)/2] ^= 1
+	if err := restored.UnmarshalBinary(bad); err == nil {
+		t.Error("a damaged keyed state restored")
+	}
+}
+
+// A new key's model starts from the warm start: each key goes on from
+// the trained model, as one replay of the training events and the key's.
+func TestKeyedWarmStart(t *testing.T) {
+	c := mustConfig(t, keyedConfig)
+	train, _ := keyedStream(500, 1, 7)
+	trained := mustNew(t, c)
+	dec := mustDecoder(t, c)
+	var ev event.Event
+	for _, line := range train {
+		if err := dec.Decode(line, &ev); err != nil {
+			t.Fatal(err)
+		}
+		trained.Process(&ev)
+	}
+	state, err := trained.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := NewKeyed(c, KeyedOptions{Max: 2, WarmStart: state, WarmSHA256: [32]byte{9}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, byKey := keyedStream(900, 3, 8)
+	all, _ := keyedStream(900, 3, 8)
+	for _, line := range all {
+		if err := dec.Decode(line, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, _, err := k.Process(&ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for key, lines := range byKey {
+		ref := mustNew(t, c)
+		for _, line := range append(train[:len(train):len(train)], lines...) {
+			if err := dec.Decode(line, &ev); err != nil {
+				t.Fatal(err)
+			}
+			ref.Process(&ev)
+		}
+		got, err := k.Report(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := mustReport(t, ref)
+		if got.WarmStart == nil || got.WarmStart.Events != 500 {
+			t.Errorf("key %s: warm start %+v", key, got.WarmStart)
+		}
+		for i := range want.Learners {
+			if got.Learners[i].StateSHA256 != want.Learners[i].StateSHA256 || got.Events != want.Events {
+				t.Errorf("key %s learner %s: not the replay of the training events and the key's", key, want.Learners[i].Name)
+			}
+		}
+	}
+}
+
+// BenchmarkKeyedMemory: 1,000,000 events of 100,000 keys of small models
+// (features.bits 12, a Perceptron and AdaGrad), the keys drawn from a
+// Zipf law (s = 1.1: a few keys are most of the events, as users of a
+// spam filter are), at most 1,000 resident: the heap the models hold per
+// key, the spilled bytes per key, the share of events whose model was
+// resident, and events/s.
+func BenchmarkKeyedMemory(b *testing.B) {
+	c := mustConfig(b, "features: {bits: 12}\nlearners:\n  - {name: pct, algorithm: perceptron, bias: true}\n  - {name: ada, algorithm: adagrad, bias: true}\n")
+	dec := mustDecoder(b, c)
+	const keys, events = 100000, 1000000
+	lines := make([][]byte, 0, events)
+	rng := rand.New(rand.NewPCG(1, 2))
+	zipf := rand.NewZipf(rng, 1.1, 1, keys-1)
+	for i := range events {
+		key := zipf.Uint64()
+		if i < keys {
+			key = uint64(i) // every key has a model
+		}
+		lines = append(lines, fmt.Appendf(nil, `{"key":"user-%d","features":{"v":%.3f,"w":%.3f,"t%d":1},"label":%d}`, key, rng.Float64(), rng.Float64(), rng.IntN(50), rng.IntN(2)))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		k, err := NewKeyed(c, KeyedOptions{Max: 1000})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var ev event.Event
+		for _, line := range lines {
+			if err := dec.Decode(line, &ev); err != nil {
+				b.Fatal(err)
+			}
+			if _, _, _, err := k.Process(&ev); err != nil {
+				b.Fatal(err)
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/keys, "heap-B/key")
+		b.ReportMetric(float64(k.SpillBytes())/keys, "spill-B/key")
+		b.ReportMetric(1-float64(k.Misses())/events, "resident-share")
+		b.ReportMetric(float64(len(lines))/b.Elapsed().Seconds()*float64(b.N), "events/s")
+		runtime.KeepAlive(k)
+	}
+}
