@@ -78,6 +78,9 @@ func TestE2EKafkaKillDuringRebalance(t *testing.T) {
 			t.Fatalf("%s: member A exited before its kill: %v\nstderr:\n%s", what, a.err, a.stderr.String())
 		default:
 		}
+		if waited := notParkedInJoin(t, a); waited > 0 {
+			what += fmt.Sprintf(" (after its JoinGroup's answer, %v later)", waited.Round(time.Millisecond))
+		}
 		if err := a.cmd.Process.Kill(); err != nil {
 			t.Fatal(err)
 		}
@@ -140,4 +143,34 @@ func TestE2EKafkaKillDuringRebalance(t *testing.T) {
 		t.Logf("%s: every record committed %v after the kill (A's session, then its leases, expire); every model exact",
 			what, commitAfter.Round(time.Millisecond))
 	}
+}
+
+// notParkedInJoin waits (up to 10 s) until member p is not waiting for the
+// answer to a JoinGroup, and returns how long it waited. kfake (the test
+// broker) has no session timer on a member whose JoinGroup waits for the
+// rebalance: it stops the pending timer when the join with the member id
+// comes (kfake groups.go, addMemberAndRebalance → stopPending) and arms
+// one again only when the answer is delivered (groups.go, reply: the timer
+// is armed after creq.reply succeeds, and a dead connection's reply
+// fails at random, client_conn.go). A member killed then stays in the
+// group for good, and its partitions are never given to another member.
+// Apache Kafka's coordinator expires such a member after its session
+// timeout; what this test checks is the service, so it kills A at any
+// other moment of the rebalance (after the answer, before or during its
+// SyncGroup, while it fetches, commits or checkpoints).
+func notParkedInJoin(t *testing.T, p *proc) time.Duration {
+	t.Helper()
+	parked := func() bool {
+		log := p.stderr.String()
+		joined := strings.LastIndex(log, "joinGroup succeeded for response")
+		return joined < 0 || strings.LastIndex(log, "stopped heartbeat for group") > joined
+	}
+	start := time.Now()
+	for parked() {
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("member A waited 10 s for a JoinGroup answer:\n%s", tail(p.stderr.String(), 50))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return time.Since(start)
 }
