@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -116,14 +115,9 @@ func notOverwritten(out string, inputs []string) error {
 			return fmt.Errorf("-o %s is the input %s: write the model file elsewhere", out, in)
 		}
 	}
-	f, err := os.Open(out)
-	if err != nil {
-		return err
+	ckpt, err := checkpoint.IsCheckpointFile(out)
+	if err == nil && ckpt {
+		err = fmt.Errorf("-o %s holds a checkpoint: write the model file elsewhere", out)
 	}
-	defer f.Close()
-	head := make([]byte, 8)
-	if n, _ := io.ReadFull(f, head); n == len(head) && bytes.Equal(head, []byte("SLCKPT\r\n")) {
-		return fmt.Errorf("-o %s holds a checkpoint: write the model file elsewhere", out)
-	}
-	return nil
+	return err
 }

@@ -43,6 +43,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/streamlearn/streamlearn/internal/codec"
@@ -118,14 +119,53 @@ func (c *Checkpoint) MarshalBinary() ([]byte, error) {
 	e.Blob(c.State)
 	e.Blob(c.Report)
 	e.String(c.Origin)
+	b, err := seal(e)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint of partition %d: %w", c.Partition, err)
+	}
+	return b, nil
+}
+
+// seal completes the file e encoded, header (magic, version, a body length
+// of 0) and body: it sets the body's length and appends the SHA-256 of
+// everything. The checkpoint and model files share this framing.
+func seal(e *codec.Encoder) ([]byte, error) {
 	b := e.Bytes()
-	binary.LittleEndian.PutUint64(b[len(magic)+4:], uint64(len(b)-headerLen))
+	binary.LittleEndian.PutUint64(b[headerLen-8:], uint64(len(b)-headerLen))
 	sum := sha256.Sum256(b)
 	b = append(b, sum[:]...)
 	if len(b) > MaxSize {
-		return nil, fmt.Errorf("checkpoint of partition %d: %d bytes, more than the %d allowed", c.Partition, len(b), MaxSize)
+		return nil, fmt.Errorf("%d bytes, more than the %d allowed", len(b), MaxSize)
 	}
 	return b, nil
+}
+
+// unseal checks the body length and the SHA-256 of b, a sealed file whose
+// magic and version were checked, and returns the body after the header;
+// its errors wrap corrupt.
+func unseal(b []byte, corrupt error) ([]byte, error) {
+	n := binary.LittleEndian.Uint64(b[headerLen-8:])
+	if n != uint64(len(b)-headerLen-sha256.Size) {
+		return nil, fmt.Errorf("%w: body of %d bytes, the file has room for %d (truncated or appended to)", corrupt, n, len(b)-headerLen-sha256.Size)
+	}
+	body, sum := b[:len(b)-sha256.Size], b[len(b)-sha256.Size:]
+	if want := sha256.Sum256(body); !bytes.Equal(sum, want[:]) {
+		return nil, fmt.Errorf("%w: SHA-256 mismatch (stored %x, computed %x)", corrupt, sum[:8], want[:8])
+	}
+	return body[headerLen:], nil
+}
+
+// IsCheckpointFile reports whether the file at path begins as a checkpoint
+// does (its magic), without reading or verifying the rest.
+func IsCheckpointFile(path string) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	head := make([]byte, len(magic))
+	n, _ := io.ReadFull(f, head)
+	return n == len(magic) && string(head) == magic, nil
 }
 
 // maxSource bounds Checkpoint.Source when decoding.
@@ -197,15 +237,11 @@ func (c *Checkpoint) UnmarshalBinary(b []byte) error {
 	if err := checkMagicVersion(b); err != nil {
 		return err
 	}
-	n := binary.LittleEndian.Uint64(b[len(magic)+4:])
-	if n != uint64(len(b)-headerLen-sha256.Size) {
-		return fmt.Errorf("%w: body of %d bytes, the file has room for %d (truncated or appended to)", ErrCorrupt, n, len(b)-headerLen-sha256.Size)
+	body, err := unseal(b, ErrCorrupt)
+	if err != nil {
+		return err
 	}
-	body, sum := b[:len(b)-sha256.Size], b[len(b)-sha256.Size:]
-	if want := sha256.Sum256(body); !bytes.Equal(sum, want[:]) {
-		return fmt.Errorf("%w: SHA-256 mismatch (stored %x, computed %x)", ErrCorrupt, sum[:8], want[:8])
-	}
-	d := codec.NewDecoder(body[headerLen:])
+	d := codec.NewDecoder(body)
 	var out Checkpoint
 	out.decodeHead(d)
 	out.State = bytes.Clone(d.Blob())

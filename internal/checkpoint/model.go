@@ -86,12 +86,9 @@ func (m *Model) MarshalBinary() ([]byte, error) {
 	e.String(m.From)
 	e.Blob(m.State)
 	e.Blob(m.Report)
-	b := e.Bytes()
-	binary.LittleEndian.PutUint64(b[len(modelMagic)+4:], uint64(len(b)-headerLen))
-	sum := sha256.Sum256(b)
-	b = append(b, sum[:]...)
-	if len(b) > MaxSize {
-		return nil, fmt.Errorf("model: %d bytes, more than the %d allowed", len(b), MaxSize)
+	b, err := seal(e)
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
 	}
 	return b, nil
 }
@@ -113,15 +110,11 @@ func (m *Model) UnmarshalBinary(b []byte) error {
 	if v := binary.LittleEndian.Uint32(b[len(modelMagic):]); v != ModelFormatVersion {
 		return fmt.Errorf("model file format version %d, this build reads version %d", v, ModelFormatVersion)
 	}
-	n := binary.LittleEndian.Uint64(b[len(modelMagic)+4:])
-	if n != uint64(len(b)-headerLen-sha256.Size) {
-		return fmt.Errorf("%w: body of %d bytes, the file has room for %d (truncated or appended to)", ErrModelCorrupt, n, len(b)-headerLen-sha256.Size)
+	body, err := unseal(b, ErrModelCorrupt)
+	if err != nil {
+		return err
 	}
-	body, sum := b[:len(b)-sha256.Size], b[len(b)-sha256.Size:]
-	if want := sha256.Sum256(body); !bytes.Equal(sum, want[:]) {
-		return fmt.Errorf("%w: SHA-256 mismatch (stored %x, computed %x)", ErrModelCorrupt, sum[:8], want[:8])
-	}
-	d := codec.NewDecoder(body[headerLen:])
+	d := codec.NewDecoder(body)
 	var out Model
 	out.Created = time.Unix(0, int64(d.U64())).UTC()
 	copy(out.Fingerprint[:], d.Take(len(out.Fingerprint)))

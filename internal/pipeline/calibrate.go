@@ -67,8 +67,8 @@ func (p *Pipeline) Probability(i int, pr online.Prediction) (prob float64, ok bo
 	if n.calib != nil {
 		return n.calib.prob(pr.Score), true
 	}
-	if pb, is := n.learner.(online.Prober); is {
-		return pb.Probability(pr)
+	if n.prober != nil {
+		return n.prober.Probability(pr)
 	}
 	return 0, false
 }

@@ -52,12 +52,18 @@ func Fingerprint(c *config.Config) [32]byte {
 // learner sees it, so adding, dropping or changing such a learner can
 // change the events every other learner learns from.
 func SharedDigest(c *config.Config) [32]byte {
+	return sharedDigest(c, domainOf(c, experts.ClassSpec.DomainTerms))
+}
+
+// sharedDigest is the digest of c's input, features and delayed labels
+// and of domain; a nil domain leaves it out.
+func sharedDigest(c *config.Config, domain []string) [32]byte {
 	return digestJSON(struct {
 		Input    config.Input
 		Features config.Features
 		Labels   *config.Labels `json:",omitempty"`
 		Domain   []string       `json:",omitempty"`
-	}{c.Input, c.Features, delayedLabels(c), Domain(c)})
+	}{c.Input, c.Features, delayedLabels(c), domain})
 }
 
 // compatSharedDigests are SharedDigest as earlier builds of state format
@@ -66,25 +72,7 @@ func SharedDigest(c *config.Config) [32]byte {
 // learners they are as good as SharedDigest (the domain is theirs), and
 // such states restore (sameShape); not in part.
 func compatSharedDigests(c *config.Config) [][32]byte {
-	none := digestJSON(struct {
-		Input    config.Input
-		Features config.Features
-		Labels   *config.Labels `json:",omitempty"`
-	}{c.Input, c.Features, delayedLabels(c)})
-	var terms []string
-	for _, l := range c.Learners {
-		if h, ok := l.Params.(interface{ HypothesisClass() *experts.ClassSpec }); ok && h.HypothesisClass() != nil {
-			terms = append(terms, oldDomainTerms(*h.HypothesisClass())...)
-		}
-	}
-	slices.Sort(terms)
-	old := digestJSON(struct {
-		Input    config.Input
-		Features config.Features
-		Labels   *config.Labels `json:",omitempty"`
-		Domain   []string       `json:",omitempty"`
-	}{c.Input, c.Features, delayedLabels(c), slices.Compact(terms)})
-	return [][32]byte{none, old}
+	return [][32]byte{sharedDigest(c, nil), sharedDigest(c, domainOf(c, oldDomainTerms))}
 }
 
 // oldDomainTerms are the domain terms of the second builds of state
@@ -119,15 +107,19 @@ func oldDomainTerms(s experts.ClassSpec) []string {
 // Domain describes the events c's learners accept: the union of the
 // domain terms (experts.ClassSpec.DomainTerms) of its learners over a
 // hypothesis class, sorted; nil when no learner restricts them.
-func Domain(c *config.Config) []string {
-	var terms []string
+func Domain(c *config.Config) []string { return domainOf(c, experts.ClassSpec.DomainTerms) }
+
+// domainOf returns the sorted union of the terms of the classes of c's
+// learners over a hypothesis class; nil when none has terms.
+func domainOf(c *config.Config, terms func(experts.ClassSpec) []string) []string {
+	var all []string
 	for _, l := range c.Learners {
 		if h, ok := l.Params.(interface{ HypothesisClass() *experts.ClassSpec }); ok && h.HypothesisClass() != nil {
-			terms = append(terms, h.HypothesisClass().DomainTerms()...)
+			all = append(all, terms(*h.HypothesisClass())...)
 		}
 	}
-	slices.Sort(terms)
-	return slices.Compact(terms)
+	slices.Sort(all)
+	return slices.Compact(all)
 }
 
 // LearnerDigest identifies one learner's settings: its name, algorithm and

@@ -71,9 +71,10 @@ type node struct {
 	experts         []int // node indices of over's experts
 	advice          []int8
 	loss            float64
-	digest          [32]byte // LearnerDigest of its configuration
-	calib           *platt   // learners[i].calibrate; nil otherwise
-	servedProb      float64  // calib's probability of the last prediction, before any label after it
+	digest          [32]byte      // LearnerDigest of its configuration
+	calib           *platt        // learners[i].calibrate; nil otherwise
+	prober          online.Prober // the learner, when it has a probability of its own
+	servedProb      float64       // calib's probability of the last prediction, before any label after it
 	// since is the count of learned rounds when the learner started: 0,
 	// unless a restore started it afresh (UnmarshalBinaryReset). Its
 	// tracker entry counts the rounds after.
@@ -167,6 +168,7 @@ func build(lc config.Learner, env learners.Env) (node, error) {
 	// class's grid is in the feature's own units.
 	_, n.raw = l.(interface{ InDomain(online.Vector) bool })
 	n.round, _ = l.(online.Rounder)
+	n.prober, _ = l.(online.Prober)
 	return n, nil
 }
 

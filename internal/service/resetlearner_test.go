@@ -171,20 +171,7 @@ func TestResetLearners(t *testing.T) {
 // fresh) and the events between are not learned.
 func TestResetLearnersBehind(t *testing.T) {
 	c, _, open, publish := jsRestoreFixture(t, "reset-behind")
-	dir := t.TempDir()
-	file := filepath.Join(dir, checkpoint.ObjectName(0))
-	publish(500, 1)
-	first, err := restoreRun(t, c, open(), dir, MismatchFail)
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := filepath.Join(t.TempDir(), "old.ckpt")
-	copyFile(t, file, old)
-	publish(300, 2)
-	second, err := restoreRun(t, c, open(), dir, MismatchFail)
-	if err != nil {
-		t.Fatal(err)
-	}
+	first, second, old := jsBehind(t, c, open, publish, t.TempDir())
 	other := *c
 	other.Learners = append(slices.Clone(c.Learners), config.Learner{Name: "extra", Algorithm: "perceptron", Params: &online.PerceptronConfig{Bias: true}})
 	run := func(d string, on Mismatch) []Report {

@@ -321,22 +321,30 @@ func jsRestoreFixture(t *testing.T, durable string) (*config.Config, jetstream.J
 	return c, testbroker.JetStream(t, url), open, publish
 }
 
-func TestRestoreCheckedJetStream(t *testing.T) {
-	c, js, open, publish := jsRestoreFixture(t, "restore")
-	dir := t.TempDir()
-	file := filepath.Join(dir, checkpoint.ObjectName(0))
-
+// jsBehind runs c over 500 events of the fixture's stream with
+// checkpoints in dir, keeps that checkpoint aside at old, and runs c again
+// over 300 more: a checkpoint behind the commit, for the tests that put
+// old back. It returns the reports of both runs.
+func jsBehind(t *testing.T, c *config.Config, open func() connectors.Source, publish func(int, uint64), dir string) (first, second []Report, old string) {
+	t.Helper()
 	publish(500, 1)
-	if _, err := restoreRun(t, c, open(), dir, MismatchFail); err != nil {
-		t.Fatal(err)
-	}
-	old := filepath.Join(t.TempDir(), "old.ckpt")
-	copyFile(t, file, old)
-	publish(300, 2)
-	second, err := restoreRun(t, c, open(), dir, MismatchFail)
+	first, err := restoreRun(t, c, open(), dir, MismatchFail)
 	if err != nil {
 		t.Fatal(err)
 	}
+	old = filepath.Join(t.TempDir(), "old.ckpt")
+	copyFile(t, filepath.Join(dir, checkpoint.ObjectName(0)), old)
+	publish(300, 2)
+	if second, err = restoreRun(t, c, open(), dir, MismatchFail); err != nil {
+		t.Fatal(err)
+	}
+	return first, second, old
+}
+
+func TestRestoreCheckedJetStream(t *testing.T) {
+	c, js, open, publish := jsRestoreFixture(t, "restore")
+	dir := t.TempDir()
+	_, second, old := jsBehind(t, c, open, publish, dir)
 
 	t.Run("missing", func(t *testing.T) {
 		d := t.TempDir()

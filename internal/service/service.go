@@ -1180,21 +1180,31 @@ type Report struct {
 // store of waiting events (pipeline.StoreDigest), which snapshots leave
 // out.
 func (s *Service) Reports() ([]Report, error) {
+	return eachModel(s, "Reports while Run runs: use Snapshot", func(w *worker) (Report, error) {
+		rep, err := w.report()
+		if err == nil && rep.Labels != nil {
+			rep.Labels.StateSHA256 = w.m.p.StoreDigest() // final: the store's digest too
+		}
+		return rep, err
+	})
+}
+
+// eachModel returns f of every model's worker, in partition order, once
+// Run has returned (the models are no worker's then); while it runs, an
+// error saying misuse.
+func eachModel[T any](s *Service, misuse string, f func(w *worker) (T, error)) ([]T, error) {
 	parts := s.sorted()
-	out := make([]Report, 0, len(parts))
+	out := make([]T, 0, len(parts))
 	for _, part := range parts {
 		w := s.workers[part]
 		if w.running {
-			return nil, errors.New("service: Reports while Run runs: use Snapshot")
+			return nil, errors.New("service: " + misuse)
 		}
-		rep, err := w.report()
+		v, err := f(w)
 		if err != nil {
 			return nil, err
 		}
-		if rep.Labels != nil {
-			rep.Labels.StateSHA256 = w.m.p.StoreDigest() // final: the store's digest too
-		}
-		out = append(out, rep)
+		out = append(out, v)
 	}
 	return out, nil
 }

@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"encoding/hex"
-	"errors"
 	"fmt"
 
 	"github.com/streamlearn/streamlearn/internal/checkpoint"
@@ -25,6 +24,8 @@ type WarmStart struct {
 	// not be read, or is of another configuration): a partition that
 	// needs a new model stops the service with it.
 	Err error
+
+	checked *config.Config // the configuration Check found it of
 }
 
 // LoadWarmStart reads and verifies the model file at path.
@@ -39,8 +40,8 @@ func LoadWarmStart(path string) (*WarmStart, error) {
 // Check verifies that w, when not nil, is of c's model configuration and
 // decodes into a pipeline of it, and says what differs otherwise.
 func (w *WarmStart) Check(c *config.Config) error {
-	if w == nil {
-		return nil
+	if w == nil || w.checked == c {
+		return nil // checked already (a command checks before it connects)
 	}
 	if w.Model.Fingerprint != Fingerprint(c) {
 		what := "the input, features, labels or learners differ"
@@ -57,6 +58,7 @@ func (w *WarmStart) Check(c *config.Config) error {
 	if err := p.StartFrom(w.Model.State, w.SHA256); err != nil {
 		return fmt.Errorf("the model %s: %w", w.Path, err)
 	}
+	w.checked = c
 	return nil
 }
 
@@ -92,20 +94,7 @@ func (w *WarmStart) String() string {
 // in the order of Reports: what `replay --save` writes as a model file
 // (checkpoint.ModelOf).
 func (s *Service) Models() ([]*checkpoint.Checkpoint, error) {
-	parts := s.sorted()
-	out := make([]*checkpoint.Checkpoint, 0, len(parts))
-	for _, part := range parts {
-		w := s.workers[part]
-		if w.running {
-			return nil, errors.New("service: Models while Run runs")
-		}
-		c, err := w.take()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, nil
+	return eachModel(s, "Models while Run runs", (*worker).take)
 }
 
 // warmAssigned makes, with a warm start, the model of every partition a
