@@ -79,6 +79,9 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		what = fls.Arg(0)
 	}
+	if pipeline.IsKeyedState(c.State) {
+		return fmt.Errorf("export: %s holds the models of every key of its partition (models.by: key): a model file holds one model, which every new key's model can start from; train it with replay --save of a configuration without models.by", what)
+	}
 	m := checkpoint.ModelOf(c)
 	if cfg != nil {
 		w := &service.WarmStart{Path: what, Model: m}

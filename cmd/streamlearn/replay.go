@@ -76,6 +76,19 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	for _, l := range cfg.Learners {
 		g.learners = append(g.learners, l.Name)
 	}
+	if cfg.Models.By == "key" {
+		// A report per key's model: the gates, plot and JUnit file of one
+		// model do not apply, and a model file holds one model.
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"--plot", *plotPath != ""}, {"--junit", *junitPath != ""}, {"--save", *save != ""},
+			{"--min-accuracy", len(g.min) > 0}, {"--fail-on-violation", g.failOnViolation}} {
+			if f.set {
+				return usageErr(fs, "%s is about one model; with models.by: key the replay reports a model per key", f.name)
+			}
+		}
+	}
 	warm, err := loadWarmStart(cmp.Or(*warmStart, cfg.Models.WarmStart), cfg)
 	if err != nil {
 		return err
@@ -131,6 +144,12 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err := saveModel(svc, *save, fs.Args()); err != nil {
 			return err
 		}
+	}
+	if cfg.Models.By == "key" {
+		if len(reps) == 0 && !*allowEmpty {
+			return fmt.Errorf("replay: no record in %s (--allow-empty accepts an empty input)", strings.Join(fs.Args(), ", "))
+		}
+		return writeReports(stdout, *reportFmt, reps)
 	}
 	if *envelope {
 		return writeEnvelopeReports(stdout, *reportFmt, *junitPath, g, reps, *allowEmpty)

@@ -242,8 +242,14 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if !learned && !*allowEmpty {
 		return fmt.Errorf("run: no model to report: %s delivered no event and no checkpoint holds a model of a partition this process owns (--allow-empty accepts an empty report)", src.Name())
 	}
-	if *reportFmt == "json" {
-		enc := json.NewEncoder(stdout)
+	return writeReports(stdout, *reportFmt, reports)
+}
+
+// writeReports writes one report per model, as JSON lines or as text,
+// each named by its source, partition and, with models per key, key.
+func writeReports(w io.Writer, format string, reports []service.Report) error {
+	if format == "json" {
+		enc := json.NewEncoder(w)
 		for _, r := range reports {
 			if err := enc.Encode(r); err != nil {
 				return err
@@ -253,10 +259,14 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	for i, r := range reports {
 		if i > 0 {
-			fmt.Fprintln(stdout)
+			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(stdout, "%s partition %d\n", r.Source, r.Partition)
-		if err := writeTextReport(stdout, r.Report); err != nil {
+		fmt.Fprintf(w, "%s partition %d", r.Source, r.Partition)
+		if r.Key != nil {
+			fmt.Fprintf(w, " key %q", *r.Key)
+		}
+		fmt.Fprintln(w)
+		if err := writeTextReport(w, r.Report); err != nil {
 			return err
 		}
 	}

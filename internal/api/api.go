@@ -29,7 +29,7 @@ type Options struct {
 	// Predictor returns the model copy that answers POST /v1/predict
 	// (service.Service's Predictor). Optional: without it the endpoint
 	// answers 501.
-	Predictor func(ctx context.Context, partition int32, only bool) (*service.Predictor, error)
+	Predictor func(ctx context.Context, partition int32, only bool, key []byte) (*service.Predictor, error)
 	// Token, when not empty, is the bearer token every request needs
 	// ("Authorization: Bearer <token>"), but for the probes and the
 	// dashboard's static files (see publicPaths); it must pass
@@ -81,6 +81,10 @@ func New(opt Options) http.Handler {
 			reports = []service.Report{}
 		}
 		q := r.URL.Query()
+		if q.Has("key") {
+			keyReport(w, r, opt)
+			return
+		}
 		if !q.Has("partition") {
 			writeJSON(w, reports)
 			return

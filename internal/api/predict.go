@@ -86,6 +86,9 @@ type PredictResponse struct {
 	// equal digests come from the same model, whichever process served
 	// them (the learning service, or `serve` from its checkpoint).
 	ModelSHA256 string `json:"model_sha256"`
+	// Key, with models per key, is the key whose model answered; absent
+	// when a new key's model (empty, or the warm start) did.
+	Key string `json:"key,omitempty"`
 	// Predictions has one entry per learner, in the configuration's order.
 	Predictions []PredictedLabel `json:"predictions"`
 }
@@ -107,7 +110,9 @@ type PredictedLabel struct {
 // wire format of docs/configuration.md) or a JSON array of them; the answer is one
 // PredictResponse or an array of them, in order. Nothing is learned, even
 // from labeled events. ?partition=N chooses the model when there are
-// several. Errors are 4xx/5xx with a one-line reason: 400 for a body that
+// several. With models per key (models.by: key), each event is answered
+// by its key's model — the key is ?key= when given, else the event's own
+// `key` — in the partition that has it (or ?partition=N's). Errors are 4xx/5xx with a one-line reason: 400 for a body that
 // is not an event or array of events (naming the event at fault), 413
 // when too large, 422 for an event outside a hypothesis class's domain,
 // 503 while there is no model to serve or while the request waited
@@ -126,17 +131,13 @@ func predictHandler(opt Options, requests, workers chan struct{}) http.HandlerFu
 		return d
 	}}
 	return func(w http.ResponseWriter, r *http.Request) {
-		var (
-			partition int32
-			only      = true
-		)
-		if q := r.URL.Query(); q.Has("partition") {
-			p, err := strconv.ParseInt(q.Get("partition"), 10, 32)
-			if err != nil {
-				text(w, http.StatusBadRequest, "partition: want an integer, got "+strconv.Quote(q.Get("partition")))
-				return
-			}
-			partition, only = int32(p), false
+		partition, only, ok := partitionParam(w, r)
+		if !ok {
+			return
+		}
+		var key []byte
+		if q := r.URL.Query(); q.Has("key") {
+			key = []byte(q.Get("key"))
 		}
 		if !acquire(r.Context(), requests) {
 			busy(w, fmt.Sprintf("%d requests in flight", MaxPredictRequests))
@@ -172,19 +173,6 @@ func predictHandler(opt Options, requests, workers chan struct{}) http.HandlerFu
 		defer func() { <-workers }()
 		ctx, cancel := context.WithTimeout(r.Context(), predictWait)
 		defer cancel()
-		pr, err := opt.Predictor(ctx, partition, only)
-		if err != nil {
-			code := http.StatusBadRequest
-			if errors.Is(err, service.ErrNoModel) {
-				code = http.StatusServiceUnavailable
-				if !only {
-					code = http.StatusNotFound
-				}
-			}
-			text(w, code, err.Error())
-			return
-		}
-		sum := hex.EncodeToString(pr.SHA256[:])
 		out := make([]PredictResponse, 0, len(raws))
 		var ev event.Event
 		var preds []service.Prediction
@@ -197,6 +185,14 @@ func predictHandler(opt Options, requests, workers chan struct{}) http.HandlerFu
 				text(w, http.StatusBadRequest, eventErr(array, i, "a label event (an id and a label, no features) has nothing to predict: send it on the stream"))
 				return
 			}
+			k := ev.Key
+			if key != nil {
+				k = key
+			}
+			pr, ok := predictor(ctx, w, opt, partition, only, k)
+			if !ok {
+				return
+			}
 			var reason event.Reason
 			preds, reason = pr.Predict(preds[:0], &ev)
 			if reason != "" {
@@ -204,7 +200,7 @@ func predictHandler(opt Options, requests, workers chan struct{}) http.HandlerFu
 				return
 			}
 			resp := PredictResponse{ID: string(ev.ID), Partition: pr.Partition, ModelEvents: pr.Events, ModelTime: pr.Time,
-				ModelSHA256: sum, Predictions: make([]PredictedLabel, len(preds))}
+				ModelSHA256: hex.EncodeToString(pr.SHA256[:]), Key: pr.Key, Predictions: make([]PredictedLabel, len(preds))}
 			for j, p := range preds {
 				resp.Predictions[j] = PredictedLabel{Learner: p.Learner, Label: p.Label, Class: p.Class,
 					Score: finite(p.Score), Probability: p.Probability}
@@ -218,6 +214,71 @@ func predictHandler(opt Options, requests, workers chan struct{}) http.HandlerFu
 		writeJSON(w, out[0])
 	}
 }
+
+// partitionParam returns the request's ?partition=, or only true when it
+// has none; it answers 400 and returns !ok for one that is not a number.
+func partitionParam(w http.ResponseWriter, r *http.Request) (partition int32, only, ok bool) {
+	q := r.URL.Query()
+	if !q.Has("partition") {
+		return 0, true, true
+	}
+	p, err := strconv.ParseInt(q.Get("partition"), 10, 32)
+	if err != nil {
+		text(w, http.StatusBadRequest, "partition: want an integer, got "+strconv.Quote(q.Get("partition")))
+		return 0, false, false
+	}
+	return int32(p), false, true
+}
+
+// predictor returns the model that answers for key (opt.Predictor), or
+// answers the error and returns !ok.
+func predictor(ctx context.Context, w http.ResponseWriter, opt Options, partition int32, only bool, key []byte) (*service.Predictor, bool) {
+	pr, err := opt.Predictor(ctx, partition, only, key)
+	if err != nil {
+		code := http.StatusBadRequest
+		if errors.Is(err, service.ErrNoModel) {
+			code = http.StatusServiceUnavailable
+			if !only {
+				code = http.StatusNotFound
+			}
+		}
+		text(w, code, err.Error())
+		return nil, false
+	}
+	return pr, true
+}
+
+// keyReport serves GET /v1/report?key=K[&partition=N]: with models per
+// key, the report of key's model, from the copy that serves predictions.
+func keyReport(w http.ResponseWriter, r *http.Request, opt Options) {
+	if opt.Predictor == nil || !keyedConfig(opt) {
+		text(w, http.StatusBadRequest, "key: the models are not per key (models.by: key)")
+		return
+	}
+	partition, only, ok := partitionParam(w, r)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), predictWait)
+	defer cancel()
+	key := r.URL.Query().Get("key")
+	pr, ok := predictor(ctx, w, opt, partition, only, []byte(key))
+	if !ok {
+		return
+	}
+	if pr.Key != key {
+		text(w, http.StatusNotFound, "no model for key "+strconv.Quote(key))
+		return
+	}
+	rep, err := pr.Report()
+	if err != nil {
+		text(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	writeJSON(w, service.Report{Source: opt.Snapshot().Source, Partition: pr.Partition, Key: &key, Report: rep})
+}
+
+func keyedConfig(opt Options) bool { return opt.Config != nil && opt.Config.Models.By == "key" }
 
 // splitEvents returns the events of a body holding one JSON object or an
 // array of them, and whether it was an array.

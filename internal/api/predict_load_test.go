@@ -33,7 +33,7 @@ func TestPredictSlots(t *testing.T) {
 
 	var in atomic.Int32
 	release := make(chan struct{})
-	predictor := func(context.Context, int32, bool) (*service.Predictor, error) {
+	predictor := func(context.Context, int32, bool, []byte) (*service.Predictor, error) {
 		in.Add(1)
 		<-release
 		return nil, service.ErrNoModel

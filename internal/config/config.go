@@ -37,8 +37,23 @@ type Config struct {
 	Models     Models     `yaml:"models"`
 }
 
-// Models says where new models start.
+// Models says what a model is of, and where new models start.
 type Models struct {
+	// By is what each model learns from: "partition" (the default) gives
+	// every partition of the source one model; "key" gives every event
+	// key within a partition a model of its own (an event's key is its
+	// `key` field), the replay of that key's events alone, as a spam
+	// filter per user or per tenant. Keys stay on their partition on
+	// every broker, so each key's events come in order.
+	By string `yaml:"by"`
+	// Max, with By "key", bounds the models in memory per partition
+	// (default DefaultModelsMax): past it the least recently used is
+	// evicted as its exact encoding, and decoded on its key's next event.
+	Max int `yaml:"max"`
+	// Idle, with By "key", evicts a model not used for that long, as Max
+	// does; 0 (the default) keeps models until Max pushes them out.
+	Idle time.Duration `yaml:"idle"`
+
 	// WarmStart is a model file (`streamlearn export`, `replay --save`)
 	// every new model starts from instead of an empty one, in `run` and
 	// `replay` alike: the model of a partition without a checkpoint (or
@@ -422,8 +437,15 @@ func Default() *Config {
 	return c
 }
 
+// DefaultModelsMax is models.max when unset: the models per key one
+// partition keeps in memory.
+const DefaultModelsMax = 10000
+
 // fill sets defaults on zero values.
 func (c *Config) fill() {
+	if c.Models.By == "key" && c.Models.Max == 0 {
+		c.Models.Max = DefaultModelsMax
+	}
 	if c.Features.Bits == 0 {
 		c.Features.Bits = DefaultBits
 	}

@@ -148,6 +148,19 @@ func (c *Config) validate() error {
 			return errAt(key+".every", "must not be negative")
 		}
 	}
+	if err := oneOf("models.by", c.Models.By, "", "partition", "key"); err != nil {
+		return err
+	}
+	switch {
+	case c.Models.By != "key" && c.Models.Max != 0:
+		return errAt("models.max", "bounds the models per key: set models.by: key")
+	case c.Models.By != "key" && c.Models.Idle != 0:
+		return errAt("models.idle", "evicts models per key: set models.by: key")
+	case c.Models.Max < 0:
+		return errAt("models.max", "must not be negative")
+	case c.Models.Idle < 0:
+		return errAt("models.idle", "must not be negative")
+	}
 	if c.Checkpoint.Dir != "" && c.Checkpoint.Bucket != "" {
 		return errAt("checkpoint.bucket", "set dir or bucket, not both")
 	}

@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"slices"
+	"time"
 
 	"github.com/streamlearn/streamlearn/internal/codec"
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/online"
+	"github.com/streamlearn/streamlearn/internal/regret"
 )
 
 // Keyed learns a model per event key: the events of each key go, in
@@ -30,25 +33,61 @@ import (
 type Keyed struct {
 	cfg     *config.Config
 	max     int
+	idle    time.Duration
 	warm    []byte
 	warmSHA [32]byte
+	names   []string // of the learners
+	algs    []string
+	start   time.Time
 
 	resident map[string]*list.Element // of *keyedModel, most recent first
 	lru      list.List
 	spill    map[string][]byte
-	evicted  uint64
-	misses   uint64
+	// stats has every key's counts, resident or spilled.
+	stats map[string]*KeyStats
+	// The totals over every key, and the records of no key (Reject).
+	total    Counts
+	learners []KeyedLearner
+	// dirty has the keys whose models changed since the last
+	// ServingStates.
+	dirty map[string]struct{}
+	// now is the time of the last EvictIdle: a model used since was used
+	// then.
+	now     time.Time
+	evicted uint64
+	misses  uint64
+
+	// Scratch of Process: each learner's counters before the round.
+	rounds, mistakes []uint64
+	loss             []float64
 }
 
 type keyedModel struct {
-	key string
-	p   *Pipeline
+	key  string
+	p    *Pipeline
+	used time.Time // the EvictIdle time when it was last used
+}
+
+// KeyStats are what a Keyed keeps of every key, resident or not: its
+// records and each learner's mistakes (in the learners' order).
+type KeyStats struct {
+	Events   uint64
+	Mistakes []uint64
+}
+
+// KeyedLearner is one learner's totals over every key's model.
+type KeyedLearner struct {
+	Rounds, Mistakes uint64
+	Loss             float64
 }
 
 // KeyedOptions configure NewKeyed.
 type KeyedOptions struct {
 	// Max bounds the resident models; 0 means no bound.
 	Max int
+	// Idle, when positive, evicts the models not used for that long
+	// (EvictIdle).
+	Idle time.Duration
 	// WarmStart, when not nil, is the state every new key's model starts
 	// from (StartFrom), of the model file of SHA-256 WarmSHA256.
 	WarmStart  []byte
@@ -60,12 +99,42 @@ func NewKeyed(c *config.Config, opt KeyedOptions) (*Keyed, error) {
 	if opt.Max < 0 {
 		return nil, fmt.Errorf("pipeline: keyed: max %d is negative", opt.Max)
 	}
-	k := &Keyed{cfg: specOf(c), max: opt.Max, warm: opt.WarmStart, warmSHA: opt.WarmSHA256,
-		resident: map[string]*list.Element{}, spill: map[string][]byte{}}
-	if _, err := k.fresh(); err != nil { // the configuration and the warm start build
+	k := &Keyed{cfg: specOf(c), max: opt.Max, idle: opt.Idle, warm: opt.WarmStart, warmSHA: opt.WarmSHA256,
+		start: time.Now(), now: time.Now()}
+	k.clear()
+	p, err := k.fresh() // the configuration and the warm start build
+	if err != nil {
 		return nil, err
 	}
+	k.names, k.algs = p.Names(), p.Algorithms()
+	n := len(k.names)
+	k.learners = make([]KeyedLearner, n)
+	k.rounds, k.mistakes, k.loss = make([]uint64, n), make([]uint64, n), make([]float64, n)
 	return k, nil
+}
+
+// clear forgets every key.
+func (k *Keyed) clear() {
+	k.resident, k.spill, k.stats, k.dirty = map[string]*list.Element{}, map[string][]byte{}, map[string]*KeyStats{}, map[string]struct{}{}
+	k.lru.Init()
+	k.total = Counts{InvalidBy: map[event.Reason]uint64{}}
+	clear(k.learners)
+}
+
+// StartFrom makes every key's model that Model makes from now on start
+// from state, a MarshalBinary of a pipeline of the same configuration,
+// of the model file of SHA-256 sha (Pipeline.StartFrom). On error k is
+// unchanged.
+func (k *Keyed) StartFrom(state []byte, sha [32]byte) error {
+	p, err := New(k.cfg)
+	if err != nil {
+		return err
+	}
+	if err := p.StartFrom(state, sha); err != nil {
+		return err
+	}
+	k.warm, k.warmSHA = state, sha
+	return nil
 }
 
 // fresh returns a new key's model.
@@ -88,10 +157,15 @@ func (k *Keyed) fresh() (*Pipeline, error) {
 func (k *Keyed) Model(key []byte) (*Pipeline, error) {
 	if e, ok := k.resident[string(key)]; ok {
 		k.lru.MoveToFront(e)
-		return e.Value.(*keyedModel).p, nil
+		m := e.Value.(*keyedModel)
+		m.used = k.now
+		return m.p, nil
 	}
 	name := string(key)
 	k.misses++
+	if _, ok := k.stats[name]; !ok {
+		k.stats[name] = &KeyStats{Mistakes: make([]uint64, len(k.names))}
+	}
 	var p *Pipeline
 	var err error
 	if b, ok := k.spill[name]; ok {
@@ -107,7 +181,7 @@ func (k *Keyed) Model(key []byte) (*Pipeline, error) {
 	} else if p, err = k.fresh(); err != nil {
 		return nil, err
 	}
-	k.resident[name] = k.lru.PushFront(&keyedModel{key: name, p: p})
+	k.resident[name] = k.lru.PushFront(&keyedModel{key: name, p: p, used: k.now})
 	for k.max > 0 && k.lru.Len() > k.max {
 		if err := k.evict(); err != nil {
 			return nil, err
@@ -131,15 +205,222 @@ func (k *Keyed) evict() error {
 	return nil
 }
 
+// EvictIdle evicts the models not used since now minus the Idle of the
+// options (none without), and makes now the time of the models used
+// until the next call.
+func (k *Keyed) EvictIdle(now time.Time) error {
+	k.now = now
+	if k.idle <= 0 {
+		return nil
+	}
+	for e := k.lru.Back(); e != nil && now.Sub(e.Value.(*keyedModel).used) >= k.idle; e = k.lru.Back() {
+		if err := k.evict(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Process runs ev through its key's model (Pipeline.Process) and returns
-// that model with the predictions.
+// that model with the predictions, counting the round in the totals and
+// the key's stats.
 func (k *Keyed) Process(ev *event.Event) (*Pipeline, []online.Prediction, event.Reason, error) {
 	p, err := k.Model(ev.Key)
 	if err != nil {
 		return nil, nil, "", err
 	}
+	t := p.tracker
+	for i := range k.names {
+		k.rounds[i], k.mistakes[i], k.loss[i] = t.Rounds(i), t.Mistakes(i), t.Loss(i)
+	}
+	before := p.counts
 	preds, reason := p.Process(ev)
+	after := &p.counts
+	st := k.stats[string(ev.Key)]
+	st.Events += after.Events - before.Events
+	k.total.Events += after.Events - before.Events
+	k.total.Learned += after.Learned - before.Learned
+	k.total.Predicted += after.Predicted - before.Predicted
+	if d := after.Invalid - before.Invalid; d > 0 {
+		k.total.Invalid += d
+		k.total.InvalidBy[reason] += d
+	}
+	for i := range k.names {
+		l := &k.learners[i]
+		d := t.Mistakes(i) - k.mistakes[i]
+		l.Rounds += t.Rounds(i) - k.rounds[i]
+		l.Mistakes += d
+		l.Loss += t.Loss(i) - k.loss[i]
+		st.Mistakes[i] += d
+	}
+	if _, ok := k.dirty[string(ev.Key)]; !ok { // (a lookup does not allocate)
+		k.dirty[string(ev.Key)] = struct{}{}
+	}
 	return p, preds, reason, nil
+}
+
+// Reject counts a record of no key: one that could not be decoded, so
+// that no key's model sees it. It is in the totals only.
+func (k *Keyed) Reject(reason event.Reason) {
+	k.total.Events++
+	k.total.Invalid++
+	k.total.InvalidBy[reason]++
+}
+
+// Seen returns the records counted, of every key and of none; Learned
+// the labeled rounds learned; Started when k was made.
+func (k *Keyed) Seen() uint64       { return k.total.Events }
+func (k *Keyed) Learned() uint64    { return k.total.Learned }
+func (k *Keyed) Started() time.Time { return k.start }
+func (k *Keyed) Stats(key string) (KeyStats, bool) {
+	st, ok := k.stats[key]
+	if !ok {
+		return KeyStats{}, false
+	}
+	return KeyStats{Events: st.Events, Mistakes: slices.Clone(st.Mistakes)}, true
+}
+
+// KeyTop is a key and its stats.
+type KeyTop struct {
+	Key string
+	KeyStats
+}
+
+// Top returns the n keys of the most records, most first (ties by key),
+// with copies of their stats.
+func (k *Keyed) Top(n int) []KeyTop {
+	if n <= 0 {
+		return nil
+	}
+	top := make([]KeyTop, 0, min(n, len(k.stats))+1)
+	before := func(a, b *KeyTop) bool { return a.Events > b.Events || a.Events == b.Events && a.Key < b.Key }
+	for key, st := range k.stats {
+		c := KeyTop{Key: key, KeyStats: *st}
+		if len(top) == n && !before(&c, &top[n-1]) {
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(top, c, func(a, b KeyTop) int {
+			if before(&a, &b) {
+				return -1
+			}
+			return 1
+		})
+		top = slices.Insert(top, i, c)
+		if len(top) > n {
+			top = top[:n]
+		}
+	}
+	for i := range top {
+		top[i].Mistakes = slices.Clone(top[i].Mistakes)
+	}
+	return top
+}
+
+// KeysReport says how many keys a partition's models are of.
+type KeysReport struct {
+	// Keys is how many keys have a model; Resident how many are decoded
+	// in memory, the others being spilled as their encodings of
+	// SpillBytes bytes in all; Evicted how many evictions there were.
+	Keys       int    `json:"keys"`
+	Resident   int    `json:"resident"`
+	Evicted    uint64 `json:"evicted"`
+	SpillBytes int64  `json:"spill_bytes"`
+}
+
+// Report returns the totals over every key's model: the records (those
+// of no key included) and each learner's rounds, mistakes and loss.
+// Bounds, regrets and state digests are each model's (KeyReport): a
+// theorem is about one model's rounds.
+func (k *Keyed) Report() Report {
+	r := Report{
+		Events:          k.total.Events,
+		Labeled:         k.total.Learned,
+		Predicted:       k.total.Predicted,
+		Invalid:         k.total.Invalid,
+		InvalidByReason: make(map[string]uint64, len(k.total.InvalidBy)),
+		Seconds:         time.Since(k.start).Seconds(),
+		Keys:            &KeysReport{Keys: k.Len(), Resident: k.Resident(), Evicted: k.evicted, SpillBytes: k.SpillBytes()},
+		Learners:        make([]regret.LearnerReport, len(k.names)),
+	}
+	for reason, n := range k.total.InvalidBy {
+		r.InvalidByReason[string(reason)] = n
+	}
+	for i, l := range k.learners {
+		lr := regret.LearnerReport{Name: k.names[i], Algorithm: k.algs[i], Rounds: l.Rounds, Mistakes: l.Mistakes, Loss: l.Loss}
+		if l.Rounds > 0 {
+			lr.Accuracy = 1 - float64(l.Mistakes)/float64(l.Rounds)
+		}
+		r.Learners[i] = lr
+	}
+	return r
+}
+
+// peek returns key's model without making it resident: a spilled one is
+// decoded into a pipeline of its own.
+func (k *Keyed) peek(key string) (*Pipeline, error) {
+	if e, ok := k.resident[key]; ok {
+		return e.Value.(*keyedModel).p, nil
+	}
+	b, ok := k.spill[key]
+	if !ok {
+		return nil, fmt.Errorf("pipeline: keyed: key %q: %w", key, ErrNoKey)
+	}
+	p, err := New(k.cfg)
+	if err == nil {
+		err = p.decode(b)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: keyed: key %q from the spill: %w", key, err)
+	}
+	return p, nil
+}
+
+// Each calls f with every key's model, in key order, until f returns an
+// error; a spilled model is decoded for the call and not kept (the
+// resident ones stay as they are). f must not keep p.
+func (k *Keyed) Each(f func(key string, p *Pipeline) error) error {
+	for _, key := range k.Keys() {
+		p, err := k.peek(key)
+		if err != nil {
+			return err
+		}
+		if err := f(key, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ServingStates returns every key's encoding (MarshalBinary of its
+// model), for serving predictions from: prev's, the encodings of the
+// last call, for the keys whose models have not changed since, new ones
+// for the others (all of them when prev is nil). The slices are shared:
+// no one modifies them.
+func (k *Keyed) ServingStates(prev map[string][]byte) (map[string][]byte, error) {
+	out := make(map[string][]byte, k.Len())
+	for key, b := range prev {
+		if _, ok := k.stats[key]; ok {
+			out[key] = b
+		}
+	}
+	for key := range k.stats {
+		if _, ok := out[key]; ok {
+			if _, changed := k.dirty[key]; !changed {
+				continue
+			}
+		}
+		if b, ok := k.spill[key]; ok {
+			out[key] = b
+			continue
+		}
+		b, err := k.resident[key].Value.(*keyedModel).p.MarshalBinary()
+		if err != nil {
+			return nil, fmt.Errorf("pipeline: keyed: key %q: %w", key, err)
+		}
+		out[key] = b
+	}
+	clear(k.dirty)
+	return out, nil
 }
 
 // Keys returns every key that has a model, resident or spilled, sorted.
@@ -157,7 +438,7 @@ func (k *Keyed) Keys() []string {
 
 // Len returns how many keys have a model; Resident how many of them are
 // decoded in memory; Evicted how many evictions there were.
-func (k *Keyed) Len() int        { return len(k.resident) + len(k.spill) }
+func (k *Keyed) Len() int        { return len(k.stats) }
 func (k *Keyed) Resident() int   { return len(k.resident) }
 func (k *Keyed) Evicted() uint64 { return k.evicted }
 
@@ -175,10 +456,19 @@ func spillBytes(m map[string][]byte) int64 {
 }
 
 // keyedMagic starts a Keyed's encoding, which is, with package codec:
-// the magic, u8 version 1, u32 the number of keys, then per key in
-// increasing byte order: string key, blob its model's MarshalBinary; u32
-// CRC-32C of every byte before.
+// the magic, u8 version 1; the totals: u64 events, learned, predicted,
+// invalid, u32 the number of reasons and per reason in increasing order
+// string reason, u64 count; u32 the number of learners L and per learner
+// u64 rounds, u64 mistakes, f64 loss; u32 the number of keys, then per
+// key in increasing byte order: string key, u64 events, L × u64 mistakes,
+// blob its model's MarshalBinary; u32 CRC-32C of every byte before.
 const keyedMagic = "SLKY"
+
+// IsKeyedState reports whether b is a Keyed's encoding (of models per
+// key), rather than one pipeline's.
+func IsKeyedState(b []byte) bool {
+	return len(b) > len(keyedMagic) && string(b[:len(keyedMagic)]) == keyedMagic
+}
 
 // maxKeyLen bounds a decoded key.
 const maxKeyLen = 1 << 16
@@ -201,12 +491,33 @@ func (k *Keyed) MarshalBinary() ([]byte, error) {
 		}
 		size += len(key) + len(states[i]) + 16
 	}
-	e := codec.NewEncoder(size)
+	e := codec.NewEncoder(size + 64 + 24*len(k.learners) + 8*len(keys)*len(k.learners))
 	e.RawString(keyedMagic)
 	e.U8(1)
+	e.U64(k.total.Events)
+	e.U64(k.total.Learned)
+	e.U64(k.total.Predicted)
+	e.U64(k.total.Invalid)
+	reasons := slices.Sorted(maps.Keys(k.total.InvalidBy))
+	e.U32(uint32(len(reasons)))
+	for _, r := range reasons {
+		e.String(string(r))
+		e.U64(k.total.InvalidBy[r])
+	}
+	e.U32(uint32(len(k.learners)))
+	for _, l := range k.learners {
+		e.U64(l.Rounds)
+		e.U64(l.Mistakes)
+		e.F64(l.Loss)
+	}
 	e.U32(uint32(len(keys)))
 	for i, key := range keys {
 		e.String(key)
+		st := k.stats[key]
+		e.U64(st.Events)
+		for _, m := range st.Mistakes {
+			e.U64(m)
+		}
 		e.Blob(states[i])
 	}
 	e.U32(crc32.Checksum(e.Bytes(), castagnoli))
@@ -232,14 +543,33 @@ func (k *Keyed) UnmarshalBinary(b []byte) error {
 		return fmt.Errorf("pipeline: keyed: checksum mismatch (%08x, encoded %08x): truncated or corrupt", got, want)
 	}
 	d := codec.NewDecoder(body[header:])
+	total := Counts{Events: d.U64(), Learned: d.U64(), Predicted: d.U64(), Invalid: d.U64(), InvalidBy: map[event.Reason]uint64{}}
+	nr := d.U32()
+	for i := uint32(0); i < nr && d.Err() == nil; i++ {
+		r := event.Reason(d.String(maxKeyLen))
+		total.InvalidBy[r] = d.U64()
+	}
+	if d.Err() == nil && d.U32() != uint32(len(k.learners)) {
+		return fmt.Errorf("pipeline: keyed: a state of another number of learners (%d here)", len(k.learners))
+	}
+	learners := make([]KeyedLearner, len(k.learners))
+	for i := range learners {
+		learners[i] = KeyedLearner{Rounds: d.U64(), Mistakes: d.U64(), Loss: d.F64()}
+	}
 	n := d.U32()
 	if d.Err() == nil && uint64(n) > uint64(d.Len())/16 {
 		return fmt.Errorf("pipeline: keyed: %w", codec.ErrTruncated)
 	}
 	spill := make(map[string][]byte, n)
+	stats := make(map[string]*KeyStats, n)
 	prev := ""
 	for i := range n {
-		key, state := d.String(maxKeyLen), d.Blob()
+		key := d.String(maxKeyLen)
+		st := &KeyStats{Events: d.U64(), Mistakes: make([]uint64, len(learners))}
+		for j := range st.Mistakes {
+			st.Mistakes[j] = d.U64()
+		}
+		state := d.Blob()
 		if d.Err() != nil {
 			return fmt.Errorf("pipeline: keyed: %w", d.Err())
 		}
@@ -249,25 +579,23 @@ func (k *Keyed) UnmarshalBinary(b []byte) error {
 		if _, _, err := openState(state); err != nil {
 			return fmt.Errorf("pipeline: keyed: key %q: %w", key, err)
 		}
-		spill[key], prev = slices.Clone(state), key
+		spill[key], stats[key], prev = slices.Clone(state), st, key
 	}
 	if err := d.Finish(); err != nil {
 		return fmt.Errorf("pipeline: keyed: %w", err)
 	}
-	k.resident, k.spill = map[string]*list.Element{}, spill
-	k.lru.Init()
+	k.clear()
+	k.spill, k.stats, k.total, k.learners = spill, stats, total, learners
+	for key := range stats {
+		k.dirty[key] = struct{}{}
+	}
 	return nil
 }
 
-// Report returns key's report; an error wrapping ErrNoKey when key has no
-// model. A spilled model is decoded for it (and becomes resident).
-func (k *Keyed) Report(key string) (Report, error) {
-	if _, ok := k.resident[key]; !ok {
-		if _, ok := k.spill[key]; !ok {
-			return Report{}, fmt.Errorf("pipeline: keyed: key %q: %w", key, ErrNoKey)
-		}
-	}
-	p, err := k.Model([]byte(key))
+// KeyReport returns key's report; an error wrapping ErrNoKey when key has
+// no model. A spilled model is decoded for it, and not kept.
+func (k *Keyed) KeyReport(key string) (Report, error) {
+	p, err := k.peek(key)
 	if err != nil {
 		return Report{}, err
 	}

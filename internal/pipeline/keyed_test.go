@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/streamlearn/streamlearn/internal/event"
+	"github.com/streamlearn/streamlearn/internal/regret"
 )
 
 const keyedConfig = `
@@ -87,7 +88,7 @@ func TestKeyedExact(t *testing.T) {
 		}
 		want := js(mustReport(t, alone))
 		for name, k := range map[string]*Keyed{"resident": whole, "spilled": small} {
-			got, err := k.Report(key)
+			got, err := k.KeyReport(key)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -96,6 +97,56 @@ func TestKeyedExact(t *testing.T) {
 			}
 		}
 	}
+	// The totals are the sums of the keys' reports, resident or not,
+	// and the stats each key's.
+	for name, k := range map[string]*Keyed{"resident": whole, "spilled": small} {
+		tot := k.Report()
+		var sum Report
+		sum.Learners = make([]regret.LearnerReport, len(tot.Learners))
+		if err := k.Each(func(key string, p *Pipeline) error {
+			r := mustReport(t, p)
+			sum.Events += r.Events
+			sum.Labeled += r.Labeled
+			st, _ := k.Stats(key)
+			if st.Events != r.Events {
+				t.Errorf("%s: key %s: stats %d events, report %d", name, key, st.Events, r.Events)
+			}
+			for i, l := range r.Learners {
+				sum.Learners[i].Rounds += l.Rounds
+				sum.Learners[i].Mistakes += l.Mistakes
+				if st.Mistakes[i] != l.Mistakes {
+					t.Errorf("%s: key %s learner %s: stats %d mistakes, report %d", name, key, l.Name, st.Mistakes[i], l.Mistakes)
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if tot.Events != 6000 || sum.Events != tot.Events || sum.Labeled != tot.Labeled || tot.Keys.Keys != 40 {
+			t.Errorf("%s: totals %d events %d labeled, keys' %d and %d, %+v", name, tot.Events, tot.Labeled, sum.Events, sum.Labeled, tot.Keys)
+		}
+		for i, l := range tot.Learners {
+			if l.Rounds != sum.Learners[i].Rounds || l.Mistakes != sum.Learners[i].Mistakes || l.Mistakes == 0 {
+				t.Errorf("%s: learner %s: totals %d rounds %d mistakes, keys' %d and %d", name, l.Name, l.Rounds, l.Mistakes, sum.Learners[i].Rounds, sum.Learners[i].Mistakes)
+			}
+		}
+		top := k.Top(3)
+		if len(top) != 3 || top[0].Events < top[1].Events || top[1].Events < top[2].Events {
+			t.Errorf("%s: top %+v", name, top)
+		}
+		for _, key := range whole.Keys() {
+			if st, _ := k.Stats(key); st.Events > top[2].Events {
+				found := false
+				for _, tp := range top {
+					found = found || tp.Key == key
+				}
+				if !found {
+					t.Errorf("%s: key %s of %d events is not in the top 3 %+v", name, key, st.Events, top)
+				}
+			}
+		}
+	}
+
 	a, err := whole.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +180,11 @@ func TestKeyedExact(t *testing.T) {
 	if !bytes.Equal(got, a) {
 		t.Error("a Keyed restored at a cut and run on is not the uninterrupted one")
 	}
-	if _, err := restored.Report("nobody"); err == nil {
+	noKeys := func(r Report) Report { r.Keys = nil; return r } // resident and evicted differ
+	if r, w := js(noKeys(restored.Report())), js(noKeys(whole.Report())); r != w {
+		t.Errorf("totals restored at a cut and run on:\n got %s\nwant %s", r, w)
+	}
+	if _, err := restored.KeyReport("nobody"); err == nil {
 		t.Error("a report of a key without a model")
 	}
 	bad := bytes.Clone(state)
@@ -179,7 +234,7 @@ func TestKeyedWarmStart(t *testing.T) {
 			}
 			ref.Process(&ev)
 		}
-		got, err := k.Report(key)
+		got, err := k.KeyReport(key)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -364,8 +364,11 @@ type Report struct {
 	Labels *LabelsReport `json:"labels,omitempty"`
 	// WarmStart is present when the model started from a model file
 	// (StartFrom).
-	WarmStart *WarmStartReport       `json:"warm_start,omitempty"`
-	Learners  []regret.LearnerReport `json:"learners"`
+	WarmStart *WarmStartReport `json:"warm_start,omitempty"`
+	// Keys is present in the totals of a partition's models per key
+	// (Keyed.Report).
+	Keys     *KeysReport            `json:"keys,omitempty"`
+	Learners []regret.LearnerReport `json:"learners"`
 }
 
 // WarmStartReport says which model file a model started from, so that

@@ -138,6 +138,11 @@ func (t *Tracker) Len() int { return len(t.learners) }
 // computing a report.
 func (t *Tracker) Rounds(i int) uint64 { return t.learners[i].rounds }
 
+// Mistakes and Loss return learner i's mistakes and cumulative loss,
+// without computing a report.
+func (t *Tracker) Mistakes(i int) uint64 { return t.learners[i].mistakes }
+func (t *Tracker) Loss(i int) float64    { return t.learners[i].loss }
+
 // Observe scores one round of learner i: it predicted p, the label was y,
 // and the learner's loss for the round was loss. Call it after the
 // learner's Update, so that its guarantee covers this round.
@@ -265,7 +270,7 @@ type LearnerReport struct {
 	BoundViolations uint64 `json:"bound_violations"`
 	// StateSHA256 is the SHA-256 of the learner's canonical state followed
 	// by its tracked counters (rounds, mistakes, loss bits).
-	StateSHA256 string `json:"state_sha256"`
+	StateSHA256 string `json:"state_sha256,omitempty"`
 	// Calibration is the probability fit of a learner with calibrate
 	// (package pipeline fills it in): σ(A·score + B).
 	Calibration *Calibration `json:"calibration,omitempty"`

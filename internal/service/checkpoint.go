@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -53,7 +54,17 @@ const (
 // settings do not enter it: a model may move to another broker address.
 // It is pipeline.Fingerprint, taken of the settings the digests in the
 // model's state are (pipeline.SharedDigest, pipeline.LearnerDigest).
-func Fingerprint(c *config.Config) [32]byte { return pipeline.Fingerprint(c) }
+//
+// With models per key, it is another: a partition's checkpoint then holds
+// the models of its keys, which a model per partition cannot restore,
+// and the other way round.
+func Fingerprint(c *config.Config) [32]byte {
+	fp := pipeline.Fingerprint(c)
+	if keyed(c) {
+		return sha256.Sum256(append(fp[:], "models.by: key"...))
+	}
+	return fp
+}
 
 // volatile reports whether the source's offsets do not identify records
 // across restarts (core NATS), so that a restored model skips nothing.
@@ -140,7 +151,7 @@ func (s *Service) restore(ctx context.Context, partition int32, m *model) error 
 		return err
 	}
 	s.logger.Info("model restored from checkpoint", "store", s.opt.Checkpoints.String(), "partition", partition,
-		"position", c.Position, "events", m.p.Seen(), "created", c.Created)
+		"position", c.Position, "events", m.events(), "created", c.Created)
 	return nil
 }
 
@@ -154,13 +165,16 @@ func (s *Service) restoreState(partition int32, m *model, c *checkpoint.Checkpoi
 		return nil
 	}
 	if c.Fingerprint == s.fingerprint {
-		if err := m.p.UnmarshalBinary(c.State); err != nil {
+		if err := m.unmarshal(c.State); err != nil {
 			return fmt.Errorf("service: restoring partition %d from %s: %w", partition, s.opt.Checkpoints, err)
 		}
 		if len(s.opt.ResetLearners) > 0 {
 			s.logger.Info("reset-learner: nothing to reset: the checkpoint is of this model configuration (the flag acts on a checkpoint of another list of learners, once)",
 				"partition", partition, "learners", s.opt.ResetLearners)
 		}
+	} else if m.k != nil {
+		return fmt.Errorf("service: restoring partition %d from %s: the checkpoint is of another model configuration, and models per key (models.by: key) restore only their own: go back to the configuration that wrote it, or start afresh with checkpoint.on_mismatch: reset",
+			partition, s.opt.Checkpoints)
 	} else {
 		reset := s.opt.ResetLearners
 		if len(reset) > 0 {
@@ -302,7 +316,7 @@ func (s *Service) rebuild(ctx context.Context, partition int32, m *model, c *che
 	// next run.
 	m.pos, m.skipTo, m.saveAtOnce = rerr.Committed, rerr.Committed, true
 	s.logger.Warn("rebuilt: the model holds the partition's records through the committed position",
-		append(args, "records", n, "events", m.p.Seen(), "seconds", time.Since(start).Seconds(), "checkpoint_moved_to", dropped)...)
+		append(args, "records", n, "events", m.events(), "seconds", time.Since(start).Seconds(), "checkpoint_moved_to", dropped)...)
 	return nil
 }
 

@@ -208,6 +208,25 @@ func (s *Server) predictorOf(c *checkpoint.Checkpoint, fp [32]byte) (*Predictor,
 		return nil, fmt.Errorf("service: serve: the checkpoint of partition %d in %s was written by another model configuration (%s)",
 			c.Partition, s.opt.Checkpoints, what)
 	}
+	if keyed(s.opt.Config) {
+		k, err := pipeline.NewKeyed(s.opt.Config, pipeline.KeyedOptions{})
+		if err != nil {
+			return nil, err
+		}
+		var states map[string][]byte
+		if err = k.UnmarshalBinary(c.State); err == nil {
+			states, err = k.ServingStates(nil)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("service: serve: the checkpoint of partition %d in %s: %w", c.Partition, s.opt.Checkpoints, err)
+		}
+		pr, err := newKeyedPredictor(s.opt.Config, c.Partition, k.Seen(), states, nil, k.Report())
+		if err != nil {
+			return nil, err
+		}
+		pr.Time, pr.keyed.fresh.Time, pr.SHA256 = c.Created, c.Created, sha256.Sum256(c.State)
+		return pr, nil
+	}
 	p, err := pipeline.New(s.opt.Config)
 	if err != nil {
 		return nil, err
@@ -220,7 +239,7 @@ func (s *Server) predictorOf(c *checkpoint.Checkpoint, fp [32]byte) (*Predictor,
 
 // publish makes models the ones served, and their reports the snapshot.
 func (s *Server) publish(models map[int32]*Predictor, source string) {
-	sv := &serving{byPartition: models}
+	sv := &serving{byPartition: models, keyed: keyed(s.opt.Config)}
 	for part := range models {
 		sv.order = append(sv.order, part)
 	}
@@ -230,9 +249,7 @@ func (s *Server) publish(models map[int32]*Predictor, source string) {
 	snap := &Snapshot{Time: time.Now(), Source: source, Started: len(sv.order) > 0, Reports: make([]Report, 0, len(sv.order))}
 	for _, part := range sv.order {
 		pr := models[part]
-		pr.mu.Lock()
-		r, err := pr.p.Report()
-		pr.mu.Unlock()
+		r, err := pr.Report()
 		if err != nil {
 			s.logger.Error("serve: a model's report", "partition", part, "err", err)
 			continue
@@ -249,10 +266,10 @@ func (s *Server) Snapshot() *Snapshot { return s.snap.Load() }
 
 // Predictor returns the model of partition that answers predictions, or,
 // when only is true, the only model there is (see Service.Predictor).
-func (s *Server) Predictor(_ context.Context, partition int32, only bool) (*Predictor, error) {
+func (s *Server) Predictor(_ context.Context, partition int32, only bool, key []byte) (*Predictor, error) {
 	sv := s.serving.Load()
 	if sv == nil {
 		return nil, ErrNoModel
 	}
-	return sv.pick(partition, only)
+	return sv.pick(partition, only, key)
 }

@@ -42,7 +42,7 @@ func TestServerFollows(t *testing.T) {
 	if snap := s.Snapshot(); snap.Started || len(snap.Reports) != 0 {
 		t.Errorf("no checkpoint yet: started %v, %d reports", snap.Started, len(snap.Reports))
 	}
-	if _, err := s.Predictor(ctx, 0, true); !errors.Is(err, ErrNoModel) {
+	if _, err := s.Predictor(ctx, 0, true, nil); !errors.Is(err, ErrNoModel) {
 		t.Errorf("no checkpoint yet: %v", err)
 	}
 
@@ -79,7 +79,7 @@ func TestServerFollows(t *testing.T) {
 	if err := s.reload(ctx, false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Predictor(ctx, 0, true); !errors.Is(err, ErrNoModel) || s.Snapshot().Started {
+	if _, err := s.Predictor(ctx, 0, true, nil); !errors.Is(err, ErrNoModel) || s.Snapshot().Started {
 		t.Errorf("the checkpoint moved away: still served (%v)", err)
 	}
 }

@@ -274,7 +274,11 @@ func (s *Service) publishSnapshot(ctx context.Context) error {
 		}
 	}
 	answers, err := s.askAll(ctx, changed, func(w *worker) *ask {
-		return &ask{kind: askSnapshot, curves: curvesDue, serve: serve, servedAt: servedAt(w)}
+		a := &ask{kind: askSnapshot, curves: curvesDue, serve: serve, servedAt: servedAt(w)}
+		if old != nil {
+			a.served = old.byPartition[w.part]
+		}
+		return a
 	})
 	if err != nil {
 		return err
@@ -296,7 +300,7 @@ func (s *Service) publishSnapshot(ctx context.Context) error {
 		w := s.workers[part]
 		reports[i] = w.snap
 		// A model at rest: its last report, only later.
-		reports[i].Seconds = now.Sub(w.m.p.Started()).Seconds()
+		reports[i].Seconds = now.Sub(w.m.started()).Seconds()
 		events += w.snap.Events
 	}
 	if curvesDue && (len(s.curves) != len(parts) || events != s.curvesEvents) {
@@ -703,14 +707,10 @@ func (s *Service) worker(ctx context.Context, partition int32) (*worker, error) 
 		s.lastWorker = w
 		return w, nil
 	}
-	p, err := pipeline.New(s.opt.Config)
+	m, err := newPartitionModel(s.opt.Config, s.opt.HistoryPoints)
 	if err != nil {
 		return nil, err
 	}
-	if s.opt.HistoryPoints > 0 {
-		p.Tracker().EnableHistory(s.opt.HistoryPoints)
-	}
-	m := &model{p: p, pos: -1, skipTo: -1}
 	if err := s.own(ctx, partition, m); err != nil {
 		return nil, err
 	}
@@ -1167,6 +1167,12 @@ func (s *Service) flush(ctx context.Context) error {
 type Report struct {
 	Source    string `json:"source"`
 	Partition int32  `json:"partition"`
+	// Key, with models per key (models.by: key), is the key of the model
+	// reported; absent in the report of a partition's models, which has
+	// their totals (pipeline.Report.Keys) and the keys of the most
+	// records (TopKeys).
+	Key     *string     `json:"key,omitempty"`
+	TopKeys []KeyReport `json:"top_keys,omitempty"`
 	// ConsumerLag is the Lag of the last record the model processed (see
 	// connectors.Record): how far behind the broker's end it was then.
 	// Absent when the source does not say or before the first record.
@@ -1179,14 +1185,21 @@ type Report struct {
 // delayed labels, the labels section of each has the digest of the model's
 // store of waiting events (pipeline.StoreDigest), which snapshots leave
 // out.
+//
+// With models per key, it has the report of every key's model instead,
+// ordered by partition and key.
 func (s *Service) Reports() ([]Report, error) {
-	return eachModel(s, "Reports while Run runs: use Snapshot", func(w *worker) (Report, error) {
+	reps, err := eachModel(s, "Reports while Run runs: use Snapshot", func(w *worker) ([]Report, error) {
+		if w.m.k != nil {
+			return w.keyReports()
+		}
 		rep, err := w.report()
 		if err == nil && rep.Labels != nil {
 			rep.Labels.StateSHA256 = w.m.p.StoreDigest() // final: the store's digest too
 		}
-		return rep, err
+		return []Report{rep}, err
 	})
+	return slices.Concat(reps...), err
 }
 
 // eachModel returns f of every model's worker, in partition order, once

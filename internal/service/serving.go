@@ -46,9 +46,16 @@ type Predictor struct {
 	// models, in this process or another one serving the same
 	// checkpoint.
 	SHA256 [32]byte
+	// Key, with models per key, is the key of the model; empty for a
+	// new key's model and with one model per partition.
+	Key string
 
 	mu sync.Mutex
-	p  *pipeline.Pipeline
+	p  *pipeline.Pipeline // nil for a partition's models per key
+	// keyed is a partition's models per key, and totals their report;
+	// nil with one model.
+	keyed  *keyedServing
+	totals *pipeline.Report
 }
 
 // Prediction is one learner's prediction of an event.
@@ -82,21 +89,36 @@ func (pr *Predictor) Predict(dst []Prediction, ev *event.Event) ([]Prediction, e
 	return dst, ""
 }
 
+// Report returns the report of pr's model, or the totals of its models
+// per key.
+func (pr *Predictor) Report() (pipeline.Report, error) {
+	if pr.totals != nil {
+		return *pr.totals, nil
+	}
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	return pr.p.Report()
+}
+
 // serving is the set of Predictors a snapshot published.
 type serving struct {
 	byPartition map[int32]*Predictor
 	order       []int32 // ascending
+	keyed       bool    // models per key
 }
 
 // Predictor returns the copy of partition's model that serves predictions,
-// or, when only is true, of the only model there is. It marks serving
-// active (see ServeIdle) and, when serving was idle, waits for the next
-// snapshot to copy the models, until ctx is done.
-func (s *Service) Predictor(ctx context.Context, partition int32, only bool) (*Predictor, error) {
+// or, when only is true, of the only model there is. With models per key
+// (models.by: key), it is the model of key in partition, or, when only,
+// in the partition that has it; the model of a new key (empty, or the
+// warm start) when none has. It marks serving active (see ServeIdle)
+// and, when serving was idle, waits for the next snapshot to copy the
+// models, until ctx is done.
+func (s *Service) Predictor(ctx context.Context, partition int32, only bool, key []byte) (*Predictor, error) {
 	s.serveUntil.Store(time.Now().Add(ServeIdle).UnixNano())
 	for {
 		if sv := s.serving.Load(); sv != nil {
-			return sv.pick(partition, only)
+			return sv.pick(partition, only, key)
 		}
 		t := time.NewTimer(10 * time.Millisecond)
 		select {
@@ -108,8 +130,20 @@ func (s *Service) Predictor(ctx context.Context, partition int32, only bool) (*P
 	}
 }
 
-// pick chooses the Predictor of partition, or the only one when only.
-func (sv *serving) pick(partition int32, only bool) (*Predictor, error) {
+// pick chooses the Predictor of partition, or the only one when only;
+// with models per key, key's.
+func (sv *serving) pick(partition int32, only bool, key []byte) (*Predictor, error) {
+	if only && sv.keyed {
+		if len(sv.order) == 0 {
+			return nil, ErrNoModel
+		}
+		for _, part := range sv.order {
+			if pr := sv.byPartition[part]; pr.has(key) {
+				return pr.forKey(key)
+			}
+		}
+		return sv.byPartition[sv.order[0]].forKey(key) // a new key's model
+	}
 	if only {
 		switch len(sv.order) {
 		case 0:
@@ -125,7 +159,7 @@ func (sv *serving) pick(partition int32, only bool) (*Predictor, error) {
 		}
 	}
 	if pr, ok := sv.byPartition[partition]; ok {
-		return pr, nil
+		return pr.forKey(key)
 	}
 	return nil, fmt.Errorf("%w for partition %d", ErrNoModel, partition)
 }
@@ -141,7 +175,7 @@ func (s *Service) refreshServing(now time.Time, active bool, old *serving, parts
 		}
 		return
 	}
-	sv := &serving{byPartition: make(map[int32]*Predictor, len(parts)), order: make([]int32, 0, len(parts))}
+	sv := &serving{byPartition: make(map[int32]*Predictor, len(parts)), order: make([]int32, 0, len(parts)), keyed: keyed(s.opt.Config)}
 	for _, part := range parts {
 		pr, ok := served[part]
 		if !ok && old != nil {
@@ -155,10 +189,37 @@ func (s *Service) refreshServing(now time.Time, active bool, old *serving, parts
 			continue
 		}
 		pr.Time = now
+		if pr.keyed != nil {
+			pr.keyed.fresh.Time = now // not published yet
+		}
 		sv.order = append(sv.order, part)
 		sv.byPartition[part] = pr
 	}
 	s.serving.Store(sv)
+}
+
+// servingCopy returns a copy of the model for serving; prev is the last
+// one, nil when none.
+func (w *worker) servingCopy(prev *Predictor, r Report) (*Predictor, error) {
+	if w.m.k == nil {
+		return newPredictor(w.part, w.m.p)
+	}
+	var states map[string][]byte
+	if prev != nil && prev.keyed != nil && prev.keyed.gen == w.servedGen {
+		// The copy of the last call: the keys not changed since are its.
+		states = prev.keyed.states
+	}
+	states, err := w.m.k.ServingStates(states)
+	if err != nil {
+		return nil, err
+	}
+	pr, err := newKeyedPredictor(w.s.opt.Config, w.part, w.m.events(), states, w.s.opt.WarmStart, r.Report)
+	if err != nil {
+		return nil, err
+	}
+	w.servedGen++
+	pr.keyed.gen = w.servedGen
+	return pr, nil
 }
 
 // newPredictor returns a copy of p, partition's model, for serving.

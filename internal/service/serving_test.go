@@ -52,14 +52,14 @@ func TestServingFollowsModel(t *testing.T) {
 
 	wctx, wcancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer wcancel()
-	if _, err := s.Predictor(wctx, 0, true); !errors.Is(err, ErrNoModel) {
+	if _, err := s.Predictor(wctx, 0, true, nil); !errors.Is(err, ErrNoModel) {
 		t.Fatalf("before any event: %v, want ErrNoModel", err)
 	}
 	waitFor := func(n uint64) *Predictor {
 		t.Helper()
 		deadline := time.Now().Add(5 * time.Second)
 		for {
-			pr, err := s.Predictor(wctx, 0, true)
+			pr, err := s.Predictor(wctx, 0, true, nil)
 			if err == nil && pr.Events == n {
 				return pr
 			}
@@ -74,7 +74,7 @@ func TestServingFollowsModel(t *testing.T) {
 	}
 	pr := waitFor(200)
 	time.Sleep(30 * time.Millisecond) // several snapshots, no new event
-	if again, err := s.Predictor(wctx, 0, true); err != nil || again != pr {
+	if again, err := s.Predictor(wctx, 0, true, nil); err != nil || again != pr {
 		t.Errorf("unchanged model: a new copy was made (%v)", err)
 	}
 	before := s.Snapshot().Reports[0]

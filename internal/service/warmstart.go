@@ -43,7 +43,7 @@ func (w *WarmStart) Check(c *config.Config) error {
 	if w == nil || w.checked == c {
 		return nil // checked already (a command checks before it connects)
 	}
-	if w.Model.Fingerprint != Fingerprint(c) {
+	if w.Model.Fingerprint != pipeline.Fingerprint(c) {
 		what := "the input, features, labels or learners differ"
 		if ch, err := pipeline.CompareState(w.Model.State, c); err == nil {
 			what = ch.String()
@@ -73,15 +73,15 @@ func (s *Service) startWarm(partition int32, m *model) error {
 	if w.Err != nil {
 		return fmt.Errorf("service: partition %d has no checkpoint, and its model cannot start from the warm start: %w", partition, w.Err)
 	}
-	if err := m.p.StartFrom(w.Model.State, w.SHA256); err != nil {
+	if err := m.startFrom(w.Model.State, w.SHA256); err != nil {
 		return fmt.Errorf("service: partition %d: warm start: the model %s: %w", partition, w.Path, err)
 	}
-	if s.opt.HistoryPoints > 0 && m.p.Tracker().History() == nil {
+	if m.p != nil && s.opt.HistoryPoints > 0 && m.p.Tracker().History() == nil {
 		// A file written without curves (replay --save): the dashboard's
 		// curves start here.
 		m.p.Tracker().EnableHistory(s.opt.HistoryPoints)
 	}
-	s.logger.Info("model started from the warm start", "partition", partition, "model", w.String(), "events", m.p.Seen())
+	s.logger.Info("model started from the warm start", "partition", partition, "model", w.String(), "events", m.events())
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/checkpoint"
 	"github.com/streamlearn/streamlearn/internal/connectors"
 	"github.com/streamlearn/streamlearn/internal/event"
+	"github.com/streamlearn/streamlearn/internal/online"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
 	"github.com/streamlearn/streamlearn/internal/regret"
 )
@@ -87,7 +88,11 @@ type ask struct {
 	curves   bool  // askSnapshot: copy the curves
 	serve    bool  // askSnapshot: copy the model when it changed since servedAt
 	servedAt uint64
-	reply    chan<- answer // nil: no answer wanted
+	// served is the last copy for serving (askSnapshot with serve), nil
+	// when none: of models per key, the keys' encodings that have not
+	// changed since are shared.
+	served *Predictor
+	reply  chan<- answer // nil: no answer wanted
 }
 
 // answer is a worker's answer to an ask.
@@ -114,10 +119,11 @@ type item struct {
 // model is the state of one partition's model. While its worker runs,
 // only the worker's goroutine touches it.
 type model struct {
-	p    *pipeline.Pipeline
-	seen bool  // a record was processed
-	lag  int64 // Lag of the last record processed
-	pos  int64 // offset of the last record whose effect is in p; -1 before any
+	p    *pipeline.Pipeline // nil with models per key
+	k    *pipeline.Keyed    // models per key; nil otherwise
+	seen bool               // a record was processed
+	lag  int64              // Lag of the last record processed
+	pos  int64              // offset of the last record whose effect is in p; -1 before any
 	// base is added to a volatile source's offsets (core NATS: arrival
 	// counts that begin again at every restart) to make pos: the restored
 	// checkpoint's position plus one, so that the positions a model is
@@ -155,6 +161,9 @@ type worker struct {
 	quiet    bool              // a rebuild's: the records' outputs went out when they were first learned
 	lastDone connectors.Record // the last record processed to the end (Value and Key nil)
 	anyDone  bool              // lastDone is set
+	// servedGen numbers the serving copies of models per key made
+	// (keyedServing.gen).
+	servedGen uint64
 
 	// Shared: the queue, the batches coming back, the end.
 	in      chan item
@@ -379,12 +388,17 @@ func (w *worker) answer(ctx context.Context, a *ask) answer {
 			ans.ckpt, ans.err = w.take()
 		}
 	case askSnapshot:
+		if w.m.k != nil {
+			if ans.err = w.m.k.EvictIdle(time.Now()); ans.err != nil {
+				return ans
+			}
+		}
 		ans.report, ans.err = w.report()
-		if a.curves {
+		if a.curves && w.m.p != nil {
 			ans.curves = w.m.p.Tracker().History() // a copy
 		}
-		if ans.err == nil && a.serve && w.m.p.Seen() != a.servedAt {
-			ans.served, ans.err = newPredictor(w.part, w.m.p)
+		if ans.err == nil && a.serve && w.m.events() != a.servedAt {
+			ans.served, ans.err = w.servingCopy(a.served, ans.report)
 		}
 	case askReport:
 		ans.err = w.publishReport(ctx)
@@ -436,12 +450,21 @@ func (w *worker) learn(ctx context.Context, rec *connectors.Record) error {
 	if err != nil {
 		return w.rejectDecode(ctx, rec, err)
 	}
-	learned := m.p.Learned()
-	preds, reason := m.p.Process(&w.ev)
+	learned := m.learned()
+	p := m.p
+	var preds []online.Prediction
+	var reason event.Reason
+	if m.k != nil {
+		if p, preds, reason, err = m.k.Process(&w.ev); err != nil {
+			return fmt.Errorf("service: partition %d: %w", w.part, err)
+		}
+	} else {
+		preds, reason = p.Process(&w.ev)
+	}
 	// The labeled rounds this record made: 1 for a labeled event, and
 	// with delayed labels 1 for a joined label, plus the expired events
 	// learned with the default label before it.
-	rounds := m.p.Learned() - learned
+	rounds := m.learned() - learned
 	if reason != "" && w.ev.LabelOnly {
 		return w.deadLetter(ctx, rec, reason, fmt.Sprintf("%s:%d: label of id %q: %s", w.source, rec.Offset, w.ev.ID, labelReason(reason)))
 	}
@@ -452,7 +475,7 @@ func (w *worker) learn(ctx context.Context, rec *connectors.Record) error {
 		return nil
 	}
 	if s.predictions != nil && !w.ev.LabelOnly { // a label event has no prediction
-		w.predBuf = appendPrediction(w.predBuf[:0], &w.ev, w.source, *rec, m.p, preds)
+		w.predBuf = appendPrediction(w.predBuf[:0], &w.ev, w.source, *rec, p, preds)
 		var err error
 		if s.predIDs != nil {
 			err = s.predIDs.PublishID(ctx, OutputID(s.idSource, rec.Partition, rec.Offset, "prediction"), w.ev.Key, w.predBuf)
@@ -483,7 +506,7 @@ func (w *worker) rejectDecode(ctx context.Context, rec *connectors.Record, err e
 	if !errors.As(err, &de) {
 		return fmt.Errorf("service: decode: %w", err)
 	}
-	w.m.p.Reject(de.Reason)
+	w.m.reject(de.Reason)
 	de.Offset = rec.Offset
 	return w.deadLetter(ctx, rec, de.Reason, de.Error())
 }
@@ -502,11 +525,11 @@ func (w *worker) deadLetter(ctx context.Context, rec *connectors.Record, reason 
 
 // report returns the model's report.
 func (w *worker) report() (Report, error) {
-	r, err := w.m.p.Report()
+	r, top, err := w.m.totals()
 	if err != nil {
 		return Report{}, err
 	}
-	rep := Report{Source: w.s.opt.Source.Name(), Partition: w.part, Report: r}
+	rep := Report{Source: w.s.opt.Source.Name(), Partition: w.part, Report: r, TopKeys: top}
 	if w.m.seen && w.m.lag >= 0 {
 		lag := w.m.lag // a copy: reports are immutable
 		rep.ConsumerLag = &lag
@@ -536,7 +559,7 @@ func (w *worker) publishReport(ctx context.Context) error {
 // once, and the report beside it.
 func (w *worker) take() (*checkpoint.Checkpoint, error) {
 	s := w.s
-	state, err := w.m.p.MarshalBinary()
+	state, err := w.m.marshal()
 	if err != nil {
 		return nil, fmt.Errorf("service: checkpoint of partition %d: %w", w.part, err)
 	}

@@ -1,0 +1,229 @@
+package service
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"time"
+
+	"github.com/streamlearn/streamlearn/internal/config"
+	"github.com/streamlearn/streamlearn/internal/event"
+	"github.com/streamlearn/streamlearn/internal/pipeline"
+)
+
+// Models per key (models.by: key). A partition's model is then a
+// pipeline.Keyed: a model per event key, each the replay of its key's
+// events alone. Everything the service does with a partition's model —
+// checkpoints, restores, warm starts, reports, serving copies — goes
+// through the methods below, which choose between the one model and the
+// models per key; the worker learns each event with its key's model.
+
+// keyed reports whether c gives each event key a model of its own.
+func keyed(c *config.Config) bool { return c.Models.By == "key" }
+
+// TopKeys is how many keys of each partition the snapshot reports on
+// their own (Report.TopKeys; the metrics' key label): the keys of the
+// most records. The others are in the partition's totals only, which
+// bounds the metrics' series whatever the number of keys.
+const TopKeys = 10
+
+// newModel returns a partition's empty model, of c's kind.
+func newPartitionModel(c *config.Config, history int) (*model, error) {
+	m := &model{pos: -1, skipTo: -1}
+	if keyed(c) {
+		k, err := pipeline.NewKeyed(c, pipeline.KeyedOptions{Max: c.Models.Max, Idle: c.Models.Idle})
+		if err != nil {
+			return nil, err
+		}
+		m.k = k
+		return m, nil
+	}
+	p, err := pipeline.New(c)
+	if err != nil {
+		return nil, err
+	}
+	if history > 0 {
+		p.Tracker().EnableHistory(history)
+	}
+	m.p = p
+	return m, nil
+}
+
+// events returns the records the model counted; learned its labeled
+// rounds; started when it was made.
+func (m *model) events() uint64 {
+	if m.k != nil {
+		return m.k.Seen()
+	}
+	return m.p.Seen()
+}
+
+func (m *model) learned() uint64 {
+	if m.k != nil {
+		return m.k.Learned()
+	}
+	return m.p.Learned()
+}
+
+func (m *model) started() time.Time {
+	if m.k != nil {
+		return m.k.Started()
+	}
+	return m.p.Started()
+}
+
+// reject counts a record that could not be decoded (with models per key,
+// in the partition's totals: it has no key).
+func (m *model) reject(reason event.Reason) {
+	if m.k != nil {
+		m.k.Reject(reason)
+		return
+	}
+	m.p.Reject(reason)
+}
+
+// marshal encodes the model for a checkpoint; unmarshal restores one.
+func (m *model) marshal() ([]byte, error) {
+	if m.k != nil {
+		return m.k.MarshalBinary()
+	}
+	return m.p.MarshalBinary()
+}
+
+func (m *model) unmarshal(b []byte) error {
+	if m.k != nil {
+		return m.k.UnmarshalBinary(b)
+	}
+	return m.p.UnmarshalBinary(b)
+}
+
+// startFrom makes the model the warm start's: with models per key, every
+// new key's model.
+func (m *model) startFrom(state []byte, sha [32]byte) error {
+	if m.k != nil {
+		return m.k.StartFrom(state, sha)
+	}
+	return m.p.StartFrom(state, sha)
+}
+
+// totals returns the model's report: with models per key, their totals
+// and the keys of the most records (TopKeys).
+func (m *model) totals() (pipeline.Report, []KeyReport, error) {
+	if m.k == nil {
+		r, err := m.p.Report()
+		return r, nil, err
+	}
+	top := m.k.Top(TopKeys)
+	keys := make([]KeyReport, len(top))
+	for i, t := range top {
+		keys[i] = KeyReport{Key: t.Key, Events: t.Events, Mistakes: t.Mistakes}
+	}
+	return m.k.Report(), keys, nil
+}
+
+// KeyReport is what a partition's report says of one of its keys with
+// models per key: its records and each learner's mistakes, in the
+// learners' order. Each key's whole report is GET /v1/report?key=, and in
+// `--report json` at the end.
+type KeyReport struct {
+	Key      string   `json:"key"`
+	Events   uint64   `json:"events"`
+	Mistakes []uint64 `json:"mistakes"`
+}
+
+// keyReports returns the report of every key's model, in key order, as
+// the worker's report of the partition does (report).
+func (w *worker) keyReports() ([]Report, error) {
+	var out []Report
+	err := w.m.k.Each(func(key string, p *pipeline.Pipeline) error {
+		r, err := p.Report()
+		if err != nil {
+			return err
+		}
+		if r.Labels != nil {
+			r.Labels.StateSHA256 = p.StoreDigest()
+		}
+		k := key
+		out = append(out, Report{Source: w.s.opt.Source.Name(), Partition: w.part, Key: &k, Report: r})
+		return nil
+	})
+	return out, err
+}
+
+// keyedServing is the serving copy of a partition's models per key: each
+// key's encoding, decoded into a Predictor of its own when a prediction
+// asks for the key (a few are kept decoded).
+type keyedServing struct {
+	cfg    *config.Config
+	states map[string][]byte
+	fresh  *Predictor // a new key's model: empty, or the warm start
+	// cache has the keys decoded; bounded by keyedServingCache.
+	cache map[string]*Predictor
+	// gen numbers the copies of a worker: the next copy shares states
+	// only with the one made last (the worker's servedGen).
+	gen uint64
+}
+
+// keyedServingCache bounds the keys a serving copy keeps decoded.
+const keyedServingCache = 256
+
+// newKeyedPredictor returns the serving copy of partition's models per
+// key from their encodings (pipeline.Keyed.ServingStates), at events
+// records, with totals r.
+func newKeyedPredictor(c *config.Config, partition int32, events uint64, states map[string][]byte, warm *WarmStart, r pipeline.Report) (*Predictor, error) {
+	p, err := pipeline.New(c)
+	if err != nil {
+		return nil, err
+	}
+	if warm != nil && warm.Err == nil {
+		if err := p.StartFrom(warm.Model.State, warm.SHA256); err != nil {
+			return nil, err
+		}
+	}
+	_, sum, err := p.CloneDigest()
+	if err != nil {
+		return nil, err
+	}
+	fresh := &Predictor{Partition: partition, Events: p.Seen(), SHA256: sum, p: p}
+	return &Predictor{Partition: partition, Events: events, totals: &r,
+		keyed: &keyedServing{cfg: c, states: states, fresh: fresh, cache: map[string]*Predictor{}}}, nil
+}
+
+// has reports whether pr has a model of key.
+func (pr *Predictor) has(key []byte) bool {
+	if pr.keyed == nil {
+		return false
+	}
+	_, ok := pr.keyed.states[string(key)]
+	return ok
+}
+
+// forKey returns, of a partition's models per key, the Predictor of key's
+// model, or of a new key's model when it has none; of one model, pr.
+func (pr *Predictor) forKey(key []byte) (*Predictor, error) {
+	ks := pr.keyed
+	if ks == nil {
+		return pr, nil
+	}
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	if kp, ok := ks.cache[string(key)]; ok {
+		return kp, nil
+	}
+	state, ok := ks.states[string(key)]
+	if !ok {
+		return ks.fresh, nil
+	}
+	p, err := pipeline.New(ks.cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.UnmarshalBinary(state); err != nil {
+		return nil, fmt.Errorf("service: the serving copy of key %q: %w", key, err)
+	}
+	if len(ks.cache) >= keyedServingCache {
+		clear(ks.cache)
+	}
+	kp := &Predictor{Partition: pr.Partition, Key: string(key), Events: p.Seen(), Time: pr.Time, SHA256: sha256.Sum256(state), p: p}
+	ks.cache[string(key)] = kp
+	return kp, nil
+}
