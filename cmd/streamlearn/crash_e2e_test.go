@@ -166,6 +166,13 @@ func TestE2ECrashResume(t *testing.T) {
 // next 150ms of learning.
 func killAfterCheckpoint(t *testing.T, ctx context.Context, dir, sl, cfg string, kill int, stamp func() int64, r *rand.Rand) {
 	t.Helper()
+	killWithin(t, ctx, dir, sl, cfg, kill, stamp, r, 150*time.Millisecond)
+}
+
+// killWithin is killAfterCheckpoint with the kill at a random moment of
+// the next within.
+func killWithin(t *testing.T, ctx context.Context, dir, sl, cfg string, kill int, stamp func() int64, r *rand.Rand, within time.Duration) {
+	t.Helper()
 	before := stamp()
 	p, _ := start(t, ctx, dir, false, sl, "run", "-c", cfg, "--http", "off")
 	for stamp() == before {
@@ -177,7 +184,7 @@ func killAfterCheckpoint(t *testing.T, ctx context.Context, dir, sl, cfg string,
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-	time.Sleep(time.Duration(r.IntN(150)) * time.Millisecond)
+	time.Sleep(time.Duration(r.Int64N(int64(within))))
 	if err := p.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,16 @@
 //	streamlearn_event_duration_seconds              histogram
 //	streamlearn_consumer_lag{source,partition}      gauge    the report's consumer_lag (see connectors.Record.Lag)
 //	streamlearn_checkpoint_age_seconds              gauge    time since the models last matched committed positions
+//	streamlearn_keys{partition,state}               gauge    models per key: resident or spilled
+//	streamlearn_key_evictions_total{partition}      counter  models per key evicted from memory
+//	streamlearn_key_events_total{partition,key}     counter  the keys of the most records (service.TopKeys per partition)
+//	streamlearn_key_mistakes_total{learner,partition,key} counter  their models' mistakes
+//
+// With models per key (models.by: key), a partition's rounds, mistakes
+// and loss are the totals over its keys' models; bounds, regrets and
+// violations are each model's (GET /v1/report?key=), so the partition has
+// none of those series. The key label is bounded: only the TopKeys keys of
+// the most records of each partition have series.
 //
 // A learner without a theorem has no streamlearn_bound series, and one
 // without a comparator no regret series, as its report has no bound or

@@ -59,6 +59,18 @@ var (
 	labelDelayDesc = prometheus.NewDesc("streamlearn_label_delay_events",
 		"With delayed labels: how many records of the partition came between an event and its label, over joined labels.",
 		[]string{"partition"}, nil)
+	keysDesc = prometheus.NewDesc("streamlearn_keys",
+		"With models per key: the keys of the partition that have a model, by state: resident (in memory) or spilled (encoded, decoded on the key's next event).",
+		[]string{"partition", "state"}, nil)
+	evictionsDesc = prometheus.NewDesc("streamlearn_key_evictions_total",
+		"With models per key: models of the partition evicted from memory (models.max, models.idle).",
+		[]string{"partition"}, nil)
+	keyEventsDesc = prometheus.NewDesc("streamlearn_key_events_total",
+		"With models per key: records of each of the partition's keys of the most records (service.TopKeys of them: the label's cardinality is bounded).",
+		[]string{"partition", "key"}, nil)
+	keyMistakesDesc = prometheus.NewDesc("streamlearn_key_mistakes_total",
+		"With models per key: mistakes of the learner's model of each of the partition's keys of the most records.",
+		[]string{"learner", "partition", "key"}, nil)
 	checkpointAgeDesc = prometheus.NewDesc("streamlearn_checkpoint_age_seconds",
 		"Seconds since the model state last matched the positions committed to the source; 0 while everything processed is committed.",
 		nil, nil)
@@ -79,7 +91,8 @@ type collector struct {
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{eventsDesc, invalidDesc, roundsDesc, mistakesDesc, lossDesc,
-		boundDesc, regretDesc, regretBoundDesc, violationsDesc, lagDesc, labelsDesc, pendingDesc, labelDelayDesc, checkpointAgeDesc} {
+		boundDesc, regretDesc, regretBoundDesc, violationsDesc, lagDesc, labelsDesc, pendingDesc, labelDelayDesc,
+		keysDesc, evictionsDesc, keyEventsDesc, keyMistakesDesc, checkpointAgeDesc} {
 		ch <- d
 	}
 }
@@ -121,10 +134,26 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		if r.ConsumerLag != nil {
 			ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, float64(*r.ConsumerLag), snap.Source, part)
 		}
+		if k := r.Keys; k != nil {
+			ch <- prometheus.MustNewConstMetric(keysDesc, prometheus.GaugeValue, float64(k.Resident), part, "resident")
+			ch <- prometheus.MustNewConstMetric(keysDesc, prometheus.GaugeValue, float64(k.Keys-k.Resident), part, "spilled")
+			ch <- prometheus.MustNewConstMetric(evictionsDesc, prometheus.CounterValue, float64(k.Evicted), part)
+			for _, t := range r.TopKeys {
+				ch <- prometheus.MustNewConstMetric(keyEventsDesc, prometheus.CounterValue, float64(t.Events), part, t.Key)
+				for i, m := range t.Mistakes {
+					if i < len(r.Learners) {
+						ch <- prometheus.MustNewConstMetric(keyMistakesDesc, prometheus.CounterValue, float64(m), r.Learners[i].Name, part, t.Key)
+					}
+				}
+			}
+		}
 		for _, l := range r.Learners {
 			ch <- prometheus.MustNewConstMetric(roundsDesc, prometheus.CounterValue, float64(l.Rounds), l.Name, part)
 			ch <- prometheus.MustNewConstMetric(mistakesDesc, prometheus.CounterValue, float64(l.Mistakes), l.Name, part)
 			ch <- prometheus.MustNewConstMetric(lossDesc, prometheus.CounterValue, l.Loss, l.Name, part)
+			if r.Keys != nil {
+				continue // the totals of models per key: bounds are each model's
+			}
 			ch <- prometheus.MustNewConstMetric(violationsDesc, prometheus.CounterValue, float64(l.BoundViolations), l.Name, part)
 			if b := l.Bound; b != nil {
 				ch <- prometheus.MustNewConstMetric(boundDesc, prometheus.GaugeValue, b.Value, l.Name, part, string(b.Kind))
