@@ -32,6 +32,7 @@ import (
 // Keyed is not safe for concurrent use.
 type Keyed struct {
 	cfg     *config.Config
+	dg      *digests // cfg's
 	max     int
 	idle    time.Duration
 	warm    []byte
@@ -99,7 +100,7 @@ func NewKeyed(c *config.Config, opt KeyedOptions) (*Keyed, error) {
 	if opt.Max < 0 {
 		return nil, fmt.Errorf("pipeline: keyed: max %d is negative", opt.Max)
 	}
-	k := &Keyed{cfg: specOf(c), max: opt.Max, idle: opt.Idle, warm: opt.WarmStart, warmSHA: opt.WarmSHA256,
+	k := &Keyed{cfg: specOf(c), dg: digestsOf(c), max: opt.Max, idle: opt.Idle, warm: opt.WarmStart, warmSHA: opt.WarmSHA256,
 		start: time.Now(), now: time.Now()}
 	k.clear()
 	p, err := k.fresh() // the configuration and the warm start build
@@ -139,7 +140,7 @@ func (k *Keyed) StartFrom(state []byte, sha [32]byte) error {
 
 // fresh returns a new key's model.
 func (k *Keyed) fresh() (*Pipeline, error) {
-	p, err := New(k.cfg)
+	p, err := newPipeline(k.cfg, k.dg)
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +172,7 @@ func (k *Keyed) Model(key []byte) (*Pipeline, error) {
 	if b, ok := k.spill[name]; ok {
 		// Decoded into a pipeline fresh from New (UnmarshalBinary would
 		// build a second one to keep p unchanged on error: p is new).
-		if p, err = New(k.cfg); err == nil {
+		if p, err = newPipeline(k.cfg, k.dg); err == nil {
 			err = p.decode(b)
 		}
 		if err != nil {
@@ -365,7 +366,7 @@ func (k *Keyed) peek(key string) (*Pipeline, error) {
 	if !ok {
 		return nil, fmt.Errorf("pipeline: keyed: key %q: %w", key, ErrNoKey)
 	}
-	p, err := New(k.cfg)
+	p, err := newPipeline(k.cfg, k.dg)
 	if err == nil {
 		err = p.decode(b)
 	}

@@ -94,7 +94,29 @@ type Counts struct {
 }
 
 // New builds the learners of c.
-func New(c *config.Config) (*Pipeline, error) {
+func New(c *config.Config) (*Pipeline, error) { return newPipeline(c, digestsOf(c)) }
+
+// digests are the digests of a configuration every pipeline of it holds,
+// and the private copy of it they share (spec): computed once for many
+// pipelines of one configuration (Keyed), as they cost more than building
+// small models.
+type digests struct {
+	spec     *config.Config // specOf(c)
+	shared   [32]byte
+	compat   [][32]byte
+	learners [][32]byte
+}
+
+func digestsOf(c *config.Config) *digests {
+	d := &digests{spec: specOf(c), shared: SharedDigest(c), compat: compatSharedDigests(c)}
+	for _, lc := range c.Learners {
+		d.learners = append(d.learners, LearnerDigest(lc))
+	}
+	return d
+}
+
+// newPipeline is New with c's digests.
+func newPipeline(c *config.Config, dg *digests) (*Pipeline, error) {
 	bits := c.Features.Bits
 	scaler, err := online.NewScaler(bits, c.Features.Scale)
 	if err != nil {
@@ -108,9 +130,9 @@ func New(c *config.Config) (*Pipeline, error) {
 		tracker:      regret.New(),
 		counts:       Counts{InvalidBy: map[event.Reason]uint64{}},
 		start:        time.Now(),
-		spec:         specOf(c),
-		shared:       SharedDigest(c),
-		compatShared: compatSharedDigests(c),
+		spec:         dg.spec,
+		shared:       dg.shared,
+		compatShared: dg.compat,
 		labelNames:   [2]string{cmp.Or(first(c.Input.Negative), "0"), cmp.Or(first(c.Input.Positive), "1")},
 	}
 	env := learners.Env{Bits: bits}
@@ -120,7 +142,7 @@ func New(c *config.Config) (*Pipeline, error) {
 		if err != nil {
 			return nil, fmt.Errorf("pipeline: learners[%d] (%s): %w", i, lc.Name, err)
 		}
-		n.digest = LearnerDigest(lc)
+		n.digest = dg.learners[i]
 		if lc.Calibrate {
 			n.calib = newPlatt()
 		}
