@@ -53,6 +53,11 @@ type Models struct {
 	// Idle, with By "key", evicts a model not used for that long, as Max
 	// does; 0 (the default) keeps models until Max pushes them out.
 	Idle time.Duration `yaml:"idle"`
+	// SpillDir, with By "key", is the directory of the file evicted
+	// models are written to (removed at once, so gone with the process:
+	// the checkpoints hold the models durably); default the system's
+	// temporary directory.
+	SpillDir string `yaml:"spill_dir"`
 
 	// WarmStart is a model file (`streamlearn export`, `replay --save`)
 	// every new model starts from instead of an empty one, in `run` and

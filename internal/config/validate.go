@@ -156,6 +156,8 @@ func (c *Config) validate() error {
 		return errAt("models.max", "bounds the models per key: set models.by: key")
 	case c.Models.By != "key" && c.Models.Idle != 0:
 		return errAt("models.idle", "evicts models per key: set models.by: key")
+	case c.Models.By != "key" && c.Models.SpillDir != "":
+		return errAt("models.spill_dir", "holds evicted models per key: set models.by: key")
 	case c.Models.Max < 0:
 		return errAt("models.max", "must not be negative")
 	case c.Models.Idle < 0:

@@ -43,7 +43,8 @@ type Keyed struct {
 
 	resident map[string]*list.Element // of *keyedModel, most recent first
 	lru      list.List
-	spill    map[string][]byte
+	spill    spill
+	spillDir string // of a fileSpill; "" keeps the encodings in memory
 	// stats has every key's counts, resident or spilled.
 	stats map[string]*KeyStats
 	// The totals over every key, and the records of no key (Reject).
@@ -89,6 +90,11 @@ type KeyedOptions struct {
 	// Idle, when positive, evicts the models not used for that long
 	// (EvictIdle).
 	Idle time.Duration
+	// SpillDir, when not empty, is where the evicted models' encodings
+	// go: a file of their own, removed at once (it is gone with the
+	// process), so that the heap holds only their index. Empty keeps
+	// them in memory.
+	SpillDir string
 	// WarmStart, when not nil, is the state every new key's model starts
 	// from (StartFrom), of the model file of SHA-256 WarmSHA256.
 	WarmStart  []byte
@@ -101,8 +107,12 @@ func NewKeyed(c *config.Config, opt KeyedOptions) (*Keyed, error) {
 		return nil, fmt.Errorf("pipeline: keyed: max %d is negative", opt.Max)
 	}
 	k := &Keyed{cfg: specOf(c), dg: digestsOf(c), max: opt.Max, idle: opt.Idle, warm: opt.WarmStart, warmSHA: opt.WarmSHA256,
-		start: time.Now(), now: time.Now()}
+		start: time.Now(), now: time.Now(), spillDir: opt.SpillDir}
 	k.clear()
+	var err error
+	if k.spill, err = k.newSpill(); err != nil {
+		return nil, err
+	}
 	p, err := k.fresh() // the configuration and the warm start build
 	if err != nil {
 		return nil, err
@@ -114,9 +124,17 @@ func NewKeyed(c *config.Config, opt KeyedOptions) (*Keyed, error) {
 	return k, nil
 }
 
-// clear forgets every key.
+// newSpill returns an empty spill of k's kind.
+func (k *Keyed) newSpill() (spill, error) {
+	if k.spillDir == "" {
+		return memSpill{}, nil
+	}
+	return newFileSpill(k.spillDir)
+}
+
+// clear forgets every key but the spilled ones.
 func (k *Keyed) clear() {
-	k.resident, k.spill, k.stats, k.dirty = map[string]*list.Element{}, map[string][]byte{}, map[string]*KeyStats{}, map[string]struct{}{}
+	k.resident, k.stats, k.dirty = map[string]*list.Element{}, map[string]*KeyStats{}, map[string]struct{}{}
 	k.lru.Init()
 	k.total = Counts{InvalidBy: map[event.Reason]uint64{}}
 	clear(k.learners)
@@ -164,12 +182,12 @@ func (k *Keyed) Model(key []byte) (*Pipeline, error) {
 	}
 	name := string(key)
 	k.misses++
-	if _, ok := k.stats[name]; !ok {
-		k.stats[name] = &KeyStats{Mistakes: make([]uint64, len(k.names))}
+	b, spilled, err := k.spill.Get(name)
+	if err != nil {
+		return nil, err
 	}
 	var p *Pipeline
-	var err error
-	if b, ok := k.spill[name]; ok {
+	if spilled {
 		// Decoded into a pipeline fresh from New (UnmarshalBinary would
 		// build a second one to keep p unchanged on error: p is new).
 		if p, err = newPipeline(k.cfg, k.dg); err == nil {
@@ -178,9 +196,12 @@ func (k *Keyed) Model(key []byte) (*Pipeline, error) {
 		if err != nil {
 			return nil, fmt.Errorf("pipeline: keyed: key %q from the spill: %w", name, err)
 		}
-		delete(k.spill, name)
-	} else if p, err = k.fresh(); err != nil {
-		return nil, err
+		k.spill.Delete(name)
+	} else {
+		if p, err = k.fresh(); err != nil {
+			return nil, err
+		}
+		k.stats[name] = &KeyStats{Mistakes: make([]uint64, len(k.names))}
 	}
 	k.resident[name] = k.lru.PushFront(&keyedModel{key: name, p: p, used: k.now})
 	for k.max > 0 && k.lru.Len() > k.max {
@@ -199,7 +220,9 @@ func (k *Keyed) evict() error {
 	if err != nil {
 		return fmt.Errorf("pipeline: keyed: evicting key %q: %w", m.key, err)
 	}
-	k.spill[m.key] = b
+	if err := k.spill.Put(m.key, b); err != nil {
+		return err
+	}
 	k.lru.Remove(e)
 	delete(k.resident, m.key)
 	k.evicted++
@@ -362,7 +385,10 @@ func (k *Keyed) peek(key string) (*Pipeline, error) {
 	if e, ok := k.resident[key]; ok {
 		return e.Value.(*keyedModel).p, nil
 	}
-	b, ok := k.spill[key]
+	b, ok, err := k.spill.Get(key)
+	if err != nil {
+		return nil, err
+	}
 	if !ok {
 		return nil, fmt.Errorf("pipeline: keyed: key %q: %w", key, ErrNoKey)
 	}
@@ -397,8 +423,8 @@ func (k *Keyed) Each(f func(key string, p *Pipeline) error) error {
 // last call, for the keys whose models have not changed since, new ones
 // for the others (all of them when prev is nil). The slices are shared:
 // no one modifies them.
-func (k *Keyed) ServingStates(prev map[string][]byte) (map[string][]byte, error) {
-	out := make(map[string][]byte, k.Len())
+func (k *Keyed) ServingStates(prev map[string]StateRef) (map[string]StateRef, error) {
+	out := make(map[string]StateRef, k.Len())
 	for key, b := range prev {
 		if _, ok := k.stats[key]; ok {
 			out[key] = b
@@ -410,15 +436,15 @@ func (k *Keyed) ServingStates(prev map[string][]byte) (map[string][]byte, error)
 				continue
 			}
 		}
-		if b, ok := k.spill[key]; ok {
-			out[key] = b
+		if r, ok := k.spill.Ref(key); ok {
+			out[key] = r
 			continue
 		}
 		b, err := k.resident[key].Value.(*keyedModel).p.MarshalBinary()
 		if err != nil {
 			return nil, fmt.Errorf("pipeline: keyed: key %q: %w", key, err)
 		}
-		out[key] = b
+		out[key] = StateRef{b: b}
 	}
 	clear(k.dirty)
 	return out, nil
@@ -426,13 +452,11 @@ func (k *Keyed) ServingStates(prev map[string][]byte) (map[string][]byte, error)
 
 // Keys returns every key that has a model, resident or spilled, sorted.
 func (k *Keyed) Keys() []string {
-	keys := make([]string, 0, len(k.resident)+len(k.spill))
+	keys := make([]string, 0, len(k.stats))
 	for key := range k.resident {
 		keys = append(keys, key)
 	}
-	for key := range k.spill {
-		keys = append(keys, key)
-	}
+	k.spill.Each(func(key string) { keys = append(keys, key) })
 	slices.Sort(keys)
 	return keys
 }
@@ -446,7 +470,7 @@ func (k *Keyed) Evicted() uint64 { return k.evicted }
 // Misses counts the models Model made or decoded: first events of keys
 // and events of spilled keys.
 func (k *Keyed) Misses() uint64    { return k.misses }
-func (k *Keyed) SpillBytes() int64 { return spillBytes(k.spill) }
+func (k *Keyed) SpillBytes() int64 { return k.spill.Bytes() }
 
 func spillBytes(m map[string][]byte) int64 {
 	var n int64
@@ -481,7 +505,9 @@ func (k *Keyed) MarshalBinary() ([]byte, error) {
 	states := make([][]byte, len(keys))
 	size := 16
 	for i, key := range keys {
-		if b, ok := k.spill[key]; ok {
+		if b, ok, err := k.spill.Get(key); err != nil {
+			return nil, err
+		} else if ok {
 			states[i] = b
 		} else {
 			b, err := k.resident[key].Value.(*keyedModel).p.MarshalBinary()
@@ -561,7 +587,7 @@ func (k *Keyed) UnmarshalBinary(b []byte) error {
 	if d.Err() == nil && uint64(n) > uint64(d.Len())/16 {
 		return fmt.Errorf("pipeline: keyed: %w", codec.ErrTruncated)
 	}
-	spill := make(map[string][]byte, n)
+	states := make(map[string][]byte, n)
 	stats := make(map[string]*KeyStats, n)
 	prev := ""
 	for i := range n {
@@ -580,13 +606,22 @@ func (k *Keyed) UnmarshalBinary(b []byte) error {
 		if _, _, err := openState(state); err != nil {
 			return fmt.Errorf("pipeline: keyed: key %q: %w", key, err)
 		}
-		spill[key], stats[key], prev = slices.Clone(state), st, key
+		states[key], stats[key], prev = state, st, key
 	}
 	if err := d.Finish(); err != nil {
 		return fmt.Errorf("pipeline: keyed: %w", err)
 	}
+	sp, err := k.newSpill()
+	if err != nil {
+		return err
+	}
+	for key, state := range states {
+		if err := sp.Put(key, slices.Clone(state)); err != nil {
+			return err
+		}
+	}
 	k.clear()
-	k.spill, k.stats, k.total, k.learners = spill, stats, total, learners
+	k.spill, k.stats, k.total, k.learners = sp, stats, total, learners
 	for key := range stats {
 		k.dirty[key] = struct{}{}
 	}

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"testing"
 
+	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/regret"
 )
@@ -52,11 +54,12 @@ func TestKeyedExact(t *testing.T) {
 	c := mustConfig(t, keyedConfig)
 	all, byKey := keyedStream(6000, 40, 1)
 	dec := mustDecoder(t, c)
+	spillDir := ""
 	run := func(max int, lines [][]byte, k *Keyed) *Keyed {
 		t.Helper()
 		if k == nil {
 			var err error
-			if k, err = NewKeyed(c, KeyedOptions{Max: max}); err != nil {
+			if k, err = NewKeyed(c, KeyedOptions{Max: max, SpillDir: spillDir}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -73,8 +76,55 @@ func TestKeyedExact(t *testing.T) {
 	}
 	whole := run(0, all, nil)
 	small := run(5, all, nil)
-	if whole.Len() != 40 || small.Len() != 40 || small.Resident() != 5 || small.Evicted() < 1000 {
-		t.Fatalf("keys %d and %d, resident %d, evictions %d", whole.Len(), small.Len(), small.Resident(), small.Evicted())
+	// Evicted to a file, compacted when it holds 64 KiB of dead bytes.
+	defer func(n int64) { compactAfter = n }(compactAfter)
+	compactAfter = 64 << 10
+	spillDir = t.TempDir()
+	var refs map[string]StateRef // taken before compactions
+	filed, err := NewKeyed(c, KeyedOptions{Max: 5, SpillDir: spillDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, line := range all {
+		var ev event.Event
+		if err := dec.Decode(line, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, _, err := filed.Process(&ev); err != nil {
+			t.Fatal(err)
+		}
+		if i == 1000 {
+			if refs, err = filed.ServingStates(nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if whole.Len() != 40 || small.Len() != 40 || small.Resident() != 5 || small.Evicted() < 1000 || filed.Evicted() != small.Evicted() {
+		t.Fatalf("keys %d and %d, resident %d, evictions %d and %d", whole.Len(), small.Len(), small.Resident(), small.Evicted(), filed.Evicted())
+	}
+	if n := filed.spill.(*fileSpill).compactions; n < 2 {
+		t.Errorf("%d compactions of the spill file, want some", n)
+	}
+	if names, _ := os.ReadDir(spillDir); len(names) != 0 {
+		t.Errorf("the spill file is left in its directory: %v", names)
+	}
+	early := run(0, all[:1001], nil)
+	for key, r := range refs {
+		b, err := r.Bytes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := early.peek(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := p.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(b, want) {
+			t.Errorf("key %s: the serving copy taken after 1,001 events reads another model after the spill's compactions", key)
+		}
 	}
 	js := func(r Report) string { r.Seconds = 0; b, _ := json.Marshal(r); return string(b) }
 	for key, lines := range byKey {
@@ -87,7 +137,7 @@ func TestKeyedExact(t *testing.T) {
 			alone.Process(&ev)
 		}
 		want := js(mustReport(t, alone))
-		for name, k := range map[string]*Keyed{"resident": whole, "spilled": small} {
+		for name, k := range map[string]*Keyed{"resident": whole, "spilled": small, "filed": filed} {
 			got, err := k.KeyReport(key)
 			if err != nil {
 				t.Fatal(err)
@@ -99,7 +149,7 @@ func TestKeyedExact(t *testing.T) {
 	}
 	// The totals are the sums of the keys' reports, resident or not,
 	// and the stats each key's.
-	for name, k := range map[string]*Keyed{"resident": whole, "spilled": small} {
+	for name, k := range map[string]*Keyed{"resident": whole, "spilled": small, "filed": filed} {
 		tot := k.Report()
 		var sum Report
 		sum.Learners = make([]regret.LearnerReport, len(tot.Learners))
@@ -157,6 +207,9 @@ func TestKeyedExact(t *testing.T) {
 	}
 	if !bytes.Equal(a, b) {
 		t.Error("the encodings of the same models differ with evictions")
+	}
+	if f, err := filed.MarshalBinary(); err != nil || !bytes.Equal(f, a) {
+		t.Errorf("the encoding of models evicted to a file differs (%v)", err)
 	}
 
 	// Restored at a cut, run on: the uninterrupted encoding.
@@ -253,9 +306,9 @@ func TestKeyedWarmStart(t *testing.T) {
 // BenchmarkKeyedMemory: 1,000,000 events of 100,000 keys of small models
 // (features.bits 12, a Perceptron and AdaGrad), the keys drawn from a
 // Zipf law (s = 1.1: a few keys are most of the events, as users of a
-// spam filter are), at most 1,000 resident: the heap the models hold per
-// key, the spilled bytes per key, the share of events whose model was
-// resident, and events/s.
+// spam filter are), at most 1,000 resident, the evicted ones in memory or
+// in a file: the heap the models hold per key, the spilled bytes per
+// key, the share of events whose model was resident, and events/s.
 func BenchmarkKeyedMemory(b *testing.B) {
 	c := mustConfig(b, "features: {bits: 12}\nlearners:\n  - {name: pct, algorithm: perceptron, bias: true}\n  - {name: ada, algorithm: adagrad, bias: true}\n")
 	dec := mustDecoder(b, c)
@@ -270,13 +323,24 @@ func BenchmarkKeyedMemory(b *testing.B) {
 		}
 		lines = append(lines, fmt.Appendf(nil, `{"key":"user-%d","features":{"v":%.3f,"w":%.3f,"t%d":1},"label":%d}`, key, rng.Float64(), rng.Float64(), rng.IntN(50), rng.IntN(2)))
 	}
+	for _, spill := range []string{"memory", "file"} {
+		b.Run("spill="+spill, func(b *testing.B) {
+			dir := ""
+			if spill == "file" {
+				dir = b.TempDir()
+			}
+			keyedMemory(b, c, dec, lines, keys, events, dir)
+		})
+	}
+}
+
+func keyedMemory(b *testing.B, c *config.Config, dec *event.Decoder, lines [][]byte, keys, events int, dir string) {
 	b.ReportAllocs()
-	b.ResetTimer()
 	for range b.N {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		k, err := NewKeyed(c, KeyedOptions{Max: 1000})
+		k, err := NewKeyed(c, KeyedOptions{Max: 1000, SpillDir: dir})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -291,9 +355,10 @@ func BenchmarkKeyedMemory(b *testing.B) {
 		}
 		runtime.GC()
 		runtime.ReadMemStats(&after)
-		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/keys, "heap-B/key")
-		b.ReportMetric(float64(k.SpillBytes())/keys, "spill-B/key")
-		b.ReportMetric(1-float64(k.Misses())/events, "resident-share")
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(keys), "heap-B/key")
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/1e6, "heap-MB")
+		b.ReportMetric(float64(k.SpillBytes())/float64(keys), "spill-B/key")
+		b.ReportMetric(1-float64(k.Misses())/float64(events), "resident-share")
 		b.ReportMetric(float64(len(lines))/b.Elapsed().Seconds()*float64(b.N), "events/s")
 		runtime.KeepAlive(k)
 	}

@@ -1,8 +1,10 @@
 package service
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/streamlearn/streamlearn/internal/config"
@@ -30,7 +32,7 @@ const TopKeys = 10
 func newPartitionModel(c *config.Config, history int) (*model, error) {
 	m := &model{pos: -1, skipTo: -1}
 	if keyed(c) {
-		k, err := pipeline.NewKeyed(c, pipeline.KeyedOptions{Max: c.Models.Max, Idle: c.Models.Idle})
+		k, err := pipeline.NewKeyed(c, pipeline.KeyedOptions{Max: c.Models.Max, Idle: c.Models.Idle, SpillDir: cmp.Or(c.Models.SpillDir, os.TempDir())})
 		if err != nil {
 			return nil, err
 		}
@@ -154,7 +156,7 @@ func (w *worker) keyReports() ([]Report, error) {
 // asks for the key (a few are kept decoded).
 type keyedServing struct {
 	cfg    *config.Config
-	states map[string][]byte
+	states map[string]pipeline.StateRef
 	fresh  *Predictor // a new key's model: empty, or the warm start
 	// cache has the keys decoded; bounded by keyedServingCache.
 	cache map[string]*Predictor
@@ -169,7 +171,7 @@ const keyedServingCache = 256
 // newKeyedPredictor returns the serving copy of partition's models per
 // key from their encodings (pipeline.Keyed.ServingStates), at events
 // records, with totals r.
-func newKeyedPredictor(c *config.Config, partition int32, events uint64, states map[string][]byte, warm *WarmStart, r pipeline.Report) (*Predictor, error) {
+func newKeyedPredictor(c *config.Config, partition int32, events uint64, states map[string]pipeline.StateRef, warm *WarmStart, r pipeline.Report) (*Predictor, error) {
 	p, err := pipeline.New(c)
 	if err != nil {
 		return nil, err
@@ -209,9 +211,13 @@ func (pr *Predictor) forKey(key []byte) (*Predictor, error) {
 	if kp, ok := ks.cache[string(key)]; ok {
 		return kp, nil
 	}
-	state, ok := ks.states[string(key)]
+	ref, ok := ks.states[string(key)]
 	if !ok {
 		return ks.fresh, nil
+	}
+	state, err := ref.Bytes()
+	if err != nil {
+		return nil, err
 	}
 	p, err := pipeline.New(ks.cfg)
 	if err != nil {

@@ -213,7 +213,7 @@ func (s *Server) predictorOf(c *checkpoint.Checkpoint, fp [32]byte) (*Predictor,
 		if err != nil {
 			return nil, err
 		}
-		var states map[string][]byte
+		var states map[string]pipeline.StateRef
 		if err = k.UnmarshalBinary(c.State); err == nil {
 			states, err = k.ServingStates(nil)
 		}

@@ -204,7 +204,7 @@ func (w *worker) servingCopy(prev *Predictor, r Report) (*Predictor, error) {
 	if w.m.k == nil {
 		return newPredictor(w.part, w.m.p)
 	}
-	var states map[string][]byte
+	var states map[string]pipeline.StateRef
 	if prev != nil && prev.keyed != nil && prev.keyed.gen == w.servedGen {
 		// The copy of the last call: the keys not changed since are its.
 		states = prev.keyed.states
