@@ -56,10 +56,10 @@ func (m memSpill) Ref(key string) (StateRef, bool) {
 	b, ok := m[key]
 	return StateRef{b: b}, ok
 }
-func (m memSpill) Delete(key string)      { delete(m, key) }
-func (m memSpill) Has(key string) bool    { _, ok := m[key]; return ok }
-func (m memSpill) Len() int               { return len(m) }
-func (m memSpill) Bytes() int64           { return spillBytes(m) }
+func (m memSpill) Delete(key string)   { delete(m, key) }
+func (m memSpill) Has(key string) bool { _, ok := m[key]; return ok }
+func (m memSpill) Len() int            { return len(m) }
+func (m memSpill) Bytes() int64        { return spillBytes(m) }
 func (m memSpill) Each(f func(key string)) {
 	for key := range m {
 		f(key)
