@@ -106,6 +106,12 @@ type Input struct {
 	// the built-in 1/+1/true and 0/-1/false.
 	Positive []string `yaml:"positive"`
 	Negative []string `yaml:"negative"`
+	// Classes, when set, makes the labels classes (multiclass): a label
+	// is one of these names, exactly. Every learner then predicts a
+	// class: the multiclass algorithms by themselves, the others one
+	// versus the rest (a model per class, the class of the highest
+	// score).
+	Classes []string `yaml:"classes" json:",omitempty"` // omitted when empty: the digests of configurations without classes stay as they were
 	// MaxBytes is the largest record accepted; default 1 MiB.
 	MaxBytes int `yaml:"max_bytes"`
 	// MaxAbsValue is the largest magnitude of a feature value accepted;

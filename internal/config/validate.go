@@ -51,6 +51,9 @@ func (c *Config) validate() error {
 			return errAt("input.positive", "%q is also listed as negative", p)
 		}
 	}
+	if err := c.validateClasses(); err != nil {
+		return err
+	}
 	if c.Features.Bits < 1 || c.Features.Bits > MaxBits {
 		msg := fmt.Sprintf("%d is outside 1..%d", c.Features.Bits, MaxBits)
 		if c.Features.Bits <= online.MaxBits {
@@ -177,6 +180,46 @@ func (c *Config) validate() error {
 	}
 	if m := c.Checkpoint.OnMismatch; m != "" {
 		return oneOf("checkpoint.on_mismatch", m, "fail", "reset", "accept", "rebuild")
+	}
+	return nil
+}
+
+// validateClasses checks input.classes (multiclass labels) and what
+// cannot go with them.
+func (c *Config) validateClasses() error {
+	classes := c.Input.Classes
+	if len(classes) == 0 {
+		for i, l := range c.Learners {
+			if a, ok := learners.Lookup(l.Algorithm); ok && a.Multiclass {
+				return errAt(fmt.Sprintf("learners[%d].algorithm", i), "%s predicts one of several classes: list them in input.classes", l.Algorithm)
+			}
+		}
+		return nil
+	}
+	switch {
+	case len(classes) < 2 || len(classes) > event.MaxClasses:
+		return errAt("input.classes", "%d classes: want 2 to %d", len(classes), event.MaxClasses)
+	case len(c.Input.Positive) > 0 || len(c.Input.Negative) > 0:
+		return errAt("input.classes", "set classes, or positive and negative labels, not both")
+	case c.Labels.Delayed:
+		return errAt("input.classes", "multiclass labels do not come later yet: labels.delayed needs two classes (positive and negative)")
+	}
+	for i, name := range classes {
+		if name == "" {
+			return errAt(fmt.Sprintf("input.classes[%d]", i), "an empty class name (an empty label means unlabeled)")
+		}
+		if j := slices.Index(classes, name); j < i {
+			return errAt(fmt.Sprintf("input.classes[%d]", i), "%q is also input.classes[%d]", name, j)
+		}
+	}
+	for i, l := range c.Learners {
+		key := fmt.Sprintf("learners[%d]", i)
+		if l.Calibrate {
+			return errAt(key+".calibrate", "fits the probability of a positive label: there are classes (input.classes)")
+		}
+		if wm, ok := l.Params.(*learners.WeightedMajorityParams); ok && len(wm.Experts) > 0 {
+			return errAt(key+".experts", "weighted-majority over learners weighs two labels' votes: with classes (input.classes), give it a hypothesis class, or drop it")
+		}
 	}
 	return nil
 }

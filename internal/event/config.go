@@ -76,6 +76,11 @@ type Config struct {
 	// is removed from the other's defaults; a string in both Positive and
 	// Negative is an error.
 	Negative []string
+	// Classes, when not empty, makes labels classes (multiclass): a
+	// label is the name of one of them, exactly, and Event.Label is its
+	// index. Positive, Negative and the defaults do not apply. At most
+	// MaxClasses.
+	Classes []string
 	// Dense, when > 0, is the required length of a JSON `x` array.
 	Dense int
 	// MaxBytes is the largest record accepted, in bytes (excluding the
@@ -153,8 +158,34 @@ func (c Config) settings() (settings, error) {
 		return s, fmt.Errorf("event: unknown format %q (want jsonl, libsvm, csv or tsv)", c.Format)
 	}
 	var err error
-	s.labels, err = newLabelSet(c.Positive, c.Negative)
+	if len(c.Classes) > 0 {
+		s.labels, err = newClassSet(c.Classes)
+	} else {
+		s.labels, err = newLabelSet(c.Positive, c.Negative)
+	}
 	return s, err
+}
+
+// MaxClasses is the most classes a multiclass configuration has: a class
+// is an int8 label.
+const MaxClasses = 127
+
+// newClassSet returns the labels of classes: each name is its index.
+func newClassSet(classes []string) (labelSet, error) {
+	if len(classes) < 2 || len(classes) > MaxClasses {
+		return labelSet{}, fmt.Errorf("event: %d classes: want 2 to %d", len(classes), MaxClasses)
+	}
+	s := labelSet{m: make(map[string]int8, len(classes)), classes: true}
+	for i, c := range classes {
+		if c == "" {
+			return labelSet{}, errors.New("event: an empty class name (an empty label means unlabeled)")
+		}
+		if _, ok := s.m[c]; ok {
+			return labelSet{}, fmt.Errorf("event: class %q twice", c)
+		}
+		s.m[c] = int8(i)
+	}
+	return s, nil
 }
 
 // Default label strings.
@@ -169,6 +200,8 @@ type labelSet struct {
 	// short caches parse of the common one- and two-byte labels "0",
 	// "1", "-1", "+1" (index shortLabel): 0 means not a label.
 	short [4]int8
+	// classes: m has the class names, the only labels (newClassSet).
+	classes bool
 }
 
 // shortLabels are the label texts cached in labelSet.short.
@@ -232,6 +265,10 @@ func newLabelSet(pos, neg []string) (labelSet, error) {
 // parse maps the label text b to a label: first by the configured sets,
 // then numerically (1 is +1; 0 and -1 are -1). It does not allocate.
 func (s *labelSet) parse(b []byte) (int8, bool) {
+	if s.classes {
+		y, ok := s.m[string(b)]
+		return y, ok
+	}
 	if k := shortLabel(b); k >= 0 {
 		y := s.short[k]
 		return y, y != 0
@@ -259,6 +296,16 @@ func (s *labelSet) lookup(b []byte) (int8, bool) {
 // ParseLabel returns the label the text means in a record decoded with c:
 // 1, 0, -1, true, false, or one of c.Positive and c.Negative.
 func (c Config) ParseLabel(text string) (int8, error) {
+	if len(c.Classes) > 0 {
+		s, err := newClassSet(c.Classes)
+		if err != nil {
+			return 0, err
+		}
+		if y, ok := s.parse([]byte(text)); ok {
+			return y, nil
+		}
+		return 0, fmt.Errorf("label %q: want one of the classes %q", text, c.Classes)
+	}
 	s, err := newLabelSet(c.Positive, c.Negative)
 	if err != nil {
 		return 0, err

@@ -31,6 +31,9 @@ type Env struct {
 	Built []online.Learner
 	// Bits is features.bits: the learner's vectors have 2^Bits slots.
 	Bits uint
+	// Classes is the number of classes (input.classes) for a Multiclass
+	// algorithm's New; 0 for the binary ones.
+	Classes int
 }
 
 // An Algorithm is one learner algorithm of the registry.
@@ -52,6 +55,10 @@ type Algorithm struct {
 	Validate func(params any, env Env) error
 	// New builds the learner.
 	New func(params any, env Env) (online.Learner, error)
+	// Multiclass says the learner predicts one of env.Classes classes by
+	// itself; it needs input.classes. With classes, the other algorithms
+	// run one versus the rest (online.OneVsRest).
+	Multiclass bool
 }
 
 var algorithms = map[string]*Algorithm{}

@@ -12,7 +12,7 @@ import (
 )
 
 func TestRegistry(t *testing.T) {
-	want := []string{"adaboost-ol", "adagrad", "consistent", "halving", "kernel-perceptron", "last-label", "majority", "ogd", "pegasos", "perceptron", "soa", "weighted-majority"}
+	want := []string{"adaboost-ol", "adagrad", "consistent", "halving", "kernel-perceptron", "last-label", "majority", "multiclass-perceptron", "ogd", "pegasos", "perceptron", "soa", "weighted-majority"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}

@@ -86,8 +86,15 @@ func (p *Pipeline) ServedProbability(i int) (prob float64, ok bool) {
 }
 
 // LabelName returns the label y as the configuration names it: the first
-// of input.positive or input.negative, else "1" or "0".
+// of input.positive or input.negative, else "1" or "0"; with classes
+// (input.classes), the name of class y.
 func (p *Pipeline) LabelName(y int8) string {
+	if p.classes != nil {
+		if int(y) >= 0 && int(y) < len(p.classes) {
+			return p.classes[y]
+		}
+		return ""
+	}
 	if y == online.Positive {
 		return p.labelNames[1]
 	}

@@ -50,8 +50,10 @@ type Pipeline struct {
 	shared [32]byte
 	// warm is the model file p started from, nil when none (StartFrom).
 	warm *warmStart
-	// labelNames are the names of the labels -1 and +1 (LabelName).
+	// labelNames are the names of the labels -1 and +1 (LabelName);
+	// classes, with input.classes, those of the classes.
 	labelNames [2]string
+	classes    []string
 	// compatShared are compatSharedDigests(spec): what earlier builds of
 	// state format 3 encoded, restored too when every learner's digest is
 	// the same.
@@ -134,8 +136,9 @@ func newPipeline(c *config.Config, dg *digests) (*Pipeline, error) {
 		shared:       dg.shared,
 		compatShared: dg.compat,
 		labelNames:   [2]string{cmp.Or(first(c.Input.Negative), "0"), cmp.Or(first(c.Input.Positive), "1")},
+		classes:      dg.spec.Input.Classes,
 	}
-	env := learners.Env{Bits: bits}
+	env := learners.Env{Bits: bits, Classes: len(c.Input.Classes)}
 	for i, lc := range c.Learners {
 		env.Name = lc.Name
 		n, err := build(lc, env)
@@ -171,7 +174,29 @@ func build(lc config.Learner, env learners.Env) (node, error) {
 	if !ok {
 		return n, fmt.Errorf("unknown algorithm %q", lc.Algorithm)
 	}
-	l, err := a.New(lc.Params, env)
+	var l online.Learner
+	var err error
+	switch {
+	case env.Classes > 0 && !a.Multiclass:
+		// One versus the rest: a binary learner per class.
+		ls := make([]online.Learner, env.Classes)
+		for c := range ls {
+			if ls[c], err = a.New(lc.Params, env); err != nil {
+				return n, err
+			}
+		}
+		var o *online.OneVsRest
+		if o, err = online.NewOneVsRest(ls); err == nil {
+			l = o
+			if d, ok := ls[0].(interface{ InDomain(online.Vector) bool }); ok {
+				l = domainOneVsRest{o, d}
+			}
+		}
+	case env.Classes == 0 && a.Multiclass:
+		err = fmt.Errorf("%s predicts one of several classes: list them in input.classes", lc.Algorithm)
+	default:
+		l, err = a.New(lc.Params, env)
+	}
 	if err != nil {
 		return n, err
 	}
@@ -193,6 +218,16 @@ func build(lc config.Learner, env learners.Env) (node, error) {
 	n.prober, _ = l.(online.Prober)
 	return n, nil
 }
+
+// domainOneVsRest is one versus the rest over learners of a hypothesis
+// class: the class's domain is theirs (every class's learner has the
+// same).
+type domainOneVsRest struct {
+	*online.OneVsRest
+	d interface{ InDomain(online.Vector) bool }
+}
+
+func (o domainOneVsRest) InDomain(x online.Vector) bool { return o.d.InDomain(x) }
 
 // Process runs one decoded event through every learner and returns their
 // predictions, in configuration order (valid until the next call). An
@@ -449,6 +484,16 @@ func (p *Pipeline) Report() (Report, error) {
 		if c := p.nodes[i].calib; c != nil && i < len(r.Learners) {
 			r.Learners[i].Calibration = &regret.Calibration{A: c.a, B: c.b}
 		}
+		if cc, ok := p.nodes[i].learner.(online.ClassCounter); ok && i < len(r.Learners) {
+			rounds, mistakes := cc.ClassCounts()
+			for c := range rounds {
+				cr := regret.ClassReport{Class: p.LabelName(int8(c)), Rounds: rounds[c], Mistakes: mistakes[c]}
+				if cr.Rounds > 0 {
+					cr.Accuracy = 1 - float64(cr.Mistakes)/float64(cr.Rounds)
+				}
+				r.Learners[i].Classes = append(r.Learners[i].Classes, cr)
+			}
+		}
 	}
 	reasons := make([]event.Reason, 0, len(p.counts.InvalidBy))
 	for reason := range p.counts.InvalidBy {
@@ -468,6 +513,7 @@ func EventConfig(c *config.Config) event.Config {
 		NGrams:      c.Features.Text.NGrams,
 		Positive:    c.Input.Positive,
 		Negative:    c.Input.Negative,
+		Classes:     c.Input.Classes,
 		Dense:       c.Features.Dense,
 		MaxBytes:    c.Input.MaxBytes,
 		MaxAbs:      c.Input.MaxAbsValue,

@@ -274,6 +274,19 @@ type LearnerReport struct {
 	// Calibration is the probability fit of a learner with calibrate
 	// (package pipeline fills it in): σ(A·score + B).
 	Calibration *Calibration `json:"calibration,omitempty"`
+	// Classes, with multiclass labels, has per class the rounds whose
+	// label was that class and the mistakes on them (package pipeline
+	// fills it in).
+	Classes []ClassReport `json:"classes,omitempty"`
+}
+
+// ClassReport is a multiclass learner's record on the rounds of one
+// class: Accuracy is 1 − Mistakes/Rounds (the class's recall).
+type ClassReport struct {
+	Class    string  `json:"class"`
+	Rounds   uint64  `json:"rounds"`
+	Mistakes uint64  `json:"mistakes"`
+	Accuracy float64 `json:"accuracy"`
 }
 
 // Calibration is a learner's Platt scaling: the probability of the
