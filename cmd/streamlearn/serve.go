@@ -57,6 +57,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	} else if dir := cmp.Or(*ckptDir, cfg.Checkpoint.Dir); dir != "" {
+		if opt.WarmStart, err = keyedWarmStart(cfg); err != nil {
+			return err
+		}
 		// Read only: a replica never writes, and a mistyped directory is
 		// an error rather than an empty store created.
 		st, err := checkpoint.OpenDirReadOnly(dir)
@@ -65,6 +68,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		opt.Checkpoints = st
 	} else {
+		if opt.WarmStart, err = keyedWarmStart(cfg); err != nil {
+			return err
+		}
 		st, closeStore, err := openCheckpoints(ctx, "", cfg)
 		if err != nil {
 			return err
@@ -94,4 +100,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	return errors.Join(runErr, h.Shutdown(sctx))
+}
+
+// keyedWarmStart returns, with models per key, the warm start new keys'
+// models start from (models.warm_start), which a replica answers new keys
+// with as the learning service does; nil otherwise.
+func keyedWarmStart(cfg *config.Config) (*service.WarmStart, error) {
+	if cfg.Models.By != "key" {
+		return nil, nil
+	}
+	return loadWarmStart(cfg.Models.WarmStart, cfg)
 }

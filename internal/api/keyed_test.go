@@ -156,9 +156,9 @@ func TestKeyedAPI(t *testing.T) {
 			t.Fatal(err)
 		}
 		preds, _ := ref.Predict(&ev)
-		if got.Key != tc.key || got.ModelSHA256 != hex.EncodeToString(sum[:]) || got.ModelEvents != ref.Seen() ||
+		if got.Key == nil || *got.Key != tc.key || got.ModelSHA256 != hex.EncodeToString(sum[:]) || got.ModelEvents != ref.Seen() ||
 			got.Partition != int32(keyIndex(t, tc.key)%2) || len(got.Predictions) != len(preds) {
-			t.Fatalf("predict%s %s: key %q partition %d, %d events, digest %s; want %s of %d events, digest %x",
+			t.Fatalf("predict%s %s: key %v partition %d, %d events, digest %s; want %s of %d events, digest %x",
 				tc.query, tc.body, got.Key, got.Partition, got.ModelEvents, got.ModelSHA256, tc.key, ref.Seen(), sum)
 		}
 		for i, p := range preds {
@@ -167,8 +167,8 @@ func TestKeyedAPI(t *testing.T) {
 			}
 		}
 	}
-	if got := predict("", `{"key":"newcomer",`+x+`}`); got.Key != "" || got.ModelEvents != 0 {
-		t.Errorf("a new key answered by key %q of %d events, want a new model", got.Key, got.ModelEvents)
+	if got := predict("", `{"key":"newcomer",`+x+`}`); got.Key != nil || got.ModelEvents != 0 {
+		t.Errorf("a new key answered by key %v of %d events, want a new model", got.Key, got.ModelEvents)
 	}
 	if code, b := post(t, ts.URL+"/v1/predict?partition=0&key=user-3", []byte(`{`+x+`}`)); code != http.StatusOK {
 		t.Errorf("key user-3 in partition 0, which has not it: %d %s, want a new key's model", code, b)
@@ -233,6 +233,38 @@ func TestKeyedAPI(t *testing.T) {
 		if n != service.TopKeys {
 			t.Errorf("partition %d: %d keys with series, want %d", part, n, service.TopKeys)
 		}
+	}
+}
+
+// GET /v1/report?key= (the empty key) when no event without a key was
+// learned: 404 wanted, as for any key without a model.
+func TestKeyedEmptyKeyReport(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "k.yaml")
+	if err := os.WriteFile(path, []byte(keyedYAML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &keyedSource{next: make([]int64, 1)}
+	for range 20 {
+		src.lines = append(src.lines, []byte(`{"key":"a","features":{"v":0.5},"label":1}`))
+		src.parts = append(src.parts, 0)
+	}
+	svc, ts := setup(t, cfg, src, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	time.Sleep(300 * time.Millisecond)
+	get(t, "GET", ts.URL+"/v1/report?key=a") // serving active
+	time.Sleep(100 * time.Millisecond)
+	if code, _, body := get(t, "GET", ts.URL+"/v1/report?key="); code != 404 {
+		t.Errorf("/v1/report?key= with no model of the empty key: %d %s, want 404", code, body)
+	}
+	if code, _, body := get(t, "GET", ts.URL+"/v1/report?key=a"); code != 200 {
+		t.Errorf("/v1/report?key=a: %d %s", code, body)
 	}
 }
 

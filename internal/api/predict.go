@@ -88,7 +88,7 @@ type PredictResponse struct {
 	ModelSHA256 string `json:"model_sha256"`
 	// Key, with models per key, is the key whose model answered; absent
 	// when a new key's model (empty, or the warm start) did.
-	Key string `json:"key,omitempty"`
+	Key *string `json:"key,omitempty"`
 	// Predictions has one entry per learner, in the configuration's order.
 	Predictions []PredictedLabel `json:"predictions"`
 }
@@ -200,7 +200,10 @@ func predictHandler(opt Options, requests, workers chan struct{}) http.HandlerFu
 				return
 			}
 			resp := PredictResponse{ID: string(ev.ID), Partition: pr.Partition, ModelEvents: pr.Events, ModelTime: pr.Time,
-				ModelSHA256: hex.EncodeToString(pr.SHA256[:]), Key: pr.Key, Predictions: make([]PredictedLabel, len(preds))}
+				ModelSHA256: hex.EncodeToString(pr.SHA256[:]), Predictions: make([]PredictedLabel, len(preds))}
+			if pr.HasKey {
+				resp.Key = &pr.Key
+			}
 			for j, p := range preds {
 				resp.Predictions[j] = PredictedLabel{Learner: p.Learner, Label: p.Label, Class: p.Class,
 					Score: finite(p.Score), Probability: p.Probability}
@@ -266,7 +269,7 @@ func keyReport(w http.ResponseWriter, r *http.Request, opt Options) {
 	if !ok {
 		return
 	}
-	if pr.Key != key {
+	if !pr.HasKey {
 		text(w, http.StatusNotFound, "no model for key "+strconv.Quote(key))
 		return
 	}

@@ -112,8 +112,9 @@ func (p *AdaBoostParams) weak() (*Spec, int) {
 
 // notWeak are the algorithms adaboost-ol refuses as weak learners: those
 // over a hypothesis class read raw feature values where the booster passes
-// the scaled ones, and a booster inside a booster is not supported.
-var notWeak = map[string]bool{"consistent": true, "halving": true, "soa": true, "weighted-majority": true, "adaboost-ol": true}
+// the scaled ones, a booster inside a booster is not supported, and a
+// multiclass learner is not a binary one.
+var notWeak = map[string]bool{"consistent": true, "halving": true, "soa": true, "weighted-majority": true, "adaboost-ol": true, "multiclass-perceptron": true}
 
 func weakNames() []string {
 	var ns []string

@@ -283,15 +283,27 @@ func (k *Keyed) Process(ev *event.Event) (*Pipeline, []online.Prediction, event.
 	return p, preds, reason, nil
 }
 
-// Reject counts a record of no key: one that could not be decoded, so
-// that no key's model sees it. It is in the totals only.
-func (k *Keyed) Reject(reason event.Reason) {
+// Reject counts a record of key that could not be used (Pipeline.Reject)
+// in key's model, the totals and the key's stats. A record that could not
+// be decoded is the key the decoder read before the fault, else the empty
+// key's, as a replay of the key's records alone counts it.
+func (k *Keyed) Reject(key []byte, reason event.Reason) error {
+	p, err := k.Model(key)
+	if err != nil {
+		return err
+	}
+	p.Reject(reason)
+	k.stats[string(key)].Events++
 	k.total.Events++
 	k.total.Invalid++
 	k.total.InvalidBy[reason]++
+	if _, ok := k.dirty[string(key)]; !ok {
+		k.dirty[string(key)] = struct{}{}
+	}
+	return nil
 }
 
-// Seen returns the records counted, of every key and of none; Learned
+// Seen returns the records counted, of every key; Learned
 // the labeled rounds learned; Started when k was made.
 func (k *Keyed) Seen() uint64       { return k.total.Events }
 func (k *Keyed) Learned() uint64    { return k.total.Learned }

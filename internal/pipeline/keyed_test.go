@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/event"
@@ -300,6 +302,57 @@ func TestKeyedWarmStart(t *testing.T) {
 				t.Errorf("key %s learner %s: not the replay of the training events and the key's", key, want.Learners[i].Name)
 			}
 		}
+	}
+}
+
+// A compaction of the spill file that fails (its directory removed)
+// fails no eviction: the encodings stay in the old file, the checkpoint
+// taken after restores, and the failure is kept.
+func TestSpillCompactionFailure(t *testing.T) {
+	defer func(n int64) { compactAfter = n }(compactAfter)
+	compactAfter = 1
+	c := mustConfig(t, keyedConfig)
+	dec := mustDecoder(t, c)
+	dir := filepath.Join(t.TempDir(), "spill")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	k, err := NewKeyed(c, KeyedOptions{Idle: time.Millisecond, SpillDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	process := func(key string) {
+		var ev event.Event
+		if err := dec.Decode(fmt.Appendf(nil, `{"key":%q,"features":{"v":0.5},"label":1}`, key), &ev); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, _, err := k.Process(&ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	process("a")
+	process("b")
+	if err := k.EvictIdle(time.Now().Add(time.Hour)); err != nil { // a and b spilled
+		t.Fatal(err)
+	}
+	os.RemoveAll(dir) // the spill file is open; a compaction cannot create its new one
+	for i := 2; i < 10 && err == nil; i++ {
+		process("a") // a decoded: its spilled bytes are dead
+		err = k.EvictIdle(time.Now().Add(time.Duration(i) * time.Hour))
+	}
+	if err != nil {
+		t.Fatalf("EvictIdle: %v", err)
+	}
+	if k.spill.(*fileSpill).compactErr == nil {
+		t.Error("no compaction failed: the test does not test")
+	}
+	b, err := k.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2, _ := NewKeyed(c, KeyedOptions{})
+	if err := k2.UnmarshalBinary(b); err != nil {
+		t.Errorf("the checkpoint taken after the failed eviction does not restore: %v", err)
 	}
 }
 

@@ -80,8 +80,10 @@ type fileSpill struct {
 	index map[string]span
 	live  int64 // bytes of the encodings indexed, keys included
 	dead  int64
-	// compactions counts the compactions.
+	// compactions counts the compactions; compactErr is the last
+	// failure of one.
 	compactions int
+	compactErr  error
 }
 
 type span struct {
@@ -124,7 +126,9 @@ func (s *fileSpill) Put(key string, b []byte) error {
 	s.end += int64(len(b))
 	s.live += int64(len(key) + len(b))
 	if s.dead > s.live && s.dead >= compactAfter {
-		return s.compact()
+		// The encoding is stored: a compaction that fails leaves the
+		// file as it was (only larger), and the next Put tries again.
+		s.compactErr = s.compact()
 	}
 	return nil
 }

@@ -173,8 +173,8 @@ func (s *Service) restoreState(partition int32, m *model, c *checkpoint.Checkpoi
 				"partition", partition, "learners", s.opt.ResetLearners)
 		}
 	} else if m.k != nil {
-		return fmt.Errorf("service: restoring partition %d from %s: the checkpoint is of another model configuration, and models per key (models.by: key) restore only their own: go back to the configuration that wrote it, or start afresh with checkpoint.on_mismatch: reset",
-			partition, s.opt.Checkpoints)
+		return fmt.Errorf("service: restoring partition %d from %s: the checkpoint is of another model configuration, and models per key (models.by: key) restore only their own",
+			partition, s.opt.Checkpoints) // checkLearnersChanged refused it first
 	} else {
 		reset := s.opt.ResetLearners
 		if len(reset) > 0 {
@@ -231,6 +231,15 @@ func (s *Service) restoreState(partition int32, m *model, c *checkpoint.Checkpoi
 // it returns the error that stops the service, saying what differs and
 // the ways out.
 func (s *Service) checkLearnersChanged(partition int32, c *checkpoint.Checkpoint) error {
+	if held, want := pipeline.IsKeyedState(c.State), keyed(s.opt.Config); held || want {
+		kind := map[bool]string{true: "a model per key (models.by: key)", false: "one model"}
+		what := fmt.Sprintf("it holds %s, and this configuration learns %s", kind[held], kind[want])
+		if held == want {
+			what = "models per key restore only the configuration that wrote them: the input, features, labels or learners differ"
+		}
+		return fmt.Errorf("service: the checkpoint of partition %d in %s was written by another model configuration (%s): move it away (or give this configuration another checkpoint directory or bucket) to start afresh, or go back to the configuration that wrote it",
+			partition, s.opt.Checkpoints, what)
+	}
 	ch, err := pipeline.CompareState(c.State, s.opt.Config)
 	if err == nil && !ch.SharedChanged && (len(ch.Reset()) == 0 || len(s.opt.ResetLearners) > 0) {
 		return nil

@@ -73,14 +73,15 @@ func (m *model) started() time.Time {
 	return m.p.Started()
 }
 
-// reject counts a record that could not be decoded (with models per key,
-// in the partition's totals: it has no key).
-func (m *model) reject(reason event.Reason) {
+// reject counts a record that could not be decoded; with models per key,
+// in the model of key, the key read before the fault (else the empty
+// key).
+func (m *model) reject(key []byte, reason event.Reason) error {
 	if m.k != nil {
-		m.k.Reject(reason)
-		return
+		return m.k.Reject(key, reason)
 	}
 	m.p.Reject(reason)
+	return nil
 }
 
 // marshal encodes the model for a checkpoint; unmarshal restores one.
@@ -229,7 +230,7 @@ func (pr *Predictor) forKey(key []byte) (*Predictor, error) {
 	if len(ks.cache) >= keyedServingCache {
 		clear(ks.cache)
 	}
-	kp := &Predictor{Partition: pr.Partition, Key: string(key), Events: p.Seen(), Time: pr.Time, SHA256: sha256.Sum256(state), p: p}
+	kp := &Predictor{Partition: pr.Partition, Key: string(key), HasKey: true, Events: p.Seen(), Time: pr.Time, SHA256: sha256.Sum256(state), p: p}
 	ks.cache[string(key)] = kp
 	return kp, nil
 }

@@ -32,6 +32,11 @@ type ServeOptions struct {
 	// checkpoint of a higher position is saved (by the service that
 	// learns, elsewhere).
 	Checkpoints checkpoint.Store
+	// WarmStart, with models per key (models.by: key) and Checkpoints,
+	// is the model a key no checkpoint has answers with, as the learning
+	// service's new keys start from it (models.warm_start); nil: an
+	// empty model.
+	WarmStart *WarmStart
 	// Poll is how often Checkpoints is read; default DefaultServePoll.
 	Poll time.Duration
 	// Logger gets the models loaded and the checkpoints refused; nil
@@ -220,7 +225,7 @@ func (s *Server) predictorOf(c *checkpoint.Checkpoint, fp [32]byte) (*Predictor,
 		if err != nil {
 			return nil, fmt.Errorf("service: serve: the checkpoint of partition %d in %s: %w", c.Partition, s.opt.Checkpoints, err)
 		}
-		pr, err := newKeyedPredictor(s.opt.Config, c.Partition, k.Seen(), states, nil, k.Report())
+		pr, err := newKeyedPredictor(s.opt.Config, c.Partition, k.Seen(), states, s.opt.WarmStart, k.Report())
 		if err != nil {
 			return nil, err
 		}

@@ -267,10 +267,16 @@ func (s *Service) publishSnapshot(ctx context.Context) error {
 		return noCopy
 	}
 	changed := make([]int32, 0, len(parts))
+	idle := s.opt.Config.Models.Idle
 	for _, part := range parts {
 		w := s.workers[part]
-		if w.handed || !w.snapOK || curvesDue && w.snapCurves == nil || serve && servedAt(w) != w.snap.Events {
+		// Models per key have no curves; with models.idle, they are asked
+		// at rest too, to evict the models gone idle.
+		curves := curvesDue && w.snapCurves == nil && w.m.k == nil
+		idleDue := w.m.k != nil && idle > 0 && now.Sub(w.idleAt) >= idle/2
+		if w.handed || !w.snapOK || curves || idleDue || serve && servedAt(w) != w.snap.Events {
 			changed = append(changed, part)
+			w.idleAt = now
 		}
 	}
 	answers, err := s.askAll(ctx, changed, func(w *worker) *ask {
@@ -710,6 +716,16 @@ func (s *Service) worker(ctx context.Context, partition int32) (*worker, error) 
 	m, err := newPartitionModel(s.opt.Config, s.opt.HistoryPoints)
 	if err != nil {
 		return nil, err
+	}
+	if w := s.opt.WarmStart; m.k != nil && w != nil {
+		// Every new key's model starts from it, whether or not the
+		// partition's models are restored from a checkpoint.
+		if w.Err != nil {
+			return nil, fmt.Errorf("service: partition %d: the models per key start from the warm start, which cannot be read: %w", partition, w.Err)
+		}
+		if err := m.k.StartFrom(w.Model.State, w.SHA256); err != nil {
+			return nil, fmt.Errorf("service: partition %d: warm start: the model %s: %w", partition, w.Path, err)
+		}
 	}
 	if err := s.own(ctx, partition, m); err != nil {
 		return nil, err

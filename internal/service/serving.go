@@ -46,9 +46,11 @@ type Predictor struct {
 	// models, in this process or another one serving the same
 	// checkpoint.
 	SHA256 [32]byte
-	// Key, with models per key, is the key of the model; empty for a
-	// new key's model and with one model per partition.
-	Key string
+	// Key, with models per key, is the key of the model when HasKey;
+	// HasKey is false for a new key's model and with one model per
+	// partition.
+	Key    string
+	HasKey bool
 
 	mu sync.Mutex
 	p  *pipeline.Pipeline // nil for a partition's models per key

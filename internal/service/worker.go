@@ -189,6 +189,7 @@ type worker struct {
 	handed    bool              // records were handed over since the last snapshot asked
 	snap      Report            // the model's report at the last snapshot that asked
 	snapOK    bool              // snap is set
+	idleAt    time.Time         // when the last snapshot asked (models.idle)
 	// snapCurves are the curves of the model at snap; nil when that
 	// snapshot did not copy them.
 	snapCurves [][]regret.Point
@@ -390,6 +391,9 @@ func (w *worker) answer(ctx context.Context, a *ask) answer {
 	case askSnapshot:
 		if w.m.k != nil {
 			if ans.err = w.m.k.EvictIdle(time.Now()); ans.err != nil {
+				// The models per key may be half evicted: checkpointed
+				// no more.
+				w.failed = true
 				return ans
 			}
 		}
@@ -506,7 +510,9 @@ func (w *worker) rejectDecode(ctx context.Context, rec *connectors.Record, err e
 	if !errors.As(err, &de) {
 		return fmt.Errorf("service: decode: %w", err)
 	}
-	w.m.reject(de.Reason)
+	if err := w.m.reject(w.ev.Key, de.Reason); err != nil {
+		return fmt.Errorf("service: partition %d: %w", w.part, err)
+	}
 	de.Offset = rec.Offset
 	return w.deadLetter(ctx, rec, de.Reason, de.Error())
 }

@@ -1,0 +1,344 @@
+package service
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/streamlearn/streamlearn/internal/checkpoint"
+	"github.com/streamlearn/streamlearn/internal/config"
+	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/event"
+	"github.com/streamlearn/streamlearn/internal/pipeline"
+)
+
+const keyedPlain = `features: {bits: 8}
+learners:
+  - {name: pct, algorithm: perceptron, bias: true}
+`
+const keyedConfig = keyedPlain + "models: {by: key, max: 4}\n"
+
+func parseYAML(t *testing.T, src string) *config.Config {
+	c, err := config.Parse("r.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func keyedLines(n int, keys []string) [][]byte {
+	var out [][]byte
+	for i := range n {
+		v := float64((i*37)%100) / 100
+		l := 0
+		if v > 0.4 {
+			l = 1
+		}
+		out = append(out, fmt.Appendf(nil, `{"key":%q,"features":{"v":%.2f},"label":%d}`, keys[i%len(keys)], v, l))
+	}
+	return out
+}
+
+// With a warm start, a key first seen after a restore from a checkpoint
+// starts from the warm start, as in an uninterrupted run.
+func TestKeyedWarmAfterRestore(t *testing.T) {
+	plain := parseYAML(t, keyedPlain)
+	trained := newService(t, Options{Config: plain, Source: newMemSource(keyedLines(300, []string{"x"}), 1)})
+	if err := trained.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := trained.Models()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := checkpoint.ModelOf(ms[0])
+	b, _ := m.MarshalBinary()
+	warm := &WarmStart{Path: "model.slm", Model: m, SHA256: sha256.Sum256(b)}
+
+	c := parseYAML(t, keyedConfig)
+	first := keyedLines(100, []string{"a", "b"})
+	all := append(append([][]byte{}, first...), keyedLines(100, []string{"c"})...)
+
+	whole := newService(t, Options{Config: c, Source: newMemSource(all, 1), WarmStart: warm})
+	if err := whole.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want, err := whole.Reports()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	store, err := checkpoint.OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s1 := newService(t, Options{Config: c, Source: newMemSource(first, 1), Checkpoints: store, WarmStart: warm})
+	if err := s1.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s2 := newService(t, Options{Config: c, Source: newMemSource(all, 1), Checkpoints: store, WarmStart: warm})
+	if err := s2.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s2.Reports()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d key reports, want %d", len(got), len(want))
+	}
+	for i := range want {
+		t.Logf("key %s: events %d (want %d), warm %v (want %v)", *got[i].Key, got[i].Events, want[i].Events, got[i].WarmStart != nil, want[i].WarmStart != nil)
+		sameReport(t, "key "+*want[i].Key, got[i].Report, want[i].Report)
+	}
+}
+
+// A record of key K the decoder rejects (its key was read) is counted in
+// K's model, as in K's replay alone: with delayed labels, its clock
+// decides which labels are late.
+func TestKeyedInvalidRecordOfKey(t *testing.T) {
+	const base = `features: {bits: 8}
+labels: {delayed: true, wait: 1, default_label: 0}
+learners:
+  - {name: pct, algorithm: perceptron, bias: true}
+`
+	lines := [][]byte{
+		[]byte(`{"key":"K","id":"e1","features":{"v":0.9}}`),
+		[]byte(`{"key":"K","features":{"v":0.3},"label":"maybe"}`), // a semantic fault: label not configured
+		[]byte(`{"key":"K","id":"e1","label":1}`),
+	}
+	plain := newService(t, Options{Config: parseYAML(t, base), Source: newMemSource(lines, 1)})
+	if err := plain.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := plain.Reports()
+	keyed := newService(t, Options{Config: parseYAML(t, base+"models: {by: key}\n"), Source: newMemSource(lines, 1)})
+	if err := keyed.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := keyed.Reports()
+	t.Logf("replay of K alone: events %d invalid %d labels %+v", want[0].Events, want[0].Invalid, want[0].Labels)
+	t.Logf("K's model:         events %d invalid %d labels %+v", got[0].Events, got[0].Invalid, got[0].Labels)
+	sameReport(t, "key K", got[0].Report, want[0].Report)
+}
+
+// models.idle evicts the models of a partition gone quiet.
+func TestKeyedIdleAtRest(t *testing.T) {
+	c := parseYAML(t, keyedPlain+"models: {by: key, idle: 200ms}\n")
+	src := newMemSource(keyedLines(50, []string{"a", "b", "c", "d", "e"}), 1)
+	src.block = true
+	s := newService(t, Options{Config: c, Source: src, SnapshotInterval: 10 * time.Millisecond, HistoryPoints: -1})
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	time.Sleep(1200 * time.Millisecond)
+	for _, r := range s.Snapshot().Reports {
+		t.Logf("partition %d: events %d keys %+v", r.Partition, r.Events, *r.Keys)
+		if r.Keys.Resident != 0 {
+			t.Errorf("%d models resident 1s after the last event, models.idle 200ms", r.Keys.Resident)
+		}
+	}
+	cancel()
+	<-done
+}
+
+// Switching a partition that has a checkpoint between one model and a
+// model per key is refused, both ways, even with --reset (the positions
+// agree: nothing to reset), saying how to start afresh; once the
+// checkpoint is moved away, the run starts afresh.
+func TestKeyedSwitchRefused(t *testing.T) {
+	lines := keyedLines(50, []string{"a", "b"})
+	for _, tc := range []struct{ from, to string }{{keyedPlain, keyedConfig}, {keyedConfig, keyedPlain}} {
+		store, err := checkpoint.OpenDir(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := runStore(t, parseYAML(t, tc.from), store, lines, 1, 0); err != nil {
+			t.Fatal(err)
+		}
+		s := newService(t, Options{Config: parseYAML(t, tc.to), Source: newMemSource(lines, 1), Checkpoints: store, OnMismatch: MismatchReset})
+		err = s.Run(context.Background())
+		if err == nil || !strings.Contains(err.Error(), "move it away") || !strings.Contains(err.Error(), "models.by: key") {
+			t.Fatalf("switching models.by with a checkpoint: %v", err)
+		}
+		if _, err := store.Discard(context.Background(), 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := runStore(t, parseYAML(t, tc.to), store, lines, 1, 0); err != nil {
+			t.Errorf("after the checkpoint was moved away: %v", err)
+		}
+	}
+}
+
+type trickleSource struct {
+	recs []connectors.Record
+	i    int
+}
+
+func (s *trickleSource) Fetch(ctx context.Context) (connectors.Record, error) {
+	if s.i >= len(s.recs) {
+		return connectors.Record{}, connectors.ErrEndOfInput
+	}
+	if s.i%200 == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	r := s.recs[s.i]
+	s.i++
+	return r, nil
+}
+func (s *trickleSource) Commit(context.Context, connectors.Record) error { return nil }
+func (s *trickleSource) Name() string                                    { return "mem:slow" }
+func (s *trickleSource) Close() error                                    { return nil }
+
+// The copies that serve predictions per key, taken every 5ms while 40
+// keys learn with 3 resident, are each the replay of its key's events so
+// far: digest for digest, under -race.
+func TestKeyedServingCopies(t *testing.T) {
+	c := parseYAML(t, keyedPlain+"models: {by: key, max: 3}\n")
+	keys := make([]string, 40)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("k%d", i)
+	}
+	lines := keyedLines(40000, keys)
+	src := &trickleSource{}
+	for i, l := range lines {
+		src.recs = append(src.recs, connectors.Record{Value: l, Partition: 0, Offset: int64(i)})
+	}
+	s := newService(t, Options{Config: c, Source: src, SnapshotInterval: 5 * time.Millisecond})
+	dec, err := event.NewDecoder(pipeline.EventConfig(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev event.Event
+	if err := dec.Decode([]byte(`{"features":{"v":0.5}}`), &ev); err != nil {
+		t.Fatal(err)
+	}
+	// digests of each key's replay alone after n events
+	alone := parseYAML(t, keyedPlain)
+	want := map[string][][32]byte{}
+	models := map[string]*pipeline.Pipeline{}
+	for _, l := range lines {
+		var e event.Event
+		if err := dec.Decode(l, &e); err != nil {
+			t.Fatal(err)
+		}
+		k := string(e.Key)
+		p := models[k]
+		if p == nil {
+			p, _ = pipeline.New(alone)
+			models[k] = p
+			want[k] = [][32]byte{{}}
+		}
+		p.Process(&e)
+		b, _ := p.MarshalBinary()
+		want[k] = append(want[k], sha256.Sum256(b))
+	}
+	var bad atomic.Int64
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	var n atomic.Int64
+	for g := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			i := g
+			for !stop.Load() {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				pr, err := s.Predictor(ctx, 0, true, []byte(keys[i%len(keys)]))
+				cancel()
+				i++
+				if err != nil {
+					continue
+				}
+				if pr.Key != "" && pr.SHA256 != want[pr.Key][pr.Events] {
+					if bad.Add(1) < 5 {
+						t.Errorf("key %s at %d events: digest differs from its replay", pr.Key, pr.Events)
+					}
+				}
+				pr.Predict(nil, &ev)
+				pr.Report()
+				_ = pr.Time
+				n.Add(1)
+			}
+		}()
+	}
+	if err := s.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	stop.Store(true)
+	wg.Wait()
+	t.Logf("%d predictions", n.Load())
+}
+
+// A serving replica of checkpoints of models per key answers a key no
+// checkpoint has with the warm start's model, as the learning service's
+// new keys start from it, and a key it has with that key's model.
+func TestKeyedServeNewKey(t *testing.T) {
+	plain := parseYAML(t, keyedPlain)
+	trained := newService(t, Options{Config: plain, Source: newMemSource(keyedLines(300, []string{"x"}), 1)})
+	if err := trained.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := trained.Models()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := checkpoint.ModelOf(ms[0])
+	b, _ := m.MarshalBinary()
+	warm := &WarmStart{Path: "model.slm", Model: m, SHA256: sha256.Sum256(b)}
+	c := parseYAML(t, keyedConfig)
+	store, err := checkpoint.OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newService(t, Options{Config: c, Source: newMemSource(keyedLines(100, []string{"a", "b"}), 1), Checkpoints: store, WarmStart: warm})
+	if err := s.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][32]byte{}
+	for _, key := range []string{"a", "newcomer"} {
+		p, err := pipeline.New(plain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.StartFrom(m.State, warm.SHA256); err != nil {
+			t.Fatal(err)
+		}
+		if key == "a" {
+			for _, l := range keyedLines(100, []string{"a", "b"}) {
+				var ev event.Event
+				dec, _ := event.NewDecoder(pipeline.EventConfig(plain))
+				if err := dec.Decode(l, &ev); err != nil {
+					t.Fatal(err)
+				}
+				if string(ev.Key) == "a" {
+					p.Process(&ev)
+				}
+			}
+		}
+		_, sum, err := p.CloneDigest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[key] = sum
+	}
+	srv, err := NewServer(context.Background(), ServeOptions{Config: c, Checkpoints: store, WarmStart: warm})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, sum := range want {
+		pr, err := srv.Predictor(context.Background(), 0, true, []byte(key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pr.SHA256 != sum || pr.HasKey != (key == "a") {
+			t.Errorf("key %s: served model %x (has key %v), want %x", key, pr.SHA256, pr.HasKey, sum)
+		}
+	}
+}
