@@ -208,3 +208,24 @@ func TestBoostWeak(t *testing.T) {
 		t.Errorf("JSON %s", j)
 	}
 }
+
+// Several classes: what cannot go with them is refused, naming the key.
+func TestClassesRefused(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{"input: {classes: [a]}\nlearners: [{name: p, algorithm: perceptron}]\n", "input.classes: 1 classes: want 2 to 127"},
+		{"input: {classes: [a, b, a]}\nlearners: [{name: p, algorithm: perceptron}]\n", `input.classes[2]: "a" is also input.classes[0]`},
+		{"input: {classes: [a, b], positive: [a]}\nlearners: [{name: p, algorithm: perceptron}]\n", "input.classes: set classes, or positive and negative labels, not both"},
+		{"input: {classes: [a, b]}\nlabels: {delayed: true}\nlearners: [{name: p, algorithm: perceptron}]\n", "labels.delayed needs two classes"},
+		{"input: {classes: [a, b]}\nlearners: [{name: p, algorithm: perceptron, calibrate: true}]\n", "learners[0].calibrate"},
+		{"input: {classes: [a, b]}\nlearners: [{name: p, algorithm: perceptron}, {name: w, algorithm: weighted-majority, experts: [p]}]\n", "learners[1].experts"},
+		{"learners: [{name: m, algorithm: multiclass-perceptron}]\n", "learners[0].algorithm: multiclass-perceptron predicts one of several classes: list them in input.classes"},
+	} {
+		_, err := Parse("c.yaml", []byte(tc.yaml))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.yaml, err, tc.want)
+		}
+	}
+	if _, err := Parse("c.yaml", []byte("input: {classes: [a, b, c]}\nlearners: [{name: m, algorithm: multiclass-perceptron}, {name: p, algorithm: perceptron}]\n")); err != nil {
+		t.Error(err)
+	}
+}
