@@ -148,6 +148,32 @@ func loadExampleConfig(t testing.TB) *config.Config {
 	return c
 }
 
+// genClasses makes n events of three classes of v (ham below 0.3, promo
+// above 0.7, spam between) and a word, a tenth unlabeled and one in a
+// hundred labeled with no class.
+func genClasses(n int, seed uint64) [][]byte {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	var out [][]byte
+	for i := range n {
+		v := rng.Float64()
+		label := `"spam"`
+		switch {
+		case v < 0.3:
+			label = `"ham"`
+		case v > 0.7:
+			label = `"promo"`
+		}
+		switch r := rng.IntN(100); {
+		case r < 10:
+			label = "null"
+		case r == 10:
+			label = `"eggs"`
+		}
+		out = append(out, fmt.Appendf(nil, `{"id":"m-%d","features":{"v":%.4f,"w%d":1},"label":%s}`, i, v, rng.IntN(20), label))
+	}
+	return out
+}
+
 func splitLines(data []byte) [][]byte {
 	var out [][]byte
 	for l := range bytes.SplitSeq(data, []byte("\n")) {
@@ -170,6 +196,17 @@ func TestTransportsAgree(t *testing.T) {
 	}
 	delayed := *c
 	delayed.Labels = config.Labels{Delayed: true, Wait: 200, MaxPending: 150}
+	multiclass, err := config.Parse("multiclass.yaml", []byte(`input: {classes: [ham, spam, promo]}
+features: {bits: 10}
+learners:
+  - {name: mpct, algorithm: multiclass-perceptron, bias: true}
+  - {name: pct, algorithm: perceptron, bias: true}
+  - {name: ada, algorithm: adagrad, loss: logistic, bias: true}
+  - {name: halving, algorithm: halving, class: {kind: thresholds, feature: v, min: 0, max: 1, points: 9}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
 	streams := []struct {
 		name   string
 		values [][]byte
@@ -180,8 +217,10 @@ func TestTransportsAgree(t *testing.T) {
 		{"noisy", genEvents(3000, 11, 0.1, 0.2, 97), c},
 		// Labels after their events, late, twice, for unknown ids, never.
 		{"delayed", genDelayed(3000, 150, 13), &delayed},
+		// Three classes, unlabeled events and labels that are no class.
+		{"multiclass", genClasses(3000, 17), multiclass},
 	}
-	brokers := kafkaCluster(t, 1, "demo", "noisy", "delayed")
+	brokers := kafkaCluster(t, 1, "demo", "noisy", "delayed", "multiclass")
 	natsURL := testbroker.NATS(t, "EVENTS", "events.>")
 
 	for _, st := range streams {
