@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/event"
+	"github.com/streamlearn/streamlearn/internal/online"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
 	"github.com/streamlearn/streamlearn/internal/service"
 )
@@ -61,10 +63,76 @@ func keyedEvents(t *testing.T, dir string, n, keys int) (string, map[string][][]
 }
 
 // keyAlone is what a key's model must be: the report of a replay of the
-// key's events alone, by one model.
+// key's events alone, by one model; and, with a global model, its
+// choice's counts (mixOf).
 type keyAlone struct {
 	events   uint64
 	learners []string // name rounds mistakes loss state_sha256, per learner
+	mix      []pipeline.MixCounts
+}
+
+// mixOf simulates, with a global model per partition (models.global),
+// each key's choice between its model and its partition's global model:
+// the partition's events in the stream's order (partOf says each key's
+// partition), the rule of pipeline.Keyed. It sets want's mix counts.
+func mixOf(t *testing.T, dir, stream string, partOf map[string]int32, want map[string]keyAlone) {
+	t.Helper()
+	c, err := config.Load(filepath.Join(dir, "alone.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := event.NewDecoder(pipeline.EventConfig(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	globals := map[int32]*pipeline.Pipeline{}
+	own := map[string]*pipeline.Pipeline{}
+	mix := map[string][]pipeline.MixCounts{}
+	var ev event.Event
+	for line := range bytes.Lines(data) {
+		if err := dec.Decode(bytes.TrimSpace(line), &ev); err != nil {
+			t.Fatal(err)
+		}
+		key := string(ev.Key)
+		part := partOf[key]
+		if globals[part] == nil {
+			globals[part], _ = pipeline.New(c)
+		}
+		gp, _ := globals[part].Process(&ev)
+		gpreds := append([]online.Prediction(nil), gp...)
+		if own[key] == nil {
+			own[key], _ = pipeline.New(c)
+			mix[key] = make([]pipeline.MixCounts, len(gpreds))
+		}
+		preds, _ := own[key].Process(&ev)
+		for i := range preds {
+			m := &mix[key][i]
+			chosen := gpreds[i]
+			if m.Own < m.Global {
+				chosen = preds[i]
+			}
+			m.Rounds++
+			m.Own += b2u(preds[i].Label != ev.Label)
+			m.Global += b2u(gpreds[i].Label != ev.Label)
+			m.Mixed += b2u(chosen.Label != ev.Label)
+		}
+	}
+	for key, m := range mix {
+		a := want[key]
+		a.mix = m
+		want[key] = a
+	}
+}
+
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func learnerLine(name string, rounds, mistakes uint64, loss float64, sha string) string {
@@ -117,7 +185,7 @@ func replayKeysAlone(t *testing.T, dir string, byKey map[string][][]byte) map[st
 // checkKeyReports checks the JSON lines of `run --report json` with models
 // per key: one report per key, each key in one partition only, each
 // equal to the key's replay alone. It returns the partitions seen.
-func checkKeyReports(t *testing.T, what string, out []byte, want map[string]keyAlone) map[int32]int {
+func checkKeyReports(t *testing.T, what string, out []byte, want map[string]keyAlone) (map[int32]int, map[string]int32) {
 	t.Helper()
 	parts := map[int32]int{}
 	seen := map[string]int32{}
@@ -137,6 +205,9 @@ func checkKeyReports(t *testing.T, what string, out []byte, want map[string]keyA
 		}
 		seen[key] = r.Partition
 		parts[r.Partition]++
+		if want == nil {
+			continue // the partitions only
+		}
 		w, ok := want[key]
 		if !ok {
 			t.Errorf("%s: a model of key %q, which no event has", what, key)
@@ -150,11 +221,19 @@ func checkKeyReports(t *testing.T, what string, out []byte, want map[string]keyA
 				t.Errorf("%s: key %s: %s\n  its replay alone: %s", what, key, got, w.learners[min(i, len(w.learners)-1)])
 			}
 		}
+		if len(r.Mix) != len(w.mix) {
+			t.Errorf("%s: key %s: %d learners' choices, want %d", what, key, len(r.Mix), len(w.mix))
+		}
+		for i, m := range r.Mix {
+			if i < len(w.mix) && (m.Rounds != w.mix[i].Rounds || m.OwnMistakes != w.mix[i].Own || m.GlobalMistakes != w.mix[i].Global || m.Mistakes != w.mix[i].Mixed || !m.Holds) {
+				t.Errorf("%s: key %s learner %s: choice %+v, simulated %+v", what, key, m.Learner, m, w.mix[i])
+			}
+		}
 	}
-	if len(seen) != len(want) {
+	if want != nil && len(seen) != len(want) {
 		t.Errorf("%s: %d keys reported, want %d", what, len(seen), len(want))
 	}
-	return parts
+	return parts, seen
 }
 
 // TestE2EKeyedCrash: models per key under kill -9. 1,000 keys' events,
@@ -176,7 +255,8 @@ func TestE2EKeyedCrash(t *testing.T) {
 		n = 12000
 	}
 	stream, byKey := keyedEvents(t, dir, n, 1000)
-	want := replayKeysAlone(t, dir, byKey)
+	alone := replayKeysAlone(t, dir, byKey)
+	top := dir
 	for _, tc := range []struct {
 		name   string
 		parts  int
@@ -198,7 +278,7 @@ func TestE2EKeyedCrash(t *testing.T) {
 			dir := t.TempDir()
 			ckpt := filepath.Join(dir, "state")
 			cfg := filepath.Join(dir, "keyed.yaml")
-			yaml := keyedLearners + "models: {by: key, max: 40}\n" + tc.source(t, dir) +
+			yaml := keyedLearners + "models: {by: key, max: 40, global: true}\n" + tc.source(t, dir) +
 				fmt.Sprintf("checkpoint: {dir: %q, every: 500}\n", ckpt)
 			if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
 				t.Fatal(err)
@@ -231,7 +311,12 @@ func TestE2EKeyedCrash(t *testing.T) {
 				t.Fatalf("records in the checkpoints after each kill: %v of %d: want growing, inside the stream", learned, n)
 			}
 			out := runProc(t, ctx, dir, sl, "run", "-c", cfg, "--until-end", "--report", "json", "--http", "off")
-			parts := checkKeyReports(t, "run resumed after three SIGKILLs", out, want)
+			// The choices depend on the global model of the key's
+			// partition: simulated once the partitions are known.
+			_, partOf := checkKeyReports(t, "partitions", out, nil)
+			want := maps.Clone(alone)
+			mixOf(t, top, stream, partOf, want)
+			parts, _ := checkKeyReports(t, "run resumed after three SIGKILLs", out, want)
 			if len(parts) != tc.parts {
 				t.Errorf("keys in %d partitions (%v), want %d", len(parts), parts, tc.parts)
 			}

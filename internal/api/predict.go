@@ -89,6 +89,11 @@ type PredictResponse struct {
 	// Key, with models per key, is the key whose model answered; absent
 	// when a new key's model (empty, or the warm start) did.
 	Key *string `json:"key,omitempty"`
+	// GlobalSHA256, with a global model beside the models per key
+	// (models.global), is the digest of the global model: each learner's
+	// answer is the key's model's or the global model's, whichever has
+	// made fewer mistakes on the key.
+	GlobalSHA256 string `json:"global_sha256,omitempty"`
 	// Predictions has one entry per learner, in the configuration's order.
 	Predictions []PredictedLabel `json:"predictions"`
 }
@@ -203,6 +208,9 @@ func predictHandler(opt Options, requests, workers chan struct{}) http.HandlerFu
 				ModelSHA256: hex.EncodeToString(pr.SHA256[:]), Predictions: make([]PredictedLabel, len(preds))}
 			if pr.HasKey {
 				resp.Key = &pr.Key
+			}
+			if sum, ok := pr.GlobalSHA256(); ok {
+				resp.GlobalSHA256 = hex.EncodeToString(sum[:])
 			}
 			for j, p := range preds {
 				resp.Predictions[j] = PredictedLabel{Learner: p.Learner, Label: p.Label, Class: p.Class,

@@ -53,6 +53,12 @@ type Models struct {
 	// Idle, with By "key", evicts a model not used for that long, as Max
 	// does; 0 (the default) keeps models until Max pushes them out.
 	Idle time.Duration `yaml:"idle"`
+	// Global, with By "key", adds a global model per partition, which
+	// learns every event, beside the models per key: each learner's
+	// prediction for a key is its key's model's or the global model's,
+	// whichever has made fewer mistakes on the key so far (the global
+	// one on a tie: a new key gets the global filter).
+	Global bool `yaml:"global"`
 	// SpillDir, with By "key", is the directory of the file evicted
 	// models are written to (removed at once, so gone with the process:
 	// the checkpoints hold the models durably); default the system's

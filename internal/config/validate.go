@@ -159,6 +159,10 @@ func (c *Config) validate() error {
 		return errAt("models.max", "bounds the models per key: set models.by: key")
 	case c.Models.By != "key" && c.Models.Idle != 0:
 		return errAt("models.idle", "evicts models per key: set models.by: key")
+	case c.Models.By != "key" && c.Models.Global:
+		return errAt("models.global", "a global model beside the models per key: set models.by: key")
+	case c.Models.Global && c.Labels.Delayed:
+		return errAt("models.global", "not with delayed labels (labels.delayed) yet: the choice between a key's model and the global one is scored as each label comes")
 	case c.Models.By != "key" && c.Models.SpillDir != "":
 		return errAt("models.spill_dir", "holds evicted models per key: set models.by: key")
 	case c.Models.Max < 0:

@@ -62,6 +62,17 @@ type Keyed struct {
 	// Scratch of Process: each learner's counters before the round.
 	rounds, mistakes []uint64
 	loss             []float64
+
+	// global is the partition's global model (models.global), nil
+	// without; with it, each key's stats have their MixCounts, mixTotals
+	// and mixTerms are their sums (global.go), and gpreds, mixPreds and
+	// mixed are Process's scratch.
+	global    *Pipeline
+	mixTotals []MixCounts
+	mixTerms  []uint64
+	gpreds    []online.Prediction
+	mixPreds  []online.Prediction
+	mixed     Mixed
 }
 
 type keyedModel struct {
@@ -75,6 +86,9 @@ type keyedModel struct {
 type KeyStats struct {
 	Events   uint64
 	Mistakes []uint64
+	// Mix, with a global model, is each learner's choice between the
+	// key's model and the global one (global.go).
+	Mix []MixCounts
 }
 
 // KeyedLearner is one learner's totals over every key's model.
@@ -90,6 +104,10 @@ type KeyedOptions struct {
 	// Idle, when positive, evicts the models not used for that long
 	// (EvictIdle).
 	Idle time.Duration
+	// Global adds the partition's global model, which learns every
+	// event, and predicts each key's events with the key's model or the
+	// global one, whichever has made fewer mistakes on the key (global.go).
+	Global bool
 	// SpillDir, when not empty, is where the evicted models' encodings
 	// go: a file of their own, removed at once (it is gone with the
 	// process), so that the heap holds only their index. Empty keeps
@@ -121,6 +139,12 @@ func NewKeyed(c *config.Config, opt KeyedOptions) (*Keyed, error) {
 	n := len(k.names)
 	k.learners = make([]KeyedLearner, n)
 	k.rounds, k.mistakes, k.loss = make([]uint64, n), make([]uint64, n), make([]float64, n)
+	if opt.Global {
+		k.global = p
+		k.mixTotals, k.mixTerms = make([]MixCounts, n), make([]uint64, n)
+		k.gpreds, k.mixPreds = make([]online.Prediction, n), make([]online.Prediction, n)
+		k.mixed.fromGlobal = make([]bool, n)
+	}
 	return k, nil
 }
 
@@ -138,6 +162,8 @@ func (k *Keyed) clear() {
 	k.lru.Init()
 	k.total = Counts{InvalidBy: map[event.Reason]uint64{}}
 	clear(k.learners)
+	clear(k.mixTotals)
+	clear(k.mixTerms)
 }
 
 // StartFrom makes every key's model that Model makes from now on start
@@ -153,6 +179,10 @@ func (k *Keyed) StartFrom(state []byte, sha [32]byte) error {
 		return err
 	}
 	k.warm, k.warmSHA = state, sha
+	if k.global != nil && k.global.warm == nil && k.global.Seen() == 0 {
+		// A new partition's global model starts from it too.
+		k.global = p
+	}
 	return nil
 }
 
@@ -201,7 +231,11 @@ func (k *Keyed) Model(key []byte) (*Pipeline, error) {
 		if p, err = k.fresh(); err != nil {
 			return nil, err
 		}
-		k.stats[name] = &KeyStats{Mistakes: make([]uint64, len(k.names))}
+		st := &KeyStats{Mistakes: make([]uint64, len(k.names))}
+		if k.global != nil {
+			st.Mix = make([]MixCounts, len(k.names))
+		}
+		k.stats[name] = st
 	}
 	k.resident[name] = k.lru.PushFront(&keyedModel{key: name, p: p, used: k.now})
 	for k.max > 0 && k.lru.Len() > k.max {
@@ -253,6 +287,10 @@ func (k *Keyed) Process(ev *event.Event) (*Pipeline, []online.Prediction, event.
 	if err != nil {
 		return nil, nil, "", err
 	}
+	if k.global != nil {
+		gpreds, _ := k.global.Process(ev)
+		copy(k.gpreds, gpreds)
+	}
 	t := p.tracker
 	for i := range k.names {
 		k.rounds[i], k.mistakes[i], k.loss[i] = t.Rounds(i), t.Mistakes(i), t.Loss(i)
@@ -280,6 +318,9 @@ func (k *Keyed) Process(ev *event.Event) (*Pipeline, []online.Prediction, event.
 	if _, ok := k.dirty[string(ev.Key)]; !ok { // (a lookup does not allocate)
 		k.dirty[string(ev.Key)] = struct{}{}
 	}
+	if k.global != nil && reason == "" && len(preds) > 0 {
+		preds = k.mix(st, p, preds, ev)
+	}
 	return p, preds, reason, nil
 }
 
@@ -293,6 +334,9 @@ func (k *Keyed) Reject(key []byte, reason event.Reason) error {
 		return err
 	}
 	p.Reject(reason)
+	if k.global != nil {
+		k.global.Reject(reason)
+	}
 	k.stats[string(key)].Events++
 	k.total.Events++
 	k.total.Invalid++
@@ -387,6 +431,12 @@ func (k *Keyed) Report() Report {
 			lr.Accuracy = 1 - float64(l.Mistakes)/float64(l.Rounds)
 		}
 		r.Learners[i] = lr
+	}
+	if k.global != nil {
+		r.Mix = k.mixReports(nil)
+		if g, err := k.global.Report(); err == nil {
+			r.Global = &g
+		}
 	}
 	return r
 }
@@ -530,9 +580,19 @@ func (k *Keyed) MarshalBinary() ([]byte, error) {
 		}
 		size += len(key) + len(states[i]) + 16
 	}
+	var global []byte
+	version := uint8(1)
+	if k.global != nil {
+		var err error
+		if global, err = k.global.MarshalBinary(); err != nil {
+			return nil, fmt.Errorf("pipeline: keyed: the global model: %w", err)
+		}
+		version = 2
+		size += len(global) + 40*len(k.learners)*(len(keys)+1)
+	}
 	e := codec.NewEncoder(size + 64 + 24*len(k.learners) + 8*len(keys)*len(k.learners))
 	e.RawString(keyedMagic)
-	e.U8(1)
+	e.U8(version)
 	e.U64(k.total.Events)
 	e.U64(k.total.Learned)
 	e.U64(k.total.Predicted)
@@ -549,6 +609,13 @@ func (k *Keyed) MarshalBinary() ([]byte, error) {
 		e.U64(l.Mistakes)
 		e.F64(l.Loss)
 	}
+	if k.global != nil {
+		e.Blob(global)
+		for i, m := range k.mixTotals {
+			encodeMix(e, m)
+			e.U64(k.mixTerms[i])
+		}
+	}
 	e.U32(uint32(len(keys)))
 	for i, key := range keys {
 		e.String(key)
@@ -556,6 +623,9 @@ func (k *Keyed) MarshalBinary() ([]byte, error) {
 		e.U64(st.Events)
 		for _, m := range st.Mistakes {
 			e.U64(m)
+		}
+		for _, m := range st.Mix {
+			encodeMix(e, m)
 		}
 		e.Blob(states[i])
 	}
@@ -574,8 +644,11 @@ func (k *Keyed) UnmarshalBinary(b []byte) error {
 		return fmt.Errorf("pipeline: keyed: %d bytes: %w", len(b), codec.ErrTruncated)
 	case string(b[:len(keyedMagic)]) != keyedMagic:
 		return fmt.Errorf("pipeline: keyed: not a keyed state (magic %q)", b[:len(keyedMagic)])
-	case b[len(keyedMagic)] != 1:
+	case b[len(keyedMagic)] != 1 && b[len(keyedMagic)] != 2:
 		return fmt.Errorf("pipeline: keyed: unsupported format version %d", b[len(keyedMagic)])
+	case (b[len(keyedMagic)] == 2) != (k.global != nil):
+		return fmt.Errorf("pipeline: keyed: a state %s a global model (models.global), and this configuration %s", map[bool]string{true: "with", false: "without"}[b[len(keyedMagic)] == 2],
+			map[bool]string{true: "has one", false: "has none"}[k.global != nil])
 	}
 	body, sum := b[:len(b)-4], b[len(b)-4:]
 	if got, want := crc32.Checksum(body, castagnoli), uint32(sum[0])|uint32(sum[1])<<8|uint32(sum[2])<<16|uint32(sum[3])<<24; got != want {
@@ -595,6 +668,27 @@ func (k *Keyed) UnmarshalBinary(b []byte) error {
 	for i := range learners {
 		learners[i] = KeyedLearner{Rounds: d.U64(), Mistakes: d.U64(), Loss: d.F64()}
 	}
+	var global *Pipeline
+	var mixTotals []MixCounts
+	var mixTerms []uint64
+	if k.global != nil {
+		gb := d.Blob()
+		mixTotals, mixTerms = make([]MixCounts, len(learners)), make([]uint64, len(learners))
+		for i := range mixTotals {
+			mixTotals[i] = decodeMix(d)
+			mixTerms[i] = d.U64()
+		}
+		if d.Err() != nil {
+			return fmt.Errorf("pipeline: keyed: %w", d.Err())
+		}
+		var err error
+		if global, err = newPipeline(k.cfg, k.dg); err == nil {
+			err = global.decode(gb)
+		}
+		if err != nil {
+			return fmt.Errorf("pipeline: keyed: the global model: %w", err)
+		}
+	}
 	n := d.U32()
 	if d.Err() == nil && uint64(n) > uint64(d.Len())/16 {
 		return fmt.Errorf("pipeline: keyed: %w", codec.ErrTruncated)
@@ -607,6 +701,12 @@ func (k *Keyed) UnmarshalBinary(b []byte) error {
 		st := &KeyStats{Events: d.U64(), Mistakes: make([]uint64, len(learners))}
 		for j := range st.Mistakes {
 			st.Mistakes[j] = d.U64()
+		}
+		if global != nil {
+			st.Mix = make([]MixCounts, len(learners))
+			for j := range st.Mix {
+				st.Mix[j] = decodeMix(d)
+			}
 		}
 		state := d.Blob()
 		if d.Err() != nil {
@@ -634,6 +734,9 @@ func (k *Keyed) UnmarshalBinary(b []byte) error {
 	}
 	k.clear()
 	k.spill, k.stats, k.total, k.learners = sp, stats, total, learners
+	if global != nil {
+		k.global, k.mixTotals, k.mixTerms = global, mixTotals, mixTerms
+	}
 	for key := range stats {
 		k.dirty[key] = struct{}{}
 	}
@@ -647,7 +750,11 @@ func (k *Keyed) KeyReport(key string) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	return p.Report()
+	r, err := p.Report()
+	if err == nil {
+		r.Mix = k.mixReports(k.stats[key])
+	}
+	return r, err
 }
 
 // ErrNoKey is the error of Keyed.Report for a key that has no model.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -414,5 +415,136 @@ func keyedMemory(b *testing.B, c *config.Config, dec *event.Decoder, lines [][]b
 		b.ReportMetric(1-float64(k.Misses())/float64(events), "resident-share")
 		b.ReportMetric(float64(len(lines))/b.Elapsed().Seconds()*float64(b.N), "events/s")
 		runtime.KeepAlive(k)
+	}
+}
+
+// With a global model: the global model is the replay of every event,
+// each key's model still the replay of its events alone, and each key's
+// choice between them (mistakes of each and of the choice) is what the
+// rule — the one of fewer mistakes on the key predicts, the global one on
+// a tie — gives when simulated beside two plain replays; its bound
+// holds for every key and learner; restored at a cut, it goes on exactly.
+func TestKeyedGlobal(t *testing.T) {
+	c := mustConfig(t, keyedConfig)
+	all, _ := keyedStream(6000, 40, 3)
+	dec := mustDecoder(t, c)
+	run := func(k *Keyed, lines [][]byte) {
+		t.Helper()
+		var ev event.Event
+		for _, line := range lines {
+			if err := dec.Decode(line, &ev); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, _, err := k.Process(&ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	k, err := NewKeyed(c, KeyedOptions{Max: 5, Global: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(k, all)
+
+	// The simulation: one replay of everything, one per key, the rule.
+	global := mustNew(t, c)
+	own := map[string]*Pipeline{}
+	mix := map[string][]MixCounts{}
+	var ev event.Event
+	for _, line := range all {
+		if err := dec.Decode(line, &ev); err != nil {
+			t.Fatal(err)
+		}
+		gp, _ := global.Process(&ev)
+		gpreds := slices.Clone(gp)
+		key := string(ev.Key)
+		if own[key] == nil {
+			own[key], mix[key] = mustNew(t, c), make([]MixCounts, len(gpreds))
+		}
+		preds, _ := own[key].Process(&ev)
+		for i := range preds {
+			m := &mix[key][i]
+			chosen := gpreds[i]
+			if m.Own < m.Global {
+				chosen = preds[i]
+			}
+			m.Rounds++
+			if preds[i].Label != ev.Label {
+				m.Own++
+			}
+			if gpreds[i].Label != ev.Label {
+				m.Global++
+			}
+			if chosen.Label != ev.Label {
+				m.Mixed++
+			}
+		}
+	}
+	js := func(v any) string { b, _ := json.Marshal(v); return string(b) }
+	tot := k.Report()
+	if want := mustReport(t, global); tot.Global == nil || js(tot.Global.Learners) != js(want.Learners) {
+		t.Fatalf("the global model is not the replay of every event:\n got %v\nwant %s", tot.Global, js(want.Learners))
+	}
+	var mixed, own2 uint64
+	for key, p := range own {
+		got, err := k.KeyReport(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := mustReport(t, p)
+		if js(got.Learners) != js(want.Learners) {
+			t.Errorf("key %s: its model is not the replay of its events alone", key)
+		}
+		for i, m := range mix[key] {
+			g := got.Mix[i]
+			if g.Rounds != m.Rounds || g.OwnMistakes != m.Own || g.GlobalMistakes != m.Global || g.Mistakes != m.Mixed {
+				t.Errorf("key %s learner %s: %+v, simulated %+v", key, g.Learner, g, m)
+			}
+			if !g.Holds || float64(g.Mistakes) > g.Bound {
+				t.Errorf("key %s learner %s: %d mistakes, bound %v", key, g.Learner, g.Mistakes, g.Bound)
+			}
+			if i == 0 {
+				mixed, own2 = mixed+m.Mixed, own2+m.Own
+			}
+		}
+	}
+	if t0 := tot.Mix[0]; t0.Mistakes != mixed || t0.OwnMistakes != own2 || !t0.Holds {
+		t.Errorf("totals %+v: want %d mistakes of the choice, %d of the keys' models", t0, mixed, own2)
+	}
+	for _, m := range tot.Mix {
+		t.Logf("%s: %d rounds; mistakes: own %d, global %d, chosen %d (bound %.0f)", m.Learner, m.Rounds, m.OwnMistakes, m.GlobalMistakes, m.Mistakes, m.Bound)
+	}
+
+	// Restored at a cut and run on: the uninterrupted encoding.
+	whole, err := k.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := NewKeyed(c, KeyedOptions{Max: 3, Global: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(first, all[:2222])
+	state, err := first.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored, err := NewKeyed(c, KeyedOptions{Max: 7, Global: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := restored.UnmarshalBinary(state); err != nil {
+		t.Fatal(err)
+	}
+	run(restored, all[2222:])
+	if got, err := restored.MarshalBinary(); err != nil || !bytes.Equal(got, whole) {
+		t.Errorf("restored at 2,222 and run on: not the uninterrupted state (%v)", err)
+	}
+	plain, err := NewKeyed(c, KeyedOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := plain.UnmarshalBinary(state); err == nil {
+		t.Error("a state with a global model restored without one")
 	}
 }

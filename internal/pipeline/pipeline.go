@@ -426,6 +426,12 @@ type Report struct {
 	// (Keyed.Report).
 	Keys     *KeysReport            `json:"keys,omitempty"`
 	Learners []regret.LearnerReport `json:"learners"`
+	// Mix, with a global model beside the models per key
+	// (models.global), is each learner's choice between a key's model and
+	// the global one: a key's, or the totals of a partition's keys.
+	Mix []MixReport `json:"mix,omitempty"`
+	// Global is, in a partition's totals, the global model's report.
+	Global *Report `json:"global,omitempty"`
 }
 
 // WarmStartReport says which model file a model started from, so that

@@ -8,7 +8,6 @@ import (
 	"github.com/streamlearn/streamlearn/internal/connectors"
 	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/online"
-	"github.com/streamlearn/streamlearn/internal/pipeline"
 )
 
 func marshalReport(r Report) ([]byte, error) { return json.Marshal(r) }
@@ -27,7 +26,7 @@ func marshalReport(r Report) ([]byte, error) { return json.Marshal(r) }
 // probability is the probability of the positive label
 // (pipeline.Pipeline.Probability), null when the learner has none. Built
 // by hand: the hot path allocates nothing.
-func appendPrediction(b []byte, ev *event.Event, source string, rec connectors.Record, p *pipeline.Pipeline, preds []online.Prediction) []byte {
+func appendPrediction(b []byte, ev *event.Event, source string, rec connectors.Record, p predictionSource, preds []online.Prediction) []byte {
 	b = append(b, `{"id":`...)
 	b = appendJSONString(b, ev.ID)
 	b = append(b, `,"source":`...)
@@ -62,6 +61,16 @@ func appendPrediction(b []byte, ev *event.Event, source string, rec connectors.R
 		b = append(b, '}')
 	}
 	return append(b, "]}"...)
+}
+
+// predictionSource is what a prediction message names: a pipeline, or,
+// with a global model beside the models per key, the mix of a key's model
+// and the global one (pipeline.Mixed).
+type predictionSource interface {
+	Seen() uint64
+	Name(i int) string
+	LabelName(y int8) string
+	ServedProbability(i int) (float64, bool)
 }
 
 const hexDigits = "0123456789abcdef"

@@ -32,7 +32,8 @@ const TopKeys = 10
 func newPartitionModel(c *config.Config, history int) (*model, error) {
 	m := &model{pos: -1, skipTo: -1}
 	if keyed(c) {
-		k, err := pipeline.NewKeyed(c, pipeline.KeyedOptions{Max: c.Models.Max, Idle: c.Models.Idle, SpillDir: cmp.Or(c.Models.SpillDir, os.TempDir())})
+		k, err := pipeline.NewKeyed(c, pipeline.KeyedOptions{Max: c.Models.Max, Idle: c.Models.Idle, Global: c.Models.Global,
+			SpillDir: cmp.Or(c.Models.SpillDir, os.TempDir())})
 		if err != nil {
 			return nil, err
 		}
@@ -48,6 +49,15 @@ func newPartitionModel(c *config.Config, history int) (*model, error) {
 	}
 	m.p = p
 	return m, nil
+}
+
+// mixed returns, with a global model, where the last predictions came
+// from; nil otherwise.
+func (m *model) mixed() *pipeline.Mixed {
+	if m.k == nil {
+		return nil
+	}
+	return m.k.Mixed()
 }
 
 // events returns the records the model counted; learned its labeled
@@ -145,6 +155,7 @@ func (w *worker) keyReports() ([]Report, error) {
 		if r.Labels != nil {
 			r.Labels.StateSHA256 = p.StoreDigest()
 		}
+		r.Mix = w.m.k.KeyMix(key)
 		k := key
 		out = append(out, Report{Source: w.s.opt.Source.Name(), Partition: w.part, Key: &k, Report: r})
 		return nil
@@ -164,6 +175,11 @@ type keyedServing struct {
 	// gen numbers the copies of a worker: the next copy shares states
 	// only with the one made last (the worker's servedGen).
 	gen uint64
+	// global is the copy of the global model (models.global), and
+	// choices each key's choice between it and the key's (see
+	// newKeyedPredictor); nil without.
+	global  *Predictor
+	choices map[string][]bool
 }
 
 // keyedServingCache bounds the keys a serving copy keeps decoded.
@@ -172,7 +188,12 @@ const keyedServingCache = 256
 // newKeyedPredictor returns the serving copy of partition's models per
 // key from their encodings (pipeline.Keyed.ServingStates), at events
 // records, with totals r.
-func newKeyedPredictor(c *config.Config, partition int32, events uint64, states map[string]pipeline.StateRef, warm *WarmStart, r pipeline.Report) (*Predictor, error) {
+//
+// With a global model (global, not nil), choices has, per key, which
+// learners' predictions come from the global model (true) rather than
+// the key's; a new key's all do.
+func newKeyedPredictor(c *config.Config, partition int32, events uint64, states map[string]pipeline.StateRef, warm *WarmStart, r pipeline.Report,
+	global *Predictor, choices map[string][]bool) (*Predictor, error) {
 	p, err := pipeline.New(c)
 	if err != nil {
 		return nil, err
@@ -187,8 +208,14 @@ func newKeyedPredictor(c *config.Config, partition int32, events uint64, states 
 		return nil, err
 	}
 	fresh := &Predictor{Partition: partition, Events: p.Seen(), SHA256: sum, p: p}
+	if global != nil {
+		fresh.global, fresh.fromGlobal = global, make([]bool, len(c.Learners))
+		for i := range fresh.fromGlobal {
+			fresh.fromGlobal[i] = true // a new key: the global model's, on the tie
+		}
+	}
 	return &Predictor{Partition: partition, Events: events, totals: &r,
-		keyed: &keyedServing{cfg: c, states: states, fresh: fresh, cache: map[string]*Predictor{}}}, nil
+		keyed: &keyedServing{cfg: c, states: states, fresh: fresh, cache: map[string]*Predictor{}, global: global, choices: choices}}, nil
 }
 
 // has reports whether pr has a model of key.
@@ -231,6 +258,9 @@ func (pr *Predictor) forKey(key []byte) (*Predictor, error) {
 		clear(ks.cache)
 	}
 	kp := &Predictor{Partition: pr.Partition, Key: string(key), HasKey: true, Events: p.Seen(), Time: pr.Time, SHA256: sha256.Sum256(state), p: p}
+	if ks.global != nil {
+		kp.global, kp.fromGlobal = ks.global, ks.choices[string(key)]
+	}
 	ks.cache[string(key)] = kp
 	return kp, nil
 }

@@ -1,9 +1,12 @@
 package service
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"crypto/sha256"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -339,6 +342,152 @@ func TestKeyedServeNewKey(t *testing.T) {
 		}
 		if pr.SHA256 != sum || pr.HasKey != (key == "a") {
 			t.Errorf("key %s: served model %x (has key %v), want %x", key, pr.SHA256, pr.HasKey, sum)
+		}
+	}
+}
+
+// With a global model beside the models per key, each prediction the
+// service publishes is, learner by learner, the key's replay's or the
+// partition's replay's, as the rule chooses (the one of fewer mistakes on
+// the key, the global one on a tie); the serving copy answers the next
+// event of a key the same way; each key's report has its choice's counts
+// and the totals the global model's report.
+func TestKeyedGlobalPredictions(t *testing.T) {
+	const yaml = `features: {bits: 8}
+learners:
+  - {name: pct, algorithm: perceptron, bias: true}
+  - {name: ada, algorithm: adagrad, loss: logistic, bias: true}
+`
+	plain := parseYAML(t, yaml)
+	c := parseYAML(t, yaml+"models: {by: key, max: 2, global: true}\n")
+	keys := []string{"a", "b", "c", "d", "e"}
+	lines := keyedLines(600, keys)
+	// keyedLines labels every key alike; give each key a twist of its own.
+	for i := range lines {
+		if i%len(keys) == 3 {
+			lines[i] = bytes.Replace(lines[i], []byte(`"label":1`), []byte(`"label":0`), 1)
+		}
+	}
+	sink := &memSink{}
+	s := newService(t, Options{Config: c, Source: newMemSource(lines, 1), Predictions: sink, SnapshotInterval: time.Millisecond})
+	if err := s.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	dec, err := event.NewDecoder(pipeline.EventConfig(plain))
+	if err != nil {
+		t.Fatal(err)
+	}
+	global, _ := pipeline.New(plain)
+	own := map[string]*pipeline.Pipeline{}
+	mix := map[string][]pipeline.MixCounts{}
+	choose := func(key string, i int) bool { m := mix[key][i]; return m.Own < m.Global } // own?
+	for n, line := range lines {
+		var ev event.Event
+		if err := dec.Decode(line, &ev); err != nil {
+			t.Fatal(err)
+		}
+		key := string(ev.Key)
+		gp, _ := global.Process(&ev)
+		gpreds := slices.Clone(gp)
+		if own[key] == nil {
+			own[key], _ = pipeline.New(plain)
+			mix[key] = make([]pipeline.MixCounts, 2)
+		}
+		preds, _ := own[key].Process(&ev)
+		var msg struct {
+			Predictions []struct{ Label int8 } `json:"predictions"`
+		}
+		if err := json.Unmarshal(sink.msgs[n], &msg); err != nil {
+			t.Fatal(err)
+		}
+		for i := range preds {
+			want := gpreds[i]
+			if choose(key, i) {
+				want = preds[i]
+			}
+			if msg.Predictions[i].Label != want.Label {
+				t.Fatalf("event %d (key %s) learner %d: published %d, the rule gives %d", n, key, i, msg.Predictions[i].Label, want.Label)
+			}
+			m := &mix[key][i]
+			m.Rounds++
+			if preds[i].Label != ev.Label {
+				m.Own++
+			}
+			if gpreds[i].Label != ev.Label {
+				m.Global++
+			}
+			if want.Label != ev.Label {
+				m.Mixed++
+			}
+		}
+	}
+	var owns, globals int
+	for key := range mix {
+		for i := range mix[key] {
+			if choose(key, i) {
+				owns++
+			} else {
+				globals++
+			}
+		}
+	}
+	if owns == 0 || globals == 0 {
+		t.Errorf("at the end, %d keys' learners follow their own model and %d the global one: want both", owns, globals)
+	}
+	reps, err := s.Reports()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reps) != len(keys) {
+		t.Fatalf("%d reports, want one per key", len(reps))
+	}
+	for _, r := range reps {
+		if len(r.Mix) != 2 {
+			t.Fatalf("key %s: %d learners' choices, want 2", *r.Key, len(r.Mix))
+		}
+		for i, m := range r.Mix {
+			w := mix[*r.Key][i]
+			if m.Rounds != w.Rounds || m.OwnMistakes != w.Own || m.GlobalMistakes != w.Global || m.Mistakes != w.Mixed || !m.Holds {
+				t.Errorf("key %s learner %s: %+v, simulated %+v", *r.Key, m.Learner, m, w)
+			}
+		}
+	}
+	snap := s.Snapshot()
+	if g := snap.Reports[0].Global; g == nil || g.Events != uint64(len(lines)) {
+		t.Fatalf("the totals' global model: %+v", g)
+	}
+
+	// The serving copy: the next event of each key, and of a new one.
+	srv := newService(t, Options{Config: c, Source: newMemSource(lines, 1)})
+	srv.serveUntil.Store(time.Now().Add(time.Hour).UnixNano())
+	if err := srv.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var ev event.Event
+	if err := dec.Decode([]byte(`{"features":{"v":0.55}}`), &ev); err != nil {
+		t.Fatal(err)
+	}
+	gpreds, _ := global.Predict(&ev)
+	gpreds = slices.Clone(gpreds)
+	for _, key := range append(slices.Clone(keys), "newcomer") {
+		pr, err := srv.Predictor(context.Background(), 0, true, []byte(key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := pr.Predict(nil, &ev)
+		for i, g := range got {
+			want := gpreds[i]
+			if key != "newcomer" && choose(key, i) {
+				p, _ := own[key].Predict(&ev)
+				want = p[i]
+			}
+			if g.Label != want.Label || g.Score != want.Score {
+				t.Errorf("key %s learner %d: served %+v, the rule gives %+v", key, i, g.Prediction, want)
+			}
+		}
+		if _, ok := pr.GlobalSHA256(); !ok {
+			t.Errorf("key %s: no global model's digest", key)
 		}
 	}
 }

@@ -214,7 +214,7 @@ func (s *Server) predictorOf(c *checkpoint.Checkpoint, fp [32]byte) (*Predictor,
 			c.Partition, s.opt.Checkpoints, what)
 	}
 	if keyed(s.opt.Config) {
-		k, err := pipeline.NewKeyed(s.opt.Config, pipeline.KeyedOptions{})
+		k, err := pipeline.NewKeyed(s.opt.Config, pipeline.KeyedOptions{Global: s.opt.Config.Models.Global})
 		if err != nil {
 			return nil, err
 		}
@@ -225,7 +225,15 @@ func (s *Server) predictorOf(c *checkpoint.Checkpoint, fp [32]byte) (*Predictor,
 		if err != nil {
 			return nil, fmt.Errorf("service: serve: the checkpoint of partition %d in %s: %w", c.Partition, s.opt.Checkpoints, err)
 		}
-		pr, err := newKeyedPredictor(s.opt.Config, c.Partition, k.Seen(), states, s.opt.WarmStart, k.Report())
+		var global *Predictor
+		var choices map[string][]bool
+		if g := k.Global(); g != nil {
+			if global, err = newPredictor(c.Partition, g); err != nil {
+				return nil, err
+			}
+			global.Time, choices = c.Created, k.Choices()
+		}
+		pr, err := newKeyedPredictor(s.opt.Config, c.Partition, k.Seen(), states, s.opt.WarmStart, k.Report(), global, choices)
 		if err != nil {
 			return nil, err
 		}

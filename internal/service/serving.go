@@ -58,6 +58,20 @@ type Predictor struct {
 	// nil with one model.
 	keyed  *keyedServing
 	totals *pipeline.Report
+	// global, with a global model beside the models per key, is its
+	// copy: learner i's prediction is the global model's when
+	// fromGlobal[i] (the key's choice, pipeline.Mixed).
+	global     *Predictor
+	fromGlobal []bool
+}
+
+// GlobalSHA256 returns the digest of the global model whose predictions
+// are mixed with the key's model's; ok is false without one.
+func (pr *Predictor) GlobalSHA256() (sum [32]byte, ok bool) {
+	if pr.global == nil {
+		return sum, false
+	}
+	return pr.global.SHA256, true
 }
 
 // Prediction is one learner's prediction of an event.
@@ -75,8 +89,29 @@ type Prediction struct {
 // learning, and returns it; reason is non-empty (and nothing appended)
 // when ev lies outside the domain of a configured hypothesis class.
 func (pr *Predictor) Predict(dst []Prediction, ev *event.Event) ([]Prediction, event.Reason) {
+	start := len(dst)
 	pr.mu.Lock()
-	defer pr.mu.Unlock()
+	dst, reason := pr.predict(dst, ev)
+	pr.mu.Unlock()
+	if reason != "" || pr.global == nil {
+		return dst, reason
+	}
+	// The key's choice, learner by learner (the global copy has a lock
+	// of its own: it serves every key).
+	var g []Prediction
+	if g, reason = pr.global.Predict(nil, ev); reason != "" {
+		return dst[:start], reason
+	}
+	for i := range dst[start:] {
+		if i < len(pr.fromGlobal) && pr.fromGlobal[i] {
+			dst[start+i] = g[i]
+		}
+	}
+	return dst, ""
+}
+
+// predict appends pr's own model's predictions of ev; pr.mu is held.
+func (pr *Predictor) predict(dst []Prediction, ev *event.Event) ([]Prediction, event.Reason) {
 	preds, reason := pr.p.Predict(ev)
 	if reason != "" {
 		return dst, reason
@@ -215,7 +250,15 @@ func (w *worker) servingCopy(prev *Predictor, r Report) (*Predictor, error) {
 	if err != nil {
 		return nil, err
 	}
-	pr, err := newKeyedPredictor(w.s.opt.Config, w.part, w.m.events(), states, w.s.opt.WarmStart, r.Report)
+	var global *Predictor
+	var choices map[string][]bool
+	if g := w.m.k.Global(); g != nil {
+		if global, err = newPredictor(w.part, g); err != nil {
+			return nil, err
+		}
+		choices = w.m.k.Choices()
+	}
+	pr, err := newKeyedPredictor(w.s.opt.Config, w.part, w.m.events(), states, w.s.opt.WarmStart, r.Report, global, choices)
 	if err != nil {
 		return nil, err
 	}

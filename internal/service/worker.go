@@ -479,7 +479,11 @@ func (w *worker) learn(ctx context.Context, rec *connectors.Record) error {
 		return nil
 	}
 	if s.predictions != nil && !w.ev.LabelOnly { // a label event has no prediction
-		w.predBuf = appendPrediction(w.predBuf[:0], &w.ev, w.source, *rec, p, preds)
+		var src predictionSource = p
+		if mixed := m.mixed(); mixed != nil {
+			src = mixed
+		}
+		w.predBuf = appendPrediction(w.predBuf[:0], &w.ev, w.source, *rec, src, preds)
 		var err error
 		if s.predIDs != nil {
 			err = s.predIDs.PublishID(ctx, OutputID(s.idSource, rec.Partition, rec.Offset, "prediction"), w.ev.Key, w.predBuf)
