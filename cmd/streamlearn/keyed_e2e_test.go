@@ -240,12 +240,15 @@ func checkKeyReports(t *testing.T, what string, out []byte, want map[string]keyA
 // interleaved, on a 4-partition Kafka topic (a kfake process) and on a
 // JetStream stream (Debian's nats-server; a stream is one partition), are
 // learned with a model per key, at most 40 of them in memory per
-// partition (so nearly every event evicts one), checkpointed every 500
-// records; the run is SIGKILLed three times a random while after a
-// checkpoint, restarted each time, and run to the end. Then every key's
-// model — each learner's state digest, rounds, mistakes, loss — equals a
-// replay of that key's events alone, and each key is in exactly one
-// partition.
+// partition (so nearly every event evicts one), with a global model per
+// partition beside them (models.global), checkpointed every 500 records;
+// the run is SIGKILLed three times a random while after a checkpoint,
+// restarted each time, and run to the end. Then every key's model — each
+// learner's state digest, rounds, mistakes, loss — equals a replay of
+// that key's events alone; each key's choice between its model and its
+// partition's global model (the mistakes of each and of the choice)
+// equals a simulation of the rule beside two plain replays; and each key
+// is in exactly one partition.
 func TestE2EKeyedCrash(t *testing.T) {
 	sl, kfake := e2eBuild(t)
 	natsBin := e2eTool(t, "nats-server", "nats-server", "/usr/sbin", "/usr/local/sbin")

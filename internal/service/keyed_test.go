@@ -3,8 +3,8 @@ package service
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
