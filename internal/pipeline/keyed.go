@@ -543,12 +543,15 @@ func spillBytes(m map[string][]byte) int64 {
 }
 
 // keyedMagic starts a Keyed's encoding, which is, with package codec:
-// the magic, u8 version 1; the totals: u64 events, learned, predicted,
-// invalid, u32 the number of reasons and per reason in increasing order
-// string reason, u64 count; u32 the number of learners L and per learner
-// u64 rounds, u64 mistakes, f64 loss; u32 the number of keys, then per
-// key in increasing byte order: string key, u64 events, L × u64 mistakes,
-// blob its model's MarshalBinary; u32 CRC-32C of every byte before.
+// the magic, u8 version (1, or 2 with a global model); the totals: u64
+// events, learned, predicted, invalid, u32 the number of reasons and per
+// reason in increasing order string reason, u64 count; u32 the number of
+// learners L and per learner u64 rounds, u64 mistakes, f64 loss; with a
+// global model, blob its MarshalBinary and per learner the totals'
+// MixCounts (u64 rounds, own, global, mixed) and u64 Σ(1 + m*); u32 the
+// number of keys, then per key in increasing byte order: string key, u64
+// events, L × u64 mistakes, with a global model L × MixCounts, blob its
+// model's MarshalBinary; u32 CRC-32C of every byte before.
 const keyedMagic = "SLKY"
 
 // IsKeyedState reports whether b is a Keyed's encoding (of models per
