@@ -52,7 +52,11 @@ func runCheck(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	if format == "" {
 		format = "inferred per file (jsonl for stream records)"
 	}
-	fmt.Fprintf(w, "input:\t%s; records up to %d bytes; labels +1: 1, true%s; -1: 0, false%s\n", format, in.MaxBytes, list(in.Positive), list(in.Negative))
+	if len(in.Classes) > 0 {
+		fmt.Fprintf(w, "input:\t%s; records up to %d bytes; %d classes: %s\n", format, in.MaxBytes, len(in.Classes), strings.Join(in.Classes, ", "))
+	} else {
+		fmt.Fprintf(w, "input:\t%s; records up to %d bytes; labels +1: 1, true%s; -1: 0, false%s\n", format, in.MaxBytes, list(in.Positive), list(in.Negative))
+	}
 	f := cfg.Features
 	fmt.Fprintf(w, "features:\t2^%d slots, scale %s, text up to %d-grams\n", f.Bits, f.Scale, f.Text.NGrams)
 	if l := cfg.Labels; l.Delayed {
@@ -61,8 +65,12 @@ func runCheck(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	fmt.Fprintf(w, "model:\t%d learners, %s of memory per model (one model per partition; measured by building one)\n", len(cfg.Learners), mib(mem))
 	for _, l := range cfg.Learners {
 		bound := "no bound"
-		if a, ok := learners.Lookup(l.Algorithm); ok && a.Bound != "" {
+		a, ok := learners.Lookup(l.Algorithm)
+		if ok && a.Bound != "" {
 			bound = a.Bound
+		}
+		if ok && len(in.Classes) > 0 && !a.Multiclass {
+			bound = fmt.Sprintf("one versus the rest, a model per class: mistakes ≤ the sum of the %d models' mistake bounds, when each has one (%s)", len(in.Classes), bound)
 		}
 		fmt.Fprintf(w, "  %s\t%s\t%s\n", l.Name, l.Algorithm, bound)
 	}

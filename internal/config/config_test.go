@@ -219,6 +219,8 @@ func TestClassesRefused(t *testing.T) {
 		{"input: {classes: [a, b]}\nlearners: [{name: p, algorithm: perceptron, calibrate: true}]\n", "learners[0].calibrate"},
 		{"input: {classes: [a, b]}\nlearners: [{name: p, algorithm: perceptron}, {name: w, algorithm: weighted-majority, experts: [p]}]\n", "learners[1].experts"},
 		{"learners: [{name: m, algorithm: multiclass-perceptron}]\n", "learners[0].algorithm: multiclass-perceptron predicts one of several classes: list them in input.classes"},
+		{"input: {classes: [a, \"b c\"]}\nlearners: [{name: p, algorithm: perceptron}]\n", `input.classes[1]: "b c": a class name has no blank`},
+		{"models: {global: true}\nlearners: [{name: p, algorithm: perceptron}]\n", "models.global: a global model beside the models per key: set models.by: key"},
 	} {
 		_, err := Parse("c.yaml", []byte(tc.yaml))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

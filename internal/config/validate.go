@@ -212,6 +212,9 @@ func (c *Config) validateClasses() error {
 		if name == "" {
 			return errAt(fmt.Sprintf("input.classes[%d]", i), "an empty class name (an empty label means unlabeled)")
 		}
+		if strings.ContainsAny(name, " \t\r\n,#") {
+			return errAt(fmt.Sprintf("input.classes[%d]", i), "%q: a class name has no blank, comma or # (CSV, TSV and LIBSVM records could not name it)", name)
+		}
 		if j := slices.Index(classes, name); j < i {
 			return errAt(fmt.Sprintf("input.classes[%d]", i), "%q is also input.classes[%d]", name, j)
 		}

@@ -171,20 +171,15 @@ func decodeMix(d *codec.Decoder) MixCounts {
 	return m
 }
 
-// Choices returns, per key, which learners' next predictions come from
-// the global model (true) rather than the key's: for serving copies. Nil
-// without a global model.
-func (k *Keyed) Choices() map[string][]bool {
+// Mixes returns every key's KeyMix: for serving copies. Nil without a
+// global model.
+func (k *Keyed) Mixes() map[string][]MixReport {
 	if k.global == nil {
 		return nil
 	}
-	out := make(map[string][]bool, len(k.stats))
+	out := make(map[string][]MixReport, len(k.stats))
 	for key, st := range k.stats {
-		c := make([]bool, len(st.Mix))
-		for i := range st.Mix {
-			c[i] = !st.Mix[i].own()
-		}
-		out[key] = c
+		out[key] = k.mixReports(st)
 	}
 	return out
 }

@@ -234,6 +234,9 @@ func (k *Keyed) Model(key []byte) (*Pipeline, error) {
 		st := &KeyStats{Mistakes: make([]uint64, len(k.names))}
 		if k.global != nil {
 			st.Mix = make([]MixCounts, len(k.names))
+			for i := range k.mixTerms {
+				k.mixTerms[i]++ // the key's 1 + m*, m* = 0 so far
+			}
 		}
 		k.stats[name] = st
 	}
@@ -291,14 +294,30 @@ func (k *Keyed) Process(ev *event.Event) (*Pipeline, []online.Prediction, event.
 		gpreds, _ := k.global.Process(ev)
 		copy(k.gpreds, gpreds)
 	}
+	before := k.before(p)
+	preds, reason := p.Process(ev)
+	st := k.tally(p, before, ev.Key, reason)
+	if k.global != nil && reason == "" && len(preds) > 0 {
+		preds = k.mix(st, p, preds, ev)
+	}
+	return p, preds, reason, nil
+}
+
+// before notes p's counters and each learner's, before a round of p.
+func (k *Keyed) before(p *Pipeline) Counts {
 	t := p.tracker
 	for i := range k.names {
 		k.rounds[i], k.mistakes[i], k.loss[i] = t.Rounds(i), t.Mistakes(i), t.Loss(i)
 	}
-	before := p.counts
-	preds, reason := p.Process(ev)
-	after := &p.counts
-	st := k.stats[string(ev.Key)]
+	return p.counts
+}
+
+// tally adds what p, key's model, counted since before (a record, and
+// with delayed labels the events it let expire and learned) to the
+// totals and key's stats, and marks key changed; it returns key's stats.
+func (k *Keyed) tally(p *Pipeline, before Counts, key []byte, reason event.Reason) *KeyStats {
+	after, t := &p.counts, p.tracker
+	st := k.stats[string(key)]
 	st.Events += after.Events - before.Events
 	k.total.Events += after.Events - before.Events
 	k.total.Learned += after.Learned - before.Learned
@@ -315,35 +334,28 @@ func (k *Keyed) Process(ev *event.Event) (*Pipeline, []online.Prediction, event.
 		l.Loss += t.Loss(i) - k.loss[i]
 		st.Mistakes[i] += d
 	}
-	if _, ok := k.dirty[string(ev.Key)]; !ok { // (a lookup does not allocate)
-		k.dirty[string(ev.Key)] = struct{}{}
+	if _, ok := k.dirty[string(key)]; !ok { // (a lookup does not allocate)
+		k.dirty[string(key)] = struct{}{}
 	}
-	if k.global != nil && reason == "" && len(preds) > 0 {
-		preds = k.mix(st, p, preds, ev)
-	}
-	return p, preds, reason, nil
+	return st
 }
 
 // Reject counts a record of key that could not be used (Pipeline.Reject)
-// in key's model, the totals and the key's stats. A record that could not
-// be decoded is the key the decoder read before the fault, else the empty
-// key's, as a replay of the key's records alone counts it.
+// in key's model (and the global one), the totals and the key's stats. A
+// record that could not be decoded is the key the decoder read before
+// the fault, else the empty key's, as a replay of the key's records alone
+// counts it.
 func (k *Keyed) Reject(key []byte, reason event.Reason) error {
 	p, err := k.Model(key)
 	if err != nil {
 		return err
 	}
-	p.Reject(reason)
 	if k.global != nil {
 		k.global.Reject(reason)
 	}
-	k.stats[string(key)].Events++
-	k.total.Events++
-	k.total.Invalid++
-	k.total.InvalidBy[reason]++
-	if _, ok := k.dirty[string(key)]; !ok {
-		k.dirty[string(key)] = struct{}{}
-	}
+	before := k.before(p)
+	p.Reject(reason) // with delayed labels, may learn events it lets expire
+	k.tally(p, before, key, reason)
 	return nil
 }
 

@@ -548,3 +548,84 @@ func TestKeyedGlobal(t *testing.T) {
 		t.Error("a state with a global model restored without one")
 	}
 }
+
+// The totals' bound is the sum of the keys' bounds, each key's 1 + m*
+// counted from its first event: new keys whose first label the global
+// model gets wrong (chosen on the tie) keep every bound holding.
+func TestKeyedGlobalTotalsBound(t *testing.T) {
+	c := mustConfig(t, "features: {bits: 10}\nlearners:\n  - {name: pct, algorithm: perceptron, bias: true}\n")
+	dec := mustDecoder(t, c)
+	k, err := NewKeyed(c, KeyedOptions{Global: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	process := func(key string, y int) {
+		var ev event.Event
+		if err := dec.Decode(fmt.Appendf(nil, `{"key":%q,"features":{"v":0.5},"label":%d}`, key, y), &ev); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, _, err := k.Process(&ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 10 {
+		process("trainer", 1) // the global model learns +1
+		process(fmt.Sprintf("k%d", i), 0) // a new key: its own empty model says -1 (right), the global +1 (wrong, but chosen on the tie)
+	}
+	var sum float64
+	for i := range 10 {
+		r, err := k.KeyReport(fmt.Sprintf("k%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.Mix[0].Holds {
+			t.Fatalf("key k%d: %+v", i, r.Mix[0])
+		}
+		sum += r.Mix[0].Bound
+	}
+	tr, _ := k.KeyReport("trainer")
+	sum += tr.Mix[0].Bound
+	tot := k.Report().Mix[0]
+	t.Logf("totals %+v; sum of the keys' bounds %.2f", tot, sum)
+	if !tot.Holds || tot.Bound < sum-1e-9 {
+		t.Errorf("totals: bound %.2f (holds %v), but every key's bound holds and they sum to %.2f", tot.Bound, tot.Holds, sum)
+	}
+}
+
+// With delayed labels, a record of key a that cannot be decoded ticks a's
+// model (Keyed.Reject, Pipeline.Reject), which may learn an expired
+// event with the default label: the totals count that round too.
+func TestKeyedRejectExpiryTotals(t *testing.T) {
+	c := mustConfig(t, "features: {bits: 8}\nlabels: {delayed: true, wait: 1, default_label: \"0\"}\nlearners:\n  - {name: pct, algorithm: perceptron, bias: true}\n")
+	dec := mustDecoder(t, c)
+	k, err := NewKeyed(c, KeyedOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev event.Event
+	if err := dec.Decode([]byte(`{"id":"m1","key":"a","features":{"v":0.5}}`), &ev); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := k.Process(&ev); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		err := dec.Decode([]byte(`{"key":"a","features":{"v":0.5},"label":"maybe"}`), &ev)
+		de, ok := err.(*event.Error)
+		if !ok {
+			t.Fatalf("decode: %v", err)
+		}
+		if err := k.Reject(ev.Key, de.Reason); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kr, err := k.KeyReport("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tot := k.Report()
+	t.Logf("key a: labeled %d, pct rounds %d; totals: labeled %d, pct rounds %d", kr.Labeled, kr.Learners[0].Rounds, tot.Labeled, tot.Learners[0].Rounds)
+	if kr.Learners[0].Rounds != tot.Learners[0].Rounds || kr.Labeled != tot.Labeled {
+		t.Errorf("the only key's model learned %d rounds, the totals say %d", kr.Learners[0].Rounds, tot.Learners[0].Rounds)
+	}
+}

@@ -55,12 +55,15 @@ const (
 // It is pipeline.Fingerprint, taken of the settings the digests in the
 // model's state are (pipeline.SharedDigest, pipeline.LearnerDigest).
 //
-// With models per key, it is another: a partition's checkpoint then holds
-// the models of its keys, which a model per partition cannot restore,
-// and the other way round.
+// With models per key, it is another (and another again with a global
+// model): a partition's checkpoint then holds the models of its keys,
+// which a model per partition cannot restore, and the other way round.
 func Fingerprint(c *config.Config) [32]byte {
 	fp := pipeline.Fingerprint(c)
-	if keyed(c) {
+	switch {
+	case keyed(c) && c.Models.Global:
+		return sha256.Sum256(append(fp[:], "models.by: key, models.global"...))
+	case keyed(c):
 		return sha256.Sum256(append(fp[:], "models.by: key"...))
 	}
 	return fp
@@ -235,7 +238,7 @@ func (s *Service) checkLearnersChanged(partition int32, c *checkpoint.Checkpoint
 		kind := map[bool]string{true: "a model per key (models.by: key)", false: "one model"}
 		what := fmt.Sprintf("it holds %s, and this configuration learns %s", kind[held], kind[want])
 		if held == want {
-			what = "models per key restore only the configuration that wrote them: the input, features, labels or learners differ"
+			what = "models per key restore only the configuration that wrote them: the input, features, labels, learners or models.global differ"
 		}
 		return fmt.Errorf("service: the checkpoint of partition %d in %s was written by another model configuration (%s): move it away (or give this configuration another checkpoint directory or bucket) to start afresh, or go back to the configuration that wrote it",
 			partition, s.opt.Checkpoints, what)

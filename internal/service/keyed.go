@@ -175,11 +175,11 @@ type keyedServing struct {
 	// gen numbers the copies of a worker: the next copy shares states
 	// only with the one made last (the worker's servedGen).
 	gen uint64
-	// global is the copy of the global model (models.global), and
-	// choices each key's choice between it and the key's (see
-	// newKeyedPredictor); nil without.
-	global  *Predictor
-	choices map[string][]bool
+	// global is the copy of the global model (models.global), and mixes
+	// each key's choice between it and the key's (see newKeyedPredictor);
+	// nil without.
+	global *Predictor
+	mixes  map[string][]pipeline.MixReport
 }
 
 // keyedServingCache bounds the keys a serving copy keeps decoded.
@@ -189,11 +189,12 @@ const keyedServingCache = 256
 // key from their encodings (pipeline.Keyed.ServingStates), at events
 // records, with totals r.
 //
-// With a global model (global, not nil), choices has, per key, which
-// learners' predictions come from the global model (true) rather than
-// the key's; a new key's all do.
+// With a global model (global, not nil), mixes has, per key, each
+// learner's choice between the global model and the key's
+// (pipeline.Keyed.Mixes): which predicts next; a new key's learners all
+// take the global model's.
 func newKeyedPredictor(c *config.Config, partition int32, events uint64, states map[string]pipeline.StateRef, warm *WarmStart, r pipeline.Report,
-	global *Predictor, choices map[string][]bool) (*Predictor, error) {
+	global *Predictor, mixes map[string][]pipeline.MixReport) (*Predictor, error) {
 	p, err := pipeline.New(c)
 	if err != nil {
 		return nil, err
@@ -215,7 +216,7 @@ func newKeyedPredictor(c *config.Config, partition int32, events uint64, states 
 		}
 	}
 	return &Predictor{Partition: partition, Events: events, totals: &r,
-		keyed: &keyedServing{cfg: c, states: states, fresh: fresh, cache: map[string]*Predictor{}, global: global, choices: choices}}, nil
+		keyed: &keyedServing{cfg: c, states: states, fresh: fresh, cache: map[string]*Predictor{}, global: global, mixes: mixes}}, nil
 }
 
 // has reports whether pr has a model of key.
@@ -259,7 +260,11 @@ func (pr *Predictor) forKey(key []byte) (*Predictor, error) {
 	}
 	kp := &Predictor{Partition: pr.Partition, Key: string(key), HasKey: true, Events: p.Seen(), Time: pr.Time, SHA256: sha256.Sum256(state), p: p}
 	if ks.global != nil {
-		kp.global, kp.fromGlobal = ks.global, ks.choices[string(key)]
+		kp.global, kp.mix = ks.global, ks.mixes[string(key)]
+		kp.fromGlobal = make([]bool, len(kp.mix))
+		for i, m := range kp.mix {
+			kp.fromGlobal[i] = m.Next != "own"
+		}
 	}
 	ks.cache[string(key)] = kp
 	return kp, nil

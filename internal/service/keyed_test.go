@@ -152,12 +152,14 @@ func TestKeyedIdleAtRest(t *testing.T) {
 }
 
 // Switching a partition that has a checkpoint between one model and a
-// model per key is refused, both ways, even with --reset (the positions
+// model per key, or adding or dropping a global model, is refused, both
+// ways, even with --reset (the positions
 // agree: nothing to reset), saying how to start afresh; once the
 // checkpoint is moved away, the run starts afresh.
 func TestKeyedSwitchRefused(t *testing.T) {
 	lines := keyedLines(50, []string{"a", "b"})
-	for _, tc := range []struct{ from, to string }{{keyedPlain, keyedConfig}, {keyedConfig, keyedPlain}} {
+	global := keyedPlain + "models: {by: key, max: 4, global: true}\n"
+	for _, tc := range []struct{ from, to string }{{keyedPlain, keyedConfig}, {keyedConfig, keyedPlain}, {keyedConfig, global}, {global, keyedConfig}} {
 		store, err := checkpoint.OpenDir(t.TempDir())
 		if err != nil {
 			t.Fatal(err)
@@ -167,7 +169,7 @@ func TestKeyedSwitchRefused(t *testing.T) {
 		}
 		s := newService(t, Options{Config: parseYAML(t, tc.to), Source: newMemSource(lines, 1), Checkpoints: store, OnMismatch: MismatchReset})
 		err = s.Run(context.Background())
-		if err == nil || !strings.Contains(err.Error(), "move it away") || !strings.Contains(err.Error(), "models.by: key") {
+		if err == nil || !strings.Contains(err.Error(), "move it away") || !strings.Contains(err.Error(), " per key") {
 			t.Fatalf("switching models.by with a checkpoint: %v", err)
 		}
 		if _, err := store.Discard(context.Background(), 0); err != nil {
@@ -488,6 +490,16 @@ learners:
 		}
 		if _, ok := pr.GlobalSHA256(); !ok {
 			t.Errorf("key %s: no global model's digest", key)
+		}
+		if key == "newcomer" {
+			continue
+		}
+		r, err := pr.Report()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Mix) != 2 || r.Mix[1].Mistakes != mix[key][1].Mixed || r.Mix[1].OwnMistakes != mix[key][1].Own {
+			t.Errorf("key %s: the serving copy's report has choices %+v, want %+v", key, r.Mix, mix[key])
 		}
 	}
 }

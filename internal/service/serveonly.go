@@ -226,14 +226,14 @@ func (s *Server) predictorOf(c *checkpoint.Checkpoint, fp [32]byte) (*Predictor,
 			return nil, fmt.Errorf("service: serve: the checkpoint of partition %d in %s: %w", c.Partition, s.opt.Checkpoints, err)
 		}
 		var global *Predictor
-		var choices map[string][]bool
+		var mixes map[string][]pipeline.MixReport
 		if g := k.Global(); g != nil {
 			if global, err = newPredictor(c.Partition, g); err != nil {
 				return nil, err
 			}
-			global.Time, choices = c.Created, k.Choices()
+			global.Time, mixes = c.Created, k.Mixes()
 		}
-		pr, err := newKeyedPredictor(s.opt.Config, c.Partition, k.Seen(), states, s.opt.WarmStart, k.Report(), global, choices)
+		pr, err := newKeyedPredictor(s.opt.Config, c.Partition, k.Seen(), states, s.opt.WarmStart, k.Report(), global, mixes)
 		if err != nil {
 			return nil, err
 		}

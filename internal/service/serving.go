@@ -63,6 +63,7 @@ type Predictor struct {
 	// fromGlobal[i] (the key's choice, pipeline.Mixed).
 	global     *Predictor
 	fromGlobal []bool
+	mix        []pipeline.MixReport // the key's choices, for its report
 }
 
 // GlobalSHA256 returns the digest of the global model whose predictions
@@ -134,7 +135,9 @@ func (pr *Predictor) Report() (pipeline.Report, error) {
 	}
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
-	return pr.p.Report()
+	r, err := pr.p.Report()
+	r.Mix = pr.mix
+	return r, err
 }
 
 // serving is the set of Predictors a snapshot published.
@@ -251,14 +254,14 @@ func (w *worker) servingCopy(prev *Predictor, r Report) (*Predictor, error) {
 		return nil, err
 	}
 	var global *Predictor
-	var choices map[string][]bool
+	var mixes map[string][]pipeline.MixReport
 	if g := w.m.k.Global(); g != nil {
 		if global, err = newPredictor(w.part, g); err != nil {
 			return nil, err
 		}
-		choices = w.m.k.Choices()
+		mixes = w.m.k.Mixes()
 	}
-	pr, err := newKeyedPredictor(w.s.opt.Config, w.part, w.m.events(), states, w.s.opt.WarmStart, r.Report, global, choices)
+	pr, err := newKeyedPredictor(w.s.opt.Config, w.part, w.m.events(), states, w.s.opt.WarmStart, r.Report, global, mixes)
 	if err != nil {
 		return nil, err
 	}
