@@ -569,7 +569,7 @@ func TestKeyedGlobalTotalsBound(t *testing.T) {
 		}
 	}
 	for i := range 10 {
-		process("trainer", 1) // the global model learns +1
+		process("trainer", 1)             // the global model learns +1
 		process(fmt.Sprintf("k%d", i), 0) // a new key: its own empty model says -1 (right), the global +1 (wrong, but chosen on the tie)
 	}
 	var sum float64
