@@ -272,6 +272,30 @@ type OneVsRest struct {
 	learners []Learner
 	preds    []Prediction // scratch of Learn
 	counts   classCounts
+	// Each class learner's record on its own labels (+1 on its class's
+	// rounds, −1 on the others'): its mistakes and cumulative loss.
+	binMistakes []uint64
+	binLoss     []float64
+}
+
+// ClassRecord is one class learner's record on its own labels, with its
+// guarantee (Guarantee's zero value, Kind NoBound, when it has none).
+type ClassRecord struct {
+	Mistakes  uint64
+	Loss      float64
+	Guarantee Guarantee
+}
+
+// ClassRecords returns every class learner's record, in class order.
+func (o *OneVsRest) ClassRecords() []ClassRecord {
+	out := make([]ClassRecord, len(o.learners))
+	for c, l := range o.learners {
+		out[c] = ClassRecord{Mistakes: o.binMistakes[c], Loss: o.binLoss[c], Guarantee: Guarantee{RegretBound: math.NaN()}}
+		if g, ok := l.(Guaranteed); ok {
+			out[c].Guarantee = g.Guarantee()
+		}
+	}
+	return out
 }
 
 var (
@@ -286,7 +310,8 @@ func NewOneVsRest(ls []Learner) (*OneVsRest, error) {
 	if len(ls) < 2 || len(ls) > math.MaxInt8 {
 		return nil, fmt.Errorf("one-vs-rest: %d classes: want 2 to %d", len(ls), math.MaxInt8)
 	}
-	return &OneVsRest{learners: ls, preds: make([]Prediction, len(ls)), counts: newClassCounts(len(ls))}, nil
+	return &OneVsRest{learners: ls, preds: make([]Prediction, len(ls)), counts: newClassCounts(len(ls)),
+		binMistakes: make([]uint64, len(ls)), binLoss: make([]float64, len(ls))}, nil
 }
 
 // Learners returns the binary learners, in class order (the learner's
@@ -322,6 +347,10 @@ func (o *OneVsRest) Learn(x Vector, served Prediction, y int8) {
 		if c == int(y) {
 			yc = Positive
 		}
+		if o.preds[c].Label != yc {
+			o.binMistakes[c]++
+		}
+		o.binLoss[c] += l.Loss(o.preds[c], yc)
 		l.Learn(x, o.preds[c], yc)
 	}
 }
@@ -374,7 +403,9 @@ func (o *OneVsRest) MarshalBinary() ([]byte, error) {
 	e := newEncoder(oneVsRestMagic, 1, size)
 	e.U32(uint32(len(o.learners)))
 	o.counts.encode(e)
-	for _, b := range states {
+	for c, b := range states {
+		e.U64(o.binMistakes[c])
+		e.F64(o.binLoss[c])
 		e.Blob(b)
 	}
 	return e.Bytes(), nil
@@ -389,7 +420,9 @@ func (o *OneVsRest) UnmarshalBinary(b []byte) error {
 	}
 	counts := o.counts.decode(d)
 	states := make([][]byte, len(o.learners))
+	binMistakes, binLoss := make([]uint64, len(o.learners)), make([]float64, len(o.learners))
 	for c := range states {
+		binMistakes[c], binLoss[c] = d.U64(), d.F64()
 		states[c] = d.Blob()
 	}
 	if err := finish("one-vs-rest", d); err != nil {
@@ -413,6 +446,6 @@ func (o *OneVsRest) UnmarshalBinary(b []byte) error {
 			return fmt.Errorf("one-vs-rest: class %d: %w", c, err)
 		}
 	}
-	o.counts = counts
+	o.counts, o.binMistakes, o.binLoss = counts, binMistakes, binLoss
 	return nil
 }

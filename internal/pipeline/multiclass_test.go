@@ -22,6 +22,7 @@ learners:
   - {name: pct, algorithm: perceptron, bias: true}
   - {name: ada, algorithm: adagrad, loss: logistic, bias: true}
   - {name: soa, algorithm: soa, class: {kind: thresholds, feature: v, min: 0, max: 1, points: 9}}
+  - {name: ogd, algorithm: ogd, bias: true}
 `
 
 // multiclassStream makes n events of three classes: ham below v = 0.3,
@@ -108,6 +109,24 @@ func TestMulticlassPipeline(t *testing.T) {
 		}
 		if len(l.Classes) != 3 || l.Classes[1].Class != "spam" || rounds != l.Rounds || mistakes != l.Mistakes {
 			t.Errorf("%s: classes %+v: want ham, spam, promo adding up to %d rounds and %d mistakes", l.Name, l.Classes, l.Rounds, l.Mistakes)
+		}
+		// One versus the rest: a round the class is wrong has a class
+		// model wrong; each class model's theorem is its own.
+		if l.Algorithm == "multiclass-perceptron" {
+			continue
+		}
+		var binary uint64
+		for _, cr := range l.Classes {
+			if cr.Model == nil {
+				t.Fatalf("%s class %s: no class model's record", l.Name, cr.Class)
+			}
+			binary += cr.Model.Mistakes
+			if l.Algorithm == "ogd" && (cr.Model.Regret == nil || cr.Model.Bound == nil || !cr.Model.Bound.Holds) {
+				t.Errorf("%s class %s: regret %+v bound %+v: OGD's regret bound holds on every stream", l.Name, cr.Class, cr.Model.Regret, cr.Model.Bound)
+			}
+		}
+		if l.Mistakes > binary {
+			t.Errorf("%s: %d mistakes, more than its class models' %d", l.Name, l.Mistakes, binary)
 		}
 		t.Logf("%s: %d mistakes of %d; per class %+v", l.Name, l.Mistakes, l.Rounds, l.Classes)
 	}

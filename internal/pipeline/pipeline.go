@@ -492,10 +492,18 @@ func (p *Pipeline) Report() (Report, error) {
 		}
 		if cc, ok := p.nodes[i].learner.(online.ClassCounter); ok && i < len(r.Learners) {
 			rounds, mistakes := cc.ClassCounts()
+			var models []online.ClassRecord
+			if o, ok := p.nodes[i].learner.(interface{ ClassRecords() []online.ClassRecord }); ok {
+				models = o.ClassRecords()
+			}
 			for c := range rounds {
 				cr := regret.ClassReport{Class: p.LabelName(int8(c)), Rounds: rounds[c], Mistakes: mistakes[c]}
 				if cr.Rounds > 0 {
 					cr.Accuracy = 1 - float64(cr.Mistakes)/float64(cr.Rounds)
+				}
+				if c < len(models) {
+					m := models[c]
+					cr.Model = regret.NewClassModelReport(m.Mistakes, m.Loss, m.Guarantee)
 				}
 				r.Learners[i].Classes = append(r.Learners[i].Classes, cr)
 			}

@@ -287,6 +287,49 @@ type ClassReport struct {
 	Rounds   uint64  `json:"rounds"`
 	Mistakes uint64  `json:"mistakes"`
 	Accuracy float64 `json:"accuracy"`
+	// Model, one versus the rest, is the class's own model's record on
+	// its labels (+1 on the class's rounds, −1 on the others').
+	Model *ClassModelReport `json:"model,omitempty"`
+}
+
+// ClassModelReport is a class model's record, one versus the rest: its
+// mistakes and loss on its own labels over every round, and its theorem's
+// bound and regret, as a learner's report has them.
+type ClassModelReport struct {
+	Mistakes uint64        `json:"mistakes"`
+	Loss     float64       `json:"loss"`
+	Bound    *BoundReport  `json:"bound,omitempty"`
+	Regret   *RegretReport `json:"regret,omitempty"`
+}
+
+// MarshalJSON writes a non-finite loss as null (see LearnerReport).
+func (r ClassModelReport) MarshalJSON() ([]byte, error) {
+	type plain ClassModelReport
+	return json.Marshal(struct {
+		plain
+		Loss *float64 `json:"loss"`
+	}{plain(r), finitePtr(r.Loss)})
+}
+
+// NewClassModelReport returns the report of a class model of mistakes
+// and loss under guarantee g.
+func NewClassModelReport(mistakes uint64, loss float64, g online.Guarantee) *ClassModelReport {
+	r := &ClassModelReport{Mistakes: mistakes, Loss: loss}
+	observed := float64(mistakes)
+	if g.Kind == online.RegretBound {
+		observed = loss - g.ComparatorLoss
+	}
+	if g.Kind != online.NoBound && finite(g.Value) {
+		r.Bound = &BoundReport{Kind: g.Kind, Value: g.Value, Holds: observed <= g.Value}
+	}
+	if g.Comparator != "" {
+		r.Regret = &RegretReport{Comparator: g.Comparator, Value: loss - g.ComparatorLoss}
+		if finite(g.RegretBound) {
+			b := g.RegretBound
+			r.Regret.Bound = &b
+		}
+	}
+	return r
 }
 
 // Calibration is a learner's Platt scaling: the probability of the
