@@ -200,6 +200,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	hist := metrics.NewEventDuration()
 	opt.EventDuration = hist
+	latency := metrics.NewPredictionLatency()
+	if opt.Predictions != nil {
+		opt.Latency = latency
+	}
 	addr := cfg.HTTP.Addr
 	if *httpAddr != "" {
 		addr = *httpAddr
@@ -213,7 +217,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	if addr != "" && addr != "off" {
-		if srv, err = startHTTP(addr, *tokenFile, cfg, api.Options{Snapshot: svc.Snapshot, Predictor: svc.Predictor}, hist, stderr, logger); err != nil {
+		if srv, err = startHTTP(addr, *tokenFile, cfg, api.Options{Snapshot: svc.Snapshot, Predictor: svc.Predictor}, stderr, logger, hist, latency); err != nil {
 			return err
 		}
 	}
@@ -340,12 +344,10 @@ func btoi(b bool) int {
 // configuration, token and metrics registry are filled in here) on addr,
 // the metrics of the snapshots and of extra beside the Go runtime's, and
 // says where on stderr. The token is read as httpToken says.
-func startHTTP(addr, tokenFile string, cfg *config.Config, opt api.Options, extra prometheus.Collector, stderr io.Writer, logger *slog.Logger) (*http.Server, error) {
+func startHTTP(addr, tokenFile string, cfg *config.Config, opt api.Options, stderr io.Writer, logger *slog.Logger, extra ...prometheus.Collector) (*http.Server, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(metrics.NewCollector(opt.Snapshot), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if extra != nil {
-		reg.MustRegister(extra)
-	}
+	reg.MustRegister(extra...)
 	token, err := httpToken(tokenFile, cfg.HTTP.TokenFile, os.LookupEnv)
 	if err != nil {
 		return nil, err

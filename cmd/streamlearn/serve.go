@@ -92,7 +92,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if addr == "off" {
 		return usageErr(fs, "--http off: serve has nothing to do without its HTTP API")
 	}
-	h, err := startHTTP(addr, *tokenFile, cfg, api.Options{Snapshot: srv.Snapshot, Predictor: srv.Predictor}, nil, stderr, logger)
+	h, err := startHTTP(addr, *tokenFile, cfg, api.Options{Snapshot: srv.Snapshot, Predictor: srv.Predictor}, stderr, logger)
 	if err != nil {
 		return err
 	}

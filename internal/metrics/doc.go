@@ -23,6 +23,7 @@
 //	streamlearn_regret_bound{learner,partition}     gauge
 //	streamlearn_bound_violations_total{learner,partition} counter
 //	streamlearn_event_duration_seconds              histogram
+//	streamlearn_prediction_latency_seconds{partition} histogram  broker timestamp → prediction handed to the sink
 //	streamlearn_consumer_lag{source,partition}      gauge    the report's consumer_lag (see connectors.Record.Lag)
 //	streamlearn_checkpoint_age_seconds              gauge    time since the models last matched committed positions
 //	streamlearn_keys{partition,state}               gauge    models per key: resident or spilled

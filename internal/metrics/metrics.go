@@ -215,3 +215,42 @@ func NewEventDuration() prometheus.Histogram {
 		Buckets: DurationBuckets,
 	})
 }
+
+// LatencyBuckets are the bucket upper bounds of
+// streamlearn_prediction_latency_seconds, in seconds: 100µs to 10s at
+// 1-2.5-5 steps. A prediction follows its record by a fraction of a
+// millisecond on NATS and by about the source's fetch wait and the
+// sink's batch timeout on Kafka (docs/performance.md); beyond 10s a
+// consumer is far behind, which streamlearn_consumer_lag shows.
+var LatencyBuckets = []float64{
+	1e-4, 2.5e-4, 5e-4,
+	1e-3, 2.5e-3, 5e-3,
+	1e-2, 2.5e-2, 5e-2,
+	0.1, 0.25, 0.5,
+	1, 2.5, 5,
+	10,
+}
+
+// PredictionLatency is the streamlearn_prediction_latency_seconds
+// histogram, per partition: the seconds from a record's broker timestamp
+// (Kafka's record time, JetStream's message time) to its prediction
+// handed to the predictions sink, for service.Options.Latency and for
+// registering next to the collector.
+type PredictionLatency struct {
+	*prometheus.HistogramVec
+}
+
+// NewPredictionLatency returns an empty PredictionLatency.
+func NewPredictionLatency() PredictionLatency {
+	return PredictionLatency{prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "streamlearn_prediction_latency_seconds",
+		Help:    "Seconds from a record's broker timestamp to its prediction handed to the predictions sink, per partition.",
+		Buckets: LatencyBuckets,
+	}, []string{"partition"})}
+}
+
+// Partition returns the histogram of partition p: its Observe allocates
+// nothing and is safe for concurrent use.
+func (l PredictionLatency) Partition(p int32) service.Observer {
+	return l.WithLabelValues(strconv.FormatInt(int64(p), 10))
+}

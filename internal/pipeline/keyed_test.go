@@ -629,3 +629,34 @@ func TestKeyedRejectExpiryTotals(t *testing.T) {
 		t.Errorf("the only key's model learned %d rounds, the totals say %d", kr.Learners[0].Rounds, tot.Learners[0].Rounds)
 	}
 }
+
+// BenchmarkKeyedMiss: 20,000 events of 1,000 keys at random, 40 models
+// resident (the config of TestKeyedExact: a Perceptron, AdaGrad, SOA
+// over 33 thresholds, Weighted-Majority over them, features.bits 10):
+// about 96% of the events decode their key's model first, and evict
+// another. events/s is the cost of a miss.
+func BenchmarkKeyedMiss(b *testing.B) {
+	c := mustConfig(b, keyedConfig)
+	all, _ := keyedStream(20000, 1000, 1)
+	dec := mustDecoder(b, c)
+	b.ReportAllocs()
+	var misses uint64
+	for range b.N {
+		k, err := NewKeyed(c, KeyedOptions{Max: 40})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var ev event.Event
+		for _, line := range all {
+			if err := dec.Decode(line, &ev); err != nil {
+				b.Fatal(err)
+			}
+			if _, _, _, err := k.Process(&ev); err != nil {
+				b.Fatal(err)
+			}
+		}
+		misses += k.Misses()
+	}
+	b.ReportMetric(float64(len(all))*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(float64(misses)/float64(len(all)*b.N), "miss-share")
+}

@@ -68,6 +68,14 @@ type Observer interface {
 	Observe(float64)
 }
 
+// A LatencyObserver gives, per partition, the Observer of the seconds
+// from a record's broker timestamp (connectors.Record.Time) to the
+// prediction of its event handed to the predictions sink; metrics'
+// PredictionLatency satisfies it. Partition is called once per partition.
+type LatencyObserver interface {
+	Partition(p int32) Observer
+}
+
 // Options configure a Service. Source and Config are required; every sink
 // is optional.
 type Options struct {
@@ -97,6 +105,10 @@ type Options struct {
 	// EventDuration, when not nil, observes the seconds each record took
 	// to process: decode, predict, update, track and its sink messages.
 	EventDuration Observer
+	// Latency, when not nil, observes per partition the seconds from a
+	// record's broker timestamp to its prediction handed to the
+	// predictions sink (records without a timestamp are not observed).
+	Latency LatencyObserver
 	// HistoryPoints is how many points per learner the curves of a
 	// Snapshot (Snapshot.Curves) keep, sampled evenly over the run
 	// (regret.Tracker.EnableHistory); default DefaultHistoryPoints, a

@@ -164,6 +164,7 @@ type worker struct {
 	// servedGen numbers the serving copies of models per key made
 	// (keyedServing.gen).
 	servedGen uint64
+	latency   Observer // the partition's, of Options.Latency; nil without
 
 	// Shared: the queue, the batches coming back, the end.
 	in      chan item
@@ -201,8 +202,12 @@ func (s *Service) newWorker(part int32, m *model) (*worker, error) {
 		return nil, fmt.Errorf("service: %w", err)
 	}
 	dec.Source = s.opt.Source.Name()
-	return &worker{s: s, part: part, m: m, dec: dec, source: dec.Source, savedPos: m.pos, durableAt: time.Now(),
-		free: make(chan *batch, workerQueue+2)}, nil
+	w := &worker{s: s, part: part, m: m, dec: dec, source: dec.Source, savedPos: m.pos, durableAt: time.Now(),
+		free: make(chan *batch, workerQueue+2)}
+	if s.opt.Latency != nil {
+		w.latency = s.opt.Latency.Partition(part)
+	}
+	return w, nil
 }
 
 // start starts the worker's goroutine; ctx bounds its sink messages.
@@ -492,6 +497,9 @@ func (w *worker) learn(ctx context.Context, rec *connectors.Record) error {
 		}
 		if err != nil {
 			return fmt.Errorf("service: predictions: %w", err)
+		}
+		if w.latency != nil && !rec.Time.IsZero() {
+			w.latency.Observe(time.Since(rec.Time).Seconds())
 		}
 	}
 	if rounds > 0 && s.reports != nil && s.opt.ReportEvery > 0 {
