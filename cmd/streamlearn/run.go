@@ -166,6 +166,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	opt.ResetLearners, opt.WarmStart = resetLearners, warm
 	if ckpts != nil {
 		opt.Checkpoints, opt.CommitEvery = ckpts, cfg.Checkpoint.Every
+	} else {
+		opt.CommitEvery, opt.CommitInterval = cfg.Source.CommitEvery, cfg.Source.CommitInterval
 	}
 	switch {
 	case *reset:

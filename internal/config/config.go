@@ -329,6 +329,27 @@ type Source struct {
 	// join failed. Defaults 5s and 5s.
 	RequestTimeout   time.Duration `yaml:"request_timeout"`
 	JoinGroupBackoff time.Duration `yaml:"join_group_backoff"`
+	// MaxWait, MinBytes and MaxBytes tune a Kafka source's fetches: a
+	// fetch returns once it has MinBytes or MaxWait passed, and at most
+	// MaxBytes per partition. Defaults 1s, 1 and 1 MiB: a fetch returns
+	// as soon as a record is there, so MaxWait only bounds an idle one.
+	MaxWait  time.Duration `yaml:"max_wait"`
+	MinBytes int           `yaml:"min_bytes"`
+	MaxBytes int           `yaml:"max_bytes"`
+	// FetchBatch, FetchWait, AckBatch and MaxAckPending tune a JetStream
+	// source (connectors.NATSConfig says what each does). Defaults 500,
+	// 5s, 1 and 65536.
+	FetchBatch    int           `yaml:"fetch_batch"`
+	FetchWait     time.Duration `yaml:"fetch_wait"`
+	AckBatch      int           `yaml:"ack_batch"`
+	MaxAckPending int           `yaml:"max_ack_pending"`
+	// CommitEvery and CommitInterval: without checkpoints, positions are
+	// committed to the source every CommitEvery records or every
+	// CommitInterval, whichever comes first (defaults 1000 and 1s); with
+	// checkpoints, checkpoint.every decides (a commit follows each
+	// checkpoint).
+	CommitEvery    int           `yaml:"commit_every"`
+	CommitInterval time.Duration `yaml:"commit_interval"`
 }
 
 // TLS is the `tls:` block of a connection: the files and names a TLS
@@ -371,6 +392,22 @@ type Sink struct {
 	Every int `yaml:"every"`
 	// Interval publishes a report every Interval as well (reports only).
 	Interval time.Duration `yaml:"interval"`
+	// BatchTimeout, BatchSize, RequiredAcks and Compression tune a Kafka
+	// sink: a batch is sent when it holds BatchSize messages or has
+	// waited BatchTimeout (defaults 1000 and 10ms: a prediction waits up
+	// to 10ms before it is sent); RequiredAcks is all (the default: a
+	// commit waits for every in-sync replica to have the outputs before
+	// it), one (the leader only: a leader lost before replicating loses
+	// outputs a commit covered) or none (no acknowledgement: outputs can
+	// be lost); Compression is none (the default), gzip, snappy, lz4 or
+	// zstd.
+	BatchTimeout time.Duration `yaml:"batch_timeout"`
+	BatchSize    int           `yaml:"batch_size"`
+	RequiredAcks string        `yaml:"required_acks"`
+	Compression  string        `yaml:"compression"`
+	// PublishWindow bounds a JetStream sink's publishes awaiting the
+	// server's acknowledgement (default 1024).
+	PublishWindow int `yaml:"publish_window"`
 }
 
 // Sinks are the optional outputs.

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/streamlearn/streamlearn/internal/learners"
 	"github.com/streamlearn/streamlearn/internal/online"
@@ -229,5 +230,44 @@ func TestClassesRefused(t *testing.T) {
 	}
 	if _, err := Parse("c.yaml", []byte("input: {classes: [a, b, c]}\nlearners: [{name: m, algorithm: multiclass-perceptron}, {name: p, algorithm: perceptron}]\n")); err != nil {
 		t.Error(err)
+	}
+}
+
+// The client knobs of sources and sinks decode, and are refused on a
+// client they do not tune, negative, or out of their values.
+func TestTuningKeys(t *testing.T) {
+	const learner = "learners: [{name: p, algorithm: perceptron}]\n"
+	c, err := Parse("c.yaml", []byte(learner+`source: {kind: kafka, brokers: ["b:9092"], topic: t, max_wait: 50ms, min_bytes: 10, max_bytes: 2048, commit_every: 10, commit_interval: 5ms}
+sinks:
+  predictions: {kind: kafka, topic: p, batch_timeout: 1ms, batch_size: 50, required_acks: one, compression: zstd}
+  reports: {kind: jetstream, url: "nats://n:4222", stream: R, subject: r, publish_window: 64}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, p := c.Source, c.Sinks.Predictions
+	if s.MaxWait != 50*time.Millisecond || s.MinBytes != 10 || s.MaxBytes != 2048 || s.CommitEvery != 10 || s.CommitInterval != 5*time.Millisecond ||
+		p.BatchTimeout != time.Millisecond || p.BatchSize != 50 || p.RequiredAcks != "one" || p.Compression != "zstd" || c.Sinks.Reports.PublishWindow != 64 {
+		t.Errorf("decoded %+v and %+v", s, p)
+	}
+	if _, err := Parse("c.yaml", []byte(learner+"source: {kind: jetstream, url: \"nats://n:4222\", stream: S, subject: s, fetch_batch: 10, fetch_wait: 2s, ack_batch: 100, max_ack_pending: 1000}\n")); err != nil {
+		t.Error(err)
+	}
+	for _, tc := range []struct{ yaml, want string }{
+		{"source: {kind: jetstream, url: \"nats://n:4222\", stream: S, subject: s, max_wait: 1ms}\n", "source.max_wait: tunes a kafka client"},
+		{"source: {kind: kafka, brokers: [\"b:9092\"], topic: t, fetch_batch: 1}\n", "source.fetch_batch: tunes a jetstream or embedded client"},
+		{"source: {kind: kafka, brokers: [\"b:9092\"], topic: t, min_bytes: 10, max_bytes: 5}\n", "source.min_bytes: 10 exceeds max_bytes 5"},
+		{"source: {kind: jetstream, url: \"nats://n:4222\", stream: S, subject: s, fetch_wait: 10ms}\n", "source.fetch_wait: 10ms: at least 1s"},
+		{"source: {kind: kafka, brokers: [\"b:9092\"], topic: t, commit_every: -1}\n", "source.commit_every: must not be negative"},
+		{"source: {kind: kafka, brokers: [\"b:9092\"], topic: t, commit_every: 5}\ncheckpoint: {dir: d}\n", "source.commit_every: with checkpoints"},
+		{"sinks: {predictions: {kind: nats, subject: p, batch_timeout: 1ms}}\n", "sinks.predictions.batch_timeout: tunes a kafka client"},
+		{"sinks: {predictions: {kind: kafka, topic: p, required_acks: two}}\n", "sinks.predictions.required_acks"},
+		{"sinks: {predictions: {kind: kafka, topic: p, compression: brotli}}\n", "sinks.predictions.compression"},
+		{"sinks: {predictions: {kind: kafka, topic: p, publish_window: 5}}\n", "sinks.predictions.publish_window: tunes a jetstream client"},
+	} {
+		_, err := Parse("c.yaml", []byte(learner+tc.yaml))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.yaml, err, tc.want)
+		}
 	}
 }

@@ -136,12 +136,18 @@ func (c *Config) validate() error {
 			return errAt(d.key, "must not be negative")
 		}
 	}
+	if err := c.Source.validateTuning(); err != nil {
+		return err
+	}
 	for name, s := range map[string]*Sink{"predictions": c.Sinks.Predictions, "reports": c.Sinks.Reports, "dead_letters": c.Sinks.DeadLetters} {
 		if s == nil {
 			continue
 		}
 		key := "sinks." + name
 		if err := oneOf(key+".kind", s.Kind, "kafka", "nats", "jetstream", "file"); err != nil {
+			return err
+		}
+		if err := s.validateTuning(key); err != nil {
 			return err
 		}
 		if s.Kind == "file" && s.Path == "" {
@@ -170,6 +176,9 @@ func (c *Config) validate() error {
 	case c.Models.Idle < 0:
 		return errAt("models.idle", "must not be negative")
 	}
+	if (c.Source.CommitEvery != 0 || c.Source.CommitInterval != 0) && (c.Checkpoint.Dir != "" || c.Checkpoint.Bucket != "") {
+		return errAt("source.commit_every", "with checkpoints a commit follows each checkpoint: set checkpoint.every instead")
+	}
 	if c.Checkpoint.Dir != "" && c.Checkpoint.Bucket != "" {
 		return errAt("checkpoint.bucket", "set dir or bucket, not both")
 	}
@@ -184,6 +193,74 @@ func (c *Config) validate() error {
 	}
 	if m := c.Checkpoint.OnMismatch; m != "" {
 		return oneOf("checkpoint.on_mismatch", m, "fail", "reset", "accept", "rebuild")
+	}
+	return nil
+}
+
+// tuning is one client knob of a source or sink: its key, whether it is
+// set, whether it is negative, and the source or sink kinds it tunes.
+type tuning struct {
+	key      string
+	set, neg bool
+	kinds    []string
+}
+
+func checkTuning(prefix, kind string, ts []tuning) error {
+	for _, t := range ts {
+		switch {
+		case t.set && !slices.Contains(t.kinds, kind):
+			return errAt(prefix+"."+t.key, "tunes a %s client; the kind is %q", strings.Join(t.kinds, " or "), kind)
+		case t.neg:
+			return errAt(prefix+"."+t.key, "must not be negative")
+		}
+	}
+	return nil
+}
+
+// validateTuning checks the source's client knobs.
+func (s *Source) validateTuning() error {
+	kafka, js := []string{"kafka"}, []string{"jetstream", "embedded"}
+	if err := checkTuning("source", s.Kind, []tuning{
+		{"max_wait", s.MaxWait != 0, s.MaxWait < 0, kafka},
+		{"min_bytes", s.MinBytes != 0, s.MinBytes < 0, kafka},
+		{"max_bytes", s.MaxBytes != 0, s.MaxBytes < 0, kafka},
+		{"fetch_batch", s.FetchBatch != 0, s.FetchBatch < 0, js},
+		{"fetch_wait", s.FetchWait != 0, s.FetchWait < 0, js},
+		{"ack_batch", s.AckBatch != 0, s.AckBatch < 0, js},
+		{"max_ack_pending", s.MaxAckPending != 0, s.MaxAckPending < 0, js},
+		{"commit_every", false, s.CommitEvery < 0, nil},
+		{"commit_interval", false, s.CommitInterval < 0, nil},
+	}); err != nil {
+		return err
+	}
+	switch {
+	case s.MaxBytes != 0 && s.MinBytes > s.MaxBytes:
+		return errAt("source.min_bytes", "%d exceeds max_bytes %d", s.MinBytes, s.MaxBytes)
+	case s.FetchWait != 0 && s.FetchWait < time.Second:
+		return errAt("source.fetch_wait", "%v: at least 1s (a pull request's expiry; a record is delivered as soon as it is there)", s.FetchWait)
+	}
+	return nil
+}
+
+// validateTuning checks a sink's client knobs; key names the sink.
+func (s *Sink) validateTuning(key string) error {
+	kafka := []string{"kafka"}
+	if err := checkTuning(key, s.Kind, []tuning{
+		{"batch_timeout", s.BatchTimeout != 0, s.BatchTimeout < 0, kafka},
+		{"batch_size", s.BatchSize != 0, s.BatchSize < 0, kafka},
+		{"required_acks", s.RequiredAcks != "", false, kafka},
+		{"compression", s.Compression != "", false, kafka},
+		{"publish_window", s.PublishWindow != 0, s.PublishWindow < 0, []string{"jetstream"}},
+	}); err != nil {
+		return err
+	}
+	if s.RequiredAcks != "" {
+		if err := oneOf(key+".required_acks", s.RequiredAcks, "all", "one", "none"); err != nil {
+			return err
+		}
+	}
+	if s.Compression != "" {
+		return oneOf(key+".compression", s.Compression, "none", "gzip", "snappy", "lz4", "zstd")
 	}
 	return nil
 }

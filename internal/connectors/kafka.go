@@ -131,6 +131,15 @@ type KafkaConfig struct {
 	//
 	// Default: 1000
 	BatchSize int `yaml:"batch_size"`
+	// RequiredAcks is what a sink's produce requests wait for: all (every
+	// in-sync replica), one (the leader) or none.
+	//
+	// Default: all
+	RequiredAcks string `yaml:"required_acks"`
+	// Compression is a sink's codec: none, gzip, snappy, lz4 or zstd.
+	//
+	// Default: none
+	Compression string `yaml:"compression"`
 	// MaxPending bounds the messages a sink has published but not yet had
 	// acknowledged; Publish blocks beyond it.
 	//
@@ -183,6 +192,12 @@ func (c *KafkaConfig) Validate() error {
 			return fmt.Errorf("kafka: %s: negative value %d", n.key, n.v)
 		}
 	}
+	if _, err := requiredAcks(c.RequiredAcks); err != nil {
+		return err
+	}
+	if _, err := compression(c.Compression); err != nil {
+		return err
+	}
 	if c.MaxBytes != 0 && c.MinBytes > c.MaxBytes {
 		return fmt.Errorf("kafka: min_bytes %d exceeds max_bytes %d", c.MinBytes, c.MaxBytes)
 	}
@@ -193,6 +208,36 @@ func (c *KafkaConfig) Validate() error {
 		return fmt.Errorf("kafka: %w", err)
 	}
 	return nil
+}
+
+// requiredAcks returns kafka-go's RequiredAcks of name ("" is all).
+func requiredAcks(name string) (kafka.RequiredAcks, error) {
+	switch name {
+	case "", "all":
+		return kafka.RequireAll, nil
+	case "one":
+		return kafka.RequireOne, nil
+	case "none":
+		return kafka.RequireNone, nil
+	}
+	return 0, fmt.Errorf("kafka: required_acks: %q is not all, one or none", name)
+}
+
+// compression returns kafka-go's Compression of name ("" is none).
+func compression(name string) (kafka.Compression, error) {
+	switch name {
+	case "", "none":
+		return 0, nil
+	case "gzip":
+		return kafka.Gzip, nil
+	case "snappy":
+		return kafka.Snappy, nil
+	case "lz4":
+		return kafka.Lz4, nil
+	case "zstd":
+		return kafka.Zstd, nil
+	}
+	return 0, fmt.Errorf("kafka: compression: %q is not none, gzip, snappy, lz4 or zstd", name)
 }
 
 // withDefaults returns c with every zero optional field set to its default.

@@ -45,6 +45,14 @@ func NewKafkaSink(cfg KafkaConfig, topic string) (*KafkaSink, error) {
 		return nil, errors.New("kafka: topic is required for a sink")
 	}
 	cfg = cfg.withDefaults()
+	acks, err := requiredAcks(cfg.RequiredAcks)
+	if err != nil {
+		return nil, err
+	}
+	codec, err := compression(cfg.Compression)
+	if err != nil {
+		return nil, err
+	}
 	t, err := cfg.transport()
 	if err != nil {
 		return nil, err
@@ -60,7 +68,8 @@ func NewKafkaSink(cfg KafkaConfig, topic string) (*KafkaSink, error) {
 		Addr:         kafka.TCP(cfg.Brokers...),
 		Topic:        topic,
 		Balancer:     &kafka.Murmur2Balancer{},
-		RequiredAcks: kafka.RequireAll,
+		RequiredAcks: acks,
+		Compression:  codec,
 		BatchTimeout: cfg.BatchTimeout,
 		BatchSize:    cfg.BatchSize,
 		Async:        true,

@@ -408,13 +408,38 @@ func TestKafkaSourceRebalanceKeepsPosition(t *testing.T) {
 	}
 }
 
+// Every message published comes back, keyed, each key on one partition,
+// with the sink's acknowledgements and codec as configured (the default:
+// all replicas, no compression; and each other setting).
 func TestKafkaSinkRoundTrip(t *testing.T) {
+	variants := []struct{ acks, codec string }{{"", ""}, {"one", "zstd"}, {"all", "gzip"}, {"none", "lz4"}, {"all", "snappy"}}
+	var topics []string
+	for i := range variants {
+		topics = append(topics, fmt.Sprintf("preds-%d", i))
+	}
+	brokers := kafkaTestCluster(t, 1, 3, topics)
+	for i, v := range variants {
+		t.Run(v.acks+"/"+v.codec, func(t *testing.T) {
+			cfg := kafkaTestConfig(brokers, "", fmt.Sprintf("rt-%d", i))
+			cfg.RequiredAcks, cfg.Compression, cfg.BatchTimeout = v.acks, v.codec, time.Millisecond
+			kafkaSinkRoundTrip(t, cfg, topics[i])
+		})
+	}
+	if _, err := NewKafkaSink(KafkaConfig{Brokers: brokers, Compression: "brotli"}, "p"); err == nil {
+		t.Error("a sink of codec brotli")
+	}
+}
+
+func kafkaSinkRoundTrip(t *testing.T, cfg KafkaConfig, topic string) {
 	const n = 500
-	brokers := kafkaTestCluster(t, 1, 3, []string{"preds"})
-	cfg := kafkaTestConfig(brokers, "", "rt")
-	sink, err := NewKafkaSink(cfg, "preds")
+	sink, err := NewKafkaSink(cfg, topic)
 	if err != nil {
 		t.Fatal(err)
+	}
+	acks, _ := requiredAcks(cfg.RequiredAcks)
+	codec, _ := compression(cfg.Compression)
+	if sink.w.RequiredAcks != acks || sink.w.Compression != codec || sink.w.BatchTimeout != cfg.BatchTimeout {
+		t.Fatalf("writer: acks %v codec %v batch timeout %v, want %v %v %v", sink.w.RequiredAcks, sink.w.Compression, sink.w.BatchTimeout, acks, codec, cfg.BatchTimeout)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -448,7 +473,7 @@ func TestKafkaSinkRoundTrip(t *testing.T) {
 		t.Error("Publish after Close succeeded")
 	}
 
-	cfg.Topic = "preds"
+	cfg.Topic = topic
 	recs := drainSource(t, kafkaOpen(t, cfg, true), 0)
 	if len(recs) != n {
 		t.Fatalf("read back %d records, want %d", len(recs), n)

@@ -86,6 +86,9 @@ func OpenSource(ctx context.Context, s config.Source, o SourceOptions, t Tuning)
 		k.HeartbeatInterval = cmp.Or(s.HeartbeatInterval, k.HeartbeatInterval)
 		k.Timeout = cmp.Or(s.RequestTimeout, k.Timeout)
 		k.JoinGroupBackoff = cmp.Or(s.JoinGroupBackoff, k.JoinGroupBackoff)
+		k.MaxWait = cmp.Or(s.MaxWait, k.MaxWait)
+		k.MinBytes = cmp.Or(s.MinBytes, k.MinBytes)
+		k.MaxBytes = cmp.Or(s.MaxBytes, k.MaxBytes)
 		k.AllowEmpty, k.Logger = o.AllowEmpty, o.Logger
 		k.StartOffset = s.Start
 		return connectors.NewKafkaSource(ctx, k, o.UntilEnd)
@@ -97,6 +100,10 @@ func OpenSource(ctx context.Context, s config.Source, o SourceOptions, t Tuning)
 	case "jetstream":
 		n := natsConfig(s.Conn, s.Subject, s.Stream, s.Durable, t)
 		n.Start, n.Logger = s.Start, o.Logger
+		n.FetchBatch = cmp.Or(s.FetchBatch, n.FetchBatch)
+		n.FetchWait = cmp.Or(s.FetchWait, n.FetchWait)
+		n.AckBatch = cmp.Or(s.AckBatch, n.AckBatch)
+		n.MaxAckPending = cmp.Or(s.MaxAckPending, n.MaxAckPending)
 		return connectors.NewJetStreamSource(ctx, n, o.UntilEnd)
 	case "file":
 		if err := config.ValidStart(s.Kind, s.Start); err != nil {
@@ -136,11 +143,18 @@ func OpenSink(s *config.Sink, src config.Source, t Tuning) (connectors.Sink, err
 	}
 	switch s.Kind {
 	case "kafka":
-		return connectors.NewKafkaSink(kafkaConfig(conn, s.Topic, "", t), s.Topic)
+		k := kafkaConfig(conn, s.Topic, "", t)
+		k.BatchTimeout = cmp.Or(s.BatchTimeout, k.BatchTimeout)
+		k.BatchSize = cmp.Or(s.BatchSize, k.BatchSize)
+		k.RequiredAcks = cmp.Or(s.RequiredAcks, k.RequiredAcks)
+		k.Compression = cmp.Or(s.Compression, k.Compression)
+		return connectors.NewKafkaSink(k, s.Topic)
 	case "nats":
 		return connectors.NewNATSSink(natsConfig(conn, s.Subject, "", "", t), s.Subject)
 	case "jetstream":
-		return connectors.NewJetStreamSink(natsConfig(conn, s.Subject, s.Stream, "", t), s.Stream, s.Subject)
+		n := natsConfig(conn, s.Subject, s.Stream, "", t)
+		n.PublishWindow = cmp.Or(s.PublishWindow, n.PublishWindow)
+		return connectors.NewJetStreamSink(n, s.Stream, s.Subject)
 	case "file":
 		return connectors.NewFileSink(s.Path), nil
 	}
