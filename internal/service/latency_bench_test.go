@@ -1,0 +1,393 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/streamlearn/streamlearn/internal/config"
+	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/testbroker"
+)
+
+// BenchmarkLatency measures how soon a prediction is out, as a user
+// would: events published at a fixed rate, each stamped with its send
+// time, and the predictions received from the sink; beside a bare relay
+// (the same clients and settings, one output per input copied through,
+// the same commit cadence, no learning) in the same run, alternated:
+// relay, streamlearn, three times. Perceptron and OGD, no checkpoints.
+// It logs, per transport and rate, p50/p90/p99/p99.9/max of each (the
+// median of the three runs) and the p99 ratio, and fails when a
+// prediction is lost or repeated.
+//
+//	go test ./internal/service -run XXX -bench Latency -benchtime 1x
+//
+// LATENCY_RATES (comma-separated events/s, default 1000,10000,50000)
+// and LATENCY_SECONDS (per run, default 2) change the load.
+func BenchmarkLatency(b *testing.B) {
+	rates := []int{1000, 10000, 50000}
+	if s := envOr("LATENCY_RATES", ""); s != "" {
+		rates = nil
+		for _, f := range strings.Split(s, ",") {
+			r, err := strconv.Atoi(f)
+			if err != nil {
+				b.Fatal(err)
+			}
+			rates = append(rates, r)
+		}
+	}
+	seconds, _ := strconv.ParseFloat(envOr("LATENCY_SECONDS", "2"), 64)
+	cfg, err := config.Parse("latency.yaml", []byte(`features: {bits: 18}
+learners:
+  - {name: pct, algorithm: perceptron, bias: true}
+  - {name: ogd, algorithm: ogd, bias: true}
+`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	natsURL := testbroker.NATS(b, "LAT", "lat.>")
+	var topics []string // every run's, made before: kfake makes none on demand
+	for _, rate := range rates {
+		for rep := range 3 {
+			for mode := range 2 {
+				run := latencyRunName("kafka", rate, rep, mode)
+				topics = append(topics, "in-"+run, "out-"+run)
+			}
+		}
+	}
+	brokers := testbroker.Kafka(b, 1, topics...)
+	var table []string
+	for range b.N {
+		for _, tr := range latencyTransports(natsURL, brokers) {
+			for _, rate := range rates {
+				n := int(float64(rate) * seconds)
+				var runs [2][][]time.Duration // relay, streamlearn
+				for rep := range 3 {
+					for mode := range 2 {
+						lat, err := latencyRun(b, tr, latencyRunName(tr.short, rate, rep, mode), cfg, mode == 1, rate, n)
+						if err != nil {
+							b.Fatalf("%s at %d/s, %s: %v", tr.name, rate, []string{"relay", "streamlearn"}[mode], err)
+						}
+						runs[mode] = append(runs[mode], lat)
+					}
+				}
+				relay, sl := medianQuantiles(runs[0]), medianQuantiles(runs[1])
+				table = append(table, fmt.Sprintf("| %s | %d/s | %s | %s | %.2f | %.2f |", tr.name, rate, fmtQ(sl), fmtQ(relay),
+					sl[2]/relay[2], sl[3]/relay[3]))
+			}
+		}
+	}
+	b.Logf("\n| source → predictions sink | rate | streamlearn p50 / p90 / p99 / p99.9 / max ms | relay p50 / p90 / p99 / p99.9 / max ms | p99 ratio | p99.9 ratio |\n|---|---|---|---|---|---|\n%s",
+		strings.Join(table, "\n"))
+}
+
+func latencyRunName(transport string, rate, rep, mode int) string {
+	return fmt.Sprintf("%s-%d-%d-%d", transport, rate, rep, mode)
+}
+
+func envOr(k, def string) string {
+	if v := strings.TrimSpace(os.Getenv(k)); v != "" {
+		return v
+	}
+	return def
+}
+
+// latencyTransport is a source and sink pair: names of a fresh stream or
+// topic per run.
+type latencyTransport struct {
+	name, short string
+	// open returns the source of input, the sink of output, a publisher
+	// of input and a reader of output.
+	open func(tb testing.TB, ctx context.Context, run string) (connectors.Source, connectors.Sink, func([]byte, []byte) error, func(func([]byte)) (stop func()), error)
+}
+
+func latencyTransports(natsURL string, brokers []string) []latencyTransport {
+	natsOut := func(tb testing.TB, subject string) (func(func([]byte)) func(), error) {
+		nc, err := nats.Connect(natsURL)
+		if err != nil {
+			return nil, err
+		}
+		tb.Cleanup(nc.Close)
+		return func(got func([]byte)) func() {
+			sub, err := nc.Subscribe(subject, func(m *nats.Msg) { got(m.Data) })
+			if err != nil {
+				tb.Error(err)
+				return func() {}
+			}
+			_ = sub.SetPendingLimits(-1, -1)
+			nc.Flush()
+			return func() { sub.Unsubscribe() }
+		}, nil
+	}
+	jsIn := func(tb testing.TB, ctx context.Context, run string) (connectors.Source, func([]byte, []byte) error, error) {
+		in := "lat.in." + run
+		src, err := connectors.NewJetStreamSource(ctx, connectors.NATSConfig{URL: natsURL, Stream: "LAT", Subject: in, Durable: "d" + run, FetchWait: time.Second}, false)
+		if err != nil {
+			return nil, nil, err
+		}
+		pub, err := connectors.NewJetStreamSink(connectors.NATSConfig{URL: natsURL}, "LAT", in)
+		if err != nil {
+			return nil, nil, err
+		}
+		tb.Cleanup(func() { pub.Close() })
+		return src, func(k, v []byte) error { return pub.Publish(ctx, k, v) }, nil
+	}
+	return []latencyTransport{
+		{"JetStream → core NATS", "js-nats", func(tb testing.TB, ctx context.Context, run string) (connectors.Source, connectors.Sink, func([]byte, []byte) error, func(func([]byte)) func(), error) {
+			src, pub, err := jsIn(tb, ctx, run)
+			if err != nil {
+				return nil, nil, nil, nil, err
+			}
+			out := "out." + run
+			sink, err := connectors.NewNATSSink(connectors.NATSConfig{URL: natsURL}, out)
+			if err != nil {
+				return nil, nil, nil, nil, err
+			}
+			read, err := natsOut(tb, out)
+			return src, sink, pub, read, err
+		}},
+		{"JetStream → JetStream", "js-js", func(tb testing.TB, ctx context.Context, run string) (connectors.Source, connectors.Sink, func([]byte, []byte) error, func(func([]byte)) func(), error) {
+			src, pub, err := jsIn(tb, ctx, run)
+			if err != nil {
+				return nil, nil, nil, nil, err
+			}
+			out := "lat.out." + run
+			sink, err := connectors.NewJetStreamSink(connectors.NATSConfig{URL: natsURL}, "LAT", out)
+			if err != nil {
+				return nil, nil, nil, nil, err
+			}
+			read, err := natsOut(tb, out)
+			return src, sink, pub, read, err
+		}},
+		{"Kafka → Kafka", "kafka", func(tb testing.TB, ctx context.Context, run string) (connectors.Source, connectors.Sink, func([]byte, []byte) error, func(func([]byte)) func(), error) {
+			in, out := "in-"+run, "out-"+run
+			kc := testbroker.KafkaConfig(brokers, in, "g"+run)
+			kc.BatchTimeout = 0 // the connector's default (10ms), the same for both
+			pubSink, err := connectors.NewKafkaSink(kc, in)
+			if err != nil {
+				return nil, nil, nil, nil, err
+			}
+			tb.Cleanup(func() { pubSink.Close() })
+			// Create both topics before anything reads them.
+			if err := pubSink.Publish(ctx, nil, []byte(`{"warmup":1}`)); err != nil {
+				return nil, nil, nil, nil, err
+			}
+			if err := pubSink.Flush(ctx); err != nil {
+				return nil, nil, nil, nil, err
+			}
+			sink, err := connectors.NewKafkaSink(kc, out)
+			if err != nil {
+				return nil, nil, nil, nil, err
+			}
+			if err := sink.Publish(ctx, nil, []byte(`{"warmup":1}`)); err != nil {
+				return nil, nil, nil, nil, err
+			}
+			if err := sink.Flush(ctx); err != nil {
+				return nil, nil, nil, nil, err
+			}
+			src, err := connectors.NewKafkaSource(ctx, kc, false)
+			if err != nil {
+				return nil, nil, nil, nil, err
+			}
+			rc := testbroker.KafkaConfig(brokers, out, "r"+run)
+			read := func(got func([]byte)) func() {
+				rctx, cancel := context.WithCancel(ctx)
+				done := make(chan struct{})
+				rsrc, err := connectors.NewKafkaSource(rctx, rc, false)
+				if err != nil {
+					tb.Error(err)
+					cancel()
+					return func() {}
+				}
+				go func() {
+					defer close(done)
+					for {
+						rec, err := rsrc.Fetch(rctx)
+						if err != nil {
+							return
+						}
+						got(rec.Value)
+					}
+				}()
+				return func() { cancel(); <-done; rsrc.Close() }
+			}
+			return src, sink, func(k, v []byte) error { return pubSink.Publish(ctx, k, v) }, read, nil
+		}},
+	}
+}
+
+// latencyRun publishes n events at rate through tr into a fresh stream,
+// runs streamlearn (learn) or the relay on it, and returns each event's
+// latency: its prediction's (or copy's) arrival at the reader minus its
+// send time.
+func latencyRun(b *testing.B, tr latencyTransport, run string, cfg *config.Config, learn bool, rate, n int) ([]time.Duration, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(n/rate+60)*time.Second)
+	defer cancel()
+	src, sink, publish, read, err := tr.open(b, ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	sent := make([]time.Time, n)
+	lat := make([]time.Duration, n)
+	var mu sync.Mutex
+	got, dup := 0, 0
+	all := make(chan struct{})
+	stop := read(func(v []byte) {
+		now := time.Now()
+		i, ok := eventIndex(v)
+		if !ok {
+			return // a warm-up record
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if i < 0 || i >= n || sent[i].IsZero() {
+			return
+		}
+		if lat[i] != 0 {
+			dup++
+			return
+		}
+		lat[i] = max(now.Sub(sent[i]), 1)
+		if got++; got == n {
+			close(all)
+		}
+	})
+	defer stop()
+
+	rctx, rcancel := context.WithCancel(ctx)
+	defer rcancel()
+	done := make(chan error, 1)
+	if learn {
+		s, err := New(Options{Config: cfg, Source: src, Predictions: sink})
+		if err != nil {
+			return nil, err
+		}
+		go func() { done <- s.Run(rctx) }()
+	} else {
+		go func() { done <- relay(rctx, src, sink) }()
+	}
+	time.Sleep(500 * time.Millisecond) // the consumer is up (a Kafka group joined)
+
+	// Publish at the rate: event i at start + i/rate.
+	start := time.Now()
+	val := make([]byte, 0, 128)
+	for i := range n {
+		at := start.Add(time.Duration(float64(i) / float64(rate) * float64(time.Second)))
+		if d := time.Until(at); d > 0 {
+			time.Sleep(d)
+		}
+		val = fmt.Appendf(val[:0], `{"id":"%d","features":{"v":%.3f,"w%d":1},"label":%d}`, i, float64(i%97)/97, i%13, i%2)
+		mu.Lock()
+		sent[i] = time.Now()
+		mu.Unlock()
+		if err := publish(nil, val); err != nil {
+			rcancel()
+			return nil, err
+		}
+	}
+	var waitErr error
+	select {
+	case <-all:
+	case <-ctx.Done():
+		waitErr = fmt.Errorf("%d of %d outputs came back", got, n)
+	}
+	rcancel()
+	if err := <-done; err != nil && rctx.Err() == nil {
+		return nil, err
+	}
+	sink.Close()
+	if waitErr != nil {
+		return nil, waitErr
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if dup > 0 {
+		return nil, fmt.Errorf("%d outputs came twice", dup)
+	}
+	return lat, nil
+}
+
+// relay copies every record of src to sink, one output per input,
+// committing as the service does without checkpoints (every
+// DefaultCommitEvery records or DefaultCommitInterval, after the outputs
+// before are durable), until ctx is done.
+func relay(ctx context.Context, src connectors.Source, sink connectors.Sink) error {
+	var last connectors.Record
+	uncommitted := 0
+	lastCommit := time.Now()
+	for {
+		rec, err := src.Fetch(ctx)
+		if err != nil {
+			return err
+		}
+		if err := sink.Publish(ctx, rec.Key, rec.Value); err != nil {
+			return err
+		}
+		last = rec
+		last.Value, last.Key = nil, nil
+		uncommitted++
+		if uncommitted >= DefaultCommitEvery || time.Since(lastCommit) >= DefaultCommitInterval {
+			if err := sink.Flush(ctx); err != nil {
+				return err
+			}
+			if err := src.Commit(ctx, last); err != nil {
+				return err
+			}
+			uncommitted, lastCommit = 0, time.Now()
+		}
+	}
+}
+
+// eventIndex returns the number in the "id" of an output (a prediction
+// or a copied event).
+func eventIndex(v []byte) (int, bool) {
+	const key = `"id":"`
+	i := bytes.Index(v, []byte(key))
+	if i < 0 {
+		return 0, false
+	}
+	v = v[i+len(key):]
+	j := bytes.IndexByte(v, '"')
+	if j < 0 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(string(v[:j]))
+	return n, err == nil
+}
+
+// medianQuantiles returns, in milliseconds, the median over runs of
+// p50, p90, p99, p99.9 and max.
+func medianQuantiles(runs [][]time.Duration) [5]float64 {
+	var per [5][]float64
+	for _, lat := range runs {
+		s := slices.Clone(lat)
+		slices.Sort(s)
+		q := func(p float64) float64 {
+			return float64(s[min(len(s)-1, int(math.Ceil(p*float64(len(s))))-1)]) / 1e6
+		}
+		for k, p := range []float64{0.5, 0.9, 0.99, 0.999, 1} {
+			per[k] = append(per[k], q(p))
+		}
+	}
+	var out [5]float64
+	for k := range per {
+		slices.Sort(per[k])
+		out[k] = per[k][len(per[k])/2]
+	}
+	return out
+}
+
+func fmtQ(q [5]float64) string {
+	return fmt.Sprintf("%.2f / %.2f / %.2f / %.2f / %.1f", q[0], q[1], q[2], q[3], q[4])
+}
