@@ -219,7 +219,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	if addr != "" && addr != "off" {
-		if srv, err = startHTTP(addr, *tokenFile, cfg, api.Options{Snapshot: svc.Snapshot, Predictor: svc.Predictor}, stderr, logger, hist, latency); err != nil {
+		if srv, err = startHTTP(addr, *tokenFile, cfg, api.Options{Snapshot: svc.Snapshot, Predictor: svc.Predictor, WantDigests: svc.WantDigests}, stderr, logger, hist, latency); err != nil {
 			return err
 		}
 	}

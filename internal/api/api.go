@@ -30,6 +30,11 @@ type Options struct {
 	// (service.Service's Predictor). Optional: without it the endpoint
 	// answers 501.
 	Predictor func(ctx context.Context, partition int32, only bool, key []byte) (*service.Predictor, error)
+	// WantDigests, when not nil, is called by GET /v1/report before it
+	// reads the snapshot: a service computes the learners' state digests
+	// of its snapshots only while they are read (service.Service's
+	// WantDigests).
+	WantDigests func(ctx context.Context)
 	// Token, when not empty, is the bearer token every request needs
 	// ("Authorization: Bearer <token>"), but for the probes and the
 	// dashboard's static files (see publicPaths); it must pass
@@ -73,6 +78,14 @@ func New(opt Options) http.Handler {
 		text(w, http.StatusOK, "ok")
 	})
 	mux.HandleFunc("GET /v1/report", func(w http.ResponseWriter, r *http.Request) {
+		if opt.WantDigests != nil {
+			// The reports' state digests are computed while someone
+			// reads them: the first request after an idle spell waits
+			// for a snapshot that has them.
+			ctx, cancel := context.WithTimeout(r.Context(), predictWait)
+			opt.WantDigests(ctx)
+			cancel()
+		}
 		var reports []service.Report
 		if snap := opt.Snapshot(); snap != nil {
 			reports = snap.Reports

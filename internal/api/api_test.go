@@ -92,7 +92,7 @@ func setup(t *testing.T, cfg *config.Config, src connectors.Source, reports conn
 	}
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(metrics.NewCollector(svc.Snapshot), hist)
-	ts := httptest.NewServer(New(Options{Snapshot: svc.Snapshot, Gatherer: reg, Config: cfg, Predictor: svc.Predictor}))
+	ts := httptest.NewServer(New(Options{Snapshot: svc.Snapshot, Gatherer: reg, Config: cfg, Predictor: svc.Predictor, WantDigests: svc.WantDigests}))
 	t.Cleanup(ts.Close)
 	return svc, ts
 }

@@ -310,7 +310,7 @@ func TestDashboardInChromium(t *testing.T) {
 	}
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(metrics.NewCollector(svc.Snapshot), hist)
-	h := New(Options{Snapshot: svc.Snapshot, Gatherer: reg, Config: cfg})
+	h := New(Options{Snapshot: svc.Snapshot, Gatherer: reg, Config: cfg, WantDigests: svc.WantDigests})
 
 	// onReport, when set, runs before the n-th GET /v1/report is served:
 	// the page is open and has rendered n-1 polls.

@@ -3,6 +3,7 @@ package api
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -36,6 +37,9 @@ func fuzzService(f *testing.F, cfg *config.Config, lines [][]byte) (*service.Ser
 // digests returns the state_sha256 of every learner of every model in the
 // service's latest snapshot, and the events the models have seen.
 func digests(svc *service.Service) (string, uint64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	svc.WantDigests(ctx) // a snapshot has them while they are read
 	var b strings.Builder
 	var n uint64
 	for _, r := range svc.Snapshot().Reports {

@@ -466,8 +466,20 @@ func (p *Pipeline) StartFrom(state []byte, sha [32]byte) error {
 
 // Report returns the report as of now. It digests every learner's state:
 // call it per report, not per event.
-func (p *Pipeline) Report() (Report, error) {
-	ls, err := p.tracker.Learners()
+func (p *Pipeline) Report() (Report, error) { return p.report(true) }
+
+// ReportWithoutDigests is Report without the learners' state digests
+// (regret.Tracker.LearnersWithoutDigests): no pass over the states.
+func (p *Pipeline) ReportWithoutDigests() (Report, error) { return p.report(false) }
+
+func (p *Pipeline) report(digests bool) (Report, error) {
+	var ls []regret.LearnerReport
+	var err error
+	if digests {
+		ls, err = p.tracker.Learners()
+	} else {
+		ls, err = p.tracker.LearnersWithoutDigests()
+	}
 	if err != nil {
 		return Report{}, err
 	}

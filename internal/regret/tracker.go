@@ -371,10 +371,17 @@ type CertificateReport struct {
 // Learners returns the current report of every learner, in the order they
 // were added. It computes each learner's state digest, which costs a pass
 // over its state: call it per report, not per event.
-func (t *Tracker) Learners() ([]LearnerReport, error) {
+func (t *Tracker) Learners() ([]LearnerReport, error) { return t.learnerReports(true) }
+
+// LearnersWithoutDigests is Learners without the state digests
+// (StateSHA256 empty, unless a digest of the current round is at hand):
+// counts, bounds and regrets only, which cost no pass over the states.
+func (t *Tracker) LearnersWithoutDigests() ([]LearnerReport, error) { return t.learnerReports(false) }
+
+func (t *Tracker) learnerReports(digests bool) ([]LearnerReport, error) {
 	out := make([]LearnerReport, len(t.learners))
 	for i := range t.learners {
-		r, err := t.learners[i].report()
+		r, err := t.learners[i].report(digests)
 		if err != nil {
 			return nil, err
 		}
@@ -383,7 +390,7 @@ func (t *Tracker) Learners() ([]LearnerReport, error) {
 	return out, nil
 }
 
-func (l *learner) report() (LearnerReport, error) {
+func (l *learner) report(digest bool) (LearnerReport, error) {
 	r := LearnerReport{
 		Name:            l.name,
 		Algorithm:       l.algorithm,
@@ -418,14 +425,18 @@ func (l *learner) report() (LearnerReport, error) {
 			r.Certificate = &CertificateReport{Kind: g.CertificateKind, Value: g.Certificate}
 		}
 	}
-	if !l.digestOK || l.digestAt != l.rounds {
+	current := l.digestOK && l.digestAt == l.rounds
+	if digest && !current {
 		state, err := l.model.MarshalBinary()
 		if err != nil {
 			return LearnerReport{}, fmt.Errorf("regret: state of learner %q: %w", l.name, err)
 		}
 		l.noteState(state)
+		current = true
 	}
-	r.StateSHA256 = hex.EncodeToString(l.digest[:])
+	if current {
+		r.StateSHA256 = hex.EncodeToString(l.digest[:])
+	}
 	return r, nil
 }
 

@@ -118,10 +118,15 @@ func (m *model) startFrom(state []byte, sha [32]byte) error {
 	return m.p.StartFrom(state, sha)
 }
 
-// totals returns the model's report: with models per key, their totals
-// and the keys of the most records (TopKeys).
-func (m *model) totals() (pipeline.Report, []KeyReport, error) {
+// totals returns the model's report (with the learners' state digests
+// when digests): with models per key, their totals and the keys of the
+// most records (TopKeys).
+func (m *model) totals(digests bool) (pipeline.Report, []KeyReport, error) {
 	if m.k == nil {
+		if !digests {
+			r, err := m.p.ReportWithoutDigests()
+			return r, nil, err
+		}
 		r, err := m.p.Report()
 		return r, nil, err
 	}

@@ -222,6 +222,7 @@ type Service struct {
 	draining     bool                    // Run is taking its final snapshot
 	serving      atomic.Pointer[serving] // model copies for predictions; nil while idle
 	serveUntil   atomic.Int64            // Unix ns until which serving is active
+	digestUntil  atomic.Int64            // Unix ns until which snapshots carry state digests (WantDigests)
 }
 
 // Snapshot is what the service looked like at one moment, for readers on
@@ -243,6 +244,11 @@ type Snapshot struct {
 	// time since Durable is streamlearn_checkpoint_age_seconds: how much
 	// learning a crash now would make the service redo.
 	Durable time.Time
+	// Digests says whether the reports carry the learners' state digests
+	// (StateSHA256): they cost a pass over every model's state, so a
+	// snapshot has them only while someone reads them (WantDigests), and
+	// the last snapshot of Run always.
+	Digests bool
 	// Curves[i] has the sampled curves of the model of Reports[i], one
 	// series per learner in the order of its Learners, each ending with
 	// the learner's state when they were copied (regret.Tracker.History);
@@ -260,6 +266,25 @@ type Snapshot struct {
 // Run, it has Started false and no reports. Safe for concurrent use.
 func (s *Service) Snapshot() *Snapshot { return s.snap.Load() }
 
+// WantDigests makes the snapshots carry the learners' state digests for
+// the next ServeIdle, and waits until one does (or ctx is done): for
+// readers of the reports (GET /v1/report). Safe for concurrent use.
+func (s *Service) WantDigests(ctx context.Context) {
+	s.digestUntil.Store(time.Now().Add(ServeIdle).UnixNano())
+	for {
+		if snap := s.snap.Load(); snap == nil || snap.Digests || !snap.Started && len(snap.Reports) == 0 {
+			return
+		}
+		t := time.NewTimer(5 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
 // publishSnapshot asks the models that learned since the last snapshot
 // for their reports (the workers answer once they have learned every
 // record handed over so far) and publishes them with the last reports of
@@ -269,6 +294,7 @@ func (s *Service) publishSnapshot(ctx context.Context) error {
 	parts := s.sorted()
 	curvesDue := s.opt.HistoryPoints > 0 && (len(s.curves) != len(parts) || s.draining || now.Sub(s.curvesAt) >= curvesInterval)
 	serve := now.UnixNano() <= s.serveUntil.Load()
+	digests := s.draining || now.UnixNano() <= s.digestUntil.Load()
 	old := s.serving.Load()
 	servedAt := func(w *worker) uint64 {
 		if old != nil {
@@ -286,13 +312,13 @@ func (s *Service) publishSnapshot(ctx context.Context) error {
 		// at rest too, to evict the models gone idle.
 		curves := curvesDue && w.snapCurves == nil && w.m.k == nil
 		idleDue := w.m.k != nil && idle > 0 && now.Sub(w.idleAt) >= idle/2
-		if w.handed || !w.snapOK || curves || idleDue || serve && servedAt(w) != w.snap.Events {
+		if w.handed || !w.snapOK || curves || idleDue || digests && !w.snapDigests || serve && servedAt(w) != w.snap.Events {
 			changed = append(changed, part)
 			w.idleAt = now
 		}
 	}
 	answers, err := s.askAll(ctx, changed, func(w *worker) *ask {
-		a := &ask{kind: askSnapshot, curves: curvesDue, serve: serve, servedAt: servedAt(w)}
+		a := &ask{kind: askSnapshot, curves: curvesDue, serve: serve, servedAt: servedAt(w), digests: digests}
 		if old != nil {
 			a.served = old.byPartition[w.part]
 		}
@@ -308,6 +334,7 @@ func (s *Service) publishSnapshot(ctx context.Context) error {
 		// (the loop hands over none while it waits).
 		w.handed = false
 		w.snap, w.snapOK, w.snapCurves = a.report, true, a.curves // nil without curvesDue: stale
+		w.snapDigests = digests
 		if a.served != nil {
 			served[w.part] = a.served
 		}
@@ -334,7 +361,11 @@ func (s *Service) publishSnapshot(ctx context.Context) error {
 			durable = w.durableAt
 		}
 	}
-	s.snap.Store(&Snapshot{Time: now, Source: s.opt.Source.Name(), Reports: reports, Started: true, Durable: durable, Curves: s.curves})
+	allDigests := true
+	for _, part := range parts {
+		allDigests = allDigests && s.workers[part].snapDigests
+	}
+	s.snap.Store(&Snapshot{Time: now, Source: s.opt.Source.Name(), Reports: reports, Started: true, Durable: durable, Curves: s.curves, Digests: allDigests})
 	s.refreshServing(now, serve, old, parts, served)
 	s.nextSnapshot = time.Now().Add(s.opt.SnapshotInterval)
 	return nil

@@ -3,6 +3,7 @@ package service
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -339,5 +340,50 @@ func TestInlineDrainBounded(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("Run still held by its sink 20s after its context ended")
+	}
+}
+
+// The snapshots carry the learners' state digests only while someone
+// reads them (WantDigests): without a reader, a snapshot costs no pass
+// over the models' states; once asked, a snapshot has them, equal to the
+// final report's.
+func TestDigestsOnDemand(t *testing.T) {
+	c := loadExampleConfig(t)
+	src := newMemSource(genEvents(500, 3, 0, 0, 0), 1)
+	src.block = true
+	s := newService(t, Options{Config: c, Source: src, SnapshotInterval: 2 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		if snap := s.Snapshot(); len(snap.Reports) == 1 && snap.Reports[0].Events == 500 {
+			if snap.Digests || snap.Reports[0].Learners[0].StateSHA256 != "" {
+				t.Fatalf("a snapshot nobody asked digests of has them (%v)", snap.Digests)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the events were not learned")
+		}
+	}
+	wctx, wcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	s.WantDigests(wctx)
+	wcancel()
+	snap := s.Snapshot()
+	cancel()
+	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	reps, err := s.Reports()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !snap.Digests {
+		t.Fatal("no digests after WantDigests")
+	}
+	for i, l := range snap.Reports[0].Learners {
+		if l.StateSHA256 == "" || l.StateSHA256 != reps[0].Learners[i].StateSHA256 {
+			t.Errorf("%s: snapshot digest %q, final %q", l.Name, l.StateSHA256, reps[0].Learners[i].StateSHA256)
+		}
 	}
 }

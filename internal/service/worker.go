@@ -86,6 +86,7 @@ type ask struct {
 	kind     askKind
 	savedPos int64 // askCheckpoint
 	curves   bool  // askSnapshot: copy the curves
+	digests  bool  // askSnapshot: with the learners' state digests
 	serve    bool  // askSnapshot: copy the model when it changed since servedAt
 	servedAt uint64
 	// served is the last copy for serving (askSnapshot with serve), nil
@@ -175,22 +176,23 @@ type worker struct {
 	closed  bool // in is closed: the goroutine ends after its queue
 
 	// The loop's.
-	input     int // the Framed source's input of the records handed over
-	cur       *batch
-	batches   int               // batches made
-	last      connectors.Record // the last record handed over (Value and Key nil)
-	dirty     bool              // records were handed over since the last commit
-	epoch     uint64
-	hasEpoch  bool              // epoch is the Record.Epoch of the records handed over
-	saving    bool              // a checkpoint of the model is being taken or written
-	marked    bool              // a commit round waits for this worker's answer
-	markRec   connectors.Record // the last record handed over when the round asked
-	savedPos  int64             // pos of the last durable checkpoint; -1 before any
-	durableAt time.Time         // when the state of the last commit was taken
-	handed    bool              // records were handed over since the last snapshot asked
-	snap      Report            // the model's report at the last snapshot that asked
-	snapOK    bool              // snap is set
-	idleAt    time.Time         // when the last snapshot asked (models.idle)
+	input       int // the Framed source's input of the records handed over
+	cur         *batch
+	batches     int               // batches made
+	last        connectors.Record // the last record handed over (Value and Key nil)
+	dirty       bool              // records were handed over since the last commit
+	epoch       uint64
+	hasEpoch    bool              // epoch is the Record.Epoch of the records handed over
+	saving      bool              // a checkpoint of the model is being taken or written
+	marked      bool              // a commit round waits for this worker's answer
+	markRec     connectors.Record // the last record handed over when the round asked
+	savedPos    int64             // pos of the last durable checkpoint; -1 before any
+	durableAt   time.Time         // when the state of the last commit was taken
+	handed      bool              // records were handed over since the last snapshot asked
+	snap        Report            // the model's report at the last snapshot that asked
+	snapOK      bool              // snap is set
+	snapDigests bool              // snap has the learners' state digests
+	idleAt      time.Time         // when the last snapshot asked (models.idle)
 	// snapCurves are the curves of the model at snap; nil when that
 	// snapshot did not copy them.
 	snapCurves [][]regret.Point
@@ -402,7 +404,7 @@ func (w *worker) answer(ctx context.Context, a *ask) answer {
 				return ans
 			}
 		}
-		ans.report, ans.err = w.report()
+		ans.report, ans.err = w.reportOf(a.digests)
 		if a.curves && w.m.p != nil {
 			ans.curves = w.m.p.Tracker().History() // a copy
 		}
@@ -541,9 +543,13 @@ func (w *worker) deadLetter(ctx context.Context, rec *connectors.Record, reason 
 	return nil
 }
 
-// report returns the model's report.
-func (w *worker) report() (Report, error) {
-	r, top, err := w.m.totals()
+// report returns the model's report, with the learners' state digests.
+func (w *worker) report() (Report, error) { return w.reportOf(true) }
+
+// reportOf returns the model's report, with the learners' state digests
+// when digests (a pass over every learner's state).
+func (w *worker) reportOf(digests bool) (Report, error) {
+	r, top, err := w.m.totals(digests)
 	if err != nil {
 		return Report{}, err
 	}
