@@ -165,6 +165,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	opt := service.Options{Config: cfg, Source: src, Logger: logger, OwnWait: cfg.Checkpoint.OwnWait, Owned: owned}
 	opt.ResetLearners, opt.WarmStart = resetLearners, warm
 	if ckpts != nil {
+		if cfg.Source.CommitEvery != 0 || cfg.Source.CommitInterval != 0 {
+			return errors.New("run: --checkpoint-dir: with checkpoints a commit follows each checkpoint; source.commit_every and commit_interval do not apply: set checkpoint.every instead")
+		}
 		opt.Checkpoints, opt.CommitEvery = ckpts, cfg.Checkpoint.Every
 	} else {
 		opt.CommitEvery, opt.CommitInterval = cfg.Source.CommitEvery, cfg.Source.CommitInterval

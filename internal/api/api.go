@@ -78,6 +78,10 @@ func New(opt Options) http.Handler {
 		text(w, http.StatusOK, "ok")
 	})
 	mux.HandleFunc("GET /v1/report", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Has("key") {
+			keyReport(w, r, opt)
+			return
+		}
 		if opt.WantDigests != nil {
 			// The reports' state digests are computed while someone
 			// reads them: the first request after an idle spell waits
@@ -94,10 +98,6 @@ func New(opt Options) http.Handler {
 			reports = []service.Report{}
 		}
 		q := r.URL.Query()
-		if q.Has("key") {
-			keyReport(w, r, opt)
-			return
-		}
 		if !q.Has("partition") {
 			writeJSON(w, reports)
 			return

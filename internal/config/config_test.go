@@ -250,7 +250,7 @@ sinks:
 		p.BatchTimeout != time.Millisecond || p.BatchSize != 50 || p.RequiredAcks != "one" || p.Compression != "zstd" || c.Sinks.Reports.PublishWindow != 64 {
 		t.Errorf("decoded %+v and %+v", s, p)
 	}
-	if _, err := Parse("c.yaml", []byte(learner+"source: {kind: jetstream, url: \"nats://n:4222\", stream: S, subject: s, fetch_batch: 10, fetch_wait: 2s, ack_batch: 100, max_ack_pending: 1000}\n")); err != nil {
+	if _, err := Parse("c.yaml", []byte(learner+"source: {kind: jetstream, url: \"nats://n:4222\", stream: S, subject: s, fetch_batch: 10, fetch_wait: 2s, ack_batch: 10, max_ack_pending: 100000}\n")); err != nil {
 		t.Error(err)
 	}
 	for _, tc := range []struct{ yaml, want string }{
@@ -269,5 +269,26 @@ sinks:
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.yaml, err, tc.want)
 		}
+	}
+}
+
+// A JetStream ack_batch that would leave more messages unacknowledged
+// than max_ack_pending (the server would stop delivering), and a
+// min_bytes above the client's max_bytes, are refused.
+func TestTuningLimits(t *testing.T) {
+	const learner = "learners: [{name: p, algorithm: perceptron}]\n"
+	for _, tc := range []struct{ yaml, want string }{
+		{"source: {kind: jetstream, url: \"nats://n:4222\", stream: S, subject: s, ack_batch: 100}\n", "source.ack_batch: 100 commits of up to 1000 records (source.commit_every)"},
+		{"source: {kind: jetstream, url: \"nats://n:4222\", stream: S, subject: s, ack_batch: 2}\ncheckpoint: {dir: d}\n", "(checkpoint.every)"},
+		{"source: {kind: kafka, brokers: [\"b:9092\"], topic: t, min_bytes: 2097152}\n", "source.min_bytes: 2097152 exceeds max_bytes 1048576"},
+		{"source: {kind: kafka, brokers: [\"b:9092\"], topic: t, commit_interval: 1s}\ncheckpoint: {dir: d}\n", "source.commit_interval: with checkpoints"},
+	} {
+		_, err := Parse("c.yaml", []byte(learner+tc.yaml))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.yaml, err, tc.want)
+		}
+	}
+	if _, err := Parse("c.yaml", []byte(learner+"source: {kind: jetstream, url: \"nats://n:4222\", stream: S, subject: s, ack_batch: 10}\n")); err != nil {
+		t.Error(err)
 	}
 }

@@ -139,6 +139,9 @@ func (c *Config) validate() error {
 	if err := c.Source.validateTuning(); err != nil {
 		return err
 	}
+	if err := c.validateAckBatch(); err != nil {
+		return err
+	}
 	for name, s := range map[string]*Sink{"predictions": c.Sinks.Predictions, "reports": c.Sinks.Reports, "dead_letters": c.Sinks.DeadLetters} {
 		if s == nil {
 			continue
@@ -176,8 +179,13 @@ func (c *Config) validate() error {
 	case c.Models.Idle < 0:
 		return errAt("models.idle", "must not be negative")
 	}
-	if (c.Source.CommitEvery != 0 || c.Source.CommitInterval != 0) && (c.Checkpoint.Dir != "" || c.Checkpoint.Bucket != "") {
-		return errAt("source.commit_every", "with checkpoints a commit follows each checkpoint: set checkpoint.every instead")
+	if c.Checkpoint.Dir != "" || c.Checkpoint.Bucket != "" {
+		switch {
+		case c.Source.CommitEvery != 0:
+			return errAt("source.commit_every", "with checkpoints a commit follows each checkpoint: set checkpoint.every instead")
+		case c.Source.CommitInterval != 0:
+			return errAt("source.commit_interval", "with checkpoints a commit follows each checkpoint: set checkpoint.every instead")
+		}
 	}
 	if c.Checkpoint.Dir != "" && c.Checkpoint.Bucket != "" {
 		return errAt("checkpoint.bucket", "set dir or bucket, not both")
@@ -233,11 +241,49 @@ func (s *Source) validateTuning() error {
 	}); err != nil {
 		return err
 	}
+	maxBytes := s.MaxBytes
+	if maxBytes == 0 {
+		maxBytes = 1 << 20 // the client's default
+	}
 	switch {
-	case s.MaxBytes != 0 && s.MinBytes > s.MaxBytes:
-		return errAt("source.min_bytes", "%d exceeds max_bytes %d", s.MinBytes, s.MaxBytes)
+	case s.MinBytes > maxBytes:
+		return errAt("source.min_bytes", "%d exceeds max_bytes %d", s.MinBytes, maxBytes)
 	case s.FetchWait != 0 && s.FetchWait < time.Second:
 		return errAt("source.fetch_wait", "%v: at least 1s (a pull request's expiry; a record is delivered as soon as it is there)", s.FetchWait)
+	}
+	return nil
+}
+
+// validateAckBatch refuses a JetStream ack_batch that lets more records
+// go unacknowledged than max_ack_pending: an acknowledgement goes out
+// every ack_batch commits, each of up to commit_every records (with
+// checkpoints, checkpoint.every), and the server stops delivering at
+// max_ack_pending unacknowledged messages, which would stop the run.
+func (c *Config) validateAckBatch() error {
+	s := c.Source
+	if s.AckBatch <= 1 {
+		return nil
+	}
+	per, what := s.CommitEvery, "source.commit_every"
+	if per == 0 {
+		per = 1000
+	}
+	if c.Checkpoint.Dir != "" || c.Checkpoint.Bucket != "" {
+		per, what = c.Checkpoint.Every, "checkpoint.every"
+		if per == 0 {
+			per = 100000
+		}
+	}
+	fetch, pending := s.FetchBatch, s.MaxAckPending
+	if fetch == 0 {
+		fetch = 500
+	}
+	if pending == 0 {
+		pending = 65536
+	}
+	if s.AckBatch*per+fetch >= pending {
+		return errAt("source.ack_batch", "%d commits of up to %d records (%s) and a fetch of %d leave more messages unacknowledged than max_ack_pending %d: the server would stop delivering; lower ack_batch or raise max_ack_pending",
+			s.AckBatch, per, what, fetch, pending)
 	}
 	return nil
 }

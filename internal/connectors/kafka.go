@@ -122,7 +122,8 @@ type KafkaConfig struct {
 	Timeout time.Duration `yaml:"timeout"`
 
 	// BatchTimeout is how long a sink waits to fill a batch before sending
-	// it; Flush does not wait for it.
+	// it. Flush waits for the batches pending, so for it too: a commit of
+	// the service waits up to BatchTimeout for the outputs before it.
 	//
 	// Default: 10ms
 	BatchTimeout time.Duration `yaml:"batch_timeout"`
@@ -198,8 +199,8 @@ func (c *KafkaConfig) Validate() error {
 	if _, err := compression(c.Compression); err != nil {
 		return err
 	}
-	if c.MaxBytes != 0 && c.MinBytes > c.MaxBytes {
-		return fmt.Errorf("kafka: min_bytes %d exceeds max_bytes %d", c.MinBytes, c.MaxBytes)
+	if maxBytes := cmp.Or(c.MaxBytes, 1<<20); c.MinBytes > maxBytes {
+		return fmt.Errorf("kafka: min_bytes %d exceeds max_bytes %d", c.MinBytes, maxBytes)
 	}
 	if c.HeartbeatInterval != 0 && c.SessionTimeout != 0 && c.HeartbeatInterval >= c.SessionTimeout {
 		return fmt.Errorf("kafka: heartbeat_interval %v must be below session_timeout %v", c.HeartbeatInterval, c.SessionTimeout)

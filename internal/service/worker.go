@@ -501,7 +501,8 @@ func (w *worker) learn(ctx context.Context, rec *connectors.Record) error {
 			return fmt.Errorf("service: predictions: %w", err)
 		}
 		if w.latency != nil && !rec.Time.IsZero() {
-			w.latency.Observe(time.Since(rec.Time).Seconds())
+			// (A producer's clock ahead of ours gives a negative age: 0.)
+			w.latency.Observe(max(time.Since(rec.Time).Seconds(), 0))
 		}
 	}
 	if rounds > 0 && s.reports != nil && s.opt.ReportEvery > 0 {
