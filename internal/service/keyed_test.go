@@ -47,11 +47,11 @@ func keyedLines(n int, keys []string) [][]byte {
 	return out
 }
 
-// With a warm start, a key first seen after a restore from a checkpoint
-// starts from the warm start, as in an uninterrupted run.
-func TestKeyedWarmAfterRestore(t *testing.T) {
-	plain := parseYAML(t, keyedPlain)
-	trained := newService(t, Options{Config: plain, Source: newMemSource(keyedLines(300, []string{"x"}), 1)})
+// keyedWarmStart returns the model file of one model of c trained on 300
+// events of one key, as a warm start.
+func keyedWarmStart(t *testing.T, c *config.Config) *WarmStart {
+	t.Helper()
+	trained := newService(t, Options{Config: c, Source: newMemSource(keyedLines(300, []string{"x"}), 1)})
 	if err := trained.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -60,8 +60,18 @@ func TestKeyedWarmAfterRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := checkpoint.ModelOf(ms[0])
-	b, _ := m.MarshalBinary()
-	warm := &WarmStart{Path: "model.slm", Model: m, SHA256: sha256.Sum256(b)}
+	b, err := m.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &WarmStart{Path: "model.slm", Model: m, SHA256: sha256.Sum256(b)}
+}
+
+// With a warm start, a key first seen after a restore from a checkpoint
+// starts from the warm start, as in an uninterrupted run.
+func TestKeyedWarmAfterRestore(t *testing.T) {
+	plain := parseYAML(t, keyedPlain)
+	warm := keyedWarmStart(t, plain)
 
 	c := parseYAML(t, keyedConfig)
 	first := keyedLines(100, []string{"a", "b"})
@@ -286,17 +296,7 @@ func TestKeyedServingCopies(t *testing.T) {
 // new keys start from it, and a key it has with that key's model.
 func TestKeyedServeNewKey(t *testing.T) {
 	plain := parseYAML(t, keyedPlain)
-	trained := newService(t, Options{Config: plain, Source: newMemSource(keyedLines(300, []string{"x"}), 1)})
-	if err := trained.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	ms, err := trained.Models()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := checkpoint.ModelOf(ms[0])
-	b, _ := m.MarshalBinary()
-	warm := &WarmStart{Path: "model.slm", Model: m, SHA256: sha256.Sum256(b)}
+	warm := keyedWarmStart(t, plain)
 	c := parseYAML(t, keyedConfig)
 	store, err := checkpoint.OpenDir(t.TempDir())
 	if err != nil {
@@ -312,7 +312,7 @@ func TestKeyedServeNewKey(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := p.StartFrom(m.State, warm.SHA256); err != nil {
+		if err := p.StartFrom(warm.Model.State, warm.SHA256); err != nil {
 			t.Fatal(err)
 		}
 		if key == "a" {
