@@ -77,7 +77,11 @@ func TestServingFollowsModel(t *testing.T) {
 	if again, err := s.Predictor(wctx, 0, true, nil); err != nil || again != pr {
 		t.Errorf("unchanged model: a new copy was made (%v)", err)
 	}
+	s.WantDigests(wctx) // the snapshots carry the state digests from now on
 	before := s.Snapshot().Reports[0]
+	if before.Learners[0].StateSHA256 == "" {
+		t.Fatal("no state digests after WantDigests")
+	}
 	ev := decodeOne(t, c, values[300])
 	for range 50 {
 		pr.Predict(nil, ev)
