@@ -31,8 +31,7 @@ import (
 //
 // Keyed is not safe for concurrent use.
 type Keyed struct {
-	cfg     *config.Config
-	dg      *digests // cfg's
+	build   *Builder // of the configuration's pipelines
 	max     int
 	idle    time.Duration
 	warm    []byte
@@ -124,7 +123,7 @@ func NewKeyed(c *config.Config, opt KeyedOptions) (*Keyed, error) {
 	if opt.Max < 0 {
 		return nil, fmt.Errorf("pipeline: keyed: max %d is negative", opt.Max)
 	}
-	k := &Keyed{cfg: specOf(c), dg: digestsOf(c), max: opt.Max, idle: opt.Idle, warm: opt.WarmStart, warmSHA: opt.WarmSHA256,
+	k := &Keyed{build: NewBuilder(c), max: opt.Max, idle: opt.Idle, warm: opt.WarmStart, warmSHA: opt.WarmSHA256,
 		start: time.Now(), now: time.Now(), spillDir: opt.SpillDir}
 	k.clear()
 	var err error
@@ -171,7 +170,7 @@ func (k *Keyed) clear() {
 // of the model file of SHA-256 sha (Pipeline.StartFrom). On error k is
 // unchanged.
 func (k *Keyed) StartFrom(state []byte, sha [32]byte) error {
-	p, err := New(k.cfg)
+	p, err := k.build.New()
 	if err != nil {
 		return err
 	}
@@ -188,7 +187,7 @@ func (k *Keyed) StartFrom(state []byte, sha [32]byte) error {
 
 // fresh returns a new key's model.
 func (k *Keyed) fresh() (*Pipeline, error) {
-	p, err := newPipeline(k.cfg, k.dg)
+	p, err := k.build.New()
 	if err != nil {
 		return nil, err
 	}
@@ -218,12 +217,7 @@ func (k *Keyed) Model(key []byte) (*Pipeline, error) {
 	}
 	var p *Pipeline
 	if spilled {
-		// Decoded into a pipeline fresh from New (UnmarshalBinary would
-		// build a second one to keep p unchanged on error: p is new).
-		if p, err = newPipeline(k.cfg, k.dg); err == nil {
-			err = p.decode(b)
-		}
-		if err != nil {
+		if p, err = k.build.Decode(b); err != nil {
 			return nil, fmt.Errorf("pipeline: keyed: key %q from the spill: %w", name, err)
 		}
 		k.spill.Delete(name)
@@ -466,10 +460,7 @@ func (k *Keyed) peek(key string) (*Pipeline, error) {
 	if !ok {
 		return nil, fmt.Errorf("pipeline: keyed: key %q: %w", key, ErrNoKey)
 	}
-	p, err := newPipeline(k.cfg, k.dg)
-	if err == nil {
-		err = p.decode(b)
-	}
+	p, err := k.build.Decode(b)
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: keyed: key %q from the spill: %w", key, err)
 	}
@@ -697,10 +688,7 @@ func (k *Keyed) UnmarshalBinary(b []byte) error {
 			return fmt.Errorf("pipeline: keyed: %w", d.Err())
 		}
 		var err error
-		if global, err = newPipeline(k.cfg, k.dg); err == nil {
-			err = global.decode(gb)
-		}
-		if err != nil {
+		if global, err = k.build.Decode(gb); err != nil {
 			return fmt.Errorf("pipeline: keyed: the global model: %w", err)
 		}
 	}

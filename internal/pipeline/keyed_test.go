@@ -48,6 +48,20 @@ func keyedStream(n, keys int, seed uint64) ([][]byte, map[string][][]byte) {
 	return all, byKey
 }
 
+// feedKeyed decodes each line and runs it through k.
+func feedKeyed(tb testing.TB, k *Keyed, dec *event.Decoder, lines [][]byte) {
+	tb.Helper()
+	var ev event.Event
+	for _, line := range lines {
+		if err := dec.Decode(line, &ev); err != nil {
+			tb.Fatal(err)
+		}
+		if _, _, _, err := k.Process(&ev); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
 // Each key's model is exactly the one a replay of that key's events
 // alone makes (counts, mistakes, bounds, calibration, model digests),
 // with every model resident or with 5 resident and the others spilled
@@ -66,15 +80,7 @@ func TestKeyedExact(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		var ev event.Event
-		for _, line := range lines {
-			if err := dec.Decode(line, &ev); err != nil {
-				t.Fatal(err)
-			}
-			if _, _, _, err := k.Process(&ev); err != nil {
-				t.Fatal(err)
-			}
-		}
+		feedKeyed(t, k, dec, lines)
 		return k
 	}
 	whole := run(0, all, nil)
@@ -274,14 +280,7 @@ func TestKeyedWarmStart(t *testing.T) {
 	}
 	_, byKey := keyedStream(900, 3, 8)
 	all, _ := keyedStream(900, 3, 8)
-	for _, line := range all {
-		if err := dec.Decode(line, &ev); err != nil {
-			t.Fatal(err)
-		}
-		if _, _, _, err := k.Process(&ev); err != nil {
-			t.Fatal(err)
-		}
-	}
+	feedKeyed(t, k, dec, all)
 	for key, lines := range byKey {
 		ref := mustNew(t, c)
 		for _, line := range append(train[:len(train):len(train)], lines...) {
@@ -398,15 +397,7 @@ func keyedMemory(b *testing.B, c *config.Config, dec *event.Decoder, lines [][]b
 		if err != nil {
 			b.Fatal(err)
 		}
-		var ev event.Event
-		for _, line := range lines {
-			if err := dec.Decode(line, &ev); err != nil {
-				b.Fatal(err)
-			}
-			if _, _, _, err := k.Process(&ev); err != nil {
-				b.Fatal(err)
-			}
-		}
+		feedKeyed(b, k, dec, lines)
 		runtime.GC()
 		runtime.ReadMemStats(&after)
 		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(keys), "heap-B/key")
@@ -428,18 +419,7 @@ func TestKeyedGlobal(t *testing.T) {
 	c := mustConfig(t, keyedConfig)
 	all, _ := keyedStream(6000, 40, 3)
 	dec := mustDecoder(t, c)
-	run := func(k *Keyed, lines [][]byte) {
-		t.Helper()
-		var ev event.Event
-		for _, line := range lines {
-			if err := dec.Decode(line, &ev); err != nil {
-				t.Fatal(err)
-			}
-			if _, _, _, err := k.Process(&ev); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	run := func(k *Keyed, lines [][]byte) { t.Helper(); feedKeyed(t, k, dec, lines) }
 	k, err := NewKeyed(c, KeyedOptions{Max: 5, Global: true})
 	if err != nil {
 		t.Fatal(err)
@@ -646,15 +626,7 @@ func BenchmarkKeyedMiss(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		var ev event.Event
-		for _, line := range all {
-			if err := dec.Decode(line, &ev); err != nil {
-				b.Fatal(err)
-			}
-			if _, _, _, err := k.Process(&ev); err != nil {
-				b.Fatal(err)
-			}
-		}
+		feedKeyed(b, k, dec, all)
 		misses += k.Misses()
 	}
 	b.ReportMetric(float64(len(all))*float64(b.N)/b.Elapsed().Seconds(), "events/s")

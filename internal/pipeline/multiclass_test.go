@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -59,7 +60,7 @@ func TestMulticlassPipeline(t *testing.T) {
 		for _, line := range lines {
 			if err := dec.Decode(line, &ev); err != nil {
 				var de *event.Error
-				if !asError(err, &de) {
+				if !errors.As(err, &de) {
 					t.Fatal(err)
 				}
 				p.Reject(de.Reason)
@@ -139,16 +140,6 @@ func TestMulticlassPipeline(t *testing.T) {
 	if whole.LabelName(2) != "promo" {
 		t.Errorf("class 2 is %q", whole.LabelName(2))
 	}
-}
-
-// asError is errors.As for *event.Error (a helper: errors.As moves its
-// target to the heap).
-func asError(err error, de **event.Error) bool {
-	e, ok := err.(*event.Error)
-	if ok {
-		*de = e
-	}
-	return ok
 }
 
 // digitsPath is the UCI digits (the test set of Optical Recognition of

@@ -117,6 +117,34 @@ func digestsOf(c *config.Config) *digests {
 	return d
 }
 
+// A Builder makes pipelines of one configuration, empty (New) or decoded
+// from a state (Decode), with the work that depends on the configuration
+// alone — its digests, its private copy — done once: where there are many
+// pipelines of one configuration (models per key, their serving copies),
+// that work costs more than building small models.
+type Builder struct{ dg *digests }
+
+// NewBuilder returns the Builder of c's pipelines.
+func NewBuilder(c *config.Config) *Builder { return &Builder{dg: digestsOf(c)} }
+
+// New is New of the builder's configuration.
+func (b *Builder) New() (*Pipeline, error) { return newPipeline(b.dg.spec, b.dg) }
+
+// Decode returns a pipeline of the builder's configuration in state, a
+// MarshalBinary of one (UnmarshalBinary's conditions).
+func (b *Builder) Decode(state []byte) (*Pipeline, error) {
+	p, err := b.New()
+	if err != nil {
+		return nil, err
+	}
+	// Into a pipeline fresh from New: UnmarshalBinary would build a
+	// second one to keep p unchanged on error.
+	if err := p.decode(state); err != nil {
+		return nil, fmt.Errorf("pipeline: unmarshal: %w", err)
+	}
+	return p, nil
+}
+
 // newPipeline is New with c's digests.
 func newPipeline(c *config.Config, dg *digests) (*Pipeline, error) {
 	bits := c.Features.Bits

@@ -172,7 +172,7 @@ func (w *worker) keyReports() ([]Report, error) {
 // key's encoding, decoded into a Predictor of its own when a prediction
 // asks for the key (a few are kept decoded).
 type keyedServing struct {
-	cfg    *config.Config
+	build  *pipeline.Builder
 	states map[string]pipeline.StateRef
 	fresh  *Predictor // a new key's model: empty, or the warm start
 	// cache has the keys decoded; bounded by keyedServingCache.
@@ -198,9 +198,9 @@ const keyedServingCache = 256
 // learner's choice between the global model and the key's
 // (pipeline.Keyed.Mixes): which predicts next; a new key's learners all
 // take the global model's.
-func newKeyedPredictor(c *config.Config, partition int32, events uint64, states map[string]pipeline.StateRef, warm *WarmStart, r pipeline.Report,
+func newKeyedPredictor(b *pipeline.Builder, partition int32, events uint64, states map[string]pipeline.StateRef, warm *WarmStart, r pipeline.Report,
 	global *Predictor, mixes map[string][]pipeline.MixReport) (*Predictor, error) {
-	p, err := pipeline.New(c)
+	p, err := b.New()
 	if err != nil {
 		return nil, err
 	}
@@ -215,13 +215,13 @@ func newKeyedPredictor(c *config.Config, partition int32, events uint64, states 
 	}
 	fresh := &Predictor{Partition: partition, Events: p.Seen(), SHA256: sum, p: p}
 	if global != nil {
-		fresh.global, fresh.fromGlobal = global, make([]bool, len(c.Learners))
+		fresh.global, fresh.fromGlobal = global, make([]bool, len(p.Names()))
 		for i := range fresh.fromGlobal {
 			fresh.fromGlobal[i] = true // a new key: the global model's, on the tie
 		}
 	}
 	return &Predictor{Partition: partition, Events: events, totals: &r,
-		keyed: &keyedServing{cfg: c, states: states, fresh: fresh, cache: map[string]*Predictor{}, global: global, mixes: mixes}}, nil
+		keyed: &keyedServing{build: b, states: states, fresh: fresh, cache: map[string]*Predictor{}, global: global, mixes: mixes}}, nil
 }
 
 // has reports whether pr has a model of key.
@@ -253,11 +253,8 @@ func (pr *Predictor) forKey(key []byte) (*Predictor, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := pipeline.New(ks.cfg)
+	p, err := ks.build.Decode(state)
 	if err != nil {
-		return nil, err
-	}
-	if err := p.UnmarshalBinary(state); err != nil {
 		return nil, fmt.Errorf("service: the serving copy of key %q: %w", key, err)
 	}
 	if len(ks.cache) >= keyedServingCache {

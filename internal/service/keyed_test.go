@@ -47,11 +47,11 @@ func keyedLines(n int, keys []string) [][]byte {
 	return out
 }
 
-// keyedWarmStart returns the model file of one model of c trained on 300
-// events of one key, as a warm start.
-func keyedWarmStart(t *testing.T, c *config.Config) *WarmStart {
+// warmStartOf returns the model file of the one model of c trained on
+// values, as a warm start, and the service that trained it.
+func warmStartOf(t *testing.T, c *config.Config, values [][]byte) (*WarmStart, *Service) {
 	t.Helper()
-	trained := newService(t, Options{Config: c, Source: newMemSource(keyedLines(300, []string{"x"}), 1)})
+	trained := newService(t, Options{Config: c, Source: newMemSource(values, 1)})
 	if err := trained.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,15 @@ func keyedWarmStart(t *testing.T, c *config.Config) *WarmStart {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &WarmStart{Path: "model.slm", Model: m, SHA256: sha256.Sum256(b)}
+	return &WarmStart{Path: "model.slm", Model: m, SHA256: sha256.Sum256(b)}, trained
+}
+
+// keyedWarmStart returns the warm start of one model of c trained on 300
+// events of one key.
+func keyedWarmStart(t *testing.T, c *config.Config) *WarmStart {
+	t.Helper()
+	w, _ := warmStartOf(t, c, keyedLines(300, []string{"x"}))
+	return w
 }
 
 // With a warm start, a key first seen after a restore from a checkpoint

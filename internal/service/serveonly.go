@@ -59,6 +59,7 @@ type Server struct {
 	// stamp, checkpoint.Stamper, or its position, time and digest), so
 	// that an unchanged checkpoint is not read, or not decoded, again.
 	loaded map[int32]string
+	build  *pipeline.Builder // of the configuration's pipelines
 }
 
 // NewServer returns a Server of opt, its models loaded: a model file or
@@ -71,7 +72,7 @@ func NewServer(ctx context.Context, opt ServeOptions) (*Server, error) {
 	if opt.Poll <= 0 {
 		opt.Poll = DefaultServePoll
 	}
-	s := &Server{opt: opt, logger: opt.Logger, loaded: map[int32]string{}}
+	s := &Server{opt: opt, logger: opt.Logger, loaded: map[int32]string{}, build: pipeline.NewBuilder(opt.Config)}
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
 	}
@@ -233,7 +234,7 @@ func (s *Server) predictorOf(c *checkpoint.Checkpoint, fp [32]byte) (*Predictor,
 			}
 			global.Time, mixes = c.Created, k.Mixes()
 		}
-		pr, err := newKeyedPredictor(s.opt.Config, c.Partition, k.Seen(), states, s.opt.WarmStart, k.Report(), global, mixes)
+		pr, err := newKeyedPredictor(s.build, c.Partition, k.Seen(), states, s.opt.WarmStart, k.Report(), global, mixes)
 		if err != nil {
 			return nil, err
 		}

@@ -197,10 +197,11 @@ type Service struct {
 	round       *commitRound // the commit round waiting for its answers; nil when none
 	nextReport  time.Time    // zero without ReportInterval
 
-	fingerprint [32]byte // of the model configuration, in checkpoints
-	volatile    bool     // the source's offsets do not survive a restart
-	idSource    string   // the source in the outputs' identities (OutputID)
-	saveFailing bool     // the last checkpoint save failed
+	fingerprint [32]byte          // of the model configuration, in checkpoints
+	build       *pipeline.Builder // of its pipelines, for the serving copies of models per key
+	volatile    bool              // the source's offsets do not survive a restart
+	idSource    string            // the source in the outputs' identities (OutputID)
+	saveFailing bool              // the last checkpoint save failed
 	lastSaveErr error
 	// Since when commits fail (the broker away), and how many failed
 	// since; zero while they succeed. The outage is logged when it begins
@@ -449,7 +450,7 @@ func New(opt Options) (*Service, error) {
 		}
 	}
 	s := &Service{opt: opt, workers: map[int32]*worker{}, logger: opt.Logger,
-		fingerprint: Fingerprint(opt.Config), volatile: volatile(opt.Source),
+		fingerprint: Fingerprint(opt.Config), build: pipeline.NewBuilder(opt.Config), volatile: volatile(opt.Source),
 		predictions: lock(opt.Predictions), reports: lock(opt.Reports), deadLetters: lock(opt.DeadLetters)}
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)

@@ -261,7 +261,7 @@ func (w *worker) servingCopy(prev *Predictor, r Report) (*Predictor, error) {
 		}
 		mixes = w.m.k.Mixes()
 	}
-	pr, err := newKeyedPredictor(w.s.opt.Config, w.part, w.m.events(), states, w.s.opt.WarmStart, r.Report, global, mixes)
+	pr, err := newKeyedPredictor(w.s.build, w.part, w.m.events(), states, w.s.opt.WarmStart, r.Report, global, mixes)
 	if err != nil {
 		return nil, err
 	}

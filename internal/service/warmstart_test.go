@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"testing"
 
@@ -16,20 +15,7 @@ func TestWarmStartIdle(t *testing.T) {
 	c := loadExampleConfig(t)
 	c.Features.Bits = 12
 	values := genEvents(500, 5, 0.05, 0.1, 0)
-	trained := newService(t, Options{Config: c, Source: newMemSource(values, 1)})
-	if err := trained.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	ms, err := trained.Models()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := checkpoint.ModelOf(ms[0])
-	b, err := m.MarshalBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	warm := &WarmStart{Path: "model.slm", Model: m, SHA256: sha256.Sum256(b)}
+	warm, trained := warmStartOf(t, c, values)
 	want, err := trained.Reports()
 	if err != nil {
 		t.Fatal(err)
