@@ -1,8 +1,10 @@
 package online
 
 import (
+	"encoding"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/streamlearn/streamlearn/internal/codec"
 )
@@ -37,6 +39,10 @@ func (c *classCounts) count(served, y int8) {
 // ClassCounts returns copies of the counters.
 func (c *classCounts) ClassCounts() (rounds, mistakes []uint64) {
 	return append([]uint64(nil), c.rounds...), append([]uint64(nil), c.mistakes...)
+}
+
+func (c *classCounts) clone() classCounts {
+	return classCounts{rounds: slices.Clone(c.rounds), mistakes: slices.Clone(c.mistakes)}
 }
 
 func (c *classCounts) encode(e *codec.Encoder) {
@@ -391,21 +397,31 @@ const oneVsRestMagic = "SLOR"
 // MarshalBinary encodes the per-class counters and every learner's
 // state.
 func (o *OneVsRest) MarshalBinary() ([]byte, error) {
-	states := make([][]byte, len(o.learners))
-	size := 16 + 16*len(o.learners)
+	states := make([]encoding.BinaryMarshaler, len(o.learners))
 	for c, l := range o.learners {
+		states[c] = l
+	}
+	return marshalOneVsRest(states, &o.counts, o.binMistakes, o.binLoss)
+}
+
+// marshalOneVsRest encodes a OneVsRest of the class learners' states
+// (the learners, or their copies: Freeze) and counters.
+func marshalOneVsRest(states []encoding.BinaryMarshaler, counts *classCounts, binMistakes []uint64, binLoss []float64) ([]byte, error) {
+	enc := make([][]byte, len(states))
+	size := 16 + 16*len(states)
+	for c, l := range states {
 		b, err := l.MarshalBinary()
 		if err != nil {
 			return nil, fmt.Errorf("one-vs-rest: class %d: %w", c, err)
 		}
-		states[c], size = b, size+len(b)+8
+		enc[c], size = b, size+len(b)+8
 	}
 	e := newEncoder(oneVsRestMagic, 1, size)
-	e.U32(uint32(len(o.learners)))
-	o.counts.encode(e)
-	for c, b := range states {
-		e.U64(o.binMistakes[c])
-		e.F64(o.binLoss[c])
+	e.U32(uint32(len(states)))
+	counts.encode(e)
+	for c, b := range enc {
+		e.U64(binMistakes[c])
+		e.F64(binLoss[c])
 		e.Blob(b)
 	}
 	return e.Bytes(), nil

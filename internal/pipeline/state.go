@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"math/bits"
 	"reflect"
 	"slices"
@@ -14,6 +15,8 @@ import (
 	"github.com/streamlearn/streamlearn/internal/codec"
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/event"
+	"github.com/streamlearn/streamlearn/internal/online"
+	"github.com/streamlearn/streamlearn/internal/regret"
 )
 
 var (
@@ -169,6 +172,70 @@ func (p *Pipeline) MarshalBinary() ([]byte, error) {
 // marshal encodes p in format version (1 to stateVersion: tests write the
 // older ones).
 func (p *Pipeline) marshal(version uint8) ([]byte, error) {
+	f, err := p.freeze(version, false, nil)
+	if err != nil {
+		return nil, err
+	}
+	state, models, err := f.encode()
+	if err != nil {
+		return nil, err
+	}
+	for i, b := range models {
+		p.tracker.NoteState(i, b) // the report's digest, without a second encoding
+	}
+	return state, nil
+}
+
+// Frozen is a pipeline's state at one moment, taken by Freeze on the
+// goroutine that owns the pipeline and encoded on any other: the large
+// models (the linear learners' weights, the scaler's statistics) are
+// copied, a memmove, and the rest, small, is encoded at once. The scan
+// of every slot that encoding the weights is, and the SHA-256 of the
+// states, are then the other goroutine's.
+type Frozen struct {
+	version uint8
+	bits    uint64
+	scale   string
+	shared  [32]byte
+	nodes   []frozenNode
+	scaler  encoding.BinaryMarshaler // nil without a scaler
+	tracker encoding.BinaryMarshaler
+	counts  Counts
+	delay   []byte // the delayed-label store encoded; nil without
+	warm    *warmStart
+}
+
+type frozenNode struct {
+	name, algorithm string
+	digest          [32]byte
+	experts         []int
+	loss            float64
+	since           uint64
+	calib           *platt // a copy; nil without calibration
+	model           encoding.BinaryMarshaler
+	// The tracker's counts of the learner, which its state digest covers.
+	rounds, mistakes uint64
+	tloss            float64
+}
+
+// Freeze returns p's state as of now, to be encoded on any goroutine
+// (Frozen.Encode): what MarshalBinary returns now. It costs a copy of
+// the large models' memory (2 MiB per linear learner at the default
+// bits 18), not their encoding, whose scan of every slot and digest are
+// the other goroutine's. into, when not nil, is an earlier Freeze of p
+// that is done with: the copy reuses its memory (a double buffer). Call
+// it from the goroutine that owns p.
+func (p *Pipeline) Freeze(into *Frozen) (*Frozen, error) {
+	if slices.ContainsFunc(p.nodes, func(n node) bool { return n.calib != nil }) {
+		return p.freeze(stateVersion, true, into)
+	}
+	return p.freeze(4, true, into)
+}
+
+// freeze takes p's state for encoding in format version; with
+// copyModels, the large models are copied (online.Freeze, into's when
+// into is not nil), else they are encoded when the Frozen is.
+func (p *Pipeline) freeze(version uint8, copyModels bool, into *Frozen) (*Frozen, error) {
 	if version < 2 && p.delay != nil {
 		return nil, errors.New("pipeline: state format version 1 has no delayed labels")
 	}
@@ -181,48 +248,127 @@ func (p *Pipeline) marshal(version uint8) ([]byte, error) {
 	if version < 5 && slices.ContainsFunc(p.nodes, func(n node) bool { return n.calib != nil }) {
 		return nil, errors.New("pipeline: state format version 4 has no calibrations")
 	}
-	models := make([][]byte, len(p.nodes))
-	size := 64
+	f := &Frozen{version: version, bits: uint64(p.spec.Features.Bits), scale: p.spec.Features.Scale, shared: p.shared,
+		nodes: make([]frozenNode, len(p.nodes)), counts: p.counts}
+	f.counts.InvalidBy = maps.Clone(p.counts.InvalidBy)
+	if into != nil && len(into.nodes) != len(p.nodes) {
+		into = nil // not p's
+	}
+	model := func(m, _ encoding.BinaryMarshaler) encoding.BinaryMarshaler { return m }
+	if copyModels {
+		model = online.Freeze
+	}
 	for i := range p.nodes {
 		n := &p.nodes[i]
-		b, err := n.model().MarshalBinary()
+		fn := &f.nodes[i]
+		var old encoding.BinaryMarshaler
+		if into != nil {
+			old = into.nodes[i].model
+		}
+		*fn = frozenNode{name: n.name, algorithm: n.algorithm, digest: n.digest, experts: n.experts, loss: n.loss, since: n.since,
+			model: model(n.model(), old), rounds: p.tracker.Rounds(i), mistakes: p.tracker.Mistakes(i), tloss: p.tracker.Loss(i)}
+		if n.calib != nil {
+			c := *n.calib
+			fn.calib = &c
+		}
+	}
+	if p.scaler != nil {
+		var old encoding.BinaryMarshaler
+		if into != nil {
+			old = into.scaler
+		}
+		f.scaler = model(p.scaler, old)
+	}
+	var old encoding.BinaryMarshaler
+	if into != nil {
+		old = into.tracker
+	}
+	if copyModels {
+		f.tracker = p.tracker.Freeze(old)
+	} else {
+		b, err := p.tracker.MarshalBinary()
+		f.tracker = online.Encoded{State: b, Err: err}
+	}
+	if p.delay != nil {
+		e := codec.NewEncoder(64)
+		p.delay.encode(e, len(p.nodes))
+		f.delay = e.Bytes()
+	}
+	if p.warm != nil {
+		w := *p.warm
+		f.warm = &w
+	}
+	return f, nil
+}
+
+// MarshalBinary returns the state f holds, as the pipeline's
+// MarshalBinary returned it when f was taken.
+func (f *Frozen) MarshalBinary() ([]byte, error) {
+	state, _, err := f.encode()
+	return state, err
+}
+
+// Encode returns the state f holds (MarshalBinary) and each learner's
+// state digest, as its report has it (regret.LearnerReport.StateSHA256),
+// in the order of the configuration's learners.
+func (f *Frozen) Encode() (state []byte, digests [][32]byte, err error) {
+	state, models, err := f.encode()
+	if err != nil {
+		return nil, nil, err
+	}
+	digests = make([][32]byte, len(models))
+	for i, b := range models {
+		n := &f.nodes[i]
+		digests[i] = regret.StateDigest(b, n.rounds, n.mistakes, n.tloss)
+	}
+	return state, digests, nil
+}
+
+// encode returns the state f holds and each learner's model's encoding in
+// it.
+func (f *Frozen) encode() ([]byte, [][]byte, error) {
+	version := f.version
+	models := make([][]byte, len(f.nodes))
+	size := 64
+	for i := range f.nodes {
+		n := &f.nodes[i]
+		b, err := n.model.MarshalBinary()
 		if err != nil {
-			return nil, fmt.Errorf("pipeline: marshal learner %q: %w", n.name, err)
+			return nil, nil, fmt.Errorf("pipeline: marshal learner %q: %w", n.name, err)
 		}
 		models[i] = b
-		p.tracker.NoteState(i, b) // the report's digest, without a second encoding
 		size += len(b) + 104 + len(n.name) + len(n.algorithm) + 4*len(n.experts)
 	}
 	var scaler []byte
-	if p.scaler != nil {
+	if f.scaler != nil {
 		var err error
-		if scaler, err = p.scaler.MarshalBinary(); err != nil {
-			return nil, fmt.Errorf("pipeline: marshal scaler: %w", err)
+		if scaler, err = f.scaler.MarshalBinary(); err != nil {
+			return nil, nil, fmt.Errorf("pipeline: marshal scaler: %w", err)
 		}
 	}
-	tracker, err := p.tracker.MarshalBinary()
+	tracker, err := f.tracker.MarshalBinary()
 	if err != nil {
-		return nil, fmt.Errorf("pipeline: marshal tracker: %w", err)
+		return nil, nil, fmt.Errorf("pipeline: marshal tracker: %w", err)
 	}
-	reasons := make([]event.Reason, 0, len(p.counts.InvalidBy))
-	for r := range p.counts.InvalidBy {
+	reasons := make([]event.Reason, 0, len(f.counts.InvalidBy))
+	for r := range f.counts.InvalidBy {
 		reasons = append(reasons, r)
 		size += len(r) + 16
 	}
 	slices.Sort(reasons)
-	size += len(scaler) + len(tracker) + len(p.spec.Features.Scale)
+	size += len(scaler) + len(tracker) + len(f.scale) + len(f.delay)
 
 	e := codec.NewEncoder(size + 32)
 	e.RawString(stateMagic)
 	e.U8(version)
-	e.U64(uint64(p.spec.Features.Bits))
-	e.String(p.spec.Features.Scale)
+	e.U64(f.bits)
+	e.String(f.scale)
 	if version >= 3 {
-		e.Raw(p.shared[:])
+		e.Raw(f.shared[:])
 	}
-	e.U32(uint32(len(p.nodes)))
-	for i := range p.nodes {
-		n := &p.nodes[i]
+	e.U32(uint32(len(f.nodes)))
+	for i := range f.nodes {
+		n := &f.nodes[i]
 		e.String(n.name)
 		e.String(n.algorithm)
 		if version >= 3 {
@@ -233,14 +379,15 @@ func (p *Pipeline) marshal(version uint8) ([]byte, error) {
 			e.U32(uint32(x))
 		}
 	}
-	for i := range p.nodes {
-		e.F64(p.nodes[i].loss)
+	for i := range f.nodes {
+		n := &f.nodes[i]
+		e.F64(n.loss)
 		if version >= 3 {
-			e.U64(p.nodes[i].since)
+			e.U64(n.since)
 		}
 		e.Blob(models[i])
 		if version >= 5 {
-			c := p.nodes[i].calib
+			c := n.calib
 			e.Bool(c != nil)
 			if c != nil {
 				e.F64(c.a)
@@ -250,11 +397,11 @@ func (p *Pipeline) marshal(version uint8) ([]byte, error) {
 			}
 		}
 	}
-	e.Bool(p.scaler != nil)
-	if p.scaler != nil {
+	e.Bool(f.scaler != nil)
+	if f.scaler != nil {
 		e.Blob(scaler)
 	}
-	c := &p.counts
+	c := &f.counts
 	e.U64(c.Events)
 	e.U64(c.Learned)
 	e.U64(c.Predicted)
@@ -266,20 +413,20 @@ func (p *Pipeline) marshal(version uint8) ([]byte, error) {
 	}
 	e.Blob(tracker)
 	if version >= 2 {
-		e.Bool(p.delay != nil)
+		e.Bool(f.delay != nil)
 	}
-	if p.delay != nil {
-		p.delay.encode(e, len(p.nodes))
+	if f.delay != nil {
+		e.Raw(f.delay)
 	}
 	if version >= 4 {
-		e.Bool(p.warm != nil)
-		if p.warm != nil {
-			e.Raw(p.warm.sha[:])
-			e.U64(p.warm.events)
+		e.Bool(f.warm != nil)
+		if f.warm != nil {
+			e.Raw(f.warm.sha[:])
+			e.U64(f.warm.events)
 		}
 	}
 	e.U32(crc32.Checksum(e.Bytes(), castagnoli))
-	return e.Bytes(), nil
+	return e.Bytes(), models, nil
 }
 
 // UnmarshalBinary restores a state encoded by MarshalBinary into p, which

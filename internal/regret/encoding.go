@@ -70,7 +70,15 @@ const MaxHistoryPoints = 1 << 16
 // owner encodes them). The layout is documented at trackerMagic. It never
 // fails.
 func (t *Tracker) MarshalBinary() ([]byte, error) {
-	e := codec.NewEncoder(64 + 160*len(t.learners))
+	e := codec.NewEncoder(64 + 160*len(t.learners) + historySize(t.history))
+	t.encodeLearners(e)
+	encodeHistory(e, t.history)
+	return e.Bytes(), nil
+}
+
+// encodeLearners appends the head of t's encoding: every learner's
+// counters and current guarantee.
+func (t *Tracker) encodeLearners(e *codec.Encoder) {
 	e.RawString(trackerMagic)
 	e.U8(trackerVersion)
 	e.U32(uint32(len(t.learners)))
@@ -96,7 +104,23 @@ func (t *Tracker) MarshalBinary() ([]byte, error) {
 		e.F64(g.Certificate)
 		e.U64(g.Violations)
 	}
-	h := t.history
+}
+
+// historySize is the size of h's encoding, about.
+func historySize(h *History) int {
+	if h == nil {
+		return 1
+	}
+	n := 17
+	for _, s := range h.series {
+		n += 4 + 48*len(s)
+	}
+	return n
+}
+
+// encodeHistory appends the tail of a tracker's encoding: its history, h,
+// when enabled.
+func encodeHistory(e *codec.Encoder, h *History) {
 	e.Bool(h != nil)
 	if h != nil {
 		e.U64(uint64(h.max))
@@ -113,6 +137,50 @@ func (t *Tracker) MarshalBinary() ([]byte, error) {
 			}
 		}
 	}
+}
+
+// Freeze returns a copy of t's state, for encoding on another goroutine
+// (as online.Freezer does for a model): the learners' counters encoded
+// now, and the history, the large part, copied, into into's memory when
+// into is an earlier Freeze of t.
+func (t *Tracker) Freeze(into encoding.BinaryMarshaler) encoding.BinaryMarshaler {
+	f, ok := into.(*frozenTracker)
+	if !ok || f == nil {
+		f = new(frozenTracker)
+	}
+	e := codec.NewEncoder(64 + 160*len(t.learners))
+	t.encodeLearners(e)
+	f.head = e.Bytes()
+	f.on = t.history != nil
+	if h := t.history; h != nil {
+		series := f.h.series
+		f.h = *h
+		if len(series) != len(h.series) {
+			series = make([][]Point, len(h.series))
+		}
+		for i, s := range h.series {
+			series[i] = append(series[i][:0], s...)
+		}
+		f.h.series = series
+	}
+	return f
+}
+
+// frozenTracker is a Tracker's Freeze.
+type frozenTracker struct {
+	head []byte
+	on   bool // h is a history
+	h    History
+}
+
+func (f *frozenTracker) MarshalBinary() ([]byte, error) {
+	h := &f.h
+	if !f.on {
+		h = nil
+	}
+	e := codec.NewEncoder(len(f.head) + historySize(h))
+	e.Raw(f.head)
+	encodeHistory(e, h)
 	return e.Bytes(), nil
 }
 

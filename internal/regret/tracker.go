@@ -443,15 +443,24 @@ func (l *learner) report(digest bool) (LearnerReport, error) {
 // noteState takes the digest of state, the model's encoding as of now,
 // with the round count, mistakes and loss.
 func (l *learner) noteState(state []byte) {
+	l.digest = StateDigest(state, l.rounds, l.mistakes, l.loss)
+	l.digestAt, l.digestOK = l.rounds, true
+}
+
+// StateDigest is a learner's state digest (LearnerReport.StateSHA256):
+// the SHA-256 of its state, its model's encoding, followed by its round
+// count, mistakes and loss.
+func StateDigest(state []byte, rounds, mistakes uint64, loss float64) [32]byte {
 	h := sha256.New()
 	h.Write(state)
 	var c [24]byte
-	binary.LittleEndian.PutUint64(c[0:], l.rounds)
-	binary.LittleEndian.PutUint64(c[8:], l.mistakes)
-	binary.LittleEndian.PutUint64(c[16:], math.Float64bits(l.loss))
+	binary.LittleEndian.PutUint64(c[0:], rounds)
+	binary.LittleEndian.PutUint64(c[8:], mistakes)
+	binary.LittleEndian.PutUint64(c[16:], math.Float64bits(loss))
 	h.Write(c[:])
-	h.Sum(l.digest[:0])
-	l.digestAt, l.digestOK = l.rounds, true
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum
 }
 
 // NoteState tells the tracker that learner i's model encodes to state now

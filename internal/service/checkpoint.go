@@ -490,8 +490,8 @@ type saveJob struct {
 	rec  connectors.Record
 	pos  int64     // the model's position in the checkpoint
 	at   time.Time // when the state was taken
-	c    *checkpoint.Checkpoint
-	err  error // the write's, in a result
+	c    *taken    // encoded, digested and written by the saver
+	err  error     // the write's, in a result
 }
 
 type saver struct {
@@ -512,9 +512,13 @@ func (s *Service) startSaver() {
 			// Not the loop's context: a write begun is finished, so that
 			// a cancelled service does not leave a temporary file.
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			j.err = store.Save(ctx, j.c)
+			c, err := j.c.complete()
+			if err == nil {
+				err = store.Save(ctx, c)
+			}
+			j.err = err
 			cancel()
-			j.c = nil
+			j.c.c = nil // written: the frozen state stays, for the next take
 			sv.results <- j
 		}
 	}()
@@ -580,7 +584,7 @@ collect:
 		if s.workers[j.part] != j.w {
 			continue // dropped meanwhile (revoked, or reloaded): not ours to commit
 		}
-		j.w.savedPos = j.pos
+		j.w.savedPos, j.w.spare = j.pos, j.c.frozen
 		commits = append(commits, commitItem{j.w, j.rec, j.at})
 	}
 	// The positions the written checkpoints hold, in one commit.

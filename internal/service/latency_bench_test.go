@@ -16,6 +16,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/streamlearn/streamlearn/internal/checkpoint"
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
 	"github.com/streamlearn/streamlearn/internal/testbroker"
@@ -26,18 +27,21 @@ import (
 // time, and the predictions received from the sink; beside a bare relay
 // (the same clients and settings, one output per input copied through,
 // the same commit cadence, no learning) in the same run, alternated:
-// relay, streamlearn, three times. Perceptron and OGD, no checkpoints.
-// It logs, per transport and rate, p50/p90/p99/p99.9/max of each (the
-// median of the three runs) and the p99 ratio, and fails when a
+// relay, streamlearn, three times. Perceptron and OGD, no checkpoints; and
+// two variants at 10,000/s: every learner of config.yaml with a
+// checkpoint every 10,000 records (the relay commits as often), on
+// JetStream → core NATS, and Kafka → Kafka with the sinks' batch_timeout
+// at 1ms. It logs, per case, p50/p90/p99/p99.9/max of each (the median of
+// the three runs) and the p99 and p99.9 ratios, and fails when a
 // prediction is lost or repeated.
 //
 //	go test ./internal/service -run XXX -bench Latency -benchtime 1x
 //
 // LATENCY_RATES (comma-separated events/s, default 1000,10000,50000)
 // and LATENCY_SECONDS (per run, default 2) change the load. With
-// LATENCY_MAX set it also searches, on the NATS transports, the highest
-// rate each sustains (every output back, p99 under a second), doubling
-// from 5,000/s.
+// LATENCY_MAX set it also searches, on every transport, the highest rate
+// each sustains (every output back, p99 under a second), doubling from
+// 5,000/s.
 func BenchmarkLatency(b *testing.B) {
 	rates := []int{1000, 10000, 50000}
 	if s := envOr("LATENCY_RATES", ""); s != "" {
@@ -59,55 +63,84 @@ learners:
 	if err != nil {
 		b.Fatal(err)
 	}
+	full := loadExampleConfig(b)
+	var cases []latencyCase
+	for _, t := range []string{"js-nats", "js-js", "kafka"} {
+		for _, rate := range rates {
+			cases = append(cases, latencyCase{transport: t, rate: rate, cfg: cfg})
+		}
+	}
+	cases = append(cases,
+		latencyCase{transport: "js-nats", rate: 10000, cfg: full, checkpointEvery: 10000, variant: "every learner of config.yaml, a checkpoint every 10,000 records"},
+		latencyCase{transport: "kafka", rate: 10000, cfg: cfg, batchTimeout: time.Millisecond, variant: "sinks' batch_timeout: 1ms"})
+	maxRates := []int{}
+	if envOr("LATENCY_MAX", "") != "" {
+		for rate := 5000; rate <= 640000; rate *= 2 {
+			maxRates = append(maxRates, rate)
+		}
+	}
 	natsURL := testbroker.NATS(b, "LAT", "lat.>")
 	var topics []string // every run's, made before: kfake makes none on demand
-	for _, rate := range rates {
-		for rep := range 3 {
-			for mode := range 2 {
-				run := latencyRunName("kafka", rate, rep, mode)
-				topics = append(topics, "in-"+run, "out-"+run)
+	for i, c := range cases {
+		if c.transport == "kafka" {
+			for rep := range 3 {
+				for mode := range 2 {
+					run := latencyRunName(i, rep, mode)
+					topics = append(topics, "in-"+run, "out-"+run)
+				}
 			}
 		}
 	}
+	for _, rate := range maxRates {
+		for mode := range 2 {
+			run := latencyMaxName("kafka", rate, mode)
+			topics = append(topics, "in-"+run, "out-"+run)
+		}
+	}
 	brokers := testbroker.Kafka(b, 1, topics...)
+	transports := map[string]latencyTransport{}
+	for _, tr := range latencyTransports(natsURL, brokers) {
+		transports[tr.short] = tr
+	}
 	var table []string
 	for range b.N {
-		for _, tr := range latencyTransports(natsURL, brokers) {
-			for _, rate := range rates {
-				n := int(float64(rate) * seconds)
-				var runs [2][][]time.Duration // relay, streamlearn
-				for rep := range 3 {
-					for mode := range 2 {
-						lat, err := latencyRun(b, tr, latencyRunName(tr.short, rate, rep, mode), cfg, mode == 1, rate, n)
-						if err != nil {
-							b.Fatalf("%s at %d/s, %s: %v", tr.name, rate, []string{"relay", "streamlearn"}[mode], err)
-						}
-						runs[mode] = append(runs[mode], lat)
+		for i, c := range cases {
+			tr := transports[c.transport]
+			n := int(float64(c.rate) * seconds)
+			var runs [2][][]time.Duration // relay, streamlearn
+			for rep := range 3 {
+				for mode := range 2 {
+					lat, err := latencyRun(b, tr, latencyRunName(i, rep, mode), c, mode == 1, n)
+					if err != nil {
+						b.Fatalf("%s at %d/s, %s: %v", tr.name, c.rate, []string{"relay", "streamlearn"}[mode], err)
 					}
+					runs[mode] = append(runs[mode], lat)
 				}
-				relay, sl := medianQuantiles(runs[0]), medianQuantiles(runs[1])
-				table = append(table, fmt.Sprintf("| %s | %d/s | %s | %s | %.2f | %.2f |", tr.name, rate, fmtQ(sl), fmtQ(relay),
-					sl[2]/relay[2], sl[3]/relay[3]))
 			}
+			relay, sl := medianQuantiles(runs[0]), medianQuantiles(runs[1])
+			name := tr.name
+			if c.variant != "" {
+				name += ", " + c.variant
+			}
+			table = append(table, fmt.Sprintf("| %s | %d/s | %s | %s | %.2f | %.2f |", name, c.rate, fmtQ(sl), fmtQ(relay),
+				sl[2]/relay[2], sl[3]/relay[3]))
 		}
 	}
 	b.Logf("\n| source → predictions sink | rate | streamlearn p50 / p90 / p99 / p99.9 / max ms | relay p50 / p90 / p99 / p99.9 / max ms | p99 ratio | p99.9 ratio |\n|---|---|---|---|---|---|\n%s",
 		strings.Join(table, "\n"))
-	if envOr("LATENCY_MAX", "") == "" {
+	if len(maxRates) == 0 {
 		return
 	}
 	// The highest rate each sustains: doubling from 5,000/s while every
 	// output comes back with p99 under a second.
 	var sustained []string
-	for _, tr := range latencyTransports(natsURL, brokers) {
-		if tr.short == "kafka" {
-			continue // kfake makes no topic on demand; the rates' topics are made above
-		}
+	for _, t := range []string{"js-nats", "js-js", "kafka"} {
+		tr := transports[t]
 		var best [2]int
 		for mode := range 2 {
-			for rate := 5000; rate <= 640000; rate *= 2 {
-				run := fmt.Sprintf("%s-max-%d-%d", tr.short, rate, mode)
-				lat, err := latencyRun(b, tr, run, cfg, mode == 1, rate, int(float64(rate)*seconds))
+			for _, rate := range maxRates {
+				c := latencyCase{transport: t, rate: rate, cfg: cfg}
+				lat, err := latencyRun(b, tr, latencyMaxName(t, rate, mode), c, mode == 1, int(float64(rate)*seconds))
 				if err != nil || medianQuantiles([][]time.Duration{lat})[2] > 1000 {
 					break
 				}
@@ -119,8 +152,20 @@ learners:
 	b.Logf("\n| source → predictions sink | streamlearn sustains | relay sustains |\n|---|---|---|\n%s", strings.Join(sustained, "\n"))
 }
 
-func latencyRunName(transport string, rate, rep, mode int) string {
-	return fmt.Sprintf("%s-%d-%d-%d", transport, rate, rep, mode)
+// latencyCase is a row of BenchmarkLatency's table.
+type latencyCase struct {
+	transport       string // latencyTransport.short
+	rate            int    // events/s
+	cfg             *config.Config
+	checkpointEvery int           // records between checkpoints; 0: none
+	batchTimeout    time.Duration // the Kafka sinks'; 0: the connector's default
+	variant         string        // what the case changes, for the table
+}
+
+func latencyRunName(c, rep, mode int) string { return fmt.Sprintf("c%d-%d-%d", c, rep, mode) }
+
+func latencyMaxName(transport string, rate, mode int) string {
+	return fmt.Sprintf("%s-max-%d-%d", transport, rate, mode)
 }
 
 func envOr(k, def string) string {
@@ -136,7 +181,7 @@ type latencyTransport struct {
 	name, short string
 	// open returns the source of input, the sink of output, a publisher
 	// of input and a reader of output.
-	open func(tb testing.TB, ctx context.Context, run string) (connectors.Source, connectors.Sink, func([]byte, []byte) error, func(func([]byte)) (stop func()), error)
+	open func(tb testing.TB, ctx context.Context, run string, c latencyCase) (connectors.Source, connectors.Sink, func([]byte, []byte) error, func(func([]byte)) (stop func()), error)
 }
 
 func latencyTransports(natsURL string, brokers []string) []latencyTransport {
@@ -171,7 +216,7 @@ func latencyTransports(natsURL string, brokers []string) []latencyTransport {
 		return src, func(k, v []byte) error { return pub.Publish(ctx, k, v) }, nil
 	}
 	return []latencyTransport{
-		{"JetStream → core NATS", "js-nats", func(tb testing.TB, ctx context.Context, run string) (connectors.Source, connectors.Sink, func([]byte, []byte) error, func(func([]byte)) func(), error) {
+		{"JetStream → core NATS", "js-nats", func(tb testing.TB, ctx context.Context, run string, c latencyCase) (connectors.Source, connectors.Sink, func([]byte, []byte) error, func(func([]byte)) func(), error) {
 			src, pub, err := jsIn(tb, ctx, run)
 			if err != nil {
 				return nil, nil, nil, nil, err
@@ -184,7 +229,7 @@ func latencyTransports(natsURL string, brokers []string) []latencyTransport {
 			read, err := natsOut(tb, out)
 			return src, sink, pub, read, err
 		}},
-		{"JetStream → JetStream", "js-js", func(tb testing.TB, ctx context.Context, run string) (connectors.Source, connectors.Sink, func([]byte, []byte) error, func(func([]byte)) func(), error) {
+		{"JetStream → JetStream", "js-js", func(tb testing.TB, ctx context.Context, run string, c latencyCase) (connectors.Source, connectors.Sink, func([]byte, []byte) error, func(func([]byte)) func(), error) {
 			src, pub, err := jsIn(tb, ctx, run)
 			if err != nil {
 				return nil, nil, nil, nil, err
@@ -197,12 +242,12 @@ func latencyTransports(natsURL string, brokers []string) []latencyTransport {
 			read, err := natsOut(tb, out)
 			return src, sink, pub, read, err
 		}},
-		{"Kafka → Kafka", "kafka", func(tb testing.TB, ctx context.Context, run string) (connectors.Source, connectors.Sink, func([]byte, []byte) error, func(func([]byte)) func(), error) {
+		{"Kafka → Kafka", "kafka", func(tb testing.TB, ctx context.Context, run string, c latencyCase) (connectors.Source, connectors.Sink, func([]byte, []byte) error, func(func([]byte)) func(), error) {
 			in, out := "in-"+run, "out-"+run
 			kc := testbroker.KafkaConfig(brokers, in, "g"+run)
 			pc := kc // the publisher's batches: neither system's, kept short
 			pc.BatchTimeout = time.Millisecond
-			kc.BatchTimeout = 0 // the sinks': the connector's default (10ms), the same for both
+			kc.BatchTimeout = c.batchTimeout // the sinks': the connector's default (10ms) unless the case says, the same for both
 			pubSink, err := connectors.NewKafkaSink(pc, in)
 			if err != nil {
 				return nil, nil, nil, nil, err
@@ -260,10 +305,11 @@ func latencyTransports(natsURL string, brokers []string) []latencyTransport {
 // runs streamlearn (learn) or the relay on it, and returns each event's
 // latency: its prediction's (or copy's) arrival at the reader minus its
 // send time.
-func latencyRun(b *testing.B, tr latencyTransport, run string, cfg *config.Config, learn bool, rate, n int) ([]time.Duration, error) {
+func latencyRun(b *testing.B, tr latencyTransport, run string, c latencyCase, learn bool, n int) ([]time.Duration, error) {
+	rate := c.rate
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(n/rate+15)*time.Second)
 	defer cancel()
-	src, sink, publish, read, err := tr.open(b, ctx, run)
+	src, sink, publish, read, err := tr.open(b, ctx, run, c)
 	if err != nil {
 		return nil, err
 	}
@@ -298,14 +344,24 @@ func latencyRun(b *testing.B, tr latencyTransport, run string, cfg *config.Confi
 	rctx, rcancel := context.WithCancel(ctx)
 	defer rcancel()
 	done := make(chan error, 1)
+	every, interval := DefaultCommitEvery, DefaultCommitInterval
+	opt := Options{Config: c.cfg, Source: src, Predictions: sink}
+	if c.checkpointEvery > 0 {
+		store, err := checkpoint.OpenDir(b.TempDir())
+		if err != nil {
+			return nil, err
+		}
+		opt.Checkpoints, opt.CommitEvery = store, c.checkpointEvery
+		every, interval = c.checkpointEvery, DefaultCheckpointInterval
+	}
 	if learn {
-		s, err := New(Options{Config: cfg, Source: src, Predictions: sink})
+		s, err := New(opt)
 		if err != nil {
 			return nil, err
 		}
 		go func() { done <- s.Run(rctx) }()
 	} else {
-		go func() { done <- relay(rctx, src, sink) }()
+		go func() { done <- relay(rctx, src, sink, every, interval) }()
 	}
 	time.Sleep(500 * time.Millisecond) // the consumer is up (a Kafka group joined)
 
@@ -349,10 +405,9 @@ func latencyRun(b *testing.B, tr latencyTransport, run string, cfg *config.Confi
 }
 
 // relay copies every record of src to sink, one output per input,
-// committing as the service does without checkpoints (every
-// DefaultCommitEvery records or DefaultCommitInterval, after the outputs
-// before are durable), until ctx is done.
-func relay(ctx context.Context, src connectors.Source, sink connectors.Sink) error {
+// committing as the service does (every `every` records or interval,
+// after the outputs before are durable), until ctx is done.
+func relay(ctx context.Context, src connectors.Source, sink connectors.Sink, every int, interval time.Duration) error {
 	var last connectors.Record
 	uncommitted := 0
 	lastCommit := time.Now()
@@ -367,7 +422,7 @@ func relay(ctx context.Context, src connectors.Source, sink connectors.Sink) err
 		last = rec
 		last.Value, last.Key = nil, nil
 		uncommitted++
-		if uncommitted >= DefaultCommitEvery || time.Since(lastCommit) >= DefaultCommitInterval {
+		if uncommitted >= every || time.Since(lastCommit) >= interval {
 			if err := sink.Flush(ctx); err != nil {
 				return err
 			}

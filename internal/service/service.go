@@ -873,7 +873,11 @@ func (s *Service) newModel(ctx context.Context, partition int32, m *model) (*wor
 		// The reset holds once its checkpoint does: the next run, even
 		// if this one learns nothing, restores the fresh model at the
 		// committed position rather than stopping again.
-		c, err := w.take()
+		t, err := w.take(nil)
+		var c *checkpoint.Checkpoint
+		if err == nil {
+			c, err = t.complete()
+		}
 		if err == nil {
 			err = s.opt.Checkpoints.Save(ctx, c)
 		}
@@ -1011,8 +1015,8 @@ func (s *Service) startRound(ctx context.Context) error {
 		}
 		a := &ask{kind: askMark, reply: r.replies}
 		if s.opt.Checkpoints != nil {
-			a.kind, a.savedPos = askCheckpoint, w.savedPos
-			w.saving = true
+			a.kind, a.savedPos, a.spare = askCheckpoint, w.savedPos, w.spare
+			w.saving, w.spare = true, nil
 		}
 		w.marked, w.markRec = true, w.last
 		r.waiting++
@@ -1083,7 +1087,7 @@ func (s *Service) finishRound(ctx context.Context) error {
 		default:
 			// Written off the loop; its position committed once durable.
 			s.saver.inflight++
-			s.saver.jobs <- saveJob{part: w.part, w: w, rec: w.markRec, pos: a.ckpt.Position, at: a.ckpt.Created, c: a.ckpt}
+			s.saver.jobs <- saveJob{part: w.part, w: w, rec: w.markRec, pos: a.ckpt.c.Position, at: a.ckpt.c.Created, c: a.ckpt}
 		}
 	}
 	if err := s.commitRecords(ctx, commits); err != nil {

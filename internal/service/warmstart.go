@@ -94,7 +94,13 @@ func (w *WarmStart) String() string {
 // in the order of Reports: what `replay --save` writes as a model file
 // (checkpoint.ModelOf).
 func (s *Service) Models() ([]*checkpoint.Checkpoint, error) {
-	return eachModel(s, "Models while Run runs", (*worker).take)
+	return eachModel(s, "Models while Run runs", func(w *worker) (*checkpoint.Checkpoint, error) {
+		t, err := w.take(nil)
+		if err != nil {
+			return nil, err
+		}
+		return t.complete()
+	})
 }
 
 // warmAssigned makes, with a warm start, the model of every partition a

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -84,10 +85,11 @@ const (
 
 type ask struct {
 	kind     askKind
-	savedPos int64 // askCheckpoint
-	curves   bool  // askSnapshot: copy the curves
-	digests  bool  // askSnapshot: with the learners' state digests
-	serve    bool  // askSnapshot: copy the model when it changed since servedAt
+	savedPos int64            // askCheckpoint
+	spare    *pipeline.Frozen // askCheckpoint: the last checkpoint's frozen state, written (its memory reused); nil when none
+	curves   bool             // askSnapshot: copy the curves
+	digests  bool             // askSnapshot: with the learners' state digests
+	serve    bool             // askSnapshot: copy the model when it changed since servedAt
 	servedAt uint64
 	// served is the last copy for serving (askSnapshot with serve), nil
 	// when none: of models per key, the keys' encodings that have not
@@ -102,10 +104,10 @@ type answer struct {
 	kind   askKind
 	report Report
 	curves [][]regret.Point
-	served *Predictor             // askSnapshot with serve, when the model changed
-	ckpt   *checkpoint.Checkpoint // askCheckpoint, nil when nothing is new
-	rec    connectors.Record      // askMark: the last record processed to the end
-	ok     bool                   // askMark: rec is set
+	served *Predictor        // askSnapshot with serve, when the model changed
+	ckpt   *taken            // askCheckpoint, nil when nothing is new
+	rec    connectors.Record // askMark: the last record processed to the end
+	ok     bool              // askMark: rec is set
 	err    error
 }
 
@@ -187,6 +189,7 @@ type worker struct {
 	marked      bool              // a commit round waits for this worker's answer
 	markRec     connectors.Record // the last record handed over when the round asked
 	savedPos    int64             // pos of the last durable checkpoint; -1 before any
+	spare       *pipeline.Frozen  // the frozen state of the last checkpoint written, for the next (see take)
 	durableAt   time.Time         // when the state of the last commit was taken
 	handed      bool              // records were handed over since the last snapshot asked
 	snap        Report            // the model's report at the last snapshot that asked
@@ -393,7 +396,7 @@ func (w *worker) answer(ctx context.Context, a *ask) answer {
 		ans.rec, ans.ok = w.lastDone, w.anyDone
 	case askCheckpoint:
 		if w.m.pos != a.savedPos {
-			ans.ckpt, ans.err = w.take()
+			ans.ckpt, ans.err = w.take(a.spare)
 		}
 	case askSnapshot:
 		if w.m.k != nil {
@@ -580,26 +583,71 @@ func (w *worker) publishReport(ctx context.Context) error {
 	return nil
 }
 
-// take returns the checkpoint of the model as of now: its state encoded
-// once, and the report beside it.
-func (w *worker) take() (*checkpoint.Checkpoint, error) {
+// taken is a model's checkpoint as its worker took it: the state frozen
+// (pipeline.Pipeline.Freeze, a copy of the weights) and the report
+// without the state digests. complete encodes, digests and reports it,
+// off the worker.
+type taken struct {
+	c      *checkpoint.Checkpoint // State and Report are complete's
+	frozen *pipeline.Frozen       // nil with models per key: c is complete
+	report Report
+	done   bool // complete has run
+}
+
+// take returns the checkpoint of the model as of now: for a model per
+// partition, its state frozen and its report without digests, the least
+// the worker can do between two records (into spare, an earlier take's
+// frozen state done with, when not nil); the models per key are encoded
+// (a resident key's model is small, an evicted one encoded already).
+func (w *worker) take(spare *pipeline.Frozen) (*taken, error) {
 	s := w.s
-	state, err := w.m.marshal()
-	if err != nil {
+	t := &taken{c: &checkpoint.Checkpoint{
+		Created: time.Now(), Fingerprint: s.fingerprint, Source: s.opt.Source.Name(),
+		Partition: w.part, Position: w.m.pos, Origin: w.m.origin,
+	}}
+	var err error
+	if w.m.k != nil {
+		if t.c.State, err = w.m.marshal(); err != nil {
+			return nil, fmt.Errorf("service: checkpoint of partition %d: %w", w.part, err)
+		}
+		if t.report, err = w.report(); err != nil {
+			return nil, err
+		}
+		if t.c.Report, err = json.Marshal(t.report.Report); err != nil {
+			return nil, err
+		}
+		return t, nil
+	}
+	if t.frozen, err = w.m.p.Freeze(spare); err != nil {
 		return nil, fmt.Errorf("service: checkpoint of partition %d: %w", w.part, err)
 	}
-	rep, err := w.report()
+	if t.report, err = w.reportOf(false); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// complete encodes and digests t's frozen state and writes its report,
+// on any goroutine, and returns the checkpoint. The frozen state may then
+// be the spare of the worker's next take.
+func (t *taken) complete() (*checkpoint.Checkpoint, error) {
+	if t.frozen == nil || t.done {
+		return t.c, nil
+	}
+	state, digests, err := t.frozen.Encode()
+	if err != nil {
+		return nil, fmt.Errorf("service: checkpoint of partition %d: %w", t.c.Partition, err)
+	}
+	ls := t.report.Learners
+	for i := range ls {
+		ls[i].StateSHA256 = hex.EncodeToString(digests[i][:])
+	}
+	rj, err := json.Marshal(t.report.Report)
 	if err != nil {
 		return nil, err
 	}
-	rj, err := json.Marshal(rep.Report)
-	if err != nil {
-		return nil, err
-	}
-	return &checkpoint.Checkpoint{
-		Created: time.Now(), Fingerprint: s.fingerprint, Source: s.opt.Source.Name(),
-		Partition: w.part, Position: w.m.pos, State: state, Report: rj, Origin: w.m.origin,
-	}, nil
+	t.c.State, t.c.Report, t.done = state, rj, true
+	return t.c, nil
 }
 
 // lockedSink makes a sink safe for the workers of every partition: one
