@@ -23,7 +23,10 @@ type FileSink struct {
 	unsynced bool // lines written since the last fsync
 }
 
-var _ Sink = (*FileSink)(nil)
+var (
+	_ Sink        = (*FileSink)(nil)
+	_ BarrierSink = (*FileSink)(nil)
+)
 
 // NewFileSink returns a sink appending to path.
 func NewFileSink(path string) *FileSink { return &FileSink{path: path} }
@@ -65,6 +68,29 @@ func (s *FileSink) Flush(context.Context) error {
 	}
 	s.unsynced = false
 	return nil
+}
+
+// Barrier writes the buffered lines to the file and returns a function
+// that makes them durable (fsync) without holding up the lines published
+// meanwhile (BarrierSink).
+func (s *FileSink) Barrier() func(context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.w == nil || s.w.Buffered() == 0 && !s.unsynced {
+		return func(context.Context) error { return nil }
+	}
+	if err := s.w.Flush(); err != nil {
+		err = fmt.Errorf("file sink %s: %w", s.path, err)
+		return func(context.Context) error { return err }
+	}
+	f := s.f
+	s.unsynced = false // a failed fsync stops what waits for it
+	return func(context.Context) error {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("file sink %s: fsync: %w", s.path, err)
+		}
+		return nil
+	}
 }
 
 // Close flushes and closes the file.

@@ -863,9 +863,10 @@ func (s *JetStreamSource) Close() error {
 // JetStreamSink publishes to a subject of a JetStream stream and collects
 // the server's acknowledgements asynchronously: at most PublishWindow
 // publishes are in flight, Publish blocks beyond that, and Flush waits
-// for every acknowledgement. A failed publish is returned by the Publish
-// or Flush that collects it. Keys are not sent. It is not safe for
-// concurrent use.
+// for every acknowledgement (Barrier's wait for those before it, while
+// later ones are published). A failed publish is returned by the next
+// Flush or wait. Keys are not sent. Publish is meant for one goroutine;
+// Flush, Barrier's wait and Close may be called from any.
 type JetStreamSink struct {
 	nc      *natsConn
 	js      jetstream.JetStream
@@ -873,13 +874,24 @@ type JetStreamSink struct {
 	subject string
 	name    string
 
-	// inflight is a ring of futures in publish order.
-	inflight []jetstream.PubAckFuture
-	head, n  int
-	closed   bool
+	// collecting is held by the one goroutine that waits for the oldest
+	// acknowledgement (collect); mu guards the rest.
+	collecting sync.Mutex
+	mu         sync.Mutex
+	// inflight is a ring of futures in publish order; published and
+	// acked count the publishes and the acknowledgements collected.
+	inflight  []jetstream.PubAckFuture
+	head, n   int
+	published uint64
+	acked     uint64
+	errs      []error // failures collected since the last Flush or wait (at most 8)
+	closed    bool
 }
 
-var _ IDSink = (*JetStreamSink)(nil)
+var (
+	_ IDSink      = (*JetStreamSink)(nil)
+	_ BarrierSink = (*JetStreamSink)(nil)
+)
 
 // jsPublishTimeout bounds the wait for one publish acknowledgement.
 const jsPublishTimeout = 30 * time.Second
@@ -930,32 +942,45 @@ func (s *JetStreamSink) Publish(ctx context.Context, _, value []byte) error {
 // (none when id is empty): the stream drops a message whose id it stored
 // within its duplicate window.
 func (s *JetStreamSink) PublishID(ctx context.Context, id string, _, value []byte) error {
-	if s.closed {
-		return fmt.Errorf("%s: publish: closed", s.name)
-	}
-	var err error
-	if s.n == len(s.inflight) {
-		err = s.collect(ctx)
-		if ctx.Err() != nil {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.n == len(s.inflight) && !s.closed {
+		s.mu.Unlock()
+		err := s.collect(ctx)
+		s.mu.Lock()
+		if err != nil {
 			return err
 		}
+	}
+	if s.closed {
+		return fmt.Errorf("%s: publish: closed", s.name)
 	}
 	var opts []jetstream.PublishOpt
 	if id != "" {
 		opts = append(opts, jetstream.WithMsgID(id))
 	}
-	f, perr := s.js.PublishAsync(s.subject, bytes.Clone(value), opts...)
-	if perr != nil {
-		return errors.Join(err, fmt.Errorf("%s: publish: %w", s.name, perr))
+	f, err := s.js.PublishAsync(s.subject, bytes.Clone(value), opts...)
+	if err != nil {
+		return fmt.Errorf("%s: publish: %w", s.name, err)
 	}
 	s.inflight[(s.head+s.n)%len(s.inflight)] = f
 	s.n++
-	return err
+	s.published++
+	return nil
 }
 
-// collect waits for the oldest acknowledgement.
+// collect waits for the oldest acknowledgement, if any, and keeps its
+// failure for the next Flush or wait; it returns ctx's error only.
 func (s *JetStreamSink) collect(ctx context.Context) error {
+	s.collecting.Lock()
+	defer s.collecting.Unlock()
+	s.mu.Lock()
+	if s.n == 0 {
+		s.mu.Unlock()
+		return nil
+	}
 	f := s.inflight[s.head]
+	s.mu.Unlock()
 	var err error
 	select {
 	case ack := <-f.Ok():
@@ -967,37 +992,61 @@ func (s *JetStreamSink) collect(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("%s: waiting for an ack: %w", s.name, ctx.Err())
 	}
+	s.mu.Lock()
 	s.inflight[s.head] = nil
 	s.head = (s.head + 1) % len(s.inflight)
 	s.n--
-	return err
+	s.acked++
+	if err != nil && len(s.errs) < 8 {
+		s.errs = append(s.errs, err)
+	}
+	s.mu.Unlock()
+	return nil
 }
 
 // Flush waits for the acknowledgement of everything published so far and
-// returns the failures among them.
-func (s *JetStreamSink) Flush(ctx context.Context) error {
-	var errs []error
-	for s.n > 0 {
-		err := s.collect(ctx)
-		if ctx.Err() != nil {
-			return errors.Join(append(errs, err)...)
-		}
-		if err != nil && len(errs) < 8 {
-			errs = append(errs, err)
+// returns the failures collected since the last Flush or wait.
+func (s *JetStreamSink) Flush(ctx context.Context) error { return s.Barrier()(ctx) }
+
+// Barrier returns a function that waits for the acknowledgement of
+// everything published before the call, while later messages are
+// published, and returns the failures collected since the last Flush or
+// wait (BarrierSink).
+func (s *JetStreamSink) Barrier() func(context.Context) error {
+	s.mu.Lock()
+	target := s.published
+	s.mu.Unlock()
+	return func(ctx context.Context) error {
+		for {
+			s.mu.Lock()
+			if s.acked >= target {
+				errs := s.errs
+				s.errs = nil
+				s.mu.Unlock()
+				return errors.Join(errs...)
+			}
+			s.mu.Unlock()
+			if err := s.collect(ctx); err != nil {
+				return err
+			}
 		}
 	}
-	return errors.Join(errs...)
 }
 
 // Close flushes (waiting at most 30s) and closes the connection.
 func (s *JetStreamSink) Close() error {
-	if s.closed {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), jsPublishTimeout)
 	defer cancel()
 	err := s.Flush(ctx)
+	s.mu.Lock()
 	s.closed = true
+	s.mu.Unlock()
 	return errors.Join(err, s.nc.close())
 }
 

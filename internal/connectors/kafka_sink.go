@@ -14,22 +14,31 @@ import (
 // (acks=all), messages are batched per partition for at most BatchTimeout,
 // keyed messages go to the partition the Java client would pick (murmur2),
 // and at most MaxPending messages are unacknowledged at any time (Publish
-// blocks beyond). Publish and Flush are meant for one goroutine; Close may
-// be called from any goroutine.
+// blocks beyond). Publish is meant for one goroutine; Flush, Barrier's
+// wait and Close may be called from any goroutine.
 type KafkaSink struct {
 	name      string
 	w         *kafka.Writer
 	transport *kafka.Transport
 	sem       chan struct{} // one token per unacknowledged message
 
-	mu      sync.Mutex
-	pending int
-	idle    chan struct{} // closed when pending drops to 0
-	err     error         // first delivery error since the last Flush
-	closed  bool
+	// Messages are numbered in publish order (their WriterData); low is
+	// the number of the first one not acknowledged or failed yet, and
+	// done holds those after it that are (batches of different partitions
+	// complete in any order).
+	mu       sync.Mutex
+	next     uint64
+	low      uint64
+	done     map[uint64]struct{}
+	advanced chan struct{} // closed when low moves; nil while nobody waits
+	err      error         // first delivery error since the last Flush or wait
+	closed   bool
 }
 
-var _ Sink = (*KafkaSink)(nil)
+var (
+	_ Sink        = (*KafkaSink)(nil)
+	_ BarrierSink = (*KafkaSink)(nil)
+)
 
 // NewKafkaSink returns a sink writing to topic (cfg.Topic when topic is
 // empty). It does not connect until the first Publish; the topic must exist
@@ -61,9 +70,8 @@ func NewKafkaSink(cfg KafkaConfig, topic string) (*KafkaSink, error) {
 		name:      "kafka:" + topic,
 		transport: t,
 		sem:       make(chan struct{}, cfg.MaxPending),
-		idle:      make(chan struct{}),
+		done:      map[uint64]struct{}{},
 	}
-	close(s.idle)
 	s.w = &kafka.Writer{
 		Addr:         kafka.TCP(cfg.Brokers...),
 		Topic:        topic,
@@ -101,10 +109,8 @@ func (s *KafkaSink) Publish(ctx context.Context, key, value []byte) error {
 		<-s.sem
 		return fmt.Errorf("kafka sink %s: publish: sink is closed", s.name)
 	}
-	if s.pending == 0 {
-		s.idle = make(chan struct{})
-	}
-	s.pending++
+	m.WriterData = s.next
+	s.next++
 	s.mu.Unlock()
 	if err := s.w.WriteMessages(ctx, m); err != nil {
 		s.completed([]kafka.Message{m}, nil)
@@ -120,9 +126,22 @@ func (s *KafkaSink) completed(msgs []kafka.Message, err error) {
 	if err != nil && s.err == nil {
 		s.err = fmt.Errorf("kafka sink %s: %d messages to partition %d: %w", s.name, len(msgs), kafkaPartitionOf(msgs), err)
 	}
-	s.pending -= len(msgs)
-	if s.pending == 0 {
-		close(s.idle)
+	low := s.low
+	for i := range msgs {
+		if n, ok := msgs[i].WriterData.(uint64); ok {
+			s.done[n] = struct{}{}
+		}
+	}
+	for {
+		if _, ok := s.done[s.low]; !ok {
+			break
+		}
+		delete(s.done, s.low)
+		s.low++
+	}
+	if s.low != low && s.advanced != nil {
+		close(s.advanced)
+		s.advanced = nil
 	}
 	s.mu.Unlock()
 	for range msgs {
@@ -138,21 +157,39 @@ func kafkaPartitionOf(msgs []kafka.Message) int {
 }
 
 // Flush waits until every message published so far is acknowledged or has
-// failed, and returns (and forgets) the first failure since the last Flush.
-func (s *KafkaSink) Flush(ctx context.Context) error {
+// failed, and returns (and forgets) the first failure since the last Flush
+// or Barrier wait.
+func (s *KafkaSink) Flush(ctx context.Context) error { return s.Barrier()(ctx) }
+
+// Barrier returns a function that waits until every message published
+// before the call is acknowledged or has failed, while later ones are
+// published, and returns (and forgets) the first failure since the last
+// Flush or wait (BarrierSink).
+func (s *KafkaSink) Barrier() func(context.Context) error {
 	s.mu.Lock()
-	idle := s.idle
+	target := s.next
 	s.mu.Unlock()
-	select {
-	case <-idle:
-	case <-ctx.Done():
-		return fmt.Errorf("kafka sink %s: flush: %w", s.name, ctx.Err())
+	return func(ctx context.Context) error {
+		for {
+			s.mu.Lock()
+			if s.low >= target {
+				err := s.err
+				s.err = nil
+				s.mu.Unlock()
+				return err
+			}
+			if s.advanced == nil {
+				s.advanced = make(chan struct{})
+			}
+			advanced := s.advanced
+			s.mu.Unlock()
+			select {
+			case <-advanced:
+			case <-ctx.Done():
+				return fmt.Errorf("kafka sink %s: flush: %w", s.name, ctx.Err())
+			}
+		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	err := s.err
-	s.err = nil
-	return err
 }
 
 // Close sends what is pending, waits for its acknowledgement, releases the

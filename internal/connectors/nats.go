@@ -457,14 +457,18 @@ func (s *NATSSource) Close() error {
 
 // NATSSink publishes to a core NATS subject: at-most-once, as core NATS
 // is. Keys are not sent (core NATS messages have none; put what routes a
-// message in the subject). It is not safe for concurrent use.
+// message in the subject). Publish is meant for one goroutine; Flush and
+// Barrier's wait may be called from any.
 type NATSSink struct {
 	nc      *natsConn
 	subject string
 	closed  bool
 }
 
-var _ Sink = (*NATSSink)(nil)
+var (
+	_ Sink        = (*NATSSink)(nil)
+	_ BarrierSink = (*NATSSink)(nil)
+)
 
 // NewNATSSink connects with cfg (cfg.Subject is not used) and publishes to
 // subject.
@@ -496,6 +500,10 @@ func (s *NATSSink) Flush(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Barrier returns Flush (BarrierSink): the server's answer to a ping
+// covers everything published before it, and publishing goes on meanwhile.
+func (s *NATSSink) Barrier() func(context.Context) error { return s.Flush }
 
 // Close flushes and closes the connection.
 func (s *NATSSink) Close() error {

@@ -197,6 +197,20 @@ type Sink interface {
 	Close() error
 }
 
+// A BarrierSink waits for what was published up to a point without
+// holding up what is published after it: a commit of the records whose
+// outputs came before waits, while the outputs of the next records go
+// out.
+type BarrierSink interface {
+	Sink
+	// Barrier returns a function that waits until every message
+	// published before Barrier was called is acknowledged (as Flush
+	// would have then), and returns the first delivery failure not yet
+	// returned. Publish may be called meanwhile, by the goroutine that
+	// publishes; the function may be called on any goroutine, once.
+	Barrier() func(ctx context.Context) error
+}
+
 // An IDSink publishes a message with its identity, which the server
 // deduplicates on: the JetStream sink sends it as Nats-Msg-Id, and the
 // stream stores a message whose id it has stored within its duplicate

@@ -466,14 +466,15 @@ func (e *RestoreError) Error() string {
 	return b.String()
 }
 
-// Writing a checkpoint (the learned weights, up to a few MiB, and two
-// fsyncs: about 2ms for config.yaml's learners on a9a-sized streams, more
-// on a slow disk) is the slow half of it; taking the state (an encoding,
-// under 1ms there) the fast one. The partition's worker takes the state when a commit
-// round asks, and the loop hands it to a saver goroutine, which writes it;
-// the loop commits the position the state holds once the write is done
-// (collectSaves), and the worker learns on meanwhile. One write per
-// partition at a time.
+// Making a commit round durable is off the loop and off the workers: the
+// partitions' workers answer the round (their positions, and with
+// checkpoints their frozen states: take), the loop takes the sinks'
+// barriers — the outputs published so far, which cover every record the
+// answers hold — and hands both to the saver goroutine, which waits for
+// the barriers while the workers publish on, then encodes and writes the
+// checkpoints (two fsyncs, about 2ms for config.yaml's learners); the
+// loop commits the positions once that is done (collectSaves), fetching
+// meanwhile. One round per partition is in flight at a time.
 
 // The backoff of commit rounds after a failed checkpoint save. Variables
 // for tests.
@@ -481,6 +482,16 @@ var (
 	saveBackoffMin = time.Second
 	saveBackoffMax = time.Minute
 )
+
+// roundJob is a commit round's work for the saver: wait for the sinks'
+// barriers, then write the checkpoints; its result has the positions to
+// commit.
+type roundJob struct {
+	waits []func(context.Context) error
+	saves []saveJob
+	marks []commitItem // positions that need the outputs durable only
+	err   error        // the sinks': the outputs are not durable, nothing is written or committed
+}
 
 // saveJob is one checkpoint to write, and the record whose position
 // it allows to commit.
@@ -495,37 +506,52 @@ type saveJob struct {
 }
 
 type saver struct {
-	jobs     chan saveJob
-	results  chan saveJob
+	jobs     chan *roundJob
+	results  chan *roundJob
 	inflight int
 	done     chan struct{}
 }
 
 func (s *Service) startSaver() {
-	// One write per partition at a time: a thousand partitions before a
-	// finished write waits for the loop.
-	sv := &saver{jobs: make(chan saveJob, 1024), results: make(chan saveJob, 1024), done: make(chan struct{})}
+	// One round per partition at a time: a thousand partitions before a
+	// finished round waits for the loop.
+	sv := &saver{jobs: make(chan *roundJob, 1024), results: make(chan *roundJob, 1024), done: make(chan struct{})}
 	store := s.opt.Checkpoints
+	wctx := s.wctx
 	go func() {
 		defer close(sv.done)
 		for j := range sv.jobs {
-			// Not the loop's context: a write begun is finished, so that
-			// a cancelled service does not leave a temporary file.
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			c, err := j.c.complete()
-			if err == nil {
-				err = store.Save(ctx, c)
+			// The sinks' waits end with the workers' sink messages (a
+			// drain that runs out); a write begun is finished, so that a
+			// cancelled service does not leave a temporary file.
+			ctx, cancel := context.WithTimeout(wctx, time.Minute)
+			for _, wait := range j.waits {
+				if err := wait(ctx); err != nil {
+					j.err = errors.Join(j.err, err)
+				}
 			}
-			j.err = err
 			cancel()
-			j.c.c = nil // written: the frozen state stays, for the next take
+			for i := range j.saves {
+				if j.err != nil {
+					break
+				}
+				sj := &j.saves[i]
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				c, err := sj.c.complete()
+				if err == nil {
+					err = store.Save(ctx, c)
+				}
+				sj.err = err
+				sj.c.c = nil // written: the frozen state stays, for the next take
+				cancel()
+			}
 			sv.results <- j
 		}
 	}()
 	s.saver = sv
 }
 
-// stopSaver ends the saver goroutine once every job is written. Results
+// stopSaver ends the saver goroutine once every round is done. Results
 // not collected are dropped: their positions stay uncommitted.
 func (s *Service) stopSaver() {
 	sv := s.saver
@@ -538,13 +564,32 @@ func (s *Service) stopSaver() {
 	<-sv.done
 }
 
-// collectSaves commits the positions of the finished checkpoint writes;
-// with wait, it waits for all of them.
+// barriers returns the waits for the outputs published so far, of every
+// sink (connectors.BarrierSink).
+func (s *Service) barriers() []func(context.Context) error {
+	var waits []func(context.Context) error
+	for _, sink := range []connectors.Sink{s.predictions, s.reports, s.deadLetters} {
+		switch b := sink.(type) {
+		case nil:
+		case interface {
+			Barrier() func(context.Context) error
+		}:
+			waits = append(waits, b.Barrier())
+		default:
+			waits = append(waits, sink.Flush)
+		}
+	}
+	return waits
+}
+
+// collectSaves commits the positions of the finished rounds: their
+// outputs durable and their checkpoints written. With wait, it waits for
+// all of them.
 func (s *Service) collectSaves(ctx context.Context, wait bool) error {
 	var commits []commitItem
 collect:
 	for s.saver != nil && s.saver.inflight > 0 {
-		var j saveJob
+		var j *roundJob
 		if wait {
 			j = <-s.saver.results
 		} else {
@@ -555,39 +600,55 @@ collect:
 			}
 		}
 		s.saver.inflight--
-		j.w.saving = false
-		if errors.Is(j.err, checkpoint.ErrNotOwned) {
-			// Another process may learn the partition now: nothing more
-			// of this one's is saved or committed.
-			return fmt.Errorf("service: partition %d: %w; stopping (a restart waits for the ownership)", j.part, j.err)
+		for _, it := range j.marks {
+			it.w.saving = false
+		}
+		for _, sj := range j.saves {
+			sj.w.saving = false
 		}
 		if j.err != nil {
-			// Learning goes on; this partition's commits wait for a
-			// checkpoint that holds them, and the next round for the
-			// backoff: a full disk is not written to a hundred times a
-			// second, nor logged as often.
-			s.saveBackoff = min(max(2*s.saveBackoff, saveBackoffMin), saveBackoffMax)
-			s.saveRetryAt = time.Now().Add(s.saveBackoff)
-			args := []any{"store", s.opt.Checkpoints.String(), "partition", j.part, "err", j.err, "retry_in", s.saveBackoff}
-			if !s.saveFailing {
-				s.logger.Error("checkpoint failed: commits stop until a checkpoint succeeds", args...)
-			} else {
-				s.logger.Warn("checkpoint failed again", args...)
+			s.uncommitted += len(j.marks) + len(j.saves)
+			return fmt.Errorf("service: outputs not durable, nothing committed: %w", j.err)
+		}
+		for _, it := range j.marks {
+			if s.workers[it.w.part] == it.w { // else dropped meanwhile: not ours to commit
+				commits = append(commits, it)
 			}
-			s.saveFailing, s.lastSaveErr = true, j.err
-			continue
 		}
-		if s.saveFailing {
-			s.saveFailing, s.saveBackoff, s.saveRetryAt = false, 0, time.Time{}
-			s.logger.Info("checkpoints succeed again: commits resumed", "store", s.opt.Checkpoints.String())
+		for _, sj := range j.saves {
+			if errors.Is(sj.err, checkpoint.ErrNotOwned) {
+				// Another process may learn the partition now: nothing more
+				// of this one's is saved or committed.
+				return fmt.Errorf("service: partition %d: %w; stopping (a restart waits for the ownership)", sj.part, sj.err)
+			}
+			if sj.err != nil {
+				// Learning goes on; this partition's commits wait for a
+				// checkpoint that holds them, and the next round for the
+				// backoff: a full disk is not written to a hundred times a
+				// second, nor logged as often.
+				s.saveBackoff = min(max(2*s.saveBackoff, saveBackoffMin), saveBackoffMax)
+				s.saveRetryAt = time.Now().Add(s.saveBackoff)
+				args := []any{"store", s.opt.Checkpoints.String(), "partition", sj.part, "err", sj.err, "retry_in", s.saveBackoff}
+				if !s.saveFailing {
+					s.logger.Error("checkpoint failed: commits stop until a checkpoint succeeds", args...)
+				} else {
+					s.logger.Warn("checkpoint failed again", args...)
+				}
+				s.saveFailing, s.lastSaveErr = true, sj.err
+				continue
+			}
+			if s.saveFailing {
+				s.saveFailing, s.saveBackoff, s.saveRetryAt = false, 0, time.Time{}
+				s.logger.Info("checkpoints succeed again: commits resumed", "store", s.opt.Checkpoints.String())
+			}
+			if s.workers[sj.part] != sj.w {
+				continue // dropped meanwhile (revoked, or reloaded): not ours to commit
+			}
+			sj.w.savedPos, sj.w.spare = sj.pos, sj.c.frozen
+			commits = append(commits, commitItem{sj.w, sj.rec, sj.at})
 		}
-		if s.workers[j.part] != j.w {
-			continue // dropped meanwhile (revoked, or reloaded): not ours to commit
-		}
-		j.w.savedPos, j.w.spare = j.pos, j.c.frozen
-		commits = append(commits, commitItem{j.w, j.rec, j.at})
 	}
-	// The positions the written checkpoints hold, in one commit.
+	// The positions the finished rounds hold, in one commit.
 	if err := s.commitRecords(ctx, commits); err != nil {
 		return err
 	}

@@ -73,6 +73,13 @@ learners:
 	cases = append(cases,
 		latencyCase{transport: "js-nats", rate: 10000, cfg: full, checkpointEvery: 10000, variant: "every learner of config.yaml, a checkpoint every 10,000 records"},
 		latencyCase{transport: "kafka", rate: 10000, cfg: cfg, batchTimeout: time.Millisecond, variant: "sinks' batch_timeout: 1ms"})
+	if os.Getenv("LATENCY_EXP") != "" {
+		cases = []latencyCase{
+			{transport: "js-nats", rate: 10000, cfg: full, variant: "EXP full, no ckpt"},
+			{transport: "js-nats", rate: 10000, cfg: cfg, checkpointEvery: 10000, variant: "EXP pct+ogd, ckpt"},
+			{transport: "js-nats", rate: 10000, cfg: full, checkpointEvery: 10000, variant: "EXP full, ckpt"},
+		}
+	}
 	maxRates := []int{}
 	if envOr("LATENCY_MAX", "") != "" {
 		for rate := 5000; rate <= 640000; rate *= 2 {

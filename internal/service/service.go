@@ -507,10 +507,8 @@ func (s *Service) Run(ctx context.Context) error {
 			t.Stop()
 		}
 	}()
-	if s.opt.Checkpoints != nil {
-		s.startSaver()
-		defer s.stopSaver()
-	}
+	s.startSaver()
+	defer s.stopSaver()
 	if s.opt.ReportInterval > 0 {
 		s.nextReport = s.lastCommit.Add(s.opt.ReportInterval)
 	}
@@ -994,11 +992,9 @@ func (s *Service) startRound(ctx context.Context) error {
 		return err
 	}
 	owned, live := s.assignments()
-	if s.opt.Checkpoints != nil {
-		// Finished checkpoints first: their commits are due.
-		if err := s.collectSaves(ctx, false); err != nil {
-			return err
-		}
+	// Finished rounds first: their commits are due.
+	if err := s.collectSaves(ctx, false); err != nil {
+		return err
 	}
 	r := &commitRound{replies: make(chan answer, len(s.order)), at: time.Now()}
 	// After a failed save, no checkpoint is asked for until the backoff
@@ -1016,8 +1012,9 @@ func (s *Service) startRound(ctx context.Context) error {
 		a := &ask{kind: askMark, reply: r.replies}
 		if s.opt.Checkpoints != nil {
 			a.kind, a.savedPos, a.spare = askCheckpoint, w.savedPos, w.spare
-			w.saving, w.spare = true, nil
+			w.spare = nil
 		}
+		w.saving = true
 		w.marked, w.markRec = true, w.last
 		r.waiting++
 		if err := w.ask(ctx, a); err != nil {
@@ -1060,14 +1057,9 @@ func (s *Service) finishRound(ctx context.Context) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	if err := s.flush(ctx); err != nil {
-		for _, a := range answers {
-			a.w.saving = false
-		}
-		s.uncommitted += len(answers)
-		return fmt.Errorf("service: outputs not durable, nothing committed: %w", err)
-	}
-	var commits []commitItem
+	// Every output of the records the answers hold is published: the
+	// sinks' barriers now cover them.
+	job := &roundJob{waits: s.barriers()}
 	for _, a := range answers {
 		w := a.w
 		if s.workers[w.part] != w {
@@ -1076,22 +1068,23 @@ func (s *Service) finishRound(ctx context.Context) error {
 		switch {
 		case a.kind == askMark:
 			if !a.ok {
+				w.saving = false
 				continue // the worker failed at its first record
 			}
-			commits = append(commits, commitItem{w, a.rec, r.at})
+			job.marks = append(job.marks, commitItem{w, a.rec, r.at})
 		case a.ckpt == nil:
 			// Only records the durable checkpoint already holds (skipped
 			// after a restore): their positions may be committed as is.
-			w.saving = false
-			commits = append(commits, commitItem{w, w.markRec, w.durableAt})
+			job.marks = append(job.marks, commitItem{w, w.markRec, w.durableAt})
 		default:
-			// Written off the loop; its position committed once durable.
-			s.saver.inflight++
-			s.saver.jobs <- saveJob{part: w.part, w: w, rec: w.markRec, pos: a.ckpt.c.Position, at: a.ckpt.c.Created, c: a.ckpt}
+			job.saves = append(job.saves, saveJob{part: w.part, w: w, rec: w.markRec, pos: a.ckpt.c.Position, at: a.ckpt.c.Created, c: a.ckpt})
 		}
 	}
-	if err := s.commitRecords(ctx, commits); err != nil {
-		return err
+	if len(job.marks)+len(job.saves) > 0 {
+		// Made durable off the loop; the positions committed once it is
+		// (collectSaves).
+		s.saver.inflight++
+		s.saver.jobs <- job
 	}
 	// Models left dirty (learned more meanwhile) keep commit rounds coming.
 	for _, w := range s.workers {
@@ -1108,10 +1101,8 @@ func (s *Service) commit(ctx context.Context) error {
 	if err := s.finishRound(ctx); err != nil {
 		return err
 	}
-	if s.opt.Checkpoints != nil {
-		if err := s.collectSaves(ctx, true); err != nil {
-			return err
-		}
+	if err := s.collectSaves(ctx, true); err != nil {
+		return err
 	}
 	if err := s.startRound(ctx); err != nil {
 		return err
@@ -1119,11 +1110,11 @@ func (s *Service) commit(ctx context.Context) error {
 	if err := s.finishRound(ctx); err != nil {
 		return err
 	}
+	// Wait for every round, commit, and say if a checkpoint failed.
+	if err := s.collectSaves(ctx, true); err != nil {
+		return err
+	}
 	if s.opt.Checkpoints != nil {
-		// Wait for every write, commit, and say if a checkpoint failed.
-		if err := s.collectSaves(ctx, true); err != nil {
-			return err
-		}
 		if s.saveFailing {
 			return fmt.Errorf("service: the last checkpoints failed (%v): their positions are not committed", s.lastSaveErr)
 		}

@@ -185,7 +185,7 @@ type worker struct {
 	dirty       bool              // records were handed over since the last commit
 	epoch       uint64
 	hasEpoch    bool              // epoch is the Record.Epoch of the records handed over
-	saving      bool              // a checkpoint of the model is being taken or written
+	saving      bool              // a commit round of the model is in flight: its outputs waited for, its checkpoint taken or written
 	marked      bool              // a commit round waits for this worker's answer
 	markRec     connectors.Record // the last record handed over when the round asked
 	savedPos    int64             // pos of the last durable checkpoint; -1 before any
@@ -667,6 +667,19 @@ func (l *lockedSink) Flush(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.sink.Flush(ctx)
+}
+
+// Barrier returns the wait for what was published before the call
+// (connectors.BarrierSink): taken under the lock, in order with the
+// publishes, and waited for without it. For a sink that has no barrier,
+// the wait is its Flush, under the lock: publishes wait for it.
+func (l *lockedSink) Barrier() func(context.Context) error {
+	if b, ok := l.sink.(connectors.BarrierSink); ok {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return b.Barrier()
+	}
+	return l.Flush
 }
 
 func (l *lockedSink) Close() error {

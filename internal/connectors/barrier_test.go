@@ -1,0 +1,145 @@
+package connectors
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/segmentio/kafka-go"
+)
+
+// A barrier's wait returns once every message published before the
+// barrier is with the broker (read back from it), while another goroutine
+// publishes on: on Kafka (three partitions, whose batches complete in any
+// order), JetStream, core NATS (a subscriber's count) and a file.
+func TestSinkBarrier(t *testing.T) {
+	const before, after = 300, 3000
+	brokers := kafkaTestCluster(t, 1, 3, []string{"barrier"})
+	srv := natsTestServer(t, nil)
+	natsTestStream(t, NATSConfig{URL: srv.ClientURL()}, "BAR", "bar")
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	var coreMu sync.Mutex
+	core := 0
+	if _, err := nc.Subscribe("core", func(*nats.Msg) { coreMu.Lock(); core++; coreMu.Unlock() }); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "out.jsonl")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	for _, tc := range []struct {
+		name   string
+		open   func() (BarrierSink, error)
+		stored func() (int, error) // messages the broker holds
+	}{
+		{"kafka", func() (BarrierSink, error) {
+			cfg := kafkaTestConfig(brokers, "", "")
+			cfg.BatchTimeout = 5 * time.Millisecond
+			return NewKafkaSink(cfg, "barrier")
+		}, func() (int, error) {
+			n := 0
+			for p := range 3 {
+				c, err := kafka.DialLeader(ctx, "tcp", brokers[0], "barrier", p)
+				if err != nil {
+					return 0, err
+				}
+				last, err := c.ReadLastOffset()
+				c.Close()
+				if err != nil {
+					return 0, err
+				}
+				n += int(last)
+			}
+			return n, nil
+		}},
+		{"jetstream", func() (BarrierSink, error) {
+			return NewJetStreamSink(NATSConfig{URL: srv.ClientURL(), PublishWindow: 64}, "BAR", "bar")
+		}, func() (int, error) {
+			js, err := jetstream.New(nc)
+			if err != nil {
+				return 0, err
+			}
+			st, err := js.Stream(ctx, "BAR")
+			if err != nil {
+				return 0, err
+			}
+			info, err := st.Info(ctx)
+			if err != nil {
+				return 0, err
+			}
+			return int(info.State.Msgs), nil
+		}},
+		{"nats", func() (BarrierSink, error) {
+			return NewNATSSink(NATSConfig{URL: srv.ClientURL()}, "core")
+		}, func() (int, error) {
+			// The server has them once it answered the ping; its
+			// delivery to the subscriber follows.
+			time.Sleep(50 * time.Millisecond)
+			coreMu.Lock()
+			defer coreMu.Unlock()
+			return core, nil
+		}},
+		{"file", func() (BarrierSink, error) { return NewFileSink(file), nil }, func() (int, error) {
+			b, err := os.ReadFile(file)
+			return bytes.Count(b, []byte("\n")), err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sink, err := tc.open()
+			if err != nil {
+				t.Fatal(err)
+			}
+			publish := func(i int) error {
+				return sink.Publish(ctx, fmt.Appendf(nil, "k%d", i%11), fmt.Appendf(nil, `{"i":%d}`, i))
+			}
+			for i := range before {
+				if err := publish(i); err != nil {
+					t.Fatal(err)
+				}
+			}
+			wait := sink.Barrier()
+			published := make(chan error, 1)
+			go func() {
+				for i := before; i < before+after; i++ {
+					if err := publish(i); err != nil {
+						published <- err
+						return
+					}
+				}
+				published <- nil
+			}()
+			if err := wait(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := tc.stored(); err != nil || n < before {
+				t.Fatalf("after the wait, the broker holds %d messages (%v); want the %d published before the barrier", n, err, before)
+			}
+			if err := <-published; err != nil {
+				t.Fatal(err)
+			}
+			if err := sink.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := tc.stored(); err != nil || n != before+after {
+				t.Fatalf("after Flush, the broker holds %d messages (%v); want %d", n, err, before+after)
+			}
+			if err := sink.Close(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

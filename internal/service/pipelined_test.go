@@ -1,0 +1,109 @@
+package service
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/streamlearn/streamlearn/internal/connectors"
+)
+
+// gatedSink is a memSink whose broker acknowledges nothing until gate
+// closes: a barrier's wait (and Flush) blocks until then. It counts the
+// messages published while a wait blocks.
+type gatedSink struct {
+	memSink
+	gate       chan struct{}
+	waiting    atomic.Int32
+	duringWait atomic.Int64
+}
+
+var _ connectors.BarrierSink = (*gatedSink)(nil)
+
+func (s *gatedSink) Publish(ctx context.Context, key, value []byte) error {
+	if s.waiting.Load() > 0 {
+		s.duringWait.Add(1)
+	}
+	return s.memSink.Publish(ctx, key, value)
+}
+
+func (s *gatedSink) Barrier() func(context.Context) error {
+	s.mu.Lock()
+	target := len(s.msgs)
+	s.mu.Unlock()
+	return func(ctx context.Context) error {
+		s.waiting.Add(1)
+		defer s.waiting.Add(-1)
+		select {
+		case <-s.gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		s.mu.Lock()
+		s.durable = max(s.durable, target)
+		s.flushes++
+		s.mu.Unlock()
+		return nil
+	}
+}
+
+func (s *gatedSink) Flush(ctx context.Context) error { return s.Barrier()(ctx) }
+
+// A commit waits for the outputs of the records it covers, and only for
+// them: while the sink's acknowledgements are late, the partition learns
+// on and its predictions go out (neither the loop nor the worker waits
+// on the round trip), and nothing is committed; once they come, every
+// commit covers only predictions acknowledged, up to the last record.
+func TestCommitsPipelined(t *testing.T) {
+	const n = 5000
+	src := newMemSource(genEvents(n, 9, 0, 0, 0), 1)
+	src.block = true
+	preds := &gatedSink{gate: make(chan struct{})}
+	var early []connectors.Record // commits of records whose prediction was not durable
+	src.onCommit = func(r connectors.Record) {
+		preds.mu.Lock()
+		defer preds.mu.Unlock()
+		if preds.durable < int(r.Offset)+1 {
+			early = append(early, r)
+		}
+	}
+	s := newService(t, Options{Config: parseConfig(t, testYAML), Source: src, Predictions: preds,
+		CommitEvery: 100, CommitInterval: 10 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+
+	deadline := time.Now().Add(20 * time.Second)
+	for preds.duringWait.Load() < n/2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d predictions published while a commit waited for the sink; want the stream to go on (at least %d)", preds.duringWait.Load(), n/2)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if c := src.commitLog(); len(c) > 0 {
+		t.Fatalf("commits %v before the sink acknowledged anything", c)
+	}
+	close(preds.gate)
+	for {
+		c := src.commitLog()
+		if len(c) > 0 && c[len(c)-1].Offset == n-1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the acknowledgements, commits %v; want one of the last record, %d", c[max(0, len(c)-3):], n-1)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if len(early) > 0 {
+		t.Fatalf("%d commits before their predictions were acknowledged, first %v", len(early), early[0])
+	}
+	if got := len(preds.messages()); got != n {
+		t.Fatalf("%d predictions, want %d", got, n)
+	}
+}
