@@ -126,6 +126,7 @@ func New(opt Options) http.Handler {
 		})
 	}
 	handleDashboard(mux, opt.Snapshot) // GET /, /dashboard/*, /v1/history
+	handleLatency(mux, opt.Gatherer)
 	h := limitBodies(mux)
 	if opt.Token != "" {
 		h = requireToken(opt.Token, h)

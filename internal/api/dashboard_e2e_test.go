@@ -244,6 +244,29 @@ func checkPage(t *testing.T, dom []byte, reports []service.Report) {
 	}
 }
 
+// checkLatency asserts that the page shows the prediction latency's p50
+// and p99 of /v1/latency, as histogram_quantile computes them (no
+// prediction came while the page was open: over the whole run).
+func checkLatency(t *testing.T, dom []byte, base string) {
+	t.Helper()
+	code, _, body := get(t, "GET", base+"/v1/latency")
+	var ls []Latency
+	if code != 200 || json.Unmarshal(body, &ls) != nil || len(ls) != 1 || ls[0].Count == 0 {
+		t.Fatalf("/v1/latency: %d %s", code, body)
+	}
+	got := domFields(dom)
+	for _, q := range []struct {
+		field string
+		q     float64
+	}{{"latency_p50", 0.5}, {"latency_p99", 0.99}} {
+		f := got[strconv.Itoa(int(ls[0].Partition))+"//"+q.field]
+		want := histogramQuantile(q.q, ls[0])
+		if v, err := strconv.ParseFloat(f.value, 64); err != nil || v != want || !strings.HasSuffix(f.text, " ms") {
+			t.Errorf("%s: page has %+v, /v1/latency's histogram %v s", q.field, f, want)
+		}
+	}
+}
+
 // TestDashboardInChromium drives the dashboard in headless Chromium
 // against a live service learning from an embedded NATS JetStream stream:
 // the page shows exactly /v1/report's numbers, follows the stream while it
@@ -303,13 +326,14 @@ func TestDashboardInChromium(t *testing.T) {
 	}
 	defer src.Close()
 	hist := metrics.NewEventDuration()
+	lat := metrics.NewPredictionLatency()
 	svc, err := service.New(service.Options{Config: cfg, Source: src, EventDuration: hist,
-		SnapshotInterval: 20 * time.Millisecond})
+		Predictions: &memSink{}, Latency: lat, SnapshotInterval: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(metrics.NewCollector(svc.Snapshot), hist)
+	reg.MustRegister(metrics.NewCollector(svc.Snapshot), hist, lat)
 	h := New(Options{Snapshot: svc.Snapshot, Gatherer: reg, Config: cfg, WantDigests: svc.WantDigests})
 
 	// onReport, when set, runs before the n-th GET /v1/report is served:
@@ -383,6 +407,7 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Fatalf("report after the first batch: %+v", reps)
 	}
 	checkPage(t, dom, reps)
+	checkLatency(t, dom, base)
 
 	// 2. The same page stays open while M more events arrive: once it has
 	// rendered two polls, the third waits until the service has learned

@@ -4,7 +4,8 @@
 //
 //	GET /              the dashboard: per model and learner, the report's numbers, a badge
 //	                   saying whether the bound holds, and mistakes and regret against their
-//	                   bounds over rounds; it polls /v1/report and /v1/history every second
+//	                   bounds over rounds, and how soon predictions go out; it polls
+//	                   /v1/report, /v1/history and /v1/latency every second
 //	GET /dashboard/... its script, style sheet and icon (embedded: the page works offline)
 //	GET /metrics       Prometheus text exposition of Options.Gatherer
 //	GET /healthz       200 "ok" while the process serves HTTP
@@ -14,6 +15,9 @@
 //	GET /v1/learners   JSON array of {"name", "algorithm"} in configuration order
 //	GET /v1/history    JSON array of every model's sampled curves (History), ordered by
 //	                   partition; ?partition=N as for /v1/report
+//	GET /v1/latency    JSON array of every partition's histogram of prediction latencies
+//	                   (Latency: LatencyMetric of Options.Gatherer), ordered by partition;
+//	                   ?partition=N: that partition's alone (an empty array when none)
 //
 // A /v1/history object, with columns of equal length per learner (element
 // k of each is the k-th sample; at most service.Options.HistoryPoints

@@ -1,7 +1,8 @@
-// streamlearn dashboard. Polls v1/report (the numbers) and v1/history (the
-// curves) every second and draws, per model (partition) and learner, the
-// current numbers and the cumulative mistakes and regret against their
-// bounds over rounds, as `streamlearn replay --plot` does.
+// streamlearn dashboard. Polls v1/report (the numbers), v1/history (the
+// curves) and v1/latency (how soon predictions go out) every second and
+// draws, per model (partition) and learner, the current numbers and the
+// cumulative mistakes and regret against their bounds over rounds, as
+// `streamlearn replay --plot` does.
 //
 // Data reaches the DOM only through textContent and setAttribute, never as
 // markup: learner names and invalid-event reasons come from the config and
@@ -44,6 +45,7 @@
     layout: '', // partitions and learner names the DOM was built for
     models: new Map(), // partition -> view
     rates: new Map(), // partition -> the snapshots of the last 10 s: [{events, seconds}]
+    latency: new Map(), // partition -> the latency histograms of the last 10 s: [{at, count, buckets}]
   };
 
   // ---- DOM helpers -------------------------------------------------------
@@ -140,8 +142,8 @@
 
   async function tick() {
     try {
-      const [reports, history] = await Promise.all([getJSON('v1/report'), getJSON('v1/history')]);
-      render(reports, history);
+      const [reports, history, latency] = await Promise.all([getJSON('v1/report'), getJSON('v1/history'), getJSON('v1/latency')]);
+      render(reports, history, latency);
       setStatus('live', 'live \u00b7 updated ' + new Date().toLocaleTimeString());
     } catch (err) {
       setStatus('error', 'disconnected (' + (err && err.message ? err.message : String(err)) + '), retrying');
@@ -173,6 +175,52 @@
     return (r.events - first.events) / (r.seconds - first.seconds);
   }
 
+  // A partition's prediction latencies over the last 10 s: the difference
+  // between its cumulative histogram (v1/latency) now and the oldest one
+  // of that window, as Prometheus's histogram_quantile of a rate; since
+  // the start while there is one histogram only, or no prediction came in
+  // the window.
+  const LATENCY_WINDOW = 10;
+  function recentLatency(l) {
+    const now = performance.now() / 1000;
+    let w = state.latency.get(l.partition);
+    if (!w || (w.length > 0 && l.count < w[w.length - 1].count)) w = []; // a restart
+    w.push({ at: now, count: l.count, buckets: l.buckets || [] });
+    while (w.length > 2 && now - w[1].at >= LATENCY_WINDOW) w.shift();
+    state.latency.set(l.partition, w);
+    const first = w[0];
+    const n = l.count - first.count;
+    if (w.length < 2 || n <= 0) return { count: l.count, buckets: l.buckets || [] };
+    return {
+      count: n,
+      buckets: (l.buckets || []).map((b, i) => ({ le: b.le, count: b.count - (first.buckets[i] ? first.buckets[i].count : 0) })),
+    };
+  }
+
+  // The q-quantile of a histogram of count observations (cumulative
+  // buckets, ascending bounds), as histogram_quantile computes it: linear
+  // within the bucket the rank falls in (from 0 in the first); the last
+  // bound when it falls above it. null without observations.
+  function quantile(q, h) {
+    if (h.count <= 0) return null;
+    const rank = q * h.count;
+    let lo = 0;
+    let below = 0;
+    for (const b of h.buckets) {
+      if (b.count >= rank) {
+        const n = b.count - below;
+        return n > 0 ? lo + (b.le - lo) * (rank - below) / n : b.le;
+      }
+      lo = b.le;
+      below = b.count;
+    }
+    return h.buckets.length > 0 ? h.buckets[h.buckets.length - 1].le : null;
+  }
+
+  function millis(v) {
+    return v === null ? '—' : fmt(v * 1000) + ' ms';
+  }
+
   // Accuracy between consecutive points of a learner's curve: what the
   // learner got right lately, where the cumulative accuracy moves slowly.
   function recentAccuracy(c) {
@@ -200,14 +248,16 @@
 
   // ---- rendering ---------------------------------------------------------
 
-  function render(reports, history) {
+  function render(reports, history, latency) {
     const curves = new Map();
     for (const h of history) {
       for (const c of h.learners || []) curves.set(h.partition + '\u0000' + c.name, c);
     }
-    const layout = JSON.stringify(reports.map((r) => [r.partition, (r.learners || []).map((l) => l.name)]));
+    const latencies = new Map();
+    for (const l of latency) latencies.set(l.partition, l);
+    const layout = JSON.stringify(reports.map((r) => [r.partition, (r.learners || []).map((l) => l.name), latencies.has(r.partition)]));
     if (layout !== state.layout) {
-      build(reports);
+      build(reports, latencies);
       state.layout = layout;
     }
 
@@ -227,7 +277,7 @@
         }
         updateLearner(view.learners.get(l.name), l, curves.get(r.partition + '\u0000' + l.name));
       }
-      updateModel(view, r, rt, violations);
+      updateModel(view, r, rt, violations, latencies.get(r.partition));
       totals.events += r.events;
       totals.labeled += r.labeled;
       totals.invalid += r.invalid;
@@ -263,7 +313,7 @@
     document.body.setAttribute('data-ready', 'true');
   }
 
-  function build(reports) {
+  function build(reports, latencies) {
     const main = document.getElementById('models');
     state.models.clear();
     const nodes = [];
@@ -271,7 +321,7 @@
       nodes.push(el('p', { class: 'empty' }, query ? 'No model for this partition yet.' : 'No events yet: the service has not seen a record.'));
     }
     for (const r of reports) {
-      const view = buildModel(r);
+      const view = buildModel(r, latencies.has(r.partition));
       state.models.set(r.partition, view);
       nodes.push(view.root);
     }
@@ -288,7 +338,7 @@
     }
   }
 
-  function buildModel(r) {
+  function buildModel(r, latency) {
     const p = r.partition;
     const root = el('section', { class: 'model', 'data-partition': String(p) });
     const head = el('div', { class: 'model-head' });
@@ -306,6 +356,17 @@
     ]) {
       f[name] = field('dd', p, null, name);
       stat(dl, label, f[name]);
+    }
+    // With a predictions sink: from a record's broker time to its
+    // prediction sent.
+    if (latency) {
+      for (const [name, label] of [
+        ['latency_p50', 'prediction latency p50 (last 10 s)'],
+        ['latency_p99', 'prediction latency p99 (last 10 s)'],
+      ]) {
+        f[name] = field('dd', p, null, name);
+        stat(dl, label, f[name]);
+      }
     }
     // Delayed labels: the events waiting, and how late labels come.
     if (r.labels) {
@@ -333,8 +394,15 @@
     return { root, fields: f, reasons, learners };
   }
 
-  function updateModel(view, r, rt, violations) {
+  function updateModel(view, r, rt, violations, latency) {
     const f = view.fields;
+    if (latency && f.latency_p50) {
+      const h = recentLatency(latency);
+      const p50 = quantile(0.5, h);
+      const p99 = quantile(0.99, h);
+      set(f.latency_p50, p50, millis(p50));
+      set(f.latency_p99, p99, millis(p99));
+    }
     set(f.events, r.events);
     set(f.events_per_second, rt, fmt(Math.round(rt)));
     set(f.labeled, r.labeled);
