@@ -3,9 +3,11 @@ package connectors
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -141,5 +143,61 @@ func TestSinkBarrier(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// A barrier's wait reports the failures of the messages before it, and
+// only those: a later message's failure, collected already, is left to the
+// wait it belongs to (whose commit it must stop), and a failure is
+// reported once.
+func TestBarrierFailuresAttributed(t *testing.T) {
+	srv := natsTestServer(t, nil)
+	natsTestStream(t, NATSConfig{URL: srv.ClientURL()}, "PRED", "predictions")
+	// A subject no stream captures: every publish fails. A window of one:
+	// the second publish collects the first's failure.
+	sink, err := NewJetStreamSink(NATSConfig{URL: srv.ClientURL(), PublishWindow: 1}, "PRED", "elsewhere")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	waitA := sink.Barrier() // before any message
+	if err := sink.Publish(ctx, nil, []byte(`{"m":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	waitB := sink.Barrier() // after the first
+	if err := sink.Publish(ctx, nil, []byte(`{"m":2}`)); err != nil {
+		t.Fatal(err)
+	}
+	waitC := sink.Barrier() // after both
+	if err := waitA(ctx); err != nil {
+		t.Fatalf("the wait before any message reports %v", err)
+	}
+	if err := waitB(ctx); err == nil || strings.Contains(err.Error(), "more failures") {
+		t.Fatalf("the wait after the first message: %v, want its one failure", err)
+	}
+	if err := waitC(ctx); err == nil || strings.Contains(err.Error(), "more failures") {
+		t.Fatalf("the wait after the second message: %v, want its one failure", err)
+	}
+	if err := sink.Flush(ctx); err != nil {
+		t.Fatalf("a failure reported twice: %v", err)
+	}
+
+	var f failures
+	f.add(5, errors.New("five"))
+	f.add(3, errors.New("three"))
+	f.add(9, errors.New("nine"))
+	if err := f.before(3); err != nil {
+		t.Fatalf("before 3: %v", err)
+	}
+	if err := f.before(6); err == nil || err.Error() != "five (and 1 more failures)" {
+		t.Fatalf("before 6: %v", err)
+	}
+	if err := f.before(6); err != nil {
+		t.Fatalf("before 6 again: %v", err)
+	}
+	if err := f.any(); err == nil || err.Error() != "nine" {
+		t.Fatalf("any: %v", err)
 	}
 }

@@ -16,11 +16,13 @@ import (
 // file is appended to, never truncated. Keys are not written. Flush
 // fsyncs. It is safe for concurrent use.
 type FileSink struct {
-	path     string
-	mu       sync.Mutex
-	f        *os.File
-	w        *bufio.Writer
-	unsynced bool // lines written since the last fsync
+	path string
+	mu   sync.Mutex
+	f    *os.File
+	w    *bufio.Writer
+	// lines counts the lines published; synced, those an fsync that
+	// succeeded covered.
+	lines, synced uint64
 }
 
 var (
@@ -48,35 +50,22 @@ func (s *FileSink) Publish(_ context.Context, _, value []byte) error {
 	if err := s.w.WriteByte('\n'); err != nil {
 		return fmt.Errorf("file sink %s: %w", s.path, err)
 	}
-	s.unsynced = true // bufio may have written some of it already
+	s.lines++
 	return nil
 }
 
 // Flush writes buffered lines to the file and makes them durable
 // (fsync): what a commit of the positions they come from waits for.
-func (s *FileSink) Flush(context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.w == nil || s.w.Buffered() == 0 && !s.unsynced {
-		return nil
-	}
-	if err := s.w.Flush(); err != nil {
-		return fmt.Errorf("file sink %s: %w", s.path, err)
-	}
-	if err := s.f.Sync(); err != nil {
-		return fmt.Errorf("file sink %s: fsync: %w", s.path, err)
-	}
-	s.unsynced = false
-	return nil
-}
+func (s *FileSink) Flush(ctx context.Context) error { return s.Barrier()(ctx) }
 
 // Barrier writes the buffered lines to the file and returns a function
 // that makes them durable (fsync) without holding up the lines published
-// meanwhile (BarrierSink).
+// meanwhile (BarrierSink). A failed fsync is retried by the next wait.
 func (s *FileSink) Barrier() func(context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.w == nil || s.w.Buffered() == 0 && !s.unsynced {
+	target := s.lines
+	if s.synced >= target {
 		return func(context.Context) error { return nil }
 	}
 	if err := s.w.Flush(); err != nil {
@@ -84,11 +73,13 @@ func (s *FileSink) Barrier() func(context.Context) error {
 		return func(context.Context) error { return err }
 	}
 	f := s.f
-	s.unsynced = false // a failed fsync stops what waits for it
 	return func(context.Context) error {
 		if err := f.Sync(); err != nil {
 			return fmt.Errorf("file sink %s: fsync: %w", s.path, err)
 		}
+		s.mu.Lock()
+		s.synced = max(s.synced, target)
+		s.mu.Unlock()
 		return nil
 	}
 }

@@ -884,7 +884,7 @@ type JetStreamSink struct {
 	head, n   int
 	published uint64
 	acked     uint64
-	errs      []error // failures collected since the last Flush or wait (at most 8)
+	failed    failures // failures collected and not reported yet, by message number
 	closed    bool
 }
 
@@ -970,7 +970,8 @@ func (s *JetStreamSink) PublishID(ctx context.Context, id string, _, value []byt
 }
 
 // collect waits for the oldest acknowledgement, if any, and keeps its
-// failure for the next Flush or wait; it returns ctx's error only.
+// failure for the Flush or wait that covers it; it returns ctx's error
+// only.
 func (s *JetStreamSink) collect(ctx context.Context) error {
 	s.collecting.Lock()
 	defer s.collecting.Unlock()
@@ -996,22 +997,23 @@ func (s *JetStreamSink) collect(ctx context.Context) error {
 	s.inflight[s.head] = nil
 	s.head = (s.head + 1) % len(s.inflight)
 	s.n--
-	s.acked++
-	if err != nil && len(s.errs) < 8 {
-		s.errs = append(s.errs, err)
+	if err != nil {
+		s.failed.add(s.acked, err)
 	}
+	s.acked++
 	s.mu.Unlock()
 	return nil
 }
 
 // Flush waits for the acknowledgement of everything published so far and
-// returns the failures collected since the last Flush or wait.
+// returns (and forgets) their failures not reported yet.
 func (s *JetStreamSink) Flush(ctx context.Context) error { return s.Barrier()(ctx) }
 
 // Barrier returns a function that waits for the acknowledgement of
 // everything published before the call, while later messages are
-// published, and returns the failures collected since the last Flush or
-// wait (BarrierSink).
+// published, and returns (and forgets) the failures among them not
+// reported yet: not those of later messages, which are the next wait's
+// (BarrierSink).
 func (s *JetStreamSink) Barrier() func(context.Context) error {
 	s.mu.Lock()
 	target := s.published
@@ -1020,10 +1022,9 @@ func (s *JetStreamSink) Barrier() func(context.Context) error {
 		for {
 			s.mu.Lock()
 			if s.acked >= target {
-				errs := s.errs
-				s.errs = nil
+				err := s.failed.before(target)
 				s.mu.Unlock()
-				return errors.Join(errs...)
+				return err
 			}
 			s.mu.Unlock()
 			if err := s.collect(ctx); err != nil {

@@ -31,7 +31,7 @@ type KafkaSink struct {
 	low      uint64
 	done     map[uint64]struct{}
 	advanced chan struct{} // closed when low moves; nil while nobody waits
-	err      error         // first delivery error since the last Flush or wait
+	failed   failures      // delivery failures not yet reported, by message number
 	closed   bool
 }
 
@@ -89,7 +89,7 @@ func NewKafkaSink(cfg KafkaConfig, topic string) (*KafkaSink, error) {
 
 // Publish queues key and value (copied: the caller may reuse them) for the
 // topic. It blocks while MaxPending messages are unacknowledged. A delivery
-// failure is reported by the next Flush or Close.
+// failure is reported by the next Flush, Barrier wait or Close that covers it.
 func (s *KafkaSink) Publish(ctx context.Context, key, value []byte) error {
 	select {
 	case s.sem <- struct{}{}:
@@ -123,8 +123,14 @@ func (s *KafkaSink) Publish(ctx context.Context, key, value []byte) error {
 // or failed with err after the Writer's retries.
 func (s *KafkaSink) completed(msgs []kafka.Message, err error) {
 	s.mu.Lock()
-	if err != nil && s.err == nil {
-		s.err = fmt.Errorf("kafka sink %s: %d messages to partition %d: %w", s.name, len(msgs), kafkaPartitionOf(msgs), err)
+	if err != nil && len(msgs) > 0 {
+		first, _ := msgs[0].WriterData.(uint64)
+		for i := range msgs {
+			if n, ok := msgs[i].WriterData.(uint64); ok && n < first {
+				first = n
+			}
+		}
+		s.failed.add(first, fmt.Errorf("kafka sink %s: %d messages to partition %d: %w", s.name, len(msgs), kafkaPartitionOf(msgs), err))
 	}
 	low := s.low
 	for i := range msgs {
@@ -157,14 +163,14 @@ func kafkaPartitionOf(msgs []kafka.Message) int {
 }
 
 // Flush waits until every message published so far is acknowledged or has
-// failed, and returns (and forgets) the first failure since the last Flush
-// or Barrier wait.
+// failed, and returns (and forgets) their failures not reported yet.
 func (s *KafkaSink) Flush(ctx context.Context) error { return s.Barrier()(ctx) }
 
 // Barrier returns a function that waits until every message published
 // before the call is acknowledged or has failed, while later ones are
-// published, and returns (and forgets) the first failure since the last
-// Flush or wait (BarrierSink).
+// published, and returns (and forgets) the failures among them not
+// reported yet: not those of later messages, which are the next wait's
+// (BarrierSink).
 func (s *KafkaSink) Barrier() func(context.Context) error {
 	s.mu.Lock()
 	target := s.next
@@ -173,8 +179,7 @@ func (s *KafkaSink) Barrier() func(context.Context) error {
 		for {
 			s.mu.Lock()
 			if s.low >= target {
-				err := s.err
-				s.err = nil
+				err := s.failed.before(target)
 				s.mu.Unlock()
 				return err
 			}
@@ -206,8 +211,8 @@ func (s *KafkaSink) Close() error {
 	s.transport.CloseIdleConnections()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.err != nil {
-		return s.err
+	if err := s.failed.any(); err != nil {
+		return err
 	}
 	if werr != nil {
 		return fmt.Errorf("kafka sink %s: close: %w", s.name, werr)

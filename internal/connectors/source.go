@@ -205,9 +205,10 @@ type BarrierSink interface {
 	Sink
 	// Barrier returns a function that waits until every message
 	// published before Barrier was called is acknowledged (as Flush
-	// would have then), and returns the first delivery failure not yet
-	// returned. Publish may be called meanwhile, by the goroutine that
-	// publishes; the function may be called on any goroutine, once.
+	// would have then), and returns the delivery failures among those
+	// messages not returned yet, never a later message's. Publish may be
+	// called meanwhile, by the goroutine that publishes; the function may
+	// be called on any goroutine, once.
 	Barrier() func(ctx context.Context) error
 }
 

@@ -606,9 +606,18 @@ collect:
 		for _, sj := range j.saves {
 			sj.w.saving = false
 		}
-		if j.err != nil {
-			s.uncommitted += len(j.marks) + len(j.saves)
-			return fmt.Errorf("service: outputs not durable, nothing committed: %w", j.err)
+		if j.err != nil && s.outputsFailed == nil {
+			s.outputsFailed = fmt.Errorf("service: outputs not durable, nothing committed since: %w", j.err)
+		}
+		if s.outputsFailed != nil {
+			// An output that failed is in no later round's barrier, but
+			// every later position of its partition is past it: nothing
+			// is committed any more (the rerun learns and publishes again
+			// from the last commit).
+			if j.err != nil {
+				return s.outputsFailed
+			}
+			continue
 		}
 		for _, it := range j.marks {
 			if s.workers[it.w.part] == it.w { // else dropped meanwhile: not ours to commit

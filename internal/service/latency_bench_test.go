@@ -38,7 +38,8 @@ import (
 //	go test ./internal/service -run XXX -bench Latency -benchtime 1x
 //
 // LATENCY_RATES (comma-separated events/s, default 1000,10000,50000)
-// and LATENCY_SECONDS (per run, default 2) change the load. With
+// and LATENCY_SECONDS (per run, default 2) change the load, and
+// LATENCY_CASES=TEXT runs the cases whose name has TEXT only. With
 // LATENCY_MAX set it also searches, on every transport, the highest rate
 // each sustains (every output back, p99 under a second), doubling from
 // 5,000/s.
@@ -73,12 +74,8 @@ learners:
 	cases = append(cases,
 		latencyCase{transport: "js-nats", rate: 10000, cfg: full, checkpointEvery: 10000, variant: "every learner of config.yaml, a checkpoint every 10,000 records"},
 		latencyCase{transport: "kafka", rate: 10000, cfg: cfg, batchTimeout: time.Millisecond, variant: "sinks' batch_timeout: 1ms"})
-	if os.Getenv("LATENCY_EXP") != "" {
-		cases = []latencyCase{
-			{transport: "js-nats", rate: 10000, cfg: full, variant: "EXP full, no ckpt"},
-			{transport: "js-nats", rate: 10000, cfg: cfg, checkpointEvery: 10000, variant: "EXP pct+ogd, ckpt"},
-			{transport: "js-nats", rate: 10000, cfg: full, checkpointEvery: 10000, variant: "EXP full, ckpt"},
-		}
+	if only := envOr("LATENCY_CASES", ""); only != "" {
+		cases = slices.DeleteFunc(cases, func(c latencyCase) bool { return !strings.Contains(c.name(), only) })
 	}
 	maxRates := []int{}
 	if envOr("LATENCY_MAX", "") != "" {
@@ -125,11 +122,7 @@ learners:
 				}
 			}
 			relay, sl := medianQuantiles(runs[0]), medianQuantiles(runs[1])
-			name := tr.name
-			if c.variant != "" {
-				name += ", " + c.variant
-			}
-			table = append(table, fmt.Sprintf("| %s | %d/s | %s | %s | %.2f | %.2f |", name, c.rate, fmtQ(sl), fmtQ(relay),
+			table = append(table, fmt.Sprintf("| %s | %d/s | %s | %s | %.2f | %.2f |", c.name(), c.rate, fmtQ(sl), fmtQ(relay),
 				sl[2]/relay[2], sl[3]/relay[3]))
 		}
 	}
@@ -167,6 +160,15 @@ type latencyCase struct {
 	checkpointEvery int           // records between checkpoints; 0: none
 	batchTimeout    time.Duration // the Kafka sinks'; 0: the connector's default
 	variant         string        // what the case changes, for the table
+}
+
+// name is the case's first column in the table.
+func (c latencyCase) name() string {
+	n := map[string]string{"js-nats": "JetStream → core NATS", "js-js": "JetStream → JetStream", "kafka": "Kafka → Kafka"}[c.transport]
+	if c.variant != "" {
+		n += ", " + c.variant
+	}
+	return n
 }
 
 func latencyRunName(c, rep, mode int) string { return fmt.Sprintf("c%d-%d-%d", c, rep, mode) }
@@ -254,6 +256,9 @@ func latencyTransports(natsURL string, brokers []string) []latencyTransport {
 			kc := testbroker.KafkaConfig(brokers, in, "g"+run)
 			pc := kc // the publisher's batches: neither system's, kept short
 			pc.BatchTimeout = time.Millisecond
+			if os.Getenv("LATENCY_PUB1") != "" {
+				pc.BatchSize = 1
+			}
 			kc.BatchTimeout = c.batchTimeout // the sinks': the connector's default (10ms) unless the case says, the same for both
 			pubSink, err := connectors.NewKafkaSink(pc, in)
 			if err != nil {

@@ -2,6 +2,8 @@ package service
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -105,5 +107,57 @@ func TestCommitsPipelined(t *testing.T) {
 	}
 	if got := len(preds.messages()); got != n {
 		t.Fatalf("%d predictions, want %d", got, n)
+	}
+}
+
+// failingSink is a memSink whose broker loses message failAt: the wait
+// that covers it reports the failure once, as a Kafka or JetStream sink
+// does, and forgets it.
+type failingSink struct {
+	memSink
+	failAt   int
+	reported bool
+}
+
+func (s *failingSink) Barrier() func(context.Context) error {
+	s.mu.Lock()
+	target := len(s.msgs)
+	s.mu.Unlock()
+	return func(context.Context) error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if target > s.failAt && !s.reported {
+			s.reported = true
+			return errors.New("message lost by the broker")
+		}
+		s.durable = max(s.durable, target)
+		return nil
+	}
+}
+
+func (s *failingSink) Flush(ctx context.Context) error { return s.Barrier()(ctx) }
+
+// Once an output failed at its sink, nothing is committed after it, not
+// even by the final commit of the drain (whose barrier no longer sees the
+// failure, reported once): the run stops with the error, and its last
+// commit is before the record whose prediction was lost, so that the
+// rerun learns and publishes it again.
+func TestNoCommitPastFailedOutput(t *testing.T) {
+	const n, failAt = 2000, 700
+	src := newMemSource(genEvents(n, 3, 0, 0, 0), 1)
+	preds := &failingSink{failAt: failAt}
+	s := newService(t, Options{Config: parseConfig(t, testYAML), Source: src, Predictions: preds, CommitEvery: 50})
+	err := s.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "message lost by the broker") {
+		t.Fatalf("Run: %v, want the sink's failure", err)
+	}
+	commits := src.commitLog()
+	if len(commits) == 0 {
+		t.Fatal("no commit before the failure")
+	}
+	for _, c := range commits {
+		if c.Offset >= failAt {
+			t.Fatalf("commit of offset %d, past the prediction lost (offset %d); commits %v", c.Offset, failAt, commits[max(0, len(commits)-3):])
+		}
 	}
 }

@@ -213,7 +213,10 @@ type Service struct {
 	// while saves keep failing.
 	saveRetryAt time.Time
 	saveBackoff time.Duration
-	saver       *saver // writes checkpoints off the loop; nil without
+	saver       *saver // waits for the sinks and writes checkpoints off the loop
+	// outputsFailed is set once a round's outputs failed at their sink:
+	// nothing is committed after it.
+	outputsFailed error
 
 	snap         atomic.Pointer[Snapshot]
 	nextSnapshot time.Time
@@ -948,14 +951,17 @@ func (s *Service) handOverAll(ctx context.Context) error {
 // for its position — with checkpoints, for its checkpoint — in its
 // worker's queue, and the loop fetches on while the workers get there.
 // Once every answer is in, every output of the records up to those
-// positions is published; the round flushes the sinks (a file fsynced,
-// Kafka and JetStream acknowledged), so no position committed now or by a
-// checkpoint taken now is ahead of its outputs, and then commits each
-// position, or, with checkpoints, has each checkpoint written and commits
-// its position once it is durable (collectSaves). A crash repeats the
-// outputs since the last commit; they carry their identity (source,
-// partition, offset) for the consumer, or the server (JetStream's
-// Nats-Msg-Id), to drop the duplicates.
+// positions is published; the round takes each sink's barrier (the
+// messages published so far) and hands them, with the checkpoints, to the
+// saver goroutine, which waits until the sinks have them (a file fsynced,
+// Kafka and JetStream acknowledged) and then writes the checkpoints, while
+// the workers learn and publish on; the loop commits the positions once
+// that is done (collectSaves). So no position committed, nor any
+// checkpoint written, is ahead of its outputs; and once an output failed,
+// nothing is committed any more. A crash repeats the outputs since the
+// last commit; they carry their identity (source, partition, offset) for
+// the consumer, or the server (JetStream's Nats-Msg-Id), to drop the
+// duplicates.
 
 // commitRound is a commit round waiting for its answers.
 type commitRound struct {
@@ -996,6 +1002,9 @@ func (s *Service) startRound(ctx context.Context) error {
 	if err := s.collectSaves(ctx, false); err != nil {
 		return err
 	}
+	if s.outputsFailed != nil {
+		return s.outputsFailed
+	}
 	r := &commitRound{replies: make(chan answer, len(s.order)), at: time.Now()}
 	// After a failed save, no checkpoint is asked for until the backoff
 	// is over (but at the end of the run: the final one is tried): a full
@@ -1029,8 +1038,9 @@ func (s *Service) startRound(ctx context.Context) error {
 	return nil
 }
 
-// finishRound waits for every answer of the round, flushes the sinks and
-// commits the positions, or has the checkpoints written.
+// finishRound waits for every answer of the round and hands the sinks'
+// barriers, the positions and the checkpoints to the saver (collectSaves
+// commits them once done).
 func (s *Service) finishRound(ctx context.Context) error {
 	r := s.round
 	if r == nil {
@@ -1050,11 +1060,13 @@ func (s *Service) finishRound(ctx context.Context) error {
 	for _, a := range answers {
 		a.w.marked = false
 		if a.err != nil {
-			a.w.saving = false
 			errs = append(errs, a.err)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
+		for _, a := range answers {
+			a.w.saving = false // no round in flight: a later one asks again
+		}
 		return err
 	}
 	// Every output of the records the answers hold is published: the
@@ -1075,6 +1087,7 @@ func (s *Service) finishRound(ctx context.Context) error {
 		case a.ckpt == nil:
 			// Only records the durable checkpoint already holds (skipped
 			// after a restore): their positions may be committed as is.
+			w.spare = a.spare
 			job.marks = append(job.marks, commitItem{w, w.markRec, w.durableAt})
 		default:
 			job.saves = append(job.saves, saveJob{part: w.part, w: w, rec: w.markRec, pos: a.ckpt.c.Position, at: a.ckpt.c.Created, c: a.ckpt})

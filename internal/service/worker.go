@@ -106,6 +106,7 @@ type answer struct {
 	curves [][]regret.Point
 	served *Predictor        // askSnapshot with serve, when the model changed
 	ckpt   *taken            // askCheckpoint, nil when nothing is new
+	spare  *pipeline.Frozen  // askCheckpoint with nothing new: the spare it came with, unused
 	rec    connectors.Record // askMark: the last record processed to the end
 	ok     bool              // askMark: rec is set
 	err    error
@@ -397,6 +398,8 @@ func (w *worker) answer(ctx context.Context, a *ask) answer {
 	case askCheckpoint:
 		if w.m.pos != a.savedPos {
 			ans.ckpt, ans.err = w.take(a.spare)
+		} else {
+			ans.spare = a.spare
 		}
 	case askSnapshot:
 		if w.m.k != nil {
