@@ -247,6 +247,10 @@ func (s *FileSource) Commit(context.Context, Record) error { return nil }
 // Name returns "file:PATH".
 func (s *FileSource) Name() string { return "file:" + s.path }
 
+// LineOffsets reports true: a record's offset is its line number, and
+// messages name it as file:line (Lined).
+func (s *FileSource) LineOffsets() bool { return true }
+
 // Close closes the file.
 func (s *FileSource) Close() error { return s.f.Close() }
 

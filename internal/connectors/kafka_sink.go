@@ -36,7 +36,7 @@ type KafkaSink struct {
 }
 
 var (
-	_ Sink        = (*KafkaSink)(nil)
+	_ IDSink      = (*KafkaSink)(nil)
 	_ BarrierSink = (*KafkaSink)(nil)
 )
 
@@ -87,10 +87,22 @@ func NewKafkaSink(cfg KafkaConfig, topic string) (*KafkaSink, error) {
 	return s, nil
 }
 
+// IDHeader is the header a Kafka sink's message carries its identity in
+// (PublishID): the record it comes from, "source/partition/offset/kind" as
+// in "kafka:events/3/1041/prediction". Kafka stores a repeat as another
+// message; a consumer drops the repeats a crash makes by this identity.
+const IDHeader = "streamlearn-id"
+
 // Publish queues key and value (copied: the caller may reuse them) for the
 // topic. It blocks while MaxPending messages are unacknowledged. A delivery
 // failure is reported by the next Flush, Barrier wait or Close that covers it.
 func (s *KafkaSink) Publish(ctx context.Context, key, value []byte) error {
+	return s.PublishID(ctx, "", key, value)
+}
+
+// PublishID is Publish with the message's identity in its IDHeader header
+// (none when id is empty).
+func (s *KafkaSink) PublishID(ctx context.Context, id string, key, value []byte) error {
 	select {
 	case s.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -102,6 +114,9 @@ func (s *KafkaSink) Publish(ctx context.Context, key, value []byte) error {
 	m := kafka.Message{Value: buf[len(key):]}
 	if len(key) > 0 {
 		m.Key = buf[:len(key):len(key)]
+	}
+	if id != "" {
+		m.Headers = []kafka.Header{{Key: IDHeader, Value: []byte(id)}}
 	}
 	s.mu.Lock()
 	if s.closed {

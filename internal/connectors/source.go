@@ -186,6 +186,24 @@ type Volatile interface {
 	VolatileOffsets() bool
 }
 
+// A ProducerKeyed source's records carry their producer's key in
+// Record.Key (a Kafka message key), which the outputs of a record keep: a
+// prediction lands on the same partition of a co-partitioned topic as its
+// event. (A NATS record's Key is its subject's last token, not a
+// producer's key.)
+type ProducerKeyed interface {
+	Source
+	// ProducerKeys reports whether Record.Key is the producer's key.
+	ProducerKeys() bool
+}
+
+// A Lined source's offsets are line numbers of one file: messages name a
+// record as name:line rather than name/partition/offset.
+type Lined interface {
+	Source
+	LineOffsets() bool
+}
+
 // A Sink publishes messages: predictions, reports or dead letters.
 type Sink interface {
 	// Publish sends value (and key, when the transport has keys). It may
@@ -212,11 +230,12 @@ type BarrierSink interface {
 	Barrier() func(ctx context.Context) error
 }
 
-// An IDSink publishes a message with its identity, which the server
-// deduplicates on: the JetStream sink sends it as Nats-Msg-Id, and the
-// stream stores a message whose id it has stored within its duplicate
-// window (two minutes by default) only once. The outputs a crash repeats —
-// those since the last commit — are then stored once.
+// An IDSink publishes a message with its identity: the JetStream sink
+// sends it as Nats-Msg-Id, which the server deduplicates on (the stream
+// stores a message whose id it has stored within its duplicate window, two
+// minutes by default, only once: the outputs a crash repeats, those since
+// the last commit, are then stored once); the Kafka sink as the header
+// streamlearn-id (IDHeader), by which a consumer drops the repeats.
 type IDSink interface {
 	Sink
 	// PublishID is Publish with the message's identity id.

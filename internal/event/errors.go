@@ -74,6 +74,12 @@ type Error struct {
 	// or the 1-based count of records passed to the Decoder. Callers that
 	// know a better position (a Kafka offset) may overwrite it.
 	Offset int64
+	// Partition, with InPartition, is the partition of a broker's record,
+	// and the message names it as source/partition/offset, the form of
+	// the record's outputs' identities; without, as source:offset (a
+	// file's line).
+	Partition   int32
+	InPartition bool
 	// Field names the part of the record at fault: "label", "id", "x[3]",
 	// "features.len", "text", a CSV column name, a LIBSVM index; empty when
 	// the fault is the whole record.
@@ -87,16 +93,24 @@ type Error struct {
 // Error returns one line, e.g.
 //
 //	event: a9a:17: field "3": nonfinite: 1e400 overflows float64
+//	event: kafka:events/3/1033: field "v": nonfinite: 1e400 overflows float64
 //
 // The field is quoted, so the message is one line whatever the input.
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString("event: ")
-	if e.Source != "" {
+	switch {
+	case e.Source != "" && e.InPartition:
+		b.WriteString(e.Source)
+		b.WriteByte('/')
+		b.WriteString(strconv.FormatInt(int64(e.Partition), 10))
+		b.WriteByte('/')
+		b.WriteString(strconv.FormatInt(e.Offset, 10))
+	case e.Source != "":
 		b.WriteString(e.Source)
 		b.WriteByte(':')
 		b.WriteString(strconv.FormatInt(e.Offset, 10))
-	} else {
+	default:
 		b.WriteString("record ")
 		b.WriteString(strconv.FormatInt(e.Offset, 10))
 	}

@@ -14,6 +14,7 @@ type DeadLetter struct {
 	Source    string       // file, topic or subject
 	Partition int32        // the Kafka partition; 0 elsewhere
 	Offset    int64        // line, offset or sequence of the record
+	Key       []byte       // the record's key (the event's, or its producer's); nil when none
 	Reason    event.Reason // bounded set, as counted
 	Err       string       // the one-line error
 	Raw       []byte       // the record's original bytes; valid during the call only

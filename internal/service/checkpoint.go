@@ -742,6 +742,21 @@ func (s *Service) assignments() (owned []int32, live bool) {
 // it was handed and its checkpoint in progress is written; the next record
 // of part creates it again, from its checkpoint.
 func (s *Service) dropModel(ctx context.Context, part int32) error {
+	return s.drop(ctx, part, false)
+}
+
+// handOff is dropModel for a partition given to another process: with
+// checkpoints, the model is checkpointed as it is (once its outputs are
+// durable) before the checkpoints are given up, so that the new owner
+// restores everything learned here and skips what it holds: its reports go
+// on from this process's, never back. Its position is not committed (the
+// group is the new owner's): the checkpoint stands for the records after
+// the last commit, as after a crash between a checkpoint and its commit.
+func (s *Service) handOff(ctx context.Context, part int32) error {
+	return s.drop(ctx, part, true)
+}
+
+func (s *Service) drop(ctx context.Context, part int32, handOff bool) error {
 	w := s.workers[part]
 	if err := w.stop(ctx); err != nil {
 		return err
@@ -754,11 +769,43 @@ func (s *Service) dropModel(ctx context.Context, part int32) error {
 			return err
 		}
 	}
+	if handOff && s.opt.Checkpoints != nil && !w.failed && w.m.pos != w.savedPos && s.outputsFailed == nil {
+		if err := s.saveHandOff(ctx, w); err != nil {
+			// The new owner restores the last checkpoint and learns
+			// again from the group's commit: nothing is lost.
+			s.logger.Warn("partition revoked: its last state is not checkpointed; the new owner learns again from the last commit",
+				"partition", part, "err", err)
+		}
+	}
 	w.m.disown()
 	delete(s.workers, part)
 	s.lastWorker = nil
 	s.replan = true
 	s.order = slices.DeleteFunc(s.order, func(p int32) bool { return p == part })
+	return nil
+}
+
+// saveHandOff checkpoints w's model, whose worker is stopped, once every
+// output published so far is durable.
+func (s *Service) saveHandOff(ctx context.Context, w *worker) error {
+	for _, wait := range s.barriers() {
+		if err := wait(ctx); err != nil {
+			s.outputsFailed = fmt.Errorf("service: outputs not durable, nothing committed since: %w", err)
+			return err
+		}
+	}
+	t, err := w.take(w.spare)
+	if err != nil {
+		return err
+	}
+	c, err := t.complete()
+	if err != nil {
+		return err
+	}
+	if err := s.opt.Checkpoints.Save(ctx, c); err != nil {
+		return err
+	}
+	w.savedPos = c.Position
 	return nil
 }
 

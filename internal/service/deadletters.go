@@ -25,7 +25,10 @@ import (
 const DeadLetterMaxRaw = 128 << 10
 
 // DeadLetters publishes dead letters to a sink, one JSON object per bad
-// record: {"source", "partition", "offset", "reason", "error", "raw"} where raw holds
+// record: {"source", "partition", "offset", "key", "reason", "error", "raw"}
+// where key (absent when the record had none; "key_base64" when it is not
+// valid UTF-8) is the record's key, which the dead letter keeps as its own
+// (a Kafka key) too, and raw holds
 // the original bytes as a string, or "raw_base64" holds them when they are
 // not valid UTF-8. A record longer than DeadLetterMaxRaw keeps only its
 // first DeadLetterMaxRaw bytes, less up to 3 so as not to cut a UTF-8
@@ -45,6 +48,8 @@ type deadLetterJSON struct {
 	Source       string `json:"source"`
 	Partition    int32  `json:"partition"`
 	Offset       int64  `json:"offset"`
+	Key          string `json:"key,omitempty"`
+	KeyBase64    string `json:"key_base64,omitempty"`
 	Reason       string `json:"reason"`
 	Error        string `json:"error"`
 	Raw          string `json:"raw,omitempty"`
@@ -61,6 +66,11 @@ func (s *DeadLetters) DeadLetter(d pipeline.DeadLetter) error {
 // publish publishes one dead letter; ctx bounds a sink that blocks.
 func (s *DeadLetters) publish(ctx context.Context, d pipeline.DeadLetter) error {
 	j := deadLetterJSON{Source: d.Source, Partition: d.Partition, Offset: d.Offset, Reason: string(d.Reason), Error: d.Err}
+	if utf8.Valid(d.Key) {
+		j.Key = string(d.Key)
+	} else {
+		j.KeyBase64 = base64.StdEncoding.EncodeToString(d.Key)
+	}
 	raw := d.Raw
 	if d.Size > len(raw) { // the source kept only its start
 		j.RawTruncated, j.RawSize = true, d.Size
@@ -84,9 +94,9 @@ func (s *DeadLetters) publish(ctx context.Context, d pipeline.DeadLetter) error 
 		return err
 	}
 	if is, ok := s.Sink.(connectors.IDSink); ok {
-		return is.PublishID(ctx, OutputID(cmp.Or(s.IDSource, d.Source), d.Partition, d.Offset, "dead-letter"), nil, b)
+		return is.PublishID(ctx, OutputID(cmp.Or(s.IDSource, d.Source), d.Partition, d.Offset, "dead-letter"), d.Key, b)
 	}
-	return s.Sink.Publish(ctx, nil, b)
+	return s.Sink.Publish(ctx, d.Key, b)
 }
 
 // OutputID is the identity of an output: the record it comes from

@@ -164,8 +164,14 @@ func checkpointsAreReplays(t *testing.T, c *config.Config, store checkpoint.Stor
 // partitions must hold records.
 func readByPartition(t *testing.T, brokers []string, topic string, parts int) map[int32][][]byte {
 	t.Helper()
+	return readByPartitionAs(t, brokers, topic, parts, "readback")
+}
+
+// readByPartitionAs is readByPartition through the consumer group group.
+func readByPartitionAs(t *testing.T, brokers []string, topic string, parts int, group string) map[int32][][]byte {
+	t.Helper()
 	byPart := map[int32][][]byte{}
-	rb := openKafka(t, kafkaTestConfig(brokers, topic, "readback"))
+	rb := openKafka(t, kafkaTestConfig(brokers, topic, group))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for {
@@ -331,4 +337,158 @@ func TestKafkaLateCheckpointAfterHandover(t *testing.T) {
 		}
 	}
 	checkpointsAreReplays(t, c, dir, byPart)
+}
+
+// A partition a rebalance gives to another member leaves this one: its
+// model, its report and metrics (both made of the snapshot) and its
+// interval reports. Services A and B share a 4-partition topic's group, B
+// joining mid-stream, and publish their reports (every 10 events of a
+// model, where checkpoints come every 1,000 records) to one sink. Each partition ends in exactly one of the two
+// services' reports, with or without checkpoints. With checkpoints, A
+// checkpoints a partition's model as it gives it up, so B's reports of a
+// partition go on from A's, never back, and every checkpoint is its
+// partition's replay.
+func TestKafkaRevokedPartitionsLeave(t *testing.T) {
+	for _, withCheckpoints := range []bool{false, true} {
+		t.Run(map[bool]string{false: "no checkpoints", true: "checkpoints"}[withCheckpoints], func(t *testing.T) {
+			const parts, n = 4, 8000
+			c, cfg, byPart := keyedTopic(t, parts, n, 23, "revoke")
+			var store checkpoint.Store
+			if withCheckpoints {
+				dir, err := checkpoint.OpenDir(t.TempDir())
+				if err != nil {
+					t.Fatal(err)
+				}
+				store = dir
+			}
+			reports := &memSink{}
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			var wg sync.WaitGroup
+			errs := make([]error, 2)
+			var srcs []*connectors.KafkaSource
+			start := func(errp *error) *Service {
+				src, err := connectors.NewKafkaSource(ctx, cfg, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { src.Close() })
+				srcs = append(srcs, src)
+				s := newService(t, Options{Config: c, Source: src, Checkpoints: store, CommitEvery: 1000,
+					Reports: reports, ReportEvery: 10, SnapshotInterval: 20 * time.Millisecond})
+				wg.Go(func() { *errp = s.Run(ctx) })
+				return s
+			}
+			a := start(&errs[0])
+			for seen := uint64(0); seen < n/8; {
+				seen = 0
+				for _, r := range a.Snapshot().Reports {
+					seen += r.Events
+				}
+				if ctx.Err() != nil {
+					t.Fatal("service A learned too little")
+				}
+				time.Sleep(time.Millisecond)
+			}
+			b := start(&errs[1])
+			// As many events again while B joins: the partitions move
+			// in the middle of a stream.
+			more := genEvents(n, 24, 0.1, 0.1, 211)
+			keys := make([][]byte, len(more))
+			for i := range keys {
+				keys[i] = fmt.Appendf(nil, "tenant-%d", i%16)
+			}
+			sink, err := connectors.NewKafkaSink(cfg, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			publishAll(t, sink, more, keys)
+			byPart = readByPartitionAs(t, cfg.Brokers, "events", parts, "readback-all")
+			// Done when the group gave each partition to one of the two,
+			// each service's models are of its own partitions only, every
+			// model read to its end, and so for ten snapshots in a row (with
+			// checkpoints, each partition's is at its end too).
+			settled := func() bool {
+				own := [2][]int32{srcs[0].Assignments(), srcs[1].Assignments()}
+				all := slices.Concat(own[0], own[1])
+				slices.Sort(all)
+				if len(own[0]) == 0 || len(own[1]) == 0 || !slices.Equal(all, []int32{0, 1, 2, 3}) {
+					return false
+				}
+				for i, s := range []*Service{a, b} {
+					for _, r := range s.Snapshot().Reports {
+						if !slices.Contains(own[i], r.Partition) || r.ConsumerLag != nil && *r.ConsumerLag != 0 {
+							return false
+						}
+					}
+				}
+				if withCheckpoints {
+					for p := range int32(parts) {
+						if cp, err := store.Load(ctx, p); err != nil || cp.Position != int64(len(byPart[p])-1) {
+							return false
+						}
+					}
+				}
+				return true
+			}
+			for stable := 0; stable < 10; {
+				if ctx.Err() != nil {
+					var got [2][]int32
+					for i, s := range []*Service{a, b} {
+						for _, r := range s.Snapshot().Reports {
+							got[i] = append(got[i], r.Partition)
+						}
+					}
+					t.Fatalf("A is assigned %v and has models of %v; B is assigned %v and has models of %v: want each partition assigned to one, whose models only it has",
+						srcs[0].Assignments(), got[0], srcs[1].Assignments(), got[1])
+				}
+				if settled() {
+					stable++
+				} else {
+					stable = 0
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			owned := [2][]int32{srcs[0].Assignments(), srcs[1].Assignments()}
+			cancel()
+			wg.Wait()
+			for i, err := range errs {
+				if err != nil {
+					t.Errorf("service %d: %v", i, err)
+				}
+			}
+			var final []int32
+			for i, s := range []*Service{a, b} {
+				reps, err := s.Reports()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range reps {
+					final = append(final, r.Partition)
+					if !slices.Contains(owned[i], r.Partition) {
+						t.Errorf("service %d's final report has partition %d, which it gave away (it owns %v)", i, r.Partition, owned[i])
+					}
+				}
+			}
+			slices.Sort(final)
+			if len(slices.Compact(slices.Clone(final))) != len(final) || withCheckpoints && !slices.Equal(final, []int32{0, 1, 2, 3}) {
+				t.Errorf("partitions in the final reports of A and B: %v, want each at most once (with checkpoints, each of 0..3 once)", final)
+			}
+			if !withCheckpoints {
+				return
+			}
+			last := map[int32]uint64{}
+			for i, m := range reports.messages() {
+				var r Report
+				if err := json.Unmarshal(m, &r); err != nil {
+					t.Fatal(err)
+				}
+				if r.Events < last[r.Partition] {
+					t.Errorf("report %d of partition %d: %d events after %d", i, r.Partition, r.Events, last[r.Partition])
+				}
+				last[r.Partition] = r.Events
+			}
+			checkpointsAreReplays(t, c, store, byPart)
+		})
+	}
 }

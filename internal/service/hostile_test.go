@@ -196,6 +196,8 @@ type deadLetterMsg struct {
 	Source       string `json:"source"`
 	Partition    int32  `json:"partition"`
 	Offset       int64  `json:"offset"`
+	Key          string `json:"key"`
+	KeyBase64    string `json:"key_base64"`
 	Reason       string `json:"reason"`
 	Error        string `json:"error"`
 	Raw          string `json:"raw"`
@@ -263,8 +265,14 @@ func checkHostileRun(t *testing.T, run hostileRun, salted []saltedRecord, clean 
 				d.Source, d.Offset, d.Reason, run.source, offset, r.bad.reason, d.Error)
 			continue
 		}
-		if !strings.Contains(d.Error, fmt.Sprintf(":%d: ", offset)) || strings.Contains(d.Error, "\n") || len(d.Error) > 512 {
-			t.Errorf("%s: record %d (%s): error %.300q: want one short line naming offset %d", run.what, i, r.bad.name, d.Error, offset)
+		// A file's line as file:line; a broker's record as
+		// source/partition/offset, the form of its outputs' identities.
+		where := fmt.Sprintf("%s/%d/%d: ", run.source, d.Partition, offset)
+		if run.what == "file" || run.what == "replay" {
+			where = fmt.Sprintf(":%d: ", offset)
+		}
+		if !strings.Contains(d.Error, where) || strings.Contains(d.Error, "\n") || len(d.Error) > 512 {
+			t.Errorf("%s: record %d (%s): error %.300q: want one short line naming %q", run.what, i, r.bad.name, d.Error, where)
 		}
 		raw := []byte(d.Raw)
 		if d.RawBase64 != "" {

@@ -174,7 +174,9 @@ type Service struct {
 	// The sinks, safe for the workers of every partition at once.
 	predictions, reports, deadLetters connectors.Sink
 	dl                                *DeadLetters
-	predIDs                           connectors.IDSink // predictions, when it deduplicates on an identity
+	predIDs                           connectors.IDSink // predictions, when it carries an identity
+	producerKeys                      bool              // the source's Record.Key is its producer's (connectors.ProducerKeyed)
+	lined                             bool              // the source's offsets are lines (connectors.Lined)
 
 	framed  Framed // Source, when it is a Framed source
 	workers map[int32]*worker
@@ -466,6 +468,12 @@ func New(opt Options) (*Service, error) {
 		s.dl = &DeadLetters{Sink: s.deadLetters, IDSource: s.idSource}
 	}
 	s.predIDs, _ = s.predictions.(connectors.IDSink)
+	if pk, ok := opt.Source.(connectors.ProducerKeyed); ok {
+		s.producerKeys = pk.ProducerKeys()
+	}
+	if l, ok := opt.Source.(connectors.Lined); ok {
+		s.lined = l.LineOffsets()
+	}
 	s.framed, _ = opt.Source.(Framed)
 	s.snap.Store(&Snapshot{Time: time.Now(), Source: opt.Source.Name(), Reports: []Report{}})
 	return s, nil
@@ -971,18 +979,22 @@ type commitRound struct {
 }
 
 // dropRevoked drops the models of the partitions a Kafka rebalance gave
-// to another process, with checkpoints: each one's checkpoint is the new
-// owner's to write, and the model is stale (if the partition comes back,
-// it comes back from the checkpoint).
+// to another process: the partition leaves the reports, the metrics and
+// the reports sink here. With checkpoints, the model's state is
+// checkpointed first (handOff), and the new owner, who waits for this
+// process to give the checkpoints up, restores it; without, the new owner
+// learns afresh from the group's last commit, and the model here is stale
+// (if the partition comes back, it comes back from the checkpoint, or
+// afresh).
 func (s *Service) dropRevoked(ctx context.Context) error {
 	owned, live := s.assignments()
-	if s.opt.Checkpoints == nil || !live {
+	if !live {
 		return nil
 	}
 	for _, part := range slices.Clone(s.order) {
 		if !slices.Contains(owned, part) {
 			s.logger.Info("partition revoked: dropping its model", "partition", part)
-			if err := s.dropModel(ctx, part); err != nil {
+			if err := s.handOff(ctx, part); err != nil {
 				return err
 			}
 		}

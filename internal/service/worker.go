@@ -483,10 +483,10 @@ func (w *worker) learn(ctx context.Context, rec *connectors.Record) error {
 	// learned with the default label before it.
 	rounds := m.learned() - learned
 	if reason != "" && w.ev.LabelOnly {
-		return w.deadLetter(ctx, rec, reason, fmt.Sprintf("%s:%d: label of id %q: %s", w.source, rec.Offset, w.ev.ID, labelReason(reason)))
+		return w.deadLetter(ctx, rec, reason, fmt.Sprintf("%s: label of id %q: %s", w.where(rec), w.ev.ID, labelReason(reason)))
 	}
 	if reason != "" {
-		return w.deadLetter(ctx, rec, reason, fmt.Sprintf("%s:%d: outside the domain of a hypothesis class", w.source, rec.Offset))
+		return w.deadLetter(ctx, rec, reason, fmt.Sprintf("%s: outside the domain of a hypothesis class", w.where(rec)))
 	}
 	if w.quiet {
 		return nil
@@ -498,10 +498,16 @@ func (w *worker) learn(ctx context.Context, rec *connectors.Record) error {
 		}
 		w.predBuf = appendPrediction(w.predBuf[:0], &w.ev, w.source, *rec, src, preds)
 		var err error
+		// The event's key, or its record's producer key: a prediction
+		// lands on the partition its event's key would.
+		key := w.ev.Key
+		if len(key) == 0 && s.producerKeys {
+			key = rec.Key
+		}
 		if s.predIDs != nil {
-			err = s.predIDs.PublishID(ctx, OutputID(s.idSource, rec.Partition, rec.Offset, "prediction"), w.ev.Key, w.predBuf)
+			err = s.predIDs.PublishID(ctx, OutputID(s.idSource, rec.Partition, rec.Offset, "prediction"), key, w.predBuf)
 		} else {
-			err = s.predictions.Publish(ctx, w.ev.Key, w.predBuf)
+			err = s.predictions.Publish(ctx, key, w.predBuf)
 		}
 		if err != nil {
 			return fmt.Errorf("service: predictions: %w", err)
@@ -535,7 +541,18 @@ func (w *worker) rejectDecode(ctx context.Context, rec *connectors.Record, err e
 		return fmt.Errorf("service: partition %d: %w", w.part, err)
 	}
 	de.Offset = rec.Offset
+	de.Partition, de.InPartition = rec.Partition, w.rdec == nil && !w.s.lined
 	return w.deadLetter(ctx, rec, de.Reason, de.Error())
+}
+
+// where names rec in messages: source/partition/offset for a broker's
+// record, the form of its outputs' identities (OutputID); source:line
+// for a file's.
+func (w *worker) where(rec *connectors.Record) string {
+	if w.rdec != nil || w.s.lined {
+		return w.source + ":" + strconv.FormatInt(rec.Offset, 10)
+	}
+	return w.source + "/" + strconv.FormatInt(int64(rec.Partition), 10) + "/" + strconv.FormatInt(rec.Offset, 10)
 }
 
 func (w *worker) deadLetter(ctx context.Context, rec *connectors.Record, reason event.Reason, msg string) error {
@@ -543,7 +560,13 @@ func (w *worker) deadLetter(ctx context.Context, rec *connectors.Record, reason 
 	if s.dl == nil || w.quiet {
 		return nil
 	}
-	err := s.dl.publish(ctx, pipeline.DeadLetter{Source: w.source, Partition: rec.Partition, Offset: rec.Offset, Reason: reason, Err: msg, Raw: rec.Value, Size: rec.Size})
+	// The key the record was read with: the event's (read before a fault,
+	// when it came first), or its producer's.
+	key := w.ev.Key
+	if len(key) == 0 && s.producerKeys {
+		key = rec.Key
+	}
+	err := s.dl.publish(ctx, pipeline.DeadLetter{Source: w.source, Partition: rec.Partition, Offset: rec.Offset, Key: key, Reason: reason, Err: msg, Raw: rec.Value, Size: rec.Size})
 	if err != nil {
 		return fmt.Errorf("service: dead letters: %w", err)
 	}
