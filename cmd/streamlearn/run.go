@@ -157,6 +157,42 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		defer release()
 		owned = []int32{0}
 	}
+	// The sinks first, each checked (a Kafka topic asked for, or made with
+	// create: true; a JetStream stream looked up): outputs with nowhere to
+	// go stop the run before the source is opened, so nothing is consumed
+	// and no durable or group position is made.
+	var sinks []connectors.Sink
+	var outs [3]connectors.Sink
+	closeSinks := func() (err error) {
+		for _, s := range sinks {
+			err = errors.Join(err, s.Close())
+		}
+		sinks = nil
+		return err
+	}
+	defer closeSinks() // on the errors before the run; after it, closed below
+	for i, s := range []struct {
+		key string
+		cfg *config.Sink
+	}{{"predictions", cfg.Sinks.Predictions}, {"reports", cfg.Sinks.Reports}, {"dead_letters", cfg.Sinks.DeadLetters}} {
+		sink, err := service.OpenSink(s.cfg, cfg.Source, tuning)
+		if err != nil {
+			return fmt.Errorf("sinks.%s: %w", s.key, err)
+		}
+		if sink == nil {
+			continue
+		}
+		sinks = append(sinks, sink)
+		if c, ok := sink.(interface{ Check(context.Context) error }); ok {
+			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			err := c.Check(cctx)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("sinks.%s: %w", s.key, err)
+			}
+		}
+		outs[i] = sink
+	}
 	src, err := service.OpenSource(ctx, cfg.Source, service.SourceOptions{UntilEnd: *untilEnd, AllowEmpty: *allowEmpty, Logger: logger, MaxBytes: cfg.Input.MaxBytes, Format: cfg.Input.Format}, tuning)
 	if err != nil {
 		return err
@@ -186,20 +222,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		opt.OnMismatch = m
 	}
-	var sinks []connectors.Sink
-	for _, s := range []struct {
-		cfg *config.Sink
-		dst *connectors.Sink
-	}{{cfg.Sinks.Predictions, &opt.Predictions}, {cfg.Sinks.Reports, &opt.Reports}, {cfg.Sinks.DeadLetters, &opt.DeadLetters}} {
-		sink, err := service.OpenSink(s.cfg, cfg.Source, tuning)
-		if err != nil {
-			return err
-		}
-		if sink != nil {
-			*s.dst = sink
-			sinks = append(sinks, sink)
-		}
-	}
+	opt.Predictions, opt.Reports, opt.DeadLetters = outs[0], outs[1], outs[2]
 	if r := cfg.Sinks.Reports; r != nil {
 		opt.ReportEvery, opt.ReportInterval = r.Every, r.Interval
 	}
@@ -232,9 +255,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		runErr = errors.Join(runErr, srv.Shutdown(sctx))
 		cancel()
 	}
-	for _, s := range sinks {
-		runErr = errors.Join(runErr, s.Close())
-	}
+	runErr = errors.Join(runErr, closeSinks())
 	if errors.Is(runErr, connectors.ErrNoPartitions) {
 		runErr = fmt.Errorf("%w (--allow-empty accepts a member with nothing to learn)", runErr)
 	}

@@ -104,7 +104,7 @@ func New(opt Options) http.Handler {
 		}
 		p, err := strconv.ParseInt(q.Get("partition"), 10, 32)
 		if err != nil {
-			text(w, http.StatusBadRequest, "partition: want an integer, got "+strconv.Quote(q.Get("partition")))
+			fail(w, http.StatusBadRequest, "bad_partition", "partition: want an integer, got "+strconv.Quote(q.Get("partition")))
 			return
 		}
 		for _, rep := range reports {
@@ -113,7 +113,7 @@ func New(opt Options) http.Handler {
 				return
 			}
 		}
-		text(w, http.StatusNotFound, "no model for partition "+strconv.FormatInt(p, 10))
+		fail(w, http.StatusNotFound, "no_model", "no model for partition "+strconv.FormatInt(p, 10))
 	})
 	mux.HandleFunc("GET /v1/learners", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, learners)
@@ -122,7 +122,7 @@ func New(opt Options) http.Handler {
 		mux.Handle("POST /v1/predict", predictHandler(opt, make(chan struct{}, MaxPredictRequests), make(chan struct{}, predictWorkers())))
 	} else {
 		mux.HandleFunc("POST /v1/predict", func(w http.ResponseWriter, _ *http.Request) {
-			text(w, http.StatusNotImplemented, "predictions are not served by this handler")
+			fail(w, http.StatusNotImplemented, "not_implemented", "predictions are not served by this handler")
 		})
 	}
 	handleDashboard(mux, opt.Snapshot) // GET /, /dashboard/*, /v1/history
@@ -145,7 +145,7 @@ func text(w http.ResponseWriter, code int, msg string) {
 func writeJSON(w http.ResponseWriter, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		text(w, http.StatusInternalServerError, "encoding the response: "+err.Error())
+		fail(w, http.StatusInternalServerError, "internal", "encoding the response: "+err.Error())
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

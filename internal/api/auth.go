@@ -67,13 +67,13 @@ func requireToken(token string, next http.Handler) http.Handler {
 		got, ok := bearer(r.Header.Get("Authorization"))
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="streamlearn"`)
-			text(w, http.StatusUnauthorized, `unauthorized: send "Authorization: Bearer <token>" (the token of http.token_file or STREAMLEARN_HTTP_TOKEN)`)
+			fail(w, http.StatusUnauthorized, "unauthorized", `send "Authorization: Bearer <token>" (the token of http.token_file or STREAMLEARN_HTTP_TOKEN)`)
 			return
 		}
 		sum := sha256.Sum256([]byte(got))
 		if subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="streamlearn", error="invalid_token"`)
-			text(w, http.StatusUnauthorized, "unauthorized: wrong bearer token")
+			fail(w, http.StatusUnauthorized, "unauthorized", "wrong bearer token")
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -83,9 +84,10 @@ func TestBearerToken(t *testing.T) {
 			{"POST", "/v1/predict"}, {"GET", "/v1/nope"}, {"GET", "//v1/report"}, {"GET", "/healthz/../v1/report"},
 		} {
 			code, hdr, body := do(t, ep.method, ts.URL+ep.path, c.auth, event)
-			if code != http.StatusUnauthorized || hdr.Get("WWW-Authenticate") != c.challenge ||
-				!strings.HasPrefix(string(body), "unauthorized: ") || strings.Count(string(body), "\n") != 1 {
-				t.Errorf("%s: %s %s: %d, WWW-Authenticate %q, %q; want 401, %q, one line", c.name, ep.method, ep.path,
+			var e ErrorBody
+			if code != http.StatusUnauthorized || hdr.Get("WWW-Authenticate") != c.challenge || hdr.Get("Content-Type") != "application/json" ||
+				json.Unmarshal(body, &e) != nil || e.Error.Code != "unauthorized" || e.Error.Message == "" {
+				t.Errorf("%s: %s %s: %d, WWW-Authenticate %q, %q; want 401, %q, an error of code unauthorized", c.name, ep.method, ep.path,
 					code, hdr.Get("WWW-Authenticate"), body, c.challenge)
 			}
 		}

@@ -63,7 +63,7 @@ func handleDashboard(mux *http.ServeMux, snapshot func() *service.Snapshot) {
 				return
 			}
 		}
-		text(w, http.StatusNotFound, "no model for partition "+strconv.FormatInt(int64(part), 10))
+		fail(w, http.StatusNotFound, "no_model", "no model for partition "+strconv.FormatInt(int64(part), 10))
 	})
 }
 
@@ -98,7 +98,7 @@ func securityHeaders(h http.Header) {
 func serveJSON(w http.ResponseWriter, r *http.Request, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		text(w, http.StatusInternalServerError, "encoding the response: "+err.Error())
+		fail(w, http.StatusInternalServerError, "internal", "encoding the response: "+err.Error())
 		return
 	}
 	b = append(b, '\n')
@@ -171,7 +171,7 @@ func partitionQuery(w http.ResponseWriter, r *http.Request) (part int32, has, ok
 	}
 	p, err := strconv.ParseInt(q.Get("partition"), 10, 32)
 	if err != nil {
-		text(w, http.StatusBadRequest, "partition: want an integer, got "+strconv.Quote(q.Get("partition")))
+		fail(w, http.StatusBadRequest, "bad_partition", "partition: want an integer, got "+strconv.Quote(q.Get("partition")))
 		return 0, true, false
 	}
 	return int32(p), true, true

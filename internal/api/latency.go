@@ -76,13 +76,13 @@ func handleLatency(mux *http.ServeMux, g prometheus.Gatherer) {
 	mux.HandleFunc("GET /v1/latency", func(w http.ResponseWriter, r *http.Request) {
 		ls, err := latencies(g)
 		if err != nil {
-			text(w, http.StatusInternalServerError, "gathering the metrics: "+err.Error())
+			fail(w, http.StatusInternalServerError, "internal", "gathering the metrics: "+err.Error())
 			return
 		}
 		if q := r.URL.Query(); q.Has("partition") {
 			p, err := strconv.ParseInt(q.Get("partition"), 10, 32)
 			if err != nil {
-				text(w, http.StatusBadRequest, "partition: want an integer, got "+strconv.Quote(q.Get("partition")))
+				fail(w, http.StatusBadRequest, "bad_partition", "partition: want an integer, got "+strconv.Quote(q.Get("partition")))
 				return
 			}
 			ls = slices.DeleteFunc(ls, func(l Latency) bool { return l.Partition != int32(p) })

@@ -69,7 +69,7 @@ func acquire(ctx context.Context, sem chan struct{}) bool {
 // busy answers 503 to a request that waited PredictWait for a slot.
 func busy(w http.ResponseWriter, what string) {
 	w.Header().Set("Retry-After", "1")
-	text(w, http.StatusServiceUnavailable, fmt.Sprintf("busy: %s for %v; retry later", what, predictWait))
+	fail(w, http.StatusServiceUnavailable, "busy", fmt.Sprintf("busy: %s for %v; retry later", what, predictWait))
 }
 
 // PredictResponse is the answer for one event of POST /v1/predict.
@@ -153,21 +153,21 @@ func predictHandler(opt Options, requests, workers chan struct{}) http.HandlerFu
 		if err != nil {
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
-				text(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", MaxPredictBody))
+				fail(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("body larger than %d bytes", MaxPredictBody))
 				return
 			}
-			text(w, http.StatusBadRequest, "reading the body: "+err.Error())
+			fail(w, http.StatusBadRequest, "bad_request", "reading the body: "+err.Error())
 			return
 		}
 		raws, array, err := splitEvents(body)
 		if err != nil {
-			text(w, http.StatusBadRequest, err.Error())
+			fail(w, http.StatusBadRequest, "bad_request", err.Error())
 			return
 		}
 		d := decoders.Get()
 		dec, ok := d.(*event.Decoder)
 		if !ok {
-			text(w, http.StatusInternalServerError, fmt.Sprintf("event decoder: %v", d))
+			fail(w, http.StatusInternalServerError, "internal", fmt.Sprintf("event decoder: %v", d))
 			return
 		}
 		defer decoders.Put(dec)
@@ -183,11 +183,12 @@ func predictHandler(opt Options, requests, workers chan struct{}) http.HandlerFu
 		var preds []service.Prediction
 		for i, raw := range raws {
 			if err := dec.Decode(raw, &ev); err != nil {
-				text(w, http.StatusBadRequest, eventErr(array, i, err.Error()))
+				badEvent(w, i, err)
 				return
 			}
 			if ev.LabelOnly {
-				text(w, http.StatusBadRequest, eventErr(array, i, "a label event (an id and a label, no features) has nothing to predict: send it on the stream"))
+				writeError(w, http.StatusBadRequest, APIError{Code: "label_event", Event: &i,
+					Message: "a label event (an id and a label, no features) has nothing to predict: send it on the stream"})
 				return
 			}
 			k := ev.Key
@@ -201,7 +202,8 @@ func predictHandler(opt Options, requests, workers chan struct{}) http.HandlerFu
 			var reason event.Reason
 			preds, reason = pr.Predict(preds[:0], &ev)
 			if reason != "" {
-				text(w, http.StatusUnprocessableEntity, eventErr(array, i, "outside the domain of a hypothesis class ("+string(reason)+")"))
+				writeError(w, http.StatusUnprocessableEntity, APIError{Code: "outside_domain", Event: &i, Reason: string(reason),
+					Message: "outside the domain of a hypothesis class (" + string(reason) + ")"})
 				return
 			}
 			resp := PredictResponse{ID: string(ev.ID), Partition: pr.Partition, ModelEvents: pr.Events, ModelTime: pr.Time,
@@ -235,7 +237,7 @@ func partitionParam(w http.ResponseWriter, r *http.Request) (partition int32, on
 	}
 	p, err := strconv.ParseInt(q.Get("partition"), 10, 32)
 	if err != nil {
-		text(w, http.StatusBadRequest, "partition: want an integer, got "+strconv.Quote(q.Get("partition")))
+		fail(w, http.StatusBadRequest, "bad_partition", "partition: want an integer, got "+strconv.Quote(q.Get("partition")))
 		return 0, false, false
 	}
 	return int32(p), false, true
@@ -246,14 +248,14 @@ func partitionParam(w http.ResponseWriter, r *http.Request) (partition int32, on
 func predictor(ctx context.Context, w http.ResponseWriter, opt Options, partition int32, only bool, key []byte) (*service.Predictor, bool) {
 	pr, err := opt.Predictor(ctx, partition, only, key)
 	if err != nil {
-		code := http.StatusBadRequest
+		status, code := http.StatusBadRequest, "bad_request"
 		if errors.Is(err, service.ErrNoModel) {
-			code = http.StatusServiceUnavailable
+			status, code = http.StatusServiceUnavailable, "no_model"
 			if !only {
-				code = http.StatusNotFound
+				status = http.StatusNotFound
 			}
 		}
-		text(w, code, err.Error())
+		fail(w, status, code, err.Error())
 		return nil, false
 	}
 	return pr, true
@@ -263,7 +265,7 @@ func predictor(ctx context.Context, w http.ResponseWriter, opt Options, partitio
 // key, the report of key's model, from the copy that serves predictions.
 func keyReport(w http.ResponseWriter, r *http.Request, opt Options) {
 	if opt.Predictor == nil || !keyedConfig(opt) {
-		text(w, http.StatusBadRequest, "key: the models are not per key (models.by: key)")
+		fail(w, http.StatusBadRequest, "not_per_key", "key: the models are not per key (models.by: key)")
 		return
 	}
 	partition, only, ok := partitionParam(w, r)
@@ -278,12 +280,12 @@ func keyReport(w http.ResponseWriter, r *http.Request, opt Options) {
 		return
 	}
 	if !pr.HasKey {
-		text(w, http.StatusNotFound, "no model for key "+strconv.Quote(key))
+		fail(w, http.StatusNotFound, "no_model", "no model for key "+strconv.Quote(key))
 		return
 	}
 	rep, err := pr.Report()
 	if err != nil {
-		text(w, http.StatusInternalServerError, err.Error())
+		fail(w, http.StatusInternalServerError, "internal", err.Error())
 		return
 	}
 	writeJSON(w, service.Report{Source: opt.Snapshot().Source, Partition: pr.Partition, Key: &key, Report: rep})
@@ -316,11 +318,16 @@ func splitEvents(body []byte) ([]json.RawMessage, bool, error) {
 	return raws, true, nil
 }
 
-func eventErr(array bool, i int, msg string) string {
-	if array {
-		return fmt.Sprintf("event %d: %s", i, msg)
+// badEvent answers 400 for event i of the request, which the decoder
+// refused with err: the same message for the same fault, whichever
+// request and position it came in.
+func badEvent(w http.ResponseWriter, i int, err error) {
+	e := APIError{Code: "bad_event", Event: &i, Message: err.Error()}
+	var de *event.Error
+	if errors.As(err, &de) {
+		e.Message, e.Field, e.Reason = de.Detail(), de.Field, string(de.Reason)
 	}
-	return "event: " + msg
+	writeError(w, http.StatusBadRequest, e)
 }
 
 // finite returns &v, or nil when v is not finite (JSON has no Inf or NaN).

@@ -108,10 +108,12 @@ func FuzzPredictHandler(f *testing.F) {
 				t.Fatalf("%s: 200 without a model: %q", tc.name, out)
 			}
 			if code != http.StatusOK {
-				if len(out) == 0 || out[len(out)-1] != '\n' || bytes.Count(out, []byte("\n")) != 1 || !utf8.Valid(out) {
-					t.Fatalf("%s: %d: the reason is not one line of text: %q", tc.name, code, out)
+				var e ErrorBody
+				if len(out) == 0 || out[len(out)-1] != '\n' || bytes.Count(out, []byte("\n")) != 1 || !utf8.Valid(out) ||
+					json.Unmarshal(out, &e) != nil || e.Error.Code == "" || e.Error.Message == "" || strings.Contains(e.Error.Message, "\n") {
+					t.Fatalf("%s: %d: the reason is not one line of JSON with a code and a message: %q", tc.name, code, out)
 				}
-				if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
+				if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
 					t.Fatalf("%s: %d with Content-Type %q", tc.name, code, ct)
 				}
 				continue

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"strings"
@@ -207,13 +208,15 @@ func TestPredictErrors(t *testing.T) {
 		{"not JSON", "?partition=0", "hello", 400, "want a JSON event or an array"},
 		{"empty array", "?partition=0", "[]", 400, "an empty array"},
 		{"broken array", "?partition=0", "[" + good + ",", 400, "not a JSON array of events"},
-		{"bad event in an array", "?partition=1", "[" + good + `,{"label":"maybe","features":{"a":1}}]`, 400, "event 1: "},
-		{"bad single event", "?partition=1", `{"features":{"a":1e999}}`, 400, "event: "},
+		{"bad event in an array", "?partition=1", "[" + good + `,{"label":"maybe","features":{"a":1}}]`, 400, `"event":1,`},
+		{"bad single event", "?partition=1", `{"features":{"a":1e999}}`, 400, `"event":0,`},
 		{"no features", "?partition=1", `{"id":"m42","feature":{"a":1}}`, 400, "empty: no features, x or text"},
 		{"no features in an array", "?partition=1", "[" + good + `,{"id":"m42"}]`, 400, "empty: no features, x or text: a record without features"},
 	} {
 		code, body := post(t, ts.URL+"/v1/predict"+c.query, []byte(c.body))
-		if code != c.code || !strings.Contains(string(body), c.msg) || strings.Count(string(body), "\n") != 1 {
+		var e ErrorBody
+		if code != c.code || json.Unmarshal(body, &e) != nil || !strings.Contains(e.Error.Message, c.msg) && !strings.Contains(string(body), c.msg) ||
+			strings.Count(string(body), "\n") != 1 {
 			t.Errorf("%s: %d %q, want %d with %q on one line", c.name, code, body, c.code, c.msg)
 		}
 	}
@@ -256,6 +259,63 @@ func TestPredictLineFormatConfig(t *testing.T) {
 		runUntil(t, svc, 2)
 		if code, body := post(t, ts.URL+"/v1/predict", []byte(`{"features":{"v":0.7}}`)); code != 200 || !strings.Contains(string(body), `"label"`) {
 			t.Errorf("input.format %s: /v1/predict of a JSON event: %d %s", f, code, body)
+		}
+	}
+}
+
+// An error answer is JSON ({"error": {"code", "message", "event",
+// "field", "reason"}}), its message the same for the same bad event
+// however often and wherever it is sent, its "event" the index in the
+// request, and no message nests the decoder's own prefixes.
+func TestPredictErrorsJSON(t *testing.T) {
+	cfg, lines := demo(t, 20)
+	svc, ts := setup(t, cfg, &sliceSource{lines: lines, partitions: 1, block: true}, nil)
+	runUntil(t, svc, 20)
+	bad := `{"id":"x","features":{"v":1e999}}`
+	answer := func(body string) (int, APIError) {
+		t.Helper()
+		req, err := http.NewRequest("POST", ts.URL+"/v1/predict", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		out, _ := io.ReadAll(resp.Body)
+		var e ErrorBody
+		if ct := resp.Header.Get("Content-Type"); ct != "application/json" || json.Unmarshal(out, &e) != nil {
+			t.Fatalf("%s: %d %s %q, want a JSON error", body, resp.StatusCode, ct, out)
+		}
+		return resp.StatusCode, e.Error
+	}
+	var first APIError
+	for i := range 6 {
+		code, e := answer(bad)
+		if code != 400 || e.Code != "bad_event" || e.Event == nil || *e.Event != 0 || e.Field != "features.v" || e.Reason != "nonfinite" {
+			t.Fatalf("send %d: %d %+v", i, code, e)
+		}
+		if i == 0 {
+			first = e
+		} else if e.Message != first.Message {
+			t.Fatalf("send %d: message %q, the first was %q", i, e.Message, first.Message)
+		}
+	}
+	good := string(lines[0])
+	code, e := answer("[" + good + "," + good + "," + bad + "]")
+	if code != 400 || e.Event == nil || *e.Event != 2 || e.Message != first.Message {
+		t.Fatalf("third of an array: %d %+v, want event 2 and %q", code, e, first.Message)
+	}
+	if strings.Contains(first.Message, "event:") || strings.Contains(first.Message, "record ") {
+		t.Errorf("message %q has a decoder's prefix", first.Message)
+	}
+	for _, c := range []struct{ path, code string }{{"/v1/report?partition=x", "bad_partition"}, {"/v1/report?partition=9", "no_model"},
+		{"/v1/history?partition=x", "bad_partition"}, {"/v1/latency?partition=x", "bad_partition"}} {
+		code, hdr, body := get(t, "GET", ts.URL+c.path)
+		var e ErrorBody
+		if code < 400 || hdr.Get("Content-Type") != "application/json" || json.Unmarshal(body, &e) != nil || e.Error.Code != c.code {
+			t.Errorf("%s: %d %s %q, want error code %s", c.path, code, hdr.Get("Content-Type"), body, c.code)
 		}
 	}
 }

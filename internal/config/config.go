@@ -408,6 +408,14 @@ type Sink struct {
 	// PublishWindow bounds a JetStream sink's publishes awaiting the
 	// server's acknowledgement (default 1024).
 	PublishWindow int `yaml:"publish_window"`
+	// Create makes `run` create a Kafka sink's topic when it does not
+	// exist (it checks the topic at start either way), with Partitions
+	// partitions, Replication replicas and Retention (0: the broker's
+	// defaults).
+	Create      bool          `yaml:"create"`
+	Partitions  int           `yaml:"partitions"`
+	Replication int           `yaml:"replication"`
+	Retention   time.Duration `yaml:"retention"`
 }
 
 // Sinks are the optional outputs.

@@ -297,8 +297,22 @@ func (s *Sink) validateTuning(key string) error {
 		{"required_acks", s.RequiredAcks != "", false, kafka},
 		{"compression", s.Compression != "", false, kafka},
 		{"publish_window", s.PublishWindow != 0, s.PublishWindow < 0, []string{"jetstream"}},
+		{"create", s.Create, false, kafka},
+		{"partitions", s.Partitions != 0, s.Partitions < 0, kafka},
+		{"replication", s.Replication != 0, s.Replication < 0, kafka},
+		{"retention", s.Retention != 0, s.Retention < 0, kafka},
 	}); err != nil {
 		return err
+	}
+	if !s.Create {
+		for _, k := range []struct {
+			name string
+			set  bool
+		}{{"partitions", s.Partitions != 0}, {"replication", s.Replication != 0}, {"retention", s.Retention != 0}} {
+			if k.set {
+				return errAt(key+"."+k.name, "applies to the topic create: true makes; set create: true, or drop it")
+			}
+		}
 	}
 	if s.RequiredAcks != "" {
 		if err := oneOf(key+".required_acks", s.RequiredAcks, "all", "one", "none"); err != nil {

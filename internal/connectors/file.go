@@ -21,8 +21,11 @@ type FileSink struct {
 	f    *os.File
 	w    *bufio.Writer
 	// lines counts the lines published; synced, those an fsync that
-	// succeeded covered.
+	// succeeded covered. syncErr is the first fsync's failure: after it
+	// the kernel may have dropped the lines and marked them clean, and a
+	// later fsync's success proves nothing, so every wait fails after it.
 	lines, synced uint64
+	syncErr       error
 }
 
 var (
@@ -60,10 +63,13 @@ func (s *FileSink) Flush(ctx context.Context) error { return s.Barrier()(ctx) }
 
 // Barrier writes the buffered lines to the file and returns a function
 // that makes them durable (fsync) without holding up the lines published
-// meanwhile (BarrierSink). A failed fsync is retried by the next wait.
+// meanwhile (BarrierSink). Once an fsync failed, every wait fails.
 func (s *FileSink) Barrier() func(context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.syncErr; err != nil {
+		return func(context.Context) error { return err }
+	}
 	target := s.lines
 	if s.synced >= target {
 		return func(context.Context) error { return nil }
@@ -74,12 +80,16 @@ func (s *FileSink) Barrier() func(context.Context) error {
 	}
 	f := s.f
 	return func(context.Context) error {
-		if err := f.Sync(); err != nil {
-			return fmt.Errorf("file sink %s: fsync: %w", s.path, err)
-		}
+		err := f.Sync()
 		s.mu.Lock()
+		defer s.mu.Unlock()
+		if err != nil && s.syncErr == nil {
+			s.syncErr = fmt.Errorf("file sink %s: fsync: %w", s.path, err)
+		}
+		if s.syncErr != nil {
+			return s.syncErr
+		}
 		s.synced = max(s.synced, target)
-		s.mu.Unlock()
 		return nil
 	}
 }

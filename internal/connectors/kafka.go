@@ -146,6 +146,13 @@ type KafkaConfig struct {
 	//
 	// Default: 10000
 	MaxPending int `yaml:"max_pending"`
+	// CreateTopic makes a sink's Check create its topic when it does not
+	// exist, with TopicPartitions partitions, TopicReplication replicas
+	// and TopicRetention (each 0: the broker's default).
+	CreateTopic      bool          `yaml:"-"`
+	TopicPartitions  int           `yaml:"-"`
+	TopicReplication int           `yaml:"-"`
+	TopicRetention   time.Duration `yaml:"-"`
 
 	// AllowEmpty lets a source opened with untilEnd end without an error
 	// when the settled group assigns it no partition (see ErrNoPartitions).

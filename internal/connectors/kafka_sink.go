@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 
 	"github.com/segmentio/kafka-go"
@@ -18,6 +19,8 @@ import (
 // wait and Close may be called from any goroutine.
 type KafkaSink struct {
 	name      string
+	topic     string
+	cfg       KafkaConfig // the topic's creation settings, for Check
 	w         *kafka.Writer
 	transport *kafka.Transport
 	sem       chan struct{} // one token per unacknowledged message
@@ -68,6 +71,8 @@ func NewKafkaSink(cfg KafkaConfig, topic string) (*KafkaSink, error) {
 	}
 	s := &KafkaSink{
 		name:      "kafka:" + topic,
+		topic:     topic,
+		cfg:       cfg,
 		transport: t,
 		sem:       make(chan struct{}, cfg.MaxPending),
 		done:      map[uint64]struct{}{},
@@ -85,6 +90,53 @@ func NewKafkaSink(cfg KafkaConfig, topic string) (*KafkaSink, error) {
 		Transport:    t,
 	}
 	return s, nil
+}
+
+// Check asks the brokers for the sink's topic: an error that names it when
+// the brokers cannot be reached or the topic does not exist — unless
+// CreateTopic is set, and then the topic is created (TopicPartitions,
+// TopicReplication, TopicRetention). A run checks its sinks before it
+// opens its source, so that outputs with nowhere to go stop it before it
+// consumes anything.
+func (s *KafkaSink) Check(ctx context.Context) error {
+	c := &kafka.Client{Addr: s.w.Addr, Transport: s.transport}
+	md, err := c.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{s.topic}})
+	if err != nil {
+		return fmt.Errorf("kafka sink %s: asking brokers %v for topic %q: %w", s.name, s.cfg.Brokers, s.topic, err)
+	}
+	for _, t := range md.Topics {
+		if t.Name != s.topic {
+			continue
+		}
+		switch {
+		case t.Error == nil && len(t.Partitions) > 0:
+			return nil
+		case t.Error != nil && !errors.Is(t.Error, kafka.UnknownTopicOrPartition):
+			return fmt.Errorf("kafka sink %s: topic %q: %w", s.name, s.topic, t.Error)
+		}
+	}
+	if !s.cfg.CreateTopic {
+		return fmt.Errorf("kafka sink %s: topic %q does not exist on brokers %v: create it (kafka-topics.sh --create --topic %s), or set create: true on the sink, with partitions and retention",
+			s.name, s.topic, s.cfg.Brokers, s.topic)
+	}
+	tc := kafka.TopicConfig{Topic: s.topic, NumPartitions: -1, ReplicationFactor: -1}
+	if s.cfg.TopicPartitions > 0 {
+		tc.NumPartitions = s.cfg.TopicPartitions
+	}
+	if s.cfg.TopicReplication > 0 {
+		tc.ReplicationFactor = s.cfg.TopicReplication
+	}
+	if s.cfg.TopicRetention > 0 {
+		tc.ConfigEntries = []kafka.ConfigEntry{{ConfigName: "retention.ms", ConfigValue: strconv.FormatInt(s.cfg.TopicRetention.Milliseconds(), 10)}}
+	}
+	resp, err := c.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{tc}})
+	if err == nil {
+		err = resp.Errors[s.topic]
+	}
+	if err != nil && !errors.Is(err, kafka.TopicAlreadyExists) {
+		return fmt.Errorf("kafka sink %s: creating topic %q: %w", s.name, s.topic, err)
+	}
+	return nil
 }
 
 // IDHeader is the header a Kafka sink's message carries its identity in

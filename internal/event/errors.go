@@ -115,6 +115,15 @@ func (e *Error) Error() string {
 		b.WriteString(strconv.FormatInt(e.Offset, 10))
 	}
 	b.WriteString(": ")
+	b.WriteString(e.Detail())
+	return b.String()
+}
+
+// Detail is Error without the record's position: the field, the reason
+// and what is wrong, e.g. `field "3": nonfinite: 1e400 overflows float64`.
+// It is the same for the same fault wherever the record came from.
+func (e *Error) Detail() string {
+	var b strings.Builder
 	if e.Field != "" {
 		b.WriteString("field ")
 		b.WriteString(strconv.Quote(clip(e.Field)))

@@ -520,6 +520,10 @@ func (s *Service) startSaver() {
 	wctx := s.wctx
 	go func() {
 		defer close(sv.done)
+		// failed: a round's outputs failed. The failure is reported to
+		// that round's wait only, and later rounds' waits pass; their
+		// checkpoints, which a restore skips up to, must not be written.
+		var failed error
 		for j := range sv.jobs {
 			// The sinks' waits end with the workers' sink messages (a
 			// drain that runs out); a write begun is finished, so that a
@@ -531,6 +535,12 @@ func (s *Service) startSaver() {
 				}
 			}
 			cancel()
+			if j.err != nil && failed == nil {
+				failed = j.err
+			}
+			if j.err == nil && failed != nil {
+				j.err = fmt.Errorf("an earlier round's outputs failed: %w", failed)
+			}
 			for i := range j.saves {
 				if j.err != nil {
 					break
@@ -769,7 +779,20 @@ func (s *Service) drop(ctx context.Context, part int32, handOff bool) error {
 			return err
 		}
 	}
-	if handOff && s.opt.Checkpoints != nil && !w.failed && w.m.pos != w.savedPos && s.outputsFailed == nil {
+	if handOff && s.opt.Checkpoints != nil {
+		// Every round in flight first: a failed output any of them
+		// holds stops the hand-off (and nobody else waits on the sinks
+		// meanwhile, so no failure is reported to another wait).
+		if err := s.collectSaves(ctx, true); err != nil {
+			return err
+		}
+	}
+	// A model with a checkpoint already (and so a commit): one at its
+	// position now stands where the group's commit does, for the new
+	// owner. One without stays unsaved: the new owner starts where its
+	// own start says, which a checkpoint ahead of no commit would
+	// contradict.
+	if handOff && s.opt.Checkpoints != nil && !w.failed && w.savedPos >= 0 && w.m.pos != w.savedPos && s.outputsFailed == nil {
 		if err := s.saveHandOff(ctx, w); err != nil {
 			// The new owner restores the last checkpoint and learns
 			// again from the group's commit: nothing is lost.
@@ -790,7 +813,9 @@ func (s *Service) drop(ctx context.Context, part int32, handOff bool) error {
 func (s *Service) saveHandOff(ctx context.Context, w *worker) error {
 	for _, wait := range s.barriers() {
 		if err := wait(ctx); err != nil {
-			s.outputsFailed = fmt.Errorf("service: outputs not durable, nothing committed since: %w", err)
+			if ctx.Err() == nil { // a stop is no failed output
+				s.outputsFailed = fmt.Errorf("service: outputs not durable, nothing committed since: %w", err)
+			}
 			return err
 		}
 	}

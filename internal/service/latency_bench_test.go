@@ -420,10 +420,12 @@ func latencyRun(b *testing.B, tr latencyTransport, run string, c latencyCase, le
 	return lat, nil
 }
 
-// relay copies every record of src to sink, one output per input,
-// committing as the service does (every `every` records or interval,
-// after the outputs before are durable), until ctx is done.
+// relay copies every record of src to sink, one output per input, with
+// its identity as the service's prediction has it, committing as the
+// service does (every `every` records or interval, after the outputs
+// before are durable), until ctx is done.
 func relay(ctx context.Context, src connectors.Source, sink connectors.Sink, every int, interval time.Duration) error {
+	ids, _ := sink.(connectors.IDSink)
 	var last connectors.Record
 	uncommitted := 0
 	lastCommit := time.Now()
@@ -432,7 +434,15 @@ func relay(ctx context.Context, src connectors.Source, sink connectors.Sink, eve
 		if err != nil {
 			return err
 		}
-		if err := sink.Publish(ctx, rec.Key, rec.Value); err != nil {
+		// As the service publishes: with the record's identity when the
+		// sink takes one (JetStream's Nats-Msg-Id, which its server
+		// deduplicates on; Kafka's header).
+		if ids != nil {
+			err = ids.PublishID(ctx, OutputID(src.Name(), rec.Partition, rec.Offset, "prediction"), rec.Key, rec.Value)
+		} else {
+			err = sink.Publish(ctx, rec.Key, rec.Value)
+		}
+		if err != nil {
 			return err
 		}
 		last = rec

@@ -148,6 +148,7 @@ func OpenSink(s *config.Sink, src config.Source, t Tuning) (connectors.Sink, err
 		k.BatchSize = cmp.Or(s.BatchSize, k.BatchSize)
 		k.RequiredAcks = cmp.Or(s.RequiredAcks, k.RequiredAcks)
 		k.Compression = cmp.Or(s.Compression, k.Compression)
+		k.CreateTopic, k.TopicPartitions, k.TopicReplication, k.TopicRetention = s.Create, s.Partitions, s.Replication, s.Retention
 		return connectors.NewKafkaSink(k, s.Topic)
 	case "nats":
 		return connectors.NewNATSSink(natsConfig(conn, s.Subject, "", "", t), s.Subject)

@@ -11,6 +11,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/testbroker"
 )
 
 // What a consumer of a Kafka sink needs: a prediction (and a dead letter)
@@ -132,4 +133,60 @@ func TestKafkaOutputsKeepKeyAndIdentity(t *testing.T) {
 	}
 	check("predictions", "prediction", n-3)
 	check("dead", "dead-letter", 3)
+}
+
+// A report's consumer_lag is exactly the records of its partition left
+// after the last one its model processed: every report of a stream
+// published before the run says so, the ones a record triggers
+// (reports.every) included. (They said one more: the record's lag was
+// taken after its report.)
+func TestConsumerLagExact(t *testing.T) {
+	const n, every = 2000, 250
+	values := genEvents(n, 31, 0, 0, 0) // every record a labeled event
+	brokers := kafkaCluster(t, 1, "lag")
+	kcfg := kafkaTestConfig(brokers, "lag", "lag")
+	ksink, err := connectors.NewKafkaSink(kcfg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	publishAll(t, ksink, values, nil)
+	natsURL := testbroker.NATS(t, "LAG", "lag")
+	jsink, err := connectors.NewJetStreamSink(connectors.NATSConfig{URL: natsURL}, "LAG", "lag")
+	if err != nil {
+		t.Fatal(err)
+	}
+	publishAll(t, jsink, values, nil)
+	jsrc, err := connectors.NewJetStreamSource(context.Background(), connectors.NATSConfig{URL: natsURL, Stream: "LAG", Subject: "lag", Durable: "lag"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer jsrc.Close()
+	for _, tc := range []struct {
+		name string
+		src  connectors.Source
+	}{{"kafka", openKafka(t, kcfg)}, {"jetstream", jsrc}} {
+		t.Run(tc.name, func(t *testing.T) {
+			reports := &memSink{}
+			s := newService(t, Options{Config: parseConfig(t, testYAML), Source: tc.src, Reports: reports, ReportEvery: every})
+			if err := s.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			msgs := reports.messages()
+			if len(msgs) < n/every {
+				t.Fatalf("%d reports, want at least %d", len(msgs), n/every)
+			}
+			for i, m := range msgs {
+				var r Report
+				if err := json.Unmarshal(m, &r); err != nil {
+					t.Fatal(err)
+				}
+				left := int64(n) - int64(r.Events)
+				if r.ConsumerLag == nil {
+					t.Errorf("report %d, after %d events: no consumer_lag, want the %d records left", i, r.Events, left)
+				} else if *r.ConsumerLag != left {
+					t.Errorf("report %d, after %d events: consumer_lag %d, want the %d records left", i, r.Events, *r.ConsumerLag, left)
+				}
+			}
+		})
+	}
 }

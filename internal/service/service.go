@@ -1081,6 +1081,12 @@ func (s *Service) finishRound(ctx context.Context) error {
 		}
 		return err
 	}
+	if s.outputsFailed != nil {
+		for _, a := range answers {
+			a.w.saving = false
+		}
+		return s.outputsFailed // nothing is committed or checkpointed after it
+	}
 	// Every output of the records the answers hold is published: the
 	// sinks' barriers now cover them.
 	job := &roundJob{waits: s.barriers()}

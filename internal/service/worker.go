@@ -446,10 +446,13 @@ func (w *worker) process(ctx context.Context, rec *connectors.Record) error {
 		}
 		m.skipTo = -1 // past the checkpoint: offsets may start again (Files)
 	}
+	// The lag first: a report the record triggers (reports.every) says
+	// how many records are left after it.
+	m.seen, m.lag = true, rec.Lag
 	if err := w.learn(ctx, rec); err != nil {
 		return err
 	}
-	m.seen, m.lag, m.pos = true, rec.Lag, m.base+rec.Offset
+	m.pos = m.base + rec.Offset
 	if s.opt.EventDuration != nil {
 		s.opt.EventDuration.Observe(time.Since(start).Seconds())
 	}
