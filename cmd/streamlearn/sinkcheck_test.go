@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/streamlearn/streamlearn/internal/connectors"
+)
+
+// TestRunMissingJetStreamSink: run whose predictions go to a JetStream
+// stream that does not exist stops at start with an error naming the sink
+// and the stream, before its source is opened: the durable consumer it
+// would read with is not made on the input stream, and nothing is
+// consumed. (Before, the durable was made first.)
+func TestRunMissingJetStreamSink(t *testing.T) {
+	emb, err := connectors.StartEmbedded(connectors.EmbeddedConfig{Host: "127.0.0.1", Port: -1, StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer emb.Shutdown()
+	demo := "../../testdata/demo.jsonl"
+	if code, _, errOut := run(t, "publish", "--create-stream", "--kind", "jetstream", "--url", emb.ClientURL(), "--stream", "EVENTS", "--subject", "events", demo); code != 0 {
+		t.Fatalf("publish: %d %s", code, errOut)
+	}
+	cfg := filepath.Join(t.TempDir(), "missing.yaml")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, `source: {kind: jetstream, url: %q, stream: EVENTS, subject: events, durable: learner}
+sinks:
+  predictions: {kind: jetstream, stream: PREDS, subject: preds}
+learners:
+  - {name: pct, algorithm: perceptron, bias: true}
+`, emb.ClientURL()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, "run", "-c", cfg, "--until-end", "--http", "off")
+	nc, err := nats.Connect(emb.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := js.Consumer(ctx, "EVENTS", "learner"); !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		t.Errorf("the durable after a run that failed at start: %v, want none", err)
+	}
+	if code != 1 || !strings.Contains(errOut, "sinks.predictions") || !strings.Contains(errOut, `stream "PREDS" not found`) || out != "" {
+		t.Errorf("run with a missing sink stream: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
