@@ -117,6 +117,42 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintf(stderr, "streamlearn: embedded NATS JetStream at %s: events published to subject %q are learned (stream %s, durable %s)\n",
 			emb.ClientURL(), cfg.Source.Subject, cfg.Source.Stream, cfg.Source.Durable)
 	}
+	// The sinks first, each checked (a Kafka topic asked for, or made with
+	// create: true; a JetStream stream looked up): outputs with nowhere to
+	// go stop the run before anything is preloaded or the source opened,
+	// so nothing is consumed and no durable or group position is made.
+	var sinks []connectors.Sink
+	var outs [3]connectors.Sink
+	closeSinks := func() (err error) {
+		for _, s := range sinks {
+			err = errors.Join(err, s.Close())
+		}
+		sinks = nil
+		return err
+	}
+	defer closeSinks() // on the errors before the run; after it, closed below
+	for i, s := range []struct {
+		key string
+		cfg *config.Sink
+	}{{"predictions", cfg.Sinks.Predictions}, {"reports", cfg.Sinks.Reports}, {"dead_letters", cfg.Sinks.DeadLetters}} {
+		sink, err := service.OpenSink(s.cfg, cfg.Source, tuning)
+		if err != nil {
+			return fmt.Errorf("sinks.%s: %w", s.key, err)
+		}
+		if sink == nil {
+			continue
+		}
+		sinks = append(sinks, sink)
+		if c, ok := sink.(interface{ Check(context.Context) error }); ok {
+			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			err := c.Check(cctx)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("sinks.%s: %w", s.key, err)
+			}
+		}
+		outs[i] = sink
+	}
 	if *preload != "" {
 		n, err := publishFile(ctx, *preload, cfg.Source, "")
 		if err != nil {
@@ -156,42 +192,6 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		defer release()
 		owned = []int32{0}
-	}
-	// The sinks first, each checked (a Kafka topic asked for, or made with
-	// create: true; a JetStream stream looked up): outputs with nowhere to
-	// go stop the run before the source is opened, so nothing is consumed
-	// and no durable or group position is made.
-	var sinks []connectors.Sink
-	var outs [3]connectors.Sink
-	closeSinks := func() (err error) {
-		for _, s := range sinks {
-			err = errors.Join(err, s.Close())
-		}
-		sinks = nil
-		return err
-	}
-	defer closeSinks() // on the errors before the run; after it, closed below
-	for i, s := range []struct {
-		key string
-		cfg *config.Sink
-	}{{"predictions", cfg.Sinks.Predictions}, {"reports", cfg.Sinks.Reports}, {"dead_letters", cfg.Sinks.DeadLetters}} {
-		sink, err := service.OpenSink(s.cfg, cfg.Source, tuning)
-		if err != nil {
-			return fmt.Errorf("sinks.%s: %w", s.key, err)
-		}
-		if sink == nil {
-			continue
-		}
-		sinks = append(sinks, sink)
-		if c, ok := sink.(interface{ Check(context.Context) error }); ok {
-			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			err := c.Check(cctx)
-			cancel()
-			if err != nil {
-				return fmt.Errorf("sinks.%s: %w", s.key, err)
-			}
-		}
-		outs[i] = sink
 	}
 	src, err := service.OpenSource(ctx, cfg.Source, service.SourceOptions{UntilEnd: *untilEnd, AllowEmpty: *allowEmpty, Logger: logger, MaxBytes: cfg.Input.MaxBytes, Format: cfg.Input.Format}, tuning)
 	if err != nil {

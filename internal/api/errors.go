@@ -5,8 +5,9 @@ import (
 	"net/http"
 )
 
-// ErrorBody is the body of every error answer of the /v1/ endpoints and
-// /metrics (the probes answer one line of text):
+// ErrorBody is the body of every error answer of the /v1/ endpoints, and
+// of a 401 on any path (the probes answer one line of text; /metrics's own
+// errors are Prometheus's):
 //
 //	{"error": {"code": "bad_event", "message": "field \"v\": nonfinite: 1e400 overflows float64",
 //	           "event": 2, "field": "v", "reason": "nonfinite"}}

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
@@ -318,6 +319,19 @@ func splitEvents(body []byte) ([]json.RawMessage, bool, error) {
 	return raws, true, nil
 }
 
+// clip returns s, or its first 64 bytes (cut at a UTF-8 boundary) and
+// "...": a field name from a request, echoed.
+func clip(s string) string {
+	if len(s) <= 64 {
+		return s
+	}
+	n := 64
+	for n > 60 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
+}
+
 // badEvent answers 400 for event i of the request, which the decoder
 // refused with err: the same message for the same fault, whichever
 // request and position it came in.
@@ -325,7 +339,7 @@ func badEvent(w http.ResponseWriter, i int, err error) {
 	e := APIError{Code: "bad_event", Event: &i, Message: err.Error()}
 	var de *event.Error
 	if errors.As(err, &de) {
-		e.Message, e.Field, e.Reason = de.Detail(), de.Field, string(de.Reason)
+		e.Message, e.Field, e.Reason = de.Detail(), clip(de.Field), string(de.Reason)
 	}
 	writeError(w, http.StatusBadRequest, e)
 }

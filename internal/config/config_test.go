@@ -253,6 +253,11 @@ sinks:
 	if _, err := Parse("c.yaml", []byte(learner+"source: {kind: jetstream, url: \"nats://n:4222\", stream: S, subject: s, fetch_batch: 10, fetch_wait: 2s, ack_batch: 10, max_ack_pending: 100000}\n")); err != nil {
 		t.Error(err)
 	}
+	if c, err := Parse("c.yaml", []byte(learner+"sinks: {predictions: {kind: kafka, brokers: [\"b:9092\"], topic: p, create: true, partitions: 12, replication: 3, retention: 168h}}\n")); err != nil {
+		t.Error(err)
+	} else if p := c.Sinks.Predictions; !p.Create || p.Partitions != 12 || p.Replication != 3 || p.Retention != 168*time.Hour {
+		t.Errorf("decoded %+v", p)
+	}
 	for _, tc := range []struct{ yaml, want string }{
 		{"source: {kind: jetstream, url: \"nats://n:4222\", stream: S, subject: s, max_wait: 1ms}\n", "source.max_wait: tunes a kafka client"},
 		{"source: {kind: kafka, brokers: [\"b:9092\"], topic: t, fetch_batch: 1}\n", "source.fetch_batch: tunes a jetstream or embedded client"},
@@ -264,6 +269,10 @@ sinks:
 		{"sinks: {predictions: {kind: kafka, topic: p, required_acks: two}}\n", "sinks.predictions.required_acks"},
 		{"sinks: {predictions: {kind: kafka, topic: p, compression: brotli}}\n", "sinks.predictions.compression"},
 		{"sinks: {predictions: {kind: kafka, topic: p, publish_window: 5}}\n", "sinks.predictions.publish_window: tunes a jetstream client"},
+		{"sinks: {predictions: {kind: nats, subject: p, create: true}}\n", "sinks.predictions.create: applies to a kafka sink's topic"},
+		{"sinks: {predictions: {kind: kafka, topic: p, partitions: 12}}\n", "sinks.predictions.partitions: applies to the topic create: true makes"},
+		{"sinks: {predictions: {kind: kafka, topic: p, create: true, retention: 500us}}\n", "sinks.predictions.retention: out of range"},
+		{"sinks: {predictions: {kind: kafka, topic: p, create: true, replication: 40000}}\n", "sinks.predictions.replication: out of range"},
 	} {
 		_, err := Parse("c.yaml", []byte(learner+tc.yaml))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -297,12 +297,21 @@ func (s *Sink) validateTuning(key string) error {
 		{"required_acks", s.RequiredAcks != "", false, kafka},
 		{"compression", s.Compression != "", false, kafka},
 		{"publish_window", s.PublishWindow != 0, s.PublishWindow < 0, []string{"jetstream"}},
-		{"create", s.Create, false, kafka},
-		{"partitions", s.Partitions != 0, s.Partitions < 0, kafka},
-		{"replication", s.Replication != 0, s.Replication < 0, kafka},
-		{"retention", s.Retention != 0, s.Retention < 0, kafka},
 	}); err != nil {
 		return err
+	}
+	for _, t := range []tuning{
+		{"create", s.Create, false, kafka},
+		{"partitions", s.Partitions != 0, s.Partitions < 0, kafka},
+		{"replication", s.Replication != 0, s.Replication < 0 || s.Replication > 32767, kafka},
+		{"retention", s.Retention != 0, s.Retention < 0 || s.Retention > 0 && s.Retention < time.Millisecond, kafka},
+	} {
+		switch {
+		case t.set && s.Kind != "kafka":
+			return errAt(key+"."+t.key, "applies to a kafka sink's topic; the kind is %q", s.Kind)
+		case t.neg:
+			return errAt(key+"."+t.key, "out of range (replication 1 to 32767; retention at least 1ms)")
+		}
 	}
 	if !s.Create {
 		for _, k := range []struct {

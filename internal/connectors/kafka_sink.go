@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/segmentio/kafka-go"
 )
@@ -44,8 +45,9 @@ var (
 )
 
 // NewKafkaSink returns a sink writing to topic (cfg.Topic when topic is
-// empty). It does not connect until the first Publish; the topic must exist
-// (the sink does not create topics).
+// empty). It does not connect until Check or the first Publish; the topic
+// must exist, or Check creates it (CreateTopic). A broker's
+// auto.create.topics.enable is not relied on: Check asks without it.
 func NewKafkaSink(cfg KafkaConfig, topic string) (*KafkaSink, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -99,7 +101,7 @@ func NewKafkaSink(cfg KafkaConfig, topic string) (*KafkaSink, error) {
 // opens its source, so that outputs with nowhere to go stop it before it
 // consumes anything.
 func (s *KafkaSink) Check(ctx context.Context) error {
-	c := &kafka.Client{Addr: s.w.Addr, Transport: s.transport}
+	c := &kafka.Client{Addr: s.w.Addr, Transport: s.transport, Timeout: max(s.cfg.DialTimeout, 10*time.Second)}
 	md, err := c.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{s.topic}})
 	if err != nil {
 		return fmt.Errorf("kafka sink %s: asking brokers %v for topic %q: %w", s.name, s.cfg.Brokers, s.topic, err)

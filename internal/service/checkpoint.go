@@ -813,7 +813,10 @@ func (s *Service) drop(ctx context.Context, part int32, handOff bool) error {
 func (s *Service) saveHandOff(ctx context.Context, w *worker) error {
 	for _, wait := range s.barriers() {
 		if err := wait(ctx); err != nil {
-			if ctx.Err() == nil { // a stop is no failed output
+			// A wait cut short by a stop is no failed output; any other
+			// error is one (even after a stop: a wait returns the
+			// failures it found, and forgets them).
+			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 				s.outputsFailed = fmt.Errorf("service: outputs not durable, nothing committed since: %w", err)
 			}
 			return err
