@@ -201,3 +201,27 @@ func TestBarrierFailuresAttributed(t *testing.T) {
 		t.Fatalf("any: %v", err)
 	}
 }
+
+// A JetStream sink's Check says whether its stream captures its subject,
+// wildcards included: a publish to a subject no stream captures fails, and
+// a run checks its sinks before it consumes anything.
+func TestJetStreamSinkCheck(t *testing.T) {
+	srv := natsTestServer(t, nil)
+	natsTestStream(t, NATSConfig{URL: srv.ClientURL()}, "PRED", "predictions.>", "single")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		subject string
+		ok      bool
+	}{{"predictions.a", true}, {"predictions.a.b", true}, {"single", true}, {"predictions", false}, {"elsewhere", false}} {
+		sink, err := NewJetStreamSink(NATSConfig{URL: srv.ClientURL()}, "PRED", tc.subject)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = sink.Check(ctx)
+		if tc.ok && err != nil || !tc.ok && (err == nil || !strings.Contains(err.Error(), `does not capture subject "`+tc.subject+`"`)) {
+			t.Errorf("subject %s: Check %v, want ok %v", tc.subject, err, tc.ok)
+		}
+		sink.Close()
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -930,6 +931,32 @@ func NewJetStreamSink(cfg NATSConfig, stream, subject string) (*JetStreamSink, e
 		return fail(err)
 	}
 	return s, nil
+}
+
+// Check asks the server whether the sink's stream captures its subject: a
+// publish to a subject no stream captures fails (NewJetStreamSink checked
+// that the stream exists). A run checks its sinks before it opens its
+// source.
+func (s *JetStreamSink) Check(ctx context.Context) error {
+	st, err := s.js.Stream(ctx, s.stream)
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.name, err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.name, err)
+	}
+	subjects := info.Config.Subjects
+	if len(subjects) == 0 {
+		return nil // a mirror or a stream of sources: the server says at the first publish
+	}
+	for _, f := range subjects {
+		if subjectMatches(f, s.subject) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: stream %q does not capture subject %q (its subjects: %s): publish to one of them, or add it with `nats stream edit %s --subjects %s`",
+		s.name, s.stream, s.subject, strings.Join(subjects, ", "), s.stream, strings.Join(append(slices.Clone(subjects), s.subject), ","))
 }
 
 // Publish sends a copy of value (the client keeps it for retries until

@@ -630,8 +630,10 @@ func TestCommitWaitsForOutputs(t *testing.T) {
 	if err := s.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(src.commitLog()); n < 10 {
-		t.Fatalf("%d commits, want one every 100 records", n)
+	// A round is asked every 100 records, one at a time in flight: a
+	// loaded machine coalesces them, but some come before the last.
+	if n := len(src.commitLog()); n < 3 {
+		t.Fatalf("%d commits, want some before the final one (a round every 100 records)", n)
 	}
 	if len(dead.messages()) != 31 || len(preds.messages()) != 3000-31 {
 		t.Fatalf("%d dead letters and %d predictions, want 31 and %d", len(dead.messages()), len(preds.messages()), 3000-31)
