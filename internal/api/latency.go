@@ -79,13 +79,12 @@ func handleLatency(mux *http.ServeMux, g prometheus.Gatherer) {
 			fail(w, http.StatusInternalServerError, "internal", "gathering the metrics: "+err.Error())
 			return
 		}
-		if q := r.URL.Query(); q.Has("partition") {
-			p, err := strconv.ParseInt(q.Get("partition"), 10, 32)
-			if err != nil {
-				fail(w, http.StatusBadRequest, "bad_partition", "partition: want an integer, got "+strconv.Quote(q.Get("partition")))
-				return
-			}
-			ls = slices.DeleteFunc(ls, func(l Latency) bool { return l.Partition != int32(p) })
+		p, all, ok := partitionParam(w, r)
+		if !ok {
+			return
+		}
+		if !all {
+			ls = slices.DeleteFunc(ls, func(l Latency) bool { return l.Partition != p })
 		}
 		writeJSON(w, ls)
 	})

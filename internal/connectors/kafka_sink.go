@@ -162,15 +162,18 @@ func (s *KafkaSink) PublishID(ctx context.Context, id string, key, value []byte)
 	case <-ctx.Done():
 		return fmt.Errorf("kafka sink %s: publish: %w", s.name, ctx.Err())
 	}
-	buf := make([]byte, len(key)+len(value))
+	// Key, value and id in one allocation.
+	k, v := len(key), len(key)+len(value)
+	buf := make([]byte, v+len(id))
 	copy(buf, key)
-	copy(buf[len(key):], value)
-	m := kafka.Message{Value: buf[len(key):]}
-	if len(key) > 0 {
-		m.Key = buf[:len(key):len(key)]
+	copy(buf[k:], value)
+	copy(buf[v:], id)
+	m := kafka.Message{Value: buf[k:v:v]}
+	if k > 0 {
+		m.Key = buf[:k:k]
 	}
 	if id != "" {
-		m.Headers = []kafka.Header{{Key: IDHeader, Value: []byte(id)}}
+		m.Headers = []kafka.Header{{Key: IDHeader, Value: buf[v:]}}
 	}
 	s.mu.Lock()
 	if s.closed {

@@ -575,21 +575,20 @@ func (s *Service) stopSaver() {
 }
 
 // barriers returns the waits for the outputs published so far, of every
-// sink (connectors.BarrierSink).
+// sink (lockedSink.Barrier).
 func (s *Service) barriers() []func(context.Context) error {
 	var waits []func(context.Context) error
 	for _, sink := range []connectors.Sink{s.predictions, s.reports, s.deadLetters} {
-		switch b := sink.(type) {
-		case nil:
-		case interface {
-			Barrier() func(context.Context) error
-		}:
+		if b, ok := sink.(connectors.BarrierSink); ok {
 			waits = append(waits, b.Barrier())
-		default:
-			waits = append(waits, sink.Flush)
 		}
 	}
 	return waits
+}
+
+// outputsLost is Service.outputsFailed of err, a sink's failure.
+func outputsLost(err error) error {
+	return fmt.Errorf("service: outputs not durable, nothing committed since: %w", err)
 }
 
 // collectSaves commits the positions of the finished rounds: their
@@ -617,7 +616,7 @@ collect:
 			sj.w.saving = false
 		}
 		if j.err != nil && s.outputsFailed == nil {
-			s.outputsFailed = fmt.Errorf("service: outputs not durable, nothing committed since: %w", j.err)
+			s.outputsFailed = outputsLost(j.err)
 		}
 		if s.outputsFailed != nil {
 			// An output that failed is in no later round's barrier, but
@@ -817,7 +816,7 @@ func (s *Service) saveHandOff(ctx context.Context, w *worker) error {
 			// error is one (even after a stop: a wait returns the
 			// failures it found, and forgets them).
 			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-				s.outputsFailed = fmt.Errorf("service: outputs not durable, nothing committed since: %w", err)
+				s.outputsFailed = outputsLost(err)
 			}
 			return err
 		}

@@ -501,12 +501,7 @@ func (w *worker) learn(ctx context.Context, rec *connectors.Record) error {
 		}
 		w.predBuf = appendPrediction(w.predBuf[:0], &w.ev, w.source, *rec, src, preds)
 		var err error
-		// The event's key, or its record's producer key: a prediction
-		// lands on the partition its event's key would.
-		key := w.ev.Key
-		if len(key) == 0 && s.producerKeys {
-			key = rec.Key
-		}
+		key := w.outputKey(rec)
 		if s.predIDs != nil {
 			err = s.predIDs.PublishID(ctx, OutputID(s.idSource, rec.Partition, rec.Offset, "prediction"), key, w.predBuf)
 		} else {
@@ -548,6 +543,17 @@ func (w *worker) rejectDecode(ctx context.Context, rec *connectors.Record, err e
 	return w.deadLetter(ctx, rec, de.Reason, de.Error())
 }
 
+// outputKey is the key rec's outputs keep: its event's key (of a bad
+// record, read before the fault, when it came first), else its producer's
+// (a Kafka message key), so that an output lands on the partition its
+// event's key would.
+func (w *worker) outputKey(rec *connectors.Record) []byte {
+	if len(w.ev.Key) == 0 && w.s.producerKeys {
+		return rec.Key
+	}
+	return w.ev.Key
+}
+
 // where names rec in messages: source/partition/offset for a broker's
 // record, the form of its outputs' identities (OutputID); source:line
 // for a file's.
@@ -563,13 +569,7 @@ func (w *worker) deadLetter(ctx context.Context, rec *connectors.Record, reason 
 	if s.dl == nil || w.quiet {
 		return nil
 	}
-	// The key the record was read with: the event's (read before a fault,
-	// when it came first), or its producer's.
-	key := w.ev.Key
-	if len(key) == 0 && s.producerKeys {
-		key = rec.Key
-	}
-	err := s.dl.publish(ctx, pipeline.DeadLetter{Source: w.source, Partition: rec.Partition, Offset: rec.Offset, Key: key, Reason: reason, Err: msg, Raw: rec.Value, Size: rec.Size})
+	err := s.dl.publish(ctx, pipeline.DeadLetter{Source: w.source, Partition: rec.Partition, Offset: rec.Offset, Key: w.outputKey(rec), Reason: reason, Err: msg, Raw: rec.Value, Size: rec.Size})
 	if err != nil {
 		return fmt.Errorf("service: dead letters: %w", err)
 	}
