@@ -1,10 +1,13 @@
 package service
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"os"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,6 +18,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/connectors"
 	"github.com/streamlearn/streamlearn/internal/learners"
 	"github.com/streamlearn/streamlearn/internal/online"
+	"github.com/streamlearn/streamlearn/internal/pipeline"
 )
 
 // runStore runs a Service with checkpoints in store over recs (all of
@@ -289,4 +293,88 @@ func TestCommitOutageLogged(t *testing.T) {
 	if reps[0].Events != 5000 {
 		t.Errorf("%d events learned across the outage, want 5000", reps[0].Events)
 	}
+}
+
+// premadeSource is a memSource whose end waits for the memory of the
+// models' first checkpoints (Service.premaking), so that the final
+// checkpoint, the run's first, is taken into it.
+type premadeSource struct {
+	*memSource
+	s *Service
+}
+
+func (p *premadeSource) Fetch(ctx context.Context) (connectors.Record, error) {
+	r, err := p.memSource.Fetch(ctx)
+	if errors.Is(err, connectors.ErrEndOfInput) {
+		p.s.premaking.Wait()
+	}
+	return r, err
+}
+
+// A model's first checkpoint is copied into memory made beforehand on
+// another goroutine (worker.premake), not into 10 MiB the worker
+// allocates and pages in between two records; and the checkpoint it
+// makes is the model's state as a take into fresh memory has it.
+func TestFirstCheckpointPremade(t *testing.T) {
+	c := loadExampleConfig(t) // seven learners, bits 18: 10 MiB of weights
+	store, err := checkpoint.OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &premadeSource{memSource: newMemSource(genEvents(2000, 3, 0.05, 0.1, 0), 1)}
+	// One checkpoint, the final one, after the premade memory is made.
+	s := newService(t, Options{Config: c, Source: src, Checkpoints: store, CommitEvery: 1 << 30, CommitInterval: time.Hour, HistoryPoints: 64})
+	src.s = s
+	run(t, s)
+	w := s.workers[0]
+	if !w.premadeUsed {
+		t.Fatal("the first checkpoint was not taken into the premade memory")
+	}
+	saved, err := store.Load(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := w.m.p.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(saved.State, want) {
+		t.Fatalf("the checkpoint taken into the premade memory (%d bytes) is not the model's state (%d bytes)", len(saved.State), len(want))
+	}
+	rep, err := w.report()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got pipeline.Report
+	if err := json.Unmarshal(saved.Report, &got); err != nil {
+		t.Fatal(err)
+	}
+	got.Seconds = rep.Seconds // when the report was taken
+	gotReport, _ := json.Marshal(got)
+	wantReport, err := json.Marshal(rep.Report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(gotReport, wantReport) {
+		t.Fatalf("the checkpoint's report is not the model's:\n%s\n%s", saved.Report, wantReport)
+	}
+
+	// What the worker allocates at a first take, with and without.
+	allocated := func(premade bool) uint64 {
+		if premade {
+			w.premake(c, 64)
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		if _, err := w.take(nil); err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	fresh, premade := allocated(false), allocated(true)
+	if fresh < 4<<20 || premade > 1<<20 {
+		t.Fatalf("a first take allocated %d bytes into fresh memory and %d into premade memory; want ≥ 4 MiB and ≤ 1 MiB", fresh, premade)
+	}
+	t.Logf("a first take allocates %d bytes; into the premade memory %d", fresh, premade)
 }

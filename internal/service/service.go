@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -216,6 +217,9 @@ type Service struct {
 	saveRetryAt time.Time
 	saveBackoff time.Duration
 	saver       *saver // waits for the sinks and writes checkpoints off the loop
+	// premaking counts the goroutines making the memory of new models'
+	// first checkpoints (premake); Run waits for them.
+	premaking sync.WaitGroup
 	// outputsFailed is set once a round's outputs failed at their sink:
 	// nothing is committed after it.
 	outputsFailed error
@@ -520,6 +524,7 @@ func (s *Service) Run(ctx context.Context) error {
 	}()
 	s.startSaver()
 	defer s.stopSaver()
+	defer s.premaking.Wait()
 	if s.opt.ReportInterval > 0 {
 		s.nextReport = s.lastCommit.Add(s.opt.ReportInterval)
 	}
@@ -903,6 +908,9 @@ func (s *Service) newModel(ctx context.Context, partition int32, m *model) (*wor
 		w.inline = true
 	default:
 		w.start(s.wctx)
+		if s.opt.Checkpoints != nil && m.p != nil {
+			s.premaking.Go(func() { w.premake(s.opt.Config, s.opt.HistoryPoints) })
+		}
 	}
 	s.workers[partition] = w
 	s.lastWorker = w
