@@ -19,14 +19,16 @@ import (
 	"github.com/streamlearn/streamlearn/internal/checkpoint"
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/event"
+	"github.com/streamlearn/streamlearn/internal/online"
 	"github.com/streamlearn/streamlearn/internal/testbroker"
 )
 
 // BenchmarkLatency measures how soon a prediction is out, as a user
 // would: events published at a fixed rate, each stamped with its send
 // time, and the predictions received from the sink; beside a bare relay
-// (the same clients and settings, one output per input copied through,
-// the same commit cadence, no learning) in the same run, alternated:
+// (the same clients and settings, one output per input, as large as a
+// prediction, the same commit cadence, no learning) in the same run, alternated:
 // relay, streamlearn, three times. Perceptron and OGD, no checkpoints; and
 // two variants at 10,000/s: every learner of config.yaml with a
 // checkpoint every 10,000 records (the relay commits as often), on
@@ -377,7 +379,8 @@ func latencyRun(b *testing.B, tr latencyTransport, run string, c latencyCase, le
 		}
 		go func() { done <- s.Run(rctx) }()
 	} else {
-		go func() { done <- relay(rctx, src, sink, every, interval) }()
+		out := relayOutput(c.cfg, src.Name())
+		go func() { done <- relay(rctx, src, sink, every, interval, out) }()
 	}
 	time.Sleep(500 * time.Millisecond) // the consumer is up (a Kafka group joined)
 
@@ -420,27 +423,30 @@ func latencyRun(b *testing.B, tr latencyTransport, run string, c latencyCase, le
 	return lat, nil
 }
 
-// relay copies every record of src to sink, one output per input, with
-// its identity as the service's prediction has it, committing as the
-// service does (every `every` records or interval, after the outputs
-// before are durable), until ctx is done.
-func relay(ctx context.Context, src connectors.Source, sink connectors.Sink, every int, interval time.Duration) error {
+// relay publishes to sink, for every record of src, an output as large
+// as the service's prediction of it (out, after the record's id) and
+// with its identity, committing as the service does (every `every`
+// records or interval, after the outputs before are durable), until ctx
+// is done.
+func relay(ctx context.Context, src connectors.Source, sink connectors.Sink, every int, interval time.Duration, out []byte) error {
 	ids, _ := sink.(connectors.IDSink)
 	var last connectors.Record
 	uncommitted := 0
 	lastCommit := time.Now()
+	var msg []byte
 	for {
 		rec, err := src.Fetch(ctx)
 		if err != nil {
 			return err
 		}
+		msg = append(append(append(msg[:0], `{"id":"`...), eventID(rec.Value)...), out...)
 		// As the service publishes: with the record's identity when the
 		// sink takes one (JetStream's Nats-Msg-Id, which its server
 		// deduplicates on; Kafka's header).
 		if ids != nil {
-			err = ids.PublishID(ctx, OutputID(src.Name(), rec.Partition, rec.Offset, "prediction"), rec.Key, rec.Value)
+			err = ids.PublishID(ctx, OutputID(src.Name(), rec.Partition, rec.Offset, "prediction"), rec.Key, msg)
 		} else {
-			err = sink.Publish(ctx, rec.Key, rec.Value)
+			err = sink.Publish(ctx, rec.Key, msg)
 		}
 		if err != nil {
 			return err
@@ -460,20 +466,51 @@ func relay(ctx context.Context, src connectors.Source, sink connectors.Sink, eve
 	}
 }
 
-// eventIndex returns the number in the "id" of an output (a prediction
-// or a copied event).
-func eventIndex(v []byte) (int, bool) {
+// relayOutput returns what the relay's output has after the record's id:
+// the rest of a prediction of c's learners by a source named source, with
+// numbers as long as a learner's: both put as many bytes through the sink
+// (an event copied through is a quarter of a prediction of two learners).
+func relayOutput(c *config.Config, source string) []byte {
+	names := make([]string, len(c.Learners))
+	preds := make([]online.Prediction, len(c.Learners))
+	for i, l := range c.Learners {
+		names[i], preds[i] = l.Name, online.Prediction{Label: online.Positive, Score: -0.7351341287139613}
+	}
+	b := appendPrediction(nil, &event.Event{Labeled: true}, source,
+		connectors.Record{Offset: 123456}, relayPredictions(names), preds)
+	return b[len(`{"id":"`):]
+}
+
+// relayPredictions names the learners of relayOutput's prediction.
+type relayPredictions []string
+
+func (r relayPredictions) Seen() uint64                          { return 123456 }
+func (r relayPredictions) Name(i int) string                     { return r[i] }
+func (r relayPredictions) LabelName(y int8) string               { return strconv.Itoa(int(y)) }
+func (r relayPredictions) ServedProbability(int) (float64, bool) { return 0, false }
+
+// eventID returns the "id" of an event or an output, without quotes.
+func eventID(v []byte) []byte {
 	const key = `"id":"`
 	i := bytes.Index(v, []byte(key))
 	if i < 0 {
-		return 0, false
+		return nil
 	}
 	v = v[i+len(key):]
 	j := bytes.IndexByte(v, '"')
 	if j < 0 {
+		return nil
+	}
+	return v[:j]
+}
+
+// eventIndex returns the number in the "id" of an output.
+func eventIndex(v []byte) (int, bool) {
+	id := eventID(v)
+	if id == nil {
 		return 0, false
 	}
-	n, err := strconv.Atoi(string(v[:j]))
+	n, err := strconv.Atoi(string(id))
 	return n, err == nil
 }
 
