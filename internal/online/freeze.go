@@ -15,8 +15,10 @@ type Freezer interface {
 	// Freeze returns a copy of the learner's state whose MarshalBinary
 	// returns what the learner's returns now, whatever the learner does
 	// afterwards. into, when not nil, is an earlier Freeze of this
-	// learner, whose memory the copy reuses (it is not the caller's
-	// anymore): a copy into memory already paged in, and no garbage. The
+	// learner or of one of the same type and size, whose memory the copy
+	// reuses (it is not the caller's anymore): a copy into memory already
+	// paged in, and no garbage; every field of the copy is the learner's,
+	// none is into's. The
 	// goroutine that owns the learner calls it; the copy is the caller's,
 	// to use on any goroutine.
 	Freeze(into encoding.BinaryMarshaler) encoding.BinaryMarshaler

@@ -99,6 +99,42 @@ func TestFreeze(t *testing.T) {
 			if err != nil || !bytes.Equal(again, want) {
 				t.Fatalf("encoded again: %v, equal %v", err, bytes.Equal(again, want))
 			}
+			// Taken again into the memory of an earlier copy: of p (the
+			// last checkpoint's), or of a new pipeline of the same
+			// configuration with a shorter history (the memory a
+			// service makes beforehand for a model's first checkpoint):
+			// nothing of the earlier copy is left in it.
+			fresh := mustNew(t, c)
+			fresh.Tracker().EnableHistory(16)
+			blank, err := fresh.Freeze(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, into := range []struct {
+				name string
+				f    *Frozen
+			}{{"the earlier copy", f}, {"a new pipeline's copy", blank}} {
+				g, err := p.Freeze(into.f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, digests, err := g.Encode()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, now) {
+					t.Errorf("taken into %s, the state (%d bytes) is not the pipeline's (%d bytes)", into.name, len(got), len(now))
+				}
+				rep, err := p.Report()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, l := range rep.Learners {
+					if hex.EncodeToString(digests[i][:]) != l.StateSHA256 {
+						t.Errorf("taken into %s, learner %s: digest %x, the report has %q", into.name, l.Name, digests[i], l.StateSHA256)
+					}
+				}
+			}
 		})
 	}
 }

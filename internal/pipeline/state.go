@@ -222,9 +222,10 @@ type frozenNode struct {
 // (Frozen.Encode): what MarshalBinary returns now. It costs a copy of
 // the large models' memory (2 MiB per linear learner at the default
 // bits 18), not their encoding, whose scan of every slot and digest are
-// the other goroutine's. into, when not nil, is an earlier Freeze of p
-// that is done with: the copy reuses its memory (a double buffer). Call
-// it from the goroutine that owns p.
+// the other goroutine's. into, when not nil, is an earlier Freeze of p,
+// or of a pipeline of the same configuration, that is done with: the
+// copy reuses its memory (a double buffer), and nothing of into's state
+// is left in it (TestFreeze). Call it from the goroutine that owns p.
 func (p *Pipeline) Freeze(into *Frozen) (*Frozen, error) {
 	if slices.ContainsFunc(p.nodes, func(n node) bool { return n.calib != nil }) {
 		return p.freeze(stateVersion, true, into)

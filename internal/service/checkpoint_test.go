@@ -316,7 +316,7 @@ func (p *premadeSource) Fetch(ctx context.Context) (connectors.Record, error) {
 // allocates and pages in between two records; and the checkpoint it
 // makes is the model's state as a take into fresh memory has it.
 func TestFirstCheckpointPremade(t *testing.T) {
-	c := loadExampleConfig(t) // seven learners, bits 18: 10 MiB of weights
+	c := loadExampleConfig(t) // eight learners, bits 18: 10 MiB of weights
 	store, err := checkpoint.OpenDir(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -327,7 +327,7 @@ func TestFirstCheckpointPremade(t *testing.T) {
 	src.s = s
 	run(t, s)
 	w := s.workers[0]
-	if !w.premadeUsed {
+	if !w.premadeUsed.Load() {
 		t.Fatal("the first checkpoint was not taken into the premade memory")
 	}
 	saved, err := store.Load(context.Background(), 0)
@@ -362,7 +362,8 @@ func TestFirstCheckpointPremade(t *testing.T) {
 	// What the worker allocates at a first take, with and without.
 	allocated := func(premade bool) uint64 {
 		if premade {
-			w.premake(c, 64)
+			w.taken.Store(false)
+			w.premake(context.Background(), make(chan struct{}, 1), c, 64)
 		}
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
@@ -377,4 +378,10 @@ func TestFirstCheckpointPremade(t *testing.T) {
 		t.Fatalf("a first take allocated %d bytes into fresh memory and %d into premade memory; want ≥ 4 MiB and ≤ 1 MiB", fresh, premade)
 	}
 	t.Logf("a first take allocates %d bytes; into the premade memory %d", fresh, premade)
+	// Made after a take, the memory would be a third copy of the weights
+	// for the worker's life: it is not kept.
+	w.premake(context.Background(), make(chan struct{}, 1), c, 64)
+	if w.premade.Load() != nil {
+		t.Fatal("memory premade after the model's first take is kept")
+	}
 }

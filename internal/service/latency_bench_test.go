@@ -21,6 +21,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/connectors"
 	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/online"
+	"github.com/streamlearn/streamlearn/internal/pipeline"
 	"github.com/streamlearn/streamlearn/internal/testbroker"
 )
 
@@ -379,7 +380,7 @@ func latencyRun(b *testing.B, tr latencyTransport, run string, c latencyCase, le
 		}
 		go func() { done <- s.Run(rctx) }()
 	} else {
-		out := relayOutput(c.cfg, src.Name())
+		out := relayOutput(b, c.cfg, src.Name())
 		go func() { done <- relay(rctx, src, sink, every, interval, out) }()
 	}
 	time.Sleep(500 * time.Millisecond) // the consumer is up (a Kafka group joined)
@@ -467,27 +468,36 @@ func relay(ctx context.Context, src connectors.Source, sink connectors.Sink, eve
 }
 
 // relayOutput returns what the relay's output has after the record's id:
-// the rest of a prediction of c's learners by a source named source, with
-// numbers as long as a learner's: both put as many bytes through the sink
-// (an event copied through is a quarter of a prediction of two learners).
-func relayOutput(c *config.Config, source string) []byte {
-	names := make([]string, len(c.Learners))
-	preds := make([]online.Prediction, len(c.Learners))
-	for i, l := range c.Learners {
-		names[i], preds[i] = l.Name, online.Prediction{Label: online.Positive, Score: -0.7351341287139613}
+// the rest of the prediction of an event of the benchmark's by a new
+// pipeline of c, for a source named source. Both put about as many bytes
+// through the sink (an event copied through is a quarter of a prediction
+// of two learners).
+func relayOutput(tb testing.TB, c *config.Config, source string) []byte {
+	p, err := pipeline.New(c)
+	if err != nil {
+		tb.Fatal(err)
 	}
-	b := appendPrediction(nil, &event.Event{Labeled: true}, source,
-		connectors.Record{Offset: 123456}, relayPredictions(names), preds)
+	dec, err := event.NewDecoder(pipeline.EventConfig(c))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	// The prediction of the 200th event, as the benchmark publishes them
+	// (the scores of a model that learned are as long as they get).
+	var ev event.Event
+	var preds []online.Prediction
+	for i := range 200 {
+		v := fmt.Appendf(nil, `{"id":"","features":{"v":%.3f,"w%d":1},"label":%d}`, float64(i%97)/97, i%13, i%2)
+		if err := dec.Decode(v, &ev); err != nil {
+			tb.Fatal(err)
+		}
+		var reason event.Reason
+		if preds, reason = p.Process(&ev); reason != "" {
+			tb.Fatal(reason)
+		}
+	}
+	b := appendPrediction(nil, &ev, source, connectors.Record{Offset: 123456}, p, preds)
 	return b[len(`{"id":"`):]
 }
-
-// relayPredictions names the learners of relayOutput's prediction.
-type relayPredictions []string
-
-func (r relayPredictions) Seen() uint64                          { return 123456 }
-func (r relayPredictions) Name(i int) string                     { return r[i] }
-func (r relayPredictions) LabelName(y int8) string               { return strconv.Itoa(int(y)) }
-func (r relayPredictions) ServedProbability(int) (float64, bool) { return 0, false }
 
 // eventID returns the "id" of an event or an output, without quotes.
 func eventID(v []byte) []byte {

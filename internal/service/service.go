@@ -218,8 +218,11 @@ type Service struct {
 	saveBackoff time.Duration
 	saver       *saver // waits for the sinks and writes checkpoints off the loop
 	// premaking counts the goroutines making the memory of new models'
-	// first checkpoints (premake); Run waits for them.
-	premaking sync.WaitGroup
+	// first checkpoints (worker.premake); Run waits for them. They make
+	// it one at a time (premakeSlot): a rebalance that assigns many
+	// partitions at once does not make all their copies at once.
+	premaking   sync.WaitGroup
+	premakeSlot chan struct{}
 	// outputsFailed is set once a round's outputs failed at their sink:
 	// nothing is committed after it.
 	outputsFailed error
@@ -458,7 +461,7 @@ func New(opt Options) (*Service, error) {
 			return nil, fmt.Errorf("service: warm start: %w", err)
 		}
 	}
-	s := &Service{opt: opt, workers: map[int32]*worker{}, logger: opt.Logger,
+	s := &Service{opt: opt, workers: map[int32]*worker{}, logger: opt.Logger, premakeSlot: make(chan struct{}, 1),
 		fingerprint: Fingerprint(opt.Config), build: pipeline.NewBuilder(opt.Config), volatile: volatile(opt.Source),
 		predictions: lock(opt.Predictions), reports: lock(opt.Reports), deadLetters: lock(opt.DeadLetters)}
 	if s.logger == nil {
@@ -909,7 +912,7 @@ func (s *Service) newModel(ctx context.Context, partition int32, m *model) (*wor
 	default:
 		w.start(s.wctx)
 		if s.opt.Checkpoints != nil && m.p != nil {
-			s.premaking.Go(func() { w.premake(s.opt.Config, s.opt.HistoryPoints) })
+			s.premaking.Go(func() { w.premake(ctx, s.premakeSlot, s.opt.Config, s.opt.HistoryPoints) })
 		}
 	}
 	s.workers[partition] = w

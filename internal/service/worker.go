@@ -204,10 +204,12 @@ type worker struct {
 	snapCurves [][]regret.Point
 
 	// premade is the memory of the model's first checkpoint, made on
-	// another goroutine (premake) and swapped out by the first take
-	// without a spare, on the worker's; premadeUsed says a take did.
+	// another goroutine (premake) and swapped out by the first take, on
+	// the worker's; taken says a take was made (a copy premade later is
+	// dropped), premadeUsed that one was taken into premade memory.
 	premade     atomic.Pointer[pipeline.Frozen]
-	premadeUsed bool
+	taken       atomic.Bool
+	premadeUsed atomic.Bool
 }
 
 func (s *Service) newWorker(part int32, m *model) (*worker, error) {
@@ -655,10 +657,10 @@ func (w *worker) take(spare *pipeline.Frozen) (*taken, error) {
 		}
 		return t, nil
 	}
-	if spare == nil {
-		if spare = w.premade.Swap(nil); spare != nil {
-			w.premadeUsed = true
-		}
+	w.taken.Store(true) // before the swap: a copy stored after it is dropped (premake)
+	if p := w.premade.Swap(nil); p != nil && spare == nil {
+		spare = p
+		w.premadeUsed.Store(true)
 	}
 	if t.frozen, err = w.m.p.Freeze(spare); err != nil {
 		return nil, fmt.Errorf("service: checkpoint of partition %d: %w", w.part, err)
@@ -671,17 +673,34 @@ func (w *worker) take(spare *pipeline.Frozen) (*taken, error) {
 
 // premake makes, on its own goroutine, the memory the worker's first take
 // copies the model into: the frozen state of a new model of c, whose
-// weights are as large as the worker's. Made by the take, the 10 MiB of
-// fresh memory at config.yaml's bits 18 cost the worker 6–14 ms between
-// two records (a page fault every 4 KiB it wrote); premade, 2.5–4.5 ms,
-// most of it the first read of the model's own weights never touched.
-func (w *worker) premake(c *config.Config, history int) {
+// weights are as large as the worker's (Pipeline.Freeze takes a copy of
+// a pipeline of the same configuration as into). Made by the take, the
+// 10 MiB of fresh memory at config.yaml's bits 18 cost the worker 6–14 ms
+// between two records in the latency benchmark (a page fault every 4 KiB
+// it wrote); premade, 2.5–4.5 ms, most of it the first read of the
+// model's own weights, never touched before. It waits for slot (one
+// premake at a time) and gives up when ctx is done or a take came first.
+func (w *worker) premake(ctx context.Context, slot chan struct{}, c *config.Config, history int) {
+	select {
+	case slot <- struct{}{}:
+		defer func() { <-slot }()
+	case <-ctx.Done():
+		return
+	}
+	if w.taken.Load() || ctx.Err() != nil {
+		return
+	}
 	m, err := newPartitionModel(c, history)
 	if err != nil || m.p == nil {
 		return // the take makes its own
 	}
-	if f, err := m.p.Freeze(nil); err == nil {
-		w.premade.Store(f)
+	f, err := m.p.Freeze(nil)
+	if err != nil {
+		return
+	}
+	w.premade.Store(f)
+	if w.taken.Load() {
+		w.premade.Store(nil) // too late: the model has its copies, this would be a third
 	}
 }
 
