@@ -99,9 +99,44 @@ func NewKafkaSink(cfg KafkaConfig, topic string) (*KafkaSink, error) {
 // CreateTopic is set, and then the topic is created (TopicPartitions,
 // TopicReplication, TopicRetention). A run checks its sinks before it
 // opens its source, so that outputs with nowhere to go stop it before it
-// consumes anything.
+// consumes anything. An answer the brokers mark as passing (a partition
+// without a leader yet, as while another client creates the topic, or a
+// controller moving) is asked again, at growing intervals, until ctx is
+// done.
 func (s *KafkaSink) Check(ctx context.Context) error {
-	c := &kafka.Client{Addr: s.w.Addr, Transport: s.transport, Timeout: max(s.cfg.DialTimeout, 10*time.Second)}
+	tr := s.transport
+	for wait := checkRetryMin; ; wait = min(2*wait, checkRetryMax) {
+		err := s.check(ctx, &kafka.Client{Addr: s.w.Addr, Transport: tr, Timeout: max(s.cfg.DialTimeout, 10*time.Second)})
+		if tr != s.transport {
+			tr.CloseIdleConnections()
+		}
+		var ke kafka.Error
+		if err == nil || !errors.As(err, &ke) || !ke.Temporary() {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		}
+		// A transport answers metadata from what it fetched first (for
+		// kafka-go's MetadataTTL): a new one asks the brokers again.
+		if tr, err = s.cfg.transport(); err != nil {
+			return err
+		}
+	}
+}
+
+// The waits between two checks of a Kafka sink whose brokers answered a
+// passing error.
+const (
+	checkRetryMin = 50 * time.Millisecond
+	checkRetryMax = time.Second
+)
+
+func (s *KafkaSink) check(ctx context.Context, c *kafka.Client) error {
 	md, err := c.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{s.topic}})
 	if err != nil {
 		return fmt.Errorf("kafka sink %s: asking brokers %v for topic %q: %w", s.name, s.cfg.Brokers, s.topic, err)

@@ -13,13 +13,16 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // kafkaTestCluster starts an in-process Kafka cluster (franz-go's kfake,
@@ -1028,4 +1031,61 @@ func silentListener(t *testing.T) string {
 		}
 	})
 	return ln.Addr().String()
+}
+
+// A Kafka sink's Check asks again while the brokers answer a passing
+// error (a partition without a leader yet, as while another client
+// creates the topic), and gives up with it when its context is done.
+func TestKafkaSinkCheckRetriesPassingErrors(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	addr := c.ListenAddrs()[0]
+	host, portText, _ := net.SplitHostPort(addr)
+	port, _ := strconv.Atoi(portText)
+	// failing is how many metadata requests more are answered with the
+	// topic's partition leaderless (-1: all); answered counts them.
+	var failing, answered atomic.Int32
+	c.ControlKey(int16(kmsg.Metadata), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if failing.Load() == 0 {
+			return nil, nil, false
+		}
+		failing.Add(-1)
+		answered.Add(1)
+		mreq := req.(*kmsg.MetadataRequest)
+		resp := mreq.ResponseKind().(*kmsg.MetadataResponse)
+		resp.Version = mreq.Version
+		b := kmsg.NewMetadataResponseBroker()
+		b.NodeID, b.Host, b.Port = 0, host, int32(port)
+		resp.Brokers = append(resp.Brokers, b)
+		rt := kmsg.NewMetadataResponseTopic()
+		rt.Topic, rt.ErrorCode = kmsg.StringPtr("events"), 5 // LEADER_NOT_AVAILABLE
+		resp.Topics = append(resp.Topics, rt)
+		return resp, nil, true
+	})
+	check := func(within time.Duration) error {
+		sink, err := NewKafkaSink(kafkaTestConfig([]string{addr}, "", ""), "events")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sink.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), within)
+		defer cancel()
+		return sink.Check(ctx)
+	}
+	failing.Store(3)
+	if err := check(10 * time.Second); err != nil {
+		t.Fatalf("a topic whose leader comes after three answers: %v", err)
+	}
+	if n := answered.Load(); n != 3 {
+		t.Fatalf("%d answers without a leader, want 3: the check did not ask again", n)
+	}
+	failing.Store(-1)
+	err = check(500 * time.Millisecond)
+	if !errors.Is(err, kafka.LeaderNotAvailable) || !strings.Contains(err.Error(), `"events"`) {
+		t.Fatalf("a topic that never gets a leader: %v, want LeaderNotAvailable naming it", err)
+	}
 }
