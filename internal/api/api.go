@@ -97,23 +97,21 @@ func New(opt Options) http.Handler {
 		if reports == nil {
 			reports = []service.Report{}
 		}
-		q := r.URL.Query()
-		if !q.Has("partition") {
+		p, has, ok := partitionQuery(w, r)
+		if !ok {
+			return
+		}
+		if !has {
 			writeJSON(w, reports)
 			return
 		}
-		p, err := strconv.ParseInt(q.Get("partition"), 10, 32)
-		if err != nil {
-			fail(w, http.StatusBadRequest, "bad_partition", "partition: want an integer, got "+strconv.Quote(q.Get("partition")))
-			return
-		}
 		for _, rep := range reports {
-			if rep.Partition == int32(p) {
+			if rep.Partition == p {
 				writeJSON(w, rep)
 				return
 			}
 		}
-		fail(w, http.StatusNotFound, "no_model", "no model for partition "+strconv.FormatInt(p, 10))
+		fail(w, http.StatusNotFound, "no_model", "no model for partition "+strconv.FormatInt(int64(p), 10))
 	})
 	mux.HandleFunc("GET /v1/learners", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, learners)

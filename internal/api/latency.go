@@ -79,11 +79,11 @@ func handleLatency(mux *http.ServeMux, g prometheus.Gatherer) {
 			fail(w, http.StatusInternalServerError, "internal", "gathering the metrics: "+err.Error())
 			return
 		}
-		p, all, ok := partitionParam(w, r)
+		p, has, ok := partitionQuery(w, r)
 		if !ok {
 			return
 		}
-		if !all {
+		if has {
 			ls = slices.DeleteFunc(ls, func(l Latency) bool { return l.Partition != p })
 		}
 		writeJSON(w, ls)

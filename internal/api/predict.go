@@ -137,10 +137,11 @@ func predictHandler(opt Options, requests, workers chan struct{}) http.HandlerFu
 		return d
 	}}
 	return func(w http.ResponseWriter, r *http.Request) {
-		partition, only, ok := partitionParam(w, r)
+		partition, has, ok := partitionQuery(w, r)
 		if !ok {
 			return
 		}
+		only := !has // no partition named: the one model there is
 		var key []byte
 		if q := r.URL.Query(); q.Has("key") {
 			key = []byte(q.Get("key"))
@@ -229,21 +230,6 @@ func predictHandler(opt Options, requests, workers chan struct{}) http.HandlerFu
 	}
 }
 
-// partitionParam returns the request's ?partition=, or only true when it
-// has none; it answers 400 and returns !ok for one that is not a number.
-func partitionParam(w http.ResponseWriter, r *http.Request) (partition int32, only, ok bool) {
-	q := r.URL.Query()
-	if !q.Has("partition") {
-		return 0, true, true
-	}
-	p, err := strconv.ParseInt(q.Get("partition"), 10, 32)
-	if err != nil {
-		fail(w, http.StatusBadRequest, "bad_partition", "partition: want an integer, got "+strconv.Quote(q.Get("partition")))
-		return 0, false, false
-	}
-	return int32(p), false, true
-}
-
 // predictor returns the model that answers for key (opt.Predictor), or
 // answers the error and returns !ok.
 func predictor(ctx context.Context, w http.ResponseWriter, opt Options, partition int32, only bool, key []byte) (*service.Predictor, bool) {
@@ -269,10 +255,11 @@ func keyReport(w http.ResponseWriter, r *http.Request, opt Options) {
 		fail(w, http.StatusBadRequest, "not_per_key", "key: the models are not per key (models.by: key)")
 		return
 	}
-	partition, only, ok := partitionParam(w, r)
+	partition, has, ok := partitionQuery(w, r)
 	if !ok {
 		return
 	}
+	only := !has
 	ctx, cancel := context.WithTimeout(r.Context(), predictWait)
 	defer cancel()
 	key := r.URL.Query().Get("key")
