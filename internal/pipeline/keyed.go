@@ -50,8 +50,11 @@ type Keyed struct {
 	total    Counts
 	learners []KeyedLearner
 	// dirty has the keys whose models changed since the last
-	// ServingStates.
-	dirty map[string]struct{}
+	// ServingStates, frozenDirty since the last Freeze; frozen has
+	// each key's encoding as of the last Freeze.
+	dirty       map[string]struct{}
+	frozenDirty map[string]struct{}
+	frozen      map[string]StateRef
 	// now is the time of the last EvictIdle: a model used since was used
 	// then.
 	now     time.Time
@@ -158,6 +161,7 @@ func (k *Keyed) newSpill() (spill, error) {
 // clear forgets every key but the spilled ones.
 func (k *Keyed) clear() {
 	k.resident, k.stats, k.dirty = map[string]*list.Element{}, map[string]*KeyStats{}, map[string]struct{}{}
+	k.frozenDirty, k.frozen = map[string]struct{}{}, map[string]StateRef{}
 	k.lru.Init()
 	k.total = Counts{InvalidBy: map[event.Reason]uint64{}}
 	clear(k.learners)
@@ -331,6 +335,9 @@ func (k *Keyed) tally(p *Pipeline, before Counts, key []byte, reason event.Reaso
 	if _, ok := k.dirty[string(key)]; !ok { // (a lookup does not allocate)
 		k.dirty[string(key)] = struct{}{}
 	}
+	if _, ok := k.frozenDirty[string(key)]; !ok {
+		k.frozenDirty[string(key)] = struct{}{}
+	}
 	return st
 }
 
@@ -416,8 +423,15 @@ type KeysReport struct {
 // Report returns the totals over every key's model: the records (those
 // of no key included) and each learner's rounds, mistakes and loss.
 // Bounds, regrets and state digests are each model's (KeyReport): a
-// theorem is about one model's rounds.
-func (k *Keyed) Report() Report {
+// theorem is about one model's rounds. With a global model, its report is
+// Global, state digests included.
+func (k *Keyed) Report() Report { return k.report(true) }
+
+// ReportWithoutDigests is Report without the global model's state digests
+// (Pipeline.ReportWithoutDigests): no pass over its states.
+func (k *Keyed) ReportWithoutDigests() Report { return k.report(false) }
+
+func (k *Keyed) report(digests bool) Report {
 	r := Report{
 		Events:          k.total.Events,
 		Labeled:         k.total.Learned,
@@ -440,7 +454,7 @@ func (k *Keyed) Report() Report {
 	}
 	if k.global != nil {
 		r.Mix = k.mixReports(nil)
-		if g, err := k.global.Report(); err == nil {
+		if g, err := k.global.report(digests); err == nil {
 			r.Global = &g
 		}
 	}
@@ -569,34 +583,72 @@ const maxKeyLen = 1 << 16
 // MarshalBinary encodes every key's model, resident or spilled, in key
 // order: equal models give equal bytes, whatever was evicted when.
 func (k *Keyed) MarshalBinary() ([]byte, error) {
+	f, err := k.freeze(false, nil)
+	if err != nil {
+		return nil, err
+	}
+	return f.MarshalBinary()
+}
+
+// FrozenKeyed is a Keyed's state at one moment (Keyed.Freeze), encoded on
+// any goroutine: what Keyed.MarshalBinary returned then.
+type FrozenKeyed struct {
+	head []byte // the encoding up to the global model: magic, version, totals, learners
+	// global is the global model frozen, or globalState its encoding;
+	// both nil without one.
+	global      *Frozen
+	globalState []byte
+	mix         []byte     // with a global model: the mix totals and terms
+	keys        []byte     // per key, in key order: string key, u64 events, mistakes, mix counts
+	ends        []int      // where each key's part of keys ends
+	states      []StateRef // each key's model's encoding
+}
+
+// Freeze returns k's state as of now, to be encoded on any goroutine
+// (FrozenKeyed.Encode): what MarshalBinary returns now. Each key's
+// model's encoding is kept from one Freeze to the next, so that only the
+// resident models that learned since the last Freeze are encoded (a
+// spilled one is referred to where it lies: a StateRef); the global
+// model is copied (Pipeline.Freeze, into into when not nil: the global
+// model's copy of an earlier Freeze, done with), and the counts are
+// encoded. Call it from the goroutine that owns k.
+func (k *Keyed) Freeze(into *Frozen) (*FrozenKeyed, error) { return k.freeze(true, into) }
+
+// freeze is Freeze; without cached, every model's encoding is made or
+// read now, none kept, and the global model is encoded now.
+func (k *Keyed) freeze(cached bool, into *Frozen) (*FrozenKeyed, error) {
 	keys := k.Keys()
-	states := make([][]byte, len(keys))
-	size := 16
+	f := &FrozenKeyed{states: make([]StateRef, len(keys)), ends: make([]int, len(keys))}
 	for i, key := range keys {
-		if b, ok, err := k.spill.Get(key); err != nil {
-			return nil, err
-		} else if ok {
-			states[i] = b
-		} else {
+		if cached {
+			if ref, ok := k.frozen[key]; ok {
+				if _, changed := k.frozenDirty[key]; !changed {
+					f.states[i] = ref
+					continue
+				}
+			}
+		}
+		ref, ok := k.spill.Ref(key)
+		if !ok {
 			b, err := k.resident[key].Value.(*keyedModel).p.MarshalBinary()
 			if err != nil {
 				return nil, fmt.Errorf("pipeline: keyed: key %q: %w", key, err)
 			}
-			states[i] = b
+			ref = StateRef{b: b}
 		}
-		size += len(key) + len(states[i]) + 16
+		f.states[i] = ref
+		if cached {
+			k.frozen[key] = ref
+		}
 	}
-	var global []byte
+	if cached {
+		clear(k.frozenDirty)
+	}
 	version := uint8(1)
 	if k.global != nil {
-		var err error
-		if global, err = k.global.MarshalBinary(); err != nil {
-			return nil, fmt.Errorf("pipeline: keyed: the global model: %w", err)
-		}
 		version = 2
-		size += len(global) + 40*len(k.learners)*(len(keys)+1)
 	}
-	e := codec.NewEncoder(size + 64 + 24*len(k.learners) + 8*len(keys)*len(k.learners))
+	e := codec.NewEncoder(64 + 24*len(k.learners) + 16*len(k.total.InvalidBy))
 	e.RawString(keyedMagic)
 	e.U8(version)
 	e.U64(k.total.Events)
@@ -615,14 +667,32 @@ func (k *Keyed) MarshalBinary() ([]byte, error) {
 		e.U64(l.Mistakes)
 		e.F64(l.Loss)
 	}
+	f.head = e.Bytes()
 	if k.global != nil {
-		e.Blob(global)
+		var err error
+		if cached {
+			f.global, err = k.global.Freeze(into)
+		} else {
+			f.globalState, err = k.global.MarshalBinary()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("pipeline: keyed: the global model: %w", err)
+		}
+		e := codec.NewEncoder(40 * len(k.learners))
 		for i, m := range k.mixTotals {
 			encodeMix(e, m)
 			e.U64(k.mixTerms[i])
 		}
+		f.mix = e.Bytes()
 	}
-	e.U32(uint32(len(keys)))
+	size := 0
+	for _, key := range keys {
+		size += len(key) + 16 + 8*len(k.learners)
+	}
+	if k.global != nil {
+		size += 32 * len(k.learners) * len(keys)
+	}
+	e = codec.NewEncoder(size)
 	for i, key := range keys {
 		e.String(key)
 		st := k.stats[key]
@@ -633,10 +703,56 @@ func (k *Keyed) MarshalBinary() ([]byte, error) {
 		for _, m := range st.Mix {
 			encodeMix(e, m)
 		}
-		e.Blob(states[i])
+		f.ends[i] = len(e.Bytes())
+	}
+	f.keys = e.Bytes()
+	return f, nil
+}
+
+// Global returns the global model's copy, nil without one (or when f was
+// not made by Freeze): the memory a later Freeze may reuse.
+func (f *FrozenKeyed) Global() *Frozen { return f.global }
+
+// MarshalBinary returns the state f holds, as the Keyed's MarshalBinary
+// returned it when f was taken.
+func (f *FrozenKeyed) MarshalBinary() ([]byte, error) {
+	state, _, err := f.Encode()
+	return state, err
+}
+
+// Encode returns the state f holds (MarshalBinary) and, with a global
+// model frozen, each of its learners' state digests, as its report has
+// them (Frozen.Encode).
+func (f *FrozenKeyed) Encode() (state []byte, globalDigests [][32]byte, err error) {
+	global := f.globalState
+	if f.global != nil {
+		if global, globalDigests, err = f.global.Encode(); err != nil {
+			return nil, nil, fmt.Errorf("pipeline: keyed: the global model: %w", err)
+		}
+	}
+	states := make([][]byte, len(f.states))
+	size := len(f.head) + len(f.mix) + len(f.keys) + len(global) + 16
+	for i, r := range f.states {
+		if states[i], err = r.Bytes(); err != nil {
+			return nil, nil, err
+		}
+		size += len(states[i]) + 8
+	}
+	e := codec.NewEncoder(size)
+	e.Raw(f.head)
+	if global != nil {
+		e.Blob(global)
+		e.Raw(f.mix)
+	}
+	e.U32(uint32(len(states)))
+	start := 0
+	for i, b := range states {
+		e.Raw(f.keys[start:f.ends[i]])
+		start = f.ends[i]
+		e.Blob(b)
 	}
 	e.U32(crc32.Checksum(e.Bytes(), castagnoli))
-	return e.Bytes(), nil
+	return e.Bytes(), globalDigests, nil
 }
 
 // UnmarshalBinary restores a MarshalBinary of a Keyed of the same
@@ -742,6 +858,7 @@ func (k *Keyed) UnmarshalBinary(b []byte) error {
 	}
 	for key := range stats {
 		k.dirty[key] = struct{}{}
+		k.frozenDirty[key] = struct{}{}
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -631,4 +633,106 @@ func BenchmarkKeyedMiss(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(all))*float64(b.N)/b.Elapsed().Seconds(), "events/s")
 	b.ReportMetric(float64(misses)/float64(len(all)*b.N), "miss-share")
+}
+
+// A Keyed frozen and encoded on another goroutine while it learns on
+// gives what MarshalBinary gave at the Freeze, byte for byte, and the
+// global model's digests of its report then: with the evicted models in
+// memory or in a spill file (compacted meanwhile), with a global model
+// or none, at successive Freezes that keep the encodings of the models
+// that did not learn (the same bytes, not encoded again) and reuse the
+// global model's copy; and after the Keyed is restored.
+func TestKeyedFreeze(t *testing.T) {
+	c := mustConfig(t, keyedConfig)
+	all, _ := keyedStream(6000, 40, 5)
+	dec := mustDecoder(t, c)
+	defer func(v int64) { compactAfter = v }(compactAfter)
+	compactAfter = 1 << 10
+	for _, tc := range []struct {
+		name string
+		opt  KeyedOptions
+	}{
+		{"in memory", KeyedOptions{Max: 5}},
+		{"spill file, global model", KeyedOptions{Max: 5, Global: true, SpillDir: t.TempDir()}},
+		{"all resident, global model", KeyedOptions{Global: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k, err := NewKeyed(c, tc.opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var into *Frozen
+			var last *FrozenKeyed
+			learned := true // since the last Freeze
+			freeze := func(next [][]byte) {
+				t.Helper()
+				f, err := k.Freeze(into)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := k.MarshalBinary()
+				if err != nil {
+					t.Fatal(err)
+				}
+				rep := k.Report()
+				var got []byte
+				var digests [][32]byte
+				var encErr error
+				var wg sync.WaitGroup
+				wg.Go(func() { got, digests, encErr = f.Encode() })
+				feedKeyed(t, k, dec, next) // while it is encoded
+				wg.Wait()
+				if encErr != nil {
+					t.Fatal(encErr)
+				}
+				if !bytes.Equal(got, want) {
+					t.Fatalf("the frozen state (%d bytes) is not MarshalBinary's at the Freeze (%d bytes)", len(got), len(want))
+				}
+				if rep.Global != nil {
+					for i, l := range rep.Global.Learners {
+						if hex.EncodeToString(digests[i][:]) != l.StateSHA256 {
+							t.Errorf("global %s: digest %x, its report had %q", l.Name, digests[i], l.StateSHA256)
+						}
+					}
+				} else if digests != nil {
+					t.Error("digests without a global model")
+				}
+				if last != nil && !learned {
+					// Nothing learned since the last Freeze: every
+					// resident model's encoding is the one kept then.
+					for i, r := range f.states {
+						if r.b != nil && (len(last.states) != len(f.states) || &r.b[0] != &last.states[i].b[0]) {
+							t.Fatalf("key %d: encoded again without having learned", i)
+						}
+					}
+				}
+				last, into, learned = f, f.Global(), len(next) > 0
+			}
+			feedKeyed(t, k, dec, all[:2000])
+			freeze(all[2000:3500])
+			freeze(nil)
+			freeze(all[3500:]) // nothing learned since the last
+			freeze(nil)
+			freeze(nil) // nothing learned since the last
+			b, err := k.MarshalBinary()
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := NewKeyed(c, tc.opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.UnmarshalBinary(b); err != nil {
+				t.Fatal(err)
+			}
+			f, err := r.Freeze(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := f.MarshalBinary()
+			if err != nil || !bytes.Equal(got, b) {
+				t.Fatalf("restored and frozen: %v, equal %v", err, bytes.Equal(got, b))
+			}
+		})
+	}
 }

@@ -662,7 +662,7 @@ collect:
 			if s.workers[sj.part] != sj.w {
 				continue // dropped meanwhile (revoked, or reloaded): not ours to commit
 			}
-			sj.w.savedPos, sj.w.spare = sj.pos, sj.c.frozen
+			sj.w.savedPos, sj.w.spare = sj.pos, sj.c.spare()
 			commits = append(commits, commitItem{sj.w, sj.rec, sj.at})
 		}
 	}

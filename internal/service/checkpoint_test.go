@@ -385,3 +385,57 @@ func TestFirstCheckpointPremade(t *testing.T) {
 		t.Fatal("memory premade after the model's first take is kept")
 	}
 }
+
+// With models per key, a checkpoint is taken as for a model per
+// partition (the encodings of the models that learned since the last
+// one, a copy of the global model) and completed on the saver: what it
+// holds is the models' state and the report with the global model's
+// digests, at every checkpoint of a run whose keys are evicted and
+// decoded again.
+func TestKeyedCheckpointTaken(t *testing.T) {
+	c := parseYAML(t, keyedPlain+"models: {by: key, max: 3, global: true}\n")
+	store, err := checkpoint.OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := keyedLines(3000, []string{"a", "b", "c", "d", "e", "f", "g"})
+	var saved int
+	for _, n := range []int{700, 1900, 3000} { // three runs, each resuming from the last checkpoint
+		src := newMemSource(lines[:n], 1)
+		s := newService(t, Options{Config: c, Source: src, Checkpoints: store, CommitEvery: 250})
+		run(t, s)
+		got, err := store.Load(context.Background(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := s.workers[0]
+		want, err := w.m.k.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.State, want) {
+			t.Fatalf("after %d records: the checkpoint (%d bytes) is not the models' state (%d bytes)", n, len(got.State), len(want))
+		}
+		rep, err := w.report()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r pipeline.Report
+		if err := json.Unmarshal(got.Report, &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Global == nil || r.Global.Learners[0].StateSHA256 == "" {
+			t.Fatalf("after %d records: the checkpoint's report has no global model digest: %s", n, got.Report)
+		}
+		r.Seconds, r.Global.Seconds = rep.Seconds, rep.Global.Seconds // when each was taken
+		gotReport, _ := json.Marshal(r)
+		wantReport, _ := json.Marshal(rep.Report)
+		if !bytes.Equal(gotReport, wantReport) {
+			t.Fatalf("after %d records: the checkpoint's report is not the models':\n%s\n%s", n, gotReport, wantReport)
+		}
+		saved += len(src.commitLog())
+	}
+	if saved < 6 {
+		t.Fatalf("%d commits over three runs: the checkpoints were not taken along the way", saved)
+	}
+}

@@ -135,6 +135,9 @@ func (m *model) totals(digests bool) (pipeline.Report, []KeyReport, error) {
 	for i, t := range top {
 		keys[i] = KeyReport{Key: t.Key, Events: t.Events, Mistakes: t.Mistakes}
 	}
+	if !digests {
+		return m.k.ReportWithoutDigests(), keys, nil
+	}
 	return m.k.Report(), keys, nil
 }
 

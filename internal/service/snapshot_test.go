@@ -12,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
+	"github.com/streamlearn/streamlearn/internal/regret"
 )
 
 // countObserver counts observations; it allocates nothing and, as the
@@ -348,42 +350,55 @@ func TestInlineDrainBounded(t *testing.T) {
 // over the models' states; once asked, a snapshot has them, equal to the
 // final report's.
 func TestDigestsOnDemand(t *testing.T) {
-	c := loadExampleConfig(t)
-	src := newMemSource(genEvents(500, 3, 0, 0, 0), 1)
-	src.block = true
-	s := newService(t, Options{Config: c, Source: src, SnapshotInterval: 2 * time.Millisecond})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(2 * time.Millisecond) {
-		if snap := s.Snapshot(); len(snap.Reports) == 1 && snap.Reports[0].Events == 500 {
-			if snap.Digests || snap.Reports[0].Learners[0].StateSHA256 != "" {
-				t.Fatalf("a snapshot nobody asked digests of has them (%v)", snap.Digests)
+	// The learners' states: of the model, or, with models per key, of the
+	// partition's global model (a key's digests are its own report's).
+	perKey := parseYAML(t, keyedPlain+"models: {by: key, max: 4, global: true}\n")
+	for _, tc := range []struct {
+		name string
+		c    *config.Config
+	}{{"config.yaml", loadExampleConfig(t)}, {"models per key with a global model", perKey}} {
+		t.Run(tc.name, func(t *testing.T) {
+			learners := func(r Report) []regret.LearnerReport {
+				if r.Global != nil {
+					return r.Global.Learners
+				}
+				return r.Learners
 			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the events were not learned")
-		}
-	}
-	wctx, wcancel := context.WithTimeout(context.Background(), 5*time.Second)
-	s.WantDigests(wctx)
-	wcancel()
-	snap := s.Snapshot()
-	cancel()
-	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-		t.Fatal(err)
-	}
-	reps, err := s.Reports()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !snap.Digests {
-		t.Fatal("no digests after WantDigests")
-	}
-	for i, l := range snap.Reports[0].Learners {
-		if l.StateSHA256 == "" || l.StateSHA256 != reps[0].Learners[i].StateSHA256 {
-			t.Errorf("%s: snapshot digest %q, final %q", l.Name, l.StateSHA256, reps[0].Learners[i].StateSHA256)
-		}
+			src := newMemSource(genEvents(500, 3, 0, 0, 0), 1)
+			src.block = true
+			s := newService(t, Options{Config: tc.c, Source: src, SnapshotInterval: 2 * time.Millisecond})
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- s.Run(ctx) }()
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+				if snap := s.Snapshot(); len(snap.Reports) == 1 && snap.Reports[0].Events == 500 {
+					if snap.Digests || learners(snap.Reports[0])[0].StateSHA256 != "" {
+						t.Fatalf("a snapshot nobody asked digests of has them (%v)", snap.Digests)
+					}
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the events were not learned")
+				}
+			}
+			wctx, wcancel := context.WithTimeout(context.Background(), 5*time.Second)
+			s.WantDigests(wctx)
+			wcancel()
+			snap := s.Snapshot()
+			cancel()
+			if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+				t.Fatal(err)
+			}
+			if !snap.Digests {
+				t.Fatal("no digests after WantDigests")
+			}
+			// The last snapshot of a run has them always.
+			final := learners(s.Snapshot().Reports[0])
+			for i, l := range learners(snap.Reports[0]) {
+				if l.StateSHA256 == "" || l.StateSHA256 != final[i].StateSHA256 {
+					t.Errorf("%s: snapshot digest %q, final %q", l.Name, l.StateSHA256, final[i].StateSHA256)
+				}
+			}
+		})
 	}
 }

@@ -628,16 +628,19 @@ func (w *worker) publishReport(ctx context.Context) error {
 // off the worker.
 type taken struct {
 	c      *checkpoint.Checkpoint // State and Report are complete's
-	frozen *pipeline.Frozen       // nil with models per key: c is complete
+	frozen *pipeline.Frozen       // a model per partition's
+	keyed  *pipeline.FrozenKeyed  // models per key's
 	report Report
 	done   bool // complete has run
 }
 
-// take returns the checkpoint of the model as of now: for a model per
-// partition, its state frozen and its report without digests, the least
-// the worker can do between two records (into spare, an earlier take's
-// frozen state done with, when not nil); the models per key are encoded
-// (a resident key's model is small, an evicted one encoded already).
+// take returns the checkpoint of the model as of now, its state frozen
+// and its report without digests, the least the worker can do between
+// two records: for a model per partition, a copy of its weights (into
+// spare, an earlier take's frozen state done with, when not nil); for
+// models per key, the encodings of the models that learned since the last
+// take (the others' are kept, an evicted one's is where it lies) and a
+// copy of the global model (into spare).
 func (w *worker) take(spare *pipeline.Frozen) (*taken, error) {
 	s := w.s
 	t := &taken{c: &checkpoint.Checkpoint{
@@ -646,13 +649,10 @@ func (w *worker) take(spare *pipeline.Frozen) (*taken, error) {
 	}}
 	var err error
 	if w.m.k != nil {
-		if t.c.State, err = w.m.marshal(); err != nil {
+		if t.keyed, err = w.m.k.Freeze(spare); err != nil {
 			return nil, fmt.Errorf("service: checkpoint of partition %d: %w", w.part, err)
 		}
-		if t.report, err = w.report(); err != nil {
-			return nil, err
-		}
-		if t.c.Report, err = json.Marshal(t.report.Report); err != nil {
+		if t.report, err = w.reportOf(false); err != nil {
 			return nil, err
 		}
 		return t, nil
@@ -706,16 +706,27 @@ func (w *worker) premake(ctx context.Context, slot chan struct{}, c *config.Conf
 
 // complete encodes and digests t's frozen state and writes its report,
 // on any goroutine, and returns the checkpoint. The frozen state may then
-// be the spare of the worker's next take.
+// be the spare of the worker's next take (spare).
 func (t *taken) complete() (*checkpoint.Checkpoint, error) {
-	if t.frozen == nil || t.done {
+	if t.done {
 		return t.c, nil
 	}
-	state, digests, err := t.frozen.Encode()
+	var state []byte
+	var digests [][32]byte
+	var err error
+	var ls []regret.LearnerReport // whose digests these are
+	if t.keyed != nil {
+		state, digests, err = t.keyed.Encode()
+		if g := t.report.Global; g != nil {
+			ls = g.Learners // the global model's; a key's are its own report's
+		}
+	} else {
+		state, digests, err = t.frozen.Encode()
+		ls = t.report.Learners
+	}
 	if err != nil {
 		return nil, fmt.Errorf("service: checkpoint of partition %d: %w", t.c.Partition, err)
 	}
-	ls := t.report.Learners
 	for i := range ls {
 		ls[i].StateSHA256 = hex.EncodeToString(digests[i][:])
 	}
@@ -725,6 +736,16 @@ func (t *taken) complete() (*checkpoint.Checkpoint, error) {
 	}
 	t.c.State, t.c.Report, t.done = state, rj, true
 	return t.c, nil
+}
+
+// spare returns the memory of t's copy that the worker's next take may
+// reuse once t is written: the copy of the model, or of the global model
+// with models per key (nil without one).
+func (t *taken) spare() *pipeline.Frozen {
+	if t.keyed != nil {
+		return t.keyed.Global()
+	}
+	return t.frozen
 }
 
 // lockedSink makes a sink safe for the workers of every partition: one
