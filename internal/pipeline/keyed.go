@@ -51,7 +51,7 @@ type Keyed struct {
 	learners []KeyedLearner
 	// dirty has the keys whose models changed since the last
 	// ServingStates, frozenDirty since the last Freeze; frozen has
-	// each key's encoding as of the last Freeze.
+	// each resident key's encoding as of the last Freeze.
 	dirty       map[string]struct{}
 	frozenDirty map[string]struct{}
 	frozen      map[string]StateRef
@@ -251,15 +251,21 @@ func (k *Keyed) Model(key []byte) (*Pipeline, error) {
 func (k *Keyed) evict() error {
 	e := k.lru.Back()
 	m := e.Value.(*keyedModel)
-	b, err := m.p.MarshalBinary()
-	if err != nil {
-		return fmt.Errorf("pipeline: keyed: evicting key %q: %w", m.key, err)
+	// The last Freeze's encoding, when the model has not learned since
+	// (shared: no one modifies it), else a new one.
+	b := k.frozen[m.key].b
+	if _, changed := k.frozenDirty[m.key]; changed || b == nil {
+		var err error
+		if b, err = m.p.MarshalBinary(); err != nil {
+			return fmt.Errorf("pipeline: keyed: evicting key %q: %w", m.key, err)
+		}
 	}
 	if err := k.spill.Put(m.key, b); err != nil {
 		return err
 	}
 	k.lru.Remove(e)
 	delete(k.resident, m.key)
+	delete(k.frozen, m.key) // a Freeze refers to the spill's: the heap keeps no evicted model
 	k.evicted++
 	return nil
 }
@@ -620,6 +626,14 @@ func (k *Keyed) freeze(cached bool, into *Frozen) (*FrozenKeyed, error) {
 	keys := k.Keys()
 	f := &FrozenKeyed{states: make([]StateRef, len(keys)), ends: make([]int, len(keys))}
 	for i, key := range keys {
+		// A spilled model where it lies now (a reference is not kept
+		// from one Freeze to the next: it would hold a compacted file);
+		// a resident one's encoding as of the last Freeze when it has
+		// not learned since, else a new one, kept for the next.
+		if ref, ok := k.spill.Ref(key); ok {
+			f.states[i] = ref
+			continue
+		}
 		if cached {
 			if ref, ok := k.frozen[key]; ok {
 				if _, changed := k.frozenDirty[key]; !changed {
@@ -628,17 +642,13 @@ func (k *Keyed) freeze(cached bool, into *Frozen) (*FrozenKeyed, error) {
 				}
 			}
 		}
-		ref, ok := k.spill.Ref(key)
-		if !ok {
-			b, err := k.resident[key].Value.(*keyedModel).p.MarshalBinary()
-			if err != nil {
-				return nil, fmt.Errorf("pipeline: keyed: key %q: %w", key, err)
-			}
-			ref = StateRef{b: b}
+		b, err := k.resident[key].Value.(*keyedModel).p.MarshalBinary()
+		if err != nil {
+			return nil, fmt.Errorf("pipeline: keyed: key %q: %w", key, err)
 		}
-		f.states[i] = ref
+		f.states[i] = StateRef{b: b}
 		if cached {
-			k.frozen[key] = ref
+			k.frozen[key] = f.states[i]
 		}
 	}
 	if cached {

@@ -706,6 +706,9 @@ func TestKeyedFreeze(t *testing.T) {
 						}
 					}
 				}
+				if len(k.frozen) > k.Resident() {
+					t.Fatalf("%d encodings kept for %d resident models: the evicted ones' stay in the heap", len(k.frozen), k.Resident())
+				}
 				last, into, learned = f, f.Global(), len(next) > 0
 			}
 			feedKeyed(t, k, dec, all[:2000])
@@ -717,6 +720,15 @@ func TestKeyedFreeze(t *testing.T) {
 			b, err := k.MarshalBinary()
 			if err != nil {
 				t.Fatal(err)
+			}
+			// The models are those of a run that was never frozen.
+			plain, err := NewKeyed(c, tc.opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			feedKeyed(t, plain, dec, all)
+			if want, err := plain.MarshalBinary(); err != nil || !bytes.Equal(b, want) {
+				t.Fatalf("frozen along the way, the models are not a plain run's: %v", err)
 			}
 			r, err := NewKeyed(c, tc.opt)
 			if err != nil {

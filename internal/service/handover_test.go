@@ -249,6 +249,11 @@ func (h *heldStore) land(t *testing.T, ctx context.Context) map[int32][]int64 {
 // partition, has checkpointed the end of every partition it took; then
 // they land. Every partition's checkpoint must still be its whole replay.
 func TestKafkaLateCheckpointAfterHandover(t *testing.T) {
+	// A's held saves fail; the backoff after failed saves (1 s doubling
+	// to a minute) is not under test, and at its defaults a hold of 15 s
+	// on a loaded machine left A no save before the test's deadline.
+	defer func(lo, hi time.Duration) { saveBackoffMin, saveBackoffMax = lo, hi }(saveBackoffMin, saveBackoffMax)
+	saveBackoffMin, saveBackoffMax = 10*time.Millisecond, 100*time.Millisecond
 	const parts, n = 4, 8000
 	c, cfg, byPart := keyedTopic(t, parts, n, 23, "late")
 	end := func(p int32) int64 { return int64(len(byPart[p]) - 1) }
