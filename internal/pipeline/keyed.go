@@ -50,11 +50,10 @@ type Keyed struct {
 	total    Counts
 	learners []KeyedLearner
 	// dirty has the keys whose models changed since the last
-	// ServingStates, frozenDirty since the last Freeze; frozen has
-	// each resident key's encoding as of the last Freeze.
-	dirty       map[string]struct{}
-	frozenDirty map[string]struct{}
-	frozen      map[string]StateRef
+	// ServingStates; frozen has the encoding a Freeze made of each
+	// resident model that has not changed since.
+	dirty  map[string]struct{}
+	frozen map[string]StateRef
 	// now is the time of the last EvictIdle: a model used since was used
 	// then.
 	now     time.Time
@@ -161,7 +160,7 @@ func (k *Keyed) newSpill() (spill, error) {
 // clear forgets every key but the spilled ones.
 func (k *Keyed) clear() {
 	k.resident, k.stats, k.dirty = map[string]*list.Element{}, map[string]*KeyStats{}, map[string]struct{}{}
-	k.frozenDirty, k.frozen = map[string]struct{}{}, map[string]StateRef{}
+	k.frozen = map[string]StateRef{}
 	k.lru.Init()
 	k.total = Counts{InvalidBy: map[event.Reason]uint64{}}
 	clear(k.learners)
@@ -254,7 +253,7 @@ func (k *Keyed) evict() error {
 	// The last Freeze's encoding, when the model has not learned since
 	// (shared: no one modifies it), else a new one.
 	b := k.frozen[m.key].b
-	if _, changed := k.frozenDirty[m.key]; changed || b == nil {
+	if b == nil {
 		var err error
 		if b, err = m.p.MarshalBinary(); err != nil {
 			return fmt.Errorf("pipeline: keyed: evicting key %q: %w", m.key, err)
@@ -341,8 +340,8 @@ func (k *Keyed) tally(p *Pipeline, before Counts, key []byte, reason event.Reaso
 	if _, ok := k.dirty[string(key)]; !ok { // (a lookup does not allocate)
 		k.dirty[string(key)] = struct{}{}
 	}
-	if _, ok := k.frozenDirty[string(key)]; !ok {
-		k.frozenDirty[string(key)] = struct{}{}
+	if _, ok := k.frozen[string(key)]; ok {
+		delete(k.frozen, string(key)) // no longer its model's
 	}
 	return st
 }
@@ -634,13 +633,9 @@ func (k *Keyed) freeze(cached bool, into *Frozen) (*FrozenKeyed, error) {
 			f.states[i] = ref
 			continue
 		}
-		if cached {
-			if ref, ok := k.frozen[key]; ok {
-				if _, changed := k.frozenDirty[key]; !changed {
-					f.states[i] = ref
-					continue
-				}
-			}
+		if ref, ok := k.frozen[key]; ok && cached {
+			f.states[i] = ref
+			continue
 		}
 		b, err := k.resident[key].Value.(*keyedModel).p.MarshalBinary()
 		if err != nil {
@@ -650,9 +645,6 @@ func (k *Keyed) freeze(cached bool, into *Frozen) (*FrozenKeyed, error) {
 		if cached {
 			k.frozen[key] = f.states[i]
 		}
-	}
-	if cached {
-		clear(k.frozenDirty)
 	}
 	version := uint8(1)
 	if k.global != nil {
@@ -868,7 +860,6 @@ func (k *Keyed) UnmarshalBinary(b []byte) error {
 	}
 	for key := range stats {
 		k.dirty[key] = struct{}{}
-		k.frozenDirty[key] = struct{}{}
 	}
 	return nil
 }

@@ -364,7 +364,7 @@ func TestFirstCheckpointPremade(t *testing.T) {
 	// What the worker allocates at a first take, with and without.
 	allocated := func(premade bool) uint64 {
 		if premade {
-			w.taken.Store(false)
+			w.took.Store(false)
 			w.premake(context.Background(), make(chan struct{}, 1), c, 64)
 		}
 		var before, after runtime.MemStats

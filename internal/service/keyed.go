@@ -94,14 +94,7 @@ func (m *model) reject(key []byte, reason event.Reason) error {
 	return nil
 }
 
-// marshal encodes the model for a checkpoint; unmarshal restores one.
-func (m *model) marshal() ([]byte, error) {
-	if m.k != nil {
-		return m.k.MarshalBinary()
-	}
-	return m.p.MarshalBinary()
-}
-
+// unmarshal restores the model from a checkpoint's state.
 func (m *model) unmarshal(b []byte) error {
 	if m.k != nil {
 		return m.k.UnmarshalBinary(b)

@@ -205,10 +205,10 @@ type worker struct {
 
 	// premade is the memory of the model's first checkpoint, made on
 	// another goroutine (premake) and swapped out by the first take, on
-	// the worker's; taken says a take was made (a copy premade later is
+	// the worker's; took says a take was made (a copy premade later is
 	// dropped), premadeUsed that one was taken into premade memory.
 	premade     atomic.Pointer[pipeline.Frozen]
-	taken       atomic.Bool
+	took        atomic.Bool
 	premadeUsed atomic.Bool
 }
 
@@ -657,7 +657,7 @@ func (w *worker) take(spare *pipeline.Frozen) (*taken, error) {
 		}
 		return t, nil
 	}
-	w.taken.Store(true) // before the swap: a copy stored after it is dropped (premake)
+	w.took.Store(true) // before the swap: a copy stored after it is dropped (premake)
 	if p := w.premade.Swap(nil); p != nil && spare == nil {
 		spare = p
 		w.premadeUsed.Store(true)
@@ -687,7 +687,7 @@ func (w *worker) premake(ctx context.Context, slot chan struct{}, c *config.Conf
 	case <-ctx.Done():
 		return
 	}
-	if w.taken.Load() || ctx.Err() != nil {
+	if w.took.Load() || ctx.Err() != nil {
 		return
 	}
 	m, err := newPartitionModel(c, history)
@@ -699,7 +699,7 @@ func (w *worker) premake(ctx context.Context, slot chan struct{}, c *config.Conf
 		return
 	}
 	w.premade.Store(f)
-	if w.taken.Load() {
+	if w.took.Load() {
 		w.premade.Store(nil) // too late: the model has its copies, this would be a third
 	}
 }
