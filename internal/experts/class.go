@@ -24,9 +24,9 @@ const (
 // Size limits of a class. Each is checked by ClassSpec.Validate or NewClass
 // and named in the error.
 const (
-	// MaxHypotheses is the largest |H|: a learner keeps one uint64 loss
-	// counter per hypothesis (8 MiB at the limit) and does O(|H|/64) word
-	// operations per event.
+	// MaxHypotheses is the largest |H|: a learner keeps a 64-bit mistake
+	// count per hypothesis (8 MiB at the limit, in bit planes) and does
+	// O(|H|/64) word operations per event.
 	MaxHypotheses = 1 << 20
 	// MaxTableWords bounds the label table of tabled kinds (table,
 	// conjunctions): effective domain points × ⌈|H|/64⌉ words, 32 MiB at
@@ -223,6 +223,9 @@ type Class struct {
 	full  Set      // H
 	slots []uint32 // feature slots: one for thresholds/intervals/table
 	grid  []float64
+	// perStep is (Points-1)/(Max-Min), the grid's values per unit: where
+	// gridPosition starts looking (0 with fewer than two points).
+	perStep float64
 	// Tabled kinds (table, conjunctions): cols holds the label Set of
 	// each effective point.
 	cols []uint64
@@ -267,6 +270,7 @@ func NewClass(spec ClassSpec, bits uint) (*Class, error) {
 		}
 		if k > 1 {
 			c.grid[k-1] = spec.Max
+			c.perStep = float64(k-1) / (spec.Max - spec.Min)
 		}
 		for i := 1; i < k; i++ {
 			if !(c.grid[i] > c.grid[i-1]) {
@@ -427,6 +431,30 @@ func (c *Class) NewSet() Set { return make(Set, c.w) }
 // All returns a new Set holding every hypothesis: H.
 func (c *Class) All() Set { return slices.Clone(c.full) }
 
+// gridPosition returns position(c.grid, v): it guesses from the grid's
+// even spacing and moves to the exact answer, one step or none, rather than
+// searching.
+func (c *Class) gridPosition(v float64) int {
+	g := c.grid
+	f := (v - g[0]) * c.perStep
+	var p int
+	switch {
+	case !(f >= 0): // below the grid's first value, or NaN
+		p = 0
+	case f >= float64(len(g)-1):
+		p = len(g)
+	default:
+		p = int(f) + 1
+	}
+	for p > 0 && !(g[p-1] <= v) {
+		p--
+	}
+	for p < len(g) && g[p] <= v {
+		p++
+	}
+	return p
+}
+
 // position returns the number of grid values ≤ v (0 for NaN).
 func position(grid []float64, v float64) int {
 	lo, hi := 0, len(grid)
@@ -490,13 +518,13 @@ func (c *Class) point(x online.Vector) int {
 		if math.IsNaN(v) {
 			return -1
 		}
-		return position(c.grid, v)
+		return c.gridPosition(v)
 	case KindIntervals:
 		v := x.Value(c.slots[0])
 		if math.IsNaN(v) {
 			return -1
 		}
-		p := position(c.grid, v)
+		p := c.gridPosition(v)
 		switch {
 		case p == 0:
 			return 0
@@ -546,7 +574,7 @@ func (c *Class) Labels(dst Set, x online.Vector) bool {
 	if c.kind == KindStumps { // p is 0: the features' positions say it all
 		clear(dst)
 		for f, s := range c.slots {
-			c.stumpLabels(dst, f, position(c.grid, x.Value(s)))
+			c.stumpLabels(dst, f, c.gridPosition(x.Value(s)))
 		}
 		return true
 	}

@@ -2,6 +2,7 @@ package experts
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -55,6 +56,36 @@ func TestDomainTerms(t *testing.T) {
 		}
 		if want := v == 0 || v == 1; tab.InDomain(x) != want {
 			t.Errorf("table: v=%g in domain %v, want %v", v, tab.InDomain(x), want)
+		}
+	}
+}
+
+// gridPosition, which guesses from the grid's spacing, against the binary
+// search it replaces, on values at, between, beside and far from grid
+// values, for grids of one point, of spacings that do not divide evenly,
+// and of huge and tiny ranges.
+func TestGridPosition(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 5))
+	for _, spec := range []ClassSpec{
+		{Min: 0, Max: 1, Points: 101}, {Min: 0.3, Max: 0.3, Points: 1}, {Min: -7, Max: 1e-3, Points: 3},
+		{Min: 0.1, Max: 0.7, Points: 1000}, {Min: -1e300, Max: 1e300, Points: 17}, {Min: 1, Max: 1 + 1e-12, Points: 50},
+		{Min: -3, Max: 5, Points: 2},
+	} {
+		spec.Kind, spec.Feature = KindThresholds, "v"
+		c := mustClass(t, spec)
+		g := c.grid
+		vs := []float64{math.Inf(-1), math.Inf(1), math.NaN(), -math.MaxFloat64, math.MaxFloat64, 0, math.Copysign(0, -1)}
+		for _, a := range g {
+			vs = append(vs, a, math.Nextafter(a, math.Inf(-1)), math.Nextafter(a, math.Inf(1)))
+		}
+		for range 2000 {
+			lo, hi := g[0], g[len(g)-1]
+			vs = append(vs, lo+(hi-lo)*(r.Float64()*1.4-0.2))
+		}
+		for _, v := range vs {
+			if got, want := c.gridPosition(v), position(g, v); got != want {
+				t.Fatalf("%+v: gridPosition(%v) = %d, want %d", spec, v, got, want)
+			}
 		}
 	}
 }

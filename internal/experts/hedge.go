@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/streamlearn/streamlearn/internal/codec"
 	"github.com/streamlearn/streamlearn/internal/online"
@@ -54,7 +55,9 @@ const pcgStream = 0x6865646765726e67
 // the erring experts' weights by e^{-η}; when the round raises m, every
 // weight is recomputed as e^{-η(L_i - m)} from the exact integer losses, so
 // an expert whose weight had underflowed to 0 gets it back exactly when it
-// matters.
+// matters. The epoch's losses are plain counters (a recomputation reads
+// them all); the total losses, of which only the minimum is read, a
+// bestLoss.
 type hedge struct {
 	d      int
 	cfg    HedgeConfig
@@ -65,12 +68,23 @@ type hedge struct {
 	epoch      int
 	epochStart uint64
 	eta, f     float64 // η of the epoch, e^{-η}
-	weight     []float64
-	z          float64 // Σ weight, summed in index order
-	ep, total  bestLoss
-	mis        Set
-	rng        rand.PCG
+	// pows[k] is e^{-ηk} as math.Exp(-η·k) gives it, for the k below
+	// len(pows) (at most cap(pows)): filled as a recomputation needs them.
+	pows   []float64
+	weight []float64
+	z      float64 // Σ weight, summed in index order
+	// The epoch's losses L_i, their minimum m and the experts at it.
+	epLoss []uint64
+	min    uint64
+	atMin  Set
+	total  bestLoss
+	mis    Set
+	rng    rand.PCG
 }
+
+// powsCap is the number of powers e^{-ηk} a hedge keeps: a recomputation
+// computes those of experts further behind the best.
+const powsCap = 256
 
 func newHedge(d int, cfg HedgeConfig) (hedge, error) {
 	if d < 1 {
@@ -84,8 +98,9 @@ func newHedge(d int, cfg HedgeConfig) (hedge, error) {
 	}
 	full := make(Set, words(d))
 	full.setRange(0, d)
-	h := hedge{d: d, cfg: cfg, full: full, weight: make([]float64, d), mis: make(Set, len(full))}
-	h.ep, h.total = newBestLoss(full, d), newBestLoss(full, d)
+	h := hedge{d: d, cfg: cfg, full: full, pows: make([]float64, 0, powsCap), weight: make([]float64, d),
+		epLoss: make([]uint64, d), atMin: make(Set, len(full)), mis: make(Set, len(full))}
+	h.total = newBestLoss(full, d)
 	h.rng = *rand.NewPCG(cfg.Seed, pcgStream)
 	h.startEpoch(0, 0)
 	return h, nil
@@ -109,11 +124,28 @@ func (h *hedge) startEpoch(m int, start uint64) {
 	h.epoch, h.epochStart = m, start
 	h.eta = h.etaFor(m)
 	h.f = math.Exp(-h.eta)
+	h.pows = h.pows[:0]
 	for i := range h.weight {
 		h.weight[i] = 1
 	}
 	h.z = float64(h.d)
-	h.ep.reset()
+	clear(h.epLoss)
+	h.min = 0
+	copy(h.atMin, h.full)
+}
+
+// pow returns e^{-ηk}, exactly what math.Exp(-η·k) returns.
+func (h *hedge) pow(k uint64) float64 {
+	if k < uint64(len(h.pows)) {
+		return h.pows[k]
+	}
+	if k >= uint64(cap(h.pows)) {
+		return math.Exp(-h.eta * float64(k))
+	}
+	for j := len(h.pows); j <= int(k); j++ {
+		h.pows = append(h.pows, math.Exp(-h.eta*float64(j)))
+	}
+	return h.pows[k]
 }
 
 // predict returns P(label = +1) = Σ_{i ∈ pos} w_i(t) and the realized
@@ -153,23 +185,39 @@ func (h *hedge) update(pos Set, y int8) {
 		}
 	}
 	h.total.add(h.mis)
-	if h.ep.add(h.mis) {
-		m := h.ep.min
-		for i, l := range h.ep.loss {
-			h.weight[i] = math.Exp(-h.eta * float64(l-m))
+	grew := true // the round raised m: every expert at it erred
+	for k, w := range h.mis {
+		h.atMin[k] &^= w
+		if h.atMin[k] != 0 {
+			grew = false
 		}
-	} else {
-		for k, w := range h.mis {
-			for w != 0 {
-				h.weight[k<<6+bits.TrailingZeros64(w)] *= h.f
-				w &= w - 1
-			}
+		for w != 0 {
+			i := k<<6 + bits.TrailingZeros64(w)
+			h.epLoss[i]++
+			h.weight[i] *= h.f
+			w &= w - 1
 		}
+	}
+	if grew {
+		h.min++
+		h.reweigh()
 	}
 	h.z = h.sum()
 	h.rounds++
 	if h.doubling() && h.rounds-h.epochStart == uint64(1)<<h.epoch {
 		h.startEpoch(h.epoch+1, h.rounds)
+	}
+}
+
+// reweigh recomputes every weight as e^{-η(L_i - m)} and the experts at
+// m.
+func (h *hedge) reweigh() {
+	clear(h.atMin)
+	for i, l := range h.epLoss {
+		h.weight[i] = h.pow(l - h.min)
+		if l == h.min {
+			h.atMin.Add(i)
+		}
 	}
 }
 
@@ -285,7 +333,9 @@ func (h *hedge) appendState(e *codec.Encoder) {
 	for _, w := range h.weight {
 		e.F64(w)
 	}
-	h.ep.appendTo(e)
+	for _, l := range h.epLoss {
+		e.U64(l)
+	}
 	h.total.appendTo(e)
 	r, _ := h.rng.MarshalBinary() // cannot fail
 	e.Raw(r)
@@ -342,10 +392,15 @@ func (h *hedge) decodeState(d *codec.Decoder) error {
 	h.rounds = rounds
 	copy(h.weight, weight)
 	h.z = h.sum()
-	copy(h.ep.loss, epl)
-	h.ep.rebuild()
-	copy(h.total.loss, tot)
-	h.total.rebuild()
+	copy(h.epLoss, epl)
+	h.min = slices.Min(epl)
+	clear(h.atMin)
+	for i, l := range epl {
+		if l == h.min {
+			h.atMin.Add(i)
+		}
+	}
+	h.total.set(tot)
 	h.rng = rng
 	return nil
 }

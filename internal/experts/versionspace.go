@@ -184,8 +184,7 @@ func (s *versionSpace) UnmarshalBinary(b []byte) error {
 		}
 	}
 	s.v, s.rounds, s.violations = v, rounds, violations
-	s.best.loss = loss
-	s.best.rebuild()
+	s.best.set(loss)
 	return nil
 }
 

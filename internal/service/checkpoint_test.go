@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"runtime"
@@ -385,6 +386,97 @@ func TestFirstCheckpointPremade(t *testing.T) {
 	w.premake(context.Background(), make(chan struct{}, 1), c, 64)
 	if w.premade.Load() != nil {
 		t.Fatal("memory premade after the model's first take is kept")
+	}
+}
+
+// spareSource is a memSource whose first fetch waits until the spare
+// model is made and notes it, whose second notes the memory the first
+// partition's first checkpoint is to go into, and whose end waits for
+// the other partitions' (Service.premaking). It runs on the loop's
+// goroutine: the service's fields are its own to read.
+type spareSource struct {
+	*memSource
+	s       *Service
+	fetches int
+	spare   spareModel
+	premade *pipeline.Frozen // the first partition's, before its first take
+}
+
+func (p *spareSource) Fetch(ctx context.Context) (connectors.Record, error) {
+	switch p.fetches++; p.fetches {
+	case 1:
+		if p.s.spare != nil {
+			p.spare = <-p.s.spare
+			p.s.spare <- p.spare
+		}
+	case 2:
+		p.premade = p.s.workers[p.memSource.recs[0].Partition].premade.Load()
+	}
+	r, err := p.memSource.Fetch(ctx)
+	if errors.Is(err, connectors.ErrEndOfInput) {
+		p.s.premaking.Wait()
+	}
+	return r, err
+}
+
+// The model of the first partition is made before its first record comes
+// (Service.makeSpare), with the memory of its first checkpoint; a second
+// partition's is made when it comes, and its first checkpoint's memory by
+// premake. Both runs end as a replay of each partition's records does.
+// Models per key, and sources read from files, get no spare.
+func TestSpareModel(t *testing.T) {
+	c := loadExampleConfig(t)
+	for _, ckpt := range []bool{true, false} {
+		var store checkpoint.Store
+		if ckpt {
+			var err error
+			if store, err = checkpoint.OpenDir(t.TempDir()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		values := genEvents(3000, 4, 0.05, 0.1, 0)
+		src := &spareSource{memSource: newMemSource(values, 2)}
+		s := newService(t, Options{Config: c, Source: src, Checkpoints: store, CommitEvery: 1 << 30, CommitInterval: time.Hour})
+		src.s = s
+		run(t, s)
+		if src.spare.m == nil || ckpt != (src.spare.frozen != nil) {
+			t.Fatalf("checkpoints %v: spare %+v, want a model, and a copy with checkpoints", ckpt, src.spare)
+		}
+		if s.spare != nil {
+			t.Fatal("the spare model was not taken")
+		}
+		first := src.memSource.recs[0].Partition
+		if s.workers[first].m != src.spare.m {
+			t.Fatalf("the model of partition %d, the first to come, is not the spare", first)
+		}
+		if src.premade != src.spare.frozen {
+			t.Fatalf("the first checkpoint of partition %d is not to go into the spare's copy", first)
+		}
+		for p, w := range s.workers {
+			if p != first && w.m == src.spare.m {
+				t.Fatalf("partition %d has the spare model too", p)
+			}
+			if ckpt && !w.premadeUsed.Load() {
+				t.Errorf("partition %d's first checkpoint was not taken into memory made beforehand", p)
+			}
+			var data []byte
+			for _, r := range src.memSource.recs {
+				if r.Partition == p {
+					data = append(append(data, r.Value...), '\n')
+				}
+			}
+			got, err := w.report()
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameReport(t, fmt.Sprintf("checkpoints %v, partition %d", ckpt, p), got.Report, replayReport(t, c, data))
+		}
+	}
+	keyedCfg := parseYAML(t, keyedConfig)
+	s := newService(t, Options{Config: keyedCfg, Source: newMemSource(genEvents(100, 4, 0, 0, 0), 1)})
+	run(t, s)
+	if s.spare != nil {
+		t.Error("a spare model was made for models per key")
 	}
 }
 

@@ -93,9 +93,16 @@ func appendJSONString[S ~string | ~[]byte](b []byte, s S) []byte {
 	return append(b, '"')
 }
 
-// appendNumber appends v, or null when it is not finite: JSON has no Inf
-// or NaN.
+// appendNumber appends v as strconv.AppendFloat(b, v, 'g', -1, 64) does,
+// or null when it is not finite: JSON has no Inf or NaN. A whole number
+// below 10^6 in magnitude, which 'g' writes as an integer (the scores of
+// the learners over a class are counts), is written as one without the
+// search for the shortest digits; -0, which 'g' writes with its sign, is
+// not.
 func appendNumber(b []byte, v float64) []byte {
+	if i := int64(v); float64(i) == v && i > -1e6 && i < 1e6 && (i != 0 || !math.Signbit(v)) {
+		return strconv.AppendInt(b, i, 10)
+	}
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return append(b, "null"...)
 	}

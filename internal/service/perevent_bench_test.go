@@ -1,0 +1,50 @@
+package service
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/event"
+	"github.com/streamlearn/streamlearn/internal/online"
+	"github.com/streamlearn/streamlearn/internal/pipeline"
+)
+
+// BenchmarkPerEvent is the worker's share of an event of the latency
+// benchmark's config.yaml case: decode, predict, learn, track, and the
+// prediction's JSON.
+func BenchmarkPerEvent(b *testing.B) {
+	c := loadExampleConfig(b)
+	const n = 4096
+	evs := make([][]byte, n)
+	for i := range evs {
+		evs[i] = fmt.Appendf(nil, `{"id":"%d","features":{"v":%.3f,"w%d":1},"label":%d}`, i, float64(i%97)/97, i%13, i%2)
+	}
+	for _, part := range []string{"process", "all"} {
+		b.Run(part, func(b *testing.B) {
+			p, err := pipeline.New(c)
+			if err != nil {
+				b.Fatal(err)
+			}
+			dec, err := event.NewDecoder(pipeline.EventConfig(c))
+			if err != nil {
+				b.Fatal(err)
+			}
+			var ev event.Event
+			var out []byte
+			var preds []online.Prediction
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if err := dec.Decode(evs[i%n], &ev); err != nil {
+					b.Fatal(err)
+				}
+				preds, _ = p.Process(&ev)
+				if part == "all" {
+					out = appendPrediction(out[:0], &ev, "src", connectors.Record{Offset: int64(i)}, p, preds)
+				}
+				i++
+			}
+		})
+	}
+}
