@@ -6,10 +6,6 @@ import (
 	"github.com/streamlearn/streamlearn/internal/codec"
 )
 
-// countPlanes is the number of bit planes of a bestLoss: a count has 64
-// bits, as many as the rounds.
-const countPlanes = 64
-
 // bestLoss keeps every hypothesis's (expert's) cumulative number of
 // mistakes and the minimum, exactly and incrementally.
 //
@@ -18,7 +14,9 @@ const countPlanes = 64
 // by a carry chain of whole words (two words of planes per word of the
 // set, amortized, as in a binary counter) rather than by one increment per
 // member: O(|H|/64) word operations a round, however many hypotheses err.
-// The 64 planes take 8 bytes a hypothesis, as 64-bit counters would.
+// A plane is added when a count first reaches a power of two (an
+// allocation at most 64 times in a learner's life), so the planes take
+// what 64-bit counters would at most, and less while the counts are small.
 //
 // atMin is the set at the minimum. When a round's mistakes empty it, every
 // member erred once, so the minimum grew by exactly one, and atMin becomes
@@ -26,15 +24,15 @@ const countPlanes = 64
 type bestLoss struct {
 	n      int
 	w      int      // words of a plane: len(full)
-	planes []uint64 // plane j is planes[j*w : (j+1)*w]
-	top    int      // planes[top*w:] are zero: every count is below 2^top
+	planes []uint64 // plane j is planes[j*w : (j+1)*w]; len(planes) is top*w
+	top    int      // every count is below 2^top
 	min    uint64
 	atMin  Set
 	full   Set
 }
 
 func newBestLoss(full Set, n int) bestLoss {
-	b := bestLoss{n: n, w: len(full), planes: make([]uint64, countPlanes*len(full)), atMin: make(Set, len(full)), full: full}
+	b := bestLoss{n: n, w: len(full), atMin: make(Set, len(full)), full: full}
 	copy(b.atMin, full)
 	return b
 }
@@ -48,14 +46,16 @@ func (b *bestLoss) add(mis Set) bool {
 		if b.atMin[k] != 0 {
 			empty = false
 		}
-		j := 0
-		for ; carry != 0; j++ {
+		for j := 0; carry != 0; j++ {
+			if j == b.top {
+				b.planes = append(b.planes, make([]uint64, b.w)...)
+				b.top++
+			}
 			p := &b.planes[j*b.w+k]
 			*p, carry = *p^carry, *p&carry
 		}
-		b.top = max(b.top, j)
 	}
-	if !empty {
+	if !empty || b.n == 0 {
 		return false
 	}
 	b.min++
@@ -76,29 +76,35 @@ func (b *bestLoss) setAtMin() {
 	}
 }
 
+// word writes the counts of hypotheses 64k to 64k+63 to c.
+func (b *bestLoss) word(k int, c *[64]uint64) {
+	*c = [64]uint64{}
+	for j := range b.top {
+		for p := b.planes[j*b.w+k]; p != 0; p &= p - 1 {
+			c[bits.TrailingZeros64(p)] |= 1 << uint(j)
+		}
+	}
+}
+
 // counts writes every hypothesis's count to dst, which has n elements.
 func (b *bestLoss) counts(dst []uint64) {
-	clear(dst)
-	for j := range b.top {
-		plane := b.planes[j*b.w : (j+1)*b.w]
-		for k, word := range plane {
-			for word != 0 {
-				dst[k<<6+bits.TrailingZeros64(word)] |= 1 << uint(j)
-				word &= word - 1
-			}
-		}
+	var c [64]uint64
+	for k := range b.w {
+		b.word(k, &c)
+		copy(dst[k<<6:], c[:])
 	}
 }
 
 // set makes the counts those of loss, which has n elements, and
 // recomputes min and atMin.
 func (b *bestLoss) set(loss []uint64) {
-	clear(b.planes)
-	b.top = 0
-	m := ^uint64(0)
+	m, top := ^uint64(0), 0
+	for _, l := range loss {
+		m, top = min(m, l), max(top, bits.Len64(l))
+	}
+	b.top = top
+	b.planes = append(b.planes[:0], make([]uint64, top*b.w)...)
 	for i, l := range loss {
-		m = min(m, l)
-		b.top = max(b.top, bits.Len64(l))
 		for l != 0 {
 			j := bits.TrailingZeros64(l)
 			b.planes[j*b.w+i>>6] |= 1 << (uint(i) & 63)
@@ -112,17 +118,13 @@ func (b *bestLoss) set(loss []uint64) {
 	b.setAtMin()
 }
 
-func (b *bestLoss) reset() {
-	clear(b.planes[:b.top*b.w])
-	b.top = 0
-	b.min = 0
-	copy(b.atMin, b.full)
-}
-
+// appendTo encodes every hypothesis's count (u64).
 func (b *bestLoss) appendTo(e *codec.Encoder) {
-	loss := make([]uint64, b.n)
-	b.counts(loss)
-	for _, l := range loss {
-		e.U64(l)
+	var c [64]uint64
+	for k := range b.w {
+		b.word(k, &c)
+		for _, l := range c[:min(64, b.n-k<<6)] {
+			e.U64(l)
+		}
 	}
 }

@@ -82,7 +82,8 @@ type hedge struct {
 	rng    rand.PCG
 }
 
-// powsCap is the number of powers e^{-ηk} a hedge keeps: a recomputation
+// powsCap is the most powers e^{-ηk} a hedge keeps (and 4d at most over
+// d experts, for a few experts would not use them): a recomputation
 // computes those of experts further behind the best.
 const powsCap = 256
 
@@ -98,7 +99,7 @@ func newHedge(d int, cfg HedgeConfig) (hedge, error) {
 	}
 	full := make(Set, words(d))
 	full.setRange(0, d)
-	h := hedge{d: d, cfg: cfg, full: full, pows: make([]float64, 0, powsCap), weight: make([]float64, d),
+	h := hedge{d: d, cfg: cfg, full: full, pows: make([]float64, 0, min(powsCap, 4*d)), weight: make([]float64, d),
 		epLoss: make([]uint64, d), atMin: make(Set, len(full)), mis: make(Set, len(full))}
 	h.total = newBestLoss(full, d)
 	h.rng = *rand.NewPCG(cfg.Seed, pcgStream)
@@ -446,7 +447,8 @@ func (e *Hedge) Predict(advice []int8) online.Prediction {
 // Learn charges v_{t,i} = 1[advice_i ≠ y] and sets w̃_i ← w̃_i e^{-η v_i},
 // advice being the experts' labels of the round whose prediction served
 // was (each expert is charged its advice, whatever was drawn). It does not
-// allocate.
+// allocate, but when an expert's mistakes first reach a power of two (a
+// bit plane of the counts: at most 64 times).
 func (e *Hedge) Learn(advice []int8, _ online.Prediction, y int8) {
 	e.advise(advice)
 	e.h.update(e.pos, y)
@@ -543,7 +545,8 @@ func (l *WeightedMajority) Predict(x online.Vector) online.Prediction {
 }
 
 // Learn charges every hypothesis with h(x) ≠ y and reweights; events
-// outside the domain are ignored. It does not allocate.
+// outside the domain are ignored. It does not allocate, but when a
+// hypothesis's mistakes first reach a power of two (at most 64 times).
 func (l *WeightedMajority) Learn(x online.Vector, _ online.Prediction, y int8) {
 	if !l.c.Labels(l.lab, x) {
 		return

@@ -58,7 +58,8 @@ func (s *versionSpace) VersionSpace() Set { return slices.Clone(s.v) }
 // becomes {h ∈ H : h(x) = y}, or H if that is empty too. The prediction
 // served does not matter: the hypotheses that disagree with y go, whatever
 // was predicted. Events outside the domain are ignored. Learn does not
-// retain x and does not allocate.
+// retain x and does not allocate, but when a hypothesis's mistakes first
+// reach a power of two (a bit plane of the counts: at most 64 times).
 func (s *versionSpace) Learn(x online.Vector, _ online.Prediction, y int8) {
 	if !s.c.Labels(s.lab, x) {
 		return

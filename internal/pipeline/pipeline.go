@@ -418,6 +418,10 @@ func (p *Pipeline) Name(i int) string { return p.nodes[i].name }
 // from it.
 func (p *Pipeline) Started() time.Time { return p.start }
 
+// StartNow makes now the time p was made, for a pipeline made ahead of
+// its first event: a report's Seconds count from now on.
+func (p *Pipeline) StartNow() { p.start = time.Now() }
+
 // Learned returns the number of labeled rounds learned.
 func (p *Pipeline) Learned() uint64 { return p.counts.Learned }
 

@@ -399,6 +399,7 @@ type spareSource struct {
 	s       *Service
 	fetches int
 	spare   spareModel
+	spareAt time.Time        // a while after the spare was made
 	premade *pipeline.Frozen // the first partition's, before its first take
 }
 
@@ -408,6 +409,8 @@ func (p *spareSource) Fetch(ctx context.Context) (connectors.Record, error) {
 		if p.s.spare != nil {
 			p.spare = <-p.s.spare
 			p.s.spare <- p.spare
+			time.Sleep(50 * time.Millisecond) // the first record comes later
+			p.spareAt = time.Now()
 		}
 	case 2:
 		p.premade = p.s.workers[p.memSource.recs[0].Partition].premade.Load()
@@ -423,7 +426,8 @@ func (p *spareSource) Fetch(ctx context.Context) (connectors.Record, error) {
 // (Service.makeSpare), with the memory of its first checkpoint; a second
 // partition's is made when it comes, and its first checkpoint's memory by
 // premake. Both runs end as a replay of each partition's records does.
-// Models per key, and sources read from files, get no spare.
+// A spare not ready when the first record comes is dropped. Models per
+// key get no spare.
 func TestSpareModel(t *testing.T) {
 	c := loadExampleConfig(t)
 	for _, ckpt := range []bool{true, false} {
@@ -469,13 +473,23 @@ func TestSpareModel(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if since := time.Since(src.spareAt); p == first && got.Seconds > since.Seconds() {
+				t.Errorf("partition %d's report counts %.3f s, more than the %.3f s since its first record", p, got.Seconds, since.Seconds())
+			}
 			sameReport(t, fmt.Sprintf("checkpoints %v, partition %d", ckpt, p), got.Report, replayReport(t, c, data))
 		}
 	}
-	keyedCfg := parseYAML(t, keyedConfig)
-	s := newService(t, Options{Config: keyedCfg, Source: newMemSource(genEvents(100, 4, 0, 0, 0), 1)})
-	run(t, s)
+	s := newService(t, Options{Config: c, Source: newMemSource(genEvents(100, 4, 0, 0, 0), 1)})
+	run(t, s) // the first record comes at once
 	if s.spare != nil {
+		t.Error("a spare model not taken is kept")
+	}
+	keyedCfg := parseYAML(t, keyedConfig)
+	src := &spareSource{memSource: newMemSource(genEvents(100, 4, 0, 0, 0), 1)}
+	s = newService(t, Options{Config: keyedCfg, Source: src})
+	src.s = s
+	run(t, s)
+	if src.spare.m != nil {
 		t.Error("a spare model was made for models per key")
 	}
 }

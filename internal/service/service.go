@@ -535,10 +535,10 @@ func (s *Service) Run(ctx context.Context) error {
 		s.nextReport = s.lastCommit.Add(s.opt.ReportInterval)
 	}
 	s.intake = true
-	if s.framed == nil {
+	runErr := s.restoreIdle(ctx, true)
+	if s.framed == nil && len(s.workers) == 0 {
 		s.makeSpare(ctx)
 	}
-	runErr := s.restoreIdle(ctx, true)
 	if runErr == nil {
 		runErr = s.publishSnapshot(ctx)
 	}
@@ -784,9 +784,11 @@ func (s *Service) worker(ctx context.Context, partition int32) (*worker, error) 
 	var premade *pipeline.Frozen
 	select {
 	case sp := <-s.spare: // never, when nil
-		m, premade, s.spare = sp.m, sp.frozen, nil
+		m, premade = sp.m, sp.frozen
+		m.p.StartNow() // a spare is made of one pipeline, never of models per key
 	default:
 	}
+	s.spare = nil // taken, or not made in time: dropped
 	if m == nil {
 		var err error
 		if m, err = newPartitionModel(s.opt.Config, s.opt.HistoryPoints); err != nil {
@@ -828,11 +830,12 @@ type spareModel struct {
 // goroutine also makes the copy the first checkpoint goes into, as premake
 // does, and in making it reads every page of the model's weights, which
 // the checkpoint's copy would otherwise be the first to read: 2.5–3.5 ms
-// of page faults between two records. One model only, with one partition
-// in mind (JetStream, core NATS, a first Kafka partition): later
-// partitions' models are made when they come, lest an unused spare hold a
-// model's memory. Models per key are not made ahead: they are made as
-// their keys come.
+// of page faults between two records. One model only, for the first
+// partition (JetStream and core NATS have one), and only when no model was
+// restored at the start: a spare not ready when the first partition comes
+// is dropped, and later partitions' models are made when they come, lest
+// an unused spare hold a model's memory. Models per key are not made
+// ahead: they are made as their keys come.
 func (s *Service) makeSpare(ctx context.Context) {
 	if keyed(s.opt.Config) {
 		return
