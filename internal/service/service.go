@@ -536,7 +536,7 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	s.intake = true
 	runErr := s.restoreIdle(ctx, true)
-	if s.framed == nil && len(s.workers) == 0 {
+	if runErr == nil && s.framed == nil && len(s.workers) == 0 {
 		s.makeSpare(ctx)
 	}
 	if runErr == nil {
