@@ -426,7 +426,7 @@ func latencyRun(b *testing.B, tr latencyTransport, run string, c latencyCase, le
 		if d := time.Until(at); d > 0 {
 			time.Sleep(d)
 		}
-		val = fmt.Appendf(val[:0], `{"id":"%d","features":{"v":%.3f,"w%d":1},"label":%d}`, i, float64(i%97)/97, i%13, i%2)
+		val = appendLatencyEvent(val[:0], i)
 		mu.Lock()
 		sent[i] = time.Now()
 		mu.Unlock()
@@ -519,8 +519,7 @@ func relayOutput(tb testing.TB, c *config.Config, source string) []byte {
 	var ev event.Event
 	var preds []online.Prediction
 	for i := range 200 {
-		v := fmt.Appendf(nil, `{"id":"","features":{"v":%.3f,"w%d":1},"label":%d}`, float64(i%97)/97, i%13, i%2)
-		if err := dec.Decode(v, &ev); err != nil {
+		if err := dec.Decode(appendLatencyEvent(nil, i), &ev); err != nil {
 			tb.Fatal(err)
 		}
 		var reason event.Reason
@@ -528,8 +527,16 @@ func relayOutput(tb testing.TB, c *config.Config, source string) []byte {
 			tb.Fatal(reason)
 		}
 	}
+	ev.ID = nil // the relay writes each record's
 	b := appendPrediction(nil, &ev, source, connectors.Record{Offset: 123456}, p, preds)
 	return b[len(`{"id":"`):]
+}
+
+// appendLatencyEvent appends the benchmark's event i, whose id is i: a
+// feature v in [0, 1) that takes 97 values, one of 13 words, the label
+// i%2.
+func appendLatencyEvent(b []byte, i int) []byte {
+	return fmt.Appendf(b, `{"id":"%d","features":{"v":%.3f,"w%d":1},"label":%d}`, i, float64(i%97)/97, i%13, i%2)
 }
 
 // eventID returns the "id" of an event or an output, without quotes.

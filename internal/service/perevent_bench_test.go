@@ -1,7 +1,6 @@
 package service
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/streamlearn/streamlearn/internal/connectors"
@@ -18,7 +17,7 @@ func BenchmarkPerEvent(b *testing.B) {
 	const n = 4096
 	evs := make([][]byte, n)
 	for i := range evs {
-		evs[i] = fmt.Appendf(nil, `{"id":"%d","features":{"v":%.3f,"w%d":1},"label":%d}`, i, float64(i%97)/97, i%13, i%2)
+		evs[i] = appendLatencyEvent(nil, i)
 	}
 	for _, part := range []string{"process", "all"} {
 		b.Run(part, func(b *testing.B) {

@@ -224,8 +224,10 @@ type Service struct {
 	premaking   sync.WaitGroup
 	premakeSlot chan struct{}
 	// spare receives the model made ahead for the first partition to
-	// come (makeSpare); nil once taken, or when none is made.
-	spare chan spareModel
+	// come (makeSpare); nil once taken, or when none is made. dropSpare
+	// tells its goroutine it is not wanted (any more).
+	spare     chan spareModel
+	dropSpare context.CancelFunc
 	// outputsFailed is set once a round's outputs failed at their sink:
 	// nothing is committed after it.
 	outputsFailed error
@@ -538,6 +540,11 @@ func (s *Service) Run(ctx context.Context) error {
 	runErr := s.restoreIdle(ctx, true)
 	if runErr == nil && s.framed == nil && len(s.workers) == 0 {
 		s.makeSpare(ctx)
+		defer func() { // before premaking.Wait: a spare never taken is not copied
+			if s.dropSpare != nil {
+				s.dropSpare()
+			}
+		}()
 	}
 	if runErr == nil {
 		runErr = s.publishSnapshot(ctx)
@@ -782,13 +789,16 @@ func (s *Service) worker(ctx context.Context, partition int32) (*worker, error) 
 	}
 	var m *model
 	var premade *pipeline.Frozen
-	select {
-	case sp := <-s.spare: // never, when nil
-		m, premade = sp.m, sp.frozen
-		m.p.StartNow() // a spare is made of one pipeline, never of models per key
-	default:
+	if s.spare != nil {
+		select {
+		case sp := <-s.spare:
+			m, premade = sp.m, sp.frozen
+			m.p.StartNow() // a spare is made of one pipeline, never of models per key
+		default: // not made in time: dropped, its copy not made
+		}
+		s.dropSpare()
+		s.spare, s.dropSpare = nil, nil
 	}
-	s.spare = nil // taken, or not made in time: dropped
 	if m == nil {
 		var err error
 		if m, err = newPartitionModel(s.opt.Config, s.opt.HistoryPoints); err != nil {
@@ -833,7 +843,7 @@ type spareModel struct {
 // of page faults between two records. One model only, for the first
 // partition (JetStream and core NATS have one), and only when no model was
 // restored at the start: a spare not ready when the first partition comes
-// is dropped, and later partitions' models are made when they come, lest
+// is dropped (its goroutine makes no copy then), and later partitions' models are made when they come, lest
 // an unused spare hold a model's memory. Models per key are not made
 // ahead: they are made as their keys come.
 func (s *Service) makeSpare(ctx context.Context) {
@@ -841,6 +851,7 @@ func (s *Service) makeSpare(ctx context.Context) {
 		return
 	}
 	spare := make(chan spareModel, 1)
+	ctx, s.dropSpare = context.WithCancel(ctx)
 	s.spare = spare
 	s.premaking.Go(func() {
 		m, err := newPartitionModel(s.opt.Config, s.opt.HistoryPoints)
