@@ -843,9 +843,10 @@ type spareModel struct {
 // of page faults between two records. One model only, for the first
 // partition (JetStream and core NATS have one), and only when no model was
 // restored at the start: a spare not ready when the first partition comes
-// is dropped (its goroutine makes no copy then), and later partitions' models are made when they come, lest
-// an unused spare hold a model's memory. Models per key are not made
-// ahead: they are made as their keys come.
+// is dropped (its goroutine makes no copy then), and later partitions'
+// models are made when they come, lest an unused spare hold a model's
+// memory. Models per key are not made ahead: they are made as their keys
+// come.
 func (s *Service) makeSpare(ctx context.Context) {
 	if keyed(s.opt.Config) {
 		return
