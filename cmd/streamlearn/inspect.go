@@ -143,7 +143,7 @@ func runInspect(_ context.Context, args []string, stdout, stderr io.Writer) erro
 		} else {
 			fmt.Fprintf(stdout, "report as saved: give -c CONFIG to verify it against the state\n")
 		}
-		if err := writeTextReport(stdout, in.Report); err != nil {
+		if err := writeTextReport(stdout, in.Report, pace{}); err != nil {
 			return err
 		}
 	}

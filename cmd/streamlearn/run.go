@@ -272,12 +272,23 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if !learned && !*allowEmpty {
 		return fmt.Errorf("run: no model to report: %s delivered no event and no checkpoint holds a model of a partition this process owns (--allow-empty accepts an empty report)", src.Name())
 	}
-	return writeReports(stdout, *reportFmt, reports)
+	ins, err := svc.Intakes()
+	if err != nil {
+		return err
+	}
+	dlNote := ""
+	if cfg.Sinks.DeadLetters != nil {
+		dlNote = " (dead letters: sinks.dead_letters)"
+	}
+	if err := checkIntake("run", ins, *allowEmpty, dlNote, stderr); err != nil {
+		return err
+	}
+	return writeReports(stdout, *reportFmt, reports, ins, svc.LearnSeconds())
 }
 
 // writeReports writes one report per model, as JSON lines or as text,
 // each named by its source, partition and, with models per key, key.
-func writeReports(w io.Writer, format string, reports []service.Report) error {
+func writeReports(w io.Writer, format string, reports []service.Report, ins []service.Intake, seconds float64) error {
 	if format == "json" {
 		enc := json.NewEncoder(w)
 		for _, r := range reports {
@@ -296,7 +307,11 @@ func writeReports(w io.Writer, format string, reports []service.Report) error {
 			fmt.Fprintf(w, " key %q", *r.Key)
 		}
 		fmt.Fprintln(w)
-		if err := writeTextReport(w, r.Report); err != nil {
+		in := intakeOf(ins, r.Partition)
+		if r.Key != nil {
+			in = nil // the partition's records are its keys'
+		}
+		if err := writeTextReport(w, r.Report, paceOf(r.Report, in, seconds)); err != nil {
 			return err
 		}
 	}
