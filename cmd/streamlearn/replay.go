@@ -66,7 +66,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	cfg := config.Default()
 	if *cfgPath != "" {
 		var err error
-		if cfg, err = config.Load(*cfgPath); err != nil {
+		if cfg, err = loadConfig(ctx, *cfgPath); err != nil {
 			return err
 		}
 	}

@@ -77,7 +77,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var cfg *config.Config
 	if *cfgPath != "" {
 		var err error
-		if cfg, err = config.Load(*cfgPath); err != nil {
+		if cfg, err = loadConfig(ctx, *cfgPath); err != nil {
 			return err
 		}
 	} else {
