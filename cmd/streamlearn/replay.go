@@ -27,7 +27,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	format := fs.String("format", "", "input `format`: jsonl, libsvm, csv or tsv (default: the config's input.format, else inferred per file)")
 	reportFmt := fs.String("report", "text", "report `format`: text or json")
 	plotPath := fs.String("plot", "", "draw cumulative mistakes and regret against their bounds to `file` (.svg or .png)")
-	allowEmpty := fs.Bool("allow-empty", false, "exit 0 when the input holds no record")
+	allowEmpty := fs.Bool("allow-empty", false, "exit 0 when the input holds no record, or records of which none was learned (else exit 1, and 3)")
 	deadPath := fs.String("dead-letters", "", "append bad records to this JSONL `file` (default: the config's sinks.dead_letters when it is a file)")
 	g := gate{min: minAccuracy{}}
 	fs.Var(g.min, "min-accuracy", "fail (exit 1) when learner `NAME=ACCURACY` ends below that accuracy (0 to 1); repeatable, or comma-separated, e.g. pct=0.95,ada=0.97")

@@ -37,7 +37,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := newFlagSet("run", runArgs, stderr)
 	cfgPath := fs.String("c", "", "config `file` (default: an embedded NATS JetStream server on 127.0.0.1:4222, stream EVENTS, subject events)")
 	untilEnd := fs.Bool("until-end", false, "stop once the source is consumed up to the end it had at start, then print the final report (a Kafka member waits for its group to settle first)")
-	allowEmpty := fs.Bool("allow-empty", false, "exit 0 with an empty report (no model learned or restored), and let a Kafka member that its group gives no partition end without error")
+	allowEmpty := fs.Bool("allow-empty", false, "exit 0 with an empty report (no model learned or restored), and when every record that came was rejected (else exit 1, and 3), and let a Kafka member that its group gives no partition end without error")
 	reportFmt := fs.String("report", "text", "final report `format`: text or json (one object per model, a line each)")
 	httpAddr := fs.String("http", "", "serve the dashboard (/), /metrics, /healthz, /readyz and /v1/report on `addr` (default: the config's http.addr; off disables)")
 	preload := fs.String("preload", "", "publish the JSONL `file` into the source's topic or subject before consuming")
