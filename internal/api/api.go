@@ -184,7 +184,11 @@ func NewServer(addr string, h http.Handler) *http.Server {
 // the mux's own answers.
 func methodNotAllowed(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, pattern := mux.Handler(r); pattern != "" || !strings.HasPrefix(r.URL.Path, "/v1/") {
+		if !strings.HasPrefix(r.URL.Path, "/v1/") {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		if _, pattern := mux.Handler(r); pattern != "" { // a route of its method
 			mux.ServeHTTP(w, r)
 			return
 		}
@@ -209,6 +213,9 @@ func (w *apiStatus) WriteHeader(code int) {
 	w.Header().Del("Content-Length")
 	fail(w.ResponseWriter, code, "method_not_allowed", fmt.Sprintf("%s %s: method not allowed; allowed: %s", w.r.Method, w.r.URL.Path, w.Header().Get("Allow")))
 }
+
+// Unwrap gives http.ResponseController the writer underneath.
+func (w *apiStatus) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (w *apiStatus) Write(b []byte) (int, error) {
 	if w.written {
