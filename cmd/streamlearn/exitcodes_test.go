@@ -130,6 +130,7 @@ func TestFormatsExplicitAndInferred(t *testing.T) {
 		learners := "learners: [{name: p, algorithm: perceptron}, {name: a, algorithm: adagrad}]\n"
 		os.WriteFile(inferred, []byte(input+"}\n"+learners), 0o644)
 		os.WriteFile(explicit, []byte(input+", format: "+format+"}\n"+learners), 0o644)
+		var fromFile pipeline.Report // the replay of the plain file
 		for _, file := range []string{plain, plain + ".gz", "-"} {
 			replay := func(cfg string) pipeline.Report {
 				args := []string{"replay", "--report", "json", "-c", cfg, file}
@@ -151,6 +152,9 @@ func TestFormatsExplicitAndInferred(t *testing.T) {
 				return r
 			}
 			want, got := replay(inferred), replay(explicit)
+			if file == plain {
+				fromFile = want
+			}
 			if want.Labeled != 3 || want.Invalid != 0 {
 				t.Errorf("%s %s inferred: labeled %d invalid %d, want 3 and 0", format, file, want.Labeled, want.Invalid)
 			}
@@ -179,6 +183,15 @@ func TestFormatsExplicitAndInferred(t *testing.T) {
 		}
 		if r.Labeled != 3 || r.Invalid != 0 {
 			t.Errorf("run of %s records: labeled %d invalid %d, want 3 and 0", format, r.Labeled, r.Invalid)
+		}
+		// The same model as the replay of the file: the learners' states.
+		if len(r.Learners) != 2 {
+			t.Errorf("run of %s records: %d learners, want 2", format, len(r.Learners))
+		}
+		for i, l := range r.Learners {
+			if i >= len(fromFile.Learners) || l.StateSHA256 != fromFile.Learners[i].StateSHA256 || l.Mistakes != fromFile.Learners[i].Mistakes {
+				t.Errorf("run of %s records: learner %s differs from the replay of the file", format, l.Name)
+			}
 		}
 	}
 }
