@@ -21,7 +21,7 @@ const checkArgs = "-c config.yaml"
 // runCheck validates a configuration and prints what a run of it would
 // do — what it reads, its learners and the bounds it checks, the memory of
 // a model, where it writes and saves — without connecting to anything.
-func runCheck(_ context.Context, args []string, stdout, stderr io.Writer) error {
+func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("check", checkArgs, stderr)
 	cfgPath := fs.String("c", "", "config `file` to check")
 	if err := parse(fs, args); err != nil {
@@ -30,7 +30,7 @@ func runCheck(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	if *cfgPath == "" || fs.NArg() > 0 {
 		return usageErr(fs, "want -c config.yaml and nothing else")
 	}
-	cfg, err := config.Load(*cfgPath)
+	cfg, err := loadConfig(ctx, *cfgPath)
 	if err != nil {
 		return err
 	}

@@ -48,7 +48,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var cfg *config.Config
 	if *cfgPath != "" {
 		var err error
-		if cfg, err = config.Load(*cfgPath); err != nil {
+		if cfg, err = loadConfig(ctx, *cfgPath); err != nil {
 			return err
 		}
 	}

@@ -46,7 +46,7 @@ type inspected struct {
 // checkpoints, the state is decoded and its report recomputed: every
 // count and digest printed is then verified, and a difference is an
 // error.
-func runInspect(_ context.Context, args []string, stdout, stderr io.Writer) error {
+func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("inspect", inspectArgs, stderr)
 	format := fs.String("report", "text", "output: text or json")
 	cfgPath := fs.String("c", "", "config `file` that wrote the checkpoints: verify their reports against their state")
@@ -62,7 +62,7 @@ func runInspect(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	var cfg *config.Config
 	if *cfgPath != "" {
 		var err error
-		if cfg, err = config.Load(*cfgPath); err != nil {
+		if cfg, err = loadConfig(ctx, *cfgPath); err != nil {
 			return err
 		}
 	}
@@ -143,7 +143,7 @@ func runInspect(_ context.Context, args []string, stdout, stderr io.Writer) erro
 		} else {
 			fmt.Fprintf(stdout, "report as saved: give -c CONFIG to verify it against the state\n")
 		}
-		if err := writeTextReport(stdout, in.Report); err != nil {
+		if err := writeTextReport(stdout, in.Report, pace{}); err != nil {
 			return err
 		}
 	}

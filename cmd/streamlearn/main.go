@@ -12,7 +12,8 @@
 //	streamlearn version
 //
 // Every subcommand takes -h. Usage errors exit with status 2, runtime
-// errors with status 1.
+// errors with status 1, a replay or run to which records came and from
+// which nothing was learned with status 3.
 package main
 
 import (
@@ -83,6 +84,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 0
 		case errors.Is(err, errUsage):
 			return 2
+		case errors.Is(err, errNothingLearned):
+			fmt.Fprintf(stderr, "streamlearn %s: %v\n", c.name, err)
+			return exitNothingLearned
 		default:
 			fmt.Fprintf(stderr, "streamlearn %s: %v\n", c.name, err)
 			return 1

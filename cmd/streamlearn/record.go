@@ -52,11 +52,11 @@ func addSourceFlags(fs *flag.FlagSet, reader bool) sourceFlags {
 
 // source returns the source the flags and config describe. With neither,
 // it is the embedded default's stream on 127.0.0.1:4222.
-func (f sourceFlags) source() (config.Source, error) {
+func (f sourceFlags) source(ctx context.Context) (config.Source, error) {
 	src := config.Source{Kind: "jetstream", Conn: config.Conn{URL: "nats://127.0.0.1:4222"},
 		Subject: connectors.EmbeddedSubject, Stream: connectors.EmbeddedStream}
 	if *f.cfg != "" {
-		c, err := config.Load(*f.cfg)
+		c, err := loadConfig(ctx, *f.cfg)
 		if err != nil {
 			return src, err
 		}
@@ -98,7 +98,7 @@ func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if fs.NArg() == 0 {
 		return usageErr(fs, "no input files")
 	}
-	src, err := sf.source()
+	src, err := sf.source(ctx)
 	if err != nil {
 		return err
 	}
@@ -150,7 +150,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	src, err := sf.source()
+	src, err := sf.source(ctx)
 	if err != nil {
 		return err
 	}

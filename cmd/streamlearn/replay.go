@@ -27,7 +27,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	format := fs.String("format", "", "input `format`: jsonl, libsvm, csv or tsv (default: the config's input.format, else inferred per file)")
 	reportFmt := fs.String("report", "text", "report `format`: text or json")
 	plotPath := fs.String("plot", "", "draw cumulative mistakes and regret against their bounds to `file` (.svg or .png)")
-	allowEmpty := fs.Bool("allow-empty", false, "exit 0 when the input holds no record")
+	allowEmpty := fs.Bool("allow-empty", false, "exit 0 when the input holds no record, or records of which none was learned (else exit 1, and 3)")
 	deadPath := fs.String("dead-letters", "", "append bad records to this JSONL `file` (default: the config's sinks.dead_letters when it is a file)")
 	g := gate{min: minAccuracy{}}
 	fs.Var(g.min, "min-accuracy", "fail (exit 1) when learner `NAME=ACCURACY` ends below that accuracy (0 to 1); repeatable, or comma-separated, e.g. pct=0.95,ada=0.97")
@@ -66,7 +66,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	cfg := config.Default()
 	if *cfgPath != "" {
 		var err error
-		if cfg, err = config.Load(*cfgPath); err != nil {
+		if cfg, err = loadConfig(ctx, *cfgPath); err != nil {
 			return err
 		}
 	}
@@ -128,7 +128,6 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		stop := showProgress(svc, opt.Source, stderr)
 		defer stop()
 	}
-	start := time.Now()
 	runErr := errors.Join(svc.Run(ctx), opt.Source.Close())
 	if runErr == nil {
 		runErr = ctx.Err()
@@ -140,6 +139,18 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	ins, err := svc.Intakes()
+	if err != nil {
+		return err
+	}
+	dlNote := ""
+	if *deadPath != "" {
+		dlNote = " (dead letters: " + *deadPath + ")"
+	}
+	if err := checkIntake("replay", ins, *allowEmpty, dlNote, stderr); err != nil {
+		return err
+	}
+	learnSeconds := svc.LearnSeconds()
 	if *save != "" {
 		if err := saveModel(svc, *save, fs.Args()); err != nil {
 			return err
@@ -149,10 +160,10 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if len(reps) == 0 && !*allowEmpty {
 			return fmt.Errorf("replay: no record in %s (--allow-empty accepts an empty input)", strings.Join(fs.Args(), ", "))
 		}
-		return writeReports(stdout, *reportFmt, reps)
+		return writeReports(stdout, *reportFmt, reps, ins, learnSeconds)
 	}
 	if *envelope {
-		return writeEnvelopeReports(stdout, *reportFmt, *junitPath, g, reps, *allowEmpty)
+		return writeEnvelopeReports(stdout, *reportFmt, *junitPath, g, reps, ins, learnSeconds, *allowEmpty)
 	}
 	rep := pipeline.Report{InvalidByReason: map[string]uint64{}, Learners: []regret.LearnerReport{}}
 	var curves [][]regret.Point
@@ -162,7 +173,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			curves = c[0]
 		}
 	}
-	rep.Seconds = time.Since(start).Seconds()
+	rep.Seconds = learnSeconds
 	if rep.Events == 0 && !*allowEmpty {
 		return fmt.Errorf("replay: no record in %s (--allow-empty accepts an empty input)", strings.Join(fs.Args(), ", "))
 	}
@@ -195,7 +206,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		enc.SetIndent("", "  ")
 		err = enc.Encode(rep)
 	} else {
-		err = writeTextReport(stdout, rep)
+		err = writeTextReport(stdout, rep, paceOf(rep, ins, learnSeconds))
 	}
 	return errors.Join(err, g.check(rep, fails))
 }
@@ -256,13 +267,40 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-func writeTextReport(w io.Writer, r pipeline.Report) error {
+// pace is the rate line's: the records a model was handed in this
+// process and the seconds spent learning them (service.LearnSeconds).
+type pace struct {
+	records uint64
+	seconds float64
+}
+
+// paceOf is the pace of r, the report of the model of intake's partition
+// among ins (of a report per key: its events less a model file's), over
+// the seconds spent learning.
+func paceOf(r pipeline.Report, ins []service.Intake, seconds float64) pace {
+	p := pace{records: r.Events, seconds: seconds}
+	if r.WarmStart != nil {
+		p.records -= min(r.WarmStart.Events, p.records)
+	}
+	if len(ins) == 1 {
+		p.records = ins[0].Records
+	}
+	return p
+}
+
+// writeTextReport writes r as text; the first line's rate is p's: the
+// records learned in this process over the seconds spent learning them
+// (without p, of a checkpoint's report, r's events over its seconds).
+func writeTextReport(w io.Writer, r pipeline.Report, p pace) error {
+	if p == (pace{}) {
+		p = pace{records: r.Events, seconds: r.Seconds}
+	}
 	rate := 0.0
-	if r.Seconds > 0 {
-		rate = float64(r.Events) / r.Seconds
+	if p.seconds > 0 {
+		rate = float64(p.records) / p.seconds
 	}
 	fmt.Fprintf(w, "events %d  labeled %d  predicted %d  invalid %d  in %.3fs (%.0f events/s)\n",
-		r.Events, r.Labeled, r.Predicted, r.Invalid, r.Seconds, rate)
+		r.Events, r.Labeled, r.Predicted, r.Invalid, p.seconds, rate)
 	if len(r.InvalidByReason) > 0 {
 		var parts []string
 		for reason, n := range r.InvalidByReason {
@@ -303,7 +341,7 @@ func writeTextReport(w io.Writer, r pipeline.Report) error {
 // writeEnvelopeReports prints the report of every partition of a replayed
 // recording, as run prints its models' (text with a header per partition,
 // or a JSON object a line), then checks the gates of each.
-func writeEnvelopeReports(w io.Writer, format, junitPath string, g gate, reps []service.Report, allowEmpty bool) error {
+func writeEnvelopeReports(w io.Writer, format, junitPath string, g gate, reps []service.Report, ins []service.Intake, seconds float64, allowEmpty bool) error {
 	if len(reps) == 0 && !allowEmpty {
 		return errors.New("replay: no record of the partition asked for (--allow-empty accepts an empty input)")
 	}
@@ -330,7 +368,7 @@ func writeEnvelopeReports(w io.Writer, format, junitPath string, g gate, reps []
 				fmt.Fprintln(w)
 			}
 			fmt.Fprintf(w, "%s partition %d\n", r.Source, r.Partition)
-			errs = append(errs, writeTextReport(w, r.Report))
+			errs = append(errs, writeTextReport(w, r.Report, paceOf(r.Report, intakeOf(ins, r.Partition), seconds)))
 		}
 		if err := g.check(r.Report, fails); err != nil {
 			errs = append(errs, fmt.Errorf("partition %d: %w", r.Partition, err))

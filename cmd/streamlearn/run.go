@@ -37,7 +37,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := newFlagSet("run", runArgs, stderr)
 	cfgPath := fs.String("c", "", "config `file` (default: an embedded NATS JetStream server on 127.0.0.1:4222, stream EVENTS, subject events)")
 	untilEnd := fs.Bool("until-end", false, "stop once the source is consumed up to the end it had at start, then print the final report (a Kafka member waits for its group to settle first)")
-	allowEmpty := fs.Bool("allow-empty", false, "exit 0 with an empty report (no model learned or restored), and let a Kafka member that its group gives no partition end without error")
+	allowEmpty := fs.Bool("allow-empty", false, "exit 0 with an empty report (no model learned or restored), and when every record that came was rejected (else exit 1, and 3), and let a Kafka member that its group gives no partition end without error")
 	reportFmt := fs.String("report", "text", "final report `format`: text or json (one object per model, a line each)")
 	httpAddr := fs.String("http", "", "serve the dashboard (/), /metrics, /healthz, /readyz and /v1/report on `addr` (default: the config's http.addr; off disables)")
 	preload := fs.String("preload", "", "publish the JSONL `file` into the source's topic or subject before consuming")
@@ -77,7 +77,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var cfg *config.Config
 	if *cfgPath != "" {
 		var err error
-		if cfg, err = config.Load(*cfgPath); err != nil {
+		if cfg, err = loadConfig(ctx, *cfgPath); err != nil {
 			return err
 		}
 	} else {
@@ -272,12 +272,23 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if !learned && !*allowEmpty {
 		return fmt.Errorf("run: no model to report: %s delivered no event and no checkpoint holds a model of a partition this process owns (--allow-empty accepts an empty report)", src.Name())
 	}
-	return writeReports(stdout, *reportFmt, reports)
+	ins, err := svc.Intakes()
+	if err != nil {
+		return err
+	}
+	dlNote := ""
+	if cfg.Sinks.DeadLetters != nil {
+		dlNote = " (dead letters: sinks.dead_letters)"
+	}
+	if err := checkIntake("run", ins, *allowEmpty, dlNote, stderr); err != nil {
+		return err
+	}
+	return writeReports(stdout, *reportFmt, reports, ins, svc.LearnSeconds())
 }
 
 // writeReports writes one report per model, as JSON lines or as text,
 // each named by its source, partition and, with models per key, key.
-func writeReports(w io.Writer, format string, reports []service.Report) error {
+func writeReports(w io.Writer, format string, reports []service.Report, ins []service.Intake, seconds float64) error {
 	if format == "json" {
 		enc := json.NewEncoder(w)
 		for _, r := range reports {
@@ -296,7 +307,11 @@ func writeReports(w io.Writer, format string, reports []service.Report) error {
 			fmt.Fprintf(w, " key %q", *r.Key)
 		}
 		fmt.Fprintln(w)
-		if err := writeTextReport(w, r.Report); err != nil {
+		in := intakeOf(ins, r.Partition)
+		if r.Key != nil {
+			in = nil // the partition's records are its keys'
+		}
+		if err := writeTextReport(w, r.Report, paceOf(r.Report, in, seconds)); err != nil {
 			return err
 		}
 	}

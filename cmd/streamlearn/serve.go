@@ -44,7 +44,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageErr(fs, "--log-level %q: want debug, info, warn or error", *logLevel)
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	cfg, err := config.Load(*cfgPath)
+	cfg, err := loadConfig(ctx, *cfgPath)
 	if err != nil {
 		return err
 	}

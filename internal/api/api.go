@@ -3,8 +3,10 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -125,7 +127,7 @@ func New(opt Options) http.Handler {
 	}
 	handleDashboard(mux, opt.Snapshot) // GET /, /dashboard/*, /v1/history
 	handleLatency(mux, opt.Gatherer)
-	h := limitBodies(mux)
+	h := limitBodies(methodNotAllowed(mux))
 	if opt.Token != "" {
 		h = requireToken(opt.Token, h)
 	}
@@ -174,4 +176,50 @@ func NewServer(addr string, h http.Handler) *http.Server {
 		IdleTimeout:       IdleTimeout,
 		MaxHeaderBytes:    MaxHeaderBytes,
 	}
+}
+
+// methodNotAllowed answers a request to a /v1/ path with a method it does
+// not take as every other /v1/ error: 405 with an ErrorBody (code
+// method_not_allowed) and the Allow header the mux sets. Other paths keep
+// the mux's own answers.
+func methodNotAllowed(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, "/v1/") {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		if _, pattern := mux.Handler(r); pattern != "" { // a route of its method
+			mux.ServeHTTP(w, r)
+			return
+		}
+		mux.ServeHTTP(&apiStatus{ResponseWriter: w, r: r}, r) // 404 or 405
+	})
+}
+
+// apiStatus turns the mux's plain-text 405 into an ErrorBody; it wraps
+// only the requests no pattern matches.
+type apiStatus struct {
+	http.ResponseWriter
+	r       *http.Request
+	written bool // the ErrorBody went out: the mux's text is dropped
+}
+
+func (w *apiStatus) WriteHeader(code int) {
+	if code != http.StatusMethodNotAllowed {
+		w.ResponseWriter.WriteHeader(code)
+		return
+	}
+	w.written = true
+	w.Header().Del("Content-Length")
+	fail(w.ResponseWriter, code, "method_not_allowed", fmt.Sprintf("%s %s: method not allowed; allowed: %s", w.r.Method, w.r.URL.Path, w.Header().Get("Allow")))
+}
+
+// Unwrap gives http.ResponseController the writer underneath.
+func (w *apiStatus) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *apiStatus) Write(b []byte) (int, error) {
+	if w.written {
+		return len(b), nil
+	}
+	return w.ResponseWriter.Write(b)
 }

@@ -365,6 +365,36 @@ func TestMethodsAndPaths(t *testing.T) {
 	}
 }
 
+// TestMethodNotAllowedJSON: a /v1/ path asked with a method it does not
+// take answers 405 as every other /v1/ error, an ErrorBody, with Allow;
+// other paths keep the plain text.
+func TestMethodNotAllowedJSON(t *testing.T) {
+	cfg, _ := demo(t, 0)
+	_, ts := setup(t, cfg, &sliceSource{partitions: 1}, nil)
+	for _, c := range []struct{ method, path, allow string }{
+		{"GET", "/v1/predict", "POST"},
+		{"POST", "/v1/report", "GET, HEAD"},
+		{"DELETE", "/v1/learners", "GET, HEAD"},
+	} {
+		code, hdr, body := get(t, c.method, ts.URL+c.path)
+		var e ErrorBody
+		if code != 405 || hdr.Get("Content-Type") != "application/json" || json.Unmarshal(body, &e) != nil {
+			t.Errorf("%s %s: %d %s %q, want 405 application/json", c.method, c.path, code, hdr.Get("Content-Type"), body)
+			continue
+		}
+		if hdr.Get("Allow") != c.allow {
+			t.Errorf("%s %s: Allow %q, want %q", c.method, c.path, hdr.Get("Allow"), c.allow)
+		}
+		want := c.method + " " + c.path + ": method not allowed; allowed: " + c.allow
+		if e.Error.Code != "method_not_allowed" || e.Error.Message != want {
+			t.Errorf("%s %s: %+v, want code method_not_allowed, message %q", c.method, c.path, e.Error, want)
+		}
+	}
+	if code, hdr, _ := get(t, "POST", ts.URL+"/metrics"); code != 405 || !strings.HasPrefix(hdr.Get("Content-Type"), "text/plain") {
+		t.Errorf("POST /metrics: %d %s, want 405 as text", code, hdr.Get("Content-Type"))
+	}
+}
+
 func TestLearners(t *testing.T) {
 	cfg, _ := demo(t, 0)
 	_, ts := setup(t, cfg, &sliceSource{partitions: 1}, nil)

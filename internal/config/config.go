@@ -581,6 +581,11 @@ func Parse(name string, data []byte) (*Config, error) {
 	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
 		doc = doc.Content[0]
 	}
+	if n := expandedSize(doc, map[*yaml.Node]int{}); n > MaxExpandedNodes {
+		// An alias bomb (anchors of aliases of aliases): every walk of
+		// the tree below, and the decoding, would follow each alias.
+		return nil, &Error{File: name, Msg: fmt.Sprintf("its aliases expand to more than %d YAML nodes (a configuration has a few hundred): refused", MaxExpandedNodes)}
+	}
 	if a := selfAlias(doc, map[*yaml.Node]bool{}); a != nil {
 		// yaml's decoder refuses it too, but the key checks walk first.
 		return nil, &Error{File: name, Line: a.Line, Msg: fmt.Sprintf("anchor %q contains itself", a.Value)}
@@ -673,6 +678,40 @@ func keyAtLine(n *yaml.Node, line int, value, path string) string {
 
 // selfAlias returns an alias inside the node it refers to (`&w {weak: *w}`),
 // or nil; active holds the nodes being walked.
+// MaxExpandedNodes bounds the nodes of a configuration with its aliases
+// expanded (each alias counted as the nodes of its anchor): past it Parse
+// refuses the file at once, as Kubernetes refuses YAML that expands past
+// its limits, rather than walk and decode a tree exponential in the
+// number of anchors.
+const MaxExpandedNodes = 100_000
+
+// expandedSize returns the nodes of n with its aliases expanded, in time
+// linear in the nodes of the file: sizes holds each node's once known (-1
+// while it is being counted, so that an anchor containing itself, which
+// selfAlias reports, is not followed again). It stops counting past
+// MaxExpandedNodes.
+func expandedSize(n *yaml.Node, sizes map[*yaml.Node]int) int {
+	if n.Kind == yaml.AliasNode {
+		if n.Alias == nil {
+			return 1
+		}
+		n = n.Alias
+	}
+	if s, ok := sizes[n]; ok {
+		return max(s, 0)
+	}
+	sizes[n] = -1
+	total := 1
+	for _, c := range n.Content {
+		total += expandedSize(c, sizes)
+		if total > MaxExpandedNodes {
+			break
+		}
+	}
+	sizes[n] = total
+	return total
+}
+
 func selfAlias(n *yaml.Node, active map[*yaml.Node]bool) *yaml.Node {
 	if n.Kind == yaml.AliasNode {
 		if active[n.Alias] {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -299,5 +300,35 @@ func TestTuningLimits(t *testing.T) {
 	}
 	if _, err := Parse("c.yaml", []byte(learner+"source: {kind: jetstream, url: \"nats://n:4222\", stream: S, subject: s, ack_batch: 10}\n")); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestAliasBomb: a config whose aliases nest 9 levels of 10 (10^9 nodes
+// expanded) is refused with an error naming the file, without expanding
+// them (which took 90 s of a CPU). The 20 s bound catches the old
+// behaviour without claiming a speed.
+func TestAliasBomb(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n")
+	for i := 1; i < 10; i++ {
+		fmt.Fprintf(&b, "a%d: &a%d [%s]\n", i, i, strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*a%d, ", i-1), 10), ", "))
+	}
+	b.WriteString("learners: [{name: p, algorithm: perceptron}]\n")
+	done := make(chan error, 1)
+	go func() {
+		_, err := Parse("bomb.yaml", []byte(b.String()))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || err.Error() != "bomb.yaml: its aliases expand to more than 100000 YAML nodes (a configuration has a few hundred): refused" {
+			t.Errorf("Parse of an alias bomb: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Parse of an alias bomb did not return within 20 s")
+	}
+	// Aliases of a sane size still work.
+	if _, err := Parse("ok.yaml", []byte("base: &l {name: p, algorithm: perceptron}\nlearners: [*l]\n")); err != nil && strings.Contains(err.Error(), "expand") {
+		t.Errorf("a small alias refused: %v", err)
 	}
 }

@@ -194,6 +194,10 @@ type Service struct {
 	intake  bool                  // Run's loop runs: new workers start
 	failure atomic.Pointer[error] // the first error of a worker
 
+	// waited is the time Run's loop's fetches waited for records that
+	// had not come; learnTime the time Run spent learning (LearnSeconds).
+	waited, learnTime time.Duration
+
 	uncommitted int
 	replan      bool         // the loop's deadline must be planned again (a model was dropped)
 	lastCommit  time.Time    // the last commit round, successful or not
@@ -458,7 +462,7 @@ func New(opt Options) (*Service, error) {
 	if opt.HistoryPoints == 0 {
 		opt.HistoryPoints = DefaultHistoryPoints
 	}
-	if _, err := event.NewDecoder(pipeline.EventConfig(opt.Config)); err != nil {
+	if _, err := event.NewDecoder(recordConfig(opt)); err != nil {
 		return nil, fmt.Errorf("service: %w", err)
 	}
 	if w := opt.WarmStart; w != nil && w.Err == nil {
@@ -489,6 +493,19 @@ func New(opt Options) (*Service, error) {
 	s.framed, _ = opt.Source.(Framed)
 	s.snap.Store(&Snapshot{Time: time.Now(), Source: opt.Source.Name(), Reports: []Report{}})
 	return s, nil
+}
+
+// recordConfig is the decoding configuration of the records of opt's
+// source one by one (a broker's messages). A Framed source's records are
+// decoded by the decoder of the input they come from, in its format (CSV
+// with its file's header): there the configured format is the files',
+// and the decoder of single records is never used for them.
+func recordConfig(opt Options) event.Config {
+	c := pipeline.EventConfig(opt.Config)
+	if _, framed := opt.Source.(Framed); framed && c.Format == event.CSV {
+		c.Format = event.JSONL
+	}
+	return c
 }
 
 // fail records the first error of a worker; Run's loop stops at it.
@@ -549,8 +566,9 @@ func (s *Service) Run(ctx context.Context) error {
 	if runErr == nil {
 		runErr = s.publishSnapshot(ctx)
 	}
+	loopStart := time.Now()
 	if runErr == nil {
-		runErr = s.loop(ctx)
+		runErr = s.loop(ctx, loopStart)
 	}
 	// Drain with a context of its own, since ctx may be the one that was
 	// cancelled: stop intake, let the workers learn what they were
@@ -559,6 +577,7 @@ func (s *Service) Run(ctx context.Context) error {
 	defer cancel()
 	s.intake = false
 	stopErr := s.stopWorkers(dctx)
+	s.learnTime = max(time.Since(loopStart)-s.waited, 0)
 	if runErr == nil {
 		runErr = s.failed()
 	}
@@ -599,7 +618,7 @@ func (s *Service) stopWorkers(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (s *Service) loop(ctx context.Context) error {
+func (s *Service) loop(ctx context.Context, start time.Time) error {
 	var (
 		fc     deadlineCtx
 		now    time.Time
@@ -607,6 +626,10 @@ func (s *Service) loop(ctx context.Context) error {
 		replan = true
 		clock  int  // records since now was read
 		idle   bool // the last Fetch found nothing
+		// waiting: no record came since the start or since a Fetch that
+		// found nothing; such a spell is a wait, not learning
+		// (LearnSeconds).
+		waiting = true
 	)
 	defer fc.stop()
 	for {
@@ -640,8 +663,17 @@ func (s *Service) loop(ctx context.Context) error {
 			due, replan = s.deadline(now), false
 		}
 		fctx := fc.get(ctx, due)
+		from := now // read after every wait; else at most clockEvery records old
+		if from.IsZero() {
+			from = start
+		}
 		rec, err := s.opt.Source.Fetch(fctx)
 		idle = err != nil
+		if idle && !errors.Is(err, connectors.ErrEndOfInput) || waiting {
+			// A clock reading per Fetch that waited, none per record.
+			s.waited += time.Since(from)
+		}
+		waiting = idle
 		switch {
 		case err == nil:
 		case errors.Is(err, connectors.ErrEndOfInput):

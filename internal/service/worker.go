@@ -167,6 +167,7 @@ type worker struct {
 	quiet    bool              // a rebuild's: the records' outputs went out when they were first learned
 	lastDone connectors.Record // the last record processed to the end (Value and Key nil)
 	anyDone  bool              // lastDone is set
+	intake   Intake            // what this Run handed the model
 	// servedGen numbers the serving copies of models per key made
 	// (keyedServing.gen).
 	servedGen uint64
@@ -213,7 +214,7 @@ type worker struct {
 }
 
 func (s *Service) newWorker(part int32, m *model) (*worker, error) {
-	dec, err := event.NewDecoder(pipeline.EventConfig(s.opt.Config))
+	dec, err := event.NewDecoder(recordConfig(s.opt))
 	if err != nil {
 		return nil, fmt.Errorf("service: %w", err)
 	}
@@ -456,6 +457,9 @@ func (w *worker) process(ctx context.Context, rec *connectors.Record) error {
 		}
 		m.skipTo = -1 // past the checkpoint: offsets may start again (Files)
 	}
+	if !w.quiet {
+		w.intake.Records++
+	}
 	// The lag first: a report the record triggers (reports.every) says
 	// how many records are left after it.
 	m.seen, m.lag = true, rec.Lag
@@ -495,6 +499,9 @@ func (w *worker) learn(ctx context.Context, rec *connectors.Record) error {
 	// with delayed labels 1 for a joined label, plus the expired events
 	// learned with the default label before it.
 	rounds := m.learned() - learned
+	if !w.quiet {
+		w.intake.Learned += rounds
+	}
 	if reason != "" && w.ev.LabelOnly {
 		return w.deadLetter(ctx, rec, reason, fmt.Sprintf("%s: label of id %q: %s", w.where(rec), w.ev.ID, labelReason(reason)))
 	}
@@ -576,6 +583,9 @@ func (w *worker) where(rec *connectors.Record) string {
 
 func (w *worker) deadLetter(ctx context.Context, rec *connectors.Record, reason event.Reason, msg string) error {
 	s := w.s
+	if !w.quiet {
+		w.reject(rec, reason, msg)
+	}
 	if s.dl == nil || w.quiet {
 		return nil
 	}

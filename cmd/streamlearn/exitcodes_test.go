@@ -1,0 +1,276 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/streamlearn/streamlearn/internal/pipeline"
+)
+
+// TestNothingLearned: a replay to which records came and from which
+// nothing was learned exits 3, saying on stderr the reasons, the first
+// record rejected and what to set; --allow-empty exits 0; a replay that
+// learned from some records exits 0 with a line counting the rejected.
+func TestNothingLearned(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// Labels as the SMS Spam Collection has them: ham and spam.
+	sms := write("sms.tsv", "ham\tGo until jurong point\nspam\tFree entry in 2 a wkly comp\nham\tOk lar\n")
+	labels := write("labels.jsonl", `{"id":"e-1","label":1}`+"\n"+`{"id":"e-2","label":0}`+"\n")
+	unlabeled := write("unlabeled.jsonl", `{"features":{"v":1}}`+"\n")
+	some := write("some.jsonl", `{"features":{"v":1},"label":1}`+"\n"+`{"features":{"v":1e400},"label":1}`+"\n"+`{"id":"e-1","label":1}`+"\n")
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		want []string // in stderr
+	}{
+		{"labels not configured", []string{sms}, 3, []string{
+			"streamlearn replay: 3 records came and none was learned: 3 rejected (label 3)",
+			"first rejected: event: " + sms + `:1: field "label": label: "ham" is not a configured label`,
+			"hint: the labels are not the configured ones: name the values of the file's labels with input.positive and input.negative",
+			"--allow-empty"}},
+		{"label events without labels.delayed", []string{labels}, 3, []string{
+			"2 records came and none was learned: 2 rejected (empty 2)",
+			`first rejected: event: ` + labels + `:1: empty:`,
+			"hint: these are label events (an id and a label, no features): labels.delayed: true"}},
+		{"no label", []string{unlabeled}, 3, []string{"1 records came and none was learned: none has a label (1 predicted only)", "labels.delayed: true"}},
+		{"gates do not hide it", []string{"--fail-on-violation", "--min-accuracy", "perceptron=0", sms}, 3, []string{"none was learned"}},
+		{"allowed", []string{"--allow-empty", sms}, 0, []string{"streamlearn replay: 3 of 3 records rejected: label 3\n"}},
+		{"some learned", []string{some}, 0, []string{"streamlearn replay: 2 of 3 records rejected: empty 1, nonfinite 1\n"}},
+	} {
+		code, out, errOut := run(t, append([]string{"replay"}, c.args...)...)
+		if code != c.code {
+			t.Errorf("%s: exit %d, want %d\n%s%s", c.name, code, c.code, out, errOut)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(errOut, w) {
+				t.Errorf("%s: stderr lacks %q:\n%s", c.name, w, errOut)
+			}
+		}
+		if c.code == 3 && out != "" {
+			t.Errorf("%s: a report on stdout: %s", c.name, out)
+		}
+	}
+}
+
+// TestRunNothingLearned: run exits 3 when every record that came was
+// rejected, and 0 when records were predicted only (a served stream whose
+// labels come later or never).
+func TestRunNothingLearned(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name, data string
+		code       int
+		want       string
+	}{
+		{"all rejected", `{"id":"a","label":1}` + "\n" + `{"id":"b","label":0}` + "\n", 3,
+			"streamlearn run: 2 records came and none was learned: 2 rejected (empty 2)"},
+		{"predicted only", `{"features":{"v":1}}` + "\n" + `{"features":{"v":2}}` + "\n", 0, ""},
+	} {
+		data := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".jsonl")
+		cfg := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".yaml")
+		if err := os.WriteFile(data, []byte(c.data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(cfg, []byte("source: {kind: file, path: "+data+"}\nlearners: [{name: p, algorithm: perceptron}]\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errOut := run(t, "run", "-c", cfg, "--until-end", "--http", "off")
+		if code != c.code || !strings.Contains(errOut, c.want) {
+			t.Errorf("%s: exit %d, want %d and %q on stderr:\n%s%s", c.name, code, c.code, c.want, out, errOut)
+		}
+	}
+}
+
+// TestFormatsExplicitAndInferred: every format, given as input.format or
+// inferred from the file, gives the same report, over a plain file, a
+// gzipped one and standard input; a stream's records take every format
+// but csv, which is refused with an error saying why.
+func TestFormatsExplicitAndInferred(t *testing.T) {
+	dir := t.TempDir()
+	records := map[string]string{
+		"jsonl":  `{"features":{"a":1,"b":0},"label":1}` + "\n" + `{"features":{"a":0,"b":1},"label":0}` + "\n" + `{"features":{"a":1,"b":1},"label":1}` + "\n",
+		"libsvm": "+1 1:1 2:0\n-1 1:0 2:1\n+1 1:1 2:1\n",
+		"csv":    "a,b,type\n1,0,spam\n0,1,nonspam\n1,1,spam\n",
+		"tsv":    "spam\t1 0\nnonspam\t0 1\nspam\t1 1\n",
+	}
+	input := "input: {label_column: type, positive: [spam], negative: [nonspam]"
+	for _, format := range []string{"jsonl", "libsvm", "csv", "tsv"} {
+		plain := filepath.Join(dir, "t."+format)
+		if err := os.WriteFile(plain, []byte(records[format]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var gz bytes.Buffer
+		zw := gzip.NewWriter(&gz)
+		zw.Write([]byte(records[format]))
+		zw.Close()
+		if err := os.WriteFile(plain+".gz", gz.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		inferred := filepath.Join(dir, format+"-inferred.yaml")
+		explicit := filepath.Join(dir, format+"-explicit.yaml")
+		learners := "learners: [{name: p, algorithm: perceptron}, {name: a, algorithm: adagrad}]\n"
+		os.WriteFile(inferred, []byte(input+"}\n"+learners), 0o644)
+		os.WriteFile(explicit, []byte(input+", format: "+format+"}\n"+learners), 0o644)
+		var fromFile pipeline.Report // the replay of the plain file
+		for _, file := range []string{plain, plain + ".gz", "-"} {
+			replay := func(cfg string) pipeline.Report {
+				args := []string{"replay", "--report", "json", "-c", cfg, file}
+				var o, e bytes.Buffer
+				var code int
+				if file == "-" {
+					code = mainWithStdin(t, records[format], args, &o, &e)
+				} else {
+					code = Main(context.Background(), args, &o, &e)
+				}
+				if code != 0 {
+					t.Fatalf("%s %s: exit %d: %s", cfg, file, code, e.String())
+				}
+				var r pipeline.Report
+				if err := json.Unmarshal(o.Bytes(), &r); err != nil {
+					t.Fatal(err)
+				}
+				r.Seconds = 0
+				return r
+			}
+			want, got := replay(inferred), replay(explicit)
+			if file == plain {
+				fromFile = want
+			}
+			if want.Labeled != 3 || want.Invalid != 0 {
+				t.Errorf("%s %s inferred: labeled %d invalid %d, want 3 and 0", format, file, want.Labeled, want.Invalid)
+			}
+			wj, _ := json.Marshal(want)
+			gj, _ := json.Marshal(got)
+			if !bytes.Equal(wj, gj) {
+				t.Errorf("%s %s: format given:\n%s\nwant, as inferred:\n%s", format, file, gj, wj)
+			}
+		}
+		// A stream: run's file source hands its lines one by one.
+		cfg := filepath.Join(dir, format+"-stream.yaml")
+		os.WriteFile(cfg, []byte(input+", format: "+format+"}\n"+learners+"source: {kind: file, path: "+plain+"}\n"), 0o644)
+		code, out, errOut := run(t, "run", "-c", cfg, "--until-end", "--http", "off", "--report", "json")
+		if format == "csv" {
+			if code != 1 || !strings.Contains(errOut, "input.format csv: a record of a stream has no header line; use jsonl, libsvm or tsv") {
+				t.Errorf("run of csv records: exit %d, %q", code, errOut)
+			}
+			continue
+		}
+		if code != 0 {
+			t.Fatalf("run of %s records: exit %d: %s", format, code, errOut)
+		}
+		var r pipeline.Report
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Labeled != 3 || r.Invalid != 0 {
+			t.Errorf("run of %s records: labeled %d invalid %d, want 3 and 0", format, r.Labeled, r.Invalid)
+		}
+		// The same model as the replay of the file: the learners' states.
+		if len(r.Learners) != 2 {
+			t.Errorf("run of %s records: %d learners, want 2", format, len(r.Learners))
+		}
+		for i, l := range r.Learners {
+			if i >= len(fromFile.Learners) || l.StateSHA256 != fromFile.Learners[i].StateSHA256 || l.Mistakes != fromFile.Learners[i].Mistakes {
+				t.Errorf("run of %s records: learner %s differs from the replay of the file", format, l.Name)
+			}
+		}
+	}
+}
+
+// mainWithStdin runs Main with s on standard input.
+func mainWithStdin(t *testing.T, s string, args []string, stdout, stderr *bytes.Buffer) int {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { w.Write([]byte(s)); w.Close() }()
+	old := os.Stdin
+	os.Stdin = r
+	defer func() { os.Stdin = old; r.Close() }()
+	return Main(context.Background(), args, stdout, stderr)
+}
+
+// TestRateExcludesIdle: the rate of run's final report is over the seconds
+// spent learning: a run that learned its records at once and then waited
+// for more for over a second says well under a second.
+func TestRateExcludesIdle(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "d.jsonl")
+	var b strings.Builder
+	for i := range 200 {
+		b.WriteString(`{"features":{"v":` + strconv.Itoa(i%7) + `},"label":` + strconv.Itoa(i%2) + "}\n")
+	}
+	os.WriteFile(data, []byte(b.String()), 0o644)
+	cfg := filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfg, []byte("source: {kind: file, path: "+data+"}\nlearners: [{name: p, algorithm: perceptron}]\n"), 0o644)
+	ctx, cancel := context.WithCancel(context.Background())
+	idle := 1500 * time.Millisecond
+	time.AfterFunc(idle, cancel) // the file followed at its end: idle until then
+	var o, e bytes.Buffer
+	if code := Main(ctx, []string{"run", "-c", cfg, "--http", "off"}, &o, &e); code != 0 {
+		t.Fatalf("exit %d: %s", code, e.String())
+	}
+	m := regexp.MustCompile(`events 200 .* in ([0-9.]+)s \(([0-9]+) events/s\)`).FindStringSubmatch(o.String())
+	if m == nil {
+		t.Fatalf("no rate line:\n%s", o.String())
+	}
+	secs, _ := strconv.ParseFloat(m[1], 64)
+	if secs >= idle.Seconds()/3 {
+		t.Errorf("run printed %s s spent learning 200 records, after idling %v: the idle time is counted", m[1], idle)
+	}
+	// The seconds are printed to the millisecond: the rate is 200 over
+	// them within half of one.
+	if rate, _ := strconv.ParseFloat(m[2], 64); rate < 200/(secs+0.0005) || secs > 0.0005 && rate > 200/(secs-0.0005) {
+		t.Errorf("rate %s events/s, want 200 over %s s", m[2], m[1])
+	}
+}
+
+// TestSIGTERMWhileLoadingConfig: a command loading its config exits on
+// SIGTERM (a config that is a FIFO nobody writes blocks the load forever).
+func TestSIGTERMWhileLoadingConfig(t *testing.T) {
+	bin, _ := e2eBuild(t)
+	fifo := filepath.Join(t.TempDir(), "config.yaml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip("no FIFO:", err)
+	}
+	cmd := exec.Command(bin, "check", "-c", fifo)
+	var e bytes.Buffer
+	cmd.Stderr = &e
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // in the load
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second): // a bound on correctness, not a speed claim
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("check did not exit within 20 s of SIGTERM while loading its config: %s", e.String())
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(e.String(), "config.yaml: loading stopped: terminated") {
+		t.Errorf("exit %d, stderr %q; want 1 and the load stopped", code, e.String())
+	}
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/streamlearn/streamlearn/internal/event"
+	"github.com/streamlearn/streamlearn/internal/service"
+)
+
+// exitNothingLearned is the exit status of a replay or run to which
+// records came and from which nothing was learned (see checkIntake).
+const exitNothingLearned = 3
+
+// errNothingLearned marks the errors that exit with exitNothingLearned.
+var errNothingLearned = errors.New("nothing learned")
+
+// nothingLearned is the error of a run that learned nothing from the
+// records that came: its message says why, with a record rejected and a
+// hint.
+type nothingLearned struct{ msg string }
+
+func (e *nothingLearned) Error() string        { return e.msg }
+func (e *nothingLearned) Is(target error) bool { return target == errNothingLearned }
+
+// intakeTotal is the intake of every model of a run, added up.
+type intakeTotal struct {
+	records, learned, rejected, labelOnly uint64
+	byReason                              map[event.Reason]uint64
+	first                                 *service.Rejected
+}
+
+func totalIntake(ins []service.Intake) intakeTotal {
+	t := intakeTotal{byReason: map[event.Reason]uint64{}}
+	for _, in := range ins {
+		t.records += in.Records
+		t.learned += in.Learned
+		t.labelOnly += in.LabelOnly
+		for r, n := range in.Rejected {
+			t.byReason[r] += n
+			t.rejected += n
+		}
+		if t.first == nil {
+			t.first = in.First
+		}
+	}
+	return t
+}
+
+// reasons says the counts by reason, the most frequent first, at most
+// three and how many more: "label 5574" or "empty 12, type 3, range 1 and
+// 2 more".
+func (t intakeTotal) reasons() string {
+	rs := slices.SortedFunc(maps.Keys(t.byReason), func(a, b event.Reason) int {
+		return cmp.Or(cmp.Compare(t.byReason[b], t.byReason[a]), cmp.Compare(a, b))
+	})
+	var parts []string
+	for i, r := range rs {
+		if i == 3 {
+			parts[len(parts)-1] += fmt.Sprintf(" and %d more", len(rs)-3)
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s %d", r, t.byReason[r]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// checkIntake tells the records that came and were not learned. When
+// records came and none was learned — for replay, not one labeled round;
+// for run, every record rejected (a run's events may be predicted only:
+// labels come later, or never, on a stream that is served) — it returns
+// an error of exit status exitNothingLearned, unless allowEmpty, saying
+// the main reasons, the first record rejected and what to change.
+// Otherwise, when some records were rejected, it writes a line saying how
+// many and why to stderr. No record at all is not its business (the
+// callers' "no record" errors).
+func checkIntake(cmd string, ins []service.Intake, allowEmpty bool, deadLetters string, stderr io.Writer) error {
+	t := totalIntake(ins)
+	if t.records == 0 {
+		return nil
+	}
+	none := t.learned == 0
+	if cmd == "run" {
+		none = t.rejected == t.records
+	}
+	if !none || allowEmpty {
+		if t.rejected > 0 {
+			fmt.Fprintf(stderr, "streamlearn %s: %d of %d records rejected: %s%s\n", cmd, t.rejected, t.records, t.reasons(), deadLetters)
+		} else if none {
+			fmt.Fprintf(stderr, "streamlearn %s: %d records, none labeled: nothing learned\n", cmd, t.records)
+		}
+		return nil
+	}
+	var b strings.Builder
+	if t.rejected > 0 {
+		fmt.Fprintf(&b, "%d records came and none was learned: %d rejected (%s)", t.records, t.rejected, t.reasons())
+	} else {
+		fmt.Fprintf(&b, "%d records came and none was learned: none has a label (%d predicted only)", t.records, t.records)
+	}
+	if f := t.first; f != nil {
+		b.WriteString("\n  first rejected")
+		if f.Key != "" {
+			fmt.Fprintf(&b, " (key %q)", f.Key)
+		}
+		fmt.Fprintf(&b, ": %s", f.Err) // which names where it is
+	}
+	top := event.Reason("")
+	for r, n := range t.byReason {
+		if n > t.byReason[top] || n == t.byReason[top] && r < top {
+			top = r
+		}
+	}
+	switch {
+	case t.rejected == 0:
+		b.WriteString("\n  hint: a record is learned when it has a label; labels sent later, as label events (an id and a label), are joined to their events with labels.delayed: true")
+	case top == event.ReasonLabel:
+		b.WriteString("\n  hint: the labels are not the configured ones: name the values of the file's labels with input.positive and input.negative (input.classes for more than two classes), and their column with input.label_column")
+	case top == event.ReasonEmpty && t.labelOnly > 0:
+		b.WriteString("\n  hint: these are label events (an id and a label, no features): labels.delayed: true joins each to its event by id")
+	default:
+		b.WriteString("\n  hint: docs/configuration.md says what a record must be")
+	}
+	b.WriteString(deadLetters)
+	b.WriteString("\n  (--allow-empty exits 0 when learning nothing is expected)")
+	return &nothingLearned{msg: b.String()}
+}
+
+// intakeOf returns the intake of partition among ins, as a slice of one,
+// or nil when none is.
+func intakeOf(ins []service.Intake, partition int32) []service.Intake {
+	for i := range ins {
+		if ins[i].Partition == partition {
+			return ins[i : i+1]
+		}
+	}
+	return nil
+}
