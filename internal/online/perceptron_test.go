@@ -88,8 +88,9 @@ func marginStream(seed uint64, d, n int, gamma float64, bias bool) ([]online.Vec
 
 // TestPerceptronMistakeBound: on streams separable with margin γ, the
 // Perceptron's updates (hence its mistakes) stay within (R/γ)², 1/γ² when
-// R ≤ 1 (the seeds' Theorem 3), the published bound is exactly R²/γ², and
-// the certificate R/√M is at least the generating separator's margin.
+// R ≤ 1 (the seeds' Theorem 3), the published bound is exactly R²/γ²
+// (with a bias, the bound for a hyperplane with offset), and the
+// certificate R/√M is at least the generating separator's margin.
 func TestPerceptronMistakeBound(t *testing.T) {
 	const d, n = 200, 5000
 	for _, tc := range []struct {
@@ -126,7 +127,14 @@ func TestPerceptronMistakeBound(t *testing.T) {
 			if !tc.bias && r2 > 1+1e-12 {
 				t.Fatalf("generator: R² = %v > 1", r2)
 			}
-			if want := r2 / (tc.gamma * tc.gamma); g.Kind != online.MistakeBound || g.Value != want {
+			want := r2 / (tc.gamma * tc.gamma)
+			if tc.bias {
+				// The margin of a hyperplane with offset b, |b| ≤ ρ − γ:
+				// R²·max(1, (1+(ρ−γ)²)/γ²), ρ = max ‖x‖ (see biasBound).
+				d := max(0, math.Sqrt(max(0, r2-1))-tc.gamma)
+				want = r2 * max(1, (1+d*d)/(tc.gamma*tc.gamma))
+			}
+			if g.Kind != online.MistakeBound || g.Value != want {
 				t.Errorf("γ=%v bias=%v: bound %v %v, want mistakes %v", tc.gamma, tc.bias, g.Kind, g.Value, want)
 			}
 			if !tc.bias && g.Value > 1/(tc.gamma*tc.gamma)*(1+1e-12) {
