@@ -369,3 +369,63 @@ func TestPerceptronDelayedMistakeBound(t *testing.T) {
 		t.Error("the averaged Perceptron claims a delayed bound")
 	}
 }
+
+// TestPerceptronPremise: a given margin is the user's word (assumed)
+// until an update round disproves it, and from that round on it is false.
+// The streams are small enough to follow by hand (γ is the margin given):
+//
+//   - "noisy": x = 1 with labels −1, +1, −1, ... and γ = 0.5, so R² = 1 and
+//     the bound is R²/γ² = 4. The score is 0, −1, 0, −1, ...: every round
+//     updates (a zero score does even when −1 is right), every second one
+//     is a mistake. Round 5 is the fifth update, M = 5 > 4: no unit vector
+//     separates the updates with margin 0.5 (R/√M < γ), though the
+//     mistakes (2) are within the bound;
+//   - "separable": x = ±1 labeled by its sign, γ = 0.5 (the true margin is
+//     1): assumed on every round;
+//   - "offset": with a bias, x = +1 labeled +1 then x = −1 labeled −1, γ = 2.
+//     Both rounds update (scores 0 and −1+1 = 0); the second gives the
+//     updates both labels, and a hyperplane with offset separating 1 from
+//     −1 has margin at most ρ = 1 < 2: false at round 2, while M = 2 is
+//     within the bound R²·max(1, 1/γ²) = 2;
+//   - "offset separable": the same points repeated, γ = 0.5: assumed, with
+//     the bound R²(1+(ρ−γ)²)/γ² = 2·1.25/0.25 = 10.
+func TestPerceptronPremise(t *testing.T) {
+	one := online.Vector{Idx: []uint32{0}, Val: []float64{1}}
+	minus := online.Vector{Idx: []uint32{0}, Val: []float64{-1}}
+	for _, tc := range []struct {
+		name    string
+		cfg     online.PerceptronConfig
+		xs      []online.Vector
+		ys      []int8
+		falseAt int // the first round whose premise is false, 0: none
+		bound   float64
+	}{
+		{"noisy", online.PerceptronConfig{Margin: 0.5}, []online.Vector{one, one, one, one, one, one, one},
+			[]int8{-1, 1, -1, 1, -1, 1, -1}, 5, 4},
+		{"separable", online.PerceptronConfig{Margin: 0.5}, []online.Vector{one, minus, one, minus, minus, one},
+			[]int8{1, -1, 1, -1, -1, 1}, 0, 4},
+		{"offset", online.PerceptronConfig{Bias: true, Margin: 2}, []online.Vector{one, minus, one, minus},
+			[]int8{1, -1, 1, -1}, 2, 2},
+		{"offset separable", online.PerceptronConfig{Bias: true, Margin: 0.5}, []online.Vector{one, minus, one, minus, one, minus},
+			[]int8{1, -1, 1, -1, 1, -1}, 0, 10},
+	} {
+		p, err := online.NewPerceptron(4, tc.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, x := range tc.xs {
+			p.Round(x, tc.ys[k])
+			g := p.Guarantee()
+			want := online.PremiseAssumed
+			if tc.falseAt > 0 && k+1 >= tc.falseAt {
+				want = online.PremiseFalse
+			}
+			if g.Premise != want {
+				t.Errorf("%s: round %d: premise %d, want %d (updates %d, bound %v)", tc.name, k+1, g.Premise, want, p.Updates(), g.Value)
+			}
+			if g.Value != tc.bound {
+				t.Errorf("%s: round %d: bound %v, want %v", tc.name, k+1, g.Value, tc.bound)
+			}
+		}
+	}
+}
