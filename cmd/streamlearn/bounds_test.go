@@ -13,9 +13,10 @@ import (
 // in text. The stream is v = 1 with labels −1, +1, −1, ... (see
 // TestPerceptronPremise): the thresholds on v all say +1 at v = 1, so the
 // version spaces of consistent, halving and soa empty on round 1 (premise
-// false); the Perceptron's margin 0.5 is assumed until its fifth update,
-// round 5, disproves it (M = 5 > R²/γ² = 4) while its 2 mistakes are within
-// the bound; OGD's and Hedge's theorems are unconditional (holds).
+// false); the Perceptron's margin 0.5 is assumed until round 2, whose
+// update cancels the first (w = −1 + 1 = 0 < M·γ = 1: no unit separator
+// has margin 0.5), while its mistakes stay within the bound R²/γ² = 4;
+// OGD's and Hedge's theorems are unconditional (holds).
 func TestReplayBoundStatus(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "c.yaml")
@@ -32,7 +33,7 @@ func TestReplayBoundStatus(t *testing.T) {
 	for _, tc := range []struct {
 		rounds int
 		pct    string // the Perceptron's status
-	}{{4, "assumed"}, {5, "premise_false"}, {7, "premise_false"}} {
+	}{{1, "assumed"}, {2, "premise_false"}, {7, "premise_false"}} {
 		var lines strings.Builder
 		for k := range tc.rounds {
 			fmt.Fprintf(&lines, `{"features":{"v":1},"label":%d}`+"\n", k%2) // 0 is −1

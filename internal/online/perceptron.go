@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 )
 
 // PerceptronConfig configures a Perceptron (learner keys of algorithm
@@ -68,8 +69,9 @@ func (c PerceptronConfig) Validate() error {
 //     the bias coordinate (R² = ρ²+1): see biasBound. The premise is the
 //     user's word (Premise PremiseAssumed) until an update round
 //     disproves it: M exceeds Value, or, with Bias, the updates have had
-//     both labels and γ > ρ. Those rounds are counted in Violations, and
-//     from the first one Premise is PremiseFalse;
+//     both labels and γ > ρ, or ‖w‖ < M·γ (normDisproved, checked at some
+//     updates). Those rounds are counted in Violations, and from the
+//     first one Premise is PremiseFalse;
 //   - once M > 0: CertificateKind "max_margin", Certificate R/√M. The same
 //     proof shows every unit-norm u has min_t y_t⟨u,x_t⟩ ≤ R/√M over the
 //     update rounds, so no separator of the stream seen so far has a larger
@@ -251,9 +253,54 @@ func (p *Perceptron) update(x Vector, fy float64) {
 			p.u[p.dim] += c
 		}
 	}
-	if p.cfg.Margin > 0 && p.disproved() {
+	if p.cfg.Margin > 0 && (p.disproved() || p.viol == 0 && normCheckAt(p.updates) && p.normDisproved()) {
 		p.viol++
 	}
+}
+
+// normCheckAt reports whether the update count m is one at which update
+// checks normDisproved, a pass over the weights: 1, 2, 4, 8, then 4 evenly
+// spaced per doubling of m (16, 20, 24, 28, 32, 40, ...), so that the
+// passes cost O(2^bits · log M) over a run (about 0.2 ms each at 2^18
+// slots, a dozen by the 64th update), and a margin the weights disprove
+// is found within a quarter more updates.
+func normCheckAt(m uint64) bool {
+	if m < 16 {
+		return m&(m-1) == 0
+	}
+	return m&(1<<(bits.Len64(m)-3)-1) == 0
+}
+
+// normDisproved reports whether the weights now disprove Margin γ, from
+// the proof of the bound itself: for a unit separator u of margin γ, each
+// update adds at least γ to ⟨u,w⟩, so M·γ ≤ ⟨u,w⟩ ≤ ‖w‖. A weight vector
+// shorter than M·γ proves that no unit vector separates the updates with
+// margin γ. This is the certificate R/√M < γ made exact: ‖w‖ ≤ R√M, and on
+// a stream that is not separable the updates cancel, so ‖w‖ falls far
+// below R√M long before M reaches the bound. It needs no assumption on
+// the order of the labels, so it holds with delayed labels too.
+//
+// With Bias, w is the extended (w, b) and a separator of margin γ with
+// offset b, |b| ≤ d = (ρ−γ)⁺ once the updates have had both labels, is the
+// extended unit vector (w*, b)/√(1+b²) of margin γ/√(1+d²) at least
+// (biasBound); while they have all had one label, ‖w‖ ≥ |b| = M and
+// nothing is disproved.
+//
+// w is the sum of the updates y_k·x_k as rounded: within M²·u·R of the
+// exact sum (u the unit roundoff), and ‖w‖ is computed within a relative
+// 2^28·u; the comparison leaves that much room, so that it never claims
+// what exact arithmetic would not.
+func (p *Perceptron) normDisproved() bool {
+	m, gamma := float64(p.updates), p.cfg.Margin
+	if p.cfg.Bias {
+		if math.Abs(p.w[p.dim]) >= m {
+			return false
+		}
+		d := max(0, math.Sqrt(max(0, p.maxR2-1))-gamma)
+		gamma /= math.Sqrt(1 + d*d)
+	}
+	norm := math.Sqrt(norm2(p.w))
+	return norm*(1+1e-7)+1e-15*m*m*math.Sqrt(p.maxR2) < m*gamma
 }
 
 // bound returns the mistake bound for Margin γ > 0 and R² = maxR2.
@@ -357,7 +404,8 @@ func (p *Perceptron) guarantee() Guarantee {
 // With d > 0 the rounds counted in Violations, against the immediate
 // bound, do not disprove the margin: Premise is then PremiseFalse only
 // while M exceeds the delayed bound, or, with Bias, while the updates
-// have had both labels and γ > ρ (which no delay changes).
+// have had both labels and γ > ρ, or, after a round counted, while the
+// weights disprove it (normDisproved, which no delay changes).
 func (p *Perceptron) DelayedGuarantee(d uint64) (Guarantee, bool) {
 	if p.cfg.Average {
 		return Guarantee{}, false
@@ -371,7 +419,7 @@ func (p *Perceptron) DelayedGuarantee(d uint64) (Guarantee, bool) {
 		g.Value *= f
 		if d > 0 {
 			g.Premise = PremiseAssumed
-			if float64(p.updates) > g.Value || p.offsetDisproved() {
+			if float64(p.updates) > g.Value || p.offsetDisproved() || p.viol > 0 && p.normDisproved() {
 				g.Premise = PremiseFalse
 			}
 		}

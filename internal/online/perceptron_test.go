@@ -374,12 +374,18 @@ func TestPerceptronDelayedMistakeBound(t *testing.T) {
 // until an update round disproves it, and from that round on it is false.
 // The streams are small enough to follow by hand (γ is the margin given):
 //
-//   - "noisy": x = 1 with labels −1, +1, −1, ... and γ = 0.5, so R² = 1 and
-//     the bound is R²/γ² = 4. The score is 0, −1, 0, −1, ...: every round
-//     updates (a zero score does even when −1 is right), every second one
-//     is a mistake. Round 5 is the fifth update, M = 5 > 4: no unit vector
-//     separates the updates with margin 0.5 (R/√M < γ), though the
-//     mistakes (2) are within the bound;
+//   - "noisy": x = 1 with labels −1, +1, −1, ... and γ = 0.1, so R² = 1 and
+//     the bound is R²/γ² = 100. The score is 0, −1, 0, −1, ...: every round
+//     updates (a zero score does even when −1 is right). After round 2,
+//     w = −1 + 1 = 0: ‖w‖ = 0 < M·γ = 0.2, which no unit separator of
+//     margin 0.1 allows (M·γ ≤ ⟨u,w⟩ ≤ ‖w‖). The certificate R/√M < γ would
+//     wait for update 101;
+//   - "drift": x = ±1 labeled by its sign for 4 rounds (one update, w = 1),
+//     then x = 1 labeled −1: round 5 updates to w = 0 with M = 2, false
+//     from round 5 on, assumed before;
+//   - "count": x = (1,0) then (0,1), both labeled +1, γ = 0.9 (the best
+//     margin is 1/√2): round 2 makes M = 2 > R²/γ² = 1.23, and ‖w‖ = √2 <
+//     1.8;
 //   - "separable": x = ±1 labeled by its sign, γ = 0.5 (the true margin is
 //     1): assumed on every round;
 //   - "offset": with a bias, x = +1 labeled +1 then x = −1 labeled −1, γ = 2.
@@ -400,8 +406,12 @@ func TestPerceptronPremise(t *testing.T) {
 		falseAt int // the first round whose premise is false, 0: none
 		bound   float64
 	}{
-		{"noisy", online.PerceptronConfig{Margin: 0.5}, []online.Vector{one, one, one, one, one, one, one},
-			[]int8{-1, 1, -1, 1, -1, 1, -1}, 5, 4},
+		{"noisy", online.PerceptronConfig{Margin: 0.1}, []online.Vector{one, one, one, one, one, one, one},
+			[]int8{-1, 1, -1, 1, -1, 1, -1}, 2, 100},
+		{"drift", online.PerceptronConfig{Margin: 0.5}, []online.Vector{one, minus, one, minus, one, one},
+			[]int8{1, -1, 1, -1, -1, 1}, 5, 4},
+		{"count", online.PerceptronConfig{Margin: 0.9}, []online.Vector{one, {Idx: []uint32{1}, Val: []float64{1}}, one},
+			[]int8{1, 1, 1}, 2, 1 / 0.81},
 		{"separable", online.PerceptronConfig{Margin: 0.5}, []online.Vector{one, minus, one, minus, minus, one},
 			[]int8{1, -1, 1, -1, -1, 1}, 0, 4},
 		{"offset", online.PerceptronConfig{Bias: true, Margin: 2}, []online.Vector{one, minus, one, minus},
@@ -423,7 +433,7 @@ func TestPerceptronPremise(t *testing.T) {
 			if g.Premise != want {
 				t.Errorf("%s: round %d: premise %d, want %d (updates %d, bound %v)", tc.name, k+1, g.Premise, want, p.Updates(), g.Value)
 			}
-			if g.Value != tc.bound {
+			if math.Abs(g.Value-tc.bound) > 1e-12*tc.bound { // R²/γ² rounded
 				t.Errorf("%s: round %d: bound %v, want %v", tc.name, k+1, g.Value, tc.bound)
 			}
 		}
