@@ -94,3 +94,31 @@ func TestTrackerPremiseEncoded(t *testing.T) {
 		t.Errorf("restored status %s, want %s", s, StatusPremiseFalse)
 	}
 }
+
+// TestTrackerVersion1: an encoding of format 1, written before the
+// premise was, still restores; the status is then read from the model.
+func TestTrackerVersion1(t *testing.T) {
+	f := &fake{g: online.Guarantee{Kind: online.MistakeBound, Value: 5, Premise: online.PremiseAssumed}}
+	tr := New()
+	i := tr.Add("m", "fake", f)
+	tr.Observe(i, online.Prediction{Label: 1}, 1, 0)
+	b, err := tr.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One learner, no history: the premise is the byte before the last.
+	v1 := append(append([]byte(nil), b[:len(b)-2]...), b[len(b)-1])
+	v1[4] = 1
+	tr2 := New()
+	tr2.Add("m", "fake", &fake{g: online.Guarantee{Kind: online.MistakeBound, Value: 5, Premise: online.PremiseFalse}})
+	if err := tr2.UnmarshalBinary(v1); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := tr2.Learners()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rep[0]; r.Rounds != 1 || r.Bound.Status != StatusPremiseFalse {
+		t.Errorf("restored from format 1: %d rounds, status %s; want 1 and the model's %s", r.Rounds, r.Bound.Status, StatusPremiseFalse)
+	}
+}
