@@ -261,7 +261,7 @@ func (p *Perceptron) update(x Vector, fy float64) {
 // normCheckAt reports whether the update count m is one at which update
 // checks normDisproved, a pass over the weights: 1, 2, 4, 8, then 4 evenly
 // spaced per doubling of m (16, 20, 24, 28, 32, 40, ...), so that the
-// passes cost O(2^bits · log M) over a run (about 0.2 ms each at 2^18
+// passes cost O(2^bits · log M) over a run (about 0.3 ms each at 2^18
 // slots, a dozen by the 64th update), and a margin the weights disprove
 // is found within a quarter more updates.
 func normCheckAt(m uint64) bool {
