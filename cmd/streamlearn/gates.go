@@ -62,7 +62,7 @@ func (g gate) failures(r pipeline.Report) ([][]string, error) {
 			continue
 		}
 		if b := l.Bound; b != nil && b.Assumes == "" && !b.Holds {
-			out[i] = append(out[i], fmt.Sprintf("%s bound %.4g broken", b.Kind, b.Value))
+			out[i] = append(out[i], fmt.Sprintf("%s bound %.4g exceeded (%s)", b.Kind, b.Value, b.Status.Text()))
 		}
 		if l.BoundViolations > 0 {
 			out[i] = append(out[i], fmt.Sprintf("%d bound violations", l.BoundViolations))
@@ -140,7 +140,7 @@ func writeJUnit(path, suite string, r pipeline.Report, fails [][]string) error {
 			{"state_sha256", l.StateSHA256},
 		}}
 		if b := l.Bound; b != nil {
-			c.Properties = append(c.Properties, junitProperty{"bound", fmt.Sprintf("%s <= %g, holds: %v", b.Kind, b.Value, b.Holds)})
+			c.Properties = append(c.Properties, junitProperty{"bound", fmt.Sprintf("%s <= %g, holds: %v, status: %s", b.Kind, b.Value, b.Holds, b.Status)})
 		}
 		if len(fails[i]) > 0 {
 			s.Failures++

@@ -315,12 +315,9 @@ func writeTextReport(w io.Writer, r pipeline.Report, p pace) error {
 	for _, l := range r.Learners {
 		bound, regret := "-", "-"
 		if b := l.Bound; b != nil {
-			verdict := "holds"
-			switch {
-			case b.Assumes != "":
-				verdict = "not checked: assumes " + b.Assumes
-			case !b.Holds:
-				verdict = "BROKEN"
+			verdict := b.Status.Text()
+			if b.Assumes != "" {
+				verdict += " (assumes " + b.Assumes + ")"
 			}
 			bound = fmt.Sprintf("%s <= %.4g %s", b.Kind, b.Value, verdict)
 		} else if c := l.Certificate; c != nil {

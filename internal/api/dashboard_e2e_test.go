@@ -26,6 +26,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
 	"github.com/streamlearn/streamlearn/internal/metrics"
+	"github.com/streamlearn/streamlearn/internal/regret"
 	"github.com/streamlearn/streamlearn/internal/service"
 	"github.com/streamlearn/streamlearn/internal/testbroker"
 )
@@ -192,17 +193,13 @@ func checkPage(t *testing.T, dom []byte, reports []service.Report) {
 			if b := l.Bound; b != nil {
 				num(k+"bound", b.Value)
 				check(k+"bound_kind", string(b.Kind))
-				check(k+"holds", strconv.FormatBool(b.Holds))
-				badge := "holds"
-				if !b.Holds {
-					badge = "bound violated"
-				}
-				if f := got[k+"holds"]; !strings.Contains(f.text, badge) {
-					t.Errorf("%sholds: badge %q, want %q", k, f.text, badge)
+				check(k+"status", string(b.Status))
+				if f, badge := got[k+"status"], statusWords[b.Status]; badge == "" || !strings.Contains(f.text, badge) {
+					t.Errorf("%sstatus: badge %q, want %q", k, f.text, badge)
 				}
 			} else {
 				check(k+"bound", "")
-				check(k+"holds", "")
+				check(k+"status", "")
 			}
 			if rg := l.Regret; rg != nil {
 				num(k+"regret", rg.Value)
@@ -446,18 +443,19 @@ func TestDashboardInChromium(t *testing.T) {
 	if len(reps) != 1 || reps[0].Events != uint64(len(first)+len(second)) {
 		t.Fatalf("report after the second batch: %+v", reps)
 	}
-	violated := 0
+	// The flipped labels empty the version spaces: their premise is false.
+	disproved := 0
 	for _, l := range reps[0].Learners {
-		if l.Bound != nil && !l.Bound.Holds {
-			violated++
+		if l.Bound != nil && l.Bound.Status == regret.StatusPremiseFalse {
+			disproved++
 		}
 	}
-	if violated == 0 {
-		t.Errorf("no bound violated after the flipped labels: %+v", reps[0].Learners)
+	if disproved == 0 {
+		t.Errorf("no premise false after the flipped labels: %+v", reps[0].Learners)
 	}
 	checkPage(t, dom, reps)
-	if !bytes.Contains(dom, []byte("Bound violated")) {
-		t.Error("the page shows no bound-violation alert")
+	if !bytes.Contains(dom, []byte("Premise false")) && !bytes.Contains(dom, []byte("Bound violated")) {
+		t.Error("the page shows no alert of a premise false")
 	}
 
 	// 3. The screenshot, kept as an artifact.
@@ -627,12 +625,10 @@ func TestDashboardDelayedLabels(t *testing.T) {
 		if b == nil {
 			continue
 		}
-		f := got["0/"+l.Name+"/holds"]
+		f := got["0/"+l.Name+"/status"]
 		switch {
-		case b.Assumes != "" && !strings.Contains(f.text, "not checked"):
-			t.Errorf("%s: badge %q for a bound that assumes %s", l.Name, f.text, b.Assumes)
-		case b.Assumes == "" && !strings.Contains(f.text, "holds") && !strings.Contains(f.text, "violated"):
-			t.Errorf("%s: badge %q for a bound checked under delay", l.Name, f.text)
+		case !strings.Contains(f.text, statusWords[b.Status]):
+			t.Errorf("%s: badge %q for a bound %s (assumes %q)", l.Name, f.text, b.Status, b.Assumes)
 		case b.Assumes == "":
 			checked++
 		}
@@ -640,4 +636,13 @@ func TestDashboardDelayedLabels(t *testing.T) {
 	if checked == 0 {
 		t.Error("no bound checked under delay: the example config has halving and soa")
 	}
+}
+
+// statusWords is what the page's badge says of each status, the text
+// report's words.
+var statusWords = map[regret.BoundStatus]string{
+	regret.StatusHolds:        "bound holds",
+	regret.StatusViolated:     "bound violated",
+	regret.StatusPremiseFalse: "premise false",
+	regret.StatusAssumed:      "bound assumed",
 }

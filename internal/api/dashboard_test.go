@@ -372,3 +372,61 @@ func TestHistoryAppendsReportPoint(t *testing.T) {
 		}
 	}
 }
+
+// TestDashboardBoundStatus: what the dashboard reads says each bound's
+// status in the words the text report, the metrics and the page use.
+// Label 0 flipped to 1 on the demo's first event makes the stream not
+// realizable by the thresholds: /v1/report's bound.status is
+// premise_false for consistent, halving and soa (with their violations
+// counted), assumed for the Perceptron's margin, holds for the others;
+// streamlearn_bound_status is 1 for the same status; and app.js has a word
+// and a badge for every status.
+func TestDashboardBoundStatus(t *testing.T) {
+	cfg, lines := demo(t, 200)
+	lines[0] = bytes.Replace(lines[0], []byte(`"label":0`), []byte(`"label":1`), 1)
+	svc, ts := setup(t, cfg, &sliceSource{lines: lines, partitions: 1}, &memSink{})
+	if err := svc.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_, _, body := get(t, "GET", ts.URL+"/v1/report")
+	var reps []struct {
+		Learners []struct {
+			Name            string
+			BoundViolations uint64 `json:"bound_violations"`
+			Bound           *struct {
+				Holds  bool
+				Status string
+			}
+		}
+	}
+	if err := json.Unmarshal(body, &reps); err != nil || len(reps) != 1 {
+		t.Fatalf("/v1/report: %v %s", err, body)
+	}
+	want := map[string]string{"pct": "assumed", "ogd": "holds", "adagrad": "holds", "consistent": "premise_false",
+		"halving": "premise_false", "soa": "premise_false", "wm-h": "holds", "wm-l": "holds"}
+	metrics := scrape(t, ts.URL)
+	for _, l := range reps[0].Learners {
+		if l.Bound == nil || l.Bound.Status != want[l.Name] {
+			t.Errorf("%s: bound %+v, want status %s", l.Name, l.Bound, want[l.Name])
+			continue
+		}
+		if (l.Bound.Status == "premise_false") != (l.BoundViolations > 0) {
+			t.Errorf("%s: %d violations with status %s", l.Name, l.BoundViolations, l.Bound.Status)
+		}
+		for _, s := range []string{"holds", "violated", "premise_false", "assumed"} {
+			v := 0.0
+			if s == l.Bound.Status {
+				v = 1
+			}
+			if got, ok := metrics[seriesKey("streamlearn_bound_status", "learner="+l.Name, "partition=0", "status="+s)]; !ok || got != v {
+				t.Errorf("%s: streamlearn_bound_status{status=%q} = %v (%v), want %v", l.Name, s, got, ok, v)
+			}
+		}
+	}
+	_, _, js := get(t, "GET", ts.URL+"/dashboard/app.js")
+	for _, s := range []string{"holds: 'bound holds'", "violated: 'bound violated'", "premise_false: 'premise false'", "assumed: 'bound assumed'"} {
+		if !bytes.Contains(js, []byte(s)) {
+			t.Errorf("app.js has no %q", s)
+		}
+	}
+}

@@ -106,8 +106,17 @@ func (s *versionSpace) Loss(p online.Prediction, y int8) float64 {
 	return 0
 }
 
+// guarantee returns the mistake bound bound against the best hypothesis.
+// Its premise, a stream realizable by H, is established on the rounds so
+// far while the version space never emptied, and false from the round it
+// did (the stream is not realizable by H, whatever comes next).
 func (s *versionSpace) guarantee(bound float64) online.Guarantee {
+	premise := online.PremiseHolds
+	if s.violations > 0 {
+		premise = online.PremiseFalse
+	}
 	return online.Guarantee{
+		Premise:        premise,
 		Kind:           online.MistakeBound,
 		Value:          bound,
 		Comparator:     "best_hypothesis",

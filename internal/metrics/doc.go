@@ -21,6 +21,7 @@
 //	streamlearn_bound{learner,partition,kind}       gauge    the theorem's bound now; kind mistakes or regret
 //	streamlearn_regret{learner,partition}           gauge    loss minus the comparator's loss
 //	streamlearn_regret_bound{learner,partition}     gauge
+//	streamlearn_bound_status{learner,partition,status} gauge 1 for the bound's status (holds, violated, premise_false, assumed), 0 for the others
 //	streamlearn_bound_violations_total{learner,partition} counter
 //	streamlearn_event_duration_seconds              histogram
 //	streamlearn_prediction_latency_seconds{partition} histogram  broker timestamp → prediction handed to the sink

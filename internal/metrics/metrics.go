@@ -9,6 +9,7 @@ import (
 
 	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
+	"github.com/streamlearn/streamlearn/internal/regret"
 	"github.com/streamlearn/streamlearn/internal/service"
 )
 
@@ -44,6 +45,9 @@ var (
 	regretBoundDesc = prometheus.NewDesc("streamlearn_regret_bound",
 		"The regret the learner's theorem allows at the current round.",
 		[]string{"learner", "partition"}, nil)
+	boundStatusDesc = prometheus.NewDesc("streamlearn_bound_status",
+		"1 for the bound's current status, 0 for the others: holds (proved for this stream and within it), violated (exceeded though proved), premise_false (the theorem's premise failed on this stream), assumed (within it, proved if the user's margin is true).",
+		[]string{"learner", "partition", "status"}, nil)
 	violationsDesc = prometheus.NewDesc("streamlearn_bound_violations_total",
 		"Times the learner's bound stopped holding, plus rounds whose version space became empty.",
 		[]string{"learner", "partition"}, nil)
@@ -91,7 +95,7 @@ type collector struct {
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{eventsDesc, invalidDesc, roundsDesc, mistakesDesc, lossDesc,
-		boundDesc, regretDesc, regretBoundDesc, violationsDesc, lagDesc, labelsDesc, pendingDesc, labelDelayDesc,
+		boundDesc, boundStatusDesc, regretDesc, regretBoundDesc, violationsDesc, lagDesc, labelsDesc, pendingDesc, labelDelayDesc,
 		keysDesc, evictionsDesc, keyEventsDesc, keyMistakesDesc, checkpointAgeDesc} {
 		ch <- d
 	}
@@ -157,6 +161,13 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(violationsDesc, prometheus.CounterValue, float64(l.BoundViolations), l.Name, part)
 			if b := l.Bound; b != nil {
 				ch <- prometheus.MustNewConstMetric(boundDesc, prometheus.GaugeValue, b.Value, l.Name, part, string(b.Kind))
+				for _, s := range boundStatuses {
+					v := 0.0
+					if s == b.Status {
+						v = 1
+					}
+					ch <- prometheus.MustNewConstMetric(boundStatusDesc, prometheus.GaugeValue, v, l.Name, part, string(s))
+				}
 			}
 			if g := l.Regret; g != nil {
 				ch <- prometheus.MustNewConstMetric(regretDesc, prometheus.GaugeValue, g.Value, l.Name, part)
@@ -178,6 +189,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(checkpointAgeDesc, prometheus.GaugeValue, age)
 }
+
+// boundStatuses are the values of streamlearn_bound_status's status, each
+// exported for every bound (0 but for the current one), so that a query
+// or an alert sees a series before it becomes 1.
+var boundStatuses = []regret.BoundStatus{regret.StatusHolds, regret.StatusViolated, regret.StatusPremiseFalse, regret.StatusAssumed}
 
 // reasons returns every invalid-event reason, pre-registered at 0 so that
 // rate() and alerts see a series before the first bad record.

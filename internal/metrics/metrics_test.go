@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,6 +38,13 @@ func (n named) Name() string { return n.name }
 // returns it after the end of input.
 func runDemo(t *testing.T, lines int, opt service.Options) *service.Service {
 	t.Helper()
+	return runEdited(t, lines, opt, func(int, []byte) []byte { return nil })
+}
+
+// runEdited is runDemo with line i (from 0) replaced by edit(i, line)
+// where that is not nil.
+func runEdited(t *testing.T, lines int, opt service.Options, edit func(i int, line []byte) []byte) *service.Service {
+	t.Helper()
 	cfg, err := config.Load("../../config.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +57,11 @@ func runDemo(t *testing.T, lines int, opt service.Options) *service.Service {
 	var buf bytes.Buffer
 	sc := bufio.NewScanner(f)
 	for i := 0; i < lines && sc.Scan(); i++ {
-		buf.Write(sc.Bytes())
+		line := sc.Bytes()
+		if e := edit(i, line); e != nil {
+			line = e
+		}
+		buf.Write(line)
 		buf.WriteByte('\n')
 	}
 	path := filepath.Join(t.TempDir(), "demo.jsonl")
@@ -140,12 +152,12 @@ func TestCollectorMatchesSnapshot(t *testing.T) {
 	reg.MustRegister(c)
 	// 3 outcomes, 11 reasons, the checkpoint age (a file source has no
 	// lag), and per learner rounds, mistakes, loss, violations plus the
-	// bound, regret and regret bound it has.
+	// bound (with its four statuses), regret and regret bound it has.
 	want := 3 + len(reasons()) + 1
 	for _, l := range r.Learners {
 		want += 4
 		if l.Bound != nil {
-			want++
+			want += 1 + 4
 		}
 		if l.Regret != nil {
 			want++
@@ -249,5 +261,44 @@ streamlearn_pending_events{partition="2"} 3
 	reg.MustRegister(c)
 	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) != 0 {
 		t.Errorf("lint: %v %v", problems, err)
+	}
+}
+
+// streamlearn_bound_status is 1 for each bound's status and 0 for the
+// three others. Label 0 flipped to 1 on the demo's first event (v =
+// 0.1303, below the threshold 0.37) makes the stream not realizable by
+// the thresholds: the version spaces of consistent, halving and soa
+// empty, and their premise is false; the Perceptron's margin stays the
+// user's word (assumed); OGD, AdaGrad and Hedge are unconditional.
+func TestBoundStatusMetric(t *testing.T) {
+	s := runEdited(t, 200, service.Options{}, func(i int, line []byte) []byte {
+		if i == 0 {
+			return bytes.Replace(line, []byte(`"label":0`), []byte(`"label":1`), 1)
+		}
+		return nil
+	})
+	c := NewCollector(s.Snapshot)
+	var want strings.Builder
+	want.WriteString("# HELP streamlearn_bound_status " + "1 for the bound's current status, 0 for the others: holds (proved for this stream and within it), violated (exceeded though proved), premise_false (the theorem's premise failed on this stream), assumed (within it, proved if the user's margin is true).\n")
+	want.WriteString("# TYPE streamlearn_bound_status gauge\n")
+	status := map[string]string{"adagrad": "holds", "consistent": "premise_false", "halving": "premise_false", "ogd": "holds",
+		"pct": "assumed", "soa": "premise_false", "wm-h": "holds", "wm-l": "holds"}
+	for _, l := range []string{"adagrad", "consistent", "halving", "ogd", "pct", "soa", "wm-h", "wm-l"} {
+		for _, st := range []string{"assumed", "holds", "premise_false", "violated"} {
+			v := 0
+			if st == status[l] {
+				v = 1
+			}
+			fmt.Fprintf(&want, "streamlearn_bound_status{learner=%q,partition=\"0\",status=%q} %d\n", l, st, v)
+		}
+	}
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want.String()), "streamlearn_bound_status"); err != nil {
+		t.Error(err)
+	}
+	// The emptied version spaces still count as bound violations.
+	for _, l := range s.Snapshot().Reports[0].Learners {
+		if v := l.BoundViolations; (status[l.Name] == "premise_false") != (v > 0) {
+			t.Errorf("%s: %d bound violations, status %s", l.Name, v, status[l.Name])
+		}
 	}
 }

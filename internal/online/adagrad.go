@@ -436,6 +436,11 @@ func (a *AdaGrad) Guarantee() Guarantee {
 		return g
 	}
 	g.Kind, g.Comparator = RegretBound, "zero_vector"
+	if a.viol > 0 {
+		// A step refused (not finite) is not the algorithm the theorem
+		// is about: it says nothing of this run any more.
+		g.Premise = PremiseFalse
+	}
 	g.ComparatorLoss = float64(a.rounds) * lossOf(a.loss, 0, Positive)
 	g.RegretBound = (a.maxW*a.maxW/(2*a.cfg.Eta) + a.cfg.Eta) * a.sumG
 	g.Value = g.RegretBound

@@ -296,6 +296,11 @@ func (k *KernelPerceptron) Guarantee() Guarantee {
 	}
 	if k.cfg.Margin > 0 {
 		g.Kind, g.Value = MistakeBound, k.maxR2/(k.cfg.Margin*k.cfg.Margin)
+		// The margin is the user's word until an update exceeds the bound.
+		g.Premise = PremiseAssumed
+		if k.viol > 0 {
+			g.Premise = PremiseFalse
+		}
 	}
 	if k.updates > 0 {
 		g.CertificateKind, g.Certificate = "max_margin", math.Sqrt(k.maxR2/float64(k.updates))
@@ -314,6 +319,14 @@ func (k *KernelPerceptron) DelayedGuarantee(d uint64) (Guarantee, bool) {
 	f := 2*float64(d) + 1
 	if g.Kind == MistakeBound {
 		g.Value *= f
+		if d > 0 {
+			// Violations count updates past the immediate bound, which
+			// do not disprove the margin when labels come late.
+			g.Premise = PremiseAssumed
+			if float64(k.updates) > g.Value {
+				g.Premise = PremiseFalse
+			}
+		}
 	}
 	if g.CertificateKind != "" {
 		g.Certificate *= math.Sqrt(f)

@@ -110,6 +110,10 @@ type Guarantee struct {
 	// empty) and applied its recovery policy.
 	Violations uint64
 
+	// Premise says what is known of the theorem's premise on the rounds
+	// so far; the zero value is an unconditional theorem.
+	Premise Premise
+
 	// Monotone says that Kind stays, and Value and ComparatorLoss never
 	// decrease, from one round to the next, nor as the delay of
 	// DelayedGuarantee grows (each is built from counts, running maxima
@@ -119,6 +123,27 @@ type Guarantee struct {
 	// last left them.
 	Monotone bool
 }
+
+// Premise is what a learner knows of its theorem's premise on the rounds
+// it has seen. The values are ordered from the most known to the least
+// proved: the premise of a bound summed over several models is the
+// largest of theirs.
+type Premise uint8
+
+const (
+	// PremiseHolds: the theorem assumes nothing of the stream (OGD,
+	// Weighted-Majority), or its premise is established on the rounds so
+	// far (a version space that never emptied: they are realizable by H).
+	PremiseHolds Premise = iota
+	// PremiseAssumed: the premise is the user's word (a given margin) and
+	// nothing the learner saw contradicts it.
+	PremiseAssumed
+	// PremiseFalse: the learner saw its premise fail (a version space
+	// emptied; more updates than a margin allows), so the theorem says
+	// nothing of this stream. It stays false: what a prefix disproves,
+	// the stream cannot make true again.
+	PremiseFalse
+)
 
 // Guaranteed is implemented by learners whose theorem gives a bound.
 type Guaranteed interface {

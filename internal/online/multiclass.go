@@ -209,6 +209,11 @@ func (p *MulticlassPerceptron) Guarantee() Guarantee {
 	if p.cfg.Margin > 0 {
 		g.Kind = MistakeBound
 		g.Value = 2 * p.maxR2 / (p.cfg.Margin * p.cfg.Margin)
+		// The margin is the user's word until an update exceeds the bound.
+		g.Premise = PremiseAssumed
+		if p.viol > 0 {
+			g.Premise = PremiseFalse
+		}
 	}
 	if p.updates > 0 {
 		g.CertificateKind = "max_margin"
@@ -385,6 +390,9 @@ func (o *OneVsRest) Guarantee() Guarantee {
 		g.Value += lg.Value
 		g.Violations += lg.Violations
 		g.Monotone = g.Monotone && lg.Monotone
+		// The sum's premise is every class model's: false when one is,
+		// the user's word when one is and none is false.
+		g.Premise = max(g.Premise, lg.Premise)
 	}
 	return g
 }

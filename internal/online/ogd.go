@@ -423,6 +423,11 @@ func (o *OGD) zeroLoss() float64 {
 // current round and the zero-vector comparator (see OGD).
 func (o *OGD) Guarantee() Guarantee {
 	g := Guarantee{Kind: RegretBound, Comparator: "zero_vector", Violations: o.viol, Monotone: true}
+	if o.viol > 0 {
+		// A step refused (it would overflow) is not the algorithm the
+		// theorem is about: it says nothing of this run any more.
+		g.Premise = PremiseFalse
+	}
 	T := float64(o.rounds)
 	g.ComparatorLoss = T * o.zeroLoss()
 	if o.rounds == 0 {

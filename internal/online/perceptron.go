@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 )
 
 // PerceptronConfig configures a Perceptron (learner keys of algorithm
@@ -22,9 +23,13 @@ type PerceptronConfig struct {
 	// data made from the plain updates, is still published. Default false.
 	Average bool `yaml:"average"`
 	// Margin is the margin γ > 0 the user asserts the stream is separable
-	// with by a unit-norm vector. It does not change the algorithm; it
-	// enables the published mistake bound (R/γ)². 0 (the default) publishes
-	// only the margin certificate. Incompatible with Average.
+	// with: by a unit-norm w, y⟨w,x⟩ ≥ γ on every round, or with Bias by a
+	// hyperplane of unit-norm normal w and any offset b, y(⟨w,x⟩+b) ≥ γ
+	// (the usual margin of a hyperplane with offset, not the margin of
+	// (w,b) in the space extended by the bias feature). It does not change
+	// the algorithm; it enables the published mistake bound. 0 (the
+	// default) publishes only the margin certificate. Incompatible with
+	// Average.
 	Margin float64 `yaml:"margin"`
 }
 
@@ -60,8 +65,13 @@ func (c PerceptronConfig) Validate() error {
 //   - if Margin γ > 0: Kind MistakeBound, Value (R/γ)² (Novikoff 1962; the
 //     seeds' Theorem 3 is the case R = 1: at most 1/γ² updates). Since R is
 //     the maximum so far, the bound holds at every round for the prefix.
-//     A round whose update makes M exceed (R/γ)² proves the stream is not
-//     separable with margin γ; those rounds are counted in Violations;
+//     With Bias, Value is R²·max(1, (1+(ρ−γ)⁺²)/γ²), ρ = max ‖x‖ without
+//     the bias coordinate (R² = ρ²+1): see biasBound. The premise is the
+//     user's word (Premise PremiseAssumed) until an update round
+//     disproves it: M exceeds Value, or, with Bias, the updates have had
+//     both labels and γ > ρ, or ‖w‖ < M·γ (normDisproved, checked at some
+//     updates). Those rounds are counted in Violations, and from the
+//     first one Premise is PremiseFalse;
 //   - once M > 0: CertificateKind "max_margin", Certificate R/√M. The same
 //     proof shows every unit-norm u has min_t y_t⟨u,x_t⟩ ≤ R/√M over the
 //     update rounds, so no separator of the stream seen so far has a larger
@@ -243,9 +253,103 @@ func (p *Perceptron) update(x Vector, fy float64) {
 			p.u[p.dim] += c
 		}
 	}
-	if p.cfg.Margin > 0 && float64(p.updates) > p.maxR2/(p.cfg.Margin*p.cfg.Margin) {
+	if p.cfg.Margin > 0 && (p.disproved() || p.viol == 0 && normCheckAt(p.updates) && p.normDisproved()) {
 		p.viol++
 	}
+}
+
+// normCheckAt reports whether the update count m is one at which update
+// checks normDisproved, a pass over the weights: 1, 2, 4, 8, then 4 evenly
+// spaced per doubling of m (16, 20, 24, 28, 32, 40, ...), so that the
+// passes cost O(2^bits · log M) over a run (about 0.3 ms each at 2^18
+// slots, a dozen by the 64th update), and a margin the weights disprove
+// is found within a quarter more updates.
+func normCheckAt(m uint64) bool {
+	if m < 16 {
+		return m&(m-1) == 0
+	}
+	return m&(1<<(bits.Len64(m)-3)-1) == 0
+}
+
+// normDisproved reports whether the weights now disprove Margin γ, from
+// the proof of the bound itself: for a unit separator u of margin γ, each
+// update adds at least γ to ⟨u,w⟩, so M·γ ≤ ⟨u,w⟩ ≤ ‖w‖. A weight vector
+// shorter than M·γ proves that no unit vector separates the updates with
+// margin γ. This is the certificate R/√M < γ made exact: ‖w‖ ≤ R√M, and on
+// a stream that is not separable the updates cancel, so ‖w‖ falls far
+// below R√M long before M reaches the bound. It needs no assumption on
+// the order of the labels, so it holds with delayed labels too.
+//
+// With Bias, w is the extended (w, b) and a separator of margin γ with
+// offset b, |b| ≤ d = (ρ−γ)⁺ once the updates have had both labels, is the
+// extended unit vector (w*, b)/√(1+b²) of margin γ/√(1+d²) at least
+// (biasBound); while they have all had one label, ‖w‖ ≥ |b| = M and
+// nothing is disproved.
+//
+// w is the sum of the updates y_k·x_k as rounded: within M²·u·R of the
+// exact sum (u the unit roundoff), and ‖w‖ is computed within a relative
+// 2^28·u; the comparison leaves that much room, so that it never claims
+// what exact arithmetic would not.
+func (p *Perceptron) normDisproved() bool {
+	m, gamma := float64(p.updates), p.cfg.Margin
+	if p.cfg.Bias {
+		if math.Abs(p.w[p.dim]) >= m {
+			return false
+		}
+		d := max(0, math.Sqrt(max(0, p.maxR2-1))-gamma)
+		gamma /= math.Sqrt(1 + d*d)
+	}
+	norm := math.Sqrt(norm2(p.w))
+	return norm*(1+1e-7)+1e-15*m*m*math.Sqrt(p.maxR2) < m*gamma
+}
+
+// bound returns the mistake bound for Margin γ > 0 and R² = maxR2.
+//
+// Without Bias it is Novikoff's R²/γ². With Bias the Perceptron runs on
+// x' = (x, 1), ‖x'‖ ≤ R, and the user's γ is the margin of a hyperplane
+// (w, b) with ‖w‖ = 1, whose extended vector (w, b) has norm √(1+b²)
+// and margin γ/√(1+b²) on x': M ≤ R²(1+b²)/γ². The offset b is bounded
+// by the data (biasBound): the bound is R²·max(1, (1+(ρ−γ)⁺²)/γ²).
+func (p *Perceptron) bound() float64 {
+	g2 := p.cfg.Margin * p.cfg.Margin
+	if !p.cfg.Bias {
+		return p.maxR2 / g2
+	}
+	return biasBound(p.maxR2, p.cfg.Margin)
+}
+
+// biasBound is the mistake bound of a Perceptron with a bias on a stream
+// separable with margin γ by a hyperplane (w, b), ‖w‖ = 1, any b, where R²
+// = r2 is the largest ‖(x, 1)‖² so far and ρ = √(R²−1) the largest ‖x‖:
+// R²·max(1, (1+d²)/γ²), d = max(0, ρ−γ).
+//
+// Proof. Novikoff's argument uses only the update rounds. If they all
+// had the same label y₀, the unit vector (0, y₀) separates them in the
+// extended space with margin 1: M ≤ R². Otherwise two update rounds x₊,
+// x₋ have opposite labels, and ⟨w,x₊⟩+b ≥ γ, ⟨w,x₋⟩+b ≤ −γ give
+// γ−ρ ≤ γ−⟨w,x₊⟩ ≤ b ≤ −γ−⟨w,x₋⟩ ≤ ρ−γ: |b| ≤ d (and γ ≤ ρ), so
+// (w, b)/√(1+b²) has margin ≥ γ/√(1+d²) and M ≤ R²(1+d²)/γ². Each case's
+// bound is at most the maximum. The bound grows with R, as Monotone asks.
+func biasBound(r2, gamma float64) float64 {
+	rho := math.Sqrt(max(0, r2-1))
+	d := max(0, rho-gamma)
+	return r2 * max(1, (1+d*d)/(gamma*gamma))
+}
+
+// disproved reports whether the rounds so far disprove the premise of
+// Margin, at an update: M exceeds the bound, or offsetDisproved.
+func (p *Perceptron) disproved() bool {
+	return float64(p.updates) > p.bound() || p.offsetDisproved()
+}
+
+// offsetDisproved reports whether, with Bias, the updates have had both
+// labels (|b| < M: the bias weight is the sum of their labels) and γ > ρ,
+// which no hyperplane with offset allows (biasBound). The comparison
+// leaves room for the rounding of R² − 1, so that it never claims what
+// exact arithmetic would not. No delay changes it.
+func (p *Perceptron) offsetDisproved() bool {
+	return p.cfg.Bias && p.cfg.Margin > 0 && math.Abs(p.w[p.dim]) < float64(p.updates) &&
+		p.cfg.Margin*p.cfg.Margin > (p.maxR2-1)*(1+1e-9)
 }
 
 // Loss is the 0-1 loss: 1 when the predicted label is not y.
@@ -269,7 +373,11 @@ func (p *Perceptron) guarantee() Guarantee {
 	g := Guarantee{RegretBound: math.NaN(), Violations: p.viol, Monotone: true}
 	if p.cfg.Margin > 0 {
 		g.Kind = MistakeBound
-		g.Value = p.maxR2 / (p.cfg.Margin * p.cfg.Margin)
+		g.Value = p.bound()
+		g.Premise = PremiseAssumed
+		if p.viol > 0 {
+			g.Premise = PremiseFalse
+		}
 	}
 	if p.updates > 0 {
 		g.CertificateKind = "max_margin"
@@ -291,7 +399,13 @@ func (p *Perceptron) guarantee() Guarantee {
 // least γ for a unit separator u of margin γ, as in the immediate case:
 // M·γ ≤ ⟨w,u⟩ ≤ ‖w‖ ≤ R·√(M(2d+1)), that is M ≤ (2d+1)R²/γ². With d = 0
 // it is the immediate bound. (The bias is the extra constant feature in
-// R², as there.)
+// R², as there, and b is bounded as there: biasBound.)
+//
+// With d > 0 the rounds counted in Violations, against the immediate
+// bound, do not disprove the margin: Premise is then PremiseFalse only
+// while M exceeds the delayed bound, or, with Bias, while the updates
+// have had both labels and γ > ρ, or, after a round counted, while the
+// weights disprove it (normDisproved, which no delay changes).
 func (p *Perceptron) DelayedGuarantee(d uint64) (Guarantee, bool) {
 	if p.cfg.Average {
 		return Guarantee{}, false
@@ -303,6 +417,12 @@ func (p *Perceptron) DelayedGuarantee(d uint64) (Guarantee, bool) {
 	f := 2*float64(d) + 1
 	if g.Kind == MistakeBound {
 		g.Value *= f
+		if d > 0 {
+			g.Premise = PremiseAssumed
+			if float64(p.updates) > g.Value || p.offsetDisproved() || p.viol > 0 && p.normDisproved() {
+				g.Premise = PremiseFalse
+			}
+		}
 	}
 	if g.CertificateKind != "" {
 		g.Certificate *= math.Sqrt(f)

@@ -88,8 +88,9 @@ func marginStream(seed uint64, d, n int, gamma float64, bias bool) ([]online.Vec
 
 // TestPerceptronMistakeBound: on streams separable with margin γ, the
 // Perceptron's updates (hence its mistakes) stay within (R/γ)², 1/γ² when
-// R ≤ 1 (the seeds' Theorem 3), the published bound is exactly R²/γ², and
-// the certificate R/√M is at least the generating separator's margin.
+// R ≤ 1 (the seeds' Theorem 3), the published bound is exactly R²/γ²
+// (with a bias, the bound for a hyperplane with offset), and the
+// certificate R/√M is at least the generating separator's margin.
 func TestPerceptronMistakeBound(t *testing.T) {
 	const d, n = 200, 5000
 	for _, tc := range []struct {
@@ -126,7 +127,14 @@ func TestPerceptronMistakeBound(t *testing.T) {
 			if !tc.bias && r2 > 1+1e-12 {
 				t.Fatalf("generator: R² = %v > 1", r2)
 			}
-			if want := r2 / (tc.gamma * tc.gamma); g.Kind != online.MistakeBound || g.Value != want {
+			want := r2 / (tc.gamma * tc.gamma)
+			if tc.bias {
+				// The margin of a hyperplane with offset b, |b| ≤ ρ − γ:
+				// R²·max(1, (1+(ρ−γ)²)/γ²), ρ = max ‖x‖ (see biasBound).
+				d := max(0, math.Sqrt(max(0, r2-1))-tc.gamma)
+				want = r2 * max(1, (1+d*d)/(tc.gamma*tc.gamma))
+			}
+			if g.Kind != online.MistakeBound || g.Value != want {
 				t.Errorf("γ=%v bias=%v: bound %v %v, want mistakes %v", tc.gamma, tc.bias, g.Kind, g.Value, want)
 			}
 			if !tc.bias && g.Value > 1/(tc.gamma*tc.gamma)*(1+1e-12) {
@@ -359,5 +367,75 @@ func TestPerceptronDelayedMistakeBound(t *testing.T) {
 	}
 	if _, ok := avg.DelayedGuarantee(3); ok {
 		t.Error("the averaged Perceptron claims a delayed bound")
+	}
+}
+
+// TestPerceptronPremise: a given margin is the user's word (assumed)
+// until an update round disproves it, and from that round on it is false.
+// The streams are small enough to follow by hand (γ is the margin given):
+//
+//   - "noisy": x = 1 with labels −1, +1, −1, ... and γ = 0.1, so R² = 1 and
+//     the bound is R²/γ² = 100. The score is 0, −1, 0, −1, ...: every round
+//     updates (a zero score does even when −1 is right). After round 2,
+//     w = −1 + 1 = 0: ‖w‖ = 0 < M·γ = 0.2, which no unit separator of
+//     margin 0.1 allows (M·γ ≤ ⟨u,w⟩ ≤ ‖w‖). The certificate R/√M < γ would
+//     wait for update 101;
+//   - "drift": x = ±1 labeled by its sign for 4 rounds (one update, w = 1),
+//     then x = 1 labeled −1: round 5 updates to w = 0 with M = 2, false
+//     from round 5 on, assumed before;
+//   - "count": x = (1,0) then (0,1), both labeled +1, γ = 0.9 (the best
+//     margin is 1/√2): round 2 makes M = 2 > R²/γ² = 1.23, and ‖w‖ = √2 <
+//     1.8;
+//   - "separable": x = ±1 labeled by its sign, γ = 0.5 (the true margin is
+//     1): assumed on every round;
+//   - "offset": with a bias, x = +1 labeled +1 then x = −1 labeled −1, γ = 2.
+//     Both rounds update (scores 0 and −1+1 = 0); the second gives the
+//     updates both labels, and a hyperplane with offset separating 1 from
+//     −1 has margin at most ρ = 1 < 2: false at round 2, while M = 2 is
+//     within the bound R²·max(1, 1/γ²) = 2;
+//   - "offset separable": the same points repeated, γ = 0.5: assumed, with
+//     the bound R²(1+(ρ−γ)²)/γ² = 2·1.25/0.25 = 10.
+func TestPerceptronPremise(t *testing.T) {
+	one := online.Vector{Idx: []uint32{0}, Val: []float64{1}}
+	minus := online.Vector{Idx: []uint32{0}, Val: []float64{-1}}
+	for _, tc := range []struct {
+		name    string
+		cfg     online.PerceptronConfig
+		xs      []online.Vector
+		ys      []int8
+		falseAt int // the first round whose premise is false, 0: none
+		bound   float64
+	}{
+		{"noisy", online.PerceptronConfig{Margin: 0.1}, []online.Vector{one, one, one, one, one, one, one},
+			[]int8{-1, 1, -1, 1, -1, 1, -1}, 2, 100},
+		{"drift", online.PerceptronConfig{Margin: 0.5}, []online.Vector{one, minus, one, minus, one, one},
+			[]int8{1, -1, 1, -1, -1, 1}, 5, 4},
+		{"count", online.PerceptronConfig{Margin: 0.9}, []online.Vector{one, {Idx: []uint32{1}, Val: []float64{1}}, one},
+			[]int8{1, 1, 1}, 2, 1 / 0.81},
+		{"separable", online.PerceptronConfig{Margin: 0.5}, []online.Vector{one, minus, one, minus, minus, one},
+			[]int8{1, -1, 1, -1, -1, 1}, 0, 4},
+		{"offset", online.PerceptronConfig{Bias: true, Margin: 2}, []online.Vector{one, minus, one, minus},
+			[]int8{1, -1, 1, -1}, 2, 2},
+		{"offset separable", online.PerceptronConfig{Bias: true, Margin: 0.5}, []online.Vector{one, minus, one, minus, one, minus},
+			[]int8{1, -1, 1, -1, 1, -1}, 0, 10},
+	} {
+		p, err := online.NewPerceptron(4, tc.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, x := range tc.xs {
+			p.Round(x, tc.ys[k])
+			g := p.Guarantee()
+			want := online.PremiseAssumed
+			if tc.falseAt > 0 && k+1 >= tc.falseAt {
+				want = online.PremiseFalse
+			}
+			if g.Premise != want {
+				t.Errorf("%s: round %d: premise %d, want %d (updates %d, bound %v)", tc.name, k+1, g.Premise, want, p.Updates(), g.Value)
+			}
+			if math.Abs(g.Value-tc.bound) > 1e-12*tc.bound { // R²/γ² rounded
+				t.Errorf("%s: round %d: bound %v, want %v", tc.name, k+1, g.Value, tc.bound)
+			}
+		}
 	}
 }

@@ -19,7 +19,10 @@
 //     (online.Guarantee.ComparatorLoss), exact where the comparator set is
 //     finite;
 //   - bound: the learner's theorem at the current round; holds is false
-//     exactly when the observed quantity (mistakes or regret) exceeded it.
+//     exactly when the observed quantity (mistakes or regret) exceeded it,
+//     and its status (BoundStatus: holds, violated, premise_false,
+//     assumed) says whether the theorem proves it for this stream, from
+//     what the learner knows of its premise (online.Guarantee.Premise).
 //
 // A bound violation is counted once each time a bound goes from holding to
 // not holding, and once for every round on which a realizable-case learner

@@ -34,7 +34,7 @@ var (
 //	  the guarantee as of the last round:
 //	    string kind, f64 value, string comparator, f64 comparator loss,
 //	    f64 regret bound, string certificate kind, f64 certificate,
-//	    u64 violations
+//	    u64 violations, u8 premise (online.Premise; version 2 on)
 //	bool    history enabled
 //	when enabled:
 //	  u64   max points per learner
@@ -46,10 +46,12 @@ var (
 // The guarantee is stored rather than re-read from the model: it is what
 // the next report publishes, and storing it keeps the tracker's state
 // self-contained (restoring it does not depend on the models having been
-// restored first).
+// restored first). Version 1 had no premise: a tracker restored from it
+// reads its learners' guarantees again from their models at the next
+// report, the models being restored by then.
 const (
 	trackerMagic   = "SLRT"
-	trackerVersion = 1
+	trackerVersion = 2
 )
 
 // Limits on decoded lengths: they bound what a corrupt encoding can make
@@ -103,6 +105,7 @@ func (t *Tracker) encodeLearners(e *codec.Encoder) {
 		e.String(g.CertificateKind)
 		e.F64(g.Certificate)
 		e.U64(g.Violations)
+		e.U8(uint8(g.Premise))
 	}
 }
 
@@ -242,9 +245,10 @@ func (t *Tracker) decode(b []byte, encoded int, from []int) ([]learner, *History
 		return nil, nil, d.Err()
 	case string(hdr[:len(trackerMagic)]) != trackerMagic:
 		return nil, nil, fmt.Errorf("not a tracker encoding (magic %q)", hdr[:len(trackerMagic)])
-	case hdr[len(trackerMagic)] != trackerVersion:
-		return nil, nil, fmt.Errorf("unsupported format version %d (this build reads %d)", hdr[len(trackerMagic)], trackerVersion)
+	case hdr[len(trackerMagic)] < 1 || hdr[len(trackerMagic)] > trackerVersion:
+		return nil, nil, fmt.Errorf("unsupported format version %d (this build reads 1 to %d)", hdr[len(trackerMagic)], trackerVersion)
 	}
+	version := hdr[len(trackerMagic)]
 	n := d.U32()
 	if d.Err() != nil {
 		return nil, nil, d.Err()
@@ -309,6 +313,9 @@ func (t *Tracker) decode(b []byte, encoded int, from []int) ([]learner, *History
 			Certificate:     d.F64(),
 			Violations:      d.U64(),
 		}
+		if version >= 2 {
+			l.g.Premise = online.Premise(d.U8())
+		}
 		if d.Err() != nil {
 			return nil, nil, d.Err()
 		}
@@ -318,6 +325,10 @@ func (t *Tracker) decode(b []byte, encoded int, from []int) ([]learner, *History
 		}
 		if err := check(); err != nil {
 			return nil, nil, fmt.Errorf("learner %q: %w", l.name, err)
+		}
+		if version < 2 {
+			// No premise encoded: the next report reads the model's.
+			l.gStale = l.guaranteed != nil
 		}
 	}
 	var h *History
@@ -367,7 +378,7 @@ func (l *learner) check() error {
 	if l.guaranteed == nil {
 		// Add leaves the guarantee zero for a model without a theorem, and
 		// Observe never sets it.
-		if l.g.Kind != online.NoBound || l.g.Comparator != "" || l.g.CertificateKind != "" || l.broken || l.crossing != 0 ||
+		if l.g.Kind != online.NoBound || l.g.Comparator != "" || l.g.CertificateKind != "" || l.g.Premise != 0 || l.broken || l.crossing != 0 ||
 			math.Float64bits(l.g.Value)|math.Float64bits(l.g.ComparatorLoss)|math.Float64bits(l.g.RegretBound)|
 				math.Float64bits(l.g.Certificate)|l.g.Violations != 0 {
 			return errors.New("bound state for a learner without a theorem")
@@ -399,6 +410,9 @@ func (l *learner) checkCounts() error {
 	case online.NoBound, online.MistakeBound, online.RegretBound:
 	default:
 		return fmt.Errorf("unknown bound kind %q", l.g.Kind)
+	}
+	if l.g.Premise > online.PremiseFalse {
+		return fmt.Errorf("unknown premise %d", l.g.Premise)
 	}
 	return nil
 }

@@ -172,7 +172,7 @@ func TestTrackerUnmarshalRefuses(t *testing.T) {
 		{"algorithm", realg, blob, `learner 0: encoding has "m" (halving), tracker has "m" (soa)`},
 		{"count", short, blob, "encoding has 3 learners, tracker has 1"},
 		{"magic", nil, flip(0, 'X'), "not a tracker encoding"},
-		{"version", nil, flip(4, 2), "unsupported format version 2 (this build reads 1)"},
+		{"version", nil, flip(4, 3), "unsupported format version 3 (this build reads 1 to 2)"},
 		{"trailing", nil, append(bytes.Clone(blob), 0), "1 trailing bytes"},
 		{"bool", nil, flip(9+9+15+24, 7), "bad boolean"}, // learner 0's broken flag
 		{"empty", nil, nil, "truncated"},

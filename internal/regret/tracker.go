@@ -320,7 +320,8 @@ func NewClassModelReport(mistakes uint64, loss float64, g online.Guarantee) *Cla
 		observed = loss - g.ComparatorLoss
 	}
 	if g.Kind != online.NoBound && finite(g.Value) {
-		r.Bound = &BoundReport{Kind: g.Kind, Value: g.Value, Holds: observed <= g.Value}
+		holds := observed <= g.Value
+		r.Bound = &BoundReport{Kind: g.Kind, Value: g.Value, Holds: holds, Status: Status(g.Premise, holds, false)}
 	}
 	if g.Comparator != "" {
 		r.Regret = &RegretReport{Comparator: g.Comparator, Value: loss - g.ComparatorLoss}
@@ -343,15 +344,80 @@ type Calibration struct {
 type BoundReport struct {
 	Kind  online.BoundKind `json:"kind"`
 	Value float64          `json:"value"`
-	Holds bool             `json:"holds"`
+	// Holds is false exactly when the observed quantity (mistakes, or
+	// regret) exceeded Value; whether the theorem proves Value is Status.
+	Holds bool `json:"holds"`
+	// Status says what is known of the bound (see BoundStatus).
+	Status BoundStatus `json:"status"`
 	// Assumes names what the theorem assumes and the stream does not
 	// guarantee ("immediate labels" on a stream with delayed labels):
-	// the bound is then not checked, and Holds says nothing.
+	// the bound is then proved only while no label came late, its
+	// status premise false after that, and no crossing is counted.
 	Assumes string `json:"assumes,omitempty"`
 	// DelayRounds, with delayed labels, is the delay the bound is for: at
 	// most that many labeled rounds were learned between a prediction and
 	// its label.
 	DelayRounds uint64 `json:"delay_rounds,omitempty"`
+}
+
+// BoundStatus is what is known of a bound at the current round, one of
+// four:
+//
+//   - StatusHolds: the observed quantity is within the bound and the
+//     theorem proves the bound for this stream: it is unconditional, or
+//     its premise is established on the rounds so far;
+//   - StatusViolated: the observed quantity exceeded a bound whose
+//     premise holds;
+//   - StatusPremiseFalse: the learner saw the theorem's premise fail (a
+//     version space emptied, updates past what a margin allows, a label
+//     that came late to a theorem of immediate labels), or the bound was
+//     exceeded while its premise was the user's word, which disproves
+//     it: the theorem says nothing of this stream, whether or not the
+//     quantity is within the bound (Holds says);
+//   - StatusAssumed: the quantity is within the bound, and the theorem
+//     proves it if the user's word (a margin) is true, which nothing has
+//     contradicted.
+//
+// Premise false comes before violated: a theorem whose premise failed is
+// not broken by a stream it does not speak of, and a bound exceeded under
+// a premise that is only assumed proves the premise false, not the
+// theorem wrong. Violated is left for a bound a proof covers.
+type BoundStatus string
+
+const (
+	StatusHolds        BoundStatus = "holds"
+	StatusViolated     BoundStatus = "violated"
+	StatusPremiseFalse BoundStatus = "premise_false"
+	StatusAssumed      BoundStatus = "assumed"
+)
+
+// Status returns the status of a bound whose theorem's premise is p,
+// holds saying whether the observed quantity is within it, and unmet
+// whether the stream broke a premise the learner does not check (a label
+// that came late to a theorem of immediate labels).
+func Status(p online.Premise, holds, unmet bool) BoundStatus {
+	switch {
+	case unmet || p == online.PremiseFalse:
+		return StatusPremiseFalse
+	case p == online.PremiseAssumed && !holds:
+		// The premise and the theorem imply the bound: the bound
+		// exceeded disproves the premise.
+		return StatusPremiseFalse
+	case !holds:
+		return StatusViolated
+	case p == online.PremiseAssumed:
+		return StatusAssumed
+	}
+	return StatusHolds
+}
+
+// Text returns s as a report's text says it: "premise false" for
+// StatusPremiseFalse, the status itself otherwise.
+func (s BoundStatus) Text() string {
+	if s == StatusPremiseFalse {
+		return "premise false"
+	}
+	return string(s)
 }
 
 // RegretReport is the learner's regret against its comparator. Bound is
@@ -406,13 +472,18 @@ func (l *learner) report(digest bool) (LearnerReport, error) {
 		l.sync()
 		g := l.g
 		if g.Kind != online.NoBound && finite(g.Value) {
-			r.Bound = &BoundReport{Kind: g.Kind, Value: g.Value, Holds: !l.broken}
+			r.Bound = &BoundReport{Kind: g.Kind, Value: g.Value}
+			holds, unmet := !l.broken, false
 			switch {
 			case l.dl.on && l.delayed == nil:
+				// Not checked round by round: compared now, and its
+				// premise failed once a label came late.
 				r.Bound.Assumes = "immediate labels"
+				holds, unmet = l.holdsFor(&g), l.dl.delay > 0
 			case l.dl.on:
 				r.Bound.DelayRounds = l.dl.delay
 			}
+			r.Bound.Holds, r.Bound.Status = holds, Status(g.Premise, holds, unmet)
 		}
 		if g.Comparator != "" {
 			r.Regret = &RegretReport{Comparator: g.Comparator, Value: l.regret()}

@@ -116,6 +116,17 @@
     return t(v);
   }
 
+  // A bound's status (the report's bound.status) in the report's words,
+  // the badge's mark, and what it means.
+  const STATUS = { holds: 'bound holds', violated: 'bound violated', premise_false: 'premise false', assumed: 'bound assumed' };
+  const BADGE = { holds: '\u2713 ', violated: '\u2717 ', premise_false: '\u26a0 ', assumed: '' };
+  const STATUS_TITLE = {
+    holds: 'the theorem proves it for this stream',
+    violated: 'exceeded, though the theorem proves it for this stream',
+    premise_false: 'the theorem\u2019s premise failed on this stream: it says nothing of it',
+    assumed: 'proved if the margin given is true; nothing has contradicted it',
+  };
+
   function words(s) {
     return String(s).replace(/_/g, ' ');
   }
@@ -263,6 +274,7 @@
 
     const totals = { events: 0, labeled: 0, invalid: 0, rate: 0, violations: 0 };
     const violated = [];
+    const seen = new Set(); // the statuses of the bounds in the alert
     const sources = new Set();
     for (const r of reports) {
       const view = state.models.get(r.partition);
@@ -270,9 +282,14 @@
       let violations = 0;
       for (const l of r.learners || []) {
         violations += l.bound_violations || 0;
-        if ((l.bound && !l.bound.holds) || l.bound_violations > 0) {
-          let who = l.name + ' (' + fmt(l.bound_violations) + (l.bound_violations === 1 ? ' violation' : ' violations');
-          if (l.bound && !l.bound.holds) who += ', bound exceeded';
+        const st = l.bound ? l.bound.status : '';
+        if (st === 'violated' || st === 'premise_false' || l.bound_violations > 0) {
+          let who = l.name + ' (';
+          if (st === 'violated' || st === 'premise_false') {
+            who += STATUS[st] + ', ';
+            seen.add(st);
+          }
+          who += fmt(l.bound_violations) + (l.bound_violations === 1 ? ' violation' : ' violations');
           violated.push(who + (reports.length > 1 ? ', partition ' + r.partition : '') + ')');
         }
         updateLearner(view.learners.get(l.name), l, curves.get(r.partition + '\u0000' + l.name));
@@ -299,7 +316,7 @@
     const alerts = document.getElementById('alerts');
     if (violated.length > 0) {
       alerts.replaceChildren(
-        el('strong', {}, 'Bound violated'),
+        el('strong', {}, seen.has('violated') ? 'Bound violated' : seen.has('premise_false') ? 'Premise false' : 'Bound violations'),
         document.createTextNode(' \u2014 a drift signal: the stream broke a theorem\u2019s assumption (label noise, drift or a class that cannot fit it). '),
         document.createTextNode(violated.join(' \u00b7 ')),
       );
@@ -443,7 +460,7 @@
     const head = el('header', { class: 'card-head' });
     const title = el('div', { class: 'title' });
     title.append(el('h3', {}, l.name), el('span', { class: 'algo' }, l.algorithm));
-    const badge = field('span', p, l.name, 'holds');
+    const badge = field('span', p, l.name, 'status');
     badge.className = 'badge';
     head.append(title, badge);
 
@@ -506,32 +523,27 @@
     set(f.state_sha256, l.state_sha256, (l.state_sha256 || '').slice(0, 12) || '—');
     f.state_sha256.title = l.state_sha256 || '';
 
-    // The badge: green while the bound holds, red once it does not, amber
-    // while it holds again after a violation (a version space emptied).
+    // The badge says the bound's status, the report's words: green while
+    // it holds, red when violated, amber when its premise is false (or,
+    // with no bound, after violations), grey while assumed.
     const badge = view.badge;
     const warned = l.bound_violations > 0;
+    const st = b ? b.status : '';
     if (!b) {
       set(badge, null, warned ? '\u26a0 ' + fmt(l.bound_violations) + ' violations' : 'no bound');
       badge.className = 'badge ' + (warned ? 'warn' : 'none');
       badge.title = 'this learner\u2019s theorem gives no bound';
-    } else if (b.assumes) {
-      // A theorem proved for what the stream does not promise (immediate
-      // labels): shown, never checked.
-      set(badge, null, 'bound not checked');
-      badge.className = 'badge none';
-      badge.title = 'the bound assumes ' + b.assumes + '; this stream\u2019s labels come later';
     } else {
       const observed = b.kind === 'regret' && rg ? rg.value : l.mistakes;
-      let text = '\u2713 bound holds';
-      if (!b.holds) text = '\u2717 bound violated';
-      else if (warned) text = '\u26a0 bound holds, ' + fmt(l.bound_violations) + (l.bound_violations === 1 ? ' violation' : ' violations');
-      set(badge, b.holds, text);
-      badge.className = 'badge ' + (!b.holds ? 'bad' : warned ? 'warn' : 'ok');
+      set(badge, st, (BADGE[st] || '') + STATUS[st]);
+      badge.className = 'badge ' + ({ holds: 'ok', violated: 'bad', premise_false: 'warn' }[st] || 'none');
       badge.title = b.kind + ' ' + fmt(observed) + (b.holds ? ' \u2264 ' : ' > ') + 'bound ' + fmt(b.value) +
-        (b.delay_rounds ? ' for labels up to ' + fmt(b.delay_rounds) + ' rounds late' : '');
+        (b.delay_rounds ? ' for labels up to ' + fmt(b.delay_rounds) + ' rounds late' : '') +
+        (b.assumes ? '; the theorem assumes ' + b.assumes : '') + ' \u2014 ' + STATUS_TITLE[st] +
+        (warned ? '; ' + fmt(l.bound_violations) + (l.bound_violations === 1 ? ' violation' : ' violations') : '');
     }
-    view.root.classList.toggle('violated', !!b && !b.holds);
-    view.root.classList.toggle('warned', warned && !(b && !b.holds));
+    view.root.classList.toggle('violated', st === 'violated');
+    view.root.classList.toggle('warned', st === 'premise_false' || (warned && st !== 'violated'));
 
     const pts = c || { round: [], mistakes: [], regret: [], mistake_bound: [], regret_bound: [] };
     drawChart(view.mistakes, {
