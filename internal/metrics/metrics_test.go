@@ -251,3 +251,83 @@ streamlearn_pending_events{partition="2"} 3
 		t.Errorf("lint: %v %v", problems, err)
 	}
 }
+
+// Rounds scored against the default label are series of their own:
+// streamlearn_rounds_total and streamlearn_mistakes_total count the real
+// labels'. The stream and its counts are those of cmd/streamlearn's
+// TestReplayDefaultLabelApart: last-label has 3 rounds (1 mistake) on
+// real labels and 2 (1) on the default label, majority 3 (2) and 2 (1).
+func TestDefaultLabelMetrics(t *testing.T) {
+	const cfgYAML = `input: {format: jsonl}
+features: {bits: 8}
+labels: {delayed: true, wait: 2, default_label: 0}
+learners:
+  - {name: last, algorithm: last-label}
+  - {name: maj, algorithm: majority}
+`
+	const stream = `{"id":"a","features":{"v":1}}
+{"id":"a","label":1}
+{"id":"b","features":{"v":1}}
+{"id":"c","features":{"v":1}}
+{"id":"c","label":1}
+{"id":"d","features":{"v":1}}
+{"id":"b","label":1}
+{"id":"d","label":0}
+{"id":"e","features":{"v":1}}
+{"id":"f","features":{"v":1}}
+{"id":"g","features":{"v":1}}
+{"id":"h","features":{"v":1}}
+`
+	cfg, err := config.Parse("c.yaml", []byte(cfgYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	if err := os.WriteFile(path, []byte(stream), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src, err := connectors.NewFileSource(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { src.Close() })
+	s, err := service.New(service.Options{Config: cfg, Source: named{src, "file:s"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c := NewCollector(s.Snapshot)
+	want := `
+# HELP streamlearn_default_label_loss_total With labels.default_label: cumulative loss on the rounds scored against the default label.
+# TYPE streamlearn_default_label_loss_total counter
+streamlearn_default_label_loss_total{learner="last",partition="0"} 1
+streamlearn_default_label_loss_total{learner="maj",partition="0"} 1
+# HELP streamlearn_default_label_mistakes_total With labels.default_label: rounds whose prediction differed from the default label they were scored against.
+# TYPE streamlearn_default_label_mistakes_total counter
+streamlearn_default_label_mistakes_total{learner="last",partition="0"} 1
+streamlearn_default_label_mistakes_total{learner="maj",partition="0"} 1
+# HELP streamlearn_default_label_rounds_total With labels.default_label: rounds scored against the default label (expired events learned with it), apart from streamlearn_rounds_total.
+# TYPE streamlearn_default_label_rounds_total counter
+streamlearn_default_label_rounds_total{learner="last",partition="0"} 2
+streamlearn_default_label_rounds_total{learner="maj",partition="0"} 2
+# HELP streamlearn_mistakes_total Rounds whose prediction differed from the label the stream gave.
+# TYPE streamlearn_mistakes_total counter
+streamlearn_mistakes_total{learner="last",partition="0"} 1
+streamlearn_mistakes_total{learner="maj",partition="0"} 2
+# HELP streamlearn_rounds_total Labeled rounds the learner was scored on, against a label the stream gave (not a default label).
+# TYPE streamlearn_rounds_total counter
+streamlearn_rounds_total{learner="last",partition="0"} 3
+streamlearn_rounds_total{learner="maj",partition="0"} 3
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "streamlearn_rounds_total", "streamlearn_mistakes_total",
+		"streamlearn_default_label_rounds_total", "streamlearn_default_label_mistakes_total", "streamlearn_default_label_loss_total"); err != nil {
+		t.Error(err)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) != 0 {
+		t.Errorf("lint: %v %v", problems, err)
+	}
+}

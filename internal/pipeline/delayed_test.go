@@ -187,8 +187,12 @@ func (p *simPerceptron) learn(j int, _ int8, score float64, y int8) {
 
 // simResult is what the simulation counts.
 type simResult struct {
-	rounds                       uint64
-	mistakes                     []uint64
+	rounds   uint64
+	mistakes []uint64
+	// defRounds and defMistakes: of those, the rounds scored against
+	// the default label (expired events learned with it).
+	defRounds                    uint64
+	defMistakes                  []uint64
 	joined, expired, late, dup   uint64
 	unknown, pending, learnedDef uint64
 	// delayRounds: the most rounds learned while an event waited for its
@@ -201,7 +205,7 @@ type simResult struct {
 // def when it is not 0); past maxPending the oldest expires to make room.
 func simulate(recs []delayedRecord, wait, maxPending int, def int8) simResult {
 	learners := []simLearner{&simVersionSpace{v: 1<<33 - 1}, &simVersionSpace{v: 1<<33 - 1, soa: true}, &simPerceptron{}}
-	r := simResult{mistakes: make([]uint64, len(learners))}
+	r := simResult{mistakes: make([]uint64, len(learners)), defMistakes: make([]uint64, len(learners))}
 	type waiting struct {
 		id        string
 		at, j     int
@@ -224,12 +228,18 @@ func simulate(recs []delayedRecord, wait, maxPending int, def int8) simResult {
 			resolvedOrder = resolvedOrder[1:]
 		}
 	}
-	round := func(w *waiting, y int8) {
+	round := func(w *waiting, y int8, isDef bool) {
 		r.delayRounds = max(r.delayRounds, r.rounds-w.learnedAt)
 		r.rounds++
+		if isDef {
+			r.defRounds++
+		}
 		for k, l := range learners {
 			if w.served[k] != y {
 				r.mistakes[k]++
+				if isDef {
+					r.defMistakes[k]++
+				}
 			}
 			l.learn(w.j, w.served[k], w.scores[k], y)
 		}
@@ -241,7 +251,7 @@ func simulate(recs []delayedRecord, wait, maxPending int, def int8) simResult {
 		r.expired++
 		if def != 0 {
 			r.learnedDef++
-			round(w, def)
+			round(w, def, true)
 		}
 	}
 	for t0, rec := range recs {
@@ -271,7 +281,7 @@ func simulate(recs []delayedRecord, wait, maxPending int, def int8) simResult {
 			delete(byID, rec.id)
 			resolve(rec.id, "joined")
 			r.joined++
-			round(w, rec.y)
+			round(w, rec.y, false)
 		case rec.y != 0: // labeled at once
 			r.rounds++
 			for k, l := range learners {
@@ -360,9 +370,25 @@ func TestDelayedLabelsExact(t *testing.T) {
 			got := simResult{rounds: rep.Labeled, joined: l.Joined, expired: l.Expired, late: l.Late, dup: l.Duplicate,
 				unknown: l.Unknown, pending: l.Pending, learnedDef: l.ExpiredLearned, delayRounds: p.Tracker().Delay()}
 			for _, lr := range rep.Learners {
-				got.mistakes = append(got.mistakes, lr.Mistakes)
-				if lr.Rounds != rep.Labeled {
-					t.Errorf("%s: %d rounds, %d labeled", lr.Name, lr.Rounds, rep.Labeled)
+				// The report's rounds and mistakes are the real labels';
+				// default_labeled has the others: the simulation's
+				// counts are both.
+				switch dl := lr.DefaultLabeled; {
+				case (dl != nil) != (def != 0):
+					t.Errorf("%s: default_labeled %+v with default label %d", lr.Name, dl, def)
+				case dl == nil:
+					got.mistakes = append(got.mistakes, lr.Mistakes)
+					got.defMistakes = append(got.defMistakes, 0)
+				default:
+					got.mistakes = append(got.mistakes, lr.Mistakes+dl.Mistakes)
+					got.defMistakes = append(got.defMistakes, dl.Mistakes)
+					got.defRounds = dl.Rounds
+					if dl.Rounds != l.ExpiredLearned {
+						t.Errorf("%s: %d default-labeled rounds, %d expired events learned", lr.Name, dl.Rounds, l.ExpiredLearned)
+					}
+				}
+				if lr.Rounds != rep.Labeled-l.ExpiredLearned {
+					t.Errorf("%s: %d rounds, %d labeled of which %d with the default label", lr.Name, lr.Rounds, rep.Labeled, l.ExpiredLearned)
 				}
 				// Halving's and SOA's bounds under delay d are (d+1)
 				// times log₂|H| and Ldim(H) = ⌊log₂ 33⌋ = 5, and hold on

@@ -190,6 +190,9 @@ func newPipeline(c *config.Config, dg *digests) (*Pipeline, error) {
 	}
 	if p.delay != nil {
 		p.tracker.AssumeDelayed()
+		if p.delay.def != 0 {
+			p.tracker.DefaultLabels()
+		}
 	}
 	return p, nil
 }

@@ -35,6 +35,8 @@ var (
 //	    string kind, f64 value, string comparator, f64 comparator loss,
 //	    f64 regret bound, string certificate kind, f64 certificate,
 //	    u64 violations
+//	  version 2 only: the rounds of them scored against a default
+//	  label: u64 rounds, u64 mistakes, f64 loss
 //	bool    history enabled
 //	when enabled:
 //	  u64   max points per learner
@@ -47,9 +49,14 @@ var (
 // the next report publishes, and storing it keeps the tracker's state
 // self-contained (restoring it does not depend on the models having been
 // restored first).
+//
+// Version 2 added the rounds scored against a default label
+// (ObserveDefault). A tracker without such rounds is encoded in version
+// 1, whose bytes (and so the digests of checkpoints and model files) are
+// those of the trackers before; a version 1 encoding decodes with none.
 const (
 	trackerMagic   = "SLRT"
-	trackerVersion = 1
+	trackerVersion = 2
 )
 
 // Limits on decoded lengths: they bound what a corrupt encoding can make
@@ -79,8 +86,14 @@ func (t *Tracker) MarshalBinary() ([]byte, error) {
 // encodeLearners appends the head of t's encoding: every learner's
 // counters and current guarantee.
 func (t *Tracker) encodeLearners(e *codec.Encoder) {
+	version := uint8(1)
+	for i := range t.learners {
+		if t.learners[i].def != (Scores{}) {
+			version = trackerVersion
+		}
+	}
 	e.RawString(trackerMagic)
-	e.U8(trackerVersion)
+	e.U8(version)
 	e.U32(uint32(len(t.learners)))
 	for i := range t.learners {
 		l := &t.learners[i]
@@ -103,6 +116,11 @@ func (t *Tracker) encodeLearners(e *codec.Encoder) {
 		e.String(g.CertificateKind)
 		e.F64(g.Certificate)
 		e.U64(g.Violations)
+		if version >= 2 {
+			e.U64(l.def.Rounds)
+			e.U64(l.def.Mistakes)
+			e.F64(l.def.Loss)
+		}
 	}
 }
 
@@ -242,9 +260,10 @@ func (t *Tracker) decode(b []byte, encoded int, from []int) ([]learner, *History
 		return nil, nil, d.Err()
 	case string(hdr[:len(trackerMagic)]) != trackerMagic:
 		return nil, nil, fmt.Errorf("not a tracker encoding (magic %q)", hdr[:len(trackerMagic)])
-	case hdr[len(trackerMagic)] != trackerVersion:
-		return nil, nil, fmt.Errorf("unsupported format version %d (this build reads %d)", hdr[len(trackerMagic)], trackerVersion)
+	case hdr[len(trackerMagic)] < 1 || hdr[len(trackerMagic)] > trackerVersion:
+		return nil, nil, fmt.Errorf("unsupported format version %d (this build reads 1 to %d)", hdr[len(trackerMagic)], trackerVersion)
 	}
+	version := hdr[len(trackerMagic)]
 	n := d.U32()
 	if d.Err() != nil {
 		return nil, nil, d.Err()
@@ -308,6 +327,10 @@ func (t *Tracker) decode(b []byte, encoded int, from []int) ([]learner, *History
 			CertificateKind: d.String(maxKindLen),
 			Certificate:     d.F64(),
 			Violations:      d.U64(),
+		}
+		l.def = Scores{}
+		if version >= 2 {
+			l.def = Scores{Rounds: d.U64(), Mistakes: d.U64(), Loss: d.F64()}
 		}
 		if d.Err() != nil {
 			return nil, nil, d.Err()
@@ -394,6 +417,10 @@ func (l *learner) checkCounts() error {
 		return fmt.Errorf("%d mistakes in %d rounds", l.mistakes, l.rounds)
 	case l.crossing > l.rounds:
 		return fmt.Errorf("%d bound crossings in %d rounds", l.crossing, l.rounds)
+	case l.def.Rounds > l.rounds || l.def.Mistakes > l.def.Rounds || l.def.Mistakes > l.mistakes ||
+		l.rounds-l.def.Rounds < l.mistakes-l.def.Mistakes:
+		return fmt.Errorf("%d rounds (%d mistakes) scored against a default label of %d rounds (%d mistakes)",
+			l.def.Rounds, l.def.Mistakes, l.rounds, l.mistakes)
 	}
 	switch l.g.Kind {
 	case online.NoBound, online.MistakeBound, online.RegretBound:

@@ -455,6 +455,7 @@
       ['mistakes', 'mistakes'],
       ['accuracy', 'accuracy'],
       ['recent_accuracy', 'accuracy, lately'],
+      ['default_labeled', 'default-labeled'],
       ['loss', 'loss'],
       ['regret', 'regret'],
       ['bound', 'bound'],
@@ -487,6 +488,16 @@
     const wa = windowAccuracy(c, 1000);
     set(f.recent_accuracy, wa ? wa.accuracy : null, wa ? (100 * wa.accuracy).toFixed(2) + '%' : '—');
     f.recent_accuracy.title = wa ? 'over the last ' + fmt(wa.rounds) + ' rounds' : 'after two points of the curve';
+    // Rounds scored against the default label (expired events learned
+    // with labels.default_label): apart from the real labels' rounds,
+    // mistakes and accuracy above. The curves are the learner's updates,
+    // both kinds.
+    const dlab = l.default_labeled;
+    view.labels.default_labeled.parentNode.hidden = !dlab;
+    set(f.default_labeled, dlab ? dlab.rounds : null, dlab ? fmt(dlab.rounds) + ' rounds, ' + fmt(dlab.mistakes) + ' mistakes' +
+      (dlab.rounds > 0 ? ', ' + (100 * dlab.accuracy).toFixed(2) + '%' : '') : '—');
+    f.default_labeled.title = dlab ? 'scored against the default label, not counted in rounds, mistakes and accuracy' : '';
+    if (dlab && dlab.rounds > 0) f.recent_accuracy.title += ', default-labeled rounds included';
     set(f.loss, l.loss);
     const rg = l.regret;
     set(f.regret, rg ? rg.value : null);
@@ -521,7 +532,8 @@
       badge.className = 'badge none';
       badge.title = 'the bound assumes ' + b.assumes + '; this stream\u2019s labels come later';
     } else {
-      const observed = b.kind === 'regret' && rg ? rg.value : l.mistakes;
+      // The bound is over every round learned, default-labeled ones too.
+      const observed = b.kind === 'regret' && rg ? rg.value : l.mistakes + (dlab ? dlab.mistakes : 0);
       let text = '\u2713 bound holds';
       if (!b.holds) text = '\u2717 bound violated';
       else if (warned) text = '\u26a0 bound holds, ' + fmt(l.bound_violations) + (l.bound_violations === 1 ? ' violation' : ' violations');
