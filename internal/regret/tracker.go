@@ -330,6 +330,17 @@ type LearnerReport struct {
 	Classes []ClassReport `json:"classes,omitempty"`
 }
 
+// Learned returns the rounds, mistakes and loss of every round the
+// learner learned from, scored against a real label or a default one:
+// those its bound, regret and curves (History) are of.
+func (r *LearnerReport) Learned() (rounds, mistakes uint64, loss float64) {
+	rounds, mistakes, loss = r.Rounds, r.Mistakes, r.Loss
+	if d := r.DefaultLabeled; d != nil && d.Rounds > 0 {
+		rounds, mistakes, loss = rounds+d.Rounds, mistakes+d.Mistakes, loss+d.Loss
+	}
+	return rounds, mistakes, loss
+}
+
 // DefaultLabeledReport is a learner's record on the rounds scored against
 // a default label: Accuracy is 1 − Mistakes/Rounds, NaN (null in JSON)
 // when there was none.
