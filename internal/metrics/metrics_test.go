@@ -6,6 +6,7 @@ import (
 	"context"
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -329,5 +330,26 @@ streamlearn_rounds_total{learner="maj",partition="0"} 3
 	reg.MustRegister(c)
 	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) != 0 {
 		t.Errorf("lint: %v %v", problems, err)
+	}
+	// And Debian's promtool, when it is installed, finds nothing either.
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Logf("promtool check metrics not run: %v", err)
+		return
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	for _, mf := range mfs {
+		if _, err := writeText(&b, mf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = &b
+	if out, err := cmd.CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) != 0 {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
 	}
 }
