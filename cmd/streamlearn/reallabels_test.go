@@ -257,7 +257,7 @@ learners:
 	if l := labelsRep; l.Joined != 0 || l.Late != 5574 || l.Expired != 5574 || l.ExpiredLearned != 5574 {
 		t.Errorf("labels %+v, want all 5574 late, expired and learned with the default label", l)
 	}
-	for _, w := range []string{"most labels came after their events expired: 5574 late, 0 joined, 5574 events expired (wait 100 records)",
+	for _, w := range []string{"most labels came after their events expired: 5574 late, 0 in time; 5574 events expired (wait 100 records)",
 		"no round was scored on a real label: the 5574 rounds learned were scored against the default label"} {
 		if !strings.Contains(labelsRep.Warning, w) {
 			t.Errorf("labels warning %q, want it to say %q", labelsRep.Warning, w)

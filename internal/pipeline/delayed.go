@@ -395,7 +395,8 @@ type LabelsReport struct {
 	Delay          DelayReport `json:"delay"`
 	// Warning, when not empty, says that the labels the stream gave were
 	// not what the learners were scored on: most of them came after
-	// their events expired (LabelsWarning), or no round was scored on
+	// their events expired (more late than in time, joined or with their
+	// events, once MinLateLabels came late), or no round was scored on
 	// one while expired events were learned with the default label.
 	Warning string `json:"warning,omitempty"`
 	// StateSHA256 is the SHA-256 of the store's canonical encoding: the
@@ -417,7 +418,9 @@ type DelayReport struct {
 	Mean float64 `json:"mean"`
 }
 
-func (d *delayedStore) report() *LabelsReport {
+// report returns the labels report, of a pipeline that learned learned
+// rounds.
+func (d *delayedStore) report(learned uint64) *LabelsReport {
 	s := d.stats
 	r := &LabelsReport{Joined: s.Joined, Pending: uint64(d.n), Expired: s.Expired, ExpiredLearned: s.ExpiredLearned,
 		Unknown: s.Unknown, Late: s.Late, Duplicate: s.Duplicate, Delay: DelayReport{Max: s.DelayMax},
@@ -425,7 +428,7 @@ func (d *delayedStore) report() *LabelsReport {
 	if s.Joined > 0 {
 		r.Delay.Mean = float64(s.DelaySum) / float64(s.Joined)
 	}
-	r.Warning = labelsWarning(s, d.wait)
+	r.Warning = labelsWarning(s, d.wait, learned-s.ExpiredLearned)
 	return r
 }
 
@@ -435,14 +438,15 @@ func (d *delayedStore) report() *LabelsReport {
 const MinLateLabels = 10
 
 // labelsWarning returns the labels report's warning for the counters s
-// under wait, "" when there is nothing to say.
-func labelsWarning(s LabelStats, wait uint64) string {
+// under wait, with real rounds learned from labels that came in time
+// (joined, or with their events), "" when there is nothing to say.
+func labelsWarning(s LabelStats, wait, real uint64) string {
 	var parts []string
-	if s.Late >= MinLateLabels && s.Late > s.Joined {
-		parts = append(parts, fmt.Sprintf("most labels came after their events expired: %d late, %d joined, %d events expired (wait %d records); raise labels.wait",
-			s.Late, s.Joined, s.Expired, wait))
+	if s.Late >= MinLateLabels && s.Late > real {
+		parts = append(parts, fmt.Sprintf("most labels came after their events expired: %d late, %d in time; %d events expired (wait %d records); raise labels.wait",
+			s.Late, real, s.Expired, wait))
 	}
-	if s.Joined == 0 && s.ExpiredLearned > 0 {
+	if real == 0 && s.ExpiredLearned > 0 {
 		parts = append(parts, fmt.Sprintf("no round was scored on a real label: the %d rounds learned were scored against the default label", s.ExpiredLearned))
 	}
 	return strings.Join(parts, "; ")

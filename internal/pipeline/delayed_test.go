@@ -715,3 +715,30 @@ func TestStartFromDelayed(t *testing.T) {
 			held, g.Joined, g.Expired, g.ExpiredLearned, w.Joined, w.Expired, w.ExpiredLearned)
 	}
 }
+
+// The labels report warns when more labels came late than in time (once
+// MinLateLabels did), and when none came in time while expired events
+// were learned with the default label; it says nothing otherwise.
+func TestLabelsWarning(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		s          LabelStats
+		real       uint64
+		late, none bool
+	}{
+		{"quiet", LabelStats{Joined: 90, Late: 10, Expired: 10}, 90, false, false},
+		{"few late", LabelStats{Late: 9, Expired: 9}, 5, false, false},
+		{"most late", LabelStats{Joined: 3, Late: 10, Expired: 12}, 3, true, false},
+		{"inline labels in time", LabelStats{Late: 40, Expired: 40}, 60, false, false},
+		{"all late, dropped", LabelStats{Late: 50, Expired: 50}, 0, true, false},
+		{"all late, default label", LabelStats{Late: 50, Expired: 50, ExpiredLearned: 50}, 0, true, true},
+		{"none came, default label", LabelStats{Expired: 5, ExpiredLearned: 5}, 0, false, true},
+	} {
+		w := labelsWarning(tc.s, 100, tc.real)
+		late := strings.Contains(w, fmt.Sprintf("most labels came after their events expired: %d late, %d in time; %d events expired (wait 100 records)", tc.s.Late, tc.real, tc.s.Expired))
+		none := strings.Contains(w, fmt.Sprintf("no round was scored on a real label: the %d rounds learned were scored against the default label", tc.s.ExpiredLearned))
+		if late != tc.late || none != tc.none || (w == "") != (!tc.late && !tc.none) {
+			t.Errorf("%s: warning %q, want late %v, none %v", tc.name, w, tc.late, tc.none)
+		}
+	}
+}

@@ -420,7 +420,10 @@
       set(f.label_delay_max, lb.delay.max);
       const rejected = lb.late + lb.duplicate + lb.unknown;
       set(f.labels_rejected, rejected);
-      f.labels_rejected.title = 'late ' + fmt(lb.late) + ', duplicate ' + fmt(lb.duplicate) + ', unknown ' + fmt(lb.unknown);
+      f.labels_rejected.title = 'late ' + fmt(lb.late) + ', duplicate ' + fmt(lb.duplicate) + ', unknown ' + fmt(lb.unknown) +
+        (lb.warning ? '\n' + lb.warning : '');
+      // Most labels came after their events expired, or none was scored.
+      f.labels_rejected.classList.toggle('warn', !!lb.warning);
     }
 
     const by = r.invalid_by_reason || {};
@@ -455,7 +458,8 @@
       ['mistakes', 'mistakes'],
       ['accuracy', 'accuracy'],
       ['recent_accuracy', 'accuracy, lately'],
-      ['default_labeled', 'default-labeled'],
+      ['default_rounds', 'default rounds'],
+      ['default_accuracy', 'default accuracy'],
       ['loss', 'loss'],
       ['regret', 'regret'],
       ['bound', 'bound'],
@@ -493,10 +497,12 @@
     // mistakes and accuracy above. The curves are the learner's updates,
     // both kinds.
     const dlab = l.default_labeled;
-    view.labels.default_labeled.parentNode.hidden = !dlab;
-    set(f.default_labeled, dlab ? dlab.rounds : null, dlab ? fmt(dlab.rounds) + ' rounds, ' + fmt(dlab.mistakes) + ' mistakes' +
-      (dlab.rounds > 0 ? ', ' + (100 * dlab.accuracy).toFixed(2) + '%' : '') : '—');
-    f.default_labeled.title = dlab ? 'scored against the default label, not counted in rounds, mistakes and accuracy' : '';
+    view.labels.default_rounds.parentNode.hidden = !dlab;
+    view.labels.default_accuracy.parentNode.hidden = !dlab;
+    set(f.default_rounds, dlab ? dlab.rounds : null);
+    set(f.default_accuracy, dlab ? dlab.accuracy : null, dlab && dlab.rounds > 0 ? (100 * dlab.accuracy).toFixed(2) + '%' : '—');
+    f.default_rounds.title = f.default_accuracy.title = dlab ? fmt(dlab.rounds) + ' rounds, ' + fmt(dlab.mistakes) +
+      ' mistakes scored against the default label, not counted in rounds, mistakes and accuracy' : '';
     if (dlab && dlab.rounds > 0) f.recent_accuracy.title += ', default-labeled rounds included';
     set(f.loss, l.loss);
     const rg = l.regret;
