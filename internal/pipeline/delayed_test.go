@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"slices"
 	"sort"
@@ -739,6 +740,61 @@ func TestLabelsWarning(t *testing.T) {
 		none := strings.Contains(w, fmt.Sprintf("no round was scored on a real label: the %d rounds learned were scored against the default label", tc.s.ExpiredLearned))
 		if late != tc.late || none != tc.none || (w == "") != (!tc.late && !tc.none) {
 			t.Errorf("%s: warning %q, want late %v, none %v", tc.name, w, tc.late, tc.none)
+		}
+	}
+}
+
+// A state written before rounds scored against a default label were
+// counted apart (testdata/default-label-6505c9c.state: by 6505c9c,
+// TestDelayedLabelsRestore's stream cut at record 1300, with 396 expired
+// events learned with the default label) still restores, with none
+// counted apart: those rounds count as real ones, as they did. From
+// there on they are apart: run on to the end, the default-labeled rounds
+// are the events expired and learned with the default label since, and
+// the rounds and mistakes in all are the uninterrupted run's.
+func TestRestoreBeforeDefaultLabelsApart(t *testing.T) {
+	b, err := os.ReadFile("testdata/default-label-6505c9c.state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf(delayedYAML, 60, 40, ", default_label: 0")
+	recs := delayedStream(2000, 80, 11)
+	c := mustConfig(t, cfg)
+	p := mustNew(t, c)
+	if err := p.UnmarshalBinary(b); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := p.Report()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := rep.Learners[0]; rep.Labeled != 692 || rep.Labels.ExpiredLearned != 396 || l.Rounds != 692 || l.DefaultLabeled == nil || l.DefaultLabeled.Rounds != 0 {
+		t.Fatalf("restored: labeled %d, expired and learned %d, %s: %d rounds, default-labeled %+v; want 692, 396, 692 and none",
+			rep.Labeled, rep.Labels.ExpiredLearned, l.Name, l.Rounds, l.DefaultLabeled)
+	}
+	dec := mustDecoder(t, c)
+	var ev event.Event
+	for _, rec := range recs[1300:] {
+		if err := dec.Decode([]byte(rec.line), &ev); err != nil {
+			t.Fatal(err)
+		}
+		p.Process(&ev)
+	}
+	whole := runDelayed(t, cfg, recs)
+	if rep, err = p.Report(); err != nil {
+		t.Fatal(err)
+	}
+	want, err := whole.Report()
+	if err != nil {
+		t.Fatal(err)
+	}
+	since := rep.Labels.ExpiredLearned - 396
+	for i, l := range rep.Learners {
+		w := want.Learners[i]
+		if since == 0 || l.DefaultLabeled.Rounds != since || l.Rounds+l.DefaultLabeled.Rounds != rep.Labeled ||
+			l.Rounds+l.DefaultLabeled.Rounds != w.Rounds+w.DefaultLabeled.Rounds || l.Mistakes+l.DefaultLabeled.Mistakes != w.Mistakes+w.DefaultLabeled.Mistakes {
+			t.Errorf("%s: %d rounds, default-labeled %+v, of %d labeled; want %d default-labeled since the restore, and the uninterrupted run's %d rounds, %d mistakes in all",
+				l.Name, l.Rounds, *l.DefaultLabeled, rep.Labeled, since, w.Rounds+w.DefaultLabeled.Rounds, w.Mistakes+w.DefaultLabeled.Mistakes)
 		}
 	}
 }
