@@ -55,7 +55,9 @@ type gate struct {
 func (g gate) failures(r pipeline.Report) ([][]string, error) {
 	out := make([][]string, len(r.Learners))
 	for i, l := range r.Learners {
-		if want, ok := g.min[l.Name]; ok && !(l.Accuracy >= want) {
+		if want, ok := g.min[l.Name]; ok && l.Rounds == 0 {
+			out[i] = append(out[i], fmt.Sprintf("no round scored on a real label: no accuracy to hold to %g", want))
+		} else if ok && !(l.Accuracy >= want) {
 			out[i] = append(out[i], fmt.Sprintf("accuracy %.4f is below %g", l.Accuracy, want))
 		}
 		if !g.failOnViolation {
@@ -136,9 +138,13 @@ func writeJUnit(path, suite string, r pipeline.Report, fails [][]string) error {
 		c := junitCase{Name: l.Name, Classname: "streamlearn.replay." + l.Algorithm, Properties: []junitProperty{
 			{"rounds", strconv.FormatUint(l.Rounds, 10)},
 			{"mistakes", strconv.FormatUint(l.Mistakes, 10)},
-			{"accuracy", strconv.FormatFloat(l.Accuracy, 'g', -1, 64)},
+			{"accuracy", strconv.FormatFloat(l.Accuracy, 'g', -1, 64)}, // NaN: no round scored on a real label
 			{"state_sha256", l.StateSHA256},
 		}}
+		if d := l.DefaultLabeled; d != nil {
+			c.Properties = append(c.Properties, junitProperty{"default_labeled_rounds", strconv.FormatUint(d.Rounds, 10)},
+				junitProperty{"default_labeled_mistakes", strconv.FormatUint(d.Mistakes, 10)})
+		}
 		if b := l.Bound; b != nil {
 			c.Properties = append(c.Properties, junitProperty{"bound", fmt.Sprintf("%s <= %g, holds: %v, status: %s", b.Kind, b.Value, b.Holds, b.Status)})
 		}

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -101,7 +103,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	// The service itself, on a source of the files: the same decoding,
 	// workers, tracker and dead letters as `run`.
 	opt := service.Options{Config: cfg, Source: service.NewFiles(fs.Args(), pipeline.EventConfig(cfg), os.Stdin),
-		HistoryPoints: -1, WarmStart: warm}
+		HistoryPoints: -1, WarmStart: warm,
+		// Warnings, such as labels that came after their events expired.
+		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if *envelope {
 		opt.Source = service.NewEnvelopes(fs.Args(), os.Stdin, int32(*partition), cfg.Input.MaxBytes)
 	}
@@ -309,9 +313,19 @@ func writeTextReport(w io.Writer, r pipeline.Report, p pace) error {
 		slices.Sort(parts)
 		fmt.Fprintf(w, "invalid by reason: %s\n", strings.Join(parts, ", "))
 	}
+	if l := r.Labels; l != nil && l.Warning != "" {
+		fmt.Fprintf(w, "warning: %s\n", l.Warning)
+	}
 	fmt.Fprintln(w)
+	// Scores against a default label are a column of their own, apart
+	// from the real labels' rounds, mistakes and accuracy.
+	defaults := slices.ContainsFunc(r.Learners, func(l regret.LearnerReport) bool { return l.DefaultLabeled != nil })
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "learner\talgorithm\trounds\tmistakes\taccuracy\tloss\tbound\tregret\tviolations\tstate")
+	head := "learner\talgorithm\trounds\tmistakes\taccuracy\tloss\tbound\tregret\tviolations\tstate"
+	if defaults {
+		head += "\tdefault-labeled"
+	}
+	fmt.Fprintln(tw, head)
 	for _, l := range r.Learners {
 		bound, regret := "-", "-"
 		if b := l.Bound; b != nil {
@@ -329,10 +343,24 @@ func writeTextReport(w io.Writer, r pipeline.Report, p pace) error {
 				regret += fmt.Sprintf(" (<= %.4g)", *g.Bound)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.4f\t%.4g\t%s\t%s\t%d\t%s\n",
-			l.Name, l.Algorithm, l.Rounds, l.Mistakes, l.Accuracy, l.Loss, bound, regret, l.BoundViolations, l.StateSHA256[:12])
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%.4g\t%s\t%s\t%d\t%s",
+			l.Name, l.Algorithm, l.Rounds, l.Mistakes, accuracyText(l.Rounds, l.Accuracy), l.Loss, bound, regret, l.BoundViolations, l.StateSHA256[:12])
+		if d := l.DefaultLabeled; d != nil {
+			fmt.Fprintf(tw, "\t%d rounds, %d mistakes, %s", d.Rounds, d.Mistakes, accuracyText(d.Rounds, d.Accuracy))
+		}
+		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
+}
+
+// accuracyText is the accuracy a over rounds as the text report prints
+// it: "-" when there was no round to score (a NaN, or, from a report
+// decoded from JSON, the 0 of a null).
+func accuracyText(rounds uint64, a float64) string {
+	if rounds == 0 || math.IsNaN(a) {
+		return "-"
+	}
+	return fmt.Sprintf("%.4f", a)
 }
 
 // writeEnvelopeReports prints the report of every partition of a replayed

@@ -225,7 +225,7 @@ func historyOf(snap *service.Snapshot) []History {
 				pts = series[j]
 			}
 			var now *regret.Point
-			if n := len(pts); n > 0 && pts[n-1].Round < l.Rounds {
+			if rounds, _, _ := l.Learned(); len(pts) > 0 && pts[len(pts)-1].Round < rounds {
 				// The snapshot's curves were copied a little earlier.
 				p := current(l)
 				now = &p
@@ -238,9 +238,11 @@ func historyOf(snap *service.Snapshot) []History {
 }
 
 // current is the point of a learner's curves at its report (what
-// regret.Tracker.History appends as the last point).
+// regret.Tracker.History appends as the last point): of every round
+// learned, default-labeled ones included, as the curves are.
 func current(l regret.LearnerReport) regret.Point {
-	p := regret.Point{Round: l.Rounds, Mistakes: l.Mistakes, Loss: l.Loss}
+	rounds, mistakes, loss := l.Learned()
+	p := regret.Point{Round: rounds, Mistakes: mistakes, Loss: loss}
 	if r := l.Regret; r != nil {
 		p.Regret = r.Value
 		if r.Bound != nil {

@@ -9,6 +9,7 @@ import (
 	"html"
 	"image"
 	"image/png"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -645,4 +646,86 @@ var statusWords = map[regret.BoundStatus]string{
 	regret.StatusViolated:     "bound violated",
 	regret.StatusPremiseFalse: "premise false",
 	regret.StatusAssumed:      "bound assumed",
+}
+
+// TestDashboardDefaultLabels: with labels.default_label, each learner's
+// card shows the real labels' rounds, mistakes and accuracy, as
+// /v1/report has them, and the rounds scored against the default label
+// apart (their rounds and accuracy).
+func TestDashboardDefaultLabels(t *testing.T) {
+	bin := chromium(t)
+	cfg, lines := demo(t, 600)
+	def := "0"
+	cfg.Labels = config.Labels{Delayed: true, Wait: 20, MaxPending: 1000, DefaultLabel: &def}
+	// Every third event's label comes 40 records later, after its event
+	// expired (wait 20) and was learned with the default label: late.
+	var stream [][]byte
+	var due []struct {
+		at    int
+		label []byte
+	}
+	for i, l := range lines {
+		if i%3 == 0 {
+			var ev map[string]any
+			if err := json.Unmarshal(l, &ev); err != nil {
+				t.Fatal(err)
+			}
+			lab := ev["label"]
+			delete(ev, "label")
+			l, _ = json.Marshal(ev)
+			due = append(due, struct {
+				at    int
+				label []byte
+			}{i + 40, fmt.Appendf(nil, `{"id":%q,"label":%v}`, ev["id"], lab)})
+		}
+		stream = append(stream, l)
+		for len(due) > 0 && due[0].at <= i {
+			stream = append(stream, due[0].label)
+			due = due[1:]
+		}
+	}
+	svc, ts := setup(t, cfg, &sliceSource{lines: stream, partitions: 1}, nil)
+	if err := svc.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	reps, err := svc.Reports()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Up to 200 labels late (the last events still wait), but 400 in
+	// time, with their events: no warning.
+	if lb := reps[0].Labels; lb == nil || lb.ExpiredLearned < 150 || lb.Late < 150 || lb.Warning != "" {
+		t.Fatalf("labels %+v: want events learned with the default label, late labels, and no warning", lb)
+	}
+	dom := headless(t, bin, ts.URL+"/", time.Second, "--dump-dom")
+	got := domFields(dom)
+	for _, l := range reps[0].Learners {
+		k := "0/" + l.Name + "/"
+		d := l.DefaultLabeled
+		if d == nil || d.Rounds == 0 || l.Rounds != 400 {
+			t.Fatalf("%s: %d rounds, default-labeled %+v: want 400 real rounds and the others apart", l.Name, l.Rounds, d)
+		}
+		if f := got[k+"rounds"]; f.value != strconv.FormatUint(l.Rounds, 10) {
+			t.Errorf("%srounds: page has %q, /v1/report %d", k, f.value, l.Rounds)
+		}
+		if f := got[k+"accuracy"]; parseFloat(f.value) != l.Accuracy {
+			t.Errorf("%saccuracy: page has %q, /v1/report %v", k, f.value, l.Accuracy)
+		}
+		// (Counts below 1,000: no thousands separators.)
+		if f := got[k+"default_rounds"]; f.value != strconv.FormatUint(d.Rounds, 10) || f.text != f.value {
+			t.Errorf("%sdefault_rounds: page has %q (%q), /v1/report %d", k, f.value, f.text, d.Rounds)
+		}
+		if f, want := got[k+"default_accuracy"], fmt.Sprintf("%.2f%%", 100*d.Accuracy); parseFloat(f.value) != d.Accuracy || f.text != want {
+			t.Errorf("%sdefault_accuracy: page has %q (%q), /v1/report %v (%s)", k, f.value, f.text, d.Accuracy, want)
+		}
+	}
+}
+
+// parseFloat is the number s, NaN when it is not one.
+func parseFloat(s string) float64 {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return math.NaN()
+	}
+	return v
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -427,6 +428,58 @@ func TestDashboardBoundStatus(t *testing.T) {
 	for _, s := range []string{"holds: 'bound holds'", "violated: 'bound violated'", "premise_false: 'premise false'", "assumed: 'bound assumed'"} {
 		if !bytes.Contains(js, []byte(s)) {
 			t.Errorf("app.js has no %q", s)
+		}
+	}
+}
+
+// With a default label, a learner's report counts its real labels' rounds
+// (rounds, mistakes, loss) apart from default_labeled's, while its curves
+// are of every round learned: the point historyOf appends from a report
+// is of both, the tracker's own last point.
+func TestHistoryAppendsReportPointDefaultLabels(t *testing.T) {
+	cfg, lines := demo(t, 700)
+	def := "0"
+	cfg.Labels = config.Labels{Delayed: true, Wait: 5, MaxPending: 1000, DefaultLabel: &def}
+	// Every other event comes without its label: it waits 5 records and
+	// is learned with the default label.
+	for i, l := range lines {
+		if i%2 == 1 {
+			var ev map[string]any
+			if err := json.Unmarshal(l, &ev); err != nil {
+				t.Fatal(err)
+			}
+			delete(ev, "label")
+			lines[i], _ = json.Marshal(ev)
+		}
+	}
+	p, err := pipeline.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Tracker().EnableHistory(64)
+	process(t, cfg, p, lines)
+	rep, err := p.Report()
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := p.Tracker().History()
+	stale := make([][]regret.Point, len(full))
+	for i, s := range full {
+		l := rep.Learners[i]
+		if l.DefaultLabeled == nil || l.DefaultLabeled.Rounds == 0 || l.Rounds != 350 || s[len(s)-1].Round != l.Rounds+l.DefaultLabeled.Rounds {
+			t.Fatalf("%s: %d real rounds, default-labeled %+v, history ends at round %d: want 350 real ones and the curve at both",
+				l.Name, l.Rounds, l.DefaultLabeled, s[len(s)-1].Round)
+		}
+		stale[i] = s[:len(s)-1]
+	}
+	snap := &service.Snapshot{Reports: []service.Report{{Source: "mem:demo", Report: rep}},
+		Curves: [][][]regret.Point{stale}}
+	for i, c := range historyOf(snap)[0].Learners {
+		n, last := len(c.Round)-1, full[i][len(full[i])-1]
+		// The loss, split into the real labels' and the default label's
+		// and summed again, may differ in the last bit.
+		if c.Round[n] != last.Round || c.Mistakes[n] != last.Mistakes || math.Abs(c.Loss[n]-last.Loss) > 1e-9*math.Max(1, last.Loss) {
+			t.Errorf("%s: last point round %d mistakes %d loss %v; the tracker's %+v", c.Name, c.Round[n], c.Mistakes[n], c.Loss[n], last)
 		}
 	}
 }

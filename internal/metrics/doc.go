@@ -15,9 +15,12 @@
 //
 //	streamlearn_events_total{source,outcome}        counter  learned, predicted, invalid; summed over partitions
 //	streamlearn_invalid_events_total{reason}        counter  every event.Reason and "domain", present at 0
-//	streamlearn_rounds_total{learner,partition}     counter
-//	streamlearn_mistakes_total{learner,partition}   counter
-//	streamlearn_loss_total{learner,partition}       counter  the report's cumulative loss
+//	streamlearn_rounds_total{learner,partition}     counter  scored against labels the stream gave
+//	streamlearn_mistakes_total{learner,partition}   counter  on those rounds
+//	streamlearn_loss_total{learner,partition}       counter  the report's cumulative loss on those rounds
+//	streamlearn_default_label_rounds_total{learner,partition}   counter  labels.default_label: scored against it
+//	streamlearn_default_label_mistakes_total{learner,partition} counter  on those rounds
+//	streamlearn_default_label_loss_total{learner,partition}     counter  on those rounds
 //	streamlearn_bound{learner,partition,kind}       gauge    the theorem's bound now; kind mistakes or regret
 //	streamlearn_regret{learner,partition}           gauge    loss minus the comparator's loss
 //	streamlearn_regret_bound{learner,partition}     gauge
@@ -37,6 +40,13 @@
 // violations are each model's (GET /v1/report?key=), so the partition has
 // none of those series. The key label is bounded: only the TopKeys keys of
 // the most records of each partition have series.
+//
+// The rounds scored against a default label (an expired event learned
+// with labels.default_label) are apart: streamlearn_rounds_total and
+// streamlearn_mistakes_total are the real labels', the report's headline,
+// and the default_label series, present (at 0 first) whenever a default
+// label is set, are the others. The bound and regret are over both, the
+// learner's updates.
 //
 // A learner without a theorem has no streamlearn_bound series, and one
 // without a comparator no regret series, as its report has no bound or

@@ -28,13 +28,22 @@ var (
 		"Invalid records, by reason.",
 		[]string{"reason"}, nil)
 	roundsDesc = prometheus.NewDesc("streamlearn_rounds_total",
-		"Labeled rounds the learner was scored on.",
+		"Labeled rounds the learner was scored on, against a label the stream gave (not a default label).",
 		[]string{"learner", "partition"}, nil)
 	mistakesDesc = prometheus.NewDesc("streamlearn_mistakes_total",
-		"Rounds whose prediction differed from the label.",
+		"Rounds whose prediction differed from the label the stream gave.",
 		[]string{"learner", "partition"}, nil)
 	lossDesc = prometheus.NewDesc("streamlearn_loss_total",
-		"Cumulative loss: mistakes for deterministic classifiers, the surrogate loss for ogd, the expected loss for weighted-majority.",
+		"Cumulative loss on labels the stream gave: mistakes for deterministic classifiers, the surrogate loss for ogd, the expected loss for weighted-majority.",
+		[]string{"learner", "partition"}, nil)
+	defaultRoundsDesc = prometheus.NewDesc("streamlearn_default_label_rounds_total",
+		"With labels.default_label: rounds scored against the default label (expired events learned with it), apart from streamlearn_rounds_total.",
+		[]string{"learner", "partition"}, nil)
+	defaultMistakesDesc = prometheus.NewDesc("streamlearn_default_label_mistakes_total",
+		"With labels.default_label: rounds whose prediction differed from the default label they were scored against.",
+		[]string{"learner", "partition"}, nil)
+	defaultLossDesc = prometheus.NewDesc("streamlearn_default_label_loss_total",
+		"With labels.default_label: cumulative loss on the rounds scored against the default label.",
 		[]string{"learner", "partition"}, nil)
 	boundDesc = prometheus.NewDesc("streamlearn_bound",
 		"The learner's theorem at the current round: the most mistakes (kind mistakes) or regret (kind regret) it allows.",
@@ -95,6 +104,7 @@ type collector struct {
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{eventsDesc, invalidDesc, roundsDesc, mistakesDesc, lossDesc,
+		defaultRoundsDesc, defaultMistakesDesc, defaultLossDesc,
 		boundDesc, boundStatusDesc, regretDesc, regretBoundDesc, violationsDesc, lagDesc, labelsDesc, pendingDesc, labelDelayDesc,
 		keysDesc, evictionsDesc, keyEventsDesc, keyMistakesDesc, checkpointAgeDesc} {
 		ch <- d
@@ -155,6 +165,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(roundsDesc, prometheus.CounterValue, float64(l.Rounds), l.Name, part)
 			ch <- prometheus.MustNewConstMetric(mistakesDesc, prometheus.CounterValue, float64(l.Mistakes), l.Name, part)
 			ch <- prometheus.MustNewConstMetric(lossDesc, prometheus.CounterValue, l.Loss, l.Name, part)
+			if d := l.DefaultLabeled; d != nil {
+				ch <- prometheus.MustNewConstMetric(defaultRoundsDesc, prometheus.CounterValue, float64(d.Rounds), l.Name, part)
+				ch <- prometheus.MustNewConstMetric(defaultMistakesDesc, prometheus.CounterValue, float64(d.Mistakes), l.Name, part)
+				ch <- prometheus.MustNewConstMetric(defaultLossDesc, prometheus.CounterValue, d.Loss, l.Name, part)
+			}
 			if r.Keys != nil {
 				continue // the totals of models per key: bounds are each model's
 			}

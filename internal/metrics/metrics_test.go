@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -300,5 +301,106 @@ func TestBoundStatusMetric(t *testing.T) {
 		if v := l.BoundViolations; (status[l.Name] == "premise_false") != (v > 0) {
 			t.Errorf("%s: %d bound violations, status %s", l.Name, v, status[l.Name])
 		}
+	}
+}
+
+// Rounds scored against the default label are series of their own:
+// streamlearn_rounds_total and streamlearn_mistakes_total count the real
+// labels'. The stream and its counts are those of cmd/streamlearn's
+// TestReplayDefaultLabelApart: last-label has 3 rounds (1 mistake) on
+// real labels and 2 (1) on the default label, majority 3 (2) and 2 (1).
+func TestDefaultLabelMetrics(t *testing.T) {
+	const cfgYAML = `input: {format: jsonl}
+features: {bits: 8}
+labels: {delayed: true, wait: 2, default_label: 0}
+learners:
+  - {name: last, algorithm: last-label}
+  - {name: maj, algorithm: majority}
+`
+	const stream = `{"id":"a","features":{"v":1}}
+{"id":"a","label":1}
+{"id":"b","features":{"v":1}}
+{"id":"c","features":{"v":1}}
+{"id":"c","label":1}
+{"id":"d","features":{"v":1}}
+{"id":"b","label":1}
+{"id":"d","label":0}
+{"id":"e","features":{"v":1}}
+{"id":"f","features":{"v":1}}
+{"id":"g","features":{"v":1}}
+{"id":"h","features":{"v":1}}
+`
+	cfg, err := config.Parse("c.yaml", []byte(cfgYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	if err := os.WriteFile(path, []byte(stream), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src, err := connectors.NewFileSource(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { src.Close() })
+	s, err := service.New(service.Options{Config: cfg, Source: named{src, "file:s"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c := NewCollector(s.Snapshot)
+	want := `
+# HELP streamlearn_default_label_loss_total With labels.default_label: cumulative loss on the rounds scored against the default label.
+# TYPE streamlearn_default_label_loss_total counter
+streamlearn_default_label_loss_total{learner="last",partition="0"} 1
+streamlearn_default_label_loss_total{learner="maj",partition="0"} 1
+# HELP streamlearn_default_label_mistakes_total With labels.default_label: rounds whose prediction differed from the default label they were scored against.
+# TYPE streamlearn_default_label_mistakes_total counter
+streamlearn_default_label_mistakes_total{learner="last",partition="0"} 1
+streamlearn_default_label_mistakes_total{learner="maj",partition="0"} 1
+# HELP streamlearn_default_label_rounds_total With labels.default_label: rounds scored against the default label (expired events learned with it), apart from streamlearn_rounds_total.
+# TYPE streamlearn_default_label_rounds_total counter
+streamlearn_default_label_rounds_total{learner="last",partition="0"} 2
+streamlearn_default_label_rounds_total{learner="maj",partition="0"} 2
+# HELP streamlearn_mistakes_total Rounds whose prediction differed from the label the stream gave.
+# TYPE streamlearn_mistakes_total counter
+streamlearn_mistakes_total{learner="last",partition="0"} 1
+streamlearn_mistakes_total{learner="maj",partition="0"} 2
+# HELP streamlearn_rounds_total Labeled rounds the learner was scored on, against a label the stream gave (not a default label).
+# TYPE streamlearn_rounds_total counter
+streamlearn_rounds_total{learner="last",partition="0"} 3
+streamlearn_rounds_total{learner="maj",partition="0"} 3
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "streamlearn_rounds_total", "streamlearn_mistakes_total",
+		"streamlearn_default_label_rounds_total", "streamlearn_default_label_mistakes_total", "streamlearn_default_label_loss_total"); err != nil {
+		t.Error(err)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) != 0 {
+		t.Errorf("lint: %v %v", problems, err)
+	}
+	// And Debian's promtool, when it is installed, finds nothing either.
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Logf("promtool check metrics not run: %v", err)
+		return
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	for _, mf := range mfs {
+		if _, err := writeText(&b, mf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = &b
+	if out, err := cmd.CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) != 0 {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
 	}
 }

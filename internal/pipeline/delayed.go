@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash/maphash"
+	"strings"
 
 	"github.com/streamlearn/streamlearn/internal/codec"
 	"github.com/streamlearn/streamlearn/internal/config"
@@ -30,7 +31,9 @@ import (
 // replays agree. Before each record, the events that have waited more
 // than wait records expire, oldest first; past max_pending the oldest
 // expires to make room. An expired event is dropped, or learned with the
-// default label when one is set. A label whose id is not waiting is
+// default label when one is set: a round the learners learn from, which
+// the tracker scores apart from those of the labels the stream gave
+// (regret.Tracker.ObserveDefault). A label whose id is not waiting is
 // rejected with its reason — late (the event expired), duplicate (the
 // event was labeled: the first label wins) or unknown — counted as an
 // invalid record and dead-lettered. The ids of the last max_pending
@@ -216,7 +219,7 @@ func (p *Pipeline) expire(i int32) {
 	d.stats.Expired++
 	if d.def != 0 && (p.warm == nil || d.slots[i].at > p.warm.events) {
 		d.stats.ExpiredLearned++
-		p.learnServed(&d.slots[i], d.def)
+		p.learnServed(&d.slots[i], d.def, true)
 	}
 	h := d.waiting.hashes[i]
 	d.remember(d.waiting.ids[i], h, resolvedExpired)
@@ -342,15 +345,17 @@ func (p *Pipeline) join(ev *event.Event) event.Reason {
 		b++
 	}
 	d.stats.DelayCounts[b]++
-	p.learnServed(s, ev.Label)
+	p.learnServed(s, ev.Label, false)
 	d.remember(d.waiting.ids[i], h, resolvedJoined)
 	d.release(i, first)
 	return ""
 }
 
 // learnServed scores every learner on the prediction it served the event
-// in s and has it learn label y from it: one labeled round.
-func (p *Pipeline) learnServed(s *pendingSlot, y int8) {
+// in s and has it learn label y from it: one labeled round; def says y is
+// the default label, not one the stream gave (the tracker keeps those
+// rounds apart: regret.Tracker.ObserveDefault).
+func (p *Pipeline) learnServed(s *pendingSlot, y int8, def bool) {
 	if d := p.counts.Learned - s.learnedAt; d > p.delay.stats.DelayRounds {
 		p.delay.stats.DelayRounds = d
 		p.tracker.SetDelay(d)
@@ -365,7 +370,11 @@ func (p *Pipeline) learnServed(s *pendingSlot, y int8) {
 		served := s.preds[i]
 		n.loss = n.learner.Loss(served, y)
 		n.learner.Learn(x, served, y)
-		p.tracker.Observe(i, served, y, n.loss)
+		if def {
+			p.tracker.ObserveDefault(i, served, y, n.loss)
+		} else {
+			p.tracker.Observe(i, served, y, n.loss)
+		}
 		if n.calib != nil {
 			n.calib.learn(served.Score, y)
 		}
@@ -384,6 +393,12 @@ type LabelsReport struct {
 	Late           uint64      `json:"late"`
 	Duplicate      uint64      `json:"duplicate"`
 	Delay          DelayReport `json:"delay"`
+	// Warning, when not empty, says that the labels the stream gave were
+	// not what the learners were scored on: most of them came after
+	// their events expired (more late than in time, joined or with their
+	// events, once MinLateLabels came late), or no round was scored on
+	// one while expired events were learned with the default label.
+	Warning string `json:"warning,omitempty"`
 	// StateSHA256 is the SHA-256 of the store's canonical encoding: the
 	// events waiting, with the predictions they were served, the ids
 	// remembered, the counters. Final reports have it (StoreDigest), not
@@ -403,7 +418,9 @@ type DelayReport struct {
 	Mean float64 `json:"mean"`
 }
 
-func (d *delayedStore) report() *LabelsReport {
+// report returns the labels report, of a pipeline that learned learned
+// rounds.
+func (d *delayedStore) report(learned uint64) *LabelsReport {
 	s := d.stats
 	r := &LabelsReport{Joined: s.Joined, Pending: uint64(d.n), Expired: s.Expired, ExpiredLearned: s.ExpiredLearned,
 		Unknown: s.Unknown, Late: s.Late, Duplicate: s.Duplicate, Delay: DelayReport{Max: s.DelayMax},
@@ -411,7 +428,28 @@ func (d *delayedStore) report() *LabelsReport {
 	if s.Joined > 0 {
 		r.Delay.Mean = float64(s.DelaySum) / float64(s.Joined)
 	}
+	r.Warning = labelsWarning(s, d.wait, learned-s.ExpiredLearned)
 	return r
+}
+
+// MinLateLabels is how many labels must have come after their events
+// expired before the report says that most did (LabelsReport.Warning):
+// the first few labels of a stream say little.
+const MinLateLabels = 10
+
+// labelsWarning returns the labels report's warning for the counters s
+// under wait, with real rounds learned from labels that came in time
+// (joined, or with their events), "" when there is nothing to say.
+func labelsWarning(s LabelStats, wait, real uint64) string {
+	var parts []string
+	if s.Late >= MinLateLabels && s.Late > real {
+		parts = append(parts, fmt.Sprintf("most labels came after their events expired: %d late, %d in time; %d events expired (wait %d records); raise labels.wait",
+			s.Late, real, s.Expired, wait))
+	}
+	if real == 0 && s.ExpiredLearned > 0 {
+		parts = append(parts, fmt.Sprintf("no round was scored on a real label: the %d rounds learned were scored against the default label", s.ExpiredLearned))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // maxIDLen bounds an id of a decoded store: an id is at most a whole

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"slices"
 	"sort"
@@ -187,8 +188,12 @@ func (p *simPerceptron) learn(j int, _ int8, score float64, y int8) {
 
 // simResult is what the simulation counts.
 type simResult struct {
-	rounds                       uint64
-	mistakes                     []uint64
+	rounds   uint64
+	mistakes []uint64
+	// defRounds and defMistakes: of those, the rounds scored against
+	// the default label (expired events learned with it).
+	defRounds                    uint64
+	defMistakes                  []uint64
 	joined, expired, late, dup   uint64
 	unknown, pending, learnedDef uint64
 	// delayRounds: the most rounds learned while an event waited for its
@@ -201,7 +206,7 @@ type simResult struct {
 // def when it is not 0); past maxPending the oldest expires to make room.
 func simulate(recs []delayedRecord, wait, maxPending int, def int8) simResult {
 	learners := []simLearner{&simVersionSpace{v: 1<<33 - 1}, &simVersionSpace{v: 1<<33 - 1, soa: true}, &simPerceptron{}}
-	r := simResult{mistakes: make([]uint64, len(learners))}
+	r := simResult{mistakes: make([]uint64, len(learners)), defMistakes: make([]uint64, len(learners))}
 	type waiting struct {
 		id        string
 		at, j     int
@@ -224,12 +229,18 @@ func simulate(recs []delayedRecord, wait, maxPending int, def int8) simResult {
 			resolvedOrder = resolvedOrder[1:]
 		}
 	}
-	round := func(w *waiting, y int8) {
+	round := func(w *waiting, y int8, isDef bool) {
 		r.delayRounds = max(r.delayRounds, r.rounds-w.learnedAt)
 		r.rounds++
+		if isDef {
+			r.defRounds++
+		}
 		for k, l := range learners {
 			if w.served[k] != y {
 				r.mistakes[k]++
+				if isDef {
+					r.defMistakes[k]++
+				}
 			}
 			l.learn(w.j, w.served[k], w.scores[k], y)
 		}
@@ -241,7 +252,7 @@ func simulate(recs []delayedRecord, wait, maxPending int, def int8) simResult {
 		r.expired++
 		if def != 0 {
 			r.learnedDef++
-			round(w, def)
+			round(w, def, true)
 		}
 	}
 	for t0, rec := range recs {
@@ -271,7 +282,7 @@ func simulate(recs []delayedRecord, wait, maxPending int, def int8) simResult {
 			delete(byID, rec.id)
 			resolve(rec.id, "joined")
 			r.joined++
-			round(w, rec.y)
+			round(w, rec.y, false)
 		case rec.y != 0: // labeled at once
 			r.rounds++
 			for k, l := range learners {
@@ -360,9 +371,25 @@ func TestDelayedLabelsExact(t *testing.T) {
 			got := simResult{rounds: rep.Labeled, joined: l.Joined, expired: l.Expired, late: l.Late, dup: l.Duplicate,
 				unknown: l.Unknown, pending: l.Pending, learnedDef: l.ExpiredLearned, delayRounds: p.Tracker().Delay()}
 			for _, lr := range rep.Learners {
-				got.mistakes = append(got.mistakes, lr.Mistakes)
-				if lr.Rounds != rep.Labeled {
-					t.Errorf("%s: %d rounds, %d labeled", lr.Name, lr.Rounds, rep.Labeled)
+				// The report's rounds and mistakes are the real labels';
+				// default_labeled has the others: the simulation's
+				// counts are both.
+				switch dl := lr.DefaultLabeled; {
+				case (dl != nil) != (def != 0):
+					t.Errorf("%s: default_labeled %+v with default label %d", lr.Name, dl, def)
+				case dl == nil:
+					got.mistakes = append(got.mistakes, lr.Mistakes)
+					got.defMistakes = append(got.defMistakes, 0)
+				default:
+					got.mistakes = append(got.mistakes, lr.Mistakes+dl.Mistakes)
+					got.defMistakes = append(got.defMistakes, dl.Mistakes)
+					got.defRounds = dl.Rounds
+					if dl.Rounds != l.ExpiredLearned {
+						t.Errorf("%s: %d default-labeled rounds, %d expired events learned", lr.Name, dl.Rounds, l.ExpiredLearned)
+					}
+				}
+				if lr.Rounds != rep.Labeled-l.ExpiredLearned {
+					t.Errorf("%s: %d rounds, %d labeled of which %d with the default label", lr.Name, lr.Rounds, rep.Labeled, l.ExpiredLearned)
 				}
 				// Halving's and SOA's bounds under delay d are (d+1)
 				// times log₂|H| and Ldim(H) = ⌊log₂ 33⌋ = 5, and hold on
@@ -687,5 +714,87 @@ func TestStartFromDelayed(t *testing.T) {
 	if held == 0 || g.Joined != w.Joined || g.Expired != w.Expired || dropped == 0 || dropped > held {
 		t.Errorf("held %d; joined %d, expired %d, learned expired %d; an uninterrupted run %d, %d, %d",
 			held, g.Joined, g.Expired, g.ExpiredLearned, w.Joined, w.Expired, w.ExpiredLearned)
+	}
+}
+
+// The labels report warns when more labels came late than in time (once
+// MinLateLabels did), and when none came in time while expired events
+// were learned with the default label; it says nothing otherwise.
+func TestLabelsWarning(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		s          LabelStats
+		real       uint64
+		late, none bool
+	}{
+		{"quiet", LabelStats{Joined: 90, Late: 10, Expired: 10}, 90, false, false},
+		{"few late", LabelStats{Late: 9, Expired: 9}, 5, false, false},
+		{"most late", LabelStats{Joined: 3, Late: 10, Expired: 12}, 3, true, false},
+		{"inline labels in time", LabelStats{Late: 40, Expired: 40}, 60, false, false},
+		{"all late, dropped", LabelStats{Late: 50, Expired: 50}, 0, true, false},
+		{"all late, default label", LabelStats{Late: 50, Expired: 50, ExpiredLearned: 50}, 0, true, true},
+		{"none came, default label", LabelStats{Expired: 5, ExpiredLearned: 5}, 0, false, true},
+	} {
+		w := labelsWarning(tc.s, 100, tc.real)
+		late := strings.Contains(w, fmt.Sprintf("most labels came after their events expired: %d late, %d in time; %d events expired (wait 100 records)", tc.s.Late, tc.real, tc.s.Expired))
+		none := strings.Contains(w, fmt.Sprintf("no round was scored on a real label: the %d rounds learned were scored against the default label", tc.s.ExpiredLearned))
+		if late != tc.late || none != tc.none || (w == "") != (!tc.late && !tc.none) {
+			t.Errorf("%s: warning %q, want late %v, none %v", tc.name, w, tc.late, tc.none)
+		}
+	}
+}
+
+// A state written before rounds scored against a default label were
+// counted apart (testdata/default-label-6505c9c.state: by 6505c9c,
+// TestDelayedLabelsRestore's stream cut at record 1300, with 396 expired
+// events learned with the default label) still restores, with none
+// counted apart: those rounds count as real ones, as they did. From
+// there on they are apart: run on to the end, the default-labeled rounds
+// are the events expired and learned with the default label since, and
+// the rounds and mistakes in all are the uninterrupted run's.
+func TestRestoreBeforeDefaultLabelsApart(t *testing.T) {
+	b, err := os.ReadFile("testdata/default-label-6505c9c.state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf(delayedYAML, 60, 40, ", default_label: 0")
+	recs := delayedStream(2000, 80, 11)
+	c := mustConfig(t, cfg)
+	p := mustNew(t, c)
+	if err := p.UnmarshalBinary(b); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := p.Report()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := rep.Learners[0]; rep.Labeled != 692 || rep.Labels.ExpiredLearned != 396 || l.Rounds != 692 || l.DefaultLabeled == nil || l.DefaultLabeled.Rounds != 0 {
+		t.Fatalf("restored: labeled %d, expired and learned %d, %s: %d rounds, default-labeled %+v; want 692, 396, 692 and none",
+			rep.Labeled, rep.Labels.ExpiredLearned, l.Name, l.Rounds, l.DefaultLabeled)
+	}
+	dec := mustDecoder(t, c)
+	var ev event.Event
+	for _, rec := range recs[1300:] {
+		if err := dec.Decode([]byte(rec.line), &ev); err != nil {
+			t.Fatal(err)
+		}
+		p.Process(&ev)
+	}
+	whole := runDelayed(t, cfg, recs)
+	if rep, err = p.Report(); err != nil {
+		t.Fatal(err)
+	}
+	want, err := whole.Report()
+	if err != nil {
+		t.Fatal(err)
+	}
+	since := rep.Labels.ExpiredLearned - 396
+	for i, l := range rep.Learners {
+		w := want.Learners[i]
+		if since == 0 || l.DefaultLabeled.Rounds != since || l.Rounds+l.DefaultLabeled.Rounds != rep.Labeled ||
+			l.Rounds+l.DefaultLabeled.Rounds != w.Rounds+w.DefaultLabeled.Rounds || l.Mistakes+l.DefaultLabeled.Mistakes != w.Mistakes+w.DefaultLabeled.Mistakes {
+			t.Errorf("%s: %d rounds, default-labeled %+v, of %d labeled; want %d default-labeled since the restore, and the uninterrupted run's %d rounds, %d mistakes in all",
+				l.Name, l.Rounds, *l.DefaultLabeled, rep.Labeled, since, w.Rounds+w.DefaultLabeled.Rounds, w.Mistakes+w.DefaultLabeled.Mistakes)
+		}
 	}
 }

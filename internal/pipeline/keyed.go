@@ -63,6 +63,9 @@ type Keyed struct {
 	// Scratch of Process: each learner's counters before the round.
 	rounds, mistakes []uint64
 	loss             []float64
+	def              []regret.Scores
+	// defaults: the models learn expired events with a default label.
+	defaults bool
 
 	// global is the partition's global model (models.global), nil
 	// without; with it, each key's stats have their MixCounts, mixTotals
@@ -92,10 +95,13 @@ type KeyStats struct {
 	Mix []MixCounts
 }
 
-// KeyedLearner is one learner's totals over every key's model.
+// KeyedLearner is one learner's totals over every key's model: every
+// round learned, and Default, those of them scored against a default
+// label (regret.Tracker.Defaults).
 type KeyedLearner struct {
 	Rounds, Mistakes uint64
 	Loss             float64
+	Default          regret.Scores
 }
 
 // KeyedOptions configure NewKeyed.
@@ -139,7 +145,8 @@ func NewKeyed(c *config.Config, opt KeyedOptions) (*Keyed, error) {
 	k.names, k.algs = p.Names(), p.Algorithms()
 	n := len(k.names)
 	k.learners = make([]KeyedLearner, n)
-	k.rounds, k.mistakes, k.loss = make([]uint64, n), make([]uint64, n), make([]float64, n)
+	k.rounds, k.mistakes, k.loss, k.def = make([]uint64, n), make([]uint64, n), make([]float64, n), make([]regret.Scores, n)
+	k.defaults = p.delay != nil && p.delay.def != 0
 	if opt.Global {
 		k.global = p
 		k.mixTotals, k.mixTerms = make([]MixCounts, n), make([]uint64, n)
@@ -310,7 +317,7 @@ func (k *Keyed) Process(ev *event.Event) (*Pipeline, []online.Prediction, event.
 func (k *Keyed) before(p *Pipeline) Counts {
 	t := p.tracker
 	for i := range k.names {
-		k.rounds[i], k.mistakes[i], k.loss[i] = t.Rounds(i), t.Mistakes(i), t.Loss(i)
+		k.rounds[i], k.mistakes[i], k.loss[i], k.def[i] = t.Rounds(i), t.Mistakes(i), t.Loss(i), t.Defaults(i)
 	}
 	return p.counts
 }
@@ -335,6 +342,11 @@ func (k *Keyed) tally(p *Pipeline, before Counts, key []byte, reason event.Reaso
 		l.Rounds += t.Rounds(i) - k.rounds[i]
 		l.Mistakes += d
 		l.Loss += t.Loss(i) - k.loss[i]
+		if def := t.Defaults(i); def != k.def[i] {
+			l.Default.Rounds += def.Rounds - k.def[i].Rounds
+			l.Default.Mistakes += def.Mistakes - k.def[i].Mistakes
+			l.Default.Loss += def.Loss - k.def[i].Loss
+		}
 		st.Mistakes[i] += d
 	}
 	if _, ok := k.dirty[string(key)]; !ok { // (a lookup does not allocate)
@@ -451,9 +463,15 @@ func (k *Keyed) report(digests bool) Report {
 		r.InvalidByReason[string(reason)] = n
 	}
 	for i, l := range k.learners {
-		lr := regret.LearnerReport{Name: k.names[i], Algorithm: k.algs[i], Rounds: l.Rounds, Mistakes: l.Mistakes, Loss: l.Loss}
-		if l.Rounds > 0 {
-			lr.Accuracy = 1 - float64(l.Mistakes)/float64(l.Rounds)
+		lr := regret.LearnerReport{Name: k.names[i], Algorithm: k.algs[i], Rounds: l.Rounds - l.Default.Rounds,
+			Mistakes: l.Mistakes - l.Default.Mistakes, Loss: l.Loss}
+		if l.Default.Rounds > 0 {
+			lr.Loss = l.Loss - l.Default.Loss
+		}
+		lr.Accuracy = regret.Accuracy(lr.Rounds, lr.Mistakes)
+		if k.defaults || l.Default.Rounds > 0 {
+			lr.DefaultLabeled = &regret.DefaultLabeledReport{Rounds: l.Default.Rounds, Mistakes: l.Default.Mistakes,
+				Accuracy: regret.Accuracy(l.Default.Rounds, l.Default.Mistakes), Loss: l.Default.Loss}
 		}
 		r.Learners[i] = lr
 	}
@@ -565,10 +583,13 @@ func spillBytes(m map[string][]byte) int64 {
 }
 
 // keyedMagic starts a Keyed's encoding, which is, with package codec:
-// the magic, u8 version (1, or 2 with a global model); the totals: u64
+// the magic, u8 version (1, or 2 with a global model; 3 and 4 are 1 and 2
+// with the rounds scored against a default label); the totals: u64
 // events, learned, predicted, invalid, u32 the number of reasons and per
 // reason in increasing order string reason, u64 count; u32 the number of
-// learners L and per learner u64 rounds, u64 mistakes, f64 loss; with a
+// learners L and per learner u64 rounds, u64 mistakes, f64 loss (version
+// 3 and 4: then u64 rounds, u64 mistakes, f64 loss of them scored against
+// a default label); with a
 // global model, blob its MarshalBinary and per learner the totals'
 // MixCounts (u64 rounds, own, global, mixed) and u64 Σ(1 + m*); u32 the
 // number of keys, then per key in increasing byte order: string key, u64
@@ -650,6 +671,10 @@ func (k *Keyed) freeze(cached bool, into *Frozen) (*FrozenKeyed, error) {
 	if k.global != nil {
 		version = 2
 	}
+	defaults := slices.ContainsFunc(k.learners, func(l KeyedLearner) bool { return l.Default != regret.Scores{} })
+	if defaults {
+		version += 2 // 3 and 4: 1 and 2 with the totals scored against a default label
+	}
 	e := codec.NewEncoder(64 + 24*len(k.learners) + 16*len(k.total.InvalidBy))
 	e.RawString(keyedMagic)
 	e.U8(version)
@@ -668,6 +693,11 @@ func (k *Keyed) freeze(cached bool, into *Frozen) (*FrozenKeyed, error) {
 		e.U64(l.Rounds)
 		e.U64(l.Mistakes)
 		e.F64(l.Loss)
+		if defaults {
+			e.U64(l.Default.Rounds)
+			e.U64(l.Default.Mistakes)
+			e.F64(l.Default.Loss)
+		}
 	}
 	f.head = e.Bytes()
 	if k.global != nil {
@@ -768,12 +798,13 @@ func (k *Keyed) UnmarshalBinary(b []byte) error {
 		return fmt.Errorf("pipeline: keyed: %d bytes: %w", len(b), codec.ErrTruncated)
 	case string(b[:len(keyedMagic)]) != keyedMagic:
 		return fmt.Errorf("pipeline: keyed: not a keyed state (magic %q)", b[:len(keyedMagic)])
-	case b[len(keyedMagic)] != 1 && b[len(keyedMagic)] != 2:
+	case b[len(keyedMagic)] < 1 || b[len(keyedMagic)] > 4:
 		return fmt.Errorf("pipeline: keyed: unsupported format version %d", b[len(keyedMagic)])
-	case (b[len(keyedMagic)] == 2) != (k.global != nil):
-		return fmt.Errorf("pipeline: keyed: a state %s a global model (models.global), and this configuration %s", map[bool]string{true: "with", false: "without"}[b[len(keyedMagic)] == 2],
+	case (b[len(keyedMagic)]%2 == 0) != (k.global != nil):
+		return fmt.Errorf("pipeline: keyed: a state %s a global model (models.global), and this configuration %s", map[bool]string{true: "with", false: "without"}[b[len(keyedMagic)]%2 == 0],
 			map[bool]string{true: "has one", false: "has none"}[k.global != nil])
 	}
+	defaults := b[len(keyedMagic)] >= 3
 	body, sum := b[:len(b)-4], b[len(b)-4:]
 	if got, want := crc32.Checksum(body, castagnoli), uint32(sum[0])|uint32(sum[1])<<8|uint32(sum[2])<<16|uint32(sum[3])<<24; got != want {
 		return fmt.Errorf("pipeline: keyed: checksum mismatch (%08x, encoded %08x): truncated or corrupt", got, want)
@@ -790,7 +821,15 @@ func (k *Keyed) UnmarshalBinary(b []byte) error {
 	}
 	learners := make([]KeyedLearner, len(k.learners))
 	for i := range learners {
-		learners[i] = KeyedLearner{Rounds: d.U64(), Mistakes: d.U64(), Loss: d.F64()}
+		l := &learners[i]
+		*l = KeyedLearner{Rounds: d.U64(), Mistakes: d.U64(), Loss: d.F64()}
+		if defaults {
+			l.Default = regret.Scores{Rounds: d.U64(), Mistakes: d.U64(), Loss: d.F64()}
+			if d.Err() == nil && (l.Default.Rounds > l.Rounds || l.Default.Mistakes > l.Default.Rounds || l.Default.Mistakes > l.Mistakes) {
+				return fmt.Errorf("pipeline: keyed: learner %q: %d rounds (%d mistakes) scored against a default label of %d (%d)",
+					k.names[i], l.Default.Rounds, l.Default.Mistakes, l.Rounds, l.Mistakes)
+			}
+		}
 	}
 	var global *Pipeline
 	var mixTotals []MixCounts

@@ -748,3 +748,80 @@ func TestKeyedFreeze(t *testing.T) {
 		})
 	}
 }
+
+// With models per key, the totals keep the rounds scored against the
+// default label apart as each key's model does: they are the sums of the
+// keys' reports, and they are state (format versions 3 and 4, 1 and 2
+// without such rounds).
+func TestKeyedDefaultLabelTotals(t *testing.T) {
+	c := mustConfig(t, "features: {bits: 8}\nlabels: {delayed: true, wait: 2, default_label: \"0\"}\nlearners:\n  - {name: last, algorithm: last-label}\n  - {name: pct, algorithm: perceptron, bias: true}\n")
+	dec := mustDecoder(t, c)
+	k, err := NewKeyed(c, KeyedOptions{Max: 1}) // evictions on the way
+	if err != nil {
+		t.Fatal(err)
+	}
+	encoded := func() []byte {
+		b, err := k.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if b := encoded(); b[len(keyedMagic)] != 1 {
+		t.Errorf("format version %d before a default-labeled round, want 1", b[len(keyedMagic)])
+	}
+	var ev event.Event
+	for _, line := range []string{
+		`{"id":"a1","key":"a","features":{"v":1}}`, `{"id":"a1","key":"a","label":1}`,
+		`{"id":"b1","key":"b","features":{"v":-1}}`, `{"id":"b1","key":"b","label":1}`,
+		`{"id":"a2","key":"a","features":{"v":1}}`, `{"id":"a3","key":"a","features":{"v":2}}`,
+		`{"id":"a4","key":"a","features":{"v":3}}`, `{"id":"a5","key":"a","features":{"v":1}}`, // a2 expires: a's 6th record
+		`{"id":"b2","key":"b","features":{"v":1}}`, `{"id":"b2","key":"b","label":0}`,
+		`{"id":"a2","key":"a","label":1}`, // a3 expires, then a2's label is late
+	} {
+		if err := dec.Decode([]byte(line), &ev); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, _, err := k.Process(&ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tot := k.Report()
+	var sum [2][4]uint64 // per learner: real rounds, mistakes; default-labeled rounds, mistakes
+	for _, key := range []string{"a", "b"} {
+		r, err := k.KeyReport(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, l := range r.Learners {
+			sum[i][0] += l.Rounds
+			sum[i][1] += l.Mistakes
+			sum[i][2] += l.DefaultLabeled.Rounds
+			sum[i][3] += l.DefaultLabeled.Mistakes
+		}
+	}
+	for i, l := range tot.Learners {
+		d := l.DefaultLabeled
+		if d == nil {
+			t.Fatalf("%s: no default_labeled in the totals", l.Name)
+		}
+		if got := [4]uint64{l.Rounds, l.Mistakes, d.Rounds, d.Mistakes}; got != sum[i] || got[0] != 3 || got[2] != 2 {
+			t.Errorf("%s: totals %v, the keys' sum %v; want 3 real rounds (a1, b1, b2) and 2 on the default label (a2, a3)", l.Name, got, sum[i])
+		}
+	}
+	b := encoded()
+	if b[len(keyedMagic)] != 3 {
+		t.Errorf("format version %d with default-labeled rounds, want 3", b[len(keyedMagic)])
+	}
+	back, err := NewKeyed(c, KeyedOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := back.UnmarshalBinary(b); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(tot.Learners)
+	if got, _ := json.Marshal(back.Report().Learners); !bytes.Equal(got, want) {
+		t.Errorf("restored totals %s, want %s", got, want)
+	}
+}

@@ -190,6 +190,9 @@ func newPipeline(c *config.Config, dg *digests) (*Pipeline, error) {
 	}
 	if p.delay != nil {
 		p.tracker.AssumeDelayed()
+		if p.delay.def != 0 {
+			p.tracker.DefaultLabels()
+		}
 	}
 	return p, nil
 }
@@ -525,7 +528,7 @@ func (p *Pipeline) report(digests bool) (Report, error) {
 		Learners:        ls,
 	}
 	if p.delay != nil {
-		r.Labels = p.delay.report()
+		r.Labels = p.delay.report(p.counts.Learned)
 	}
 	if p.warm != nil {
 		r.WarmStart = &WarmStartReport{SHA256: hex.EncodeToString(p.warm.sha[:]), Events: p.warm.events}

@@ -216,6 +216,7 @@ type frozenNode struct {
 	// The tracker's counts of the learner, which its state digest covers.
 	rounds, mistakes uint64
 	tloss            float64
+	def              regret.Scores
 }
 
 // Freeze returns p's state as of now, to be encoded on any goroutine
@@ -267,7 +268,8 @@ func (p *Pipeline) freeze(version uint8, copyModels bool, into *Frozen) (*Frozen
 			old = into.nodes[i].model
 		}
 		*fn = frozenNode{name: n.name, algorithm: n.algorithm, digest: n.digest, experts: n.experts, loss: n.loss, since: n.since,
-			model: model(n.model(), old), rounds: p.tracker.Rounds(i), mistakes: p.tracker.Mistakes(i), tloss: p.tracker.Loss(i)}
+			model: model(n.model(), old), rounds: p.tracker.Rounds(i), mistakes: p.tracker.Mistakes(i), tloss: p.tracker.Loss(i),
+			def: p.tracker.Defaults(i)}
 		if n.calib != nil {
 			c := *n.calib
 			fn.calib = &c
@@ -320,7 +322,7 @@ func (f *Frozen) Encode() (state []byte, digests [][32]byte, err error) {
 	digests = make([][32]byte, len(models))
 	for i, b := range models {
 		n := &f.nodes[i]
-		digests[i] = regret.StateDigest(b, n.rounds, n.mistakes, n.tloss)
+		digests[i] = regret.StateDigest(b, n.rounds, n.mistakes, n.tloss, n.def)
 	}
 	return state, digests, nil
 }
@@ -703,9 +705,21 @@ func (q *Pipeline) decodeState(d *codec.Decoder, sh *stateShape, from []int, par
 			return fmt.Errorf("%d joined and %d expired events learned, delay %d rounds, of %d learned rounds", st.Joined, st.ExpiredLearned, st.DelayRounds, c.Learned)
 		}
 		q.tracker.SetDelay(st.DelayRounds)
+		for i := range q.tracker.Len() {
+			if def := q.tracker.Defaults(i); d.Err() == nil && def.Rounds > st.ExpiredLearned {
+				return fmt.Errorf("learner %q: %d rounds scored against the default label, of %d expired events learned with it", q.nodes[i].name, def.Rounds, st.ExpiredLearned)
+			}
+		}
 		if d.Err() == nil && c.Learned+c.Predicted+c.Invalid != c.Events+st.ExpiredLearned {
 			return fmt.Errorf("counts do not add up: %d events, %d learned (%d of them expired events given the default label), %d predicted, %d invalid",
 				c.Events, c.Learned, q.delay.stats.ExpiredLearned, c.Predicted, c.Invalid)
+		}
+	}
+	if q.delay == nil {
+		for i := range q.tracker.Len() {
+			if q.tracker.Defaults(i) != (regret.Scores{}) {
+				return fmt.Errorf("learner %q: rounds scored against a default label without delayed labels", q.nodes[i].name)
+			}
 		}
 	}
 	if sh.version >= 4 && d.Bool() {

@@ -24,6 +24,12 @@
 //     assumed) says whether the theorem proves it for this stream, from
 //     what the learner knows of its premise (online.Guarantee.Premise).
 //
+// A round whose label is a default label, not one the stream gave (an
+// expired event learned with labels.default_label: ObserveDefault), is a
+// round the learner learned from, so the bound and the regret count it;
+// the report keeps its rounds, mistakes and loss apart (LearnerReport's
+// DefaultLabeled), so that its headline scores are the real labels'.
+//
 // A bound violation is counted once each time a bound goes from holding to
 // not holding, and once for every round on which a realizable-case learner
 // found its version space empty (online.Guarantee.Violations). Either is a

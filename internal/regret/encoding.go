@@ -35,6 +35,8 @@ var (
 //	    string kind, f64 value, string comparator, f64 comparator loss,
 //	    f64 regret bound, string certificate kind, f64 certificate,
 //	    u64 violations, u8 premise (online.Premise; version 2 on)
+//	  version 3 only: the rounds of them scored against a default
+//	  label: u64 rounds, u64 mistakes, f64 loss
 //	bool    history enabled
 //	when enabled:
 //	  u64   max points per learner
@@ -49,9 +51,15 @@ var (
 // restored first). Version 1 had no premise: a tracker restored from it
 // reads its learners' guarantees again from their models at the next
 // report, the models being restored by then.
+//
+// Version 3 added the rounds scored against a default label
+// (ObserveDefault). A tracker without such rounds is encoded in version
+// 2, whose bytes (and so the digests of checkpoints and model files) are
+// those of the trackers before; a version 1 or 2 encoding decodes with
+// none.
 const (
 	trackerMagic   = "SLRT"
-	trackerVersion = 2
+	trackerVersion = 3
 )
 
 // Limits on decoded lengths: they bound what a corrupt encoding can make
@@ -81,8 +89,14 @@ func (t *Tracker) MarshalBinary() ([]byte, error) {
 // encodeLearners appends the head of t's encoding: every learner's
 // counters and current guarantee.
 func (t *Tracker) encodeLearners(e *codec.Encoder) {
+	version := uint8(2)
+	for i := range t.learners {
+		if t.learners[i].def != (Scores{}) {
+			version = trackerVersion
+		}
+	}
 	e.RawString(trackerMagic)
-	e.U8(trackerVersion)
+	e.U8(version)
 	e.U32(uint32(len(t.learners)))
 	for i := range t.learners {
 		l := &t.learners[i]
@@ -106,6 +120,11 @@ func (t *Tracker) encodeLearners(e *codec.Encoder) {
 		e.F64(g.Certificate)
 		e.U64(g.Violations)
 		e.U8(uint8(g.Premise))
+		if version >= 3 {
+			e.U64(l.def.Rounds)
+			e.U64(l.def.Mistakes)
+			e.F64(l.def.Loss)
+		}
 	}
 }
 
@@ -316,6 +335,10 @@ func (t *Tracker) decode(b []byte, encoded int, from []int) ([]learner, *History
 		if version >= 2 {
 			l.g.Premise = online.Premise(d.U8())
 		}
+		l.def = Scores{}
+		if version >= 3 {
+			l.def = Scores{Rounds: d.U64(), Mistakes: d.U64(), Loss: d.F64()}
+		}
 		if d.Err() != nil {
 			return nil, nil, d.Err()
 		}
@@ -405,6 +428,10 @@ func (l *learner) checkCounts() error {
 		return fmt.Errorf("%d mistakes in %d rounds", l.mistakes, l.rounds)
 	case l.crossing > l.rounds:
 		return fmt.Errorf("%d bound crossings in %d rounds", l.crossing, l.rounds)
+	case l.def.Rounds > l.rounds || l.def.Mistakes > l.def.Rounds || l.def.Mistakes > l.mistakes ||
+		l.rounds-l.def.Rounds < l.mistakes-l.def.Mistakes:
+		return fmt.Errorf("%d rounds (%d mistakes) scored against a default label of %d rounds (%d mistakes)",
+			l.def.Rounds, l.def.Mistakes, l.rounds, l.mistakes)
 	}
 	switch l.g.Kind {
 	case online.NoBound, online.MistakeBound, online.RegretBound:

@@ -2,6 +2,7 @@ package regret
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"math"
 	"strings"
@@ -172,7 +173,7 @@ func TestTrackerUnmarshalRefuses(t *testing.T) {
 		{"algorithm", realg, blob, `learner 0: encoding has "m" (halving), tracker has "m" (soa)`},
 		{"count", short, blob, "encoding has 3 learners, tracker has 1"},
 		{"magic", nil, flip(0, 'X'), "not a tracker encoding"},
-		{"version", nil, flip(4, 3), "unsupported format version 3 (this build reads 1 to 2)"},
+		{"version", nil, flip(4, 4), "unsupported format version 4 (this build reads 1 to 3)"},
 		{"trailing", nil, append(bytes.Clone(blob), 0), "1 trailing bytes"},
 		{"bool", nil, flip(9+9+15+24, 7), "bad boolean"}, // learner 0's broken flag
 		{"empty", nil, nil, "truncated"},
@@ -281,4 +282,101 @@ func TestReportJSONNonFinite(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil || back.Rounds != 3 || back.Loss != 0 || back.Accuracy != 0.5 {
 		t.Errorf("decoded %+v, %v", back, err)
 	}
+}
+
+// Rounds scored against a default label (ObserveDefault) are kept apart
+// in the report, counted in the bound, and are state: in the encoding
+// (format version 2; a tracker without them keeps version 1, the bytes
+// of the trackers before) and in the digest (which, without them, is the
+// one before: the state and 24 bytes of counts).
+func TestTrackerDefaultLabels(t *testing.T) {
+	build := func() (*Tracker, *fake) {
+		m := &fake{state: []byte("m"), g: online.Guarantee{Kind: online.MistakeBound, Value: 2}}
+		tr := New()
+		tr.Add("m", "halving", m)
+		tr.DefaultLabels()
+		return tr, m
+	}
+	tr, _ := build()
+	ls, err := tr.Learners()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := ls[0].DefaultLabeled; d == nil || d.Rounds != 0 || !math.IsNaN(ls[0].Accuracy) || !math.IsNaN(d.Accuracy) {
+		t.Errorf("before a round: %+v, default-labeled %+v; want no accuracy (NaN) and an empty default_labeled", ls[0], d)
+	}
+	if b, _ := json.Marshal(ls[0]); !strings.Contains(string(b), `"accuracy":null`) || !strings.Contains(string(b), `"default_labeled":{"rounds":0,"mistakes":0,"accuracy":null,"loss":0}`) {
+		t.Errorf("JSON %s: want accuracy null and an empty default_labeled", b)
+	}
+	if b, _ := tr.MarshalBinary(); b[4] != 2 {
+		t.Errorf("format version %d without default-labeled rounds, want 2", b[4])
+	}
+	// 3 real rounds (1 mistake), 2 on the default label (1 mistake): 2
+	// mistakes in all, the bound's 2.
+	tr.Observe(0, online.Prediction{Label: 1}, 1, 0)
+	tr.ObserveDefault(0, online.Prediction{Label: 1}, -1, 1)
+	tr.Observe(0, online.Prediction{Label: -1}, 1, 1)
+	tr.ObserveDefault(0, online.Prediction{Label: -1}, -1, 0)
+	tr.Observe(0, online.Prediction{Label: -1}, -1, 0)
+	ls, err = tr.Learners()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := ls[0]
+	if l.Rounds != 3 || l.Mistakes != 1 || math.Abs(l.Accuracy-2.0/3) > 1e-15 || l.Loss != 1 || l.Bound == nil || !l.Bound.Holds ||
+		*l.DefaultLabeled != (DefaultLabeledReport{Rounds: 2, Mistakes: 1, Accuracy: 0.5, Loss: 1}) {
+		t.Errorf("report %+v, default-labeled %+v; want 3 rounds, 1 mistake, loss 1; 2, 1, 0.5, 1; the bound 2 holding", l, l.DefaultLabeled)
+	}
+	if tr.Rounds(0) != 5 || tr.Mistakes(0) != 2 || tr.Defaults(0) != (Scores{2, 1, 1}) {
+		t.Errorf("rounds %d, mistakes %d, defaults %+v: want every round learned, 5 and 2, of which 2, 1, 1", tr.Rounds(0), tr.Mistakes(0), tr.Defaults(0))
+	}
+	// One more default-labeled mistake breaks the bound of 2 mistakes:
+	// the learner learned from it.
+	tr.ObserveDefault(0, online.Prediction{Label: 1}, -1, 1)
+	if ls, _ := tr.Learners(); ls[0].Bound.Holds || ls[0].Mistakes != 1 {
+		t.Errorf("bound %+v with 3 mistakes learned (1 on a real label), want broken", ls[0].Bound)
+	}
+	b, err := tr.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b[4] != 3 {
+		t.Errorf("format version %d with default-labeled rounds, want 3", b[4])
+	}
+	back, _ := build()
+	if err := back.UnmarshalBinary(b); err != nil {
+		t.Fatal(err)
+	}
+	if back.Defaults(0) != (Scores{3, 2, 2}) {
+		t.Errorf("restored defaults %+v, want 3, 2, 2", back.Defaults(0))
+	}
+	want, _ := json.Marshal(mustLearners(t, tr))
+	if got, _ := json.Marshal(mustLearners(t, back)); !bytes.Equal(got, want) {
+		t.Errorf("restored report %s, want %s", got, want)
+	}
+	// The digest covers the default-labeled counts; without any it is
+	// the state and rounds, mistakes and loss alone.
+	if StateDigest([]byte("m"), 6, 3, 3, Scores{3, 2, 2}) == StateDigest([]byte("m"), 6, 3, 3, Scores{}) {
+		t.Error("the digest does not cover the default-labeled counts")
+	}
+	old := sha256.Sum256(append([]byte("m"), 6, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 0x40))
+	if StateDigest([]byte("m"), 6, 3, 3, Scores{}) != old {
+		t.Error("without default-labeled rounds the digest is not the one before")
+	}
+	// Counts no run makes are refused: default-labeled rounds above the
+	// rounds (learner 0's last 24 bytes before the history flag).
+	bad := bytes.Clone(b)
+	bad[len(bad)-25] = 9
+	if err := back.UnmarshalBinary(bad); err == nil || !strings.Contains(err.Error(), "9 rounds (2 mistakes) scored against a default label of 6 rounds") {
+		t.Errorf("9 default-labeled rounds of 6: %v", err)
+	}
+}
+
+func mustLearners(t *testing.T, tr *Tracker) []LearnerReport {
+	t.Helper()
+	ls, err := tr.Learners()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ls
 }

@@ -32,7 +32,17 @@ type Tracker struct {
 	// dl: whether labels may come after their events, and how late
 	// they came so far; shared with the learners.
 	dl *delayState
+	// defaults: some rounds may be scored against a default label
+	// (DefaultLabels); every report then has DefaultLabeled.
+	defaults bool
 }
+
+// DefaultLabels tells t that some rounds may be scored against a default
+// label rather than one the stream gave (an expired event learned with
+// labels.default_label, ObserveDefault): every learner's report then has
+// DefaultLabeled, zero until such a round comes. Like AssumeDelayed, it
+// is part of the configuration, not of the encoded state.
+func (t *Tracker) DefaultLabels() { t.defaults = true }
 
 // delayState is a Tracker's AssumeDelayed and SetDelay.
 type delayState struct {
@@ -85,9 +95,13 @@ type learner struct {
 	// (online.DelayGuaranteed); the bound is not checked otherwise.
 	delayed online.DelayGuaranteed
 
+	// rounds, mistakes and loss count every round the learner learned
+	// from, the bound's rounds; def are those of them scored against a
+	// default label (ObserveDefault), which the report keeps apart.
 	rounds   uint64
 	mistakes uint64
 	loss     float64
+	def      Scores
 
 	// g is the guarantee as of the last round while !gStale; Observe
 	// leaves it stale (copying it into the tracker each round costs more
@@ -143,6 +157,16 @@ func (t *Tracker) Rounds(i int) uint64 { return t.learners[i].rounds }
 func (t *Tracker) Mistakes(i int) uint64 { return t.learners[i].mistakes }
 func (t *Tracker) Loss(i int) float64    { return t.learners[i].loss }
 
+// Defaults returns learner i's rounds, mistakes and loss scored against a
+// default label (ObserveDefault), part of Rounds, Mistakes and Loss.
+func (t *Tracker) Defaults(i int) Scores { return t.learners[i].def }
+
+// Scores are the rounds, mistakes and loss of a set of rounds.
+type Scores struct {
+	Rounds, Mistakes uint64
+	Loss             float64
+}
+
 // Observe scores one round of learner i: it predicted p, the label was y,
 // and the learner's loss for the round was loss. Call it after the
 // learner's Update, so that its guarantee covers this round.
@@ -173,6 +197,22 @@ func (t *Tracker) Observe(i int, p online.Prediction, y int8, loss float64) {
 	if t.history != nil {
 		t.history.observe(i, l)
 	}
+}
+
+// ObserveDefault is Observe for a round whose label y is a default label,
+// not one the stream gave (an expired event learned with
+// labels.default_label): the learner learned from it, so it counts in the
+// bound and the regret as any round, but the report keeps its rounds,
+// mistakes and loss apart from those scored against real labels
+// (LearnerReport.DefaultLabeled).
+func (t *Tracker) ObserveDefault(i int, p online.Prediction, y int8, loss float64) {
+	t.Observe(i, p, y, loss)
+	d := &t.learners[i].def
+	d.Rounds++
+	if p.Label != y {
+		d.Mistakes++
+	}
+	d.Loss += loss
 }
 
 // sync brings l.g up to date with the model after Observe.
@@ -253,6 +293,12 @@ func (l *learner) regret() float64 { l.sync(); return l.loss - l.g.ComparatorLos
 func (l *learner) violations() uint64 { l.sync(); return l.crossing + l.g.Violations }
 
 // LearnerReport is one learner's entry of the report.
+//
+// Rounds, Mistakes, Accuracy and Loss are those of the rounds scored
+// against a label the stream gave; DefaultLabeled has those scored
+// against a default label. Accuracy is NaN (null in JSON) when no round
+// was scored on a real label. Bound and Regret are over every round the
+// learner learned from, both kinds: its theorem's rounds are its updates.
 type LearnerReport struct {
 	Name      string  `json:"name"`
 	Algorithm string  `json:"algorithm"`
@@ -260,6 +306,10 @@ type LearnerReport struct {
 	Mistakes  uint64  `json:"mistakes"`
 	Accuracy  float64 `json:"accuracy"`
 	Loss      float64 `json:"loss"`
+	// DefaultLabeled, when the stream's expired events are learned with
+	// a default label (Tracker.DefaultLabels), are the rounds scored
+	// against it.
+	DefaultLabeled *DefaultLabeledReport `json:"default_labeled,omitempty"`
 
 	Bound       *BoundReport       `json:"bound,omitempty"`
 	Regret      *RegretReport      `json:"regret,omitempty"`
@@ -278,6 +328,47 @@ type LearnerReport struct {
 	// label was that class and the mistakes on them (package pipeline
 	// fills it in).
 	Classes []ClassReport `json:"classes,omitempty"`
+}
+
+// Learned returns the rounds, mistakes and loss of every round the
+// learner learned from, scored against a real label or a default one:
+// those its bound, regret and curves (History) are of.
+func (r *LearnerReport) Learned() (rounds, mistakes uint64, loss float64) {
+	rounds, mistakes, loss = r.Rounds, r.Mistakes, r.Loss
+	if d := r.DefaultLabeled; d != nil && d.Rounds > 0 {
+		rounds, mistakes, loss = rounds+d.Rounds, mistakes+d.Mistakes, loss+d.Loss
+	}
+	return rounds, mistakes, loss
+}
+
+// DefaultLabeledReport is a learner's record on the rounds scored against
+// a default label: Accuracy is 1 − Mistakes/Rounds, NaN (null in JSON)
+// when there was none.
+type DefaultLabeledReport struct {
+	Rounds   uint64  `json:"rounds"`
+	Mistakes uint64  `json:"mistakes"`
+	Accuracy float64 `json:"accuracy"`
+	Loss     float64 `json:"loss"`
+}
+
+// MarshalJSON writes a non-finite accuracy or loss as null (see
+// LearnerReport).
+func (r DefaultLabeledReport) MarshalJSON() ([]byte, error) {
+	type plain DefaultLabeledReport
+	return json.Marshal(struct {
+		plain
+		Accuracy *float64 `json:"accuracy"`
+		Loss     *float64 `json:"loss"`
+	}{plain(r), finitePtr(r.Accuracy), finitePtr(r.Loss)})
+}
+
+// Accuracy returns 1 − mistakes/rounds, NaN when rounds is 0: no round,
+// no accuracy (never a 1 or a 0 that no round earned).
+func Accuracy(rounds, mistakes uint64) float64 {
+	if rounds == 0 {
+		return math.NaN()
+	}
+	return 1 - float64(mistakes)/float64(rounds)
 }
 
 // ClassReport is a multiclass learner's record on the rounds of one
@@ -447,7 +538,7 @@ func (t *Tracker) LearnersWithoutDigests() ([]LearnerReport, error) { return t.l
 func (t *Tracker) learnerReports(digests bool) ([]LearnerReport, error) {
 	out := make([]LearnerReport, len(t.learners))
 	for i := range t.learners {
-		r, err := t.learners[i].report(digests)
+		r, err := t.report(&t.learners[i], digests)
 		if err != nil {
 			return nil, err
 		}
@@ -456,17 +547,22 @@ func (t *Tracker) learnerReports(digests bool) ([]LearnerReport, error) {
 	return out, nil
 }
 
-func (l *learner) report(digest bool) (LearnerReport, error) {
+func (t *Tracker) report(l *learner, digest bool) (LearnerReport, error) {
 	r := LearnerReport{
 		Name:            l.name,
 		Algorithm:       l.algorithm,
-		Rounds:          l.rounds,
-		Mistakes:        l.mistakes,
+		Rounds:          l.rounds - l.def.Rounds,
+		Mistakes:        l.mistakes - l.def.Mistakes,
 		Loss:            l.loss,
 		BoundViolations: l.violations(),
 	}
-	if l.rounds > 0 {
-		r.Accuracy = 1 - float64(l.mistakes)/float64(l.rounds)
+	if l.def.Rounds > 0 {
+		r.Loss = l.loss - l.def.Loss
+	}
+	r.Accuracy = Accuracy(r.Rounds, r.Mistakes)
+	if t.defaults || l.def.Rounds > 0 {
+		r.DefaultLabeled = &DefaultLabeledReport{Rounds: l.def.Rounds, Mistakes: l.def.Mistakes,
+			Accuracy: Accuracy(l.def.Rounds, l.def.Mistakes), Loss: l.def.Loss}
 	}
 	if l.guaranteed != nil {
 		l.sync()
@@ -514,21 +610,32 @@ func (l *learner) report(digest bool) (LearnerReport, error) {
 // noteState takes the digest of state, the model's encoding as of now,
 // with the round count, mistakes and loss.
 func (l *learner) noteState(state []byte) {
-	l.digest = StateDigest(state, l.rounds, l.mistakes, l.loss)
+	l.digest = StateDigest(state, l.rounds, l.mistakes, l.loss, l.def)
 	l.digestAt, l.digestOK = l.rounds, true
 }
 
 // StateDigest is a learner's state digest (LearnerReport.StateSHA256):
 // the SHA-256 of its state, its model's encoding, followed by its round
-// count, mistakes and loss.
-func StateDigest(state []byte, rounds, mistakes uint64, loss float64) [32]byte {
+// count, mistakes and loss (every round it learned from, as Rounds,
+// Mistakes and Loss count them) and, when some rounds were scored against
+// a default label, their rounds, mistakes and loss (def, as Defaults has
+// them): without such rounds the digest is the one of the states before
+// they were counted apart.
+func StateDigest(state []byte, rounds, mistakes uint64, loss float64, def Scores) [32]byte {
 	h := sha256.New()
 	h.Write(state)
-	var c [24]byte
+	var c [48]byte
 	binary.LittleEndian.PutUint64(c[0:], rounds)
 	binary.LittleEndian.PutUint64(c[8:], mistakes)
 	binary.LittleEndian.PutUint64(c[16:], math.Float64bits(loss))
-	h.Write(c[:])
+	n := 24
+	if def != (Scores{}) {
+		binary.LittleEndian.PutUint64(c[24:], def.Rounds)
+		binary.LittleEndian.PutUint64(c[32:], def.Mistakes)
+		binary.LittleEndian.PutUint64(c[40:], math.Float64bits(def.Loss))
+		n = 48
+	}
+	h.Write(c[:n])
 	var sum [32]byte
 	h.Sum(sum[:0])
 	return sum

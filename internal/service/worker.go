@@ -172,6 +172,8 @@ type worker struct {
 	// (keyedServing.gen).
 	servedGen uint64
 	latency   Observer // the partition's, of Options.Latency; nil without
+	// labelsWarned: the labels report's warning was logged (once).
+	labelsWarned atomic.Bool
 
 	// Shared: the queue, the batches coming back, the end.
 	in      chan item
@@ -607,6 +609,10 @@ func (w *worker) reportOf(digests bool) (Report, error) {
 		return Report{}, err
 	}
 	rep := Report{Source: w.s.opt.Source.Name(), Partition: w.part, Report: r, TopKeys: top}
+	if l := r.Labels; l != nil && l.Warning != "" && !w.labelsWarned.Swap(true) {
+		w.s.logger.Warn("labels: "+l.Warning, "source", rep.Source, "partition", w.part,
+			"joined", l.Joined, "late", l.Late, "expired", l.Expired, "expired_learned", l.ExpiredLearned)
+	}
 	if w.m.seen && w.m.lag >= 0 {
 		lag := w.m.lag // a copy: reports are immutable
 		rep.ConsumerLag = &lag

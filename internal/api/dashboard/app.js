@@ -437,7 +437,10 @@
       set(f.label_delay_max, lb.delay.max);
       const rejected = lb.late + lb.duplicate + lb.unknown;
       set(f.labels_rejected, rejected);
-      f.labels_rejected.title = 'late ' + fmt(lb.late) + ', duplicate ' + fmt(lb.duplicate) + ', unknown ' + fmt(lb.unknown);
+      f.labels_rejected.title = 'late ' + fmt(lb.late) + ', duplicate ' + fmt(lb.duplicate) + ', unknown ' + fmt(lb.unknown) +
+        (lb.warning ? '\n' + lb.warning : '');
+      // Most labels came after their events expired, or none was scored.
+      f.labels_rejected.classList.toggle('warn', !!lb.warning);
     }
 
     const by = r.invalid_by_reason || {};
@@ -472,6 +475,8 @@
       ['mistakes', 'mistakes'],
       ['accuracy', 'accuracy'],
       ['recent_accuracy', 'accuracy, lately'],
+      ['default_rounds', 'default rounds'],
+      ['default_accuracy', 'default accuracy'],
       ['loss', 'loss'],
       ['regret', 'regret'],
       ['bound', 'bound'],
@@ -504,6 +509,18 @@
     const wa = windowAccuracy(c, 1000);
     set(f.recent_accuracy, wa ? wa.accuracy : null, wa ? (100 * wa.accuracy).toFixed(2) + '%' : '—');
     f.recent_accuracy.title = wa ? 'over the last ' + fmt(wa.rounds) + ' rounds' : 'after two points of the curve';
+    // Rounds scored against the default label (expired events learned
+    // with labels.default_label): apart from the real labels' rounds,
+    // mistakes and accuracy above. The curves are the learner's updates,
+    // both kinds.
+    const dlab = l.default_labeled;
+    view.labels.default_rounds.parentNode.hidden = !dlab;
+    view.labels.default_accuracy.parentNode.hidden = !dlab;
+    set(f.default_rounds, dlab ? dlab.rounds : null);
+    set(f.default_accuracy, dlab ? dlab.accuracy : null, dlab && dlab.rounds > 0 ? (100 * dlab.accuracy).toFixed(2) + '%' : '—');
+    f.default_rounds.title = f.default_accuracy.title = dlab ? fmt(dlab.rounds) + ' rounds, ' + fmt(dlab.mistakes) +
+      ' mistakes scored against the default label, not counted in rounds, mistakes and accuracy' : '';
+    if (dlab && dlab.rounds > 0) f.recent_accuracy.title += ', default-labeled rounds included';
     set(f.loss, l.loss);
     const rg = l.regret;
     set(f.regret, rg ? rg.value : null);
@@ -534,7 +551,8 @@
       badge.className = 'badge ' + (warned ? 'warn' : 'none');
       badge.title = 'this learner\u2019s theorem gives no bound';
     } else {
-      const observed = b.kind === 'regret' && rg ? rg.value : l.mistakes;
+      // The bound is over every round learned, default-labeled ones too.
+      const observed = b.kind === 'regret' && rg ? rg.value : l.mistakes + (dlab ? dlab.mistakes : 0);
       set(badge, st, (BADGE[st] || '') + STATUS[st]);
       badge.className = 'badge ' + ({ holds: 'ok', violated: 'bad', premise_false: 'warn' }[st] || 'none');
       badge.title = b.kind + ' ' + fmt(observed) + (b.holds ? ' \u2264 ' : ' > ') + 'bound ' + fmt(b.value) +
