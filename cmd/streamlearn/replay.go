@@ -256,13 +256,24 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-func writeTextReport(w io.Writer, r pipeline.Report) error {
-	rate := 0.0
-	if r.Seconds > 0 {
-		rate = float64(r.Events) / r.Seconds
+// writeTextReport prints r as text: the counts, the seconds and the rate,
+// and a line per learner.
+func writeTextReport(w io.Writer, r pipeline.Report) error { return writeReportText(w, r, true) }
+
+// writeReportText is writeTextReport, without the seconds and the rate
+// when timed is false: the report of a model that may have learned in
+// several processes (a checkpoint's), whose seconds are the last one's.
+func writeReportText(w io.Writer, r pipeline.Report, timed bool) error {
+	if timed {
+		rate := 0.0
+		if r.Seconds > 0 {
+			rate = float64(r.Events) / r.Seconds
+		}
+		fmt.Fprintf(w, "events %d  labeled %d  predicted %d  invalid %d  in %.3fs (%.0f events/s)\n",
+			r.Events, r.Labeled, r.Predicted, r.Invalid, r.Seconds, rate)
+	} else {
+		fmt.Fprintf(w, "events %d  labeled %d  predicted %d  invalid %d\n", r.Events, r.Labeled, r.Predicted, r.Invalid)
 	}
-	fmt.Fprintf(w, "events %d  labeled %d  predicted %d  invalid %d  in %.3fs (%.0f events/s)\n",
-		r.Events, r.Labeled, r.Predicted, r.Invalid, r.Seconds, rate)
 	if len(r.InvalidByReason) > 0 {
 		var parts []string
 		for reason, n := range r.InvalidByReason {
@@ -294,8 +305,12 @@ func writeTextReport(w io.Writer, r pipeline.Report) error {
 				regret += fmt.Sprintf(" (<= %.4g)", *g.Bound)
 			}
 		}
+		state := "-" // none: the totals of models per key
+		if len(l.StateSHA256) >= 12 {
+			state = l.StateSHA256[:12]
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.4f\t%.4g\t%s\t%s\t%d\t%s\n",
-			l.Name, l.Algorithm, l.Rounds, l.Mistakes, l.Accuracy, l.Loss, bound, regret, l.BoundViolations, l.StateSHA256[:12])
+			l.Name, l.Algorithm, l.Rounds, l.Mistakes, l.Accuracy, l.Loss, bound, regret, l.BoundViolations, state)
 	}
 	return tw.Flush()
 }

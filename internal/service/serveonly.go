@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -89,6 +90,7 @@ func NewServer(ctx context.Context, opt ServeOptions) (*Server, error) {
 		}
 		pr := &Predictor{Partition: 0, Events: p.Seen(), Time: time.Now(), SHA256: sha256.Sum256(opt.Model.Model.State), p: p}
 		s.publish(map[int32]*Predictor{0: pr}, "model:"+opt.Model.Path)
+		s.logger.Info("serve: model loaded", "model", opt.Model.Path, "events", pr.Events, "model_sha256", hex.EncodeToString(pr.SHA256[:]))
 		return s, nil
 	}
 	if err := s.reload(ctx, true); err != nil {
@@ -196,7 +198,8 @@ func (s *Server) reload(ctx context.Context, strict bool) error {
 			continue
 		}
 		s.loaded[part], models[part], changed = from, pr, true
-		s.logger.Info("serve: model loaded", "partition", part, "position", c.Position, "events", pr.Events, "created", c.Created)
+		s.logger.Info("serve: model loaded", "partition", part, "position", c.Position, "events", pr.Events, "created", c.Created,
+			"model_sha256", hex.EncodeToString(pr.SHA256[:]))
 	}
 	if changed || s.snap.Load() == nil {
 		s.publish(models, st.String())
