@@ -19,9 +19,10 @@ import (
 
 // learnWithCheckpoints runs `run --until-end` over the demo file (each
 // event given a key of five when keyed) with checkpoints in dir/state,
-// under models (a `models:` line, or nothing), and returns the config
-// file and the checkpoint of partition 0.
-func learnWithCheckpoints(t *testing.T, dir, models string, keyed bool) (cfg, ckpt string) {
+// under models (a `models:` line, or nothing), with its HTTP API on addr
+// ("off": none), and returns the config file and the checkpoint of
+// partition 0.
+func learnWithCheckpoints(t *testing.T, dir, models string, keyed bool, addr string) (cfg, ckpt string) {
 	t.Helper()
 	data, err := os.ReadFile("../../testdata/demo.jsonl")
 	if err != nil {
@@ -45,26 +46,33 @@ func learnWithCheckpoints(t *testing.T, dir, models string, keyed bool) (cfg, ck
 	if err := os.WriteFile(cfg, fmt.Appendf(nil, "source: {kind: file, path: %q}\ncheckpoint: {dir: %q}\n%s%s", input, state, models, warmLearners), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, errOut := run(t, "run", "-c", cfg, "--until-end", "--report", "json", "--http", "off"); code != 0 {
+	if code, _, errOut := run(t, "run", "-c", cfg, "--until-end", "--report", "json", "--http", addr); code != 0 {
 		t.Fatalf("run: exit %d: %s", code, errOut)
 	}
 	return cfg, filepath.Join(state, "partition-0.ckpt")
 }
 
 // TestModelDigestOneName: the model's digest is one figure under one
-// name, model_sha256, the SHA-256 of the model's state: `export` prints
+// name, model_sha256, the SHA-256 of the model's state without the
+// dashboard's curves. A run with its HTTP API on keeps curves in its
+// checkpoint's state, which a run without one does not: the same model
+// in other bytes, of one digest. For the checkpoint with curves, `export` prints
 // it (and the file's own SHA-256 as file_sha256), `inspect` prints it in
 // text and JSON, `serve` logs it (at info), and /v1/predict answers with it, from
 // the checkpoint and from the exported model file alike.
 func TestModelDigestOneName(t *testing.T) {
-	dir := t.TempDir()
-	cfg, ckpt := learnWithCheckpoints(t, dir, "", false)
-	c, err := checkpoint.ReadFile(ckpt)
+	_, plainCkpt := learnWithCheckpoints(t, t.TempDir(), "", false, "off")
+	plain, err := checkpoint.ReadFile(plainCkpt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum := sha256.Sum256(c.State)
+	sum := sha256.Sum256(plain.State) // a state without curves: its bytes' SHA-256
 	want := hex.EncodeToString(sum[:])
+	dir := t.TempDir()
+	cfg, ckpt := learnWithCheckpoints(t, dir, "", false, "127.0.0.1:0")
+	if c, err := checkpoint.ReadFile(ckpt); err != nil || len(c.State) <= len(plain.State) {
+		t.Fatalf("the run with its HTTP API on: a state of %d bytes (%v), want more than the %d without", len(c.State), err, len(plain.State))
+	}
 
 	model := filepath.Join(dir, "model.slm")
 	code, out, errOut := run(t, "export", "-c", cfg, "-o", model, ckpt)
@@ -122,7 +130,7 @@ func TestModelDigestOneName(t *testing.T) {
 // process's only.
 func TestInspectKeyed(t *testing.T) {
 	dir := t.TempDir()
-	cfg, ckpt := learnWithCheckpoints(t, dir, "models: {by: key, global: true}\n", true)
+	cfg, ckpt := learnWithCheckpoints(t, dir, "models: {by: key, global: true}\n", true, "off")
 	for _, args := range [][]string{{"inspect", ckpt}, {"inspect", "-c", cfg, ckpt}} {
 		code, out, errOut := run(t, args...)
 		if code != 0 {

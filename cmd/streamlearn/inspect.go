@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -34,9 +33,10 @@ type inspected struct {
 	Origin      string `json:"origin,omitempty"`
 	Consumer    string `json:"consumer,omitempty"`
 	StateBytes  int    `json:"state_bytes"`
-	// ModelSHA256 is the model's digest: the SHA-256 of its state, as
-	// export prints it and serve's answers carry it.
-	ModelSHA256 string          `json:"model_sha256"`
+	// ModelSHA256 is the model's digest (pipeline.ModelDigest), as
+	// export prints it and serve's answers carry it; absent when the
+	// state cannot be read for it.
+	ModelSHA256 string          `json:"model_sha256,omitempty"`
 	Report      pipeline.Report `json:"report"`
 	// Verified says whether the report's counts and digests were
 	// recomputed from the state (inspect -c) and found equal.
@@ -99,6 +99,7 @@ func runInspect(_ context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	var out []inspected
+	digestErr := map[int]error{} // by index in out: why a model digest is not known
 	for _, f := range files {
 		c, err := checkpoint.ReadFile(f)
 		if err != nil {
@@ -112,7 +113,11 @@ func runInspect(_ context.Context, args []string, stdout, stderr io.Writer) erro
 			File: filepath.Clean(f), Format: int(c.Format), Bytes: st.Size(),
 			Created: c.Created.UTC().Format("2006-01-02T15:04:05.000Z07:00"), Fingerprint: fmt.Sprintf("%x", c.Fingerprint),
 			Source: c.Source, Partition: c.Partition, Position: c.Position, Origin: c.Origin, Consumer: c.Consumer, StateBytes: len(c.State),
-			ModelSHA256: modelDigest(c.State),
+		}
+		if in.ModelSHA256, err = modelDigest(c.State); err != nil {
+			// A state this build cannot walk (a newer format): the
+			// report as saved is still worth printing.
+			in.ModelSHA256, digestErr[len(out)] = "", err
 		}
 		if err := json.Unmarshal(c.Report, &in.Report); err != nil {
 			return fmt.Errorf("%s: the report it holds: %w", f, err)
@@ -149,7 +154,11 @@ func runInspect(_ context.Context, args []string, stdout, stderr io.Writer) erro
 			fmt.Fprintf(stdout, "consumer %s\n", in.Consumer)
 		}
 		fmt.Fprintf(stdout, "configuration fingerprint %s\n", in.Fingerprint[:16])
-		fmt.Fprintf(stdout, "model_sha256 %s\n", in.ModelSHA256)
+		if err := digestErr[i]; err != nil {
+			fmt.Fprintf(stdout, "model_sha256 unknown: %v\n", err)
+		} else {
+			fmt.Fprintf(stdout, "model_sha256 %s\n", in.ModelSHA256)
+		}
 		if in.Verified {
 			fmt.Fprintf(stdout, "report verified: counts and digests recomputed from the state\n")
 		} else {
@@ -276,11 +285,15 @@ func sameLearners(got, rep []regret.LearnerReport) error {
 	return nil
 }
 
-// modelDigest returns the model's digest, hex: the SHA-256 of its state
-// (pipeline.Pipeline.MarshalBinary, or models per key's), the one export
-// prints, serve logs and every answer of /v1/predict carries as
-// model_sha256. A model file's own SHA-256 is file_sha256.
-func modelDigest(state []byte) string {
-	sum := sha256.Sum256(state)
-	return hex.EncodeToString(sum[:])
+// modelDigest returns the model's digest of state, hex
+// (pipeline.ModelDigest: the SHA-256 of the state without the dashboard's
+// curves), the one export prints, serve logs and every answer of
+// /v1/predict carries as model_sha256. A model file's own SHA-256 is
+// file_sha256.
+func modelDigest(state []byte) (string, error) {
+	sum, err := pipeline.ModelDigest(state)
+	if err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(sum[:]), nil
 }

@@ -446,9 +446,9 @@ func (s *Service) position(partition int32) (connectors.Position, bool) {
 
 // A RestoreError says that a partition's checkpoint does not hold what the
 // broker says this consumer committed: there is none, it is behind the
-// committed position, or it is of another partition, stream or consumer. A model
-// restored from it, or started afresh, would silently lack records the
-// broker counts as learned, or skip records it never learned. The ways
+// committed position, or it is of another partition, stream or consumer.
+// A model restored from it, or started afresh, would silently lack records
+// the broker counts as learned, or skip records it never learned. The ways
 // out are the operator's: put the right checkpoint back, start the
 // partition afresh, or take the checkpoint as it is (Options.OnMismatch).
 type RestoreError struct {

@@ -88,7 +88,11 @@ func NewServer(ctx context.Context, opt ServeOptions) (*Server, error) {
 		if err := p.UnmarshalBinary(opt.Model.Model.State); err != nil {
 			return nil, fmt.Errorf("service: serve: the model %s: %w", opt.Model.Path, err)
 		}
-		pr := &Predictor{Partition: 0, Events: p.Seen(), Time: time.Now(), SHA256: sha256.Sum256(opt.Model.Model.State), p: p}
+		sum, err := pipeline.ModelDigest(opt.Model.Model.State)
+		if err != nil {
+			return nil, fmt.Errorf("service: serve: the model %s: %w", opt.Model.Path, err)
+		}
+		pr := &Predictor{Partition: 0, Events: p.Seen(), Time: time.Now(), SHA256: sum, p: p}
 		s.publish(map[int32]*Predictor{0: pr}, "model:"+opt.Model.Path)
 		s.logger.Info("serve: model loaded", "model", opt.Model.Path, "events", pr.Events, "model_sha256", hex.EncodeToString(pr.SHA256[:]))
 		return s, nil
@@ -251,7 +255,11 @@ func (s *Server) predictorOf(c *checkpoint.Checkpoint, fp [32]byte) (*Predictor,
 	if err := p.UnmarshalBinary(c.State); err != nil {
 		return nil, fmt.Errorf("service: serve: the checkpoint of partition %d in %s: %w", c.Partition, s.opt.Checkpoints, err)
 	}
-	return &Predictor{Partition: c.Partition, Events: p.Seen(), Time: c.Created, SHA256: sha256.Sum256(c.State), p: p}, nil
+	sum, err := pipeline.ModelDigest(c.State)
+	if err != nil {
+		return nil, fmt.Errorf("service: serve: the checkpoint of partition %d in %s: %w", c.Partition, s.opt.Checkpoints, err)
+	}
+	return &Predictor{Partition: c.Partition, Events: p.Seen(), Time: c.Created, SHA256: sum, p: p}, nil
 }
 
 // publish makes models the ones served, and their reports the snapshot.
