@@ -24,6 +24,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/learners"
 	"github.com/streamlearn/streamlearn/internal/online"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
+	"github.com/streamlearn/streamlearn/internal/testbroker"
 )
 
 // runStore runs a Service with checkpoints in store over recs (all of
@@ -723,5 +724,39 @@ func TestKeyedCheckpointTaken(t *testing.T) {
 		if !bytes.Equal(ck.State, want) {
 			t.Fatalf("the checkpoint at position %d is not the replay's state up to it", ck.Position)
 		}
+	}
+}
+
+// The same refusal with the checkpoints in an Object Store bucket: the
+// checkpoint holds its group there too, and another group's run stops
+// before publishing anything.
+func TestCheckpointOfAnotherConsumerBucket(t *testing.T) {
+	c := loadExampleConfig(t)
+	c.Features.Bits = 12
+	values := genEvents(300, 5, 0, 0, 0)
+	js := testbroker.JetStream(t, testbroker.NATS(t, "UNUSED", "unused"))
+	store, err := checkpoint.OpenObjectStore(context.Background(), js, "STATE", checkpoint.ObjectStoreConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(group string, out connectors.Sink) error {
+		t.Helper()
+		s := newService(t, Options{Config: c, Source: ofConsumer{newMemSource(values, 1), "kafka group " + group}, Checkpoints: store,
+			CommitEvery: 100, Predictions: out})
+		return s.Run(context.Background())
+	}
+	if err := run("gx", discardSink{}); err != nil {
+		t.Fatal(err)
+	}
+	if saved, err := store.Load(context.Background(), 0); err != nil || saved.Consumer != "kafka group gx" || saved.Position != 299 {
+		t.Fatalf("gx's checkpoint in the bucket: %s, %v; want kafka group gx's at 299", consumerOf(saved), err)
+	}
+	out := &memSink{}
+	var re *RestoreError
+	if err := run("gy", out); !errors.As(err, &re) || !strings.Contains(err.Error(), "the checkpoint is of kafka group gx, this source reads as kafka group gy") {
+		t.Errorf("group gy on gx's bucket: %v, want a RestoreError naming both groups", err)
+	}
+	if len(out.msgs) != 0 {
+		t.Errorf("group gy refused: %d predictions published, want none", len(out.msgs))
 	}
 }
