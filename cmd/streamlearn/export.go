@@ -89,6 +89,10 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return fmt.Errorf("export: %w", err)
 		}
 	}
+	digest, err := modelDigest(m.State)
+	if err != nil {
+		return fmt.Errorf("export: %s: its state: %w", what, err)
+	}
 	sum, err := checkpoint.WriteModel(*out, m)
 	if err != nil {
 		return err
@@ -97,8 +101,10 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := json.Unmarshal(c.Report, &rep); err != nil {
 		return fmt.Errorf("export: the checkpoint's report: %w", err)
 	}
-	_, err = fmt.Fprintf(stdout, "%s: %d events, %d labeled, %d learners, from the %s\nsha256 %s\n",
-		*out, rep.Events, rep.Labeled, len(rep.Learners), m.From, hex.EncodeToString(sum[:]))
+	// The model's digest, as inspect prints it and serve's answers carry
+	// it; the file's own, as sha256sum prints it, under another name.
+	_, err = fmt.Fprintf(stdout, "%s: %d events, %d labeled, %d learners, from the %s\nmodel_sha256 %s\nfile_sha256 %s\n",
+		*out, rep.Events, rep.Labeled, len(rep.Learners), m.From, digest, hex.EncodeToString(sum[:]))
 	return err
 }
 

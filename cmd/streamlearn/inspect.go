@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/checkpoint"
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
+	"github.com/streamlearn/streamlearn/internal/regret"
 	"github.com/streamlearn/streamlearn/internal/service"
 )
 
@@ -20,16 +22,21 @@ const inspectArgs = "[-c CONFIG] [--report text|json] CHECKPOINT..."
 
 // inspected is one checkpoint as `inspect --report json` prints it.
 type inspected struct {
-	File        string          `json:"file"`
-	Format      int             `json:"format"`
-	Bytes       int64           `json:"bytes"`
-	Created     string          `json:"created"`
-	Fingerprint string          `json:"fingerprint"`
-	Source      string          `json:"source"`
-	Partition   int32           `json:"partition"`
-	Position    int64           `json:"position"`
-	Origin      string          `json:"origin,omitempty"`
-	StateBytes  int             `json:"state_bytes"`
+	File        string `json:"file"`
+	Format      int    `json:"format"`
+	Bytes       int64  `json:"bytes"`
+	Created     string `json:"created"`
+	Fingerprint string `json:"fingerprint"`
+	Source      string `json:"source"`
+	Partition   int32  `json:"partition"`
+	Position    int64  `json:"position"`
+	Origin      string `json:"origin,omitempty"`
+	Consumer    string `json:"consumer,omitempty"`
+	StateBytes  int    `json:"state_bytes"`
+	// ModelSHA256 is the model's digest (pipeline.ModelDigest), as
+	// export prints it and serve's answers carry it; absent when the
+	// state cannot be read for it.
+	ModelSHA256 string          `json:"model_sha256,omitempty"`
 	Report      pipeline.Report `json:"report"`
 	// Verified says whether the report's counts and digests were
 	// recomputed from the state (inspect -c) and found equal.
@@ -92,6 +99,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}
 	var out []inspected
+	digestErr := map[int]error{} // by index in out: why a model digest is not known
 	for _, f := range files {
 		c, err := checkpoint.ReadFile(f)
 		if err != nil {
@@ -104,7 +112,12 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		in := inspected{
 			File: filepath.Clean(f), Format: int(c.Format), Bytes: st.Size(),
 			Created: c.Created.UTC().Format("2006-01-02T15:04:05.000Z07:00"), Fingerprint: fmt.Sprintf("%x", c.Fingerprint),
-			Source: c.Source, Partition: c.Partition, Position: c.Position, Origin: c.Origin, StateBytes: len(c.State),
+			Source: c.Source, Partition: c.Partition, Position: c.Position, Origin: c.Origin, Consumer: c.Consumer, StateBytes: len(c.State),
+		}
+		if in.ModelSHA256, err = modelDigest(c.State); err != nil {
+			// A state this build cannot walk (a newer format): the
+			// report as saved is still worth printing.
+			in.ModelSHA256, digestErr[len(out)] = "", err
 		}
 		if err := json.Unmarshal(c.Report, &in.Report); err != nil {
 			return fmt.Errorf("%s: the report it holds: %w", f, err)
@@ -137,13 +150,23 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if in.Origin != "" {
 			fmt.Fprintf(stdout, "of %s\n", in.Origin)
 		}
+		if in.Consumer != "" {
+			fmt.Fprintf(stdout, "consumer %s\n", in.Consumer)
+		}
 		fmt.Fprintf(stdout, "configuration fingerprint %s\n", in.Fingerprint[:16])
+		if err := digestErr[i]; err != nil {
+			fmt.Fprintf(stdout, "model_sha256 unknown: %v\n", err)
+		} else {
+			fmt.Fprintf(stdout, "model_sha256 %s\n", in.ModelSHA256)
+		}
 		if in.Verified {
 			fmt.Fprintf(stdout, "report verified: counts and digests recomputed from the state\n")
 		} else {
 			fmt.Fprintf(stdout, "report as saved: give -c CONFIG to verify it against the state\n")
 		}
-		if err := writeTextReport(stdout, in.Report, pace{}); err != nil {
+		// No rate: the model may have learned in several processes, and
+		// its report's seconds are the last one's.
+		if err := writeReportText(stdout, in.Report, nil); err != nil {
 			return err
 		}
 	}
@@ -198,30 +221,79 @@ func verifyReport(cfg *config.Config, c *checkpoint.Checkpoint, rep pipeline.Rep
 		}
 		return fmt.Errorf("written by another model configuration than -c's (%s): its state cannot be decoded with it", diff)
 	}
-	p, err := pipeline.New(cfg)
-	if err != nil {
-		return err
-	}
-	if err := p.UnmarshalBinary(c.State); err != nil {
-		return fmt.Errorf("its state: %w", err)
-	}
-	got, err := p.Report()
-	if err != nil {
-		return err
+	var got pipeline.Report
+	if pipeline.IsKeyedState(c.State) {
+		k, err := pipeline.NewKeyed(cfg, pipeline.KeyedOptions{Global: cfg.Models.Global})
+		if err != nil {
+			return err
+		}
+		if err := k.UnmarshalBinary(c.State); err != nil {
+			return fmt.Errorf("its state: %w", err)
+		}
+		got = k.Report()
+		if rep.Keys == nil || got.Keys.Keys != rep.Keys.Keys {
+			return fmt.Errorf("the state holds the models of %d keys, the report says %s", got.Keys.Keys, keysOf(rep))
+		}
+		if (got.Global == nil) != (rep.Global == nil) {
+			return fmt.Errorf("the state and the report differ on a global model (models.global)")
+		}
+		if got.Global != nil {
+			if err := sameLearners(got.Global.Learners, rep.Global.Learners); err != nil {
+				return fmt.Errorf("the global model: %w", err)
+			}
+		}
+	} else {
+		p, err := pipeline.New(cfg)
+		if err != nil {
+			return err
+		}
+		if err := p.UnmarshalBinary(c.State); err != nil {
+			return fmt.Errorf("its state: %w", err)
+		}
+		if got, err = p.Report(); err != nil {
+			return err
+		}
 	}
 	if got.Events != rep.Events || got.Labeled != rep.Labeled || got.Predicted != rep.Predicted || got.Invalid != rep.Invalid {
 		return fmt.Errorf("the state holds %d events (%d labeled, %d predicted, %d invalid), the report says %d (%d, %d, %d)",
 			got.Events, got.Labeled, got.Predicted, got.Invalid, rep.Events, rep.Labeled, rep.Predicted, rep.Invalid)
 	}
-	if len(got.Learners) != len(rep.Learners) {
-		return fmt.Errorf("the state holds %d learners, the report %d", len(got.Learners), len(rep.Learners))
+	return sameLearners(got.Learners, rep.Learners)
+}
+
+// keysOf says how many keys' models r counts.
+func keysOf(r pipeline.Report) string {
+	if r.Keys == nil {
+		return "none (not models per key)"
 	}
-	for i, l := range got.Learners {
-		r := rep.Learners[i]
+	return fmt.Sprint(r.Keys.Keys)
+}
+
+// sameLearners checks that got, the learners of a report recomputed from
+// a state, have the names, rounds, mistakes and digests of rep's.
+func sameLearners(got, rep []regret.LearnerReport) error {
+	if len(got) != len(rep) {
+		return fmt.Errorf("the state holds %d learners, the report %d", len(got), len(rep))
+	}
+	for i, l := range got {
+		r := rep[i]
 		if l.Name != r.Name || l.Rounds != r.Rounds || l.Mistakes != r.Mistakes || l.StateSHA256 != r.StateSHA256 {
 			return fmt.Errorf("learner %s: the state has %d rounds, %d mistakes, digest %.12s; the report says %s: %d, %d, %.12s",
 				l.Name, l.Rounds, l.Mistakes, l.StateSHA256, r.Name, r.Rounds, r.Mistakes, r.StateSHA256)
 		}
 	}
 	return nil
+}
+
+// modelDigest returns the model's digest of state, hex
+// (pipeline.ModelDigest: the SHA-256 of the state without the dashboard's
+// curves), the one export prints, serve logs and every answer of
+// /v1/predict carries as model_sha256. A model file's own SHA-256 is
+// file_sha256.
+func modelDigest(state []byte) (string, error) {
+	sum, err := pipeline.ModelDigest(state)
+	if err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(sum[:]), nil
 }

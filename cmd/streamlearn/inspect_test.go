@@ -36,7 +36,7 @@ func TestInspect(t *testing.T) {
 	for _, p := range []int32{1, 0} {
 		c := &checkpoint.Checkpoint{Created: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC), Fingerprint: sha256.Sum256([]byte("cfg")),
 			Source: "kafka:events", Partition: p, Position: 4999 + int64(p), State: []byte("state"), Report: rep,
-			Origin: "kafka cluster kfake topic events"}
+			Origin: "kafka cluster kfake topic events", Consumer: "kafka group gx"}
 		if err := d.Save(context.Background(), c); err != nil {
 			t.Fatal(err)
 		}
@@ -47,7 +47,7 @@ func TestInspect(t *testing.T) {
 	}
 	for _, want := range []string{fmt.Sprintf("partition-0.ckpt: checkpoint format %d", checkpoint.FormatVersion),
 		"source kafka:events  partition 0  position 4999", "of kafka cluster kfake topic events",
-		"partition 1  position 5000", "events 5000  labeled 5000", r.Learners[0].StateSHA256[:12]} {
+		"partition 1  position 5000", "events 5000  labeled 5000", r.Learners[0].StateSHA256[:12], "\nconsumer kafka group gx\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text output lacks %q:\n%s", want, out)
 		}
@@ -61,7 +61,7 @@ func TestInspect(t *testing.T) {
 		t.Fatalf("json output: %v\n%s", err, out)
 	}
 	if len(got) != 1 || got[0].Partition != 1 || got[0].Position != 5000 || got[0].Report.Events != 5000 ||
-		got[0].Format != checkpoint.FormatVersion || got[0].Origin != "kafka cluster kfake topic events" ||
+		got[0].Format != checkpoint.FormatVersion || got[0].Origin != "kafka cluster kfake topic events" || got[0].Consumer != "kafka group gx" ||
 		len(got[0].Report.Learners) != len(r.Learners) || got[0].Report.Learners[3].Mistakes != r.Learners[3].Mistakes {
 		t.Errorf("json output: %+v", got)
 	}

@@ -293,18 +293,23 @@ func paceOf(r pipeline.Report, ins []service.Intake, seconds float64) pace {
 }
 
 // writeTextReport writes r as text; the first line's rate is p's: the
-// records learned in this process over the seconds spent learning them
-// (without p, of a checkpoint's report, r's events over its seconds).
-func writeTextReport(w io.Writer, r pipeline.Report, p pace) error {
-	if p == (pace{}) {
-		p = pace{records: r.Events, seconds: r.Seconds}
+// records learned in this process over the seconds spent learning them.
+func writeTextReport(w io.Writer, r pipeline.Report, p pace) error { return writeReportText(w, r, &p) }
+
+// writeReportText is writeTextReport, without the seconds and the rate
+// when p is nil: the report of a model that may have learned in several
+// processes (a checkpoint's), whose seconds are the last one's.
+func writeReportText(w io.Writer, r pipeline.Report, p *pace) error {
+	if p != nil {
+		rate := 0.0
+		if p.seconds > 0 {
+			rate = float64(p.records) / p.seconds
+		}
+		fmt.Fprintf(w, "events %d  labeled %d  predicted %d  invalid %d  in %.3fs (%.0f events/s)\n",
+			r.Events, r.Labeled, r.Predicted, r.Invalid, p.seconds, rate)
+	} else {
+		fmt.Fprintf(w, "events %d  labeled %d  predicted %d  invalid %d\n", r.Events, r.Labeled, r.Predicted, r.Invalid)
 	}
-	rate := 0.0
-	if p.seconds > 0 {
-		rate = float64(p.records) / p.seconds
-	}
-	fmt.Fprintf(w, "events %d  labeled %d  predicted %d  invalid %d  in %.3fs (%.0f events/s)\n",
-		r.Events, r.Labeled, r.Predicted, r.Invalid, p.seconds, rate)
 	if len(r.InvalidByReason) > 0 {
 		var parts []string
 		for reason, n := range r.InvalidByReason {
@@ -343,8 +348,12 @@ func writeTextReport(w io.Writer, r pipeline.Report, p pace) error {
 				regret += fmt.Sprintf(" (<= %.4g)", *g.Bound)
 			}
 		}
+		state := "-" // none: the totals of models per key
+		if len(l.StateSHA256) >= 12 {
+			state = l.StateSHA256[:12]
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%.4g\t%s\t%s\t%d\t%s",
-			l.Name, l.Algorithm, l.Rounds, l.Mistakes, accuracyText(l.Rounds, l.Accuracy), l.Loss, bound, regret, l.BoundViolations, l.StateSHA256[:12])
+			l.Name, l.Algorithm, l.Rounds, l.Mistakes, accuracyText(l.Rounds, l.Accuracy), l.Loss, bound, regret, l.BoundViolations, state)
 		if d := l.DefaultLabeled; d != nil {
 			fmt.Fprintf(tw, "\t%d rounds, %d mistakes, %s", d.Rounds, d.Mistakes, accuracyText(d.Rounds, d.Accuracy))
 		}

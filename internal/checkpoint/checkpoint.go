@@ -25,10 +25,12 @@
 //	           state      blob
 //	           report     blob (JSON, for inspect)
 //	           origin     string (from version 2 on)
+//	           consumer   string (from version 3 on)
 //	sha256   32 bytes, SHA-256 of everything before it
 //
 // Version 1 files, written before origin was, still load, with an empty
-// Origin.
+// Origin; version 1 and 2 files, written before consumer was, with an
+// empty Consumer (Format says which version a file was read in).
 //
 // A file that is short, has trailing bytes, a wrong magic or a wrong
 // checksum is refused with ErrCorrupt; a version this build does not know
@@ -51,7 +53,7 @@ import (
 
 // FormatVersion is the version of the file format this build writes; it
 // reads every version from 1 on.
-const FormatVersion = 2
+const FormatVersion = 3
 
 const magic = "SLCKPT\r\n"
 
@@ -95,6 +97,13 @@ type Checkpoint struct {
 	// (connectors.Position.Origin): empty when the source does not say,
 	// and in checkpoints of format version 1.
 	Origin string
+	// Consumer names the consumer whose position Position is, when the
+	// source's name does not (connectors.Position.Consumer: "kafka group
+	// gx"; a JetStream durable is in Source): a checkpoint is one
+	// consumer's, and another consumer's positions are not its. Empty
+	// when the source does not say, and in checkpoints of format versions
+	// 1 and 2.
+	Consumer string
 	// Format is the format version the checkpoint was read in; 0 for
 	// one not read (MarshalBinary writes FormatVersion).
 	Format uint32
@@ -107,7 +116,7 @@ type Checkpoint struct {
 
 // MarshalBinary encodes c in the format of the package comment.
 func (c *Checkpoint) MarshalBinary() ([]byte, error) {
-	e := codec.NewEncoder(headerLen + 128 + len(c.Source) + len(c.State) + len(c.Report) + len(c.Origin) + sha256.Size)
+	e := codec.NewEncoder(headerLen + 128 + len(c.Source) + len(c.State) + len(c.Report) + len(c.Origin) + len(c.Consumer) + sha256.Size)
 	e.RawString(magic)
 	e.U32(FormatVersion)
 	e.U64(0) // body length, set below
@@ -119,6 +128,7 @@ func (c *Checkpoint) MarshalBinary() ([]byte, error) {
 	e.Blob(c.State)
 	e.Blob(c.Report)
 	e.String(c.Origin)
+	e.String(c.Consumer)
 	b, err := seal(e)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint of partition %d: %w", c.Partition, err)
@@ -150,7 +160,8 @@ func unseal(b []byte, corrupt error) ([]byte, error) {
 	}
 	body, sum := b[:len(b)-sha256.Size], b[len(b)-sha256.Size:]
 	if want := sha256.Sum256(body); !bytes.Equal(sum, want[:]) {
-		return nil, fmt.Errorf("%w: SHA-256 mismatch (stored %x, computed %x)", corrupt, sum[:8], want[:8])
+		// Whole digests: prefixes of two different ones can read alike.
+		return nil, fmt.Errorf("%w: SHA-256 mismatch (stored %x, computed %x)", corrupt, sum, want)
 	}
 	return body[headerLen:], nil
 }
@@ -248,6 +259,9 @@ func (c *Checkpoint) UnmarshalBinary(b []byte) error {
 	out.Report = bytes.Clone(d.Blob())
 	if out.Format = binary.LittleEndian.Uint32(b[len(magic):]); out.Format >= 2 {
 		out.Origin = d.String(maxSource)
+	}
+	if out.Format >= 3 {
+		out.Consumer = d.String(maxSource)
 	}
 	if err := d.Finish(); err != nil {
 		// The checksum matched, so this build wrote something it cannot

@@ -6,11 +6,13 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -29,6 +31,7 @@ func sample(partition int32) *Checkpoint {
 		State:       state,
 		Report:      []byte(`{"events":42000}`),
 		Origin:      "kafka cluster kfake topic events",
+		Consumer:    "kafka group gx",
 	}
 }
 
@@ -43,7 +46,8 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !got.Created.Equal(c.Created) || got.Fingerprint != c.Fingerprint || got.Source != c.Source ||
-		got.Partition != 3 || got.Position != 41999 || !bytes.Equal(got.State, c.State) || !bytes.Equal(got.Report, c.Report) {
+		got.Partition != 3 || got.Position != 41999 || !bytes.Equal(got.State, c.State) || !bytes.Equal(got.Report, c.Report) ||
+		got.Origin != c.Origin || got.Consumer != "kafka group gx" || got.Format != FormatVersion {
 		t.Fatalf("round trip: got %+v", got)
 	}
 	// The decoded checkpoint owns its bytes.
@@ -95,23 +99,46 @@ func TestRefusesDamage(t *testing.T) {
 	}
 }
 
-// TestVersion1 loads a checkpoint of format version 1, which has no
-// origin, built by hand from a version 2 encoding: every field but Origin
-// comes back.
-func TestVersion1(t *testing.T) {
-	c := sample(4)
-	c.Origin = ""
+// olderFormat returns c encoded in format version v (1 or 2), built by
+// hand from this version's encoding of c, whose fields after v's last one
+// (origin, consumer) must be empty: each is a uint64 length of 0, dropped.
+func olderFormat(t *testing.T, c *Checkpoint, v uint32) []byte {
+	t.Helper()
 	b, err := c.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Drop the empty origin (its uint64 length) and the checksum; set the
-	// version and the body length; checksum again.
-	b = b[:len(b)-sha256.Size-8]
-	binary.LittleEndian.PutUint32(b[len(magic):], 1)
+	// Drop the empty fields and the checksum; set the version and the
+	// body length; checksum again.
+	b = b[:len(b)-sha256.Size-8*int(FormatVersion-v)]
+	binary.LittleEndian.PutUint32(b[len(magic):], v)
 	binary.LittleEndian.PutUint64(b[len(magic)+4:], uint64(len(b)-headerLen))
 	sum := sha256.Sum256(b)
-	b = append(b, sum[:]...)
+	return append(b, sum[:]...)
+}
+
+// TestVersion2 loads a checkpoint of format version 2, which has no
+// consumer: every field but Consumer comes back, and Format says 2.
+func TestVersion2(t *testing.T) {
+	c := sample(5)
+	c.Consumer = ""
+	var got Checkpoint
+	if err := got.UnmarshalBinary(olderFormat(t, c, 2)); err != nil {
+		t.Fatal(err)
+	}
+	c.Format = 2
+	if !reflect.DeepEqual(&got, c) {
+		t.Errorf("version 2 decoded as source %q partition %d position %d origin %q consumer %q format %d, want %q %d %d %q \"\" 2",
+			got.Source, got.Partition, got.Position, got.Origin, got.Consumer, got.Format, c.Source, c.Partition, c.Position, c.Origin)
+	}
+}
+
+// TestVersion1 loads a checkpoint of format version 1, which has no
+// origin: every field but Origin (and Consumer) comes back.
+func TestVersion1(t *testing.T) {
+	c := sample(4)
+	c.Origin, c.Consumer = "", ""
+	b := olderFormat(t, c, 1)
 	var got Checkpoint
 	if err := got.UnmarshalBinary(b); err != nil {
 		t.Fatal(err)
@@ -232,4 +259,34 @@ func FuzzUnmarshal(f *testing.F) {
 			t.Fatal("accepted bytes re-encode differently")
 		}
 	})
+}
+
+// TestChecksumErrorWholeDigests: a checksum error prints both SHA-256s
+// whole (64 hex digits each), the stored one and the computed one, for a
+// checkpoint and a model file: prefixes of two digests can read alike.
+func TestChecksumErrorWholeDigests(t *testing.T) {
+	ck, err := sample(0).MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mf, err := ModelOf(sample(0)).MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, good := range map[string][]byte{"checkpoint": ck, "model file": mf} {
+		b := bytes.Clone(good)
+		b[headerLen+3] ^= 1 // in the body: the checksum fails
+		stored := b[len(b)-sha256.Size:]
+		computed := sha256.Sum256(b[:len(b)-sha256.Size])
+		var err error
+		if name == "checkpoint" {
+			err = new(Checkpoint).UnmarshalBinary(b)
+		} else {
+			err = new(Model).UnmarshalBinary(b)
+		}
+		want := fmt.Sprintf("SHA-256 mismatch (stored %x, computed %x)", stored, computed)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want it to say %q", name, err, want)
+		}
+	}
 }

@@ -220,9 +220,11 @@ func storedPast(path string, c *Checkpoint) (bool, error) {
 	}
 	// The head claims a later position: believe it only if the whole
 	// file is intact (the rare path: it takes a read of the file), and
-	// of the same stream (a position of another one is no later).
+	// of the same stream and consumer (a position of another one is no
+	// later).
 	stored, err := ReadFile(path)
-	if err != nil || stored.Origin != "" && c.Origin != "" && stored.Origin != c.Origin {
+	if err != nil || stored.Origin != "" && c.Origin != "" && stored.Origin != c.Origin ||
+		stored.Consumer != "" && c.Consumer != "" && stored.Consumer != c.Consumer {
 		return false, nil
 	}
 	return stored.Position > c.Position, nil

@@ -592,6 +592,7 @@ func (s *ObjectStore) Save(ctx context.Context, c *Checkpoint) error {
 		// the checkpoint's own bytes and the name.
 		Metadata: map[string]string{
 			"source":      c.Source,
+			"consumer":    c.Consumer,
 			"position":    strconv.FormatInt(c.Position, 10),
 			"fingerprint": hex.EncodeToString(c.Fingerprint[:]),
 			"created":     c.Created.UTC().Format(time.RFC3339Nano),

@@ -773,7 +773,7 @@ func (s *KafkaSource) Position(partition int32) (Position, bool) {
 	if _, ok := s.end[int(partition)]; !ok {
 		return Position{}, false
 	}
-	pos := Position{Committed: -1, First: s.first[int(partition)], Start: -1, Origin: s.origin}
+	pos := Position{Committed: -1, First: s.first[int(partition)], Start: -1, Origin: s.origin, Consumer: "kafka group " + s.cfg.Group}
 	if c, ok := s.committed[int(partition)]; ok {
 		pos.Committed = c - 1
 	} else if st, ok := s.starts[int(partition)]; ok && s.start.Kind != StartEarliest {

@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"crypto/sha256"
 	"encoding"
 	"errors"
 	"fmt"
@@ -484,17 +483,21 @@ func (p *Pipeline) Clone() (*Pipeline, error) {
 	return q, err
 }
 
-// CloneDigest is Clone, and returns the SHA-256 of p's state
-// (MarshalBinary) too: equal digests are equal models, whichever process
-// holds them (a serving replica's loaded from a checkpoint, the learning
+// CloneDigest is Clone, and returns the model's digest too (ModelDigest
+// of its state): equal digests are equal models, whichever process holds
+// them (a serving replica's loaded from a checkpoint, the learning
 // service's own copy).
 func (p *Pipeline) CloneDigest() (*Pipeline, [32]byte, error) {
 	b, err := p.MarshalBinary()
 	if err != nil {
 		return nil, [32]byte{}, err
 	}
+	sum, err := ModelDigest(b)
+	if err != nil {
+		return nil, [32]byte{}, err
+	}
 	q, err := p.cloneOf(b)
-	return q, sha256.Sum256(b), err
+	return q, sum, err
 }
 
 // cloneOf returns a pipeline of p's configuration restored from b, p's

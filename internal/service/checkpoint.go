@@ -84,7 +84,7 @@ func (s *Service) restore(ctx context.Context, partition int32, m *model) error 
 		return s.startWarm(partition, m)
 	}
 	pos, positioned := s.position(partition)
-	m.origin = pos.Origin
+	m.origin, m.consumer = pos.Origin, pos.Consumer
 	c, err := s.opt.Checkpoints.Load(ctx, partition)
 	missing := checkpoint.IsNotExist(err)
 	if err != nil && !missing {
@@ -101,6 +101,14 @@ func (s *Service) restore(ctx context.Context, partition int32, m *model) error 
 		if c.Source != s.opt.Source.Name() {
 			return fmt.Errorf("service: the checkpoint of partition %d in %s is of source %s, not %s",
 				partition, s.opt.Checkpoints, c.Source, s.opt.Source.Name())
+		}
+		if c.Consumer == "" && pos.Consumer != "" && c.Format < 3 {
+			// Written before checkpoints held their consumer: taken as
+			// this one's, and saved as such before anything is learned,
+			// so that the warning is given once.
+			s.logger.Warn("the checkpoint's consumer could not be checked: its format version does not hold it (written by an older streamlearn); it is taken as this consumer's, and saved so at once",
+				"partition", partition, "store", s.opt.Checkpoints.String(), "format", c.Format, "consumer", pos.Consumer)
+			m.saveAtOnce = true
 		}
 	}
 	if rerr := s.checkRestore(partition, c, pos, positioned); rerr != nil {
@@ -390,6 +398,13 @@ func (s *Service) checkRestore(partition int32, c *checkpoint.Checkpoint, pos co
 	case c.Origin != "" && pos.Origin != "" && c.Origin != pos.Origin:
 		e.Problem = fmt.Sprintf("the checkpoint is of %s, the source reads %s", c.Origin, pos.Origin)
 		e.Consequence = fmt.Sprintf("its position %d is one of another stream: restoring it would skip this stream's records up to it", c.Position)
+	case c.Consumer != "" && pos.Consumer != "" && c.Consumer != pos.Consumer:
+		// Another consumer's checkpoint (a Kafka group pointed at the
+		// store of another): its position is no commit of this one.
+		e.Problem = fmt.Sprintf("the checkpoint is of %s, this source reads as %s", c.Consumer, pos.Consumer)
+		e.Consequence = fmt.Sprintf("its position %d is %s's: restoring it would take over that consumer's model and skip the partition's records up to it, with no output for them, as %s",
+			c.Position, c.Consumer, pos.Consumer)
+		e.own = fmt.Sprintf("Run as %s, whose checkpoint it is, or give %s a checkpoint directory or bucket of its own", c.Consumer, pos.Consumer)
 	case pos.Committed < 0 && pos.Start > 0:
 		// Nothing committed, and the consumer begins at a start
 		// (connectors.Start) rather than at the first record: a
@@ -431,9 +446,9 @@ func (s *Service) position(partition int32) (connectors.Position, bool) {
 
 // A RestoreError says that a partition's checkpoint does not hold what the
 // broker says this consumer committed: there is none, it is behind the
-// committed position, or it is of another partition or stream. A model
-// restored from it, or started afresh, would silently lack records the
-// broker counts as learned, or skip records it never learned. The ways
+// committed position, or it is of another partition, stream or consumer.
+// A model restored from it, or started afresh, would silently lack records
+// the broker counts as learned, or skip records it never learned. The ways
 // out are the operator's: put the right checkpoint back, start the
 // partition afresh, or take the checkpoint as it is (Options.OnMismatch).
 type RestoreError struct {
@@ -452,6 +467,9 @@ type RestoreError struct {
 	// (connectors.Position.Start), else -1: a rebuild without a
 	// checkpoint learns from there, as the model did.
 	start int64
+	// own, when not empty, is the first way out, instead of putting
+	// the partition's own checkpoint back (another consumer's).
+	own string
 }
 
 func (e *RestoreError) Error() string {
@@ -462,7 +480,11 @@ func (e *RestoreError) Error() string {
 	} else {
 		fmt.Fprintf(&b, " in %s", e.Store)
 	}
-	fmt.Fprintf(&b, "; %s. Put the partition's own checkpoint back; or rebuild its model, learning the partition again from the broker's log up to the committed position, with `run --rebuild`; or start it afresh from the committed position, dropping the checkpoint, with `run --reset`; or restore the checkpoint as it is, knowing what it lacks, with `run --accept` (checkpoint.on_mismatch: rebuild, reset or accept)", e.Consequence)
+	own := e.own
+	if own == "" {
+		own = "Put the partition's own checkpoint back"
+	}
+	fmt.Fprintf(&b, "; %s. %s; or rebuild its model, learning the partition again from the broker's log up to the committed position, with `run --rebuild`; or start it afresh from the committed position, dropping the checkpoint, with `run --reset`; or restore the checkpoint as it is, knowing what it lacks, with `run --accept` (checkpoint.on_mismatch: rebuild, reset or accept)", e.Consequence, own)
 	return b.String()
 }
 

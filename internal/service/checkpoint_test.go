@@ -3,6 +3,8 @@ package service
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,6 +24,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/learners"
 	"github.com/streamlearn/streamlearn/internal/online"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
+	"github.com/streamlearn/streamlearn/internal/testbroker"
 )
 
 // runStore runs a Service with checkpoints in store over recs (all of
@@ -167,6 +170,146 @@ type named struct {
 }
 
 func (n named) Name() string { return n.name }
+
+// ofConsumer is a source that says which consumer it reads as (a Kafka
+// group), and that nothing is committed.
+type ofConsumer struct {
+	connectors.Source
+	consumer string
+}
+
+func (s ofConsumer) Position(int32) (connectors.Position, bool) {
+	return connectors.Position{Committed: -1, Start: -1, Consumer: s.consumer}, true
+}
+
+// downgrade rewrites the checkpoint file at path in format version 2, as
+// a build before checkpoints held their consumer wrote it: without the
+// consumer field (an empty one, a uint64 length of 0, at the body's end).
+func downgrade(t *testing.T, path string) {
+	t.Helper()
+	c, err := checkpoint.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Consumer = ""
+	b, err := c.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = b[:len(b)-sha256.Size-8]
+	const header = 8 + 4 + 8 // magic, version, body length
+	binary.LittleEndian.PutUint32(b[8:], 2)
+	binary.LittleEndian.PutUint64(b[12:], uint64(len(b)-header))
+	sum := sha256.Sum256(b)
+	if err := os.WriteFile(path, append(b, sum[:]...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := checkpoint.ReadFile(path); err != nil || c.Format != 2 {
+		t.Fatalf("downgraded checkpoint: %s, %v", consumerOf(c), err)
+	}
+}
+
+// A checkpoint is its consumer's: one a Kafka group wrote stops another
+// group's Run with a RestoreError naming both groups and the ways out,
+// before anything is learned or published; --accept takes it over for the
+// new group. A checkpoint of format version 2, which does not hold its
+// consumer, is restored with a warning saying that the consumer could not
+// be checked, and its next save records the consumer.
+func TestCheckpointOfAnotherConsumer(t *testing.T) {
+	c := loadExampleConfig(t)
+	c.Features.Bits = 12
+	values := genEvents(600, 5, 0, 0, 0)
+	store, err := checkpoint.OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(group string, on Mismatch, out connectors.Sink, logs *strings.Builder) ([]Report, error) {
+		t.Helper()
+		opt := Options{Config: c, Source: ofConsumer{newMemSource(values, 1), "kafka group " + group}, Checkpoints: store,
+			CommitEvery: 100, OnMismatch: on, Predictions: out}
+		if logs != nil {
+			opt.Logger = slog.New(slog.NewTextHandler(logs, nil))
+		}
+		s := newService(t, opt)
+		err := s.Run(context.Background())
+		reps, rerr := s.Reports()
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		return reps, err
+	}
+	if _, err := run("gx", MismatchFail, discardSink{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	saved, err := checkpoint.ReadFile(store.File(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saved.Consumer != "kafka group gx" || saved.Position != 599 {
+		t.Fatalf("gx's checkpoint: consumer %q position %d, want \"kafka group gx\" 599", saved.Consumer, saved.Position)
+	}
+
+	out := &memSink{}
+	reps, err := run("gy", MismatchFail, out, nil)
+	var re *RestoreError
+	if !errors.As(err, &re) {
+		t.Fatalf("group gy on gx's checkpoint: %v, want a RestoreError", err)
+	}
+	for _, w := range []string{"the checkpoint is of kafka group gx, this source reads as kafka group gy", "Run as kafka group gx",
+		"give kafka group gy a checkpoint directory or bucket of its own", "--rebuild", "--reset", "--accept"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not say %q", err, w)
+		}
+	}
+	var learned uint64
+	for _, r := range reps {
+		learned += r.Report.Events
+	}
+	if len(out.msgs) != 0 || learned != 0 {
+		t.Errorf("group gy refused: %d predictions published, %d events learned; want none", len(out.msgs), learned)
+	}
+	if again, err := checkpoint.ReadFile(store.File(0)); err != nil || again.Consumer != "kafka group gx" || !again.Created.Equal(saved.Created) {
+		t.Errorf("after the refusal the checkpoint is %v's, %v; want gx's, untouched", consumerOf(again), err)
+	}
+
+	// Format version 2: restored with a warning, then recorded as gy's.
+	downgrade(t, store.File(0))
+	var logs strings.Builder
+	reps, err = run("gy", MismatchFail, discardSink{}, &logs)
+	if err != nil {
+		t.Fatalf("gy on a version 2 checkpoint: %v", err)
+	}
+	if len(reps) != 1 || reps[0].Report.Events != 600 {
+		t.Errorf("gy on a version 2 checkpoint: %d reports, want one of the restored model's 600 events", len(reps))
+	}
+	if !strings.Contains(logs.String(), `level=WARN msg="the checkpoint's consumer could not be checked`) ||
+		!strings.Contains(logs.String(), `format=2 consumer="kafka group gy"`) {
+		t.Errorf("no warning that the consumer could not be checked:\n%s", logs.String())
+	}
+	if now, err := checkpoint.ReadFile(store.File(0)); err != nil || now.Consumer != "kafka group gy" || now.Format != checkpoint.FormatVersion {
+		t.Errorf("after gy's run the checkpoint is %q's, %v; want gy's, of format %d", consumerOf(now), err, checkpoint.FormatVersion)
+	}
+
+	// gx's run now meets gy's checkpoint; --accept takes it over.
+	if _, err := run("gx", MismatchFail, discardSink{}, nil); !errors.As(err, &re) || !strings.Contains(re.Problem, "of kafka group gy, this source reads as kafka group gx") {
+		t.Errorf("gx on gy's checkpoint: %v", err)
+	}
+	reps, err = run("gx", MismatchAccept, discardSink{}, nil)
+	if err != nil || len(reps) != 1 || reps[0].Report.Events != 600 {
+		t.Errorf("gx accepting gy's checkpoint: %v, %d reports; want the restored model's 600 events", err, len(reps))
+	}
+	if now, err := checkpoint.ReadFile(store.File(0)); err != nil || now.Consumer != "kafka group gx" {
+		t.Errorf("after the acceptance the checkpoint is %q's, %v; want gx's", consumerOf(now), err)
+	}
+}
+
+// consumerOf returns c's consumer and format, for errors.
+func consumerOf(c *checkpoint.Checkpoint) string {
+	if c == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%s (format %d)", c.Consumer, c.Format)
+}
 
 // failingStore fails its saves while fail is set, and counts them.
 type failingStore struct {
@@ -581,5 +724,39 @@ func TestKeyedCheckpointTaken(t *testing.T) {
 		if !bytes.Equal(ck.State, want) {
 			t.Fatalf("the checkpoint at position %d is not the replay's state up to it", ck.Position)
 		}
+	}
+}
+
+// The same refusal with the checkpoints in an Object Store bucket: the
+// checkpoint holds its group there too, and another group's run stops
+// before publishing anything.
+func TestCheckpointOfAnotherConsumerBucket(t *testing.T) {
+	c := loadExampleConfig(t)
+	c.Features.Bits = 12
+	values := genEvents(300, 5, 0, 0, 0)
+	js := testbroker.JetStream(t, testbroker.NATS(t, "UNUSED", "unused"))
+	store, err := checkpoint.OpenObjectStore(context.Background(), js, "STATE", checkpoint.ObjectStoreConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(group string, out connectors.Sink) error {
+		t.Helper()
+		s := newService(t, Options{Config: c, Source: ofConsumer{newMemSource(values, 1), "kafka group " + group}, Checkpoints: store,
+			CommitEvery: 100, Predictions: out})
+		return s.Run(context.Background())
+	}
+	if err := run("gx", discardSink{}); err != nil {
+		t.Fatal(err)
+	}
+	if saved, err := store.Load(context.Background(), 0); err != nil || saved.Consumer != "kafka group gx" || saved.Position != 299 {
+		t.Fatalf("gx's checkpoint in the bucket: %s, %v; want kafka group gx's at 299", consumerOf(saved), err)
+	}
+	out := &memSink{}
+	var re *RestoreError
+	if err := run("gy", out); !errors.As(err, &re) || !strings.Contains(err.Error(), "the checkpoint is of kafka group gx, this source reads as kafka group gy") {
+		t.Errorf("group gy on gx's bucket: %v, want a RestoreError naming both groups", err)
+	}
+	if len(out.msgs) != 0 {
+		t.Errorf("group gy refused: %d predictions published, want none", len(out.msgs))
 	}
 }

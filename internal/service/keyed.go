@@ -2,7 +2,6 @@ package service
 
 import (
 	"cmp"
-	"crypto/sha256"
 	"fmt"
 	"os"
 	"time"
@@ -256,7 +255,11 @@ func (pr *Predictor) forKey(key []byte) (*Predictor, error) {
 	if len(ks.cache) >= keyedServingCache {
 		clear(ks.cache)
 	}
-	kp := &Predictor{Partition: pr.Partition, Key: string(key), HasKey: true, Events: p.Seen(), Time: pr.Time, SHA256: sha256.Sum256(state), p: p}
+	sum, err := pipeline.ModelDigest(state)
+	if err != nil {
+		return nil, fmt.Errorf("service: the serving copy of key %q: %w", key, err)
+	}
+	kp := &Predictor{Partition: pr.Partition, Key: string(key), HasKey: true, Events: p.Seen(), Time: pr.Time, SHA256: sum, p: p}
 	if ks.global != nil {
 		kp.global, kp.mix = ks.global, ks.mixes[string(key)]
 		kp.fromGlobal = make([]bool, len(kp.mix))

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -87,8 +88,13 @@ func NewServer(ctx context.Context, opt ServeOptions) (*Server, error) {
 		if err := p.UnmarshalBinary(opt.Model.Model.State); err != nil {
 			return nil, fmt.Errorf("service: serve: the model %s: %w", opt.Model.Path, err)
 		}
-		pr := &Predictor{Partition: 0, Events: p.Seen(), Time: time.Now(), SHA256: sha256.Sum256(opt.Model.Model.State), p: p}
+		sum, err := pipeline.ModelDigest(opt.Model.Model.State)
+		if err != nil {
+			return nil, fmt.Errorf("service: serve: the model %s: %w", opt.Model.Path, err)
+		}
+		pr := &Predictor{Partition: 0, Events: p.Seen(), Time: time.Now(), SHA256: sum, p: p}
 		s.publish(map[int32]*Predictor{0: pr}, "model:"+opt.Model.Path)
+		s.logger.Info("serve: model loaded", "model", opt.Model.Path, "events", pr.Events, "model_sha256", hex.EncodeToString(pr.SHA256[:]))
 		return s, nil
 	}
 	if err := s.reload(ctx, true); err != nil {
@@ -196,7 +202,8 @@ func (s *Server) reload(ctx context.Context, strict bool) error {
 			continue
 		}
 		s.loaded[part], models[part], changed = from, pr, true
-		s.logger.Info("serve: model loaded", "partition", part, "position", c.Position, "events", pr.Events, "created", c.Created)
+		s.logger.Info("serve: model loaded", "partition", part, "position", c.Position, "events", pr.Events, "created", c.Created,
+			"model_sha256", hex.EncodeToString(pr.SHA256[:]))
 	}
 	if changed || s.snap.Load() == nil {
 		s.publish(models, st.String())
@@ -248,7 +255,11 @@ func (s *Server) predictorOf(c *checkpoint.Checkpoint, fp [32]byte) (*Predictor,
 	if err := p.UnmarshalBinary(c.State); err != nil {
 		return nil, fmt.Errorf("service: serve: the checkpoint of partition %d in %s: %w", c.Partition, s.opt.Checkpoints, err)
 	}
-	return &Predictor{Partition: c.Partition, Events: p.Seen(), Time: c.Created, SHA256: sha256.Sum256(c.State), p: p}, nil
+	sum, err := pipeline.ModelDigest(c.State)
+	if err != nil {
+		return nil, fmt.Errorf("service: serve: the checkpoint of partition %d in %s: %w", c.Partition, s.opt.Checkpoints, err)
+	}
+	return &Predictor{Partition: c.Partition, Events: p.Seen(), Time: c.Created, SHA256: sum, p: p}, nil
 }
 
 // publish makes models the ones served, and their reports the snapshot.

@@ -138,6 +138,7 @@ type model struct {
 	skipTo      int64 // the restored checkpoint's position, until a record past it comes; -1 then
 	sinceReport int
 	origin      string // the stream the positions are of, for checkpoints (connectors.Position.Origin)
+	consumer    string // the consumer they are of, for checkpoints (connectors.Position.Consumer)
 	saveAtOnce  bool   // reset or accepted by the operator: checkpointed before it learns
 	release     func() // gives up the ownership of the partition's checkpoints; nil when not owned
 }
@@ -661,7 +662,7 @@ func (w *worker) take(spare *pipeline.Frozen) (*taken, error) {
 	s := w.s
 	t := &taken{c: &checkpoint.Checkpoint{
 		Created: time.Now(), Fingerprint: s.fingerprint, Source: s.opt.Source.Name(),
-		Partition: w.part, Position: w.m.pos, Origin: w.m.origin,
+		Partition: w.part, Position: w.m.pos, Origin: w.m.origin, Consumer: w.m.consumer,
 	}}
 	var err error
 	if w.m.k != nil {
