@@ -118,6 +118,11 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *deadPath != "" {
 		dead = connectors.NewFileSink(*deadPath)
 		defer dead.Close()
+		// Opened before the first record: locked (another process
+		// appending to it is refused) and rid of a torn tail.
+		if err := dead.Check(ctx); err != nil {
+			return fmt.Errorf("replay: --dead-letters: %w", err)
+		}
 		opt.DeadLetters = dead
 	}
 	svc, err := service.New(opt)
