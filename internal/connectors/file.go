@@ -151,7 +151,7 @@ func (s *FileSink) open() error {
 		if logger == nil {
 			logger = slog.Default()
 		}
-		logger.Warn("file sink: removed a torn last line, the bytes after the file's last newline that a process stopped in the middle of a write left; its outputs were not committed and are written again",
+		logger.Warn("file sink: removed a torn last line, the bytes after the file's last newline that a process stopped in the middle of a write left (no commit counted on them)",
 			"path", s.path, "bytes", torn)
 	}
 	s.f, s.lock, s.writeErr = f, lock, nil
