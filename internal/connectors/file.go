@@ -81,7 +81,7 @@ func (e *FileInUseError) Error() string {
 	if holder == "" {
 		holder = "another process (its lock file " + e.Lock + " does not name it: the file may be open through another path)"
 	}
-	return fmt.Sprintf("file sink %s: in use by %s: two processes appending to one file would interleave their lines; give each process its own path", e.Path, holder)
+	return fmt.Sprintf("file sink %s: in use by %s: two writers appending to one file would interleave their lines; give each process, and each sink, its own path", e.Path, holder)
 }
 
 // FileHolder returns the line a file sink names its process with in its
