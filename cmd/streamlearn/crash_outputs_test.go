@@ -184,13 +184,13 @@ sinks:
 // good record, a dead letter for each bad one. The final model equals a
 // replay of the stream. (Before, a kill left a torn last line that the
 // next run appended to: `…"offset":14643,"round":339{"id":"e-6645",…`.)
-// STREAMLEARN_SOAK=1 kills 25 times, on a stream five times longer.
+// STREAMLEARN_SOAK=1 kills 20 times, on a stream five times longer.
 func TestE2ECrashFileOutputs(t *testing.T) {
 	sl, _ := e2eBuild(t)
 	natsBin := e2eTool(t, "nats-server", "nats-server", "/usr/sbin", "/usr/local/sbin")
 	kills, n, deadline := 5, 60000, 3*e2eTimeout
 	if os.Getenv("STREAMLEARN_SOAK") == "1" {
-		kills, n, deadline = 25, 300000, 12*e2eTimeout
+		kills, n, deadline = 20, 300000, 8*e2eTimeout
 	}
 	if raceEnabled() {
 		n /= 4
