@@ -170,8 +170,8 @@ func killAfterCheckpoint(t *testing.T, ctx context.Context, dir, sl, cfg string,
 }
 
 // killWithin is killAfterCheckpoint with the kill at a random moment of
-// the next within.
-func killWithin(t *testing.T, ctx context.Context, dir, sl, cfg string, kill int, stamp func() int64, r *rand.Rand, within time.Duration) {
+// the next within. It returns what the killed run wrote to stderr.
+func killWithin(t *testing.T, ctx context.Context, dir, sl, cfg string, kill int, stamp func() int64, r *rand.Rand, within time.Duration) string {
 	t.Helper()
 	before := stamp()
 	p, _ := start(t, ctx, dir, false, sl, "run", "-c", cfg, "--http", "off")
@@ -189,6 +189,7 @@ func killWithin(t *testing.T, ctx context.Context, dir, sl, cfg string, kill int
 		t.Fatal(err)
 	}
 	<-p.done
+	return p.stderr.String()
 }
 
 // e2eStream writes a generated stream of n events (seed) and returns its

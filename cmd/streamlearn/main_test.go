@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -169,6 +170,54 @@ func TestReplayDeadLetters(t *testing.T) {
 	}
 	if len(lines) != 2 || lines[0]["offset"] != 2.0 || lines[1]["reason"] != "label" || lines[1]["raw"] != `{"features":{"v":0.2},"label":"perhaps"}` {
 		t.Errorf("dead letters = %v", lines)
+	}
+}
+
+// TestReplayDeadLettersInUse: replay whose dead-letter file another sink
+// holds (a run writing it) stops before its first record, exit 1, naming
+// the file and the holder; a file with a torn last line has it removed
+// before the replay's dead letters follow. (Before, the replay appended
+// to the file beside the other writer, and to the torn line.)
+func TestReplayDeadLettersInUse(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	if err := os.WriteFile(in, []byte("{\"features\":{\"v\":0.5},\"label\":1}\n{\"features\":\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dead := filepath.Join(dir, "dead.jsonl")
+	if err := os.WriteFile(dead, []byte("{\"offset\":1}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	holder := connectors.NewFileSink(dead)
+	if err := holder.Check(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, "replay", "--dead-letters", dead, in)
+	if want := "replay: --dead-letters: file sink " + dead + ": in use by pid " + strconv.Itoa(os.Getpid()) + " on "; code != 1 || out != "" || !strings.Contains(errOut, want) {
+		t.Errorf("replay beside a writer of its dead-letter file: exit %d, stdout %q, stderr %q; want exit 1 and %q", code, out, errOut, want)
+	}
+	if err := holder.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(dead, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(`{"offset":2,"rea`); err != nil { // a writer killed mid-line
+		t.Fatal(err)
+	}
+	f.Close()
+	code, _, errOut = run(t, "replay", "--dead-letters", dead, in)
+	if code != 0 || !strings.Contains(errOut, "level=WARN msg=\"file sink: removed a torn last line") || !strings.Contains(errOut, "path="+dead+" bytes=16") {
+		t.Errorf("replay once the holder closed: exit %d, stderr %q; want a warning naming the file and the 16 bytes removed", code, errOut)
+	}
+	b, err := os.ReadFile(dead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if len(lines) != 2 || lines[0] != `{"offset":1}` || !strings.HasPrefix(lines[1], `{"source":`) || !strings.HasSuffix(string(b), "\n") {
+		t.Errorf("the dead-letter file after the replay: %q, want its whole line and the replay's dead letter", b)
 	}
 }
 

@@ -118,7 +118,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			emb.ClientURL(), cfg.Source.Subject, cfg.Source.Stream, cfg.Source.Durable)
 	}
 	// The sinks first, each checked (a Kafka topic asked for, or made with
-	// create: true; a JetStream stream looked up): outputs with nowhere to
+	// create: true; a JetStream stream looked up; a file opened, locked
+	// and rid of a torn tail): outputs with nowhere to
 	// go stop the run before anything is preloaded or the source opened,
 	// so nothing is consumed and no durable or group position is made.
 	var sinks []connectors.Sink
@@ -143,6 +144,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			continue
 		}
 		sinks = append(sinks, sink)
+		if f, ok := sink.(*connectors.FileSink); ok {
+			f.Logger = logger // a torn tail removed at open
+		}
 		if c, ok := sink.(interface{ Check(context.Context) error }); ok {
 			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			err := c.Check(cctx)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -57,5 +58,33 @@ learners:
 	}
 	if code != 1 || !strings.Contains(errOut, "sinks.predictions") || !strings.Contains(errOut, `stream "PREDS" not found`) || out != "" {
 		t.Errorf("run with a missing sink stream: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+// TestRunSinksOneFile: a config whose predictions and dead letters go to
+// one file stops run at start, exit 1, naming the second sink, the file
+// and this process as its holder, before the source is read: nothing is
+// written to the file. (Before, the two sinks' buffers were appended to
+// the file in turn, each cut in the middle of a line.)
+func TestRunSinksOneFile(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out.jsonl")
+	cfg := filepath.Join(dir, "one.yaml")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, `source: {kind: file, path: ../../testdata/demo.jsonl}
+sinks:
+  predictions: {kind: file, path: %q}
+  dead_letters: {kind: file, path: %q}
+learners:
+  - {name: pct, algorithm: perceptron, bias: true}
+`, out, out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, errOut := run(t, "run", "-c", cfg, "--until-end", "--http", "off")
+	want := "sinks.dead_letters: file sink " + out + ": in use by pid " + strconv.Itoa(os.Getpid()) + " on "
+	if code != 1 || stdout != "" || !strings.Contains(errOut, want) {
+		t.Fatalf("run with two sinks in one file: exit %d, stdout %q, stderr %q; want exit 1 and %q", code, stdout, errOut, want)
+	}
+	if b, err := os.ReadFile(out); err != nil || len(b) != 0 {
+		t.Errorf("the file after the refused run: %d bytes (%v), want none", len(b), err)
 	}
 }

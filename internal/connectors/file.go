@@ -2,30 +2,54 @@ package connectors
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 )
 
-// FileSink appends one message per line to a file, created on the first
-// message so a sink that never fires leaves no file behind; an existing
-// file is appended to, never truncated. Keys are not written. Flush
-// fsyncs. It is safe for concurrent use.
+// FileSink appends one message per line to a regular file. The file is
+// opened by Check (run checks its sinks before it opens its source) or by
+// the first Publish: opening takes the file's lock, so that one process
+// writes it (a second is refused with a *FileInUseError naming the
+// holder), and removes a torn tail, the bytes after its last newline that
+// a process killed in the middle of a write left (they held no line any
+// commit counted on: a commit waits for a barrier, which writes and
+// fsyncs whole lines only), so that no line is ever appended to a part of
+// one. Lines are written whole: the buffer goes to the file at a line's
+// end. An existing file is appended to, never truncated but for its torn
+// tail. Keys are not written. Flush fsyncs. It is safe for concurrent use.
+//
+// The lock is an exclusive flock(2), released by the kernel when the
+// process dies, on the file itself (whatever path names it) and on a lock
+// file beside it, ".NAME.lock", which names its holder (FileHolder). Where
+// flock(2) does not exist, only the sinks of one process exclude each
+// other.
 type FileSink struct {
+	// Logger receives the warning that a torn tail was removed; nil:
+	// slog.Default().
+	Logger *slog.Logger
+
 	path string
 	mu   sync.Mutex
 	f    *os.File
-	w    *bufio.Writer
+	lock *os.File // the lock file, holding its flock; nil where flock(2) does not exist
+	buf  []byte   // whole lines not yet written
 	// lines counts the lines published; synced, those an fsync that
 	// succeeded covered. syncErr is the first fsync's failure: after it
 	// the kernel may have dropped the lines and marked them clean, and a
 	// later fsync's success proves nothing, so every wait fails after it.
-	lines, synced uint64
-	syncErr       error
+	// writeErr is the first write's failure: part of a line may be in the
+	// file, and nothing is written after it (the next open removes it).
+	lines, synced     uint64
+	syncErr, writeErr error
 }
 
 var (
@@ -33,27 +57,183 @@ var (
 	_ BarrierSink = (*FileSink)(nil)
 )
 
-// NewFileSink returns a sink appending to path.
+// fileSinkBuffer is the size of a file sink's buffer: lines are written
+// when it would overflow, a line longer than it in a write of its own.
+const fileSinkBuffer = 64 << 10
+
+// NewFileSink returns a sink appending to path. It opens nothing until
+// Check or the first Publish.
 func NewFileSink(path string) *FileSink { return &FileSink{path: path} }
+
+// FileInUseError is the error of opening a file sink's file that another
+// file sink holds, in this process or another.
+type FileInUseError struct {
+	Path string
+	// Holder is what the holder wrote in the lock file (FileHolder);
+	// empty when it is not known (the file was reached through another
+	// path, or the holder has not written it yet).
+	Holder string
+	Lock   string // the lock file's path
+}
+
+func (e *FileInUseError) Error() string {
+	holder := e.Holder
+	if holder == "" {
+		holder = "another process (its lock file " + e.Lock + " does not name it: the file may be open through another path)"
+	}
+	return fmt.Sprintf("file sink %s: in use by %s: two writers appending to one file would interleave their lines; give each process, and each sink, its own path", e.Path, holder)
+}
+
+// FileHolder returns the line a file sink names its process with in its
+// lock file: its pid, host and start.
+func FileHolder() string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown host"
+	}
+	return "pid " + strconv.Itoa(os.Getpid()) + " on " + host + " since " + processStart.Format(time.RFC3339)
+}
+
+var processStart = time.Now()
+
+// lockPath returns the path of the lock file of the file sink at path.
+func lockPath(path string) string {
+	dir, name := filepath.Split(path)
+	return filepath.Join(dir, "."+name+".lock")
+}
+
+// Check opens the file, as the first Publish would: it takes the lock,
+// refusing a file another sink holds, and removes a torn tail. A run
+// checks its sinks before it opens its source, so a refusal comes before
+// anything is consumed.
+func (s *FileSink) Check(context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.open()
+}
+
+// open opens the file unless it is open; s.mu is held.
+func (s *FileSink) open() error {
+	if s.f != nil {
+		return nil
+	}
+	if st, err := os.Stat(s.path); err == nil && !st.Mode().IsRegular() {
+		return fmt.Errorf("file sink %s: not a regular file (%v): a file sink appends to, fsyncs and locks a file", s.path, st.Mode().Type())
+	}
+	lock, err := lockSinkFile(s.path)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(s.path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
+	if err != nil {
+		unlockSinkFile(lock, s.path)
+		return fmt.Errorf("file sink: %w", err)
+	}
+	fail := func(err error) error {
+		f.Close()
+		unlockSinkFile(lock, s.path)
+		return err
+	}
+	if st, err := f.Stat(); err != nil {
+		return fail(fmt.Errorf("file sink %s: %w", s.path, err))
+	} else if !st.Mode().IsRegular() {
+		return fail(fmt.Errorf("file sink %s: not a regular file (%v): a file sink appends to, fsyncs and locks a file", s.path, st.Mode().Type()))
+	}
+	if err := lockOpenFile(f, s.path); err != nil {
+		return fail(err)
+	}
+	torn, err := removeTornTail(f)
+	if err != nil {
+		return fail(fmt.Errorf("file sink %s: removing the torn tail: %w", s.path, err))
+	}
+	if torn > 0 {
+		logger := s.Logger
+		if logger == nil {
+			logger = slog.Default()
+		}
+		logger.Warn("file sink: removed a torn last line, the bytes after the file's last newline that a process stopped in the middle of a write left (no commit counted on them)",
+			"path", s.path, "bytes", torn)
+	}
+	s.f, s.lock, s.writeErr = f, lock, nil
+	return nil
+}
+
+// removeTornTail truncates f after its last newline (to nothing when it
+// has none), fsyncing the truncation, and returns how many bytes went.
+func removeTornTail(f *os.File) (int64, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	size := st.Size()
+	end := size // the length of the whole lines
+	buf := make([]byte, 4096)
+	for end > 0 {
+		n := min(int64(len(buf)), end)
+		if _, err := f.ReadAt(buf[:n], end-n); err != nil {
+			return 0, err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			end = end - n + int64(i) + 1
+			break
+		}
+		end -= n
+	}
+	if end == size {
+		return 0, nil
+	}
+	if err := f.Truncate(end); err != nil {
+		return 0, err
+	}
+	return size - end, f.Sync()
+}
 
 // Publish appends value and a newline.
 func (s *FileSink) Publish(_ context.Context, _, value []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.f == nil {
-		f, err := os.OpenFile(s.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
-			return fmt.Errorf("file sink: %w", err)
+	if err := s.open(); err != nil {
+		return err
+	}
+	if len(s.buf)+len(value)+1 > fileSinkBuffer {
+		if err := s.write(); err != nil {
+			return err
 		}
-		s.f, s.w = f, bufio.NewWriterSize(f, 64<<10)
 	}
-	if _, err := s.w.Write(value); err != nil {
-		return fmt.Errorf("file sink %s: %w", s.path, err)
-	}
-	if err := s.w.WriteByte('\n'); err != nil {
-		return fmt.Errorf("file sink %s: %w", s.path, err)
+	if len(value)+1 > fileSinkBuffer {
+		// A line of its own, in one write.
+		line := make([]byte, 0, len(value)+1)
+		s.buf = append(append(line, value...), '\n')
+		err := s.write()
+		s.buf = nil
+		if err != nil {
+			return err
+		}
+	} else {
+		if s.buf == nil {
+			s.buf = make([]byte, 0, fileSinkBuffer)
+		}
+		s.buf = append(append(s.buf, value...), '\n')
 	}
 	s.lines++
+	return nil
+}
+
+// write writes the buffered lines to the file; s.mu is held. After a
+// failure nothing more is written (part of a line may be in the file:
+// the next open removes it).
+func (s *FileSink) write() error {
+	if s.writeErr != nil {
+		return s.writeErr
+	}
+	if len(s.buf) == 0 {
+		return nil
+	}
+	if _, err := s.f.Write(s.buf); err != nil {
+		s.writeErr = fmt.Errorf("file sink %s: %w", s.path, err)
+		return s.writeErr
+	}
+	s.buf = s.buf[:0]
 	return nil
 }
 
@@ -74,8 +254,7 @@ func (s *FileSink) Barrier() func(context.Context) error {
 	if s.synced >= target {
 		return func(context.Context) error { return nil }
 	}
-	if err := s.w.Flush(); err != nil {
-		err = fmt.Errorf("file sink %s: %w", s.path, err)
+	if err := s.write(); err != nil {
 		return func(context.Context) error { return err }
 	}
 	f := s.f
@@ -94,14 +273,15 @@ func (s *FileSink) Barrier() func(context.Context) error {
 	}
 }
 
-// Close flushes and closes the file.
+// Close flushes and closes the file, and releases its lock.
 func (s *FileSink) Close() error {
 	err := s.Flush(context.Background())
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.f != nil {
 		err = errors.Join(err, s.f.Close())
-		s.f, s.w = nil, nil
+		unlockSinkFile(s.lock, s.path)
+		s.f, s.lock, s.buf = nil, nil, nil
 	}
 	return err
 }
@@ -273,4 +453,12 @@ func blankLine(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// firstLine returns b up to its first newline, at most 200 bytes.
+func firstLine(b []byte) string {
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		b = b[:i]
+	}
+	return string(b[:min(len(b), 200)])
 }
