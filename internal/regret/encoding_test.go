@@ -286,8 +286,8 @@ func TestReportJSONNonFinite(t *testing.T) {
 
 // Rounds scored against a default label (ObserveDefault) are kept apart
 // in the report, counted in the bound, and are state: in the encoding
-// (format version 2; a tracker without them keeps version 1, the bytes
-// of the trackers before) and in the digest (which, without them, is the
+// (format version 3; a tracker without them keeps version 2) and in the
+// digest (which, without them, is the
 // one before: the state and 24 bytes of counts).
 func TestTrackerDefaultLabels(t *testing.T) {
 	build := func() (*Tracker, *fake) {
@@ -379,4 +379,42 @@ func mustLearners(t *testing.T, tr *Tracker) []LearnerReport {
 		t.Fatal(err)
 	}
 	return ls
+}
+
+// WithoutHistory drops the curves of an encoding of every version this
+// build writes (2 without default-labeled rounds, 3 with them): what is
+// left is the encoding of the same tracker without history.
+func TestWithoutHistory(t *testing.T) {
+	for _, def := range []bool{false, true} {
+		build := func(history bool) []byte {
+			m := &fake{state: []byte("m"), g: online.Guarantee{Kind: online.MistakeBound, Value: 2}}
+			tr := New()
+			tr.Add("m", "halving", m)
+			tr.DefaultLabels()
+			if history {
+				tr.EnableHistory(16)
+			}
+			tr.Observe(0, online.Prediction{Label: 1}, 1, 0)
+			if def {
+				tr.ObserveDefault(0, online.Prediction{Label: 1}, -1, 1)
+			}
+			tr.Observe(0, online.Prediction{Label: -1}, 1, 1)
+			b, err := tr.MarshalBinary()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}
+		with, without := build(true), build(false)
+		if want := byte(2 + map[bool]byte{false: 0, true: 1}[def]); with[4] != want {
+			t.Errorf("default-labeled %v: format version %d, want %d", def, with[4], want)
+		}
+		got, err := WithoutHistory(with)
+		if err != nil {
+			t.Fatalf("default-labeled %v: %v", def, err)
+		}
+		if !bytes.Equal(got, without) {
+			t.Errorf("default-labeled %v: WithoutHistory gives %x, want %x", def, got, without)
+		}
+	}
 }

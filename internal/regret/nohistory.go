@@ -20,9 +20,10 @@ func WithoutHistory(b []byte) ([]byte, error) {
 		return nil, fmt.Errorf("regret: tracker: %w", d.Err())
 	case string(hdr[:len(trackerMagic)]) != trackerMagic:
 		return nil, fmt.Errorf("regret: not a tracker encoding (magic %q)", hdr[:len(trackerMagic)])
-	case hdr[len(trackerMagic)] != trackerVersion:
-		return nil, fmt.Errorf("regret: tracker: unsupported format version %d (this build reads %d)", hdr[len(trackerMagic)], trackerVersion)
+	case hdr[len(trackerMagic)] < 1 || hdr[len(trackerMagic)] > trackerVersion:
+		return nil, fmt.Errorf("regret: tracker: unsupported format version %d (this build reads 1 to %d)", hdr[len(trackerMagic)], trackerVersion)
 	}
+	version := hdr[len(trackerMagic)]
 	n := d.U32()
 	if d.Err() == nil && uint64(n) > uint64(d.Len())/64 { // ≥ 64 bytes per learner, as decode
 		return nil, fmt.Errorf("regret: tracker: %w", codec.ErrTruncated)
@@ -43,6 +44,14 @@ func WithoutHistory(b []byte) ([]byte, error) {
 		d.String(maxKindLen)
 		d.F64()
 		d.U64()
+		if version >= 2 {
+			d.U8() // premise
+		}
+		if version >= 3 {
+			d.U64() // default-labeled rounds, mistakes, loss
+			d.U64()
+			d.F64()
+		}
 	}
 	head := len(b) - d.Len()
 	if !d.Bool() {
