@@ -67,12 +67,17 @@ func (c AdaGradConfig) Validate() error {
 //
 // Normalized (the default; Ross, Mineiro & Langford 2013, "Normalized
 // online learning", Algorithm 2, NAG): each feature keeps the largest |x_i|
-// it has seen, s_i; when x_i exceeds it, w_i is first multiplied by
-// (s_i/x_i)² and s_i becomes |x_i|, so that w_i·x_i keeps its meaning on
-// the new scale; N_t = Σ_{s≤t} Σ_i (x_{s,i}/s_i)² counts the normalized
+// it has seen, s_i; N_t = Σ_{s≤t} Σ_i (x_{s,i}/s_i)² counts the normalized
 // squared features seen, and
 //
 //	w_{t+1,i} = w_{t,i} − η·√(t/N_t)·g_{t,i}/(s_i·√G_{t,i}).
+//
+// g_{t,i} and √G_{t,i} grow with x_i together, so a step is scale-free but
+// for its 1/s_i: when |x_i| exceeds s_i, w_i is first multiplied by
+// s_i/|x_i|, once, the weight its steps would have made had s_i been |x_i|
+// all along, and s_i becomes |x_i|. (The square, (s_i/|x_i|)², is the rule
+// of the paper's non-adaptive NG, whose step has 1/s_i²; Vowpal Wabbit's
+// normalized update rescales by the same rules.)
 //
 // (computed with 1/s_i, kept beside s_i: (x_i·(1/s_i))² and
 // η·√(t/N_t)·g_{t,i}·(1/s_i)/√G_{t,i}).
@@ -233,7 +238,7 @@ func (a *AdaGrad) normalizedDot(x Vector) float64 {
 		}
 		w := q[0]
 		if s := q[2]; av > s && s > 0 {
-			w *= (s / av) * (s / av)
+			w *= s / av
 		}
 		dd[k&3] += float64(w * v)
 	}
@@ -305,13 +310,13 @@ func (a *AdaGrad) rescale(x Vector) float64 {
 	return d
 }
 
-// grow rescales the slot q to a new largest value av: w_i·(s_i/av)², and
+// grow rescales the slot q to a new largest value av: w_i·s_i/av, and
 // s_i = av with its inverse.
 //
 //go:noinline
 func grow(q []float64, av float64) {
 	if s := q[2]; s > 0 {
-		q[0] *= (s / av) * (s / av)
+		q[0] *= s / av
 	}
 	q[2], q[3] = av, 1/av
 }

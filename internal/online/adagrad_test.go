@@ -46,7 +46,8 @@ func adagradStream(seed uint64, bits uint, n int) ([]online.Vector, []int8) {
 
 // refAdaGrad is AdaGrad written from the papers' pseudocode, with maps:
 // Duchi, Hazan & Singer's diagonal update, and Ross, Mineiro & Langford's
-// NAG (Algorithm 2), rescaling before it predicts.
+// NAG (Algorithm 2), rescaling before it predicts, a weight by s_i/|x_i|
+// when its feature's value outgrows s_i.
 type refAdaGrad struct {
 	loss       string
 	eta        float64
@@ -76,7 +77,7 @@ func (r *refAdaGrad) round(x online.Vector, y int8) float64 {
 		for _, e := range fs {
 			if av := math.Abs(e.v); av >= 0x1p-1022 && av > r.s[e.i] {
 				if r.s[e.i] > 0 {
-					r.w[e.i] *= (r.s[e.i] / av) * (r.s[e.i] / av)
+					r.w[e.i] *= r.s[e.i] / av // Algorithm 2: w_i·s_i/|x_i|
 				}
 				r.s[e.i] = av
 			}
@@ -359,5 +360,79 @@ func TestAdaGradSubnormal(t *testing.T) {
 	}
 	if c.Predict(x) != a.Predict(x) {
 		t.Error("the restored learner predicts otherwise")
+	}
+}
+
+// TestAdaGradNormalizedRescale: when a feature's value outgrows its scale
+// s_i, NAG (Ross, Mineiro & Langford's Algorithm 2) multiplies its weight
+// by s_i/|x_i| once, not squared: the step η·√(t/N)·g_i/(s_i·√G_i) is
+// scale-free but for its 1/s_i (g_i and √G_i grow with x_i together), so a
+// weight learned at scale s_i is worth s_i/|x_i| of itself at |x_i|; the
+// square is the rule of the non-adaptive NG, whose step has 1/s_i². Three
+// rounds of hinge loss, η = 1, no bias, over features 0 and 1, worked by
+// hand:
+//
+// Round 1, x = (1, 1), y = +1. s = (1, 1); w = (0, 0), score 0 (a
+// mistake: sign(0) is −1), so c = ∂hinge/∂score = −1. N = 1² + 1² = 2,
+// t = 1, rate √(t/N) = 1/√2. g = (−1, −1), G = (1, 1):
+// w_i = 0 − (1/√2)·(−1)·(1/1)/√1 = 1/√2 ≈ 0.70711 each.
+//
+// Round 2, x = (2, 1), y = −1. Feature 0 grows from 1 to 2: w_0 becomes
+// (1/√2)·(1/2) = 1/(2√2) (squared: (1/√2)·(1/4) = 1/(4√2)), s_0 = 2.
+// Score 2·1/(2√2) + 1/√2 = √2 ≈ 1.41421 (squared: 1.5/√2 ≈ 1.06066),
+// a mistake, c = +1. N = 2 + (2/2)² + (1/1)² = 4, rate √(2/4) = 1/√2.
+// g_0 = 2, G_0 = 1 + 4 = 5: w_0 −= (1/√2)·2·(1/2)/√5 = 1/√10, so
+// w_0 = 1/(2√2) − 1/√10 ≈ 0.03733 (squared: 1/(4√2) − 1/√10 ≈ −0.13945).
+// g_1 = 1, G_1 = 2: w_1 = 1/√2 − (1/√2)·1·1/√2 = 1/√2 − 1/2 ≈ 0.20711.
+//
+// Round 3, x = (1, 3), y = +1. Feature 1 grows from 1 to 3: w_1 becomes
+// (1/√2 − 1/2)/3 ≈ 0.06904 (squared: /9, ≈ 0.02301), s_1 = 3. Score
+// w_0 + 3·w_1 = 1/(2√2) − 1/√10 + 1/√2 − 1/2 ≈ 0.24443, right (squared:
+// ≈ −0.07042, a third mistake), c = −1. N = 4 + (1/2)² + (3/3)² = 5.25,
+// rate √(3/5.25) = 2/√7. g_0 = −1, G_0 = 6: w_0 += (2/√7)·(1/2)/√6 =
+// 1/√42, w_0 ≈ 0.03733 + 0.15430 = 0.19163. g_1 = −3, G_1 = 11:
+// w_1 += (2/√7)·3·(1/3)/√11 = 2/√77, w_1 ≈ 0.06904 + 0.22792 = 0.29696.
+func TestAdaGradNormalizedRescale(t *testing.T) {
+	r2, r10 := math.Sqrt(2), math.Sqrt(10)
+	w0 := 1/(2*r2) - 1/r10 // after round 2
+	w1 := 1/r2 - 0.5
+	rounds := []struct {
+		x     []float64
+		y     int8
+		score float64    // served, on the rescaled weights
+		w     [2]float64 // after the round
+	}{
+		{[]float64{1, 1}, 1, 0, [2]float64{1 / r2, 1 / r2}},
+		{[]float64{2, 1}, -1, r2, [2]float64{w0, w1}},
+		{[]float64{1, 3}, 1, w0 + w1, [2]float64{w0 + 1/math.Sqrt(42), w1/3 + 2/math.Sqrt(77)}},
+	}
+	near := func(got, want float64) bool { return math.Abs(got-want) <= 1e-15*max(1, math.Abs(want)) }
+	for _, fused := range []bool{false, true} {
+		a, err := online.NewAdaGrad(1, online.AdaGradConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mistakes := 0
+		for k, r := range rounds {
+			x := online.Vector{Idx: []uint32{0, 1}, Val: r.x}
+			var p online.Prediction
+			if fused {
+				p, _ = a.Round(x, r.y)
+			} else {
+				p = a.Predict(x)
+				a.Learn(x, p, r.y)
+			}
+			if p.Label != r.y {
+				mistakes++
+			}
+			w := a.Weights(nil)
+			if !near(p.Score, r.score) || !near(w[0], r.w[0]) || !near(w[1], r.w[1]) {
+				t.Errorf("round=%v: round %d: score %.17g, w (%.17g, %.17g); want %.17g, (%.17g, %.17g)",
+					fused, k+1, p.Score, w[0], w[1], r.score, r.w[0], r.w[1])
+			}
+		}
+		if mistakes != 2 {
+			t.Errorf("round=%v: %d mistakes, want 2 (rounds 1 and 2)", fused, mistakes)
+		}
 	}
 }

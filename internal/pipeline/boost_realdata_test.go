@@ -8,11 +8,11 @@ import (
 
 // TestAdaBoostRealData runs AdaBoost.OL at its defaults (10 AdaGrad weak
 // learners with a bias) beside one AdaGrad learner at the same settings,
-// on real data sets, in file order. On ijcnn1 and Elec2 the booster makes
-// fewer mistakes than any of its weak learners and than the single
-// learner that learned every example; on SMS spam fewer than its weak
-// learners only; on Reuters neither. On every set its mistakes are within
-// its published bound. want pins the mistakes, this code's exact results.
+// on real data sets, in file order. On Elec2 the booster makes fewer
+// mistakes than any of its weak learners and than the single learner that
+// learned every example; on ijcnn1 fewer than its weak learners only; on
+// Reuters and SMS spam neither. On every set its mistakes are within its
+// published bound. want pins the mistakes, this code's exact results.
 func TestAdaBoostRealData(t *testing.T) {
 	dir := dataDir(t)
 	const learners = `learners:
@@ -24,10 +24,10 @@ func TestAdaBoostRealData(t *testing.T) {
 		want                   map[string]uint64
 		beatsWeak, beatsSingle bool // fewer mistakes than every weak learner; than the single one
 	}{
-		{ijcnn1Set, map[string]uint64{"adagrad": 2283, "boost": 2167}, true, true},
-		{dataSet{"elec2", "elec2/elec.csv", "input: {label_column: class}\n", false}, map[string]uint64{"adagrad": 11694, "boost": 9629}, true, true},
-		{reutersSet, map[string]uint64{"adagrad": 186, "boost": 232}, false, false},
-		{smsSet, map[string]uint64{"adagrad": 94, "boost": 117}, true, false},
+		{ijcnn1Set, map[string]uint64{"adagrad": 2203, "boost": 2221}, true, false},
+		{dataSet{"elec2", "elec2/elec.csv", "input: {label_column: class}\n", false}, map[string]uint64{"adagrad": 10939, "boost": 9162}, true, true},
+		{reutersSet, map[string]uint64{"adagrad": 175, "boost": 232}, false, false},
+		{smsSet, map[string]uint64{"adagrad": 96, "boost": 125}, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := mustConfig(t, tc.input+learners)
