@@ -693,8 +693,11 @@ func TestKeyedCheckpointTaken(t *testing.T) {
 			t.Fatalf("after %d records: the checkpoint's report is not the models':\n%s\n%s", n, gotReport, wantReport)
 		}
 	}
-	if len(store.saved) < 12 {
-		t.Fatalf("%d checkpoints over three runs: they were not taken along the way", len(store.saved))
+	// A commit round every 250 records makes 12 when each round's save
+	// ends before the next round; a loaded machine coalesces rounds (one
+	// in flight at a time), so only some are sure to be along the way.
+	if len(store.saved) <= 3 {
+		t.Fatalf("%d checkpoints over three runs: none was taken along the way", len(store.saved))
 	}
 	// Each against a replay of the records up to its position (equal
 	// models give equal bytes, whatever was evicted when).
