@@ -10,19 +10,11 @@ import (
 	"testing"
 )
 
-// defaultLabelConfig: labels wait 2 records, and an expired event is
-// learned with the default label 0 (−1).
-const defaultLabelConfig = `input: {format: jsonl}
-features: {bits: 8}
-labels: {delayed: true, wait: 2, default_label: 0}
-learners:
-  - {name: last, algorithm: last-label}
-  - {name: maj, algorithm: majority}
-`
-
-// defaultLabelStream has labels joined and events expired with the
-// default label. Record by record (last-label predicts the label learned
-// last, majority the one learned most, both −1 before the first and
+// ../../testdata/default-label.jsonl has labels joined and events
+// expired with the default label (default-label.yaml beside it: labels
+// wait 2 records, an expired event is learned with the default label 0,
+// −1). Record by record (last-label predicts the label learned last,
+// majority the one learned most, both −1 before the first and
 // majority −1 on a tie; an event waits at most 2 records, the third
 // expires it):
 //
@@ -42,19 +34,10 @@ learners:
 // So on real labels last has 3 rounds, 1 mistake; maj 3 rounds, 2
 // mistakes. Against the default label both have 2 rounds, 1 mistake.
 // f, g and h wait.
-const defaultLabelStream = `{"id":"a","features":{"v":1}}
-{"id":"a","label":1}
-{"id":"b","features":{"v":1}}
-{"id":"c","features":{"v":1}}
-{"id":"c","label":1}
-{"id":"d","features":{"v":1}}
-{"id":"b","label":1}
-{"id":"d","label":0}
-{"id":"e","features":{"v":1}}
-{"id":"f","features":{"v":1}}
-{"id":"g","features":{"v":1}}
-{"id":"h","features":{"v":1}}
-`
+const (
+	defaultLabelConfig = "../../testdata/default-label.yaml"
+	defaultLabelStream = "../../testdata/default-label.jsonl"
+)
 
 // writeFiles writes the files of name → contents into a new directory
 // and returns their paths.
@@ -77,8 +60,7 @@ func writeFiles(t *testing.T, files map[string]string) map[string]string {
 // text one: the headline rounds, mistakes and accuracy are the real
 // labels'.
 func TestReplayDefaultLabelApart(t *testing.T) {
-	f := writeFiles(t, map[string]string{"c.yaml": defaultLabelConfig, "s.jsonl": defaultLabelStream})
-	code, out, errOut := run(t, "replay", "-c", f["c.yaml"], "--report", "json", f["s.jsonl"])
+	code, out, errOut := run(t, "replay", "-c", defaultLabelConfig, "--report", "json", defaultLabelStream)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -128,7 +110,7 @@ func TestReplayDefaultLabelApart(t *testing.T) {
 		}
 	}
 
-	code, out, errOut = run(t, "replay", "-c", f["c.yaml"], f["s.jsonl"])
+	code, out, errOut = run(t, "replay", "-c", defaultLabelConfig, defaultLabelStream)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}

@@ -306,38 +306,19 @@ func TestBoundStatusMetric(t *testing.T) {
 
 // Rounds scored against the default label are series of their own:
 // streamlearn_rounds_total and streamlearn_mistakes_total count the real
-// labels'. The stream and its counts are those of cmd/streamlearn's
-// TestReplayDefaultLabelApart: last-label has 3 rounds (1 mistake) on
+// labels'. The stream (testdata/default-label.jsonl) and its counts are
+// those of cmd/streamlearn's TestReplayDefaultLabelApart: last-label has 3 rounds (1 mistake) on
 // real labels and 2 (1) on the default label, majority 3 (2) and 2 (1).
 func TestDefaultLabelMetrics(t *testing.T) {
-	const cfgYAML = `input: {format: jsonl}
-features: {bits: 8}
-labels: {delayed: true, wait: 2, default_label: 0}
-learners:
-  - {name: last, algorithm: last-label}
-  - {name: maj, algorithm: majority}
-`
-	const stream = `{"id":"a","features":{"v":1}}
-{"id":"a","label":1}
-{"id":"b","features":{"v":1}}
-{"id":"c","features":{"v":1}}
-{"id":"c","label":1}
-{"id":"d","features":{"v":1}}
-{"id":"b","label":1}
-{"id":"d","label":0}
-{"id":"e","features":{"v":1}}
-{"id":"f","features":{"v":1}}
-{"id":"g","features":{"v":1}}
-{"id":"h","features":{"v":1}}
-`
-	cfg, err := config.Parse("c.yaml", []byte(cfgYAML))
+	data, err := os.ReadFile("../../testdata/default-label.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "s.jsonl")
-	if err := os.WriteFile(path, []byte(stream), 0o644); err != nil {
+	cfg, err := config.Parse("default-label.yaml", data)
+	if err != nil {
 		t.Fatal(err)
 	}
+	path := "../../testdata/default-label.jsonl"
 	src, err := connectors.NewFileSource(path)
 	if err != nil {
 		t.Fatal(err)
