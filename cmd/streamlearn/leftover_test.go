@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,6 +29,9 @@ func TestNothingLeftBehind(t *testing.T) {
 	if os.Getenv(leftoverEnv) != "" {
 		leftoverHelper(t)
 		return
+	}
+	if runtime.GOOS != "linux" {
+		t.Skip("parent-death signal, reaper and /proc: Linux only")
 	}
 	natsBin := e2eTool(t, "nats-server", "nats-server", "/usr/sbin", "/usr/local/sbin")
 	sl, kfake := e2eBuild(t)

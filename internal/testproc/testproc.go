@@ -79,14 +79,18 @@ func wrap(tb testing.TB, cmd *exec.Cmd) *Cmd {
 }
 
 // Start starts c (see Command).
-func (c *Cmd) Start() error {
-	if c.SysProcAttr == nil {
-		c.SysProcAttr = sysProcAttr()
-	}
+func (c *Cmd) Start() error { return Start(c.Cmd) }
+
+// Start starts cmd, made outside any test (a broker a TestMain shares
+// between the tests of a package), as Cmd.Start does but with no test's
+// cleanup: the caller stops it; when the test binary dies first, the
+// kernel and the reaper do. cmd.SysProcAttr is replaced.
+func Start(cmd *exec.Cmd) error {
+	cmd.SysProcAttr = sysProcAttr()
 	var err error
-	onStarterThread(func() { err = c.Cmd.Start() })
+	onStarterThread(func() { err = cmd.Start() })
 	if err == nil {
-		reaper.watch(c.Process.Pid)
+		reaper.watch(cmd.Process.Pid)
 	}
 	return err
 }

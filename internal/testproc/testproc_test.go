@@ -38,6 +38,9 @@ func TestOutput(t *testing.T) {
 // TestGroupEndsWithTest: the cleanup of a test kills the group of the
 // processes it started, a child's children included.
 func TestGroupEndsWithTest(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("process groups of tests and /proc: Linux only")
+	}
 	sh := lookSh(t)
 	var pids []int
 	t.Run("start", func(t *testing.T) {
