@@ -37,6 +37,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/metrics"
 	"github.com/streamlearn/streamlearn/internal/service"
+	"github.com/streamlearn/streamlearn/internal/testproc"
 )
 
 // repoRoot is the repository's root, seen from this package's directory.
@@ -135,10 +136,10 @@ func pinned(image string) bool {
 // (and rejects a broken copy, so the check is not vacuous).
 func TestComposeConfig(t *testing.T) {
 	dc := requireTool(t, "STREAMLEARN_REQUIRE_COMPOSE", "docker-compose", "docker-compose")
-	if out, err := exec.Command(dc, "version", "--short").CombinedOutput(); err == nil {
+	if out, err := testproc.Command(t, dc, "version", "--short").CombinedOutput(); err == nil {
 		t.Logf("docker-compose %s", bytes.TrimSpace(out))
 	}
-	cmd := exec.Command(dc, "-f", "docker-compose.yml", "config", "-q")
+	cmd := testproc.Command(t, dc, "-f", "docker-compose.yml", "config", "-q")
 	cmd.Dir = repoRoot
 	if out, err := cmd.CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) != 0 {
 		t.Fatalf("docker-compose -f docker-compose.yml config -q: %v\n%s", err, out)
@@ -156,7 +157,7 @@ func TestComposeConfig(t *testing.T) {
 	if err := os.WriteFile(path, bad, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command(dc, "-f", path, "config", "-q").CombinedOutput(); err == nil {
+	if out, err := testproc.Command(t, dc, "-f", path, "config", "-q").CombinedOutput(); err == nil {
 		t.Errorf("docker-compose config -q accepts an invalid depends_on condition:\n%s", out)
 	}
 }
@@ -415,7 +416,7 @@ func dockerStages(t *testing.T) []string {
 func TestPromtoolCheckConfig(t *testing.T) {
 	promtool := requireTool(t, "STREAMLEARN_REQUIRE_PROMETHEUS", "promtool", "prometheus")
 	path := repoPath("deploy/prometheus/prometheus.yml")
-	if out, err := exec.Command(promtool, "check", "config", path).CombinedOutput(); err != nil {
+	if out, err := testproc.Command(t, promtool, "check", "config", path).CombinedOutput(); err != nil {
 		t.Fatalf("promtool check config %s: %v\n%s", path, err, out)
 	}
 	data, err := os.ReadFile(path)
@@ -426,7 +427,7 @@ func TestPromtoolCheckConfig(t *testing.T) {
 	if err := os.WriteFile(bad, bytes.Replace(data, []byte("scrape_interval: "), []byte("scrape_intervall: "), 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command(promtool, "check", "config", bad).CombinedOutput(); err == nil {
+	if out, err := testproc.Command(t, promtool, "check", "config", bad).CombinedOutput(); err == nil {
 		t.Errorf("promtool check config accepts an unknown key:\n%s", out)
 	}
 }
@@ -838,7 +839,7 @@ func TestPromtoolCheckDashboardQueries(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(promtool, "check", "rules", path).CombinedOutput()
+	out, err := testproc.Command(t, promtool, "check", "rules", path).CombinedOutput()
 	if err != nil || !bytes.Contains(out, []byte(fmt.Sprintf("SUCCESS: %d rules found", len(rules)))) {
 		t.Fatalf("promtool check rules (the dashboard's %d queries): %v\n%s\n%s", len(rules), err, out, data)
 	}
@@ -864,7 +865,7 @@ func TestComposeGenerator(t *testing.T) {
 		t.Fatal(err)
 	}
 	const batch, batches = 150, 3
-	cmd := exec.CommandContext(ctx, sh, script)
+	cmd := testproc.CommandContext(t, ctx, sh, script)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(),
 		"PATH="+filepath.Dir(sl)+string(os.PathListSeparator)+os.Getenv("PATH"),

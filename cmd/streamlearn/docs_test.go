@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/streamlearn/streamlearn/internal/testbroker"
+	"github.com/streamlearn/streamlearn/internal/testproc"
 )
 
 // docCommand is a command of a docs page.
@@ -1185,7 +1186,7 @@ func (e *docEnv) source(t *testing.T, c docCommand) {
 	if err := os.WriteFile(script, out.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got, err := exec.Command(bash, "-c", fmt.Sprintf("source %q && complete -p streamlearn", script)).CombinedOutput()
+	got, err := testproc.Command(t, bash, "-c", fmt.Sprintf("source %q && complete -p streamlearn", script)).CombinedOutput()
 	if err != nil || !strings.Contains(string(got), "streamlearn") {
 		t.Errorf("%s: bash: %v: %s", c, err, got)
 	}
@@ -1258,7 +1259,7 @@ func (e *docEnv) allowed(t *testing.T, c docCommand) {
 			continue
 		}
 		if bash, err := exec.LookPath("bash"); err == nil {
-			if out, err := exec.Command(bash, "-n", w).CombinedOutput(); err != nil {
+			if out, err := testproc.Command(t, bash, "-n", w).CombinedOutput(); err != nil {
 				t.Errorf("%s: bash -n %s: %v: %s", c, w, err, out)
 			}
 		}
@@ -1532,7 +1533,7 @@ func startGoTestList(t *testing.T, repo string, pkgs []string) *goTestList {
 	}
 	args = append(append(args, "-list", "."), pkgs...)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	cmd := exec.CommandContext(ctx, goTool, args...)
+	cmd := testproc.CommandContext(t, ctx, goTool, args...)
 	cmd.Dir = repo
 	t.Cleanup(func() {
 		cancel()

@@ -33,6 +33,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/streamlearn/streamlearn/internal/testbroker"
+	"github.com/streamlearn/streamlearn/internal/testproc"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -43,7 +44,7 @@ const (
 )
 
 // e2eBins holds the binaries built once per test process, shared by every
-// end-to-end test and removed by TestMain.
+// end-to-end test and removed with the folder of TestMain.
 var e2eBins struct {
 	once                 sync.Once
 	dir                  string
@@ -52,13 +53,10 @@ var e2eBins struct {
 	buildTime, buildArgs string
 }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if e2eBins.dir != "" {
-		os.RemoveAll(e2eBins.dir)
-	}
-	os.Exit(code)
-}
+// TestMain runs the tests with TMPDIR a folder of this test binary's,
+// removed when it ends however it ends (testproc.Main): the binaries of
+// e2eBuild and every t.TempDir are in it.
+func TestMain(m *testing.M) { testproc.Main(m) }
 
 // e2eBuild builds streamlearn and the kfake broker with `go build` into a
 // temporary directory, once. It uses the test binary's -race setting, so
@@ -83,7 +81,7 @@ func e2eBuild(t *testing.T) (streamlearn, kfake string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
 		start := time.Now()
-		out, err := exec.CommandContext(ctx, goTool, args...).CombinedOutput()
+		out, err := testproc.CommandContext(t, ctx, goTool, args...).CombinedOutput()
 		if err != nil {
 			b.err = fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 			return
@@ -200,7 +198,8 @@ func (b *syncBuffer) String() string {
 func start(t *testing.T, ctx context.Context, dir string, pipeStdout bool, path string, args ...string) (*proc, io.Reader) {
 	t.Helper()
 	p := &proc{name: filepath.Base(path), done: make(chan struct{})}
-	p.cmd = exec.CommandContext(ctx, path, args...)
+	c := testproc.CommandContext(t, ctx, path, args...)
+	p.cmd = c.Cmd
 	p.cmd.Dir = dir
 	// A -race binary sleeps 1s at exit (atexit_sleep_ms) unless told not to.
 	p.cmd.Env = append(os.Environ(), "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
@@ -216,7 +215,7 @@ func start(t *testing.T, ctx context.Context, dir string, pipeStdout bool, path 
 	} else {
 		p.cmd.Stdout = &p.stdout
 	}
-	if err := p.cmd.Start(); err != nil {
+	if err := c.Start(); err != nil {
 		t.Fatalf("start %s: %v", p.name, err)
 	}
 	go func() {
@@ -606,7 +605,7 @@ func TestE2ENATSServer(t *testing.T) {
 	sl, _ := e2eBuild(t)
 	ctx, dir := e2eStart(t, e2eTimeout)
 	demo := e2eDemoFile(t)
-	if out, err := exec.CommandContext(ctx, bin, "--version").CombinedOutput(); err == nil {
+	if out, err := testproc.CommandContext(t, ctx, bin, "--version").CombinedOutput(); err == nil {
 		t.Logf("%s", bytes.TrimSpace(out))
 	}
 	url, mon := natsServer(t, ctx, bin, dir)

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/streamlearn/streamlearn/internal/pipeline"
+	"github.com/streamlearn/streamlearn/internal/testproc"
 )
 
 // TestNothingLearned: a replay to which records came and from which
@@ -253,7 +253,7 @@ func TestSIGTERMWhileLoadingConfig(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Skip("no FIFO:", err)
 	}
-	cmd := exec.Command(bin, "check", "-c", fifo)
+	cmd := testproc.Command(t, bin, "check", "-c", fifo)
 	var e bytes.Buffer
 	cmd.Stderr = &e
 	if err := cmd.Start(); err != nil {

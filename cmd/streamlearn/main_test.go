@@ -26,6 +26,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
 	"github.com/streamlearn/streamlearn/internal/service"
+	"github.com/streamlearn/streamlearn/internal/testproc"
 )
 
 func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -722,7 +723,7 @@ func TestCompletion(t *testing.T) {
 		{[]string{"streamlearn", "run", "--log"}, "--log-level"},
 		{[]string{"streamlearn", "completion", "z"}, "zsh"},
 	} {
-		cmd := exec.Command(bash, "-c", fmt.Sprintf(`source %q; COMP_WORDS=(%s); COMP_CWORD=%d; _streamlearn; echo "${COMPREPLY[@]}"`,
+		cmd := testproc.Command(t, bash, "-c", fmt.Sprintf(`source %q; COMP_WORDS=(%s); COMP_CWORD=%d; _streamlearn; echo "${COMPREPLY[@]}"`,
 			file, strings.Join(tc.words, " "), len(tc.words)-1))
 		out, err := cmd.CombinedOutput()
 		if err != nil || strings.TrimSpace(string(out)) != tc.want {
@@ -734,7 +735,7 @@ func TestCompletion(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "my events.jsonl"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bash, "-c", fmt.Sprintf(`source %q; COMP_WORDS=(streamlearn replay my); COMP_CWORD=2; _streamlearn; echo "${#COMPREPLY[@]}:${COMPREPLY[0]}"`, file))
+	cmd := testproc.Command(t, bash, "-c", fmt.Sprintf(`source %q; COMP_WORDS=(streamlearn replay my); COMP_CWORD=2; _streamlearn; echo "${#COMPREPLY[@]}:${COMPREPLY[0]}"`, file))
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "1:my events.jsonl" {
 		t.Errorf("completing a file name with a space: %q %v, want 1:my events.jsonl", out, err)

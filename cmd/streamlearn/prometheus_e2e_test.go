@@ -17,7 +17,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -26,6 +25,7 @@ import (
 	"time"
 
 	"github.com/streamlearn/streamlearn/internal/service"
+	"github.com/streamlearn/streamlearn/internal/testproc"
 )
 
 // requireTool returns the path of an external command, looking in PATH and
@@ -171,7 +171,7 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 	promtool := requireTool(t, "STREAMLEARN_REQUIRE_PROMETHEUS", "promtool", "prometheus")
 	sl, _ := e2eBuild(t)
 	ctx, dir := e2eStart(t, e2eTimeout)
-	if out, err := exec.CommandContext(ctx, promtool, "--version").CombinedOutput(); err == nil {
+	if out, err := testproc.CommandContext(t, ctx, promtool, "--version").CombinedOutput(); err == nil {
 		t.Logf("%s", bytes.SplitN(out, []byte("\n"), 2)[0])
 	}
 	embedded, full := startBothRuns(t, ctx, dir, sl, true, "127.0.0.1:0", "127.0.0.1:0")
@@ -186,7 +186,7 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 				t.Errorf("%s/metrics has no %s series", l.base, name)
 			}
 		}
-		cmd := exec.CommandContext(ctx, promtool, "check", "metrics")
+		cmd := testproc.CommandContext(t, ctx, promtool, "check", "metrics")
 		cmd.Stdin = bytes.NewReader(body)
 		out, err := cmd.CombinedOutput()
 		if err != nil || len(bytes.TrimSpace(out)) != 0 {
@@ -286,7 +286,7 @@ func TestPrometheusScrapes(t *testing.T) {
 	prom := requireTool(t, "STREAMLEARN_REQUIRE_PROMETHEUS", "prometheus", "prometheus")
 	sl, _ := e2eBuild(t)
 	ctx, dir := e2eStart(t, e2eTimeout)
-	if out, err := exec.CommandContext(ctx, prom, "--version").CombinedOutput(); err == nil {
+	if out, err := testproc.CommandContext(t, ctx, prom, "--version").CombinedOutput(); err == nil {
 		t.Logf("%s", bytes.SplitN(out, []byte("\n"), 2)[0])
 	}
 

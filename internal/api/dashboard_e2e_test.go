@@ -30,6 +30,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/regret"
 	"github.com/streamlearn/streamlearn/internal/service"
 	"github.com/streamlearn/streamlearn/internal/testbroker"
+	"github.com/streamlearn/streamlearn/internal/testproc"
 )
 
 // chromium returns the browser the end-to-end test drives: $STREAMLEARN_CHROMIUM,
@@ -71,7 +72,7 @@ func headless(t *testing.T, bin, url string, budget time.Duration, extra ...stri
 	args = append(args, url)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd := testproc.CommandContext(t, ctx, bin, args...)
 	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_CONFIG_HOME="+dir, "XDG_CACHE_HOME="+dir)
 	cmd.WaitDelay = 5 * time.Second // chromium's helpers may hold the pipes
 	var stdout, stderr bytes.Buffer

@@ -1,9 +1,10 @@
 package arch
 
 import (
-	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/streamlearn/streamlearn/internal/testproc"
 )
 
 const module = "github.com/streamlearn/streamlearn/"
@@ -28,7 +29,7 @@ func TestDependenciesPointOneWay(t *testing.T) {
 		{"internal/config", learn},
 		{"internal/pipeline", learn},
 	} {
-		out, err := exec.Command("go", "list", "-deps", "-f", "{{.Standard}} {{.ImportPath}}", module+rule.pkg).Output()
+		out, err := testproc.Command(t, "go", "list", "-deps", "-f", "{{.Standard}} {{.ImportPath}}", module+rule.pkg).Output()
 		if err != nil {
 			t.Fatalf("go list -deps %s: %v", rule.pkg, err)
 		}

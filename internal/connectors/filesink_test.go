@@ -8,13 +8,14 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/streamlearn/streamlearn/internal/testproc"
 )
 
 // TestFileSinkTornTail: a file whose last line has no end (a process
@@ -147,7 +148,7 @@ func TestFileSinkOneWriter(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "dead.jsonl")
-	holder := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestFileSinkHolderProcess$")
+	holder := testproc.CommandContext(t, ctx, os.Args[0], "-test.run=^TestFileSinkHolderProcess$")
 	holder.Env = append(os.Environ(), "STREAMLEARN_FILESINK_HOLDER="+path)
 	out, err := holder.StdoutPipe()
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"maps"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -23,6 +22,8 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/streamlearn/streamlearn/internal/testproc"
 )
 
 // kafkaTestCluster starts an in-process Kafka cluster (franz-go's kfake,
@@ -792,7 +793,7 @@ func TestKafkaSourceUntilEndDeadMembers(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	ghost := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestKafkaGhostProcess$")
+	ghost := testproc.CommandContext(t, ctx, os.Args[0], "-test.run=^TestKafkaGhostProcess$")
 	ghost.Env = append(os.Environ(), "STREAMLEARN_KAFKA_GHOST="+strings.Join(cfg.Brokers, ","))
 	out, err := ghost.StdoutPipe()
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/streamlearn/streamlearn/internal/testproc"
 )
 
 // natsServerEnv names a nats-server binary (e.g. Debian's
@@ -89,7 +90,7 @@ func natsProcServer(t testing.TB, bin, dir, confFile string) *natsTestSrv {
 	if confFile != "" {
 		args = append(args, "-c", confFile)
 	}
-	cmd := exec.Command(bin, args...)
+	cmd := testproc.Command(t, bin, args...)
 	logFile := filepath.Join(dir, "server.log")
 	log, err := os.Create(logFile)
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
 	"github.com/streamlearn/streamlearn/internal/service"
+	"github.com/streamlearn/streamlearn/internal/testproc"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/demo200.prom")
@@ -379,7 +380,7 @@ streamlearn_rounds_total{learner="maj",partition="0"} 3
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.Command(promtool, "check", "metrics")
+	cmd := testproc.Command(t, promtool, "check", "metrics")
 	cmd.Stdin = &b
 	if out, err := cmd.CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) != 0 {
 		t.Errorf("promtool check metrics: %v\n%s", err, out)

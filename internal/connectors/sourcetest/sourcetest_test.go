@@ -3,13 +3,13 @@ package sourcetest_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/streamlearn/streamlearn/internal/connectors"
 	"github.com/streamlearn/streamlearn/internal/connectors/sourcetest"
+	"github.com/streamlearn/streamlearn/internal/testproc"
 )
 
 // stream is an in-memory stream with one consumer position.
@@ -111,7 +111,7 @@ func TestRun(t *testing.T) {
 	}
 	sourcetest.Run(t, "mem", harness(sound))
 	for name, b := range broken {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestRun$", "-test.v")
+		cmd := testproc.Command(t, os.Args[0], "-test.run=^TestRun$", "-test.v")
 		cmd.Env = append(os.Environ(), "SOURCETEST_BROKEN="+name)
 		out, err := cmd.CombinedOutput()
 		if err == nil || !strings.Contains(string(out), b.want) {

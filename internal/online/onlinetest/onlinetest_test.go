@@ -6,12 +6,12 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/streamlearn/streamlearn/internal/online"
 	"github.com/streamlearn/streamlearn/internal/online/onlinetest"
+	"github.com/streamlearn/streamlearn/internal/testproc"
 )
 
 // tiny is a minimal conforming learner: a Perceptron over 2^bits slots
@@ -123,7 +123,7 @@ func TestRunCatches(t *testing.T) {
 		"counting":    "Predict changed the learner's encoding",
 		"remembering": "predicting an extra example",
 	} {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestRunCatches$", "-test.v")
+		cmd := testproc.Command(t, os.Args[0], "-test.run=^TestRunCatches$", "-test.v")
 		cmd.Env = append(os.Environ(), "ONLINETEST_BROKEN="+name)
 		out, err := cmd.CombinedOutput()
 		if err == nil || !strings.Contains(string(out), want) {
