@@ -1,6 +1,8 @@
 package arch
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -46,5 +48,40 @@ func TestDependenciesPointOneWay(t *testing.T) {
 				t.Errorf("%s depends on %s, outside its rule (see the package doc)", rule.pkg, path)
 			}
 		}
+	}
+}
+
+// TestProcessesThroughTestproc: a test starts its processes with
+// internal/testproc, which ends them (and their own children) with the
+// test binary however it ends; an exec.Command of its own would outlive a
+// killed or timed-out test binary. Only testproc itself calls os/exec's
+// constructors in a test file or a test helper package.
+func TestProcessesThroughTestproc(t *testing.T) {
+	out, err := testproc.Command(t, "git", "-C", "../..", "ls-files", "*.go").Output()
+	if err != nil {
+		t.Skipf("git ls-files: %v (not a git checkout?)", err)
+	}
+	ctor := "exec." + "Command" // not spelled whole, or this file would match
+	var checked int
+	for name := range strings.Lines(string(out)) {
+		name = strings.TrimSpace(name)
+		helper := strings.HasPrefix(name, "internal/testbroker/") || strings.HasPrefix(name, "internal/connectors/sourcetest/") ||
+			strings.HasPrefix(name, "internal/online/onlinetest/")
+		if !strings.HasSuffix(name, "_test.go") && !helper || strings.HasPrefix(name, "internal/testproc/") {
+			continue
+		}
+		src, err := os.ReadFile(filepath.Join("../..", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked++
+		for i, line := range strings.Split(string(src), "\n") {
+			if strings.Contains(line, ctor+"(") || strings.Contains(line, ctor+"Context(") {
+				t.Errorf("%s:%d: starts a process with os/exec; use testproc.Command, which ends it with the test binary", name, i+1)
+			}
+		}
+	}
+	if checked < 50 {
+		t.Fatalf("%d test files checked: the listing is not the repository's", checked)
 	}
 }
