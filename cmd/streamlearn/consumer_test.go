@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/streamlearn/streamlearn/internal/pipeline"
 	"github.com/streamlearn/streamlearn/internal/testbroker"
 )
 
@@ -89,4 +91,75 @@ func lines(t *testing.T, path string) int {
 		t.Fatal(err)
 	}
 	return strings.Count(string(b), "\n")
+}
+
+// TestRunOtherDurableCheckpoint: `run` as JetStream durable db on the
+// checkpoints of durable da is refused as another consumer's, with the
+// ways out, before db is created; --reset, --rebuild and --accept are
+// honoured.
+func TestRunOtherDurableCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	conf := func(durable string) string {
+		t.Helper()
+		path := filepath.Join(dir, "j"+durable+".yaml")
+		body := fmt.Sprintf("source: {kind: embedded, port: -1, durable: %s, store_dir: %q}\ncheckpoint: {dir: %q}\n%s",
+			durable, filepath.Join(dir, "js"), filepath.Join(dir, "ckj"), warmLearners)
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	ja, jb := conf("da"), conf("db")
+	events := func(what, out string) uint64 {
+		t.Helper()
+		var r struct {
+			Source string `json:"source"`
+			pipeline.Report
+		}
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("%s: %v: %s", what, err, out)
+		}
+		return r.Events
+	}
+	if code, _, errOut := run(t, "run", "-c", ja, "--until-end", "--http", "off", "--preload", "../../testdata/demo.jsonl"); code != 0 {
+		t.Fatalf("run as da: exit %d: %s", code, errOut)
+	}
+	code, _, errOut := run(t, "run", "-c", jb, "--until-end", "--http", "off")
+	if code == 0 {
+		t.Fatal("run as db on da's checkpoints: exit 0")
+	}
+	for _, w := range []string{"the checkpoint is of jetstream durable da, this source reads as jetstream durable db",
+		"Run as jetstream durable da", "`run --rebuild`", "`run --reset`", "`run --accept`"} {
+		if !strings.Contains(errOut, w) {
+			t.Errorf("run as db on da's checkpoints does not say %q:\n%s", w, errOut)
+		}
+	}
+	// The refusal created no durable db: a start given now applies.
+	code, out, errOut := run(t, "run", "-c", jb, "--until-end", "--http", "off", "--report", "json", "--reset", "--start", "offset:4001")
+	if code != 0 {
+		t.Fatalf("run as db with --reset: exit %d: %s", code, errOut)
+	}
+	if strings.Contains(errOut, "the durable exists") {
+		t.Errorf("the refused run created durable db:\n%s", errOut)
+	}
+	if n := events("db with --reset", out); n != 1000 {
+		t.Errorf("db with --reset from offset 4001: %d events, want 1000 (a fresh model)", n)
+	}
+	// da on db's checkpoint: --rebuild learns the stream again through
+	// da's commit.
+	code, out, errOut = run(t, "run", "-c", ja, "--until-end", "--http", "off", "--report", "json", "--rebuild")
+	if code != 0 {
+		t.Fatalf("run as da with --rebuild: exit %d: %s", code, errOut)
+	}
+	if n := events("da with --rebuild", out); n != 5000 {
+		t.Errorf("da with --rebuild: %d events, want the 5000 of the stream", n)
+	}
+	// db on da's checkpoint again: --accept takes da's model over.
+	code, out, errOut = run(t, "run", "-c", jb, "--until-end", "--http", "off", "--report", "json", "--accept")
+	if code != 0 {
+		t.Fatalf("run as db with --accept: exit %d: %s", code, errOut)
+	}
+	if n := events("db with --accept", out); n != 5000 {
+		t.Errorf("db with --accept: %d events, want da's model's 5000", n)
+	}
 }

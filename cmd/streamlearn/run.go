@@ -197,6 +197,28 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		defer release()
 		owned = []int32{0}
 	}
+	var onMismatch service.Mismatch
+	switch {
+	case *reset:
+		onMismatch = service.MismatchReset
+	case *accept:
+		onMismatch = service.MismatchAccept
+	case *rebuild:
+		onMismatch = service.MismatchRebuild
+	default:
+		m, err := service.ParseMismatch(cfg.Checkpoint.OnMismatch)
+		if err != nil {
+			return fmt.Errorf("checkpoint.%w", err)
+		}
+		onMismatch = m
+	}
+	if name := service.SourceName(cfg.Source, tuning); ckpts != nil && onMismatch == service.MismatchFail && name != "" {
+		// Another durable's checkpoint is refused before the source
+		// opens, which would create this durable.
+		if err := service.CheckConsumer(ctx, ckpts, name); err != nil {
+			return err
+		}
+	}
 	src, err := service.OpenSource(ctx, cfg.Source, service.SourceOptions{UntilEnd: *untilEnd, AllowEmpty: *allowEmpty, Logger: logger, MaxBytes: cfg.Input.MaxBytes, Format: cfg.Input.Format}, tuning)
 	if err != nil {
 		return err
@@ -212,20 +234,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	} else {
 		opt.CommitEvery, opt.CommitInterval = cfg.Source.CommitEvery, cfg.Source.CommitInterval
 	}
-	switch {
-	case *reset:
-		opt.OnMismatch = service.MismatchReset
-	case *accept:
-		opt.OnMismatch = service.MismatchAccept
-	case *rebuild:
-		opt.OnMismatch = service.MismatchRebuild
-	default:
-		m, err := service.ParseMismatch(cfg.Checkpoint.OnMismatch)
-		if err != nil {
-			return fmt.Errorf("checkpoint.%w", err)
-		}
-		opt.OnMismatch = m
-	}
+	opt.OnMismatch = onMismatch
 	opt.Predictions, opt.Reports, opt.DeadLetters = outs[0], outs[1], outs[2]
 	if r := cfg.Sinks.Reports; r != nil {
 		opt.ReportEvery, opt.ReportInterval = r.Every, r.Interval

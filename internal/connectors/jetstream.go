@@ -112,7 +112,7 @@ var (
 // returned; a durable with nothing left to deliver at open ends at once.
 func NewJetStreamSource(ctx context.Context, cfg NATSConfig, untilEnd bool) (*JetStreamSource, error) {
 	cfg = cfg.withDefaults()
-	name := "jetstream:" + cfg.Stream + "/" + cfg.Durable
+	name := JetStreamName(cfg)
 	nc, err := natsConnect(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream source: %w", err)
@@ -125,6 +125,29 @@ func NewJetStreamSource(ctx context.Context, cfg NATSConfig, untilEnd bool) (*Je
 	}
 	return s, nil
 }
+
+// JetStreamName returns the name (Source.Name) of the JetStream source
+// cfg opens, "jetstream:<stream>/<durable>", without opening it.
+func JetStreamName(cfg NATSConfig) string {
+	cfg = cfg.withDefaults()
+	return "jetstream:" + cfg.Stream + "/" + cfg.Durable
+}
+
+// SplitConsumer splits a source's name into the stream it reads and the
+// consumer it names: a JetStream source's "jetstream:EVENTS/da" into
+// "jetstream:EVENTS" and "jetstream durable da" (its Position.Consumer).
+// Other sources' names name no consumer: name and "".
+func SplitConsumer(name string) (stream, consumer string) {
+	if rest, ok := strings.CutPrefix(name, "jetstream:"); ok {
+		if i := strings.LastIndexByte(rest, '/'); i >= 0 {
+			return name[:len("jetstream:")+i], jsConsumer(rest[i+1:])
+		}
+	}
+	return name, ""
+}
+
+// jsConsumer is Position.Consumer of a JetStream durable.
+func jsConsumer(durable string) string { return "jetstream durable " + durable }
 
 func (s *JetStreamSource) open(ctx context.Context) error {
 	cfg := s.cfg
@@ -238,7 +261,7 @@ func (s *JetStreamSource) open(ctx context.Context) error {
 		floor = f
 	}
 	s.last, s.committed = floor, floor
-	s.pos = Position{Committed: -1, First: int64(first), Start: -1, Origin: jsOrigin(stream)}
+	s.pos = Position{Committed: -1, First: int64(first), Start: -1, Origin: jsOrigin(stream), Consumer: jsConsumer(cfg.Durable)}
 	if s.startSeq > 0 {
 		s.pos.Start = int64(s.startSeq)
 	}

@@ -138,11 +138,10 @@ type Position struct {
 	// JetStream stream and its creation time, which changes when the
 	// stream is deleted and created again.
 	Origin string
-	// Consumer names the consumer Committed is of, when the source's
-	// name (Source.Name) does not: the Kafka group ("kafka group gx"); a
-	// JetStream source's name holds its durable, and Consumer is empty.
-	// A checkpoint is one consumer's: another consumer's commits say
-	// nothing of it.
+	// Consumer names the consumer Committed is of: the Kafka group
+	// ("kafka group gx"), the JetStream durable ("jetstream durable da",
+	// which the source's name holds too: SplitConsumer). A checkpoint is
+	// one consumer's: another consumer's commits say nothing of it.
 	Consumer string
 }
 

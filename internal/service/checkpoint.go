@@ -98,9 +98,11 @@ func (s *Service) restore(ctx context.Context, partition int32, m *model) error 
 				return err
 			}
 		}
-		if c.Source != s.opt.Source.Name() {
-			return fmt.Errorf("service: the checkpoint of partition %d in %s is of source %s, not %s",
-				partition, s.opt.Checkpoints, c.Source, s.opt.Source.Name())
+		// The stream is compared here, the consumer (a JetStream
+		// durable, which the source's name holds, or a Kafka group) by
+		// checkRestore, whose error has the ways out.
+		if err := s.checkSource(partition, c); err != nil {
+			return err
 		}
 		if c.Consumer == "" && pos.Consumer != "" && c.Format < 3 {
 			// Written before checkpoints held their consumer: taken as
@@ -399,12 +401,10 @@ func (s *Service) checkRestore(partition int32, c *checkpoint.Checkpoint, pos co
 		e.Problem = fmt.Sprintf("the checkpoint is of %s, the source reads %s", c.Origin, pos.Origin)
 		e.Consequence = fmt.Sprintf("its position %d is one of another stream: restoring it would skip this stream's records up to it", c.Position)
 	case c.Consumer != "" && pos.Consumer != "" && c.Consumer != pos.Consumer:
-		// Another consumer's checkpoint (a Kafka group pointed at the
-		// store of another): its position is no commit of this one.
-		e.Problem = fmt.Sprintf("the checkpoint is of %s, this source reads as %s", c.Consumer, pos.Consumer)
-		e.Consequence = fmt.Sprintf("its position %d is %s's: restoring it would take over that consumer's model and skip the partition's records up to it, with no output for them, as %s",
-			c.Position, c.Consumer, pos.Consumer)
-		e.own = fmt.Sprintf("Run as %s, whose checkpoint it is, or give %s a checkpoint directory or bucket of its own", c.Consumer, pos.Consumer)
+		// Another consumer's checkpoint (a Kafka group or a JetStream
+		// durable pointed at the store of another): its position is no
+		// commit of this one.
+		e.otherConsumer(c, pos.Consumer)
 	case pos.Committed < 0 && pos.Start > 0:
 		// Nothing committed, and the consumer begins at a start
 		// (connectors.Start) rather than at the first record: a
@@ -431,6 +431,62 @@ func (s *Service) checkRestore(partition int32, c *checkpoint.Checkpoint, pos co
 		e.behind = true
 		e.Consequence = fmt.Sprintf("the broker says position %d was committed: the records from position %d to it would never be learned", pos.Committed, from)
 	}
+	return e
+}
+
+// otherConsumer makes e say that c is the checkpoint of another consumer
+// than ours.
+func (e *RestoreError) otherConsumer(c *checkpoint.Checkpoint, ours string) {
+	e.Problem = fmt.Sprintf("the checkpoint is of %s, this source reads as %s", c.Consumer, ours)
+	e.Consequence = fmt.Sprintf("its position %d is %s's: restoring it would take over that consumer's model and skip the partition's records up to it, with no output for them, as %s",
+		c.Position, c.Consumer, ours)
+	e.own = fmt.Sprintf("Run as %s, whose checkpoint it is, or give %s a checkpoint directory or bucket of its own", c.Consumer, ours)
+}
+
+// checkSource returns the error that stops the service when c, the
+// checkpoint of partition, is of another stream than the source reads.
+// The consumer is not compared here: a JetStream checkpoint that does
+// not hold its consumer (written before checkpoints held a JetStream
+// durable) gets the one its source's name holds, for checkRestore.
+func (s *Service) checkSource(partition int32, c *checkpoint.Checkpoint) error {
+	theirs, consumer := connectors.SplitConsumer(c.Source)
+	ours, _ := connectors.SplitConsumer(s.opt.Source.Name())
+	if theirs != ours {
+		return fmt.Errorf("service: the checkpoint of partition %d in %s is of source %s, not %s",
+			partition, s.opt.Checkpoints, c.Source, s.opt.Source.Name())
+	}
+	if c.Consumer == "" {
+		c.Consumer = consumer
+	}
+	return nil
+}
+
+// CheckConsumer refuses, before a source named name is opened, a
+// checkpoint of partition 0 in store that is another consumer's: a
+// JetStream source of the same stream with another durable. A JetStream
+// source creates its durable when it opens; so a refused run leaves no
+// durable behind. It returns nil when there is no such checkpoint (or it
+// cannot be read: the run's restore says why), and the *RestoreError the
+// run would stop with when there is one. Only for a run that stops on a
+// mismatch (MismatchFail): the others need the source opened.
+func CheckConsumer(ctx context.Context, store checkpoint.Store, name string) error {
+	ours, consumer := connectors.SplitConsumer(name)
+	if consumer == "" {
+		return nil
+	}
+	c, err := store.Load(ctx, 0)
+	if err != nil {
+		return nil
+	}
+	theirs, theirConsumer := connectors.SplitConsumer(c.Source)
+	if c.Consumer == "" {
+		c.Consumer = theirConsumer
+	}
+	if theirs != ours || c.Partition != 0 || c.Consumer == "" || c.Consumer == consumer {
+		return nil
+	}
+	e := &RestoreError{Partition: 0, Source: name, Store: store.String(), Committed: -1, Checkpoint: c.Position, start: -1}
+	e.otherConsumer(c, consumer)
 	return e
 }
 

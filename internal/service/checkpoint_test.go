@@ -763,3 +763,133 @@ func TestCheckpointOfAnotherConsumerBucket(t *testing.T) {
 		t.Errorf("group gy refused: %d predictions published, want none", len(out.msgs))
 	}
 }
+
+// ofDurable is a source read as the JetStream durable durable of stream
+// EVENTS: its name holds the durable, as JetStreamSource's does.
+type ofDurable struct {
+	connectors.Source
+	durable string
+}
+
+func (s ofDurable) Name() string { return "jetstream:EVENTS/" + s.durable }
+
+func (s ofDurable) Position(int32) (connectors.Position, bool) {
+	return connectors.Position{Committed: -1, Start: -1, Consumer: "jetstream durable " + s.durable}, true
+}
+
+// TestCheckpointOfAnotherDurable: a JetStream durable on another
+// durable's checkpoint is a consumer mismatch, as a Kafka group on
+// another's is: a RestoreError with the ways out, refused before the
+// source opens too (CheckConsumer), and --reset and --accept honoured; a
+// checkpoint that does not hold its consumer (written before JetStream
+// checkpoints did) takes the durable its source's name holds.
+func TestCheckpointOfAnotherDurable(t *testing.T) {
+	c := loadExampleConfig(t)
+	c.Features.Bits = 12
+	values := genEvents(600, 5, 0, 0, 0)
+	store, err := checkpoint.OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(durable string, on Mismatch, out connectors.Sink, logs *strings.Builder) ([]Report, error) {
+		t.Helper()
+		opt := Options{Config: c, Source: ofDurable{newMemSource(values, 1), durable}, Checkpoints: store,
+			CommitEvery: 100, OnMismatch: on, Predictions: out}
+		if logs != nil {
+			opt.Logger = slog.New(slog.NewTextHandler(logs, nil))
+		}
+		s := newService(t, opt)
+		err := s.Run(context.Background())
+		reps, rerr := s.Reports()
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		return reps, err
+	}
+	events := func(reps []Report) (n uint64) {
+		for _, r := range reps {
+			n += r.Report.Events
+		}
+		return n
+	}
+	if _, err := run("da", MismatchFail, discardSink{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	saved, err := checkpoint.ReadFile(store.File(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saved.Consumer != "jetstream durable da" || saved.Source != "jetstream:EVENTS/da" || saved.Position != 599 {
+		t.Fatalf("da's checkpoint: source %s, consumer %q, position %d; want jetstream:EVENTS/da, jetstream durable da, 599", saved.Source, saved.Consumer, saved.Position)
+	}
+	refused := func(when string) {
+		t.Helper()
+		out := &memSink{}
+		reps, err := run("db", MismatchFail, out, nil)
+		var re *RestoreError
+		if !errors.As(err, &re) {
+			t.Fatalf("%s: durable db on da's checkpoint: %v, want a RestoreError", when, err)
+		}
+		for _, w := range []string{"the checkpoint is of jetstream durable da, this source reads as jetstream durable db", "Run as jetstream durable da",
+			"give jetstream durable db a checkpoint directory or bucket of its own", "--rebuild", "--reset", "--accept"} {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %q does not say %q", when, err, w)
+			}
+		}
+		if len(out.msgs) != 0 || events(reps) != 0 {
+			t.Errorf("%s: durable db refused: %d predictions published, %d events learned; want none", when, len(out.msgs), events(reps))
+		}
+		// Before the source opens: the same error.
+		pre := CheckConsumer(context.Background(), store, "jetstream:EVENTS/db")
+		if pre == nil || pre.Error() != err.Error() {
+			t.Errorf("%s: before the source opens: %v; want %v", when, pre, err)
+		}
+		for _, name := range []string{"jetstream:EVENTS/da", "jetstream:OTHER/db", "kafka:events"} {
+			if err := CheckConsumer(context.Background(), store, name); err != nil {
+				t.Errorf("%s: before %s opens: %v, want nil (not another durable of the stream)", when, name, err)
+			}
+		}
+	}
+	refused("format 3")
+	if again, err := checkpoint.ReadFile(store.File(0)); err != nil || again.Consumer != "jetstream durable da" || !again.Created.Equal(saved.Created) {
+		t.Errorf("after the refusal the checkpoint is %v's, %v; want da's, untouched", consumerOf(again), err)
+	}
+
+	// A JetStream checkpoint without its consumer, as builds before
+	// wrote them: the durable its source's name holds.
+	saved.Consumer = ""
+	if err := store.Save(context.Background(), saved); err != nil {
+		t.Fatal(err)
+	}
+	if now, err := checkpoint.ReadFile(store.File(0)); err != nil || now.Consumer != "" {
+		t.Fatalf("checkpoint without a consumer: %s, %v", consumerOf(now), err)
+	}
+	refused("no consumer held")
+	downgrade(t, store.File(0))
+	refused("format 2")
+	var logs strings.Builder
+	reps, err := run("da", MismatchFail, discardSink{}, &logs)
+	if err != nil || events(reps) != 600 {
+		t.Fatalf("da on its own format 2 checkpoint: %v, %d events; want the restored model's 600", err, events(reps))
+	}
+	if strings.Contains(logs.String(), "could not be checked") {
+		t.Errorf("da on its own checkpoint warns that its consumer could not be checked:\n%s", logs.String())
+	}
+
+	// --reset: db starts afresh, and the checkpoint is db's.
+	reps, err = run("db", MismatchReset, discardSink{}, nil)
+	if err != nil || events(reps) != 600 {
+		t.Errorf("db with reset: %v, %d events; want a fresh model of the 600 records", err, events(reps))
+	}
+	if now, err := checkpoint.ReadFile(store.File(0)); err != nil || now.Consumer != "jetstream durable db" || now.Source != "jetstream:EVENTS/db" {
+		t.Errorf("after the reset the checkpoint is %s's, %v; want db's", consumerOf(now), err)
+	}
+	// --accept: da takes db's model over.
+	reps, err = run("da", MismatchAccept, discardSink{}, nil)
+	if err != nil || events(reps) != 600 {
+		t.Errorf("da accepting db's checkpoint: %v, %d events; want the restored model's 600", err, events(reps))
+	}
+	if now, err := checkpoint.ReadFile(store.File(0)); err != nil || now.Consumer != "jetstream durable da" {
+		t.Errorf("after the acceptance the checkpoint is %s's, %v; want da's", consumerOf(now), err)
+	}
+}

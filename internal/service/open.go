@@ -76,6 +76,16 @@ type SourceOptions struct {
 	Format string
 }
 
+// SourceName returns the name (connectors.Source.Name) of the source
+// OpenSource opens of s, when it can be told before the source is opened
+// (a JetStream source's: its stream and durable), else "".
+func SourceName(s config.Source, t Tuning) string {
+	if s.Kind == "jetstream" {
+		return connectors.JetStreamName(natsConfig(s.Conn, s.Subject, s.Stream, s.Durable, t))
+	}
+	return ""
+}
+
 // OpenSource opens the configured source.
 func OpenSource(ctx context.Context, s config.Source, o SourceOptions, t Tuning) (connectors.Source, error) {
 	switch s.Kind {
