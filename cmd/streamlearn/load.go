@@ -15,6 +15,10 @@ func loadConfig(ctx context.Context, path string) (*config.Config, error) {
 		cfg *config.Config
 		err error
 	}
+	stopped := func() error { return fmt.Errorf("%s: loading stopped: %w", path, context.Cause(ctx)) }
+	if ctx.Err() != nil {
+		return nil, stopped()
+	}
 	done := make(chan result, 1)
 	go func() {
 		cfg, err := config.Load(path)
@@ -22,8 +26,13 @@ func loadConfig(ctx context.Context, path string) (*config.Config, error) {
 	}()
 	select {
 	case r := <-done:
+		if ctx.Err() != nil {
+			// The signal came while the load ended: it wins over
+			// the load's result or error.
+			return nil, stopped()
+		}
 		return r.cfg, r.err
 	case <-ctx.Done():
-		return nil, fmt.Errorf("%s: loading stopped: %w", path, context.Cause(ctx))
+		return nil, stopped()
 	}
 }

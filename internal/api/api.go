@@ -178,10 +178,11 @@ func NewServer(addr string, h http.Handler) *http.Server {
 	}
 }
 
-// methodNotAllowed answers a request to a /v1/ path with a method it does
-// not take as every other /v1/ error: 405 with an ErrorBody (code
-// method_not_allowed) and the Allow header the mux sets. Other paths keep
-// the mux's own answers.
+// methodNotAllowed answers a request to a /v1/ path that no route takes
+// as every other /v1/ error, with an ErrorBody: 405 (code
+// method_not_allowed) and the Allow header the mux sets for a path asked
+// with a method it does not take, 404 (code not_found) for a path that is
+// no endpoint. Other paths keep the mux's own answers.
 func methodNotAllowed(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !strings.HasPrefix(r.URL.Path, "/v1/") {
@@ -196,8 +197,8 @@ func methodNotAllowed(mux *http.ServeMux) http.Handler {
 	})
 }
 
-// apiStatus turns the mux's plain-text 405 into an ErrorBody; it wraps
-// only the requests no pattern matches.
+// apiStatus turns the mux's plain-text 405 and 404 into ErrorBodies; it
+// wraps only the requests no pattern matches.
 type apiStatus struct {
 	http.ResponseWriter
 	r       *http.Request
@@ -205,13 +206,19 @@ type apiStatus struct {
 }
 
 func (w *apiStatus) WriteHeader(code int) {
-	if code != http.StatusMethodNotAllowed {
+	var apiCode, msg string
+	switch code {
+	case http.StatusMethodNotAllowed:
+		apiCode, msg = "method_not_allowed", fmt.Sprintf("%s %s: method not allowed; allowed: %s", w.r.Method, w.r.URL.Path, w.Header().Get("Allow"))
+	case http.StatusNotFound:
+		apiCode, msg = "not_found", fmt.Sprintf("%s %s: no such endpoint", w.r.Method, w.r.URL.Path)
+	default:
 		w.ResponseWriter.WriteHeader(code)
 		return
 	}
 	w.written = true
 	w.Header().Del("Content-Length")
-	fail(w.ResponseWriter, code, "method_not_allowed", fmt.Sprintf("%s %s: method not allowed; allowed: %s", w.r.Method, w.r.URL.Path, w.Header().Get("Allow")))
+	fail(w.ResponseWriter, code, apiCode, msg)
 }
 
 // Unwrap gives http.ResponseController the writer underneath.

@@ -395,6 +395,36 @@ func TestMethodNotAllowedJSON(t *testing.T) {
 	}
 }
 
+// TestNotFoundJSON: a /v1/ path that is no endpoint answers 404 as every
+// other /v1/ error, an ErrorBody of code not_found naming the request;
+// other paths keep the mux's plain-text 404.
+func TestNotFoundJSON(t *testing.T) {
+	cfg, _ := demo(t, 0)
+	_, ts := setup(t, cfg, &sliceSource{partitions: 1}, nil)
+	for _, c := range []struct{ method, path string }{
+		{"GET", "/v1/nope"},
+		{"POST", "/v1/nope"},
+		{"GET", "/v1/report/x"},
+		{"GET", "/v1/"},
+	} {
+		code, hdr, body := get(t, c.method, ts.URL+c.path)
+		var e ErrorBody
+		if code != 404 || hdr.Get("Content-Type") != "application/json" || json.Unmarshal(body, &e) != nil {
+			t.Errorf("%s %s: %d %s %q, want 404 application/json", c.method, c.path, code, hdr.Get("Content-Type"), body)
+			continue
+		}
+		want := c.method + " " + c.path + ": no such endpoint"
+		if e.Error.Code != "not_found" || e.Error.Message != want {
+			t.Errorf("%s %s: %+v, want code not_found, message %q", c.method, c.path, e.Error, want)
+		}
+	}
+	for _, path := range []string{"/metrics/x", "/dashboard/nope", "/nope"} {
+		if code, hdr, _ := get(t, "GET", ts.URL+path); code != 404 || !strings.HasPrefix(hdr.Get("Content-Type"), "text/plain") {
+			t.Errorf("GET %s: %d %s, want 404 as text", path, code, hdr.Get("Content-Type"))
+		}
+	}
+}
+
 func TestLearners(t *testing.T) {
 	cfg, _ := demo(t, 0)
 	_, ts := setup(t, cfg, &sliceSource{partitions: 1}, nil)

@@ -55,8 +55,8 @@
 // (NewServer) disconnect clients that send their headers or body too
 // slowly.
 //
-// Other methods get 405 with an Allow header (under /v1/, with an
-// ErrorBody of code method_not_allowed), other paths 404. Every
+// Other methods get 405 with an Allow header, other paths 404; under
+// /v1/ both are ErrorBodies, of code method_not_allowed and not_found. Every
 // handler reads the latest service.Snapshot, an immutable copy the service
 // loop publishes; the metrics collector (package metrics) reads the same
 // snapshots, so /metrics and /v1/report give the same numbers for the

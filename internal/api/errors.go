@@ -20,7 +20,7 @@ type APIError struct {
 	// Code is stable, for programs: bad_request, bad_partition,
 	// bad_event, label_event, outside_domain, too_large, no_model,
 	// not_per_key, busy, unauthorized, not_implemented,
-	// method_not_allowed, internal.
+	// method_not_allowed, not_found, internal.
 	Code string `json:"code"`
 	// Message is one line for people; the same for the same fault.
 	Message string `json:"message"`

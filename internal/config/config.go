@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"reflect"
 	"slices"
@@ -558,9 +559,21 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
+// MaxFileBytes bounds the size of a configuration file: a configuration
+// has a few hundred YAML nodes and a few kilobytes, and even one of
+// MaxExpandedNodes nodes with comments fits. Load reads no more of a
+// larger file than this, and Parse refuses it before parsing, which would
+// take seconds and hundreds of megabytes.
+const MaxFileBytes = 4 << 20
+
 // Load reads, decodes and validates the file.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
@@ -569,6 +582,9 @@ func Load(path string) (*Config, error) {
 
 // Parse decodes and validates data; name is used in errors.
 func Parse(name string, data []byte) (*Config, error) {
+	if len(data) > MaxFileBytes {
+		return nil, &Error{File: name, Msg: fmt.Sprintf("larger than %d bytes (%d MiB; a configuration has a few kilobytes): refused", MaxFileBytes, MaxFileBytes>>20)}
+	}
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&root); err != nil {
@@ -580,6 +596,12 @@ func Parse(name string, data []byte) (*Config, error) {
 	doc := &root
 	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
 		doc = doc.Content[0]
+	}
+	if n := nodes(doc); n > MaxExpandedNodes {
+		// Big without aliases (a long list of small items): the walks
+		// and the decoding below are linear, but no configuration is
+		// that big.
+		return nil, &Error{File: name, Msg: fmt.Sprintf("has more than %d YAML nodes (a configuration has a few hundred): refused", MaxExpandedNodes)}
 	}
 	if n := expandedSize(doc, map[*yaml.Node]int{}); n > MaxExpandedNodes {
 		// An alias bomb (anchors of aliases of aliases): every walk of
@@ -676,14 +698,26 @@ func keyAtLine(n *yaml.Node, line int, value, path string) string {
 	return found[0]
 }
 
-// selfAlias returns an alias inside the node it refers to (`&w {weak: *w}`),
-// or nil; active holds the nodes being walked.
-// MaxExpandedNodes bounds the nodes of a configuration with its aliases
-// expanded (each alias counted as the nodes of its anchor): past it Parse
-// refuses the file at once, as Kubernetes refuses YAML that expands past
-// its limits, rather than walk and decode a tree exponential in the
-// number of anchors.
+// MaxExpandedNodes bounds the nodes of a configuration, as written and
+// with its aliases expanded (each alias counted as the nodes of its
+// anchor): past it Parse refuses the file at once, as Kubernetes refuses
+// YAML that expands past its limits, rather than walk and decode a tree
+// exponential in the number of anchors. Its error says which of the two
+// it is: the file's own nodes, or its aliases.
 const MaxExpandedNodes = 100_000
+
+// nodes returns the nodes of n as written, an alias counting one, or a
+// number past MaxExpandedNodes when there are more.
+func nodes(n *yaml.Node) int {
+	total := 1
+	for _, c := range n.Content {
+		total += nodes(c)
+		if total > MaxExpandedNodes {
+			break
+		}
+	}
+	return total
+}
 
 // expandedSize returns the nodes of n with its aliases expanded, in time
 // linear in the nodes of the file: sizes holds each node's once known (-1
@@ -712,6 +746,8 @@ func expandedSize(n *yaml.Node, sizes map[*yaml.Node]int) int {
 	return total
 }
 
+// selfAlias returns an alias inside the node it refers to (`&w {weak: *w}`),
+// or nil; active holds the nodes being walked.
 func selfAlias(n *yaml.Node, active map[*yaml.Node]bool) *yaml.Node {
 	if n.Kind == yaml.AliasNode {
 		if active[n.Alias] {
@@ -808,15 +844,64 @@ func checkKeys(file string, n *yaml.Node, t reflect.Type, path string) error {
 		}
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
-			return nil // let the decoder report the type error with its line
+			return kindError(file, n, t, path)
 		}
 		for i, e := range n.Content {
 			if err := checkKeys(file, e, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
 				return err
 			}
 		}
+	case reflect.String, reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		if n.Kind != yaml.ScalarNode {
+			return kindError(file, n, t, path)
+		}
+		// A scalar of the wrong type (`bits: many`) is the decoder's to
+		// report; Parse names its key.
 	}
 	return nil
+}
+
+// kindError reports a value of the wrong shape at path (a mapping or a
+// list where a single value goes, or the other way round), which the
+// decoder would report without its key: "want a list of strings, got a
+// mapping".
+func kindError(file string, n *yaml.Node, t reflect.Type, path string) error {
+	got := "a single value " + strconv.Quote(n.Value)
+	switch n.Kind {
+	case yaml.MappingNode:
+		got = "a mapping"
+	case yaml.SequenceNode:
+		got = "a list"
+	}
+	want, _ := describe(t)
+	return &Error{File: file, Line: n.Line, Key: path, Msg: fmt.Sprintf("want %s, got %s", want, got)}
+}
+
+// describe names what a value of type t is written as, one and many:
+// "a list of strings", "lists of strings".
+func describe(t reflect.Type) (one, many string) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t == reflect.TypeFor[time.Duration]():
+		return "a duration (as 5s)", "durations"
+	case t.Kind() == reflect.String:
+		return "a string", "strings"
+	case t.Kind() == reflect.Bool:
+		return "true or false", "booleans"
+	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64:
+		return "a whole number", "whole numbers"
+	case t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64:
+		return "a number", "numbers"
+	case t.Kind() == reflect.Slice:
+		_, elems := describe(t.Elem())
+		return "a list of " + elems, "lists of " + elems
+	case t.Kind() == reflect.Struct || t.Kind() == reflect.Map:
+		return "a mapping of keys", "mappings of keys"
+	}
+	return "a value", "values"
 }
 
 func yamlFields(t reflect.Type) map[string]reflect.Type {

@@ -107,6 +107,10 @@ func TestBadConfigs(t *testing.T) {
 		{"labels_wait.yaml", "testdata/bad/labels_wait.yaml:5: labels.wait: -5: want at least 1 record"},
 		{"labels_default.yaml", `testdata/bad/labels_default.yaml:5: labels.default_label: label "maybe": want 1, 0, -1, true, false or a configured positive or negative value`},
 		{"labels_not_delayed.yaml", "testdata/bad/labels_not_delayed.yaml:3: labels: wait, max_pending and default_label need delayed: true"},
+		// A value of the wrong shape names its key, as every error does.
+		{"experts_mapping.yaml", "testdata/bad/experts_mapping.yaml:6: learners[1].experts: want a list of strings, got a mapping"},
+		{"negative_nested.yaml", "testdata/bad/negative_nested.yaml:2: input.negative[1]: want a string, got a list"},
+		{"positive_scalar.yaml", `testdata/bad/positive_scalar.yaml:2: input.positive: want a list of strings, got a single value "UP"`},
 	}
 	for _, tc := range cases {
 		_, err := Load(filepath.Join("testdata/bad", tc.file))
@@ -300,6 +304,38 @@ func TestTuningLimits(t *testing.T) {
 	}
 	if _, err := Parse("c.yaml", []byte(learner+"source: {kind: jetstream, url: \"nats://n:4222\", stream: S, subject: s, ack_batch: 10}\n")); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestBigConfig: a big file without aliases is refused for what it is —
+// past MaxFileBytes for its size, before it is parsed, or past
+// MaxExpandedNodes for its own nodes — never for aliases it does not have.
+func TestBigConfig(t *testing.T) {
+	learnerLines := func(n int) string {
+		var b strings.Builder
+		b.WriteString("learners:\n")
+		for i := range n {
+			fmt.Fprintf(&b, "  - {name: l%d, algorithm: perceptron}\n", i)
+		}
+		return b.String()
+	}
+	// 300,000 learners: 12.8 MB.
+	big := filepath.Join(t.TempDir(), "big.yaml")
+	if err := os.WriteFile(big, []byte(learnerLines(300_000)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := big + ": larger than 4194304 bytes (4 MiB; a configuration has a few kilobytes): refused"
+	if _, err := Load(big); err == nil || err.Error() != want {
+		t.Errorf("Load of a 12.8 MB config: %v, want %q", err, want)
+	}
+	// 20,000 learners: 0.8 MB of 120,001 nodes.
+	want = "many.yaml: has more than 100000 YAML nodes (a configuration has a few hundred): refused"
+	if _, err := Parse("many.yaml", []byte(learnerLines(20_000))); err == nil || err.Error() != want {
+		t.Errorf("Parse of 20,000 learners: %v, want %q", err, want)
+	}
+	// 2,000 learners are a configuration.
+	if c, err := Parse("some.yaml", []byte(learnerLines(2_000))); err != nil || len(c.Learners) != 2_000 {
+		t.Errorf("Parse of 2,000 learners: %v", err)
 	}
 }
 
