@@ -36,6 +36,13 @@ func TestNothingLearned(t *testing.T) {
 	labels := write("labels.jsonl", `{"id":"e-1","label":1}`+"\n"+`{"id":"e-2","label":0}`+"\n")
 	unlabeled := write("unlabeled.jsonl", `{"features":{"v":1}}`+"\n")
 	some := write("some.jsonl", `{"features":{"v":1},"label":1}`+"\n"+`{"features":{"v":1e400},"label":1}`+"\n"+`{"id":"e-1","label":1}`+"\n")
+	// Three reasons, one record each: the first rejected is the label no
+	// configuration names, its hint comes first.
+	mixed := write("mixed.jsonl", `{"features":{"v":1},"label":"maybe"}`+"\n"+`{"id":"e-1","label":1}`+"\n"+`{"features":{"v":1e400},"label":1}`+"\n")
+	// Delayed labels, every one after its event expired (wait 1 record).
+	late := write("late.jsonl", `{"id":"a","features":{"v":1}}`+"\n"+`{"id":"b","features":{"v":2}}`+"\n"+`{"id":"c","features":{"v":3}}`+"\n"+
+		`{"id":"a","label":1}`+"\n"+`{"id":"b","label":0}`+"\n"+`{"id":"c","label":1}`+"\n")
+	lateCfg := write("late.yaml", "labels: {delayed: true, wait: 1, max_pending: 10}\nlearners: [{name: p, algorithm: perceptron}]\n")
 	for _, c := range []struct {
 		name string
 		args []string
@@ -51,7 +58,15 @@ func TestNothingLearned(t *testing.T) {
 			"2 records came and none was learned: 2 rejected (empty 2)",
 			`first rejected: event: ` + labels + `:1: empty:`,
 			"hint: these are label events (an id and a label, no features): labels.delayed: true"}},
-		{"no label", []string{unlabeled}, 3, []string{"1 records came and none was learned: none has a label (1 predicted only)", "labels.delayed: true"}},
+		{"no label", []string{unlabeled}, 3, []string{"1 record came and none was learned: none has a label (1 predicted only)", "labels.delayed: true"}},
+		{"hints follow the reasons", []string{mixed}, 3, []string{
+			"3 records came and none was learned: 3 rejected (empty 1, label 1, nonfinite 1)",
+			"first rejected: event: " + mixed + `:1: field "label": label: "maybe" is not a configured label` +
+				"\n  hint: the labels are not the configured ones",
+			"\n  hint: these are label events (an id and a label, no features): labels.delayed: true"}},
+		{"labels late", []string{"-c", lateCfg, late}, 3, []string{
+			"6 records came and none was learned: 3 rejected (label_late 3)",
+			"hint: labels came after their events expired: raise labels.wait"}},
 		{"gates do not hide it", []string{"--fail-on-violation", "--min-accuracy", "perceptron=0", sms}, 3, []string{"none was learned"}},
 		{"allowed", []string{"--allow-empty", sms}, 0, []string{"streamlearn replay: 3 of 3 records rejected: label 3\n"}},
 		{"some learned", []string{some}, 0, []string{"streamlearn replay: 2 of 3 records rejected: empty 1, nonfinite 1\n"}},
@@ -67,6 +82,12 @@ func TestNothingLearned(t *testing.T) {
 		}
 		if c.code == 3 && out != "" {
 			t.Errorf("%s: a report on stdout: %s", c.name, out)
+		}
+		if strings.Count(errOut, "hint: ") > 1 && strings.Contains(errOut, "hint: docs/configuration.md") {
+			t.Errorf("%s: the generic hint beside a specific one:\n%s", c.name, errOut)
+		}
+		if strings.Contains(errOut, "label_late") && strings.Contains(errOut, "hint: docs/configuration.md") {
+			t.Errorf("%s: late labels with the generic hint:\n%s", c.name, errOut)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/streamlearn/streamlearn/internal/event"
+	"github.com/streamlearn/streamlearn/internal/pipeline"
 	"github.com/streamlearn/streamlearn/internal/service"
 )
 
@@ -52,13 +53,19 @@ func totalIntake(ins []service.Intake) intakeTotal {
 	return t
 }
 
+// ranked returns the reasons, the most frequent first (ties in byte
+// order), as reasons says them.
+func (t intakeTotal) ranked() []event.Reason {
+	return slices.SortedFunc(maps.Keys(t.byReason), func(a, b event.Reason) int {
+		return cmp.Or(cmp.Compare(t.byReason[b], t.byReason[a]), cmp.Compare(a, b))
+	})
+}
+
 // reasons says the counts by reason, the most frequent first, at most
 // three and how many more: "label 5574" or "empty 12, type 3, range 1 and
 // 2 more".
 func (t intakeTotal) reasons() string {
-	rs := slices.SortedFunc(maps.Keys(t.byReason), func(a, b event.Reason) int {
-		return cmp.Or(cmp.Compare(t.byReason[b], t.byReason[a]), cmp.Compare(a, b))
-	})
+	rs := t.ranked()
 	var parts []string
 	for i, r := range rs {
 		if i == 3 {
@@ -90,17 +97,17 @@ func checkIntake(cmd string, ins []service.Intake, allowEmpty bool, deadLetters 
 	}
 	if !none || allowEmpty {
 		if t.rejected > 0 {
-			fmt.Fprintf(stderr, "streamlearn %s: %d of %d records rejected: %s%s\n", cmd, t.rejected, t.records, t.reasons(), deadLetters)
+			fmt.Fprintf(stderr, "streamlearn %s: %d of %s rejected: %s%s\n", cmd, t.rejected, records(t.records), t.reasons(), deadLetters)
 		} else if none {
-			fmt.Fprintf(stderr, "streamlearn %s: %d records, none labeled: nothing learned\n", cmd, t.records)
+			fmt.Fprintf(stderr, "streamlearn %s: %s, none labeled: nothing learned\n", cmd, records(t.records))
 		}
 		return nil
 	}
 	var b strings.Builder
 	if t.rejected > 0 {
-		fmt.Fprintf(&b, "%d records came and none was learned: %d rejected (%s)", t.records, t.rejected, t.reasons())
+		fmt.Fprintf(&b, "%s came and none was learned: %d rejected (%s)", records(t.records), t.rejected, t.reasons())
 	} else {
-		fmt.Fprintf(&b, "%d records came and none was learned: none has a label (%d predicted only)", t.records, t.records)
+		fmt.Fprintf(&b, "%s came and none was learned: none has a label (%d predicted only)", records(t.records), t.records)
 	}
 	if f := t.first; f != nil {
 		b.WriteString("\n  first rejected")
@@ -109,25 +116,67 @@ func checkIntake(cmd string, ins []service.Intake, allowEmpty bool, deadLetters 
 		}
 		fmt.Fprintf(&b, ": %s", f.Err) // which names where it is
 	}
-	top := event.Reason("")
-	for r, n := range t.byReason {
-		if n > t.byReason[top] || n == t.byReason[top] && r < top {
-			top = r
-		}
-	}
-	switch {
-	case t.rejected == 0:
-		b.WriteString("\n  hint: a record is learned when it has a label; labels sent later, as label events (an id and a label), are joined to their events with labels.delayed: true")
-	case top == event.ReasonLabel:
-		b.WriteString("\n  hint: the labels are not the configured ones: name the values of the file's labels with input.positive and input.negative (input.classes for more than two classes), and their column with input.label_column")
-	case top == event.ReasonEmpty && t.labelOnly > 0:
-		b.WriteString("\n  hint: these are label events (an id and a label, no features): labels.delayed: true joins each to its event by id")
-	default:
-		b.WriteString("\n  hint: docs/configuration.md says what a record must be")
+	for _, h := range t.hints() {
+		b.WriteString("\n  hint: " + h)
 	}
 	b.WriteString(deadLetters)
 	b.WriteString("\n  (--allow-empty exits 0 when learning nothing is expected)")
 	return &nothingLearned{msg: b.String()}
+}
+
+// records says n records, "1 record" for one.
+func records(n uint64) string {
+	if n == 1 {
+		return "1 record"
+	}
+	return fmt.Sprintf("%d records", n)
+}
+
+// hints returns what to change for the records rejected: the hint of the
+// first record rejected's reason first, as it is the record shown, then
+// those of the other reasons shown (reasons: the three most frequent),
+// each hint once; the generic one when no reason has its own. With no
+// record rejected, none had a label.
+func (t intakeTotal) hints() []string {
+	if t.rejected == 0 {
+		return []string{"a record is learned when it has a label; labels sent later, as label events (an id and a label), are joined to their events with labels.delayed: true"}
+	}
+	rs := t.ranked()
+	if len(rs) > 3 {
+		rs = rs[:3]
+	}
+	if f := t.first; f != nil {
+		if i := slices.Index(rs, f.Reason); i >= 0 {
+			rs = slices.Delete(rs, i, i+1)
+		}
+		rs = slices.Insert(rs, 0, f.Reason)
+	}
+	var hs []string
+	for _, r := range rs {
+		if h := t.hint(r); h != "" && !slices.Contains(hs, h) {
+			hs = append(hs, h)
+		}
+	}
+	if len(hs) == 0 {
+		hs = append(hs, "docs/configuration.md says what a record must be")
+	}
+	return hs
+}
+
+// hint returns what to change for the records rejected for reason r, ""
+// when nothing more than docs/configuration.md is to say.
+func (t intakeTotal) hint(r event.Reason) string {
+	switch {
+	case r == event.ReasonLabel:
+		return "the labels are not the configured ones: name the values of the file's labels with input.positive and input.negative (input.classes for more than two classes), and their column with input.label_column"
+	case r == event.ReasonEmpty && t.labelOnly > 0:
+		return "these are label events (an id and a label, no features): labels.delayed: true joins each to its event by id"
+	case r == pipeline.ReasonLabelLate:
+		return "labels came after their events expired: raise labels.wait (the records an event waits for its label) above the labels' delay, and labels.max_pending (the events that wait at once) above the events that come meanwhile"
+	case r == pipeline.ReasonLabelUnknown:
+		return "labels name ids of no waiting event: their events came long before and expired (raise labels.wait and labels.max_pending), or never came (a label event carries its event's id)"
+	}
+	return ""
 }
 
 // intakeOf returns the intake of partition among ins, as a slice of one,

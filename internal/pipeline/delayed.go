@@ -38,7 +38,8 @@ import (
 // event was labeled: the first label wins) or unknown — counted as an
 // invalid record and dead-lettered. The ids of the last max_pending
 // events labeled or expired are remembered to tell late and duplicate
-// labels from unknown ones; older ones count as unknown.
+// labels from unknown ones; older ones count as unknown (which the labels
+// report's warning counts as late once events expired: labelsWarning).
 //
 // The store is part of the model's state: in the pipeline's encoding
 // (checkpoints, clones) and in the digest of the labels report.
@@ -396,8 +397,9 @@ type LabelsReport struct {
 	// Warning, when not empty, says that the labels the stream gave were
 	// not what the learners were scored on: most of them came after
 	// their events expired (more late than in time, joined or with their
-	// events, once MinLateLabels came late), or no round was scored on
-	// one while expired events were learned with the default label.
+	// events, once MinLateLabels came late; unknown labels count as late
+	// once events expired: labelsWarning), or no round was scored on one
+	// while expired events were learned with the default label.
 	Warning string `json:"warning,omitempty"`
 	// StateSHA256 is the SHA-256 of the store's canonical encoding: the
 	// events waiting, with the predictions they were served, the ids
@@ -428,7 +430,7 @@ func (d *delayedStore) report(learned uint64) *LabelsReport {
 	if s.Joined > 0 {
 		r.Delay.Mean = float64(s.DelaySum) / float64(s.Joined)
 	}
-	r.Warning = labelsWarning(s, d.wait, learned-s.ExpiredLearned)
+	r.Warning = labelsWarning(s, d.wait, d.max, learned-s.ExpiredLearned)
 	return r
 }
 
@@ -438,13 +440,41 @@ func (d *delayedStore) report(learned uint64) *LabelsReport {
 const MinLateLabels = 10
 
 // labelsWarning returns the labels report's warning for the counters s
-// under wait, with real rounds learned from labels that came in time
-// (joined, or with their events), "" when there is nothing to say.
-func labelsWarning(s LabelStats, wait, real uint64) string {
+// under wait and max_pending max, with real rounds learned from labels
+// that came in time (joined, or with their events), "" when there is
+// nothing to say.
+//
+// A label that came after its event expired is late while the store
+// remembers the event's id, which it does for the last max events labeled
+// or expired; after that it is unknown. So once events expired, unknown
+// labels count with the late ones: labels whose events expired long
+// before (max_pending pushing each out after a few newer events) are
+// unknown, and would otherwise hide that most labels came late. The rule
+// reads the counters alone: no state of its own, the same live and in a
+// replay.
+//
+// The limit named follows from the configuration: the events waiting
+// arrived within the last wait records, so at most wait of them wait
+// before a record's event is held, and max_pending makes room only when
+// max ≤ wait.
+func labelsWarning(s LabelStats, wait uint64, max int, real uint64) string {
 	var parts []string
-	if s.Late >= MinLateLabels && s.Late > real {
-		parts = append(parts, fmt.Sprintf("most labels came after their events expired: %d late, %d in time; %d events expired (wait %d records); raise labels.wait",
-			s.Late, real, s.Expired, wait))
+	unknown := uint64(0)
+	if s.Expired > 0 {
+		unknown = s.Unknown
+	}
+	if after := s.Late + unknown; after >= MinLateLabels && after > real {
+		counts := fmt.Sprintf("%d late", s.Late)
+		if unknown > 0 {
+			counts += fmt.Sprintf(", %d unknown (ids of events expired before the last %d are not remembered: these labels came late, or for no event)", unknown, max)
+		}
+		limit, fix := fmt.Sprintf("wait %d records", wait), "raise labels.wait"
+		if uint64(max) <= wait {
+			limit = fmt.Sprintf("wait %d records; max_pending %d pushes the oldest out once %d wait", wait, max, max)
+			fix = "raise labels.max_pending above the events that come while a label is on its way, and labels.wait above its delay in records"
+		}
+		parts = append(parts, fmt.Sprintf("most labels came after their events expired: %s, %d in time; %d events expired (%s); %s",
+			counts, real, s.Expired, limit, fix))
 	}
 	if real == 0 && s.ExpiredLearned > 0 {
 		parts = append(parts, fmt.Sprintf("no round was scored on a real label: the %d rounds learned were scored against the default label", s.ExpiredLearned))

@@ -718,29 +718,86 @@ func TestStartFromDelayed(t *testing.T) {
 }
 
 // The labels report warns when more labels came late than in time (once
-// MinLateLabels did), and when none came in time while expired events
-// were learned with the default label; it says nothing otherwise.
+// MinLateLabels did), counting the unknown ones with them once events
+// expired (the ids of events expired long before are forgotten), and when
+// none came in time while expired events were learned with the default
+// label; it says nothing otherwise. It names max_pending when that limit
+// can push events out (max_pending ≤ wait), wait alone otherwise.
 func TestLabelsWarning(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		s          LabelStats
+		max        int
 		real       uint64
 		late, none bool
 	}{
-		{"quiet", LabelStats{Joined: 90, Late: 10, Expired: 10}, 90, false, false},
-		{"few late", LabelStats{Late: 9, Expired: 9}, 5, false, false},
-		{"most late", LabelStats{Joined: 3, Late: 10, Expired: 12}, 3, true, false},
-		{"inline labels in time", LabelStats{Late: 40, Expired: 40}, 60, false, false},
-		{"all late, dropped", LabelStats{Late: 50, Expired: 50}, 0, true, false},
-		{"all late, default label", LabelStats{Late: 50, Expired: 50, ExpiredLearned: 50}, 0, true, true},
-		{"none came, default label", LabelStats{Expired: 5, ExpiredLearned: 5}, 0, false, true},
+		{"quiet", LabelStats{Joined: 90, Late: 10, Expired: 10}, 1000, 90, false, false},
+		{"few late", LabelStats{Late: 9, Expired: 9}, 1000, 5, false, false},
+		{"most late", LabelStats{Joined: 3, Late: 10, Expired: 12}, 1000, 3, true, false},
+		{"inline labels in time", LabelStats{Late: 40, Expired: 40}, 1000, 60, false, false},
+		{"all late, dropped", LabelStats{Late: 50, Expired: 50}, 1000, 0, true, false},
+		{"all late, default label", LabelStats{Late: 50, Expired: 50, ExpiredLearned: 50}, 1000, 0, true, true},
+		{"none came, default label", LabelStats{Expired: 5, ExpiredLearned: 5}, 1000, 0, false, true},
+		{"unknown, none expired", LabelStats{Joined: 3, Unknown: 50}, 1000, 3, false, false},
+		{"late beyond memory", LabelStats{Late: 5, Unknown: 5564, Expired: 5569}, 5, 5, true, false},
+		{"few unknown", LabelStats{Joined: 90, Unknown: 20, Expired: 20}, 5, 90, false, false},
 	} {
-		w := labelsWarning(tc.s, 100, tc.real)
-		late := strings.Contains(w, fmt.Sprintf("most labels came after their events expired: %d late, %d in time; %d events expired (wait 100 records)", tc.s.Late, tc.real, tc.s.Expired))
+		w := labelsWarning(tc.s, 100, tc.max, tc.real)
+		counts := fmt.Sprintf("%d late", tc.s.Late)
+		if tc.s.Unknown > 0 && tc.s.Expired > 0 {
+			counts += fmt.Sprintf(", %d unknown (", tc.s.Unknown)
+		} else {
+			counts += fmt.Sprintf(", %d in time; %d events expired (wait 100 records", tc.real, tc.s.Expired)
+		}
+		late := strings.Contains(w, "most labels came after their events expired: "+counts)
+		if late && tc.max <= 100 && !strings.Contains(w, fmt.Sprintf("max_pending %d pushes the oldest out", tc.max)) {
+			t.Errorf("%s: warning %q does not name max_pending", tc.name, w)
+		}
+		if late && !strings.Contains(w, "raise labels.wait") && !strings.Contains(w, "raise labels.max_pending") {
+			t.Errorf("%s: warning %q says no fix", tc.name, w)
+		}
 		none := strings.Contains(w, fmt.Sprintf("no round was scored on a real label: the %d rounds learned were scored against the default label", tc.s.ExpiredLearned))
 		if late != tc.late || none != tc.none || (w == "") != (!tc.late && !tc.none) {
 			t.Errorf("%s: warning %q, want late %v, none %v", tc.name, w, tc.late, tc.none)
 		}
+	}
+}
+
+// TestLabelsWarningMaxPending: events pushed out of the store by
+// max_pending long before their labels come leave those labels unknown
+// (their ids forgotten), and the report still warns that most labels came
+// after their events expired, naming max_pending and its fix; with room
+// for them, the same stream joins every label and warns of nothing.
+func TestLabelsWarningMaxPending(t *testing.T) {
+	const n, lag = 400, 40 // each label comes lag events after its event
+	var recs []delayedRecord
+	for i := range n + lag {
+		if i < n {
+			id := fmt.Sprintf("e%d", i)
+			recs = append(recs, delayedRecord{line: fmt.Sprintf(`{"id":%q,"features":{"v":%d,"c":1}}`, id, i%32), id: id, j: i % 32})
+		}
+		if k := i - lag; k >= 0 {
+			id := fmt.Sprintf("e%d", k)
+			recs = append(recs, delayedRecord{line: fmt.Sprintf(`{"id":%q,"label":%d}`, id, k%2), id: id, j: -1, label: true})
+		}
+	}
+	cfg := "labels: {delayed: true, wait: 5000, max_pending: %d, default_label: 0}\nlearners: [{name: pct, algorithm: perceptron}]\n"
+	l := mustReport(t, runDelayed(t, fmt.Sprintf(cfg, 5), recs)).Labels
+	// The last 5 events wait to the end, their labels join.
+	if l.Expired != n-5 || l.Joined != 5 || l.Late+l.Unknown != n-5 || l.Unknown < l.Late {
+		t.Fatalf("joined %d, expired %d, late %d, unknown %d: want 5 joined, the others late or unknown, most unknown", l.Joined, l.Expired, l.Late, l.Unknown)
+	}
+	for _, w := range []string{
+		fmt.Sprintf("most labels came after their events expired: %d late, %d unknown", l.Late, l.Unknown),
+		"max_pending 5 pushes the oldest out once 5 wait",
+		"raise labels.max_pending",
+	} {
+		if !strings.Contains(l.Warning, w) {
+			t.Errorf("warning %q lacks %q", l.Warning, w)
+		}
+	}
+	if l := mustReport(t, runDelayed(t, fmt.Sprintf(cfg, 100), recs)).Labels; l.Joined != n || l.Warning != "" {
+		t.Errorf("max_pending 100: joined %d of %d, warning %q", l.Joined, n, l.Warning)
 	}
 }
 

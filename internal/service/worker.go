@@ -612,7 +612,7 @@ func (w *worker) reportOf(digests bool) (Report, error) {
 	rep := Report{Source: w.s.opt.Source.Name(), Partition: w.part, Report: r, TopKeys: top}
 	if l := r.Labels; l != nil && l.Warning != "" && !w.labelsWarned.Swap(true) {
 		w.s.logger.Warn("labels: "+l.Warning, "source", rep.Source, "partition", w.part,
-			"joined", l.Joined, "late", l.Late, "expired", l.Expired, "expired_learned", l.ExpiredLearned)
+			"joined", l.Joined, "late", l.Late, "unknown", l.Unknown, "expired", l.Expired, "expired_learned", l.ExpiredLearned)
 	}
 	if w.m.seen && w.m.lag >= 0 {
 		lag := w.m.lag // a copy: reports are immutable
