@@ -266,6 +266,46 @@ func TestRateExcludesIdle(t *testing.T) {
 	}
 }
 
+// TestReplayRateExcludesStdinPause: a replay of standard input whose
+// writer pauses between two halves of the demo says it learned for well
+// under the pause: waiting for input is not learning.
+func TestReplayRateExcludesStdinPause(t *testing.T) {
+	data, err := os.ReadFile("../../testdata/demo.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(strings.TrimSuffix(string(data), "\n"), "\n")
+	first, rest := strings.Join(lines[:len(lines)/2], ""), strings.Join(lines[len(lines)/2:], "")
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pause := 1500 * time.Millisecond
+	go func() {
+		w.WriteString(first)
+		time.Sleep(pause)
+		w.WriteString(rest)
+		w.Close()
+	}()
+	old := os.Stdin
+	os.Stdin = r
+	defer func() { os.Stdin = old; r.Close() }()
+	var o, e bytes.Buffer
+	if code := Main(context.Background(), []string{"replay", "-c", "../../config.yaml", "-"}, &o, &e); code != 0 {
+		t.Fatalf("exit %d: %s", code, e.String())
+	}
+	m := regexp.MustCompile(`events ([0-9]+) .* in ([0-9.]+)s`).FindStringSubmatch(o.String())
+	if m == nil {
+		t.Fatalf("no rate line:\n%s", o.String())
+	}
+	if m[1] != strconv.Itoa(len(lines)) {
+		t.Errorf("events %s, want %d", m[1], len(lines))
+	}
+	if secs, _ := strconv.ParseFloat(m[2], 64); secs >= pause.Seconds()/3 {
+		t.Errorf("replay printed %s s spent learning, with a %v pause on standard input: the pause is counted", m[2], pause)
+	}
+}
+
 // TestSIGTERMWhileLoadingConfig: a command loading its config exits on
 // SIGTERM (a config that is a FIFO nobody writes blocks the load forever).
 func TestSIGTERMWhileLoadingConfig(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/streamlearn/streamlearn/internal/connectors"
 	"github.com/streamlearn/streamlearn/internal/event"
@@ -46,9 +47,17 @@ type Files struct {
 	// as they are on disk); total is their size, -1 when unknown (stdin).
 	read  atomic.Int64
 	total int64
+
+	// waited is the time spent in reads of standard input and other
+	// inputs that are not regular files (pipes), which block until their
+	// writer writes: waiting, not learning (blocker).
+	waited time.Duration
 }
 
-var _ Framed = (*Files)(nil)
+var (
+	_ Framed  = (*Files)(nil)
+	_ blocker = (*Files)(nil)
+)
 
 // NewFiles returns a source of names, decoded with cfg; stdin is read for
 // "-".
@@ -81,6 +90,25 @@ func (c counting) Read(p []byte) (int, error) {
 	c.n.Add(int64(k))
 	return k, err
 }
+
+// timed adds the time spent in its reads to *d: one clock reading before
+// and one after a read of up to the record reader's buffer, none per
+// record.
+type timed struct {
+	r io.Reader
+	d *time.Duration
+}
+
+func (t timed) Read(p []byte) (int, error) {
+	start := time.Now()
+	k, err := t.r.Read(p)
+	*t.d += time.Since(start)
+	return k, err
+}
+
+// blocked returns the time Fetch spent reading standard input and pipes
+// (blocker): waiting for their writer, not learning.
+func (fs *Files) blocked() time.Duration { return fs.waited }
 
 // Fetch returns the next record.
 func (fs *Files) Fetch(ctx context.Context) (connectors.Record, error) {
@@ -116,13 +144,16 @@ func (fs *Files) Fetch(ctx context.Context) (connectors.Record, error) {
 func (fs *Files) open(name string) error {
 	var in io.Reader
 	if name == "-" {
-		in, name = fs.stdin, "stdin"
+		in, name = timed{fs.stdin, &fs.waited}, "stdin"
 	} else {
 		f, err := os.Open(name)
 		if err != nil {
 			return err
 		}
 		in, fs.f = counting{f, &fs.read}, f
+		if st, err := f.Stat(); err == nil && !st.Mode().IsRegular() {
+			in = timed{in, &fs.waited} // a named pipe, /dev/stdin
+		}
 	}
 	r, err := event.NewReader(in, name, fs.cfg)
 	if err != nil {

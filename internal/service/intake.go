@@ -72,10 +72,16 @@ func (s *Service) Intakes() ([]Intake, error) {
 	})
 }
 
-// LearnSeconds returns the seconds Run spent learning: from its first
-// fetch to the end of the workers' drain, less the time its fetches
-// waited for records that had not come (a broker with nothing new, a file
-// followed at its end). It is the time over which a rate of records is
-// meant: a run that waited an hour for its last records did not learn for
-// an hour. Call it after Run returns.
+// LearnSeconds returns the seconds Run spent learning: the sum of its
+// busy spans, each from the first record a fetch returned after a fetch
+// that found nothing (or at the start) to the last clock reading before
+// the next such fetch — at most clockEvery records early — or, at the end
+// of the input, to the end of the workers' drain; less the time a source
+// that says so (Files, reading standard input or a pipe) was blocked for
+// input within them. Waits for records that had not come (a broker with
+// nothing new between bursts, a file followed at its end, a paused pipe)
+// are not learning: a run that waited an hour for its last records did
+// not learn for an hour. A wait inside a fetch that then returned a record
+// before its deadline (the next commit, report or snapshot, a second at
+// most) counts. Call it after Run returns.
 func (s *Service) LearnSeconds() float64 { return s.learnTime.Seconds() }

@@ -194,9 +194,13 @@ type Service struct {
 	intake  bool                  // Run's loop runs: new workers start
 	failure atomic.Pointer[error] // the first error of a worker
 
-	// waited is the time Run's loop's fetches waited for records that
-	// had not come; learnTime the time Run spent learning (LearnSeconds).
-	waited, learnTime time.Duration
+	// learnTime is the time Run spent learning (LearnSeconds): the sum
+	// of its busy spans. spanFrom is when the current one began, zero
+	// between spans; spanBlocked the source's blocked time then
+	// (blocker).
+	learnTime   time.Duration
+	spanFrom    time.Time
+	spanBlocked time.Duration
 
 	uncommitted int
 	replan      bool         // the loop's deadline must be planned again (a model was dropped)
@@ -566,9 +570,8 @@ func (s *Service) Run(ctx context.Context) error {
 	if runErr == nil {
 		runErr = s.publishSnapshot(ctx)
 	}
-	loopStart := time.Now()
 	if runErr == nil {
-		runErr = s.loop(ctx, loopStart)
+		runErr = s.loop(ctx)
 	}
 	// Drain with a context of its own, since ctx may be the one that was
 	// cancelled: stop intake, let the workers learn what they were
@@ -577,7 +580,11 @@ func (s *Service) Run(ctx context.Context) error {
 	defer cancel()
 	s.intake = false
 	stopErr := s.stopWorkers(dctx)
-	s.learnTime = max(time.Since(loopStart)-s.waited, 0)
+	if !s.spanFrom.IsZero() {
+		// The loop stopped while busy (the end of its input): the
+		// span ends once the workers learned what they were handed.
+		s.endSpan(time.Now(), s.sourceBlocked())
+	}
 	if runErr == nil {
 		runErr = s.failed()
 	}
@@ -618,19 +625,47 @@ func (s *Service) stopWorkers(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (s *Service) loop(ctx context.Context, start time.Time) error {
+// A blocker is a source whose Fetch can block for input inside a call
+// that then returns a record (a pipe whose writer pauses): blocked returns
+// the total time its Fetch calls spent so, which is not learning time
+// (LearnSeconds). Cheap enough to call at every clock reading.
+type blocker interface{ blocked() time.Duration }
+
+// endSpan ends the busy span that began at s.spanFrom at end, when the
+// source's blocked time (blocker) was blocked, and adds it, less the time
+// the source was blocked in it, to the learning time.
+func (s *Service) endSpan(end time.Time, blocked time.Duration) {
+	s.learnTime += max(end.Sub(s.spanFrom)-(blocked-s.spanBlocked), 0)
+	s.spanFrom = time.Time{}
+}
+
+// sourceBlocked returns the source's blocked time (blocker); zero when it
+// does not say.
+func (s *Service) sourceBlocked() time.Duration {
+	if b, ok := s.opt.Source.(blocker); ok {
+		return b.blocked()
+	}
+	return 0
+}
+
+func (s *Service) loop(ctx context.Context) error {
 	var (
 		fc     deadlineCtx
 		now    time.Time
 		due    time.Time // s.deadline(now), planned again when an input of it changes
 		replan = true
-		clock  int  // records since now was read
-		idle   bool // the last Fetch found nothing
-		// waiting: no record came since the start or since a Fetch that
-		// found nothing; such a spell is a wait, not learning
-		// (LearnSeconds).
-		waiting = true
+		clock  int // records since now was read
+		// every is the records between two readings of the clock:
+		// clockEvery, but 1 after a span began, doubled at each reading
+		// up to clockEvery, so that a short span is timed within half
+		// its length at a cost of a few readings per span.
+		every = clockEvery
+		idle  bool // the last Fetch found nothing
+		// blocked is the source's blocked time (blocker) when now was
+		// read; zero without a blocker.
+		blocked time.Duration
 	)
+	b, _ := s.opt.Source.(blocker)
 	defer fc.stop()
 	for {
 		if err := s.failed(); err != nil {
@@ -650,11 +685,15 @@ func (s *Service) loop(ctx context.Context, start time.Time) error {
 			replan = true
 		}
 		// The clock is read every clockEvery records (reading it costs
-		// about as much as a Perceptron round) and after every wait, and
-		// what is due by time is looked at then: at most that many
-		// records late.
-		if clock++; clock >= clockEvery || idle {
+		// about as much as a Perceptron round; more often early in a
+		// span, see every) and after every wait, and what is due by
+		// time is looked at then: at most that many records late.
+		if clock++; clock >= every || idle {
 			now, clock, replan = time.Now(), 0, true
+			every = min(2*every, clockEvery)
+			if b != nil {
+				blocked = b.blocked()
+			}
 			if err := s.dueByTime(ctx, now); err != nil {
 				return stopped(ctx, err)
 			}
@@ -663,17 +702,26 @@ func (s *Service) loop(ctx context.Context, start time.Time) error {
 			due, replan = s.deadline(now), false
 		}
 		fctx := fc.get(ctx, due)
-		from := now // read after every wait; else at most clockEvery records old
-		if from.IsZero() {
-			from = start
-		}
 		rec, err := s.opt.Source.Fetch(fctx)
 		idle = err != nil
-		if idle && !errors.Is(err, connectors.ErrEndOfInput) || waiting {
-			// A clock reading per Fetch that waited, none per record.
-			s.waited += time.Since(from)
+		// Learning time is the sum of busy spans (LearnSeconds), timed
+		// with a clock reading per Fetch that found nothing and a few
+		// per span (every), none per record. A span begins when a
+		// record comes at the start or after a Fetch that found
+		// nothing; it ends at the last clock reading before the next
+		// such Fetch (at most clockEvery records, and at most half the
+		// span, early: the wait is never counted), or, at the end of
+		// the input, after the drain (Run).
+		switch {
+		case !idle && s.spanFrom.IsZero():
+			now, clock, every = time.Now(), 0, 1
+			if b != nil {
+				blocked = b.blocked()
+			}
+			s.spanFrom, s.spanBlocked = now, blocked
+		case idle && !s.spanFrom.IsZero() && !errors.Is(err, connectors.ErrEndOfInput):
+			s.endSpan(now, blocked)
 		}
-		waiting = idle
 		switch {
 		case err == nil:
 		case errors.Is(err, connectors.ErrEndOfInput):
