@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -261,7 +262,28 @@ func TestSIGTERMWhileLoadingConfig(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond) // in the load
+	// In the load: the FIFO opens for writing (without blocking) once the
+	// command has it open for reading, which it does after it set up its
+	// signals. (A fixed 300ms sleep here let a loaded machine deliver the
+	// SIGTERM before, which killed the command with no message.) Holding
+	// the write end open, without writing, keeps the load blocked.
+	var w *os.File
+	started := time.Now()
+	for {
+		var err error
+		if w, err = os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.ENXIO) {
+			t.Fatal(err)
+		}
+		if time.Since(started) > 20*time.Second { // a bound on correctness, not a speed claim
+			cmd.Process.Kill()
+			t.Fatalf("check did not open its config within 20 s: %s", e.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	defer w.Close()
 	cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
