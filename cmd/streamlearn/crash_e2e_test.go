@@ -120,10 +120,10 @@ func TestE2ECrashResume(t *testing.T) {
 			// stamp changes with every checkpoint written: the file's
 			// modification time, cheaper to poll than its position. In a
 			// bucket, a hash of the object's stamp (its name and the
-			// sequence of its meta): reading the checkpoint itself every
-			// 5ms (Load: a model of 2^18 weights) starved the run it
-			// waits for, and made this case six times slower than the
-			// others under -race.
+			// sequence of its meta), cheaper than reading the checkpoint
+			// itself every 5ms. (Most of this case's time is elsewhere:
+			// each restart after a SIGKILL waits out the killed run's
+			// ownership lease, 10s, not configurable.)
 			stamp := func() int64 { return modTime(filepath.Join(ckpt, "partition-0.ckpt")).UnixNano() }
 			if tc.bucket {
 				last := int64(-2)
