@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/streamlearn/streamlearn/internal/testmode"
 )
 
 // tail returns the last n lines of s.
@@ -33,21 +35,21 @@ func tail(s string, n int) string {
 // `run --until-end` of the same group restores every partition from the
 // bucket, with nothing left to read: each partition's model must equal a
 // replay of that partition (digests, rounds, mistakes, loss, regret).
+// One repetition (STREAMLEARN_FULL=1: three, each at other random
+// moments).
 func TestE2EKafkaKillDuringRebalance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}
 	sl, kfakeBin := e2eBuild(t)
 	natsBin := e2eTool(t, "nats-server", "nats-server", "/usr/sbin", "/usr/local/sbin")
-	const (
-		parts = 4
-		reps  = 3
-	)
+	const parts = 4
+	reps := testmode.Reps(1, 3) // each about 15 s under -race
 	n := 100000
 	if raceEnabled() {
 		n = 20000
 	}
-	ctx, dir := e2eStart(t, 2*reps*e2eTimeout)
+	ctx, dir := e2eStart(t, time.Duration(2*reps)*e2eTimeout)
 	bootstrap := startKfake(t, ctx, dir, kfakeBin, parts)
 	url, _ := natsServer(t, ctx, natsBin, dir)
 	source := func(group string) string {

@@ -53,14 +53,21 @@ func TestE2EOneOwner(t *testing.T) {
 		t.Fatalf("second run beside the first: want a failure naming partition 0 and %q; got %v, stdout %q\nstderr:\n%s",
 			holder, second.err, second.stdout.String(), msg)
 	}
-	if took := time.Since(t0); took > 10*time.Second {
-		t.Errorf("the second run took %v to stop, want about its 1s own_wait", took)
-	}
+	stopped := time.Since(t0)
 
 	if err := first.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	first.waitExit(t, ctx)
+	t1 := time.Now()
 	got := runProc(t, ctx, dir, sl, "run", "-c", cfg, "--until-end", "--report", "json", "--http", "off")
+	// The second run stopped after its own_wait rather than waiting for
+	// the owner: it did no more than start, connect and wait 1s, less
+	// than this run, which also learned the whole stream; three times this
+	// run is the margin, so that a loaded machine does not fail the test.
+	if whole := time.Since(t1); stopped > time.Second+3*whole {
+		t.Errorf("the second run took %v to stop, want about its 1s own_wait (at most 1s + 3× the %v of a run of the whole stream)",
+			stopped.Round(time.Millisecond), whole.Round(time.Millisecond))
+	}
 	sameReport(t, "run after the owner was killed", normReport(t, "run", got, "jetstream:EVENTS/owner", 5000), want)
 }

@@ -231,8 +231,11 @@ func TestSlowHeadersDisconnected(t *testing.T) {
 	for i := 0; ; i++ {
 		select {
 		case d := <-closed:
-			if d < timeout-50*time.Millisecond || d > timeout+2*time.Second {
-				t.Errorf("disconnected after %v, want about %v", d, timeout)
+			// Not before the timeout; after it, however loaded the
+			// machine (a client whose drip kept it connected would still
+			// be at the 10s deadline, 33 timeouts later).
+			if d < timeout-50*time.Millisecond {
+				t.Errorf("disconnected after %v, want after the %v timeout", d, timeout)
 			}
 			return
 		case <-deadline:

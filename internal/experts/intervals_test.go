@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/streamlearn/streamlearn/internal/online"
 )
@@ -245,19 +244,16 @@ func TestIntervalsClosedForm(t *testing.T) {
 	}
 }
 
-// Preparing the exact Ldim of 64-point intervals is quick; NewClass does
-// none of it.
+// NewClass does none of the work of the exact Ldim of 64-point
+// intervals; PrepareLdim does it. (How quick it is:
+// BenchmarkPrepareLdimIntervals64.)
 func TestIntervalsPrepareCost(t *testing.T) {
 	c := mustClass(t, ClassSpec{Kind: KindIntervals, Feature: "v", Min: 0, Max: 1, Points: 64})
 	if c.ld.mode != modeNone {
 		t.Fatal("NewClass computed Ldim")
 	}
-	start := time.Now()
 	if err := c.PrepareLdim(); err != nil {
 		t.Fatal(err)
-	}
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("PrepareLdim(intervals 64) took %v", d)
 	}
 	if c.Dim() != 10 {
 		t.Errorf("Ldim(intervals 64) = %d, want 10", c.Dim())
