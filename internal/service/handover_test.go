@@ -263,7 +263,7 @@ func TestKafkaLateCheckpointAfterHandover(t *testing.T) {
 		t.Fatal(err)
 	}
 	held := &heldStore{Store: dir}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // a hang guard: 8 s on a quiet machine, past 60 s under a twice-loaded suite
 	defer cancel()
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
