@@ -40,3 +40,47 @@ func TestFileSinkNotRegular(t *testing.T) {
 		t.Errorf("a lock file beside the refused FIFO: %v", err)
 	}
 }
+
+// TestFileSinkLockLinks: a sink's lock file path that is a symbolic link
+// (to a file, or to a path that does not exist) or a hard link to another
+// file is refused with an error naming it, and the file it leads to is
+// left as it was: neither written, emptied nor created. (Before, the
+// holder's line was written into the link's target, which Close emptied.)
+func TestFileSinkLockLinks(t *testing.T) {
+	ctx := context.Background()
+	dir, outside := t.TempDir(), t.TempDir()
+	victim := filepath.Join(outside, "victim.txt")
+	const content = "precious\nlines\n"
+	if err := os.WriteFile(victim, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(outside, "created")
+	for _, c := range []struct {
+		name, want string
+		link       func(lock string) error
+	}{
+		{"symlink", "is a symbolic link", func(lock string) error { return os.Symlink(victim, lock) }},
+		{"dangling symlink", "is a symbolic link", func(lock string) error { return os.Symlink(missing, lock) }},
+		{"hard link", "has 2 hard links", func(lock string) error { return os.Link(victim, lock) }},
+	} {
+		path := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".jsonl")
+		if err := c.link(lockPath(path)); err != nil {
+			t.Fatal(err)
+		}
+		s := NewFileSink(path)
+		err := s.Check(ctx)
+		if err == nil {
+			s.Publish(ctx, nil, []byte(`{"a":1}`))
+			s.Close()
+			t.Errorf("%s: Check: no error", c.name)
+		} else if !strings.Contains(err.Error(), "file sink "+path+": lock: "+lockPath(path)+" "+c.want) {
+			t.Errorf("%s: Check: %v, want it to say the lock file %s", c.name, err, c.want)
+		}
+		if b, err := os.ReadFile(victim); err != nil || string(b) != content {
+			t.Fatalf("%s: the linked file holds %q, %v; want it untouched (%q)", c.name, b, err, content)
+		}
+		if _, err := os.Lstat(missing); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: the link's target: %v, want it not created", c.name, err)
+		}
+	}
+}
