@@ -26,6 +26,9 @@ import (
 // one. Lines are written whole: the buffer goes to the file at a line's
 // end. An existing file is appended to, never truncated but for its torn
 // tail. Keys are not written. Flush fsyncs. It is safe for concurrent use.
+// A barrier (and so Flush) checks that the path still names the open file:
+// once it was removed or renamed, the barrier fails, and every later one,
+// and nothing more is written.
 //
 // The lock is an exclusive flock(2), released by the kernel when the
 // process dies, on the file itself (whatever path names it) and on a lock
@@ -237,6 +240,39 @@ func (s *FileSink) write() error {
 	return nil
 }
 
+// samePath checks that the sink's path still names its open file, once a
+// barrier (not a line): a file removed or renamed (rm, logrotate's mv)
+// under the process would take the lines no reader of the path sees, and
+// a commit would count on them. After such a change nothing more is
+// written, and every barrier fails; s.mu is held.
+func (s *FileSink) samePath() error {
+	if s.writeErr != nil {
+		return s.writeErr
+	}
+	open, err := s.f.Stat()
+	if err != nil {
+		s.writeErr = fmt.Errorf("file sink %s: %w", s.path, err)
+		return s.writeErr
+	}
+	now, err := os.Stat(s.path)
+	if err == nil && os.SameFile(open, now) {
+		return nil
+	}
+	what := "replaced by another file"
+	if errors.Is(err, os.ErrNotExist) {
+		what = "removed"
+	} else if err != nil {
+		what = "unreadable (" + err.Error() + ")"
+	}
+	lines := strconv.FormatUint(s.lines-s.synced, 10) + " lines published since the last commit are"
+	if s.lines-s.synced == 1 {
+		lines = "1 line published since the last commit is"
+	}
+	s.writeErr = fmt.Errorf("file sink %s: %s while the process was writing it: the %s not in the file it names (those written went to the old file); a file sink's file is not rotated under a running process: stop it first",
+		s.path, what, lines)
+	return s.writeErr
+}
+
 // Flush writes buffered lines to the file and makes them durable
 // (fsync): what a commit of the positions they come from waits for.
 func (s *FileSink) Flush(ctx context.Context) error { return s.Barrier()(ctx) }
@@ -253,6 +289,9 @@ func (s *FileSink) Barrier() func(context.Context) error {
 	target := s.lines
 	if s.synced >= target {
 		return func(context.Context) error { return nil }
+	}
+	if err := s.samePath(); err != nil {
+		return func(context.Context) error { return err }
 	}
 	if err := s.write(); err != nil {
 		return func(context.Context) error { return err }

@@ -84,3 +84,63 @@ func TestFileSinkLockLinks(t *testing.T) {
 		}
 	}
 }
+
+// TestFileSinkPathGone: a sink's file removed, or renamed and replaced,
+// under the sink (rm, logrotate's mv) fails the next barrier with an
+// error naming the path and saying so, and every later one, so that no
+// commit counts on lines a reader of the path never sees; nothing more is
+// written to the old file. (Before, the lines went to the old file and the
+// barrier succeeded.)
+func TestFileSinkPathGone(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name, want string
+		change     func(path string) error
+	}{
+		{"removed", "removed", os.Remove},
+		{"renamed", "removed", func(path string) error { return os.Rename(path, path+".1") }},
+		{"replaced", "replaced by another file", func(path string) error {
+			if err := os.Rename(path, path+".1"); err != nil {
+				return err
+			}
+			return os.WriteFile(path, nil, 0o644)
+		}},
+	} {
+		path := filepath.Join(t.TempDir(), "out.jsonl")
+		s := NewFileSink(path)
+		if err := s.Publish(ctx, nil, []byte(`{"a":1}`)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.change(path); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Flush(ctx); err != nil {
+			t.Errorf("%s: a barrier with no line since the last: %v", c.name, err)
+		}
+		if err := s.Publish(ctx, nil, []byte(`{"a":2}`)); err != nil {
+			t.Fatal(err)
+		}
+		want := "file sink " + path + ": " + c.want + " while the process was writing it: the 1 line published since the last commit is not in the file it names"
+		if err := s.Barrier()(ctx); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: barrier: %v, want %q", c.name, err, want)
+		}
+		s.Publish(ctx, nil, []byte(`{"a":3}`))
+		if err := s.Flush(ctx); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: the next barrier: %v, want %q", c.name, err, want)
+		}
+		if err := s.Close(); err == nil {
+			t.Errorf("%s: Close: no error", c.name)
+		}
+		if c.name != "removed" {
+			if b, err := os.ReadFile(path + ".1"); err != nil || string(b) != "{\"a\":1}\n" {
+				t.Errorf("%s: the old file holds %q, %v; want only the line before the change", c.name, b, err)
+			}
+		}
+	}
+}
