@@ -100,6 +100,19 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return fmt.Errorf("replay: --save: %w", err)
 		}
 	}
+	if *deadPath == "" && cfg.Sinks.DeadLetters != nil && cfg.Sinks.DeadLetters.Kind == "file" {
+		*deadPath = cfg.Sinks.DeadLetters.Path
+	}
+	for _, out := range []struct{ flag, path string }{{"--dead-letters", *deadPath}, {"--plot", *plotPath}, {"--junit", *junitPath}} {
+		if out.path == "" || out.path == "-" {
+			continue
+		}
+		for _, in := range fs.Args() {
+			if in != "-" && connectors.SameFile(out.path, in) {
+				return fmt.Errorf("replay: %s %s is the input %s: it would be written while it is read; write it elsewhere", out.flag, out.path, in)
+			}
+		}
+	}
 	// The service itself, on a source of the files: the same decoding,
 	// workers, tracker and dead letters as `run`.
 	opt := service.Options{Config: cfg, Source: service.NewFiles(fs.Args(), pipeline.EventConfig(cfg), os.Stdin),
@@ -114,9 +127,6 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		// points the dashboard's /v1/history serves for the same stream
 		// (internal/api TestHistory pins those to a replay's).
 		opt.HistoryPoints = service.DefaultHistoryPoints
-	}
-	if *deadPath == "" && cfg.Sinks.DeadLetters != nil && cfg.Sinks.DeadLetters.Kind == "file" {
-		*deadPath = cfg.Sinks.DeadLetters.Path
 	}
 	var dead *connectors.FileSink
 	if *deadPath != "" {

@@ -99,6 +99,21 @@ func FileHolder() string {
 
 var processStart = time.Now()
 
+// SameFile reports whether the paths a and b name one file: the same file
+// when both exist (whatever links lead to it), else the same absolute
+// path once cleaned. A file sink given its own input's path would read
+// back its lines as input, or append to what is being read.
+func SameFile(a, b string) bool {
+	sa, errA := os.Stat(a)
+	sb, errB := os.Stat(b)
+	if errA == nil && errB == nil {
+		return os.SameFile(sa, sb)
+	}
+	absA, errA := filepath.Abs(a)
+	absB, errB := filepath.Abs(b)
+	return errA == nil && errB == nil && absA == absB
+}
+
 // lockPath returns the path of the lock file of the file sink at path.
 func lockPath(path string) string {
 	dir, name := filepath.Split(path)
