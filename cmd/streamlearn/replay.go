@@ -133,15 +133,15 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		dead = connectors.NewFileSink(*deadPath)
 		dead.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 		defer dead.Close()
-		// A file that exists is opened before the first record: locked
-		// (a process appending to it, as a run does from its start, is
-		// refused now rather than at the first dead letter) and rid of a
-		// torn tail. One that does not is made by the first dead letter:
-		// a replay without bad records leaves no file behind.
-		if _, err := os.Stat(*deadPath); err == nil {
-			if err := dead.Check(ctx); err != nil {
-				return fmt.Errorf("replay: --dead-letters: %w", err)
-			}
+		// The file is opened before the first record, as run does:
+		// locked (a process appending to it, as a run does from its
+		// start, is refused now rather than at the first dead letter, as
+		// is a folder that does not exist) and rid of a torn tail. One
+		// that the replay made is removed at its end if no dead letter
+		// came: a replay without bad records leaves no file behind.
+		dead.RemoveUnused = true
+		if err := dead.Check(ctx); err != nil {
+			return fmt.Errorf("replay: --dead-letters: %w", err)
 		}
 		opt.DeadLetters = dead
 	}

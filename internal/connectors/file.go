@@ -39,12 +39,18 @@ type FileSink struct {
 	// Logger receives the warning that a torn tail was removed; nil:
 	// slog.Default().
 	Logger *slog.Logger
+	// RemoveUnused makes Close remove the file when this sink made it
+	// and published nothing to it, so that a sink opened at start to be
+	// checked (replay's dead letters) leaves no empty file behind. Its
+	// lock file stays, empty, as every lock file does.
+	RemoveUnused bool
 
-	path string
-	mu   sync.Mutex
-	f    *os.File
-	lock *os.File // the lock file, holding its flock; nil where flock(2) does not exist
-	buf  []byte   // whole lines not yet written
+	path    string
+	mu      sync.Mutex
+	f       *os.File
+	created bool     // the open made the file
+	lock    *os.File // the lock file, holding its flock; nil where flock(2) does not exist
+	buf     []byte   // whole lines not yet written
 	// lines counts the lines published; synced, those an fsync that
 	// succeeded covered. syncErr is the first fsync's failure: after it
 	// the kernel may have dropped the lines and marked them clean, and a
@@ -142,11 +148,13 @@ func (s *FileSink) open() error {
 	if err != nil {
 		return err
 	}
+	_, statErr := os.Lstat(s.path) // under the lock: no other sink makes it meanwhile
 	f, err := os.OpenFile(s.path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
 	if err != nil {
 		unlockSinkFile(lock, s.path)
 		return fmt.Errorf("file sink: %w", err)
 	}
+	created := errors.Is(statErr, os.ErrNotExist)
 	fail := func(err error) error {
 		f.Close()
 		unlockSinkFile(lock, s.path)
@@ -172,7 +180,7 @@ func (s *FileSink) open() error {
 		logger.Warn("file sink: removed a torn last line, the bytes after the file's last newline that a process stopped in the middle of a write left (no commit counted on them)",
 			"path", s.path, "bytes", torn)
 	}
-	s.f, s.lock, s.writeErr = f, lock, nil
+	s.f, s.lock, s.writeErr, s.created = f, lock, nil, created
 	return nil
 }
 
@@ -333,6 +341,15 @@ func (s *FileSink) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.f != nil {
+		if s.RemoveUnused && s.created && s.lines == 0 {
+			// Removed while the lock is held: no other sink has opened
+			// it, and the next one makes it anew.
+			if open, serr := s.f.Stat(); serr == nil && open.Size() == 0 {
+				if now, serr := os.Stat(s.path); serr == nil && os.SameFile(open, now) {
+					err = errors.Join(err, os.Remove(s.path))
+				}
+			}
+		}
 		err = errors.Join(err, s.f.Close())
 		unlockSinkFile(s.lock, s.path)
 		s.f, s.lock, s.buf = nil, nil, nil
