@@ -78,9 +78,11 @@ func NewFileSink(path string) *FileSink { return &FileSink{path: path} }
 // file sink holds, in this process or another.
 type FileInUseError struct {
 	Path string
-	// Holder is what the holder wrote in the lock file (FileHolder);
-	// empty when it is not known (the file was reached through another
-	// path, or the holder has not written it yet).
+	// Holder is what the holder wrote in the lock file (FileHolder), or,
+	// for a file a sink of this process holds through another path,
+	// this process and that sink's path; empty when it is not known (the
+	// file was reached through another path than another process's, or
+	// the holder has not written it yet).
 	Holder string
 	Lock   string // the lock file's path
 }
@@ -170,6 +172,7 @@ func (s *FileSink) open() error {
 	}
 	torn, err := removeTornTail(f)
 	if err != nil {
+		unlockOpenFile(f) // it is this sink's lock that is given back
 		return fail(fmt.Errorf("file sink %s: removing the torn tail: %w", s.path, err))
 	}
 	if torn > 0 {
@@ -350,6 +353,7 @@ func (s *FileSink) Close() error {
 				}
 			}
 		}
+		unlockOpenFile(s.f)
 		err = errors.Join(err, s.f.Close())
 		unlockSinkFile(s.lock, s.path)
 		s.f, s.lock, s.buf = nil, nil, nil

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -79,14 +80,52 @@ func writeHolder(l *os.File, holder string) {
 // lockOpenFile takes the exclusive flock(2) of the sink's file itself, f,
 // opened from path: it excludes a sink that reaches the same file through
 // another path (a symbolic or hard link), whose lock file is another.
+// A file this process holds is named by the sink that holds it
+// (heldFiles): its lock file is another.
 func lockOpenFile(f *os.File, path string) error {
+	id, idErr := openFileID(f)
 	if err := flockNB(f); err != nil {
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return &FileInUseError{Path: path, Lock: lockPath(path)}
+			e := &FileInUseError{Path: path, Lock: lockPath(path)}
+			if other, ok := heldFiles.Load(id); ok && idErr == nil {
+				e.Holder = FileHolder() + " (this process: its file sink " + other.(string) + " is the same file)"
+			}
+			return e
 		}
 		return fmt.Errorf("file sink %s: lock: %w", path, &os.PathError{Op: "flock", Path: path, Err: err})
 	}
+	if idErr == nil {
+		heldFiles.Store(id, path)
+	}
 	return nil
+}
+
+// heldFiles is the set of files the file sinks of this process hold
+// (lockOpenFile), by device and inode, to the path their sink opened.
+var heldFiles sync.Map // fileKey → string
+
+// fileKey is a file's identity: its device and inode.
+type fileKey struct{ dev, ino uint64 }
+
+// openFileID returns the identity of the open file f.
+func openFileID(f *os.File) (fileKey, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return fileKey{}, err
+	}
+	s, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileKey{}, errors.New("no device and inode")
+	}
+	return fileKey{uint64(s.Dev), uint64(s.Ino)}, nil
+}
+
+// unlockOpenFile forgets what lockOpenFile recorded of f, before it is
+// closed (closing releases the lock).
+func unlockOpenFile(f *os.File) {
+	if id, err := openFileID(f); err == nil {
+		heldFiles.Delete(id)
+	}
 }
 
 // unlockSinkFile releases what lockSinkFile took: the holder's line is

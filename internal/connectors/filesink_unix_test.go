@@ -144,3 +144,47 @@ func TestFileSinkPathGone(t *testing.T) {
 		}
 	}
 }
+
+// TestFileSinkSameProcessLink: a second sink of this process on a file one
+// of its sinks holds, reached through a symbolic link (so through another
+// lock file), is refused naming this process and the sink that holds the
+// file; once that one is closed, the file is free. (Before, it was "in use
+// by another process", unnamed.) The lock file then holds the holder's
+// line alone, whatever longer line a killed holder left in it.
+func TestFileSinkSameProcessLink(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "out.jsonl")
+	if err := os.WriteFile(lockPath(path), []byte("pid 1 on a host whose name is much longer than this one's since long ago\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "link.jsonl")
+	if err := os.Symlink(path, link); err != nil {
+		t.Fatal(err)
+	}
+	s := NewFileSink(path)
+	if err := s.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(lockPath(path)); err != nil || string(b) != FileHolder()+"\n" {
+		t.Errorf("the lock file holds %q, %v; want the holder's line alone", b, err)
+	}
+	other := NewFileSink(link)
+	err := other.Check(ctx)
+	var inUse *FileInUseError
+	want := FileHolder() + " (this process: its file sink " + path + " is the same file)"
+	if !errors.As(err, &inUse) || inUse.Holder != want || !strings.Contains(err.Error(), "file sink "+link+": in use by "+want) {
+		t.Fatalf("a second sink of this process through a link: %v, want it to name %q", err, want)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Check(ctx); err != nil {
+		t.Fatalf("Check once the first sink closed: %v", err)
+	}
+	defer other.Close()
+	err = NewFileSink(path).Check(ctx)
+	want = FileHolder() + " (this process: its file sink " + link + " is the same file)"
+	if !errors.As(err, &inUse) || inUse.Holder != want {
+		t.Fatalf("a sink on the path the link's sink holds: %v, want it to name %q", err, want)
+	}
+}
