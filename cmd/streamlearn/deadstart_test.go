@@ -12,9 +12,10 @@ import (
 // even one that does not exist yet, so that a path it cannot write (a
 // folder that does not exist) stops it before its first record, exit 1,
 // with no report; a file it made and wrote no dead letter to is removed
-// at its end, and one that existed stays. (Before, a file that did not
-// exist was opened at the first dead letter only: a replay without one
-// never found out, one with one stopped after the learning.)
+// at its end, with the lock file it made, and one that existed stays.
+// (Before, a file that did not exist was opened at the first dead letter
+// only: a replay without one never found out, one with one stopped after
+// the learning.)
 func TestReplayDeadLettersAtStart(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.jsonl")
@@ -31,8 +32,10 @@ func TestReplayDeadLettersAtStart(t *testing.T) {
 	if code, _, errOut := run(t, "replay", "--dead-letters", dead, good); code != 0 {
 		t.Fatalf("replay without bad records: exit %d: %s", code, errOut)
 	}
-	if _, err := os.Lstat(dead); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("a dead-letter file made by a replay without bad records: %v, want it removed", err)
+	for _, f := range []string{dead, filepath.Join(dir, ".dead.jsonl.lock")} {
+		if _, err := os.Lstat(f); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s made by a replay without bad records: %v, want it removed", f, err)
+		}
 	}
 	if err := os.WriteFile(dead, nil, 0o644); err != nil {
 		t.Fatal(err)

@@ -41,16 +41,18 @@ type FileSink struct {
 	Logger *slog.Logger
 	// RemoveUnused makes Close remove the file when this sink made it
 	// and published nothing to it, so that a sink opened at start to be
-	// checked (replay's dead letters) leaves no empty file behind. Its
-	// lock file stays, empty, as every lock file does.
+	// checked (replay's dead letters) leaves no empty file behind; and
+	// its lock file, when this sink made that too.
 	RemoveUnused bool
 
 	path    string
 	mu      sync.Mutex
 	f       *os.File
-	created bool     // the open made the file
-	lock    *os.File // the lock file, holding its flock; nil where flock(2) does not exist
-	buf     []byte   // whole lines not yet written
+	created bool // the open made the file
+	// lockCreated: the open made the lock file too.
+	lockCreated bool
+	lock        *os.File // the lock file, holding its flock; nil where flock(2) does not exist
+	buf         []byte   // whole lines not yet written
 	// lines counts the lines published; synced, those an fsync that
 	// succeeded covered. syncErr is the first fsync's failure: after it
 	// the kernel may have dropped the lines and marked them clean, and a
@@ -146,6 +148,7 @@ func (s *FileSink) open() error {
 	if st, err := os.Stat(s.path); err == nil && !st.Mode().IsRegular() {
 		return fmt.Errorf("file sink %s: not a regular file (%v): a file sink appends to, fsyncs and locks a file", s.path, st.Mode().Type())
 	}
+	_, lockStatErr := os.Lstat(lockPath(s.path))
 	lock, err := lockSinkFile(s.path)
 	if err != nil {
 		return err
@@ -157,6 +160,7 @@ func (s *FileSink) open() error {
 		return fmt.Errorf("file sink: %w", err)
 	}
 	created := errors.Is(statErr, os.ErrNotExist)
+	lockCreated := created && errors.Is(lockStatErr, os.ErrNotExist)
 	fail := func(err error) error {
 		f.Close()
 		unlockSinkFile(lock, s.path)
@@ -183,7 +187,7 @@ func (s *FileSink) open() error {
 		logger.Warn("file sink: removed a torn last line, the bytes after the file's last newline that a process stopped in the middle of a write left (no commit counted on them)",
 			"path", s.path, "bytes", torn)
 	}
-	s.f, s.lock, s.writeErr, s.created = f, lock, nil, created
+	s.f, s.lock, s.writeErr, s.created, s.lockCreated = f, lock, nil, created, lockCreated
 	return nil
 }
 
@@ -345,11 +349,23 @@ func (s *FileSink) Close() error {
 	defer s.mu.Unlock()
 	if s.f != nil {
 		if s.RemoveUnused && s.created && s.lines == 0 {
-			// Removed while the lock is held: no other sink has opened
-			// it, and the next one makes it anew.
+			// Removed while the locks are held: no other sink has
+			// opened the file, and the next one makes it anew. The lock
+			// file goes too when this sink made it: a sink that opened
+			// it meanwhile and locks it once released, and one that
+			// makes a new one, still exclude each other by the lock of
+			// the file itself.
 			if open, serr := s.f.Stat(); serr == nil && open.Size() == 0 {
-				if now, serr := os.Stat(s.path); serr == nil && os.SameFile(open, now) {
+				if now, serr := os.Lstat(s.path); serr == nil && os.SameFile(open, now) {
 					err = errors.Join(err, os.Remove(s.path))
+					if s.lockCreated && s.lock != nil {
+						lp := lockPath(s.path)
+						if held, serr := s.lock.Stat(); serr == nil {
+							if now, serr := os.Lstat(lp); serr == nil && os.SameFile(held, now) {
+								err = errors.Join(err, os.Remove(lp))
+							}
+						}
+					}
 				}
 			}
 		}

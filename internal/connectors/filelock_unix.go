@@ -16,8 +16,9 @@ import (
 // lock is what counts; the line names the holder to the next one). A lock
 // another open file holds is a *FileInUseError naming the holder it wrote.
 // The kernel releases the lock when the process dies. The lock file is
-// never removed: a process that opened it before its removal would lock
-// a file no one else sees. A lock path that is a symbolic link, names
+// not removed (but by a FileSink with RemoveUnused that made it and wrote
+// nothing, which the lock on the file itself covers): a process that
+// opened it before its removal would lock a file no one else sees. A lock path that is a symbolic link, names
 // something other than a regular file or has other hard links is refused
 // (openLockFile): the holder's line would be written into another file.
 func lockSinkFile(path string) (*os.File, error) {
