@@ -100,6 +100,19 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return fmt.Errorf("replay: --save: %w", err)
 		}
 	}
+	if *deadPath == "" && cfg.Sinks.DeadLetters != nil && cfg.Sinks.DeadLetters.Kind == "file" {
+		*deadPath = cfg.Sinks.DeadLetters.Path
+	}
+	for _, out := range []struct{ flag, path string }{{"--dead-letters", *deadPath}, {"--plot", *plotPath}, {"--junit", *junitPath}} {
+		if out.path == "" || out.path == "-" {
+			continue
+		}
+		for _, in := range fs.Args() {
+			if in != "-" && connectors.SameFile(out.path, in) {
+				return fmt.Errorf("replay: %s %s is the input %s: it would be written while it is read; write it elsewhere", out.flag, out.path, in)
+			}
+		}
+	}
 	// The service itself, on a source of the files: the same decoding,
 	// workers, tracker and dead letters as `run`.
 	opt := service.Options{Config: cfg, Source: service.NewFiles(fs.Args(), pipeline.EventConfig(cfg), os.Stdin),
@@ -115,23 +128,20 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		// (internal/api TestHistory pins those to a replay's).
 		opt.HistoryPoints = service.DefaultHistoryPoints
 	}
-	if *deadPath == "" && cfg.Sinks.DeadLetters != nil && cfg.Sinks.DeadLetters.Kind == "file" {
-		*deadPath = cfg.Sinks.DeadLetters.Path
-	}
 	var dead *connectors.FileSink
 	if *deadPath != "" {
 		dead = connectors.NewFileSink(*deadPath)
 		dead.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 		defer dead.Close()
-		// A file that exists is opened before the first record: locked
-		// (a process appending to it, as a run does from its start, is
-		// refused now rather than at the first dead letter) and rid of a
-		// torn tail. One that does not is made by the first dead letter:
-		// a replay without bad records leaves no file behind.
-		if _, err := os.Stat(*deadPath); err == nil {
-			if err := dead.Check(ctx); err != nil {
-				return fmt.Errorf("replay: --dead-letters: %w", err)
-			}
+		// The file is opened before the first record, as run does:
+		// locked (a process appending to it, as a run does from its
+		// start, is refused now rather than at the first dead letter, as
+		// is a folder that does not exist) and rid of a torn tail. One
+		// that the replay made is removed at its end if no dead letter
+		// came: a replay without bad records leaves no file behind.
+		dead.RemoveUnused = true
+		if err := dead.Check(ctx); err != nil {
+			return fmt.Errorf("replay: --dead-letters: %w", err)
 		}
 		opt.DeadLetters = dead
 	}

@@ -136,6 +136,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		key string
 		cfg *config.Sink
 	}{{"predictions", cfg.Sinks.Predictions}, {"reports", cfg.Sinks.Reports}, {"dead_letters", cfg.Sinks.DeadLetters}} {
+		if s.cfg != nil && s.cfg.Kind == "file" && cfg.Source.Kind == "file" && connectors.SameFile(s.cfg.Path, cfg.Source.Path) {
+			// Refused before the sink's check, which would cut a torn
+			// tail off the source.
+			return fmt.Errorf("sinks.%s: file sink %s is the source's file %s: its lines would be read back as records, forever; give the sink another path", s.key, s.cfg.Path, cfg.Source.Path)
+		}
 		sink, err := service.OpenSink(s.cfg, cfg.Source, tuning)
 		if err != nil {
 			return fmt.Errorf("sinks.%s: %w", s.key, err)

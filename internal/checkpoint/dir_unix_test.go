@@ -130,3 +130,54 @@ func TestDirOwn(t *testing.T) {
 		t.Errorf("Holder() = %q", h)
 	}
 }
+
+// TestDirLockLinks: an ownership or lock file that is a symbolic link (to
+// a file, or to a path that does not exist) or a hard link to another
+// file is refused with an error naming it, and the file it leads to is
+// left as it was: neither written, emptied nor created. (Before, Own
+// opened the link's target, wrote the holder's line into it and emptied
+// it at release; a Save's lock created a missing target.)
+func TestDirLockLinks(t *testing.T) {
+	ctx := context.Background()
+	outside := t.TempDir()
+	victim := filepath.Join(outside, "victim.txt")
+	const content = "precious\nlines\n"
+	if err := os.WriteFile(victim, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err := OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, d.ownFile(0)); err != nil {
+		t.Fatal(err)
+	}
+	if release, err := d.Own(ctx, 0, "pid 1 on here since then"); err == nil {
+		release()
+		t.Error("Own through a symbolic link: no error")
+	} else if !strings.Contains(err.Error(), d.ownFile(0)+" is a symbolic link") {
+		t.Errorf("Own through a symbolic link: %v, want it named as one", err)
+	}
+	if err := os.Link(victim, d.ownFile(1)); err != nil {
+		t.Fatal(err)
+	}
+	if release, err := d.Own(ctx, 1, "pid 1 on here since then"); err == nil {
+		release()
+		t.Error("Own of a hard link: no error")
+	} else if !strings.Contains(err.Error(), d.ownFile(1)+" has 2 hard links") {
+		t.Errorf("Own of a hard link: %v, want it named as one", err)
+	}
+	if b, err := os.ReadFile(victim); err != nil || string(b) != content {
+		t.Errorf("the linked file holds %q, %v; want it untouched (%q)", b, err, content)
+	}
+	missing := filepath.Join(outside, "created")
+	if err := os.Symlink(missing, d.lockFile(2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Save(ctx, sample(2)); err == nil || !strings.Contains(err.Error(), d.lockFile(2)+" is a symbolic link") {
+		t.Errorf("Save with its lock a symbolic link: %v, want it named as one", err)
+	}
+	if _, err := os.Lstat(missing); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the lock's link target: %v, want it not created", err)
+	}
+}

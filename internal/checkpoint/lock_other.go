@@ -4,6 +4,7 @@ package checkpoint
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"sync"
 	"time"
@@ -38,6 +39,10 @@ func unlockOwner(f *os.File, path string) {
 func lockOwner(ctx context.Context, path string) (*os.File, error) {
 	for {
 		if _, held := owned.LoadOrStore(path, struct{}{}); !held {
+			if st, err := os.Lstat(path); err == nil && !st.Mode().IsRegular() {
+				owned.Delete(path)
+				return nil, fmt.Errorf("%s is not a regular file (%v): an ownership file is written and is never followed; remove it", path, st.Mode().Type())
+			}
 			f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o640)
 			if err != nil {
 				owned.Delete(path)

@@ -36,11 +36,30 @@ func lockOwner(ctx context.Context, path string) (*os.File, error) {
 func unlockOwner(f *os.File, _ string) { f.Close() }
 
 // flockFile opens path, creating it, and takes an exclusive flock(2) on
-// it, polling until ctx is done.
+// it, polling until ctx is done. It never follows a symbolic link at path
+// (anyone who can write the folder may put one there, and an ownership
+// file is written and cleared): a link, something other than a regular
+// file, or a file with other hard links is an error saying so.
 func flockFile(ctx context.Context, path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o640)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o640)
 	if err != nil {
+		if st, lerr := os.Lstat(path); lerr == nil && st.Mode()&os.ModeSymlink != 0 {
+			return nil, fmt.Errorf("%s is a symbolic link: a lock file is written and is never followed; remove the link", path)
+		}
 		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s is not a regular file (%v): a lock file is written; remove it", path, st.Mode().Type())
+	}
+	if s, ok := st.Sys().(*syscall.Stat_t); ok && uint64(s.Nlink) > 1 {
+		f.Close()
+		return nil, fmt.Errorf("%s has %d hard links: a lock file is written, and writing it would change the other names' file; remove it", path, uint64(s.Nlink))
 	}
 	wait := time.Millisecond
 	for {

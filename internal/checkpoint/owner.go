@@ -63,7 +63,8 @@ func (d *Dir) ownFile(partition int32) string {
 
 // Own takes an exclusive flock(2) on ".partition-N.owner" beside the
 // checkpoint and writes holder into it, for the next one to read (see
-// Owner). The kernel releases the lock when the process dies, so a crash
+// Owner). A symbolic link there is never followed: it is an error, as is
+// anything else than a regular file with one link. The kernel releases the lock when the process dies, so a crash
 // leaves nothing to clean up; a paused process (SIGSTOP, a frozen VM) keeps
 // it until it resumes or dies.
 func (d *Dir) Own(ctx context.Context, partition int32, holder string) (release func(), err error) {
@@ -77,8 +78,12 @@ func (d *Dir) Own(ctx context.Context, partition int32, holder string) (release 
 		}
 		return nil, fmt.Errorf("checkpoint %s partition %d: owning: %w", d, partition, err)
 	}
-	if err := f.Truncate(0); err == nil {
-		_, _ = f.WriteAt([]byte(holder+"\n"), 0) // a name for the next one; the lock is what counts
+	// A name for the next one (the lock is what counts): written over what
+	// is there, then cut to its length, so that a reader never finds it
+	// empty meanwhile.
+	line := []byte(holder + "\n")
+	if _, err := f.WriteAt(line, 0); err == nil {
+		_ = f.Truncate(int64(len(line)))
 	}
 	var once sync.Once
 	return func() {

@@ -26,6 +26,9 @@ import (
 // one. Lines are written whole: the buffer goes to the file at a line's
 // end. An existing file is appended to, never truncated but for its torn
 // tail. Keys are not written. Flush fsyncs. It is safe for concurrent use.
+// A barrier (and so Flush) checks that the path still names the open file:
+// once it was removed or renamed, the barrier fails, and every later one,
+// and nothing more is written.
 //
 // The lock is an exclusive flock(2), released by the kernel when the
 // process dies, on the file itself (whatever path names it) and on a lock
@@ -36,12 +39,20 @@ type FileSink struct {
 	// Logger receives the warning that a torn tail was removed; nil:
 	// slog.Default().
 	Logger *slog.Logger
+	// RemoveUnused makes Close remove the file when this sink made it
+	// and published nothing to it, so that a sink opened at start to be
+	// checked (replay's dead letters) leaves no empty file behind; and
+	// its lock file, when this sink made that too.
+	RemoveUnused bool
 
-	path string
-	mu   sync.Mutex
-	f    *os.File
-	lock *os.File // the lock file, holding its flock; nil where flock(2) does not exist
-	buf  []byte   // whole lines not yet written
+	path    string
+	mu      sync.Mutex
+	f       *os.File
+	created bool // the open made the file
+	// lockCreated: the open made the lock file too.
+	lockCreated bool
+	lock        *os.File // the lock file, holding its flock; nil where flock(2) does not exist
+	buf         []byte   // whole lines not yet written
 	// lines counts the lines published; synced, those an fsync that
 	// succeeded covered. syncErr is the first fsync's failure: after it
 	// the kernel may have dropped the lines and marked them clean, and a
@@ -69,9 +80,11 @@ func NewFileSink(path string) *FileSink { return &FileSink{path: path} }
 // file sink holds, in this process or another.
 type FileInUseError struct {
 	Path string
-	// Holder is what the holder wrote in the lock file (FileHolder);
-	// empty when it is not known (the file was reached through another
-	// path, or the holder has not written it yet).
+	// Holder is what the holder wrote in the lock file (FileHolder), or,
+	// for a file a sink of this process holds through another path,
+	// this process and that sink's path; empty when it is not known (the
+	// file was reached through another path than another process's, or
+	// the holder has not written it yet).
 	Holder string
 	Lock   string // the lock file's path
 }
@@ -95,6 +108,21 @@ func FileHolder() string {
 }
 
 var processStart = time.Now()
+
+// SameFile reports whether the paths a and b name one file: the same file
+// when both exist (whatever links lead to it), else the same absolute
+// path once cleaned. A file sink given its own input's path would read
+// back its lines as input, or append to what is being read.
+func SameFile(a, b string) bool {
+	sa, errA := os.Stat(a)
+	sb, errB := os.Stat(b)
+	if errA == nil && errB == nil {
+		return os.SameFile(sa, sb)
+	}
+	absA, errA := filepath.Abs(a)
+	absB, errB := filepath.Abs(b)
+	return errA == nil && errB == nil && absA == absB
+}
 
 // lockPath returns the path of the lock file of the file sink at path.
 func lockPath(path string) string {
@@ -120,15 +148,19 @@ func (s *FileSink) open() error {
 	if st, err := os.Stat(s.path); err == nil && !st.Mode().IsRegular() {
 		return fmt.Errorf("file sink %s: not a regular file (%v): a file sink appends to, fsyncs and locks a file", s.path, st.Mode().Type())
 	}
+	_, lockStatErr := os.Lstat(lockPath(s.path))
 	lock, err := lockSinkFile(s.path)
 	if err != nil {
 		return err
 	}
+	_, statErr := os.Lstat(s.path) // under the lock: no other sink makes it meanwhile
 	f, err := os.OpenFile(s.path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
 	if err != nil {
 		unlockSinkFile(lock, s.path)
 		return fmt.Errorf("file sink: %w", err)
 	}
+	created := errors.Is(statErr, os.ErrNotExist)
+	lockCreated := created && errors.Is(lockStatErr, os.ErrNotExist)
 	fail := func(err error) error {
 		f.Close()
 		unlockSinkFile(lock, s.path)
@@ -144,6 +176,7 @@ func (s *FileSink) open() error {
 	}
 	torn, err := removeTornTail(f)
 	if err != nil {
+		unlockOpenFile(f) // it is this sink's lock that is given back
 		return fail(fmt.Errorf("file sink %s: removing the torn tail: %w", s.path, err))
 	}
 	if torn > 0 {
@@ -154,7 +187,7 @@ func (s *FileSink) open() error {
 		logger.Warn("file sink: removed a torn last line, the bytes after the file's last newline that a process stopped in the middle of a write left (no commit counted on them)",
 			"path", s.path, "bytes", torn)
 	}
-	s.f, s.lock, s.writeErr = f, lock, nil
+	s.f, s.lock, s.writeErr, s.created, s.lockCreated = f, lock, nil, created, lockCreated
 	return nil
 }
 
@@ -237,6 +270,39 @@ func (s *FileSink) write() error {
 	return nil
 }
 
+// samePath checks that the sink's path still names its open file, once a
+// barrier (not a line): a file removed or renamed (rm, logrotate's mv)
+// under the process would take the lines no reader of the path sees, and
+// a commit would count on them. After such a change nothing more is
+// written, and every barrier fails; s.mu is held.
+func (s *FileSink) samePath() error {
+	if s.writeErr != nil {
+		return s.writeErr
+	}
+	open, err := s.f.Stat()
+	if err != nil {
+		s.writeErr = fmt.Errorf("file sink %s: %w", s.path, err)
+		return s.writeErr
+	}
+	now, err := os.Stat(s.path)
+	if err == nil && os.SameFile(open, now) {
+		return nil
+	}
+	what := "replaced by another file"
+	if errors.Is(err, os.ErrNotExist) {
+		what = "removed"
+	} else if err != nil {
+		what = "unreadable (" + err.Error() + ")"
+	}
+	lines := strconv.FormatUint(s.lines-s.synced, 10) + " lines published since the last commit are"
+	if s.lines-s.synced == 1 {
+		lines = "1 line published since the last commit is"
+	}
+	s.writeErr = fmt.Errorf("file sink %s: %s while the process was writing it: the %s not in the file it names (those written went to the old file); a file sink's file is not rotated under a running process: stop it first",
+		s.path, what, lines)
+	return s.writeErr
+}
+
 // Flush writes buffered lines to the file and makes them durable
 // (fsync): what a commit of the positions they come from waits for.
 func (s *FileSink) Flush(ctx context.Context) error { return s.Barrier()(ctx) }
@@ -253,6 +319,9 @@ func (s *FileSink) Barrier() func(context.Context) error {
 	target := s.lines
 	if s.synced >= target {
 		return func(context.Context) error { return nil }
+	}
+	if err := s.samePath(); err != nil {
+		return func(context.Context) error { return err }
 	}
 	if err := s.write(); err != nil {
 		return func(context.Context) error { return err }
@@ -279,6 +348,28 @@ func (s *FileSink) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.f != nil {
+		if s.RemoveUnused && s.created && s.lines == 0 {
+			// Removed while the locks are held: no other sink has
+			// opened the file, and the next one makes it anew. The lock
+			// file goes too when this sink made it: a sink that opened
+			// it meanwhile and locks it once released, and one that
+			// makes a new one, still exclude each other by the lock of
+			// the file itself.
+			if open, serr := s.f.Stat(); serr == nil && open.Size() == 0 {
+				if now, serr := os.Lstat(s.path); serr == nil && os.SameFile(open, now) {
+					err = errors.Join(err, os.Remove(s.path))
+					if s.lockCreated && s.lock != nil {
+						lp := lockPath(s.path)
+						if held, serr := s.lock.Stat(); serr == nil {
+							if now, serr := os.Lstat(lp); serr == nil && os.SameFile(held, now) {
+								err = errors.Join(err, os.Remove(lp))
+							}
+						}
+					}
+				}
+			}
+		}
+		unlockOpenFile(s.f)
 		err = errors.Join(err, s.f.Close())
 		unlockSinkFile(s.lock, s.path)
 		s.f, s.lock, s.buf = nil, nil, nil

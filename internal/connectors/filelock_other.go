@@ -29,6 +29,9 @@ func lockSinkFile(path string) (*os.File, error) {
 // lockOpenFile does nothing: lockSinkFile's set is the lock.
 func lockOpenFile(*os.File, string) error { return nil }
 
+// unlockOpenFile does nothing, as lockOpenFile.
+func unlockOpenFile(*os.File) {}
+
 // unlockSinkFile gives path back to this process's set of sink files.
 func unlockSinkFile(_ *os.File, path string) {
 	abs, err := filepath.Abs(path)

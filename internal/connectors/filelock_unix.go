@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -15,38 +16,117 @@ import (
 // lock is what counts; the line names the holder to the next one). A lock
 // another open file holds is a *FileInUseError naming the holder it wrote.
 // The kernel releases the lock when the process dies. The lock file is
-// never removed: a process that opened it before its removal would lock
-// a file no one else sees.
+// not removed (but by a FileSink with RemoveUnused that made it and wrote
+// nothing, which the lock on the file itself covers): a process that
+// opened it before its removal would lock a file no one else sees. A lock path that is a symbolic link, names
+// something other than a regular file or has other hard links is refused
+// (openLockFile): the holder's line would be written into another file.
 func lockSinkFile(path string) (*os.File, error) {
 	lp := lockPath(path)
-	l, err := os.OpenFile(lp, os.O_RDWR|os.O_CREATE, 0o644)
+	l, err := openLockFile(lp)
 	if err != nil {
 		return nil, fmt.Errorf("file sink %s: lock: %w", path, err)
 	}
 	if err := flockNB(l); err != nil {
-		l.Close()
+		defer l.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, &FileInUseError{Path: path, Holder: readHolder(lp), Lock: lp}
+			return nil, &FileInUseError{Path: path, Holder: readHolder(l), Lock: lp}
 		}
 		return nil, fmt.Errorf("file sink %s: lock: %w", path, &os.PathError{Op: "flock", Path: lp, Err: err})
 	}
-	if err := l.Truncate(0); err == nil {
-		_, _ = l.WriteAt([]byte(FileHolder()+"\n"), 0)
-	}
+	writeHolder(l, FileHolder())
 	return l, nil
+}
+
+// openLockFile opens the lock file at path for reading and writing,
+// creating it, without following a symbolic link: a link there (which
+// anyone who can write the folder may put) would have the holder's line
+// written into, and cleared from, the file it points to. A path that is a
+// link, names something other than a regular file, or a file with other
+// hard links, is an error saying so.
+func openLockFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		if st, lerr := os.Lstat(path); lerr == nil && st.Mode()&os.ModeSymlink != 0 {
+			return nil, fmt.Errorf("%s is a symbolic link: a lock file is written and is never followed; remove the link", path)
+		}
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s is not a regular file (%v): a lock file is written; remove it", path, st.Mode().Type())
+	}
+	if s, ok := st.Sys().(*syscall.Stat_t); ok && uint64(s.Nlink) > 1 {
+		f.Close()
+		return nil, fmt.Errorf("%s has %d hard links: a lock file is written, and writing it would change the other names' file; remove it", path, uint64(s.Nlink))
+	}
+	return f, nil
+}
+
+// writeHolder writes the holder's line into the lock file l, whose lock
+// is held: over what is there, then cut to its length, so that a reader
+// never finds it empty meanwhile.
+func writeHolder(l *os.File, holder string) {
+	line := []byte(holder + "\n")
+	if _, err := l.WriteAt(line, 0); err == nil {
+		_ = l.Truncate(int64(len(line)))
+	}
 }
 
 // lockOpenFile takes the exclusive flock(2) of the sink's file itself, f,
 // opened from path: it excludes a sink that reaches the same file through
 // another path (a symbolic or hard link), whose lock file is another.
+// A file this process holds is named by the sink that holds it
+// (heldFiles): its lock file is another.
 func lockOpenFile(f *os.File, path string) error {
+	id, idErr := openFileID(f)
 	if err := flockNB(f); err != nil {
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return &FileInUseError{Path: path, Lock: lockPath(path)}
+			e := &FileInUseError{Path: path, Lock: lockPath(path)}
+			if other, ok := heldFiles.Load(id); ok && idErr == nil {
+				e.Holder = FileHolder() + " (this process: its file sink " + other.(string) + " is the same file)"
+			}
+			return e
 		}
 		return fmt.Errorf("file sink %s: lock: %w", path, &os.PathError{Op: "flock", Path: path, Err: err})
 	}
+	if idErr == nil {
+		heldFiles.Store(id, path)
+	}
 	return nil
+}
+
+// heldFiles is the set of files the file sinks of this process hold
+// (lockOpenFile), by device and inode, to the path their sink opened.
+var heldFiles sync.Map // fileKey → string
+
+// fileKey is a file's identity: its device and inode.
+type fileKey struct{ dev, ino uint64 }
+
+// openFileID returns the identity of the open file f.
+func openFileID(f *os.File) (fileKey, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return fileKey{}, err
+	}
+	s, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileKey{}, errors.New("no device and inode")
+	}
+	return fileKey{uint64(s.Dev), uint64(s.Ino)}, nil
+}
+
+// unlockOpenFile forgets what lockOpenFile recorded of f, before it is
+// closed (closing releases the lock).
+func unlockOpenFile(f *os.File) {
+	if id, err := openFileID(f); err == nil {
+		heldFiles.Delete(id)
+	}
 }
 
 // unlockSinkFile releases what lockSinkFile took: the holder's line is
@@ -69,12 +149,13 @@ func flockNB(f *os.File) error {
 	}
 }
 
-// readHolder returns the first line of the lock file at path, waiting a
-// little for a holder that has locked it but not yet written its line.
-func readHolder(path string) string {
+// readHolder returns the first line of the lock file l, waiting a little
+// for a holder that has locked it but not yet written its line.
+func readHolder(l *os.File) string {
+	b := make([]byte, 256)
 	for try := 0; ; try++ {
-		b, _ := os.ReadFile(path)
-		if h := firstLine(b); h != "" || try == 5 {
+		n, _ := l.ReadAt(b, 0)
+		if h := firstLine(b[:n]); h != "" || try == 5 {
 			return h
 		}
 		time.Sleep(10 * time.Millisecond)
