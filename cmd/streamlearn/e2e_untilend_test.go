@@ -36,7 +36,7 @@ import (
 // measured before and after the repetitions on this machine in this
 // run, bounds (the margin is three times the slower of the two, plus
 // the rebalance timeout), so a loaded machine does not fail the test.
-// With 1 and with 3 partitions, three repetitions each
+// With 1 and with 3 partitions, two repetitions each
 // (STREAMLEARN_FULL=1: ten), on a kfake broker process.
 func TestE2EKafkaUntilEndAfterKills(t *testing.T) {
 	if testing.Short() {
@@ -58,7 +58,7 @@ func TestE2EKafkaUntilEndAfterKills(t *testing.T) {
 		request   = 2 * time.Second
 		backoff   = 250 * time.Millisecond
 	)
-	reps := testmode.Reps(3, 10)
+	reps := testmode.Reps(2, 10)
 	n := 60000 // a run learns 100-200k events/s: some kills fall mid-stream
 	if raceEnabled() {
 		n = 15000 // about ten times slower
