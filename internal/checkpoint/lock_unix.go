@@ -9,6 +9,8 @@ import (
 	"os"
 	"syscall"
 	"time"
+
+	"github.com/streamlearn/streamlearn/internal/lockfile"
 )
 
 // lockFile takes an exclusive flock(2) on path, creating the file, and
@@ -41,25 +43,9 @@ func unlockOwner(f *os.File, _ string) { f.Close() }
 // file is written and cleared): a link, something other than a regular
 // file, or a file with other hard links is an error saying so.
 func flockFile(ctx context.Context, path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o640)
+	f, err := lockfile.Open(path, 0o640)
 	if err != nil {
-		if st, lerr := os.Lstat(path); lerr == nil && st.Mode()&os.ModeSymlink != 0 {
-			return nil, fmt.Errorf("%s is a symbolic link: a lock file is written and is never followed; remove the link", path)
-		}
 		return nil, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("%s is not a regular file (%v): a lock file is written; remove it", path, st.Mode().Type())
-	}
-	if s, ok := st.Sys().(*syscall.Stat_t); ok && uint64(s.Nlink) > 1 {
-		f.Close()
-		return nil, fmt.Errorf("%s has %d hard links: a lock file is written, and writing it would change the other names' file; remove it", path, uint64(s.Nlink))
 	}
 	wait := time.Millisecond
 	for {

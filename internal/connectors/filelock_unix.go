@@ -9,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/streamlearn/streamlearn/internal/lockfile"
 )
 
 // lockSinkFile takes the exclusive flock(2) of the lock file of the file
@@ -20,10 +22,10 @@ import (
 // nothing, which the lock on the file itself covers): a process that
 // opened it before its removal would lock a file no one else sees. A lock path that is a symbolic link, names
 // something other than a regular file or has other hard links is refused
-// (openLockFile): the holder's line would be written into another file.
+// (lockfile.Open): the holder's line would be written into another file.
 func lockSinkFile(path string) (*os.File, error) {
 	lp := lockPath(path)
-	l, err := openLockFile(lp)
+	l, err := lockfile.Open(lp, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("file sink %s: lock: %w", path, err)
 	}
@@ -36,36 +38,6 @@ func lockSinkFile(path string) (*os.File, error) {
 	}
 	writeHolder(l, FileHolder())
 	return l, nil
-}
-
-// openLockFile opens the lock file at path for reading and writing,
-// creating it, without following a symbolic link: a link there (which
-// anyone who can write the folder may put) would have the holder's line
-// written into, and cleared from, the file it points to. A path that is a
-// link, names something other than a regular file, or a file with other
-// hard links, is an error saying so.
-func openLockFile(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o644)
-	if err != nil {
-		if st, lerr := os.Lstat(path); lerr == nil && st.Mode()&os.ModeSymlink != 0 {
-			return nil, fmt.Errorf("%s is a symbolic link: a lock file is written and is never followed; remove the link", path)
-		}
-		return nil, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("%s is not a regular file (%v): a lock file is written; remove it", path, st.Mode().Type())
-	}
-	if s, ok := st.Sys().(*syscall.Stat_t); ok && uint64(s.Nlink) > 1 {
-		f.Close()
-		return nil, fmt.Errorf("%s has %d hard links: a lock file is written, and writing it would change the other names' file; remove it", path, uint64(s.Nlink))
-	}
-	return f, nil
 }
 
 // writeHolder writes the holder's line into the lock file l, whose lock
