@@ -225,18 +225,8 @@ func TestCheckpointOfAnotherConsumer(t *testing.T) {
 	}
 	run := func(group string, on Mismatch, out connectors.Sink, logs *strings.Builder) ([]Report, error) {
 		t.Helper()
-		opt := Options{Config: c, Source: ofConsumer{newMemSource(values, 1), "kafka group " + group}, Checkpoints: store,
-			CommitEvery: 100, OnMismatch: on, Predictions: out}
-		if logs != nil {
-			opt.Logger = slog.New(slog.NewTextHandler(logs, nil))
-		}
-		s := newService(t, opt)
-		err := s.Run(context.Background())
-		reps, rerr := s.Reports()
-		if rerr != nil {
-			t.Fatal(rerr)
-		}
-		return reps, err
+		return runLogged(t, Options{Config: c, Source: ofConsumer{newMemSource(values, 1), "kafka group " + group}, Checkpoints: store,
+			CommitEvery: 100, OnMismatch: on, Predictions: out}, logs)
 	}
 	if _, err := run("gx", MismatchFail, discardSink{}, nil); err != nil {
 		t.Fatal(err)
@@ -793,18 +783,8 @@ func TestCheckpointOfAnotherDurable(t *testing.T) {
 	}
 	run := func(durable string, on Mismatch, out connectors.Sink, logs *strings.Builder) ([]Report, error) {
 		t.Helper()
-		opt := Options{Config: c, Source: ofDurable{newMemSource(values, 1), durable}, Checkpoints: store,
-			CommitEvery: 100, OnMismatch: on, Predictions: out}
-		if logs != nil {
-			opt.Logger = slog.New(slog.NewTextHandler(logs, nil))
-		}
-		s := newService(t, opt)
-		err := s.Run(context.Background())
-		reps, rerr := s.Reports()
-		if rerr != nil {
-			t.Fatal(rerr)
-		}
-		return reps, err
+		return runLogged(t, Options{Config: c, Source: ofDurable{newMemSource(values, 1), durable}, Checkpoints: store,
+			CommitEvery: 100, OnMismatch: on, Predictions: out}, logs)
 	}
 	events := func(reps []Report) (n uint64) {
 		for _, r := range reps {
@@ -892,4 +872,20 @@ func TestCheckpointOfAnotherDurable(t *testing.T) {
 	if now, err := checkpoint.ReadFile(store.File(0)); err != nil || now.Consumer != "jetstream durable da" {
 		t.Errorf("after the acceptance the checkpoint is %s's, %v; want da's", consumerOf(now), err)
 	}
+}
+
+// runLogged runs a service of opt to its end, its log in logs when that
+// is not nil, and returns its reports and Run's error.
+func runLogged(t *testing.T, opt Options, logs *strings.Builder) ([]Report, error) {
+	t.Helper()
+	if logs != nil {
+		opt.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	}
+	s := newService(t, opt)
+	err := s.Run(context.Background())
+	reps, rerr := s.Reports()
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	return reps, err
 }
