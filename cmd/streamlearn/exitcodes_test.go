@@ -44,6 +44,8 @@ func TestNothingLearned(t *testing.T) {
 	late := write("late.jsonl", `{"id":"a","features":{"v":1}}`+"\n"+`{"id":"b","features":{"v":2}}`+"\n"+`{"id":"c","features":{"v":3}}`+"\n"+
 		`{"id":"a","label":1}`+"\n"+`{"id":"b","label":0}`+"\n"+`{"id":"c","label":1}`+"\n")
 	lateCfg := write("late.yaml", "labels: {delayed: true, wait: 1, max_pending: 10}\nlearners: [{name: p, algorithm: perceptron}]\n")
+	// A TSV file read by a config that fixes the format to JSONL.
+	jsonlCfg := write("jsonl.yaml", "input: {format: jsonl, positive: [spam], negative: [ham]}\nlearners: [{name: p, algorithm: perceptron}]\n")
 	for _, c := range []struct {
 		name string
 		args []string
@@ -68,6 +70,9 @@ func TestNothingLearned(t *testing.T) {
 		{"labels late", []string{"-c", lateCfg, late}, 3, []string{
 			"6 records came and none was learned: 3 rejected (label_late 3)",
 			"hint: labels came after their events expired: raise labels.wait"}},
+		{"not the configured format", []string{"-c", jsonlCfg, sms}, 3, []string{
+			"3 records came and none was learned: 3 rejected (malformed 3)",
+			"hint: the records are not in the input's format: set input.format"}},
 		{"gates do not hide it", []string{"--fail-on-violation", "--min-accuracy", "perceptron=0", sms}, 3, []string{"none was learned"}},
 		{"allowed", []string{"--allow-empty", sms}, 0, []string{"streamlearn replay: 3 of 3 records rejected: label 3\n"}},
 		{"some learned", []string{some}, 0, []string{"streamlearn replay: 2 of 3 records rejected: empty 1, nonfinite 1\n"}},

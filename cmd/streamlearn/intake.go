@@ -173,6 +173,8 @@ func (t intakeTotal) hint(r event.Reason) string {
 		return "these are label events (an id and a label, no features): labels.delayed: true joins each to its event by id"
 	case r == pipeline.ReasonLabelLate:
 		return "labels came after their events expired: raise labels.wait (the records an event waits for its label) above the labels' delay, and labels.max_pending (the events that wait at once) above the events that come meanwhile"
+	case r == event.ReasonMalformed:
+		return "the records are not in the input's format: set input.format (jsonl, libsvm, csv, tsv; a config fixes it for every file) or replay's --format to the file's"
 	case r == pipeline.ReasonLabelUnknown:
 		return "labels name ids of no waiting event: their events came long before and expired (raise labels.wait and labels.max_pending), or never came (a label event carries its event's id)"
 	}
