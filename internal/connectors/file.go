@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -147,6 +148,11 @@ func (s *FileSink) open() error {
 	}
 	if st, err := os.Stat(s.path); err == nil && !st.Mode().IsRegular() {
 		return fmt.Errorf("file sink %s: not a regular file (%v): a file sink appends to, fsyncs and locks a file", s.path, st.Mode().Type())
+	}
+	if dir := filepath.Dir(s.path); dir != "" {
+		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("file sink %s: its folder %s does not exist (a file sink makes its file, not its folder)", s.path, dir)
+		}
 	}
 	_, lockStatErr := os.Lstat(lockPath(s.path))
 	lock, err := lockSinkFile(s.path)

@@ -224,3 +224,13 @@ func TestFileSinkHolderProcess(t *testing.T) {
 	fmt.Println("holding")
 	time.Sleep(time.Minute)
 }
+
+// A file sink whose folder does not exist says so, naming the folder,
+// rather than failing on its lock file.
+func TestFileSinkMissingFolder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out", "predictions.jsonl")
+	err := NewFileSink(path).Check(context.Background())
+	if want := "its folder " + filepath.Dir(path) + " does not exist"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Check: %v, want an error saying %q", err, want)
+	}
+}
