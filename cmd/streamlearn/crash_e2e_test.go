@@ -37,7 +37,7 @@ func TestE2ECrashResume(t *testing.T) {
 	natsBin := e2eTool(t, "nats-server", "nats-server", "/usr/sbin", "/usr/local/sbin")
 	ctx, dir := e2eStart(t, 3*e2eTimeout)
 	// Each restart of the bucket case waits out the killed run's
-	// ownership lease (10s): most of the test's time.
+	// ownership lease (checkpoint.lease, 3s here): most of its time.
 	kills := testmode.Reps(2, 4)
 	// Long enough that four kills, each a checkpoint and up to 150ms after
 	// a restart, fall before the end: a run learns 100-200k events/s here
@@ -103,7 +103,7 @@ func TestE2ECrashResume(t *testing.T) {
 			}
 			var obs *checkpoint.ObjectStore
 			if tc.bucket {
-				store = "checkpoint: {bucket: STATE, every: 1000}\n"
+				store = "checkpoint: {bucket: STATE, every: 1000, lease: 3s}\n"
 				var err error
 				obs, err = checkpoint.DialObjectStore(ctx, connectors.NATSConfig{URL: url}, "STATE", checkpoint.ObjectStoreConfig{})
 				if err != nil {
@@ -127,7 +127,7 @@ func TestE2ECrashResume(t *testing.T) {
 			// sequence of its meta), cheaper than reading the checkpoint
 			// itself every 5ms. (Most of this case's time is elsewhere:
 			// each restart after a SIGKILL waits out the killed run's
-			// ownership lease, 10s, not configurable.)
+			// ownership lease.)
 			stamp := func() int64 { return modTime(filepath.Join(ckpt, "partition-0.ckpt")).UnixNano() }
 			if tc.bucket {
 				last := int64(-2)

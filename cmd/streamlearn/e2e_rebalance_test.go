@@ -63,7 +63,7 @@ func TestE2EKafkaKillDuringRebalance(t *testing.T) {
 	for rep := range reps {
 		group := fmt.Sprintf("rebalance-%d", rep)
 		cfg := e2eConfig(t, dir, group+".yaml", source(group)+
-			fmt.Sprintf("checkpoint: {bucket: STATE%d, url: %q, every: 2000}\n", rep, url))
+			fmt.Sprintf("checkpoint: {bucket: STATE%d, url: %q, every: 2000, lease: 3s}\n", rep, url))
 		member := func() *proc {
 			p, _ := start(t, ctx, dir, false, sl, "run", "-c", cfg, "--http", "off", "--log-level", "debug")
 			return p

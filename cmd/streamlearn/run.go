@@ -448,7 +448,7 @@ func openCheckpoints(ctx context.Context, dir string, cfg *config.Config) (st ch
 		if u := cfg.Checkpoint.URL; u != "" {
 			nc = connectors.NATSConfig{URL: u}
 		}
-		b, err := checkpoint.DialObjectStore(ctx, nc, cfg.Checkpoint.Bucket, checkpoint.ObjectStoreConfig{})
+		b, err := checkpoint.DialObjectStore(ctx, nc, cfg.Checkpoint.Bucket, checkpoint.ObjectStoreConfig{Lease: cfg.Checkpoint.Lease})
 		if err != nil {
 			return nil, nil, fmt.Errorf("checkpoint.bucket: %w", err)
 		}

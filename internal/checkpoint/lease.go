@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,35 +17,48 @@ import (
 // so a process owns a partition by a lease: the key "partition-N" of the
 // key-value bucket "<bucket>_owners" beside the Object Store, created only
 // when absent (a publish that expects no earlier message of the key),
-// holding the holder's line and a nonce of the lease, and renewed every
-// leaseRenew with the revision it was last written at (compare-and-swap).
+// holding the holder's line, a nonce of the lease and its lifetime, and
+// renewed every fifth of its lifetime with the revision it was last
+// written at (compare-and-swap).
 // A release deletes the key at the lease's revision.
 //
-// A lease lasts leaseTTL from the moment its last renewal was sent. The
-// holder counts it so: past that moment, less a margin, it considers the
-// lease lost, whether or not a renewal is still on its way. A waiter takes
-// over a lease whose revision it has seen unchanged for leaseTTL, by a
-// compare-and-swap on that revision: a holder that renewed meanwhile wins,
-// and a holder that did not has already stopped counting on it. (The
-// key-value bucket also drops keys leaseTTL after their last write; some
-// servers do so late, up to twice that, so waiters do not wait for it.)
+// A lease lasts its lifetime (ObjectStoreConfig.Lease) from the moment its
+// last renewal was sent. The holder counts it so: past that moment, less a
+// tenth, it considers the lease lost, whether or not a renewal is still on
+// its way. A waiter takes over a lease whose revision it has seen
+// unchanged for the lifetime the lease declares (or its own, when longer;
+// MaxLease for a lease that declares none), by a compare-and-swap on that
+// revision: a holder that renewed meanwhile wins, and a holder that did
+// not has already stopped counting on it. (The key-value bucket also drops
+// keys MaxLease after their last write, which a renewal every fifth of at
+// most MaxLease never lets happen to a live holder; some servers do so
+// late, up to twice that, so waiters do not wait for it.)
 // Both count on their own monotonic clocks, never on the server's time.
 //
 // A lost lease — the key written by another process, or no renewal for
-// leaseTTL — is lost for good, even if the server comes back: another
+// its lifetime — is lost for good, even if the server comes back: another
 // process may have owned the partition meanwhile. Every Save of that
 // partition then fails with an error that wraps ErrNotOwned, checked
 // before the write and again after it, so that nothing this process
 // learned after the loss is committed, and the service stops.
 
+// The lease's lifetime: ObjectStoreConfig.Lease.
+const (
+	MinLease = time.Second
+	MaxLease = 10 * time.Second
+)
+
 // Variables for tests.
 var (
-	leaseTTL    = 10 * time.Second
-	leaseRenew  = 2 * time.Second
-	leaseMargin = time.Second // the holder stops counting on its lease this much early
-	leasePoll   = 100 * time.Millisecond
-	leaseCall   = 5 * time.Second // bounds one call to the server
+	leasePoll = 100 * time.Millisecond
+	leaseCall = 5 * time.Second // bounds one call to the server
+	// leaseRenew is how often a lease of lifetime ttl is renewed.
+	leaseRenew = func(ttl time.Duration) time.Duration { return ttl / 5 }
 )
+
+// leaseMargin is how much earlier than its lifetime's end the holder of a
+// lease of lifetime ttl stops counting on it.
+func leaseMargin(ttl time.Duration) time.Duration { return ttl / 10 }
 
 // ErrNotOwned is wrapped by the error of a Save of a partition whose
 // ownership this process had and lost (see ObjectStore.Own).
@@ -86,7 +100,7 @@ func (s *ObjectStore) owners(ctx context.Context) (jetstream.KeyValue, error) {
 			Bucket:      name,
 			Description: "streamlearn: which process owns the checkpoints of each partition in bucket " + s.bucket,
 			History:     1,
-			TTL:         leaseTTL,
+			TTL:         MaxLease,
 			Storage:     jetstream.FileStorage,
 			Replicas:    s.replicas,
 		})
@@ -105,7 +119,7 @@ func (s *ObjectStore) owners(ctx context.Context) (jetstream.KeyValue, error) {
 // another process holds it until ctx is done; then it returns a
 // *HeldError naming that holder (see Owner, and the comment above). A
 // process that dies keeps its lease until a waiter has seen it unrenewed
-// for leaseTTL (10s). A call to the server that Own makes is not cut short
+// for its lifetime (ObjectStoreConfig.Lease). A call to the server that Own makes is not cut short
 // by ctx: the lease it may have written is then Own's, not an orphan that
 // would block this process.
 func (s *ObjectStore) Own(ctx context.Context, partition int32, holder string) (release func(), err error) {
@@ -117,7 +131,7 @@ func (s *ObjectStore) Own(ctx context.Context, partition int32, holder string) (
 		return nil, err
 	}
 	key := ownerKey(partition)
-	value := []byte(holder + "\n" + strconv.FormatUint(rand.Uint64(), 16))
+	value := []byte(holder + "\n" + strconv.FormatUint(rand.Uint64(), 16) + "\n" + s.lease.String())
 	for {
 		sent := time.Now()
 		kctx, cancel := context.WithTimeout(context.Background(), leaseCall)
@@ -127,13 +141,13 @@ func (s *ObjectStore) Own(ctx context.Context, partition int32, holder string) (
 		}
 		cancel()
 		if err == nil && rev > 0 {
-			l := &lease{s: s, partition: partition, key: key, holder: value, validUntil: sent.Add(leaseTTL - leaseMargin),
+			l := &lease{s: s, partition: partition, key: key, holder: value, validUntil: sent.Add(s.lease - leaseMargin(s.lease)),
 				stop: make(chan struct{}), done: make(chan struct{})}
 			s.ownMu.Lock()
 			s.leases[partition] = l
 			delete(s.seen, partition)
 			s.ownMu.Unlock()
-			go l.keep(kv, rev, leaseRenew)
+			go l.keep(kv, rev, leaseRenew(s.lease))
 			return l.release, nil
 		}
 		t := time.NewTimer(leasePoll)
@@ -151,8 +165,8 @@ func (s *ObjectStore) Own(ctx context.Context, partition int32, holder string) (
 }
 
 // takeOver takes the lease of key, held by another process, when this
-// store has seen its revision unchanged for leaseTTL; it returns 0 when it
-// did not.
+// store has seen its revision unchanged for the lease's lifetime (see
+// lifetime); it returns 0 when it did not.
 func (s *ObjectStore) takeOver(ctx context.Context, kv jetstream.KeyValue, partition int32, key string, value []byte) (uint64, error) {
 	e, err := kv.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -168,7 +182,7 @@ func (s *ObjectStore) takeOver(ctx context.Context, kv jetstream.KeyValue, parti
 		s.seen[partition] = seen
 	}
 	s.ownMu.Unlock()
-	if time.Since(seen.at) < leaseTTL {
+	if time.Since(seen.at) < max(s.lease, lifetime(e.Value())) {
 		return 0, nil
 	}
 	rev, err := kv.Update(ctx, key, value, e.Revision())
@@ -176,6 +190,21 @@ func (s *ObjectStore) takeOver(ctx context.Context, kv jetstream.KeyValue, parti
 		return 0, nil // renewed, or taken by another waiter
 	}
 	return rev, err
+}
+
+// lifetime returns the lifetime a lease's value declares on its third
+// line, MaxLease when it declares none (a process of an earlier version,
+// whose leases all lasted MaxLease) or one out of bounds.
+func lifetime(value []byte) time.Duration {
+	lines := strings.SplitN(string(value), "\n", 3)
+	if len(lines) < 3 {
+		return MaxLease
+	}
+	d, err := time.ParseDuration(lines[2])
+	if err != nil || d < MinLease || d > MaxLease {
+		return MaxLease
+	}
+	return d
 }
 
 // leaseSeen is a revision of another process's lease, and when this store
@@ -214,7 +243,7 @@ func (l *lease) keep(kv jetstream.KeyValue, rev uint64, period time.Duration) {
 		}
 		sent := time.Now()
 		if !sent.Before(l.until()) {
-			l.lose(fmt.Errorf("no renewal for %v, the lease's lifetime: another process may own the partition", leaseTTL-leaseMargin))
+			l.lose(fmt.Errorf("no renewal for %v, the lease's lifetime: another process may own the partition", l.s.lease-leaseMargin(l.s.lease)))
 			return
 		}
 		ctx, cancel := context.WithDeadline(context.Background(), l.until())
@@ -231,7 +260,7 @@ func (l *lease) keep(kv jetstream.KeyValue, rev uint64, period time.Duration) {
 		case err == nil:
 			rev = r
 			l.mu.Lock()
-			l.validUntil = sent.Add(leaseTTL - leaseMargin)
+			l.validUntil = sent.Add(l.s.lease - leaseMargin(l.s.lease))
 			l.mu.Unlock()
 		case errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyNotFound):
 			l.lose(fmt.Errorf("the lease was written by another process (%w)", err))
@@ -281,7 +310,7 @@ func (s *ObjectStore) checkOwned(partition int32) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.lost == nil && !time.Now().Before(l.validUntil) {
-		l.lost = fmt.Errorf("no renewal for %v, the lease's lifetime: another process may own the partition", leaseTTL-leaseMargin)
+		l.lost = fmt.Errorf("no renewal for %v, the lease's lifetime: another process may own the partition", s.lease-leaseMargin(s.lease))
 	}
 	if l.lost != nil {
 		return fmt.Errorf("checkpoint %s partition %d: %w: %w", s, partition, ErrNotOwned, l.lost)

@@ -56,6 +56,12 @@ type ObjectStoreConfig struct {
 	// Timeout bounds one Save, Load or Partitions whose ctx has no
 	// deadline. Default DefaultObjectStoreTimeout.
 	Timeout time.Duration
+	// Lease is the lifetime of this process's ownership of a partition
+	// (see Own): it is renewed every fifth of it, and a process that
+	// dies holds the partition this long after its last renewal. At
+	// least MinLease, at most MaxLease; default MaxLease. A waiter waits
+	// out the lease its holder declared, whatever its own.
+	Lease time.Duration
 }
 
 // ObjectStore is a Store in a NATS JetStream Object Store bucket. Each
@@ -204,6 +210,7 @@ type ObjectStore struct {
 	// Ownership (lease.go).
 	js       jetstream.JetStream
 	replicas int
+	lease    time.Duration // ObjectStoreConfig.Lease
 	ownMu    sync.Mutex
 	kv       jetstream.KeyValue  // the leases; nil until the first Own
 	leases   map[int32]*lease    // this process's, by partition
@@ -231,10 +238,16 @@ func OpenObjectStore(ctx context.Context, js jetstream.JetStream, bucket string,
 	if cfg.Replicas == 0 {
 		cfg.Replicas = 1
 	}
+	if cfg.Lease == 0 {
+		cfg.Lease = MaxLease
+	}
+	if cfg.Lease < MinLease || cfg.Lease > MaxLease {
+		return nil, fmt.Errorf("checkpoint bucket %s: lease: %v is not between %v and %v", bucket, cfg.Lease, MinLease, MaxLease)
+	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultObjectStoreTimeout
 	}
-	s := &ObjectStore{bucket: bucket, timeout: cfg.Timeout, js: js, replicas: cfg.Replicas,
+	s := &ObjectStore{bucket: bucket, timeout: cfg.Timeout, js: js, replicas: cfg.Replicas, lease: cfg.Lease,
 		leases: map[int32]*lease{}, seen: map[int32]leaseSeen{}}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()

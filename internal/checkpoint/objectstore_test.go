@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -293,8 +294,12 @@ func TestObjectStoreLoadDuringSave(t *testing.T) {
 	}
 }
 
-// A Save cancelled at any point leaves the previous checkpoint or the new
-// one, whole.
+// A Save cancelled at any point leaves a whole checkpoint: the previous
+// one, the new one, or one of the Saves cancelled before it (a Put the
+// server received may be stored after its Save returned the
+// cancellation: under load one of position 5, cancelled after 20ms, was
+// loaded after the next Save was cancelled), never one of a lower
+// position than Load returned before.
 func TestObjectStoreCancelledSave(t *testing.T) {
 	ctx := context.Background()
 	s := dialStore(t, natsServer(t).ClientURL(), "ckpt", ObjectStoreConfig{})
@@ -303,9 +308,11 @@ func TestObjectStoreCancelledSave(t *testing.T) {
 	if err := s.Save(ctx, prev); err != nil {
 		t.Fatal(err)
 	}
+	tried := map[int64]*Checkpoint{1: prev}
 	for i, after := range []time.Duration{0, time.Millisecond, 5 * time.Millisecond, 20 * time.Millisecond, 80 * time.Millisecond} {
 		next := bigSample(0, 4<<20)
 		next.Position = int64(i + 2)
+		tried[next.Position] = next
 		cctx, cancel := context.WithCancel(ctx)
 		time.AfterFunc(after, cancel)
 		err := s.Save(cctx, next)
@@ -319,8 +326,10 @@ func TestObjectStoreCancelledSave(t *testing.T) {
 			t.Fatalf("cancelled after %v (Save: %v): Load = %v", after, err, lerr)
 		case err == nil && !sameCheckpoint(got, next):
 			t.Errorf("cancelled after %v: Save succeeded but Load returns position %d", after, got.Position)
-		case !sameCheckpoint(got, prev) && !sameCheckpoint(got, next):
-			t.Errorf("cancelled after %v: Load returns position %d, neither the previous nor the new checkpoint", after, got.Position)
+		case tried[got.Position] == nil || !sameCheckpoint(got, tried[got.Position]):
+			t.Errorf("cancelled after %v: Load returns position %d, not a checkpoint saved whole", after, got.Position)
+		case got.Position < prev.Position:
+			t.Errorf("cancelled after %v: Load returns position %d, below the %d it returned before", after, got.Position, prev.Position)
 		}
 		t.Logf("cancelled after %v: Save %v, Load position %d", after, err, got.Position)
 		prev = got
@@ -755,12 +764,12 @@ func state(c *Checkpoint) string {
 // once and a process that lost the server gives back when it expires; the
 // process that lost it can save that partition no more.
 func TestObjectStoreOwn(t *testing.T) {
-	defer func(ttl, renew, margin time.Duration) { leaseTTL, leaseRenew, leaseMargin = ttl, renew, margin }(leaseTTL, leaseRenew, leaseMargin)
-	leaseTTL, leaseRenew, leaseMargin = time.Second, 100*time.Millisecond, 100*time.Millisecond
+	defer func(renew func(time.Duration) time.Duration) { leaseRenew = renew }(leaseRenew)
+	const leaseTTL = MinLease
 	ctx := context.Background()
 	url := natsServer(t).ClientURL()
-	a := dialStore(t, url, "ckpt", ObjectStoreConfig{})
-	b := dialStore(t, url, "ckpt", ObjectStoreConfig{})
+	a := dialStore(t, url, "ckpt", ObjectStoreConfig{Lease: leaseTTL})
+	b := dialStore(t, url, "ckpt", ObjectStoreConfig{Lease: leaseTTL})
 	wait := func(s *ObjectStore, partition int32, holder string, d time.Duration) (func(), error) {
 		ctx, cancel := context.WithTimeout(ctx, d)
 		defer cancel()
@@ -808,7 +817,7 @@ func TestObjectStoreOwn(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	c := dialStore(t, url, "ckpt", ObjectStoreConfig{})
+	c := dialStore(t, url, "ckpt", ObjectStoreConfig{Lease: leaseTTL})
 	start = time.Now()
 	relC, err := wait(c, 0, "pid 3", 5*time.Second)
 	if err != nil {
@@ -818,19 +827,20 @@ func TestObjectStoreOwn(t *testing.T) {
 	if took := time.Since(start); took < leaseTTL/2 {
 		t.Errorf("a dead holder's lease taken after %v, want about its lifetime %v", took, leaseTTL)
 	}
-	time.Sleep(2 * leaseRenew)
+	time.Sleep(2 * leaseRenew(leaseTTL))
 	if err := b.Save(ctx, sample(0)); !errors.Is(err, ErrNotOwned) {
 		t.Errorf("Save after the lease was lost: %v, want ErrNotOwned", err)
 	}
 	// A holder paused past its lease (no renewal runs: its renewal period
 	// is an hour) cannot save once the lease's time is out, before any
 	// renewal has failed, and a waiter takes the lease over.
-	leaseRenew = time.Hour
+	renew := leaseRenew
+	leaseRenew = func(time.Duration) time.Duration { return time.Hour }
 	relP, err := a.Own(ctx, 5, "pid 5")
 	if err != nil {
 		t.Fatal(err)
 	}
-	leaseRenew = 100 * time.Millisecond
+	leaseRenew = renew
 	if err := a.Save(ctx, sample(5)); err != nil {
 		t.Fatalf("Save within the lease: %v", err)
 	}
@@ -846,5 +856,65 @@ func TestObjectStoreOwn(t *testing.T) {
 	relB() // a lost lease's release deletes nothing of the new owner's
 	if _, err := wait(a, 0, "pid 1", 200*time.Millisecond); !errors.As(err, &held) || held.Holder != "pid 3" {
 		t.Fatalf("Own held by pid 3 after the old owner's release: %v, want it named", err)
+	}
+}
+
+// A waiter waits out the lifetime its holder's lease declares, not its
+// own shorter one: a process configured with a short lease never takes a
+// partition from a live holder of a longer one. A lease of a process
+// that declares none (an earlier version's) lasts MaxLease, and a lease
+// out of bounds is refused.
+func TestObjectStoreLeaseDeclared(t *testing.T) {
+	ctx := context.Background()
+	url := natsServer(t).ClientURL()
+	long, err := DialObjectStore(ctx, connectors.NATSConfig{URL: url}, "ckpt", ObjectStoreConfig{Lease: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := dialStore(t, url, "ckpt", ObjectStoreConfig{Lease: MinLease})
+	if _, err := long.Own(ctx, 0, "pid 1"); err != nil {
+		t.Fatal(err)
+	}
+	// The holder loses the server: its last renewal is its lease's start.
+	if err := long.Close(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	release, err := short.Own(wctx, 0, "pid 2")
+	if err != nil {
+		t.Fatalf("Own of a dead holder's lease: %v", err)
+	}
+	defer release()
+	// The holder's lease may have been renewed up to a fifth of its
+	// lifetime (600ms) before the close, so the waiter can take it
+	// 2.4s after it started to wait; with its own 1s it would at 1s.
+	if took := time.Since(start); took < 2*time.Second {
+		t.Errorf("a 3s lease taken by a waiter of a 1s lease after %v, want at least the holder's lifetime less a renewal period", took)
+	}
+
+	for _, tc := range []struct {
+		value string
+		want  time.Duration
+	}{
+		{"pid 1 on h since t\n3f2a", MaxLease}, // no lifetime: before leases could be set
+		{"pid 1 on h since t\n3f2a\n2s", 2 * time.Second},
+		{"pid 1 on h since t\n3f2a\n1h", MaxLease},
+		{"pid 1 on h since t\n3f2a\n10ms", MaxLease},
+		{"pid 1 on h since t\n3f2a\nsoon", MaxLease},
+	} {
+		if got := lifetime([]byte(tc.value)); got != tc.want {
+			t.Errorf("lifetime(%q) = %v, want %v", tc.value, got, tc.want)
+		}
+	}
+	for _, lease := range []time.Duration{MinLease - 1, MaxLease + 1, -time.Second} {
+		s, err := DialObjectStore(ctx, connectors.NATSConfig{URL: url}, "ckpt", ObjectStoreConfig{Lease: lease})
+		if err == nil {
+			s.Close()
+		}
+		if err == nil || !strings.Contains(err.Error(), "lease") {
+			t.Errorf("a lease of %v: %v, want an error naming the lease", lease, err)
+		}
 	}
 }

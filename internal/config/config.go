@@ -463,9 +463,21 @@ type Checkpoint struct {
 	// OwnWait is how long `run` waits to own a partition's checkpoints
 	// while another process owns them (a checkpoint directory is owned by
 	// one process per partition) before it stops with an error naming
-	// that process; default 15s.
+	// that process; default 30s.
 	OwnWait time.Duration `yaml:"own_wait"`
+	// Lease is the lifetime of a process's ownership of a partition's
+	// checkpoints in a bucket: renewed every fifth of it, it is what a
+	// process killed holds its partitions for after its last renewal.
+	// Between 1s and 10s; default 10s.
+	Lease time.Duration `yaml:"lease"`
 }
+
+// The bounds of checkpoint.lease: the checkpoint package's MinLease and
+// MaxLease, which it checks again.
+const (
+	MinLease = time.Second
+	MaxLease = 10 * time.Second
+)
 
 // Defaults.
 const (

@@ -104,6 +104,8 @@ func TestBadConfigs(t *testing.T) {
 		{"max_bytes.yaml", "testdata/bad/max_bytes.yaml:2: input.max_bytes: 1000000000 is above 67108864 (64 MiB): a record of that size is held in memory whole, by every reader"},
 		{"on_mismatch.yaml", `testdata/bad/on_mismatch.yaml:5: checkpoint.on_mismatch: "rebuild-it" is not one of fail, reset, accept, rebuild`},
 		{"own_wait.yaml", "testdata/bad/own_wait.yaml:5: checkpoint.own_wait: must not be negative"},
+		{"lease_range.yaml", "testdata/bad/lease_range.yaml:6: checkpoint.lease: 30s is not between 1s and 10s"},
+		{"lease_dir.yaml", "testdata/bad/lease_dir.yaml:5: checkpoint.lease: a lease is how a bucket's partitions are owned: set it with bucket (a directory is owned by a lock, released when its process dies)"},
 		{"labels_wait.yaml", "testdata/bad/labels_wait.yaml:5: labels.wait: -5: want at least 1 record"},
 		{"labels_default.yaml", `testdata/bad/labels_default.yaml:5: labels.default_label: label "maybe": want 1, 0, -1, true, false or a configured positive or negative value`},
 		{"labels_not_delayed.yaml", "testdata/bad/labels_not_delayed.yaml:3: labels: wait, max_pending and default_label need delayed: true"},

@@ -199,6 +199,14 @@ func (c *Config) validate() error {
 	if c.Checkpoint.OwnWait < 0 {
 		return errAt("checkpoint.own_wait", "must not be negative")
 	}
+	if l := c.Checkpoint.Lease; l != 0 {
+		switch {
+		case c.Checkpoint.Bucket == "":
+			return errAt("checkpoint.lease", "a lease is how a bucket's partitions are owned: set it with bucket (a directory is owned by a lock, released when its process dies)")
+		case l < MinLease || l > MaxLease:
+			return errAt("checkpoint.lease", "%v is not between %v and %v", l, MinLease, MaxLease)
+		}
+	}
 	if m := c.Checkpoint.OnMismatch; m != "" {
 		return oneOf("checkpoint.on_mismatch", m, "fail", "reset", "accept", "rebuild")
 	}

@@ -49,7 +49,7 @@ const (
 	DefaultSnapshotInterval = time.Second
 	// DefaultOwnWait is how long Run waits for another process to give
 	// up a partition's checkpoints (Options.OwnWait).
-	DefaultOwnWait = 15 * time.Second
+	DefaultOwnWait = 30 * time.Second
 	// DefaultHistoryPoints bounds the sampled curves a Snapshot carries per
 	// learner: enough for a chart a few hundred pixels wide at any stream
 	// length, about 48kB per learner (regret.Point is 48 bytes).
