@@ -8,7 +8,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
+	"io/fs"
 	"maps"
 	"net/http"
 	"os"
@@ -16,12 +20,12 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/streamlearn/streamlearn/internal/testbroker"
 	"github.com/streamlearn/streamlearn/internal/testproc"
@@ -517,7 +521,6 @@ func TestDocs(t *testing.T) {
 			}
 		}
 	}
-	lister := startGoTestList(t, repo, pkgs)
 
 	var named []func(t *testing.T, names map[string][]string)
 	for _, p := range append(pages, "../README.md") {
@@ -537,7 +540,10 @@ func TestDocs(t *testing.T) {
 	// The checks of test names, once go test -list is done: it ran while
 	// the pages did.
 	t.Run("go-test-list", func(t *testing.T) {
-		names := lister.wait(t)
+		names, err := listTests(repo, pkgs)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, check := range named {
 			check(t, names)
 		}
@@ -1507,67 +1513,78 @@ func (e *docEnv) goTest(t *testing.T, c docCommand) {
 	})
 }
 
-// goTestList is `go test -list .` of the packages the pages name.
-type goTestList struct {
-	done  chan struct{}
-	names map[string][]string // by import path
-	err   error
-}
-
 // goPackage returns the import path of a ./dir package.
 func goPackage(rel string) string {
 	return "github.com/streamlearn/streamlearn/" + filepath.ToSlash(filepath.Clean(rel))
 }
 
-func startGoTestList(t *testing.T, repo string, pkgs []string) *goTestList {
-	l := &goTestList{done: make(chan struct{}), names: map[string][]string{}}
-	slices.Sort(pkgs)
-	pkgs = slices.Compact(pkgs)
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	args := []string{"test"}
-	if raceEnabled() { // the packages the test binaries were built with, in the build cache
-		args = append(args, "-race")
-	}
-	args = append(append(args, "-list", "."), pkgs...)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	cmd := testproc.CommandContext(t, ctx, goTool, args...)
-	cmd.Dir = repo
-	t.Cleanup(func() {
-		cancel()
-		<-l.done
-	})
-	go func() {
-		defer close(l.done)
-		defer cancel()
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			l.err = fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
-			return
+// listTests returns what `go test -list .` prints for each of pkgs (./dir
+// packages, or ./dir/... for every package below), by import path: the
+// names of the tests, benchmarks, fuzz tests and examples its _test.go
+// files declare. It parses the files rather than running go test -list,
+// which links a test binary of each package (9 s of TestDocs under -race,
+// and a build of them all with fresh caches).
+func listTests(repo string, pkgs []string) (map[string][]string, error) {
+	names := map[string][]string{}
+	var dirs []string
+	for _, p := range pkgs {
+		if rest, ok := strings.CutSuffix(p, "/..."); ok {
+			err := filepath.WalkDir(filepath.Join(repo, rest), func(path string, d fs.DirEntry, err error) error {
+				if err == nil && d.IsDir() {
+					if d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".") {
+						return filepath.SkipDir
+					}
+					rel, _ := filepath.Rel(repo, path)
+					dirs = append(dirs, rel)
+				}
+				return err
+			})
+			if err != nil {
+				return nil, err
+			}
+			continue
 		}
-		var names []string
-		for line := range strings.Lines(string(out)) {
-			f := strings.Fields(line)
-			switch {
-			case len(f) >= 2 && f[0] == "ok":
-				l.names[f[1]] = names
-				names = nil
-			case len(f) == 1:
-				names = append(names, f[0])
+		dirs = append(dirs, p)
+	}
+	fset := token.NewFileSet()
+	for _, dir := range dirs {
+		files, err := filepath.Glob(filepath.Join(repo, dir, "*_test.go"))
+		if err != nil {
+			return nil, err
+		}
+		var list []string
+		for _, f := range files {
+			file, err := parser.ParseFile(fset, f, nil, parser.SkipObjectResolution)
+			if err != nil {
+				return nil, err
+			}
+			for _, d := range file.Decls {
+				if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil && isTestName(fn.Name.Name) {
+					list = append(list, fn.Name.Name)
+				}
 			}
 		}
-	}()
-	return l
+		if list != nil {
+			slices.Sort(list)
+			names[goPackage(dir)] = slices.Compact(list)
+		}
+	}
+	return names, nil
 }
 
-func (l *goTestList) wait(t *testing.T) map[string][]string {
-	<-l.done
-	if l.err != nil {
-		t.Fatal(l.err)
+// isTestName reports whether a function of a _test.go file by that name
+// is one go test runs: Test, Benchmark, Fuzz or Example, then nothing or
+// a character that is not a lower-case letter (TestMain runs the others).
+func isTestName(name string) bool {
+	if name == "TestMain" {
+		return false
 	}
-	return l.names
+	for _, prefix := range []string{"Test", "Benchmark", "Fuzz", "Example"} {
+		if rest, ok := strings.CutPrefix(name, prefix); ok {
+			return rest == "" || !unicode.IsLower([]rune(rest)[0])
+		}
+	}
+	return false
 }
 
 // TestDocsExtract pins the extraction rule and the classification on a
