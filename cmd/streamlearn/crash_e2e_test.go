@@ -85,6 +85,10 @@ func TestE2ECrashResume(t *testing.T) {
 		{"jetstream-delayed", jetstreamOf(dstream), false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// Each case has its own broker, stream and checkpoints; most
+			// of their time is waiting (for a checkpoint, a session, a
+			// lease), so two run at once.
+			t.Parallel()
 			dir := t.TempDir()
 			src, srcName, url := tc.source(t, dir)
 			ckpt := filepath.Join(dir, "state")

@@ -279,6 +279,7 @@ func TestE2EKeyedCrash(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each its own broker and checkpoints
 			dir := t.TempDir()
 			ckpt := filepath.Join(dir, "state")
 			cfg := filepath.Join(dir, "keyed.yaml")
