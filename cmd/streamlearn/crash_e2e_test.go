@@ -331,6 +331,7 @@ func TestE2ECheckpointBucket(t *testing.T) {
 // port and store: streamlearn reconnects, resumes, and its final model
 // equals a replay.
 func TestE2EBrokerRestart(t *testing.T) {
+	t.Parallel() // see parallelTests
 	sl, _ := e2eBuild(t)
 	natsBin := e2eTool(t, "nats-server", "nats-server", "/usr/sbin", "/usr/local/sbin")
 	ctx, dir := e2eStart(t, 2*e2eTimeout)

@@ -29,6 +29,7 @@ import (
 // per good record (the repeats carry the same Nats-Msg-Id, which the
 // server drops).
 func TestE2ECrashOutputs(t *testing.T) {
+	t.Parallel() // see parallelTests
 	sl, _ := e2eBuild(t)
 	natsBin := e2eTool(t, "nats-server", "nats-server", "/usr/sbin", "/usr/local/sbin")
 	ctx, dir := e2eStart(t, 3*e2eTimeout)
@@ -186,6 +187,7 @@ sinks:
 // next run appended to: `…"offset":14643,"round":339{"id":"e-6645",…`.)
 // STREAMLEARN_SOAK=1 kills 20 times, on a stream five times longer.
 func TestE2ECrashFileOutputs(t *testing.T) {
+	t.Parallel() // see parallelTests
 	sl, _ := e2eBuild(t)
 	natsBin := e2eTool(t, "nats-server", "nats-server", "/usr/sbin", "/usr/local/sbin")
 	kills, n, deadline := 5, 60000, 3*e2eTimeout

@@ -17,6 +17,7 @@ import (
 // and every digest. `record` of the topic gives the file back, label
 // events in their places, so a replay of the recording is the live run.
 func TestE2EDelayedLabels(t *testing.T) {
+	t.Parallel() // see parallelTests
 	kcat := e2eTool(t, "kcat", "kcat")
 	natsBin := e2eTool(t, "nats-server", "nats-server", "/usr/sbin", "/usr/local/sbin")
 	sl, kfakeBin := e2eBuild(t)

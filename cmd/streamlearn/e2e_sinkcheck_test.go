@@ -25,6 +25,7 @@ import (
 // records, then failed at its first report; without checkpoints the rerun
 // started past them with fresh models.)
 func TestE2EMissingSinkTopic(t *testing.T) {
+	t.Parallel() // see parallelTests
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}

@@ -62,6 +62,15 @@ var e2eBins struct {
 // e2eBuild and every t.TempDir are in it.
 func TestMain(m *testing.M) { testproc.Main(m) }
 
+// parallelTests: the tests marked "see parallelTests" run two at a time
+// (go test's -parallel, GOMAXPROCS by default) after the others. Each has
+// its own brokers, servers and folders and spends most of its time
+// waiting for a checkpoint, a session or a scrape, so a pair takes little
+// more than the longer one. Of the Kafka tests that SIGKILL members and
+// wait for their sessions to expire, only TestE2EKafkaUntilEndAfterKills
+// is one: under -race two such kill loops at once starve each other's
+// heartbeats on two cores.
+
 // e2eBuild builds streamlearn and the kfake broker with `go build` into a
 // temporary directory, once. It uses the test binary's -race setting, so
 // the packages come from the build cache the test binary's build filled

@@ -39,6 +39,7 @@ import (
 // With 1 and with 3 partitions, two repetitions each
 // (STREAMLEARN_FULL=1: ten), on a kfake broker process.
 func TestE2EKafkaUntilEndAfterKills(t *testing.T) {
+	t.Parallel() // see parallelTests
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}

@@ -280,6 +280,7 @@ func startPrometheus(t *testing.T, ctx context.Context, dir, bin, addr string, j
 // /v1/report, and every query of the Grafana dashboard (deploy/grafana)
 // evaluates without error and finds series.
 func TestPrometheusScrapes(t *testing.T) {
+	t.Parallel() // see parallelTests
 	if testing.Short() {
 		t.Skip("end-to-end test (builds binaries, runs processes): skipped in -short mode")
 	}

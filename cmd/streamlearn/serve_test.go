@@ -23,6 +23,7 @@ import (
 // with that digest too. The replica's /v1/report and /metrics are the
 // model's.
 func TestServe(t *testing.T) {
+	t.Parallel() // see parallelTests
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "serve.yaml")
 	ckpt := filepath.Join(dir, "state")
