@@ -11,6 +11,7 @@ import (
 
 	"github.com/streamlearn/streamlearn/internal/online"
 	"github.com/streamlearn/streamlearn/internal/online/onlinetest"
+	"github.com/streamlearn/streamlearn/internal/testmode"
 )
 
 // Reference losses, written independently of ogd.go: value and derivative
@@ -437,12 +438,14 @@ func TestOGDHingeKink(t *testing.T) {
 // 0..lag arrivals later from the prediction it served. Its regret against
 // 0, and against the best of the ball, stays within DelayedGuarantee(d),
 // d the most rounds learned while a label waited; d = 0 is the immediate
-// guarantee.
+// guarantee. Labels up to 30 rounds late; with STREAMLEARN_FULL=1 also up
+// to 3.
 func TestOGDDelayedRegret(t *testing.T) {
 	const dim, n = 5, 400
+	lags := []int{30, 3}[:testmode.Reps(1, 2)]
 	for _, loss := range []string{online.LossHinge, online.LossLogistic, online.LossSquared} {
 		for _, sched := range []string{online.ScheduleSqrt, online.ScheduleFixed} {
-			for _, lag := range []int{3, 30} {
+			for _, lag := range lags {
 				for _, tc := range []struct {
 					eta, radius float64
 					bias        bool

@@ -24,6 +24,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
 	"github.com/streamlearn/streamlearn/internal/service"
+	"github.com/streamlearn/streamlearn/internal/testmode"
 )
 
 // soakSource is a connectors.Source that generates n events of the
@@ -135,7 +136,7 @@ func TestSoak(t *testing.T) {
 }
 
 func soak(t *testing.T, checkpoints bool) {
-	n, every := 200_000, 20_000
+	n, every := testmode.Reps(100_000, 200_000), testmode.Reps(10_000, 20_000)
 	if os.Getenv("STREAMLEARN_SOAK") == "1" {
 		n, every = 10_000_000, 1_000_000
 	} else if testing.Short() {

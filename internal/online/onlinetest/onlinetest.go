@@ -42,6 +42,7 @@ import (
 	"testing"
 
 	"github.com/streamlearn/streamlearn/internal/online"
+	"github.com/streamlearn/streamlearn/internal/testmode"
 )
 
 // Example is one labeled round of a stream: X, then label Y (±1).
@@ -119,18 +120,22 @@ func LinearStream(bits uint, n, nnz int, noise float64) func(seed uint64) []Exam
 	}
 }
 
-// Seeds are the stream seeds Run uses.
+// Seeds are the stream seeds Run uses: the first alone by default, all
+// of them with STREAMLEARN_FULL=1 (testmode).
 var Seeds = []uint64{1, 2, 3}
 
+// seeds returns the seeds of this run (see Seeds).
+func seeds() []uint64 { return Seeds[:testmode.Reps(1, len(Seeds))] }
+
 // Run runs the conformance suite on the learners newLearner makes, over the
-// streams stream(seed) for each of Seeds, as subtests of t named name.
+// streams stream(seed) for each of Seeds (see there), as subtests of t named name.
 // newLearner must return a fresh learner in its initial state, identically
 // configured on every call. Streams should have a few hundred rounds and
 // vectors no larger than the learner's space.
 func Run(t *testing.T, name string, newLearner func() online.Learner, stream func(seed uint64) []Example) {
 	t.Helper()
 	t.Run(name, func(t *testing.T) {
-		for _, seed := range Seeds {
+		for _, seed := range seeds() {
 			ex := stream(seed)
 			if len(ex) < 2 {
 				t.Fatalf("stream(%d) has %d examples; need at least 2", seed, len(ex))
