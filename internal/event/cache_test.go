@@ -61,6 +61,7 @@ func checkFresh(t *testing.T, d *Decoder, cfg Config, data []byte, ev *Event) de
 // 5,000 records per configuration, about 1,400 rare names among them,
 // nearly three times what the cache holds (STREAMLEARN_FULL=1: 20,000).
 func TestSlotCacheStream(t *testing.T) {
+	t.Parallel() // CPU or waits, no shared state: overlaps the package's other long tests
 	rng := rand.New(rand.NewPCG(7, 11))
 	// Names: short, decimal, prefixes of one another, around the cache's
 	// length limit, colliding in nameHash (same length, first and last

@@ -16,6 +16,7 @@ const sharedData = "../../../shared/data"
 // TestRealData reads every dataset in place and checks the row and label
 // counts stated in its PROVENANCE.md.
 func TestRealData(t *testing.T) {
+	t.Parallel() // CPU or waits, no shared state: overlaps the package's other long tests
 	if _, err := os.Stat(sharedData); err != nil {
 		t.Skipf("shared data not available: %v", err)
 	}

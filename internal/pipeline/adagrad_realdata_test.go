@@ -64,6 +64,7 @@ var vwCases = []struct {
 // below. OGD (logistic, η = 0.5) is the baseline the learner was built to
 // beat.
 func TestAdaGradAgainstVW(t *testing.T) {
+	t.Parallel() // CPU or waits, no shared state: overlaps the package's other long tests
 	dir := dataDir(t)
 	const learners = `learners:
   - {name: adagrad, algorithm: adagrad, bias: true}
@@ -121,6 +122,7 @@ func shuffledLines(t testing.TB, path string, seed uint64) string {
 // log T bound on the real sets, with the default λ = 1e-4 and with 1e-3;
 // mistakes pinned.
 func TestPegasosRealData(t *testing.T) {
+	t.Parallel() // CPU or waits, no shared state: overlaps the package's other long tests
 	dir := dataDir(t)
 	const learners = `learners:
   - {name: pegasos, algorithm: pegasos, bias: true}

@@ -14,6 +14,7 @@ import (
 // Reuters and SMS spam neither. On every set its mistakes are within its
 // published bound. want pins the mistakes, this code's exact results.
 func TestAdaBoostRealData(t *testing.T) {
+	t.Parallel() // CPU or waits, no shared state: overlaps the package's other long tests
 	dir := dataDir(t)
 	const learners = `learners:
   - {name: adagrad, algorithm: adagrad, bias: true}

@@ -11,6 +11,7 @@ import (
 // idTable against a Go map under random sets and deletes, with keys that
 // share their low bits (long probe runs, deletes in the middle of them).
 func TestIDTable(t *testing.T) {
+	t.Parallel() // CPU or waits, no shared state: overlaps the package's other long tests
 	rng := rand.New(rand.NewPCG(1, 2))
 	// 50,000 steps per spread (STREAMLEARN_FULL=1: 200,000): the 3,000
 	// keys fill the table to its steady ~2,000 within a few thousand. Every

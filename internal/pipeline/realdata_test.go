@@ -144,6 +144,7 @@ var delayedRealCases = []struct {
 // labels learn: the mistakes of TestRealData exactly. On SMS spam, OGD
 // at a delay of 100 is within 1 point of its accuracy at 0.
 func TestRealDataDelayed(t *testing.T) {
+	t.Parallel() // CPU or waits, no shared state: overlaps the package's other long tests
 	dir := dataDir(t)
 	for _, tc := range delayedRealCases {
 		t.Run(tc.name, func(t *testing.T) {

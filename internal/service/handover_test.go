@@ -354,6 +354,7 @@ func TestKafkaLateCheckpointAfterHandover(t *testing.T) {
 // partition go on from A's, never back, and every checkpoint is its
 // partition's replay.
 func TestKafkaRevokedPartitionsLeave(t *testing.T) {
+	t.Parallel() // CPU or waits, no shared state: overlaps the package's other long tests
 	for _, withCheckpoints := range []bool{false, true} {
 		t.Run(map[bool]string{false: "no checkpoints", true: "checkpoints"}[withCheckpoints], func(t *testing.T) {
 			const parts, n = 4, 8000

@@ -382,6 +382,7 @@ func startBigNATS(t *testing.T) string {
 // record with its reason and original bytes, counts by reason equal to
 // what was injected, and finite weights.
 func TestHostileStream(t *testing.T) {
+	t.Parallel() // CPU or waits, no shared state: overlaps the package's other long tests
 	c := parseConfig(t, hostileYAML)
 	clean := genEvents(2700, 21, 0.1, 0.2, 0)
 	want := runHostile(t, c, newMemSource(clean, 1), "clean", 0)

@@ -223,6 +223,7 @@ func (s *trickleSource) Close() error                                    { retur
 // keys learn with 3 resident, are each the replay of its key's events so
 // far: digest for digest, under -race.
 func TestKeyedServingCopies(t *testing.T) {
+	t.Parallel() // CPU or waits, no shared state: overlaps the package's other long tests
 	c := parseYAML(t, keyedPlain+"models: {by: key, max: 3}\n")
 	keys := make([]string, 40)
 	for i := range keys {

@@ -190,6 +190,7 @@ func splitLines(data []byte) [][]byte {
 // file (FileSource), from a one-partition Kafka topic or from a JetStream
 // stream, with config.yaml's learners (every algorithm).
 func TestTransportsAgree(t *testing.T) {
+	t.Parallel() // CPU or waits, no shared state: overlaps the package's other long tests
 	c := loadExampleConfig(t)
 	demo, err := os.ReadFile(filepath.Join("..", "..", "testdata", "demo.jsonl"))
 	if err != nil {
