@@ -70,7 +70,7 @@ func feedKeyed(tb testing.TB, k *Keyed, dec *event.Decoder, lines [][]byte) {
 // and decoded again on demand; the encodings are equal byte for byte
 // either way, and a Keyed restored from one goes on exactly.
 func TestKeyedExact(t *testing.T) {
-	t.Parallel() // CPU or waits, no shared state: overlaps the package's other long tests
+	// Not parallel: it sets compactAfter, which the others read.
 	c := mustConfig(t, keyedConfig)
 	all, byKey := keyedStream(6000, 40, 1)
 	dec := mustDecoder(t, c)
@@ -645,7 +645,7 @@ func BenchmarkKeyedMiss(b *testing.B) {
 // that did not learn (the same bytes, not encoded again) and reuse the
 // global model's copy; and after the Keyed is restored.
 func TestKeyedFreeze(t *testing.T) {
-	t.Parallel() // CPU or waits, no shared state: overlaps the package's other long tests
+	// Not parallel: it sets compactAfter, which the others read.
 	c := mustConfig(t, keyedConfig)
 	all, _ := keyedStream(6000, 40, 5)
 	dec := mustDecoder(t, c)

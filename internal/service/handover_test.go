@@ -25,6 +25,7 @@ import (
 // topic is consumed, each partition's checkpoint is exactly a replay of
 // that partition: nothing lost, nothing learned twice across the move.
 func TestKafkaHandoverThroughCheckpoint(t *testing.T) {
+	t.Parallel() // CPU or waits, no shared state: overlaps the package's other long tests
 	const parts, n = 4, 8000
 	c, cfg, byPart := keyedTopic(t, parts, n, 21, "handover")
 
@@ -357,6 +358,7 @@ func TestKafkaRevokedPartitionsLeave(t *testing.T) {
 	t.Parallel() // CPU or waits, no shared state: overlaps the package's other long tests
 	for _, withCheckpoints := range []bool{false, true} {
 		t.Run(map[bool]string{false: "no checkpoints", true: "checkpoints"}[withCheckpoints], func(t *testing.T) {
+			t.Parallel() // each its own cluster and group
 			const parts, n = 4, 8000
 			c, cfg, byPart := keyedTopic(t, parts, n, 23, "revoke")
 			var store checkpoint.Store
