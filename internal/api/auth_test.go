@@ -310,6 +310,7 @@ func (r *countingReader) Read(p []byte) (int, error) {
 // report's numbers (the page sends the token with its requests for data);
 // opened without, it shows why it has none.
 func TestDashboardWithToken(t *testing.T) {
+	t.Parallel() // a headless Chromium of its own, mostly waited for
 	bin := chromium(t)
 	cfg, lines := demo(t, 200)
 	svc, ts := setupToken(t, cfg, &sliceSource{lines: lines, partitions: 1}, testToken)

@@ -272,6 +272,7 @@ func checkLatency(t *testing.T, dom []byte, base string) {
 // stays open, and renders to a non-trivial screenshot
 // ($STREAMLEARN_ARTIFACTS/dashboard.png).
 func TestDashboardInChromium(t *testing.T) {
+	t.Parallel() // a headless Chromium of its own, mostly waited for
 	bin := chromium(t)
 	start := time.Now()
 	cfg, lines := demo(t, 3000)
@@ -532,6 +533,7 @@ func near(a, b uint32) bool { return a+4 >= b && b+4 >= a }
 // Learner names are the user's: the page shows them as text, never as
 // markup, in headless Chromium.
 func TestDashboardEscapesNames(t *testing.T) {
+	t.Parallel() // a headless Chromium of its own, mostly waited for
 	bin := chromium(t)
 	cfg, lines := demo(t, 200)
 	const evil = `<img src=x onerror="document.body.dataset.pwned=1">"&'`
@@ -561,6 +563,7 @@ func TestDashboardEscapesNames(t *testing.T) {
 // /v1/report says; a bound proved for immediate labels reads "not
 // checked", one proved under delay is checked (halving, soa).
 func TestDashboardDelayedLabels(t *testing.T) {
+	t.Parallel() // a headless Chromium of its own, mostly waited for
 	bin := chromium(t)
 	cfg, lines := demo(t, 600)
 	cfg.Labels = config.Labels{Delayed: true, Wait: 300, MaxPending: 1000}
@@ -654,6 +657,7 @@ var statusWords = map[regret.BoundStatus]string{
 // /v1/report has them, and the rounds scored against the default label
 // apart (their rounds and accuracy).
 func TestDashboardDefaultLabels(t *testing.T) {
+	t.Parallel() // a headless Chromium of its own, mostly waited for
 	bin := chromium(t)
 	cfg, lines := demo(t, 600)
 	def := "0"
