@@ -63,17 +63,17 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		fmt.Fprintf(stderr, "streamlearn: preloaded %d records from %s\n", n, *f.preload)
 	}
-	r, releaseCheckpoints, err := openRunCheckpoints(ctx, f, cfg)
+	resume, releaseCheckpoints, err := openRunCheckpoints(ctx, f, cfg)
 	if err != nil {
 		return err
 	}
 	defer releaseCheckpoints()
-	src, err := openRunSource(ctx, cfg, r.ckpts, r.onMismatch, f.untilEnd, f.allowEmpty, f.logger)
+	src, err := openRunSource(ctx, cfg, resume.ckpts, resume.onMismatch, f.untilEnd, f.allowEmpty, f.logger)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	svc, srv, err := startRunService(f, cfg, src, r, outs, stderr)
+	svc, srv, err := startRunService(f, cfg, src, resume, outs, stderr)
 	if err != nil {
 		return err
 	}
