@@ -286,22 +286,16 @@ func openRunCheckpoints(ctx context.Context, f *runFlags, cfg *config.Config) (r
 	if n := btoi(*f.reset) + btoi(*f.accept) + btoi(*f.rebuild); n > 1 {
 		return r, nil, usageErr(f.fs, "--rebuild, --reset and --accept: choose one")
 	}
-	var undo []func() // in the order to call them
-	undoAll := func() {
-		for _, u := range undo {
-			u()
-		}
-	}
-	defer func() {
-		if err != nil {
-			undoAll() // what was opened or owned before the error
-		}
-	}()
 	ckpts, closeStore, err := openCheckpoints(ctx, cmp.Or(*f.ckptDir, cfg.Checkpoint.Dir), cfg)
 	if err != nil {
 		return r, nil, err
 	}
-	undo = append(undo, closeStore)
+	undo := closeStore
+	defer func() {
+		if err != nil {
+			undo() // what was opened or owned before the error
+		}
+	}()
 	r.ckpts = ckpts
 	warmPath := cmp.Or(*f.warmStart, cfg.Models.WarmStart)
 	if r.warm, err = loadWarmStart(warmPath, cfg); err != nil {
@@ -323,13 +317,13 @@ func openRunCheckpoints(ctx context.Context, f *runFlags, cfg *config.Config) (r
 		if err != nil {
 			return r, nil, err
 		}
-		undo = append([]func(){giveUp}, undo...)
+		undo = func() { giveUp(); closeStore() }
 		r.owned = []int32{0}
 	}
 	if r.onMismatch, err = mismatchPolicy(f, cfg); err != nil {
 		return r, nil, err
 	}
-	return r, undoAll, nil
+	return r, undo, nil
 }
 
 // mismatchPolicy is what --reset, --accept or --rebuild asks to do with a
