@@ -83,6 +83,14 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		fmt.Fprintf(w, "  new models start from %s (%s)\n", warm, warm.Model.From)
 	}
+	writeConnections(w, cfg)
+	return w.Flush()
+}
+
+// writeConnections writes, for check, what a run of cfg connects to: its
+// source and where a first start begins, its sinks, its checkpoints and
+// its HTTP address.
+func writeConnections(w io.Writer, cfg *config.Config) {
 	fmt.Fprintf(w, "source:\t%s\n", describeSource(cfg.Source))
 	if st := cfg.Source.Start; st != "" && st != "earliest" {
 		fmt.Fprintf(w, "  a first start begins at %s (a consumer with a position resumes from it)\n", st)
@@ -106,7 +114,6 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if cfg.HTTP.Addr != "" {
 		fmt.Fprintf(w, "http:\t%s\n", cfg.HTTP.Addr)
 	}
-	return w.Flush()
 }
 
 func list(s []string) string {

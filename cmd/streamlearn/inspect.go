@@ -73,63 +73,19 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return err
 		}
 	}
-	var files []string
-	for _, arg := range fs.Args() {
-		st, err := os.Stat(arg)
-		if err != nil {
-			return err
-		}
-		if !st.IsDir() {
-			files = append(files, arg)
-			continue
-		}
-		d, err := checkpoint.OpenDirReadOnly(arg)
-		if err != nil {
-			return err
-		}
-		parts, err := d.Partitions(context.Background())
-		if err != nil {
-			return err
-		}
-		if len(parts) == 0 {
-			return fmt.Errorf("%s: no checkpoint in the directory", arg)
-		}
-		for _, p := range parts {
-			files = append(files, d.File(p))
-		}
+	files, err := checkpointFiles(fs.Args())
+	if err != nil {
+		return err
 	}
 	var out []inspected
 	digestErr := map[int]error{} // by index in out: why a model digest is not known
 	for _, f := range files {
-		c, err := checkpoint.ReadFile(f)
+		in, derr, err := inspectFile(f, cfg)
 		if err != nil {
 			return err
 		}
-		st, err := os.Stat(f)
-		if err != nil {
-			return err
-		}
-		in := inspected{
-			File: filepath.Clean(f), Format: int(c.Format), Bytes: st.Size(),
-			Created: c.Created.UTC().Format("2006-01-02T15:04:05.000Z07:00"), Fingerprint: fmt.Sprintf("%x", c.Fingerprint),
-			Source: c.Source, Partition: c.Partition, Position: c.Position, Origin: c.Origin, Consumer: c.Consumer, StateBytes: len(c.State),
-		}
-		if in.ModelSHA256, err = modelDigest(c.State); err != nil {
-			// A state this build cannot walk (a newer format): the
-			// report as saved is still worth printing.
-			in.ModelSHA256, digestErr[len(out)] = "", err
-		}
-		if err := json.Unmarshal(c.Report, &in.Report); err != nil {
-			return fmt.Errorf("%s: the report it holds: %w", f, err)
-		}
-		if err := consistent(f, c, in.Report); err != nil {
-			return err
-		}
-		if cfg != nil {
-			if err := verifyReport(cfg, c, in.Report); err != nil {
-				return fmt.Errorf("%s: %w", f, err)
-			}
-			in.Verified = true
+		if derr != nil {
+			digestErr[len(out)] = derr
 		}
 		out = append(out, in)
 	}
@@ -141,6 +97,83 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		_, err = fmt.Fprintf(stdout, "%s\n", b)
 		return err
 	}
+	return writeInspected(stdout, out, digestErr)
+}
+
+// checkpointFiles returns the checkpoint files args name: a file as it
+// is, a directory as every checkpoint in it, in its partitions' order. A
+// directory without one is an error.
+func checkpointFiles(args []string) ([]string, error) {
+	var files []string
+	for _, arg := range args {
+		st, err := os.Stat(arg)
+		if err != nil {
+			return nil, err
+		}
+		if !st.IsDir() {
+			files = append(files, arg)
+			continue
+		}
+		d, err := checkpoint.OpenDirReadOnly(arg)
+		if err != nil {
+			return nil, err
+		}
+		parts, err := d.Partitions(context.Background())
+		if err != nil {
+			return nil, err
+		}
+		if len(parts) == 0 {
+			return nil, fmt.Errorf("%s: no checkpoint in the directory", arg)
+		}
+		for _, p := range parts {
+			files = append(files, d.File(p))
+		}
+	}
+	return files, nil
+}
+
+// inspectFile reads the checkpoint file f, checks it (consistent) and,
+// with cfg not nil, verifies its report against its state. digestErr
+// says why its model digest is not known (a state this build cannot
+// walk), which is not an error: the report as saved is still printed.
+func inspectFile(f string, cfg *config.Config) (in inspected, digestErr, err error) {
+	c, err := checkpoint.ReadFile(f)
+	if err != nil {
+		return in, nil, err
+	}
+	st, err := os.Stat(f)
+	if err != nil {
+		return in, nil, err
+	}
+	in = inspected{
+		File: filepath.Clean(f), Format: int(c.Format), Bytes: st.Size(),
+		Created: c.Created.UTC().Format("2006-01-02T15:04:05.000Z07:00"), Fingerprint: fmt.Sprintf("%x", c.Fingerprint),
+		Source: c.Source, Partition: c.Partition, Position: c.Position, Origin: c.Origin, Consumer: c.Consumer, StateBytes: len(c.State),
+	}
+	if in.ModelSHA256, err = modelDigest(c.State); err != nil {
+		// A state this build cannot walk (a newer format): the
+		// report as saved is still worth printing.
+		in.ModelSHA256, digestErr = "", err
+	}
+	if err := json.Unmarshal(c.Report, &in.Report); err != nil {
+		return in, nil, fmt.Errorf("%s: the report it holds: %w", f, err)
+	}
+	if err := consistent(f, c, in.Report); err != nil {
+		return in, nil, err
+	}
+	if cfg != nil {
+		if err := verifyReport(cfg, c, in.Report); err != nil {
+			return in, nil, fmt.Errorf("%s: %w", f, err)
+		}
+		in.Verified = true
+	}
+	return in, digestErr, nil
+}
+
+// writeInspected writes the checkpoints out as text, each with its
+// report; digestErr, by index in out, says why a model digest is not
+// known.
+func writeInspected(stdout io.Writer, out []inspected, digestErr map[int]error) error {
 	for i, in := range out {
 		if i > 0 {
 			fmt.Fprintln(stdout)

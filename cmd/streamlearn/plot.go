@@ -34,66 +34,11 @@ var (
 func writePlot(path, title string, names, algorithms []string, series [][]regret.Point) error {
 	rows := make([][]*plot.Plot, 0, len(series))
 	for i, s := range series {
-		var m, mb, r, rb, acc plotter.XYs
-		hasRegret := false
-		for k, pt := range s {
-			x := float64(pt.Round)
-			m = append(m, plotter.XY{X: x, Y: float64(pt.Mistakes)})
-			r = append(r, plotter.XY{X: x, Y: pt.Regret})
-			if pt.Regret != 0 || pt.RegretBound > 0 {
-				hasRegret = true
-			}
-			if pt.MistakeBound > 0 {
-				mb = append(mb, plotter.XY{X: x, Y: pt.MistakeBound})
-			}
-			if pt.RegretBound > 0 {
-				rb = append(rb, plotter.XY{X: x, Y: pt.RegretBound})
-			}
-			var prev regret.Point
-			if k > 0 {
-				prev = s[k-1]
-			}
-			if n := pt.Round - prev.Round; n > 0 {
-				acc = append(acc, plotter.XY{X: x, Y: 1 - float64(pt.Mistakes-prev.Mistakes)/float64(n)})
-			}
-		}
-		leftTitle := fmt.Sprintf("%s (%s): mistakes", names[i], algorithms[i])
-		if len(mb) > 0 {
-			leftTitle += ", bound dashed"
-		}
-		left := panel(leftTitle, "mistakes")
-		if err := addLine(left, "mistakes", m, curveColor, false); err != nil {
+		row, err := learnerRow(names[i], algorithms[i], s)
+		if err != nil {
 			return err
 		}
-		if err := addLine(left, "mistake bound", mb, boundColor, true); err != nil {
-			return err
-		}
-		var right *plot.Plot
-		if hasRegret {
-			rightTitle := names[i] + ": regret"
-			if len(rb) > 0 {
-				rightTitle += ", bound dashed"
-			}
-			right = panel(rightTitle, "regret")
-			if err := addLine(right, "regret", r, curveColor, false); err != nil {
-				return err
-			}
-			if err := addLine(right, "regret bound", rb, boundColor, true); err != nil {
-				return err
-			}
-		} else {
-			right = panel(names[i]+": accuracy between points (no regret comparator)", "accuracy")
-			if err := addLine(right, "accuracy", acc, curveColor, false); err != nil {
-				return err
-			}
-			right.Y.Max = 1
-		}
-		for _, p := range []*plot.Plot{left, right} {
-			if p.Y.Min > 0 {
-				p.Y.Min = 0 // anchor counts at zero
-			}
-		}
-		rows = append(rows, []*plot.Plot{left, right})
+		rows = append(rows, row)
 	}
 	if len(rows) == 0 {
 		return fmt.Errorf("plot %s: no learner to draw", path)
@@ -130,6 +75,72 @@ func writePlot(path, title string, names, algorithms []string, series [][]regret
 		}
 	}
 	return writeCanvas(path, dc)
+}
+
+// learnerRow returns the row writePlot draws for learner name from its
+// points s: its mistakes and, beside, its regret or, without a regret
+// comparator, its accuracy between points.
+func learnerRow(name, algorithm string, s []regret.Point) ([]*plot.Plot, error) {
+	var m, mb, r, rb, acc plotter.XYs
+	hasRegret := false
+	for k, pt := range s {
+		x := float64(pt.Round)
+		m = append(m, plotter.XY{X: x, Y: float64(pt.Mistakes)})
+		r = append(r, plotter.XY{X: x, Y: pt.Regret})
+		if pt.Regret != 0 || pt.RegretBound > 0 {
+			hasRegret = true
+		}
+		if pt.MistakeBound > 0 {
+			mb = append(mb, plotter.XY{X: x, Y: pt.MistakeBound})
+		}
+		if pt.RegretBound > 0 {
+			rb = append(rb, plotter.XY{X: x, Y: pt.RegretBound})
+		}
+		var prev regret.Point
+		if k > 0 {
+			prev = s[k-1]
+		}
+		if n := pt.Round - prev.Round; n > 0 {
+			acc = append(acc, plotter.XY{X: x, Y: 1 - float64(pt.Mistakes-prev.Mistakes)/float64(n)})
+		}
+	}
+	leftTitle := fmt.Sprintf("%s (%s): mistakes", name, algorithm)
+	if len(mb) > 0 {
+		leftTitle += ", bound dashed"
+	}
+	left := panel(leftTitle, "mistakes")
+	if err := addLine(left, "mistakes", m, curveColor, false); err != nil {
+		return nil, err
+	}
+	if err := addLine(left, "mistake bound", mb, boundColor, true); err != nil {
+		return nil, err
+	}
+	var right *plot.Plot
+	if hasRegret {
+		rightTitle := name + ": regret"
+		if len(rb) > 0 {
+			rightTitle += ", bound dashed"
+		}
+		right = panel(rightTitle, "regret")
+		if err := addLine(right, "regret", r, curveColor, false); err != nil {
+			return nil, err
+		}
+		if err := addLine(right, "regret bound", rb, boundColor, true); err != nil {
+			return nil, err
+		}
+	} else {
+		right = panel(name+": accuracy between points (no regret comparator)", "accuracy")
+		if err := addLine(right, "accuracy", acc, curveColor, false); err != nil {
+			return nil, err
+		}
+		right.Y.Max = 1
+	}
+	for _, p := range []*plot.Plot{left, right} {
+		if p.Y.Min > 0 {
+			p.Y.Min = 0 // anchor counts at zero
+		}
+	}
+	return []*plot.Plot{left, right}, nil
 }
 
 func panel(title, ylabel string) *plot.Plot {

@@ -139,104 +139,185 @@ type envelope struct {
 	ValueBase64 []byte          `json:"value_base64,omitempty"`
 }
 
+// runRecord is the record command: it copies the records of a topic or
+// subject, from where --start says up to the end the stream had at start
+// (or on, with --follow, until ctx is done), to the -o file, one a line.
 func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("record", recordArgs, stderr)
-	sf := addSourceFlags(fs, true)
-	follow := fs.Bool("follow", false, "keep recording past the end the stream had at start, until interrupted")
-	env := fs.Bool("envelope", false, `write {"partition","offset","key","value"} per line instead of the bare value`)
-	out := fs.String("o", "-", "output `file` (- for standard output)")
-	start := fs.String("start", "", "where recording begins, `POS`: earliest (the first record held), latest (only what is published from now on, with --follow), offset:N or time:RFC3339 (default: the config's source.start, else earliest)")
-	split := fs.Bool("split", false, "write each partition's records to a file of its own, the -o file's name with -partition-N before its extension: each replays as that partition's model")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	src, err := sf.source(ctx)
+	f, err := parseRecordFlags(args, stderr)
 	if err != nil {
 		return err
 	}
-	if *start != "" {
-		if err := config.ValidStart(src.Kind, *start); err != nil {
-			return usageErr(fs, "--start %s", err)
+	src, err := recordSource(ctx, f)
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	s, closeSource, err := openRecordSource(ctx, src, f.follow, logger)
+	if err != nil {
+		return err
+	}
+	defer closeSource()
+	if *f.split && *f.out == "-" {
+		return usageErr(f.fs, "--split writes one file per partition: give -o FILE")
+	}
+	outs := &recordOutputs{name: *f.out, split: *f.split, stdout: stdout, files: map[int32]*output{}}
+	defer outs.Close()
+	if !*f.split {
+		if _, err := outs.of(0); err != nil { // the file exists even when nothing is recorded
+			return err
 		}
-		src.Start = *start
+	}
+	n, err := copyRecords(ctx, s, outs, *f.env)
+	if err != nil {
+		return err
+	}
+	if err := outs.Close(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "recorded %d records from %s\n", n, s.Name())
+	return nil
+}
+
+// recordFlags is record's command line, parsed by parseRecordFlags. Each
+// field points at a flag's value; fs is kept for later usage errors.
+type recordFlags struct {
+	fs                 *flag.FlagSet
+	sf                 sourceFlags
+	follow, env, split *bool
+	out, start         *string
+}
+
+// parseRecordFlags parses record's args. Its errors are usage errors
+// already printed to stderr (or flag.ErrHelp).
+func parseRecordFlags(args []string, stderr io.Writer) (*recordFlags, error) {
+	fs := newFlagSet("record", recordArgs, stderr)
+	f := &recordFlags{fs: fs, sf: addSourceFlags(fs, true)}
+	f.follow = fs.Bool("follow", false, "keep recording past the end the stream had at start, until interrupted")
+	f.env = fs.Bool("envelope", false, `write {"partition","offset","key","value"} per line instead of the bare value`)
+	f.out = fs.String("o", "-", "output `file` (- for standard output)")
+	f.start = fs.String("start", "", "where recording begins, `POS`: earliest (the first record held), latest (only what is published from now on, with --follow), offset:N or time:RFC3339 (default: the config's source.start, else earliest)")
+	f.split = fs.Bool("split", false, "write each partition's records to a file of its own, the -o file's name with -partition-N before its extension: each replays as that partition's model")
+	if err := parse(fs, args); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// recordSource returns the source record reads: the flags' and config's
+// (sourceFlags.source), with --start applied, and a group and durable of
+// record's own.
+func recordSource(ctx context.Context, f *recordFlags) (config.Source, error) {
+	src, err := f.sf.source(ctx)
+	if err != nil {
+		return src, err
+	}
+	if *f.start != "" {
+		if err := config.ValidStart(src.Kind, *f.start); err != nil {
+			return src, usageErr(f.fs, "--start %s", err)
+		}
+		src.Start = *f.start
 	}
 	// record never commits, and uses a group/durable of its own, so it
 	// neither disturbs the service nor remembers what it copied.
 	// The durable is its own for this pass (a second record beside it has
 	// another), and removed at the end; a --durable given is left.
 	src.Group, src.Durable = "streamlearn-record", fmt.Sprintf("streamlearn-record-%d-%d", os.Getpid(), time.Now().UnixNano())
-	if *sf.group != "" {
-		src.Group = *sf.group
+	if *f.sf.group != "" {
+		src.Group = *f.sf.group
 	}
-	if *sf.durable != "" {
-		src.Durable = *sf.durable
+	if *f.sf.durable != "" {
+		src.Durable = *f.sf.durable
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return src, nil
+}
+
+// openRecordSource opens src for record, to its end at start unless
+// follow. The caller calls the func returned when done: it closes the
+// source and removes a JetStream durable that the open made (logging on
+// logger when that fails); on error nothing is left open or made.
+func openRecordSource(ctx context.Context, src config.Source, follow *bool, logger *slog.Logger) (connectors.Source, func(), error) {
 	// A JetStream durable record makes for itself is removed when done; one
 	// that was there before is left.
 	remove := func(context.Context) error { return nil }
+	var err error
 	if src.Kind == "jetstream" {
 		if remove, err = connectors.RemoveIfNew(ctx, service.NATSConfig(src.Conn, tuning), src.Stream, src.Durable); err != nil {
-			return err
+			return nil, nil, err
 		}
 	}
 	s, err := service.OpenSource(ctx, src, service.SourceOptions{UntilEnd: !*follow, Logger: logger}, tuning)
 	if err != nil {
-		return errors.Join(err, remove(context.WithoutCancel(ctx)))
+		return nil, nil, errors.Join(err, remove(context.WithoutCancel(ctx)))
 	}
-	defer func() {
+	return s, func() {
 		s.Close()
 		if rerr := remove(context.WithoutCancel(ctx)); rerr != nil {
 			logger.Warn("record: " + rerr.Error())
 		}
-	}()
-	if *split && *out == "-" {
-		return usageErr(fs, "--split writes one file per partition: give -o FILE")
+	}, nil
+}
+
+// recordOutputs are record's output files, each created at its first
+// use: the -o file, or with split one per partition, its name with
+// -partition-N before its extension.
+type recordOutputs struct {
+	name   string
+	split  bool
+	stdout io.Writer // for the name "-"
+	files  map[int32]*output
+}
+
+// of returns the output of partition p's records, creating it if need be.
+func (o *recordOutputs) of(p int32) (*output, error) {
+	if !o.split {
+		p = 0
 	}
-	outputs := map[int32]*output{}
-	defer func() {
-		for _, o := range outputs {
-			o.Close()
-		}
-	}()
-	writer := func(p int32) (*output, error) {
-		if !*split {
-			p = 0
-		}
-		if o := outputs[p]; o != nil {
-			return o, nil
-		}
-		name := *out
-		if *split {
-			ext := filepath.Ext(name)
-			name = fmt.Sprintf("%s-partition-%d%s", strings.TrimSuffix(name, ext), p, ext)
-		}
-		o, err := createOutput(name, stdout)
-		if err != nil {
-			return nil, err
-		}
-		outputs[p] = o
-		return o, nil
+	if out := o.files[p]; out != nil {
+		return out, nil
 	}
-	if !*split {
-		if _, err := writer(0); err != nil { // the file exists even when nothing is recorded
+	name := o.name
+	if o.split {
+		ext := filepath.Ext(name)
+		name = fmt.Sprintf("%s-partition-%d%s", strings.TrimSuffix(name, ext), p, ext)
+	}
+	out, err := createOutput(name, o.stdout)
+	if err != nil {
+		return nil, err
+	}
+	o.files[p] = out
+	return out, nil
+}
+
+// Close flushes and closes the outputs, stopping at the first error: a
+// second Close closes the ones left.
+func (o *recordOutputs) Close() error {
+	for p, out := range o.files {
+		delete(o.files, p)
+		if err := out.Close(); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// copyRecords writes the records of s to outs, one a line (an envelope
+// with env, else the bare value), until the end of its input or ctx is
+// done, and returns how many it wrote.
+func copyRecords(ctx context.Context, s connectors.Source, outs *recordOutputs, env bool) (int, error) {
 	n := 0
 	for {
 		rec, err := s.Fetch(ctx)
 		if errors.Is(err, connectors.ErrEndOfInput) || ctx.Err() != nil {
-			break
+			return n, nil
 		}
 		if err != nil {
-			return err
+			return n, err
 		}
-		bw, err := writer(rec.Partition)
+		bw, err := outs.of(rec.Partition)
 		if err != nil {
-			return err
+			return n, err
 		}
-		if *env {
+		if env {
 			e := envelope{Partition: rec.Partition, Offset: rec.Offset, Key: string(rec.Key)}
 			if json.Valid(rec.Value) {
 				e.Value = rec.Value
@@ -245,7 +326,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			}
 			b, err := json.Marshal(e)
 			if err != nil {
-				return err
+				return n, err
 			}
 			bw.Write(b)
 		} else {
@@ -254,12 +335,4 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		bw.WriteByte('\n')
 		n++
 	}
-	for p, o := range outputs {
-		delete(outputs, p)
-		if err := o.Close(); err != nil {
-			return err
-		}
-	}
-	fmt.Fprintf(stderr, "recorded %d records from %s\n", n, s.Name())
-	return nil
 }

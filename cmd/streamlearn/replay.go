@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -23,126 +24,26 @@ import (
 	"github.com/streamlearn/streamlearn/internal/service"
 )
 
+// runReplay is the replay command: it learns the records of files (or of
+// standard input) with the service that run uses, then prints the report
+// and returns the error its gates (--min-accuracy, --fail-on-violation)
+// and an empty input make.
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("replay", replayArgs, stderr)
-	cfgPath := fs.String("c", "", "config `file` (default: a built-in Perceptron and plain AdaGrad)")
-	format := fs.String("format", "", "input `format`: jsonl, libsvm, csv or tsv (default: the config's input.format, else inferred per file)")
-	reportFmt := fs.String("report", "text", "report `format`: text or json")
-	plotPath := fs.String("plot", "", "draw cumulative mistakes and regret against their bounds to `file` (.svg or .png)")
-	allowEmpty := fs.Bool("allow-empty", false, "exit 0 when the input holds no record, or records of which none was learned (else exit 1, and 3)")
-	deadPath := fs.String("dead-letters", "", "append bad records to this JSONL `file` (default: the config's sinks.dead_letters when it is a file)")
-	g := gate{min: minAccuracy{}}
-	fs.Var(g.min, "min-accuracy", "fail (exit 1) when learner `NAME=ACCURACY` ends below that accuracy (0 to 1); repeatable, or comma-separated, e.g. pct=0.95,ada=0.97")
-	fs.BoolVar(&g.failOnViolation, "fail-on-violation", false, "fail (exit 1) when a learner's published bound was broken")
-	junitPath := fs.String("junit", "", "write the learners as test cases, and the gates they failed, to a JUnit XML `file`")
-	envelope := fs.Bool("envelope", false, "the files are recordings of `record --envelope`: each partition is learned by a model of its own, as live, and reported")
-	partition := fs.Int("partition", -1, "with --envelope, replay only partition `N`")
-	warmStart := fs.String("warm-start", "", "start the model from the model `file` written by export or replay --save, of this configuration (default: the config's models.warm_start)")
-	save := fs.String("save", "", "write the model as it ends to the model `file` (for run --warm-start, or another replay's)")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if *envelope && *plotPath != "" {
-		return usageErr(fs, "--plot draws one model's curves; it does not take --envelope")
-	}
-	if *partition < -1 {
-		return usageErr(fs, "--partition %d: a partition is 0 or more", *partition)
-	}
-	if *partition >= 0 && !*envelope {
-		return usageErr(fs, "--partition %d: the partition of a record is known from a recording of record --envelope (add --envelope)", *partition)
-	}
-	if *reportFmt != "text" && *reportFmt != "json" {
-		return usageErr(fs, "--report %q: want text or json", *reportFmt)
-	}
-	if *format != "" {
-		switch *format {
-		case "jsonl", "libsvm", "csv", "tsv":
-		default:
-			return usageErr(fs, "--format %q: want jsonl, libsvm, csv or tsv", *format)
-		}
-	}
-	if fs.NArg() == 0 {
-		return usageErr(fs, "no input files (use - for standard input)")
-	}
-
-	cfg := config.Default()
-	if *cfgPath != "" {
-		var err error
-		if cfg, err = loadConfig(ctx, *cfgPath); err != nil {
-			return err
-		}
-	}
-	if *format != "" {
-		cfg.Input.Format = *format
-	}
-	for _, l := range cfg.Learners {
-		g.learners = append(g.learners, l.Name)
-	}
-	if cfg.Models.By == "key" {
-		// A report per key's model: the gates, plot and JUnit file of one
-		// model do not apply, and a model file holds one model.
-		for _, f := range []struct {
-			name string
-			set  bool
-		}{{"--plot", *plotPath != ""}, {"--junit", *junitPath != ""}, {"--save", *save != ""},
-			{"--min-accuracy", len(g.min) > 0}, {"--fail-on-violation", g.failOnViolation}} {
-			if f.set {
-				return usageErr(fs, "%s is about one model; with models.by: key the replay reports a model per key", f.name)
-			}
-		}
-	}
-	warm, err := loadWarmStart(cmp.Or(*warmStart, cfg.Models.WarmStart), cfg)
+	f, err := parseReplayFlags(args, stderr)
 	if err != nil {
 		return err
 	}
-	if *save != "" {
-		if err := notOverwritten(*save, fs.Args()); err != nil {
-			return fmt.Errorf("replay: --save: %w", err)
-		}
+	cfg, warm, err := replayConfig(ctx, f)
+	if err != nil {
+		return err
 	}
-	if *deadPath == "" && cfg.Sinks.DeadLetters != nil && cfg.Sinks.DeadLetters.Kind == "file" {
-		*deadPath = cfg.Sinks.DeadLetters.Path
+	opt := replayOptions(f, cfg, warm, stderr)
+	dead, err := openDeadLetters(ctx, *f.deadPath, stderr)
+	if err != nil {
+		return err
 	}
-	for _, out := range []struct{ flag, path string }{{"--dead-letters", *deadPath}, {"--plot", *plotPath}, {"--junit", *junitPath}} {
-		if out.path == "" || out.path == "-" {
-			continue
-		}
-		for _, in := range fs.Args() {
-			if in != "-" && connectors.SameFile(out.path, in) {
-				return fmt.Errorf("replay: %s %s is the input %s: it would be written while it is read; write it elsewhere", out.flag, out.path, in)
-			}
-		}
-	}
-	// The service itself, on a source of the files: the same decoding,
-	// workers, tracker and dead letters as `run`.
-	opt := service.Options{Config: cfg, Source: service.NewFiles(fs.Args(), pipeline.EventConfig(cfg), os.Stdin),
-		HistoryPoints: -1, WarmStart: warm,
-		// Warnings, such as labels that came after their events expired.
-		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	if *envelope {
-		opt.Source = service.NewEnvelopes(fs.Args(), os.Stdin, int32(*partition), cfg.Input.MaxBytes)
-	}
-	if *plotPath != "" {
-		// The sampling of the live service's curves: the plot draws the
-		// points the dashboard's /v1/history serves for the same stream
-		// (internal/api TestHistory pins those to a replay's).
-		opt.HistoryPoints = service.DefaultHistoryPoints
-	}
-	var dead *connectors.FileSink
-	if *deadPath != "" {
-		dead = connectors.NewFileSink(*deadPath)
-		dead.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if dead != nil {
 		defer dead.Close()
-		// The file is opened before the first record, as run does:
-		// locked (a process appending to it, as a run does from its
-		// start, is refused now rather than at the first dead letter, as
-		// is a folder that does not exist) and rid of a torn tail. One
-		// that the replay made is removed at its end if no dead letter
-		// came: a replay without bad records leaves no file behind.
-		dead.RemoveUnused = true
-		if err := dead.Check(ctx); err != nil {
-			return fmt.Errorf("replay: --dead-letters: %w", err)
-		}
 		opt.DeadLetters = dead
 	}
 	svc, err := service.New(opt)
@@ -160,6 +61,176 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if runErr != nil {
 		return fmt.Errorf("replay: %w", runErr)
 	}
+	return reportReplay(stdout, stderr, f, cfg, svc, dead)
+}
+
+// replayFlags is replay's command line, parsed and checked by
+// parseReplayFlags. Each field points at a flag's value (deadPath gets
+// the config's default in replayConfig); g holds the gates, whose
+// learners replayConfig fills in; fs is kept for later usage errors.
+type replayFlags struct {
+	fs                                   *flag.FlagSet
+	cfgPath, format, reportFmt, plotPath *string
+	deadPath, junitPath, warmStart, save *string
+	allowEmpty, envelope                 *bool
+	partition                            *int
+	g                                    gate
+}
+
+// parseReplayFlags parses replay's args and checks the values that need
+// no config. Its errors are usage errors already printed to stderr (or
+// flag.ErrHelp).
+func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
+	fs := newFlagSet("replay", replayArgs, stderr)
+	f := &replayFlags{fs: fs, g: gate{min: minAccuracy{}}}
+	f.cfgPath = fs.String("c", "", "config `file` (default: a built-in Perceptron and plain AdaGrad)")
+	f.format = fs.String("format", "", "input `format`: jsonl, libsvm, csv or tsv (default: the config's input.format, else inferred per file)")
+	f.reportFmt = fs.String("report", "text", "report `format`: text or json")
+	f.plotPath = fs.String("plot", "", "draw cumulative mistakes and regret against their bounds to `file` (.svg or .png)")
+	f.allowEmpty = fs.Bool("allow-empty", false, "exit 0 when the input holds no record, or records of which none was learned (else exit 1, and 3)")
+	f.deadPath = fs.String("dead-letters", "", "append bad records to this JSONL `file` (default: the config's sinks.dead_letters when it is a file)")
+	fs.Var(f.g.min, "min-accuracy", "fail (exit 1) when learner `NAME=ACCURACY` ends below that accuracy (0 to 1); repeatable, or comma-separated, e.g. pct=0.95,ada=0.97")
+	fs.BoolVar(&f.g.failOnViolation, "fail-on-violation", false, "fail (exit 1) when a learner's published bound was broken")
+	f.junitPath = fs.String("junit", "", "write the learners as test cases, and the gates they failed, to a JUnit XML `file`")
+	f.envelope = fs.Bool("envelope", false, "the files are recordings of `record --envelope`: each partition is learned by a model of its own, as live, and reported")
+	f.partition = fs.Int("partition", -1, "with --envelope, replay only partition `N`")
+	f.warmStart = fs.String("warm-start", "", "start the model from the model `file` written by export or replay --save, of this configuration (default: the config's models.warm_start)")
+	f.save = fs.String("save", "", "write the model as it ends to the model `file` (for run --warm-start, or another replay's)")
+	if err := parse(fs, args); err != nil {
+		return nil, err
+	}
+	if *f.envelope && *f.plotPath != "" {
+		return nil, usageErr(fs, "--plot draws one model's curves; it does not take --envelope")
+	}
+	if *f.partition < -1 {
+		return nil, usageErr(fs, "--partition %d: a partition is 0 or more", *f.partition)
+	}
+	if *f.partition >= 0 && !*f.envelope {
+		return nil, usageErr(fs, "--partition %d: the partition of a record is known from a recording of record --envelope (add --envelope)", *f.partition)
+	}
+	if *f.reportFmt != "text" && *f.reportFmt != "json" {
+		return nil, usageErr(fs, "--report %q: want text or json", *f.reportFmt)
+	}
+	if *f.format != "" {
+		switch *f.format {
+		case "jsonl", "libsvm", "csv", "tsv":
+		default:
+			return nil, usageErr(fs, "--format %q: want jsonl, libsvm, csv or tsv", *f.format)
+		}
+	}
+	if fs.NArg() == 0 {
+		return nil, usageErr(fs, "no input files (use - for standard input)")
+	}
+	return f, nil
+}
+
+// replayConfig returns the configuration a replay learns with (-c's
+// file, else the default, with --format applied) and the warm start of
+// its models (nil without). It checks the flags against it: those about
+// one model refused with models per key, --save and the outputs that
+// would overwrite an input.
+func replayConfig(ctx context.Context, f *replayFlags) (*config.Config, *service.WarmStart, error) {
+	cfg := config.Default()
+	if *f.cfgPath != "" {
+		var err error
+		if cfg, err = loadConfig(ctx, *f.cfgPath); err != nil {
+			return nil, nil, err
+		}
+	}
+	if *f.format != "" {
+		cfg.Input.Format = *f.format
+	}
+	for _, l := range cfg.Learners {
+		f.g.learners = append(f.g.learners, l.Name)
+	}
+	if cfg.Models.By == "key" {
+		// A report per key's model: the gates, plot and JUnit file of one
+		// model do not apply, and a model file holds one model.
+		for _, fl := range []struct {
+			name string
+			set  bool
+		}{{"--plot", *f.plotPath != ""}, {"--junit", *f.junitPath != ""}, {"--save", *f.save != ""},
+			{"--min-accuracy", len(f.g.min) > 0}, {"--fail-on-violation", f.g.failOnViolation}} {
+			if fl.set {
+				return nil, nil, usageErr(f.fs, "%s is about one model; with models.by: key the replay reports a model per key", fl.name)
+			}
+		}
+	}
+	warm, err := loadWarmStart(cmp.Or(*f.warmStart, cfg.Models.WarmStart), cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if *f.save != "" {
+		if err := notOverwritten(*f.save, f.fs.Args()); err != nil {
+			return nil, nil, fmt.Errorf("replay: --save: %w", err)
+		}
+	}
+	if *f.deadPath == "" && cfg.Sinks.DeadLetters != nil && cfg.Sinks.DeadLetters.Kind == "file" {
+		*f.deadPath = cfg.Sinks.DeadLetters.Path
+	}
+	for _, out := range []struct{ flag, path string }{{"--dead-letters", *f.deadPath}, {"--plot", *f.plotPath}, {"--junit", *f.junitPath}} {
+		if out.path == "" || out.path == "-" {
+			continue
+		}
+		for _, in := range f.fs.Args() {
+			if in != "-" && connectors.SameFile(out.path, in) {
+				return nil, nil, fmt.Errorf("replay: %s %s is the input %s: it would be written while it is read; write it elsewhere", out.flag, out.path, in)
+			}
+		}
+	}
+	return cfg, warm, nil
+}
+
+// replayOptions are the options of the service a replay runs: the
+// service itself, on a source of the files, with the same decoding,
+// workers, tracker and dead letters as `run`. The caller sets the dead
+// letters and closes the source.
+func replayOptions(f *replayFlags, cfg *config.Config, warm *service.WarmStart, stderr io.Writer) service.Options {
+	opt := service.Options{Config: cfg, Source: service.NewFiles(f.fs.Args(), pipeline.EventConfig(cfg), os.Stdin),
+		HistoryPoints: -1, WarmStart: warm,
+		// Warnings, such as labels that came after their events expired.
+		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	if *f.envelope {
+		opt.Source = service.NewEnvelopes(f.fs.Args(), os.Stdin, int32(*f.partition), cfg.Input.MaxBytes)
+	}
+	if *f.plotPath != "" {
+		// The sampling of the live service's curves: the plot draws the
+		// points the dashboard's /v1/history serves for the same stream
+		// (internal/api TestHistory pins those to a replay's).
+		opt.HistoryPoints = service.DefaultHistoryPoints
+	}
+	return opt
+}
+
+// openDeadLetters opens and checks the dead letters file at path, or
+// returns nil for an empty path. The caller closes it; on error it is
+// closed already.
+//
+// The file is opened before the first record, as run does: locked (a
+// process appending to it, as a run does from its start, is refused now
+// rather than at the first dead letter, as is a folder that does not
+// exist) and rid of a torn tail. One that the replay made is removed at
+// its end if no dead letter came: a replay without bad records leaves no
+// file behind.
+func openDeadLetters(ctx context.Context, path string, stderr io.Writer) (*connectors.FileSink, error) {
+	if path == "" {
+		return nil, nil
+	}
+	dead := connectors.NewFileSink(path)
+	dead.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	dead.RemoveUnused = true
+	if err := dead.Check(ctx); err != nil {
+		dead.Close()
+		return nil, fmt.Errorf("replay: --dead-letters: %w", err)
+	}
+	return dead, nil
+}
+
+// reportReplay writes the reports of a replay that ended without error,
+// after saving its model (--save): a report per key's model, per
+// partition of a recording (--envelope), else writeReplayReport's. It
+// returns the error the exit status comes from.
+func reportReplay(stdout, stderr io.Writer, f *replayFlags, cfg *config.Config, svc *service.Service, dead *connectors.FileSink) error {
 	reps, err := svc.Reports()
 	if err != nil {
 		return err
@@ -169,27 +240,35 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	dlNote := ""
-	if *deadPath != "" {
-		dlNote = " (dead letters: " + *deadPath + ")"
+	if *f.deadPath != "" {
+		dlNote = " (dead letters: " + *f.deadPath + ")"
 	}
-	if err := checkIntake("replay", ins, *allowEmpty, dlNote, stderr); err != nil {
+	if err := checkIntake("replay", ins, *f.allowEmpty, dlNote, stderr); err != nil {
 		return err
 	}
 	learnSeconds := svc.LearnSeconds()
-	if *save != "" {
-		if err := saveModel(svc, *save, fs.Args()); err != nil {
+	if *f.save != "" {
+		if err := saveModel(svc, *f.save, f.fs.Args()); err != nil {
 			return err
 		}
 	}
 	if cfg.Models.By == "key" {
-		if len(reps) == 0 && !*allowEmpty {
-			return fmt.Errorf("replay: no record in %s (--allow-empty accepts an empty input)", strings.Join(fs.Args(), ", "))
+		if len(reps) == 0 && !*f.allowEmpty {
+			return fmt.Errorf("replay: no record in %s (--allow-empty accepts an empty input)", strings.Join(f.fs.Args(), ", "))
 		}
-		return writeReports(stdout, *reportFmt, reps, ins, learnSeconds)
+		return writeReports(stdout, *f.reportFmt, reps, ins, learnSeconds)
 	}
-	if *envelope {
-		return writeEnvelopeReports(stdout, *reportFmt, *junitPath, g, reps, ins, learnSeconds, *allowEmpty)
+	if *f.envelope {
+		return writeEnvelopeReports(stdout, *f.reportFmt, *f.junitPath, f.g, reps, ins, learnSeconds, *f.allowEmpty)
 	}
+	return writeReplayReport(stdout, f, svc, reps, ins, learnSeconds, dead)
+}
+
+// writeReplayReport writes the report of the one model of a replay (an
+// empty one when the input held no record), after closing the dead
+// letters and writing the plot and the JUnit file, and returns the error
+// of an empty input (but with --allow-empty) or of the gates.
+func writeReplayReport(stdout io.Writer, f *replayFlags, svc *service.Service, reps []service.Report, ins []service.Intake, learnSeconds float64, dead *connectors.FileSink) error {
 	rep := pipeline.Report{InvalidByReason: map[string]uint64{}, Learners: []regret.LearnerReport{}}
 	var curves [][]regret.Point
 	if len(reps) == 1 {
@@ -199,41 +278,41 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	rep.Seconds = learnSeconds
-	if rep.Events == 0 && !*allowEmpty {
-		return fmt.Errorf("replay: no record in %s (--allow-empty accepts an empty input)", strings.Join(fs.Args(), ", "))
+	if rep.Events == 0 && !*f.allowEmpty {
+		return fmt.Errorf("replay: no record in %s (--allow-empty accepts an empty input)", strings.Join(f.fs.Args(), ", "))
 	}
 	if dead != nil {
 		if err := dead.Close(); err != nil {
 			return err
 		}
 	}
-	if *plotPath != "" {
+	if *f.plotPath != "" {
 		names, algorithms := make([]string, len(rep.Learners)), make([]string, len(rep.Learners))
 		for i, l := range rep.Learners {
 			names[i], algorithms[i] = l.Name, l.Algorithm
 		}
-		title := fmt.Sprintf("%s: %d events, %d labeled", strings.Join(fs.Args(), ", "), rep.Events, rep.Labeled)
-		if err := writePlot(*plotPath, title, names, algorithms, curves); err != nil {
+		title := fmt.Sprintf("%s: %d events, %d labeled", strings.Join(f.fs.Args(), ", "), rep.Events, rep.Labeled)
+		if err := writePlot(*f.plotPath, title, names, algorithms, curves); err != nil {
 			return err
 		}
 	}
-	fails, err := g.failures(rep)
+	fails, err := f.g.failures(rep)
 	if err != nil {
 		return err
 	}
-	if *junitPath != "" {
-		if err := writeJUnit(*junitPath, strings.Join(fs.Args(), " "), rep, fails); err != nil {
+	if *f.junitPath != "" {
+		if err := writeJUnit(*f.junitPath, strings.Join(f.fs.Args(), " "), rep, fails); err != nil {
 			return err
 		}
 	}
-	if *reportFmt == "json" {
+	if *f.reportFmt == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		err = enc.Encode(rep)
 	} else {
 		err = writeTextReport(stdout, rep, paceOf(rep, ins, learnSeconds))
 	}
-	return errors.Join(err, g.check(rep, fails))
+	return errors.Join(err, f.g.check(rep, fails))
 }
 
 // showProgress writes the events learned so far to a terminal every

@@ -33,239 +33,49 @@ const runArgs = "[-c config.yaml] [--until-end] [--allow-empty] [--report text|j
 // tuning lets tests lower the transports' timeouts; zero in production.
 var tuning service.Tuning
 
+// runRun is the run command: it learns from the configured source until
+// it ends (--until-end) or ctx is done, then prints the final report. Each
+// step below opens what the next needs; runRun closes all of it, in the
+// reverse order, on every return.
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("run", runArgs, stderr)
-	cfgPath := fs.String("c", "", "config `file` (default: an embedded NATS JetStream server on 127.0.0.1:4222, stream EVENTS, subject events)")
-	untilEnd := fs.Bool("until-end", false, "stop once the source is consumed up to the end it had at start, then print the final report (a Kafka member waits for its group to settle first)")
-	allowEmpty := fs.Bool("allow-empty", false, "exit 0 with an empty report (no model learned or restored), and when every record that came was rejected (else exit 1, and 3), and let a Kafka member that its group gives no partition end without error")
-	reportFmt := fs.String("report", "text", "final report `format`: text or json (one object per model, a line each)")
-	httpAddr := fs.String("http", "", "serve the dashboard (/), /metrics, /healthz, /readyz and /v1/report on `addr` (default: the config's http.addr; off disables)")
-	preload := fs.String("preload", "", "publish the JSONL `file` into the source's topic or subject before consuming")
-	port := fs.Int("nats-port", 4222, "client `port` of the embedded server on 127.0.0.1 (without -c, or with source.kind embedded; -1 picks a free one)")
-	store := fs.String("store", "", "JetStream storage `dir` of the embedded server (without -c, or with source.kind embedded; default: source.store_dir, else a temporary directory removed at exit)")
-	tokenFile := fs.String("http-token-file", "", "require \"Authorization: Bearer <token>\" on the HTTP API (but /healthz, /readyz and the dashboard's files), the token in `file` (default: $"+tokenEnv+", else the config's http.token_file)")
-	ckptDir := fs.String("checkpoint-dir", "", "keep the models' checkpoints in `dir` and resume from them (default: the config's checkpoint.dir; none: no checkpoints)")
-	reset := fs.Bool("reset", false, "start afresh, from the broker's committed position, the model of a partition whose checkpoint does not hold what the broker says was committed (none, behind the commit, of another partition or stream), moving the checkpoint aside and logging what is dropped; without --rebuild, --reset or --accept such a partition stops run with an error")
-	rebuild := fs.Bool("rebuild", false, "rebuild the model of such a partition by learning its records again from the broker's log (Kafka, JetStream) up to the committed position, without publishing their outputs again: the model an uninterrupted run has there; stops with an error when the broker no longer holds those records")
-	logLevel := fs.String("log-level", "warn", "log `level`: debug (also the Kafka group's joins and assignments), info (also models restored, partitions assigned and revoked), warn or error")
-	start := fs.String("start", "", "where a first start begins, `POS`: earliest, latest, offset:N or time:RFC3339, for a Kafka partition its group committed nothing for, a JetStream durable not yet created (default: the config's source.start, else earliest); a consumer with a position resumes from it")
-	warmStart := fs.String("warm-start", "", "start every new model (a partition without a checkpoint) from the model `file` written by export or replay --save, of this configuration (default: the config's models.warm_start)")
-	accept := fs.Bool("accept", false, "restore such a checkpoint as it is (a group's offsets moved forward on purpose, a stream restored from a backup), logging what the model lacks or skips")
-	var resetLearners []string
-	fs.Func("reset-learner", "start learner `NAME` afresh when the checkpoints were written by another list of learners: name each learner added, dropped or whose settings changed (repeat the flag), and every other learner keeps its model, counts and bound; the checkpoints are then written for the new configuration at once, so the flag does nothing on later restarts", func(name string) error {
-		if name == "" {
-			return errors.New("empty learner name")
-		}
-		resetLearners = append(resetLearners, name)
-		return nil
-	})
-	if err := parse(fs, args); err != nil {
+	f, err := parseRunFlags(args, stderr)
+	if err != nil {
 		return err
 	}
-	if *reportFmt != "text" && *reportFmt != "json" {
-		return usageErr(fs, "--report %q: want text or json", *reportFmt)
+	cfg, err := runConfig(ctx, f)
+	if err != nil {
+		return err
 	}
-	if fs.NArg() > 0 {
-		return usageErr(fs, "unexpected arguments %q", fs.Args())
+	stopEmbedded, err := startRunEmbedded(f, cfg, stderr)
+	if err != nil {
+		return err
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return usageErr(fs, "--log-level %q: want debug, info, warn or error", *logLevel)
-	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-
-	var cfg *config.Config
-	if *cfgPath != "" {
-		var err error
-		if cfg, err = loadConfig(ctx, *cfgPath); err != nil {
-			return err
-		}
-	} else {
-		cfg = config.Default() // its source: the embedded server
-		cfg.HTTP.Addr = "127.0.0.1:8080"
-	}
-	if *start != "" {
-		if err := config.ValidStart(cfg.Source.Kind, *start); err != nil {
-			return usageErr(fs, "--start %s", err)
-		}
-		cfg.Source.Start = *start
-	}
-	warmPath := cmp.Or(*warmStart, cfg.Models.WarmStart)
-	if cfg.Source.Kind == "embedded" {
-		// --nats-port and --store apply to the embedded server of any
-		// config; without -c, theirs are the defaults.
-		fs.Visit(func(f *flag.Flag) {
-			switch f.Name {
-			case "nats-port":
-				cfg.Source.Port = *port
-			case "store":
-				cfg.Source.StoreDir = *store
-			}
-		})
-		if *cfgPath == "" && cfg.Source.Port == 0 {
-			cfg.Source.Port = *port
-		}
-		emb, js, err := service.StartEmbedded(cfg.Source)
-		if err != nil {
-			if strings.Contains(err.Error(), "address already in use") {
-				err = fmt.Errorf("%w (another run may be using its port: --nats-port -1 picks a free one)", err)
-			}
-			return err
-		}
-		defer emb.Shutdown()
-		cfg.Source = js
-		fmt.Fprintf(stderr, "streamlearn: embedded NATS JetStream at %s: events published to subject %q are learned (stream %s, durable %s)\n",
-			emb.ClientURL(), cfg.Source.Subject, cfg.Source.Stream, cfg.Source.Durable)
-	}
-	// The sinks first, each checked (a Kafka topic asked for, or made with
-	// create: true; a JetStream stream looked up; a file opened, locked
-	// and rid of a torn tail): outputs with nowhere to
-	// go stop the run before anything is preloaded or the source opened,
-	// so nothing is consumed and no durable or group position is made.
-	var sinks []connectors.Sink
-	var outs [3]connectors.Sink
-	closeSinks := func() (err error) {
-		for _, s := range sinks {
-			err = errors.Join(err, s.Close())
-		}
-		sinks = nil
+	defer stopEmbedded()
+	outs, closeSinks, err := openRunSinks(ctx, cfg, f.logger)
+	if err != nil {
 		return err
 	}
 	defer closeSinks() // on the errors before the run; after it, closed below
-	for i, s := range []struct {
-		key string
-		cfg *config.Sink
-	}{{"predictions", cfg.Sinks.Predictions}, {"reports", cfg.Sinks.Reports}, {"dead_letters", cfg.Sinks.DeadLetters}} {
-		if s.cfg != nil && s.cfg.Kind == "file" && cfg.Source.Kind == "file" && connectors.SameFile(s.cfg.Path, cfg.Source.Path) {
-			// Refused before the sink's check, which would cut a torn
-			// tail off the source.
-			return fmt.Errorf("sinks.%s: file sink %s is the source's file %s: its lines would be read back as records, forever; give the sink another path", s.key, s.cfg.Path, cfg.Source.Path)
-		}
-		sink, err := service.OpenSink(s.cfg, cfg.Source, tuning)
-		if err != nil {
-			return fmt.Errorf("sinks.%s: %w", s.key, err)
-		}
-		if sink == nil {
-			continue
-		}
-		sinks = append(sinks, sink)
-		if f, ok := sink.(*connectors.FileSink); ok {
-			f.Logger = logger // a torn tail removed at open
-		}
-		if c, ok := sink.(interface{ Check(context.Context) error }); ok {
-			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			err := c.Check(cctx)
-			cancel()
-			if err != nil {
-				return fmt.Errorf("sinks.%s: %w", s.key, err)
-			}
-		}
-		outs[i] = sink
-	}
-	if *preload != "" {
-		n, err := publishFile(ctx, *preload, cfg.Source, "")
+	if *f.preload != "" {
+		n, err := publishFile(ctx, *f.preload, cfg.Source, "")
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stderr, "streamlearn: preloaded %d records from %s\n", n, *preload)
+		fmt.Fprintf(stderr, "streamlearn: preloaded %d records from %s\n", n, *f.preload)
 	}
-
-	if n := btoi(*reset) + btoi(*accept) + btoi(*rebuild); n > 1 {
-		return usageErr(fs, "--rebuild, --reset and --accept: choose one")
-	}
-	ckpts, closeStore, err := openCheckpoints(ctx, cmp.Or(*ckptDir, cfg.Checkpoint.Dir), cfg)
+	resume, releaseCheckpoints, err := openRunCheckpoints(ctx, f, cfg)
 	if err != nil {
 		return err
 	}
-	defer closeStore()
-	warm, err := loadWarmStart(warmPath, cfg)
-	if err != nil {
-		if ckpts == nil {
-			return err // every model is new
-		}
-		// Only a partition without a checkpoint needs the file: the
-		// others restore theirs (a learner list changed with
-		// --reset-learner, a file moved away since).
-		logger.Warn("the warm start cannot start models: a partition without a checkpoint will stop the run", "model", warmPath, "err", err)
-		warm = &service.WarmStart{Path: warmPath, Err: err}
-	}
-	var owned []int32
-	if ckpts != nil && cfg.Source.Kind != "kafka" {
-		// One partition, no consumer group: own it before the source
-		// opens, since opening a JetStream durable resets it and the
-		// first fetch pulls messages another process's model may be
-		// waiting for.
-		release, err := service.Own(ctx, ckpts, 0, cfg.Checkpoint.OwnWait, "partition 0 of the "+cfg.Source.Kind+" source", nil)
-		if err != nil {
-			return err
-		}
-		defer release()
-		owned = []int32{0}
-	}
-	var onMismatch service.Mismatch
-	switch {
-	case *reset:
-		onMismatch = service.MismatchReset
-	case *accept:
-		onMismatch = service.MismatchAccept
-	case *rebuild:
-		onMismatch = service.MismatchRebuild
-	default:
-		m, err := service.ParseMismatch(cfg.Checkpoint.OnMismatch)
-		if err != nil {
-			return fmt.Errorf("checkpoint.%w", err)
-		}
-		onMismatch = m
-	}
-	if name := service.SourceName(cfg.Source, tuning); ckpts != nil && onMismatch == service.MismatchFail && name != "" {
-		// Another durable's checkpoint is refused before the source
-		// opens, which would create this durable.
-		if err := service.CheckConsumer(ctx, ckpts, name); err != nil {
-			return err
-		}
-	}
-	src, err := service.OpenSource(ctx, cfg.Source, service.SourceOptions{UntilEnd: *untilEnd, AllowEmpty: *allowEmpty, Logger: logger, MaxBytes: cfg.Input.MaxBytes, Format: cfg.Input.Format}, tuning)
+	defer releaseCheckpoints()
+	src, err := openRunSource(ctx, cfg, resume.ckpts, resume.onMismatch, f.untilEnd, f.allowEmpty, f.logger)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	opt := service.Options{Config: cfg, Source: src, Logger: logger, OwnWait: cfg.Checkpoint.OwnWait, Owned: owned}
-	opt.ResetLearners, opt.WarmStart = resetLearners, warm
-	if ckpts != nil {
-		if cfg.Source.CommitEvery != 0 || cfg.Source.CommitInterval != 0 {
-			return errors.New("run: --checkpoint-dir: with checkpoints a commit follows each checkpoint; source.commit_every and commit_interval do not apply: set checkpoint.every instead")
-		}
-		opt.Checkpoints, opt.CommitEvery = ckpts, cfg.Checkpoint.Every
-	} else {
-		opt.CommitEvery, opt.CommitInterval = cfg.Source.CommitEvery, cfg.Source.CommitInterval
-	}
-	opt.OnMismatch = onMismatch
-	opt.Predictions, opt.Reports, opt.DeadLetters = outs[0], outs[1], outs[2]
-	if r := cfg.Sinks.Reports; r != nil {
-		opt.ReportEvery, opt.ReportInterval = r.Every, r.Interval
-	}
-	hist := metrics.NewEventDuration()
-	opt.EventDuration = hist
-	latency := metrics.NewPredictionLatency()
-	if opt.Predictions != nil {
-		opt.Latency = latency
-	}
-	addr := cfg.HTTP.Addr
-	if *httpAddr != "" {
-		addr = *httpAddr
-	}
-	var srv *http.Server
-	if addr == "" || addr == "off" {
-		opt.HistoryPoints = -1 // the curves are for the dashboard
-	}
-	svc, err := service.New(opt)
+	svc, srv, err := startRunService(f, cfg, src, resume, outs, stderr)
 	if err != nil {
 		return err
-	}
-	if addr != "" && addr != "off" {
-		if srv, err = startHTTP(addr, *tokenFile, cfg, api.Options{Snapshot: svc.Snapshot, Predictor: svc.Predictor, WantDigests: svc.WantDigests}, stderr, logger, hist, latency); err != nil {
-			return err
-		}
 	}
 	runErr := svc.Run(ctx)
 	if srv != nil {
@@ -280,6 +90,328 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if runErr != nil {
 		return runErr
 	}
+	return reportRun(stdout, stderr, *f.reportFmt, *f.allowEmpty, cfg, svc, src)
+}
+
+// runFlags is run's command line, parsed and checked by parseRunFlags.
+// Each field points at a flag's value; fs is kept for the usage errors
+// found later and for which flags were set.
+type runFlags struct {
+	fs                                           *flag.FlagSet
+	cfgPath, reportFmt, httpAddr, preload, store *string
+	tokenFile, ckptDir, start, warmStart         *string
+	untilEnd, allowEmpty, reset, rebuild, accept *bool
+	port                                         *int
+	resetLearners                                []string
+	logger                                       *slog.Logger // at --log-level, on stderr
+}
+
+// parseRunFlags parses run's args, checks the values that need no config
+// (--report, --log-level, no arguments) and makes the logger. Its errors
+// are usage errors already printed to stderr (or flag.ErrHelp).
+func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
+	fs := newFlagSet("run", runArgs, stderr)
+	f := &runFlags{fs: fs}
+	f.cfgPath = fs.String("c", "", "config `file` (default: an embedded NATS JetStream server on 127.0.0.1:4222, stream EVENTS, subject events)")
+	f.untilEnd = fs.Bool("until-end", false, "stop once the source is consumed up to the end it had at start, then print the final report (a Kafka member waits for its group to settle first)")
+	f.allowEmpty = fs.Bool("allow-empty", false, "exit 0 with an empty report (no model learned or restored), and when every record that came was rejected (else exit 1, and 3), and let a Kafka member that its group gives no partition end without error")
+	f.reportFmt = fs.String("report", "text", "final report `format`: text or json (one object per model, a line each)")
+	f.httpAddr = fs.String("http", "", "serve the dashboard (/), /metrics, /healthz, /readyz and /v1/report on `addr` (default: the config's http.addr; off disables)")
+	f.preload = fs.String("preload", "", "publish the JSONL `file` into the source's topic or subject before consuming")
+	f.port = fs.Int("nats-port", 4222, "client `port` of the embedded server on 127.0.0.1 (without -c, or with source.kind embedded; -1 picks a free one)")
+	f.store = fs.String("store", "", "JetStream storage `dir` of the embedded server (without -c, or with source.kind embedded; default: source.store_dir, else a temporary directory removed at exit)")
+	f.tokenFile = fs.String("http-token-file", "", "require \"Authorization: Bearer <token>\" on the HTTP API (but /healthz, /readyz and the dashboard's files), the token in `file` (default: $"+tokenEnv+", else the config's http.token_file)")
+	f.ckptDir = fs.String("checkpoint-dir", "", "keep the models' checkpoints in `dir` and resume from them (default: the config's checkpoint.dir; none: no checkpoints)")
+	f.reset = fs.Bool("reset", false, "start afresh, from the broker's committed position, the model of a partition whose checkpoint does not hold what the broker says was committed (none, behind the commit, of another partition or stream), moving the checkpoint aside and logging what is dropped; without --rebuild, --reset or --accept such a partition stops run with an error")
+	f.rebuild = fs.Bool("rebuild", false, "rebuild the model of such a partition by learning its records again from the broker's log (Kafka, JetStream) up to the committed position, without publishing their outputs again: the model an uninterrupted run has there; stops with an error when the broker no longer holds those records")
+	logLevel := fs.String("log-level", "warn", "log `level`: debug (also the Kafka group's joins and assignments), info (also models restored, partitions assigned and revoked), warn or error")
+	f.start = fs.String("start", "", "where a first start begins, `POS`: earliest, latest, offset:N or time:RFC3339, for a Kafka partition its group committed nothing for, a JetStream durable not yet created (default: the config's source.start, else earliest); a consumer with a position resumes from it")
+	f.warmStart = fs.String("warm-start", "", "start every new model (a partition without a checkpoint) from the model `file` written by export or replay --save, of this configuration (default: the config's models.warm_start)")
+	f.accept = fs.Bool("accept", false, "restore such a checkpoint as it is (a group's offsets moved forward on purpose, a stream restored from a backup), logging what the model lacks or skips")
+	fs.Func("reset-learner", "start learner `NAME` afresh when the checkpoints were written by another list of learners: name each learner added, dropped or whose settings changed (repeat the flag), and every other learner keeps its model, counts and bound; the checkpoints are then written for the new configuration at once, so the flag does nothing on later restarts", func(name string) error {
+		if name == "" {
+			return errors.New("empty learner name")
+		}
+		f.resetLearners = append(f.resetLearners, name)
+		return nil
+	})
+	if err := parse(fs, args); err != nil {
+		return nil, err
+	}
+	if *f.reportFmt != "text" && *f.reportFmt != "json" {
+		return nil, usageErr(fs, "--report %q: want text or json", *f.reportFmt)
+	}
+	if fs.NArg() > 0 {
+		return nil, usageErr(fs, "unexpected arguments %q", fs.Args())
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return nil, usageErr(fs, "--log-level %q: want debug, info, warn or error", *logLevel)
+	}
+	f.logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	return f, nil
+}
+
+// runConfig returns the configuration run learns with: -c's file, else
+// the default (the embedded server, HTTP on 127.0.0.1:8080), with --start
+// applied. The embedded server's flags are applied by startRunEmbedded.
+func runConfig(ctx context.Context, f *runFlags) (*config.Config, error) {
+	var cfg *config.Config
+	if *f.cfgPath != "" {
+		var err error
+		if cfg, err = loadConfig(ctx, *f.cfgPath); err != nil {
+			return nil, err
+		}
+	} else {
+		cfg = config.Default() // its source: the embedded server
+		cfg.HTTP.Addr = "127.0.0.1:8080"
+	}
+	if *f.start != "" {
+		if err := config.ValidStart(cfg.Source.Kind, *f.start); err != nil {
+			return nil, usageErr(f.fs, "--start %s", err)
+		}
+		cfg.Source.Start = *f.start
+	}
+	return cfg, nil
+}
+
+// startRunEmbedded starts the embedded NATS JetStream server when cfg's
+// source is one (with --nats-port and --store applied), says where on
+// stderr and replaces cfg.Source by the server's JetStream source. The
+// caller calls shutdown when done (a no-op without an embedded server);
+// on error nothing is left running.
+func startRunEmbedded(f *runFlags, cfg *config.Config, stderr io.Writer) (shutdown func(), err error) {
+	if cfg.Source.Kind != "embedded" {
+		return func() {}, nil
+	}
+	// --nats-port and --store apply to the embedded server of any
+	// config; without -c, theirs are the defaults.
+	f.fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "nats-port":
+			cfg.Source.Port = *f.port
+		case "store":
+			cfg.Source.StoreDir = *f.store
+		}
+	})
+	if *f.cfgPath == "" && cfg.Source.Port == 0 {
+		cfg.Source.Port = *f.port
+	}
+	emb, js, err := service.StartEmbedded(cfg.Source)
+	if err != nil {
+		if strings.Contains(err.Error(), "address already in use") {
+			err = fmt.Errorf("%w (another run may be using its port: --nats-port -1 picks a free one)", err)
+		}
+		return nil, err
+	}
+	cfg.Source = js
+	fmt.Fprintf(stderr, "streamlearn: embedded NATS JetStream at %s: events published to subject %q are learned (stream %s, durable %s)\n",
+		emb.ClientURL(), cfg.Source.Subject, cfg.Source.Stream, cfg.Source.Durable)
+	return emb.Shutdown, nil
+}
+
+// openRunSinks opens and checks cfg's sinks, in the order of outs:
+// predictions, reports, dead letters (nil when not configured). The caller
+// calls closeSinks when done (it may call it twice: the second call does
+// nothing); on error the sinks opened are closed already.
+//
+// The sinks come first, each checked (a Kafka topic asked for, or made
+// with create: true; a JetStream stream looked up; a file opened, locked
+// and rid of a torn tail): outputs with nowhere to go stop the run before
+// anything is preloaded or the source opened, so nothing is consumed and
+// no durable or group position is made.
+func openRunSinks(ctx context.Context, cfg *config.Config, logger *slog.Logger) (outs [3]connectors.Sink, closeSinks func() error, err error) {
+	var sinks []connectors.Sink
+	closeAll := func() (err error) {
+		for _, s := range sinks {
+			err = errors.Join(err, s.Close())
+		}
+		sinks = nil
+		return err
+	}
+	defer func() {
+		if err != nil {
+			closeAll() // the sinks opened before the one that failed
+		}
+	}()
+	for i, s := range []struct {
+		key string
+		cfg *config.Sink
+	}{{"predictions", cfg.Sinks.Predictions}, {"reports", cfg.Sinks.Reports}, {"dead_letters", cfg.Sinks.DeadLetters}} {
+		if s.cfg != nil && s.cfg.Kind == "file" && cfg.Source.Kind == "file" && connectors.SameFile(s.cfg.Path, cfg.Source.Path) {
+			// Refused before the sink's check, which would cut a torn
+			// tail off the source.
+			return outs, nil, fmt.Errorf("sinks.%s: file sink %s is the source's file %s: its lines would be read back as records, forever; give the sink another path", s.key, s.cfg.Path, cfg.Source.Path)
+		}
+		sink, err := service.OpenSink(s.cfg, cfg.Source, tuning)
+		if err != nil {
+			return outs, nil, fmt.Errorf("sinks.%s: %w", s.key, err)
+		}
+		if sink == nil {
+			continue
+		}
+		sinks = append(sinks, sink)
+		if f, ok := sink.(*connectors.FileSink); ok {
+			f.Logger = logger // a torn tail removed at open
+		}
+		if c, ok := sink.(interface{ Check(context.Context) error }); ok {
+			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			err := c.Check(cctx)
+			cancel()
+			if err != nil {
+				return outs, nil, fmt.Errorf("sinks.%s: %w", s.key, err)
+			}
+		}
+		outs[i] = sink
+	}
+	return outs, closeAll, nil
+}
+
+// resumed is what run's models start from: the checkpoint store (nil
+// without checkpoints), the warm start of new models (nil without), the
+// partitions this process owns before its source opens, and what to do
+// with a checkpoint that does not hold what the broker committed.
+type resumed struct {
+	ckpts      checkpoint.Store
+	warm       *service.WarmStart
+	owned      []int32
+	onMismatch service.Mismatch
+}
+
+// openRunCheckpoints opens the checkpoint store (--checkpoint-dir, else
+// the config's), reads the warm start and, for a source of one partition,
+// owns it. The caller calls release when done, which gives the partition
+// up and closes the store; on error nothing is left held.
+func openRunCheckpoints(ctx context.Context, f *runFlags, cfg *config.Config) (r resumed, release func(), err error) {
+	if n := btoi(*f.reset) + btoi(*f.accept) + btoi(*f.rebuild); n > 1 {
+		return r, nil, usageErr(f.fs, "--rebuild, --reset and --accept: choose one")
+	}
+	ckpts, closeStore, err := openCheckpoints(ctx, cmp.Or(*f.ckptDir, cfg.Checkpoint.Dir), cfg)
+	if err != nil {
+		return r, nil, err
+	}
+	undo := closeStore
+	defer func() {
+		if err != nil {
+			undo() // what was opened or owned before the error
+		}
+	}()
+	r.ckpts = ckpts
+	warmPath := cmp.Or(*f.warmStart, cfg.Models.WarmStart)
+	if r.warm, err = loadWarmStart(warmPath, cfg); err != nil {
+		if ckpts == nil {
+			return r, nil, err // every model is new
+		}
+		// Only a partition without a checkpoint needs the file: the
+		// others restore theirs (a learner list changed with
+		// --reset-learner, a file moved away since).
+		f.logger.Warn("the warm start cannot start models: a partition without a checkpoint will stop the run", "model", warmPath, "err", err)
+		r.warm, err = &service.WarmStart{Path: warmPath, Err: err}, nil
+	}
+	if ckpts != nil && cfg.Source.Kind != "kafka" {
+		// One partition, no consumer group: own it before the source
+		// opens, since opening a JetStream durable resets it and the
+		// first fetch pulls messages another process's model may be
+		// waiting for.
+		giveUp, err := service.Own(ctx, ckpts, 0, cfg.Checkpoint.OwnWait, "partition 0 of the "+cfg.Source.Kind+" source", nil)
+		if err != nil {
+			return r, nil, err
+		}
+		undo = func() { giveUp(); closeStore() }
+		r.owned = []int32{0}
+	}
+	if r.onMismatch, err = mismatchPolicy(f, cfg); err != nil {
+		return r, nil, err
+	}
+	return r, undo, nil
+}
+
+// mismatchPolicy is what --reset, --accept or --rebuild asks to do with a
+// checkpoint the broker disagrees with, else the config's
+// checkpoint.on_mismatch.
+func mismatchPolicy(f *runFlags, cfg *config.Config) (service.Mismatch, error) {
+	switch {
+	case *f.reset:
+		return service.MismatchReset, nil
+	case *f.accept:
+		return service.MismatchAccept, nil
+	case *f.rebuild:
+		return service.MismatchRebuild, nil
+	}
+	m, err := service.ParseMismatch(cfg.Checkpoint.OnMismatch)
+	if err != nil {
+		return 0, fmt.Errorf("checkpoint.%w", err)
+	}
+	return m, nil
+}
+
+// openRunSource opens cfg's source, after refusing, when checkpoints
+// are kept and a mismatch fails the run, a store written by another
+// durable. The caller closes the source.
+func openRunSource(ctx context.Context, cfg *config.Config, ckpts checkpoint.Store, onMismatch service.Mismatch, untilEnd, allowEmpty *bool, logger *slog.Logger) (connectors.Source, error) {
+	if name := service.SourceName(cfg.Source, tuning); ckpts != nil && onMismatch == service.MismatchFail && name != "" {
+		// Another durable's checkpoint is refused before the source
+		// opens, which would create this durable.
+		if err := service.CheckConsumer(ctx, ckpts, name); err != nil {
+			return nil, err
+		}
+	}
+	src, err := service.OpenSource(ctx, cfg.Source, service.SourceOptions{UntilEnd: *untilEnd, AllowEmpty: *allowEmpty, Logger: logger, MaxBytes: cfg.Input.MaxBytes, Format: cfg.Input.Format}, tuning)
+	if err != nil {
+		return nil, err
+	}
+	return src, nil
+}
+
+// startRunService makes the service of a run on src, its outputs outs
+// and what it resumes from, and starts the HTTP server on its snapshots
+// (--http, else the config's http.addr; none for "" or "off"). The
+// caller runs the service and shuts srv down when it is not nil.
+func startRunService(f *runFlags, cfg *config.Config, src connectors.Source, res resumed, outs [3]connectors.Sink, stderr io.Writer) (svc *service.Service, srv *http.Server, err error) {
+	opt := service.Options{Config: cfg, Source: src, Logger: f.logger, OwnWait: cfg.Checkpoint.OwnWait, Owned: res.owned}
+	opt.ResetLearners, opt.WarmStart = f.resetLearners, res.warm
+	if res.ckpts != nil {
+		if cfg.Source.CommitEvery != 0 || cfg.Source.CommitInterval != 0 {
+			return nil, nil, errors.New("run: --checkpoint-dir: with checkpoints a commit follows each checkpoint; source.commit_every and commit_interval do not apply: set checkpoint.every instead")
+		}
+		opt.Checkpoints, opt.CommitEvery = res.ckpts, cfg.Checkpoint.Every
+	} else {
+		opt.CommitEvery, opt.CommitInterval = cfg.Source.CommitEvery, cfg.Source.CommitInterval
+	}
+	opt.OnMismatch = res.onMismatch
+	opt.Predictions, opt.Reports, opt.DeadLetters = outs[0], outs[1], outs[2]
+	if r := cfg.Sinks.Reports; r != nil {
+		opt.ReportEvery, opt.ReportInterval = r.Every, r.Interval
+	}
+	hist := metrics.NewEventDuration()
+	opt.EventDuration = hist
+	latency := metrics.NewPredictionLatency()
+	if opt.Predictions != nil {
+		opt.Latency = latency
+	}
+	addr := cfg.HTTP.Addr
+	if *f.httpAddr != "" {
+		addr = *f.httpAddr
+	}
+	if addr == "" || addr == "off" {
+		opt.HistoryPoints = -1 // the curves are for the dashboard
+	}
+	if svc, err = service.New(opt); err != nil {
+		return nil, nil, err
+	}
+	if addr != "" && addr != "off" {
+		if srv, err = startHTTP(addr, *f.tokenFile, cfg, api.Options{Snapshot: svc.Snapshot, Predictor: svc.Predictor, WantDigests: svc.WantDigests}, stderr, f.logger, hist, latency); err != nil {
+			return nil, nil, err
+		}
+	}
+	return svc, srv, nil
+}
+
+// reportRun writes the final report of a run that ended without error,
+// in format, and returns the error its exit status comes from: no model
+// to report (but with allowEmpty) or nothing learned of the records that
+// came (checkIntake).
+func reportRun(stdout, stderr io.Writer, format string, allowEmpty bool, cfg *config.Config, svc *service.Service, src connectors.Source) error {
 	reports, err := svc.Reports()
 	if err != nil {
 		return err
@@ -287,7 +419,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	// A model started from a warm start and given nothing is not one the
 	// source made: an empty source stays an error without --allow-empty.
 	learned := slices.ContainsFunc(reports, func(r service.Report) bool { return r.WarmStart == nil || r.Events > r.WarmStart.Events })
-	if !learned && !*allowEmpty {
+	if !learned && !allowEmpty {
 		return fmt.Errorf("run: no model to report: %s delivered no event and no checkpoint holds a model of a partition this process owns (--allow-empty accepts an empty report)", src.Name())
 	}
 	ins, err := svc.Intakes()
@@ -298,10 +430,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if cfg.Sinks.DeadLetters != nil {
 		dlNote = " (dead letters: sinks.dead_letters)"
 	}
-	if err := checkIntake("run", ins, *allowEmpty, dlNote, stderr); err != nil {
+	if err := checkIntake("run", ins, allowEmpty, dlNote, stderr); err != nil {
 		return err
 	}
-	return writeReports(stdout, *reportFmt, reports, ins, svc.LearnSeconds())
+	return writeReports(stdout, format, reports, ins, svc.LearnSeconds())
 }
 
 // writeReports writes one report per model, as JSON lines or as text,
