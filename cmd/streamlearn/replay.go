@@ -18,6 +18,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/checkpoint"
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/connectors/filesource"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
 	"github.com/streamlearn/streamlearn/internal/regret"
 	"github.com/streamlearn/streamlearn/internal/service"
@@ -115,12 +116,12 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	// The service itself, on a source of the files: the same decoding,
 	// workers, tracker and dead letters as `run`.
-	opt := service.Options{Config: cfg, Source: service.NewFiles(fs.Args(), pipeline.EventConfig(cfg), os.Stdin),
+	opt := service.Options{Config: cfg, Source: filesource.NewFiles(fs.Args(), pipeline.EventConfig(cfg), os.Stdin),
 		HistoryPoints: -1, WarmStart: warm,
 		// Warnings, such as labels that came after their events expired.
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if *envelope {
-		opt.Source = service.NewEnvelopes(fs.Args(), os.Stdin, int32(*partition), cfg.Input.MaxBytes)
+		opt.Source = filesource.NewEnvelopes(fs.Args(), os.Stdin, int32(*partition), cfg.Input.MaxBytes)
 	}
 	if *plotPath != "" {
 		// The sampling of the live service's curves: the plot draws the
@@ -243,7 +244,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 func showProgress(svc *service.Service, src connectors.Source, w io.Writer) (stop func()) {
 	done := make(chan struct{})
 	finished := make(chan struct{})
-	progress, _ := src.(interface{ Progress() (read, total int64) })
+	progress, _ := src.(connectors.Progresser)
 	go func() {
 		defer close(finished)
 		start := time.Now()

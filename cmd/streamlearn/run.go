@@ -152,7 +152,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if f, ok := sink.(*connectors.FileSink); ok {
 			f.Logger = logger // a torn tail removed at open
 		}
-		if c, ok := sink.(interface{ Check(context.Context) error }); ok {
+		if c, ok := sink.(connectors.Checker); ok {
 			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			err := c.Check(cctx)
 			cancel()

@@ -171,6 +171,16 @@ type Prober interface {
 	Probability(p Prediction) (prob float64, ok bool)
 }
 
+// A Domained learner predicts over a hypothesis class whose domain is not
+// every vector (a table of points, a grid of intervals): its theorem
+// holds for the events of the domain only, so an event outside it must
+// reach neither Predict nor Learn. Such a learner also reads raw feature
+// values, in the units its class's grid is in, never scaled ones.
+type Domained interface {
+	// InDomain reports whether x lies in the domain. It does not retain x.
+	InDomain(x Vector) bool
+}
+
 // Sigmoid returns 1/(1+e^(−z)) without overflow.
 func Sigmoid(z float64) float64 {
 	if z >= 0 {
