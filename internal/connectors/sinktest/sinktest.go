@@ -2,10 +2,10 @@
 // implementations, the counterpart of sourcetest for sources: every sink
 // runs through Run.
 //
-// Run publishes records — valid events and bad ones (not JSON, invalid
-// UTF-8), which a sink must carry as they are — into new destinations and
-// reads back what each destination holds, checking what the sink
-// promises:
+// Run publishes records — sourcetest.Values: valid events and bad ones
+// (not JSON, invalid UTF-8), which a sink must carry as they are — into
+// new destinations, reads back what each destination holds, and checks
+// what the sink promises:
 //
 //   - publish and flush: a Checker's Check passes on a destination that
 //     takes the messages; once Flush returned, the destination holds every
@@ -28,7 +28,8 @@
 //     stored again, with its identity, where it does not (Kafka's
 //     streamlearn-id header, by which a consumer drops it).
 //
-// The package depends on the standard library and connectors only.
+// The package depends on the standard library, connectors and sourcetest
+// only.
 package sinktest
 
 import (
@@ -39,6 +40,7 @@ import (
 	"time"
 
 	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/connectors/sourcetest"
 )
 
 // A Harness makes the destinations and sinks under test.
@@ -70,23 +72,6 @@ type Message struct {
 	// ID is the identity the message carries (connectors.IDSink), ""
 	// when none.
 	ID string
-}
-
-// Values returns the records Run publishes: n events, every 7th of them
-// a bad record; none holds a newline.
-func Values(n int) [][]byte {
-	vs := make([][]byte, n)
-	for i := range vs {
-		switch {
-		case i%7 == 3:
-			vs[i] = fmt.Appendf(nil, `{"id": "bad-%d", broken`, i)
-		case i%7 == 5:
-			vs[i] = []byte{'{', 0xff, 0xfe, 0x80 | byte(i%64), '}'}
-		default:
-			vs[i] = fmt.Appendf(nil, `{"id":"e-%d","label":%d,"x":[%d]}`, i, i%2, i)
-		}
-	}
-	return vs
 }
 
 // keyOf returns the key Run publishes value with: one of a few, the same
@@ -173,7 +158,7 @@ func wantAll(t *testing.T, h Harness, what string, d Destination, values [][]byt
 }
 
 func testPublishFlush(t *testing.T, h Harness) {
-	values := Values(200)
+	values := sourcetest.Values(200)
 	d := open(t, h)
 	if c, ok := d.Sink.(connectors.Checker); ok {
 		if err := c.Check(ctx(t)); err != nil {
@@ -203,7 +188,7 @@ func testPublishFlush(t *testing.T, h Harness) {
 }
 
 func testClose(t *testing.T, h Harness) {
-	values := Values(100)
+	values := sourcetest.Values(100)
 	d := h.New(t)
 	if err := publish(ctx(t), d.Sink, values, 0, len(values)); err != nil {
 		d.Sink.Close()
@@ -217,7 +202,7 @@ func testClose(t *testing.T, h Harness) {
 
 func testBarrier(t *testing.T, h Harness) {
 	const before, after = 300, 3000
-	values := Values(before + after)
+	values := sourcetest.Values(before + after)
 	d := open(t, h)
 	s := d.Sink.(connectors.BarrierSink)
 
@@ -255,7 +240,7 @@ func testBarrier(t *testing.T, h Harness) {
 
 func testIdentities(t *testing.T, h Harness) {
 	const n, repeated = 40, 10
-	values := Values(n + 10)
+	values := sourcetest.Values(n + 10)
 	d := open(t, h)
 	s := d.Sink.(connectors.IDSink)
 	ids := make([]string, 0, n+repeated)

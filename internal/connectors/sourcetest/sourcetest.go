@@ -79,7 +79,8 @@ type Stream struct {
 }
 
 // Values returns the records Run publishes: n events, every 7th of them
-// a bad record.
+// a bad record. None holds a newline, so that a file carries each as one
+// line.
 func Values(n int) [][]byte {
 	vs := make([][]byte, n)
 	for i := range vs {
@@ -87,7 +88,7 @@ func Values(n int) [][]byte {
 		case i%7 == 3:
 			vs[i] = fmt.Appendf(nil, `{"id": "bad-%d", broken`, i)
 		case i%7 == 5:
-			vs[i] = []byte{'{', 0xff, 0xfe, byte(i), '}'}
+			vs[i] = []byte{'{', 0xff, 0xfe, 0x80 | byte(i%64), '}'}
 		default:
 			vs[i] = fmt.Appendf(nil, `{"id":"e-%d","label":%d,"x":[%d]}`, i, i%2, i)
 		}
