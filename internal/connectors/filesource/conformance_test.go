@@ -3,8 +3,6 @@ package filesource_test
 import (
 	"encoding/base64"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/streamlearn/streamlearn/internal/connectors"
@@ -21,11 +19,7 @@ func TestSourceConformance(t *testing.T) {
 	sourcetest.Run(t, "files", sourcetest.Harness{
 		FirstOffset: 1,
 		New: func(t *testing.T, values [][]byte) sourcetest.Stream {
-			var data []byte
-			for _, v := range values {
-				data = append(append(data, v...), '\n')
-			}
-			path := write(t, "stream.jsonl", data)
+			path := sourcetest.LinesFile(t, "stream.jsonl", values)
 			return sourcetest.Stream{Open: func(t *testing.T, _ bool) connectors.Source {
 				s := filesource.NewFiles([]string{path}, event.Config{}, nil)
 				t.Cleanup(func() { s.Close() })
@@ -36,11 +30,11 @@ func TestSourceConformance(t *testing.T) {
 
 	sourcetest.Run(t, "envelopes", sourcetest.Harness{
 		New: func(t *testing.T, values [][]byte) sourcetest.Stream {
-			var data []byte
+			lines := make([][]byte, len(values))
 			for i, v := range values {
-				data = fmt.Appendf(data, `{"partition":0,"offset":%d,"value_base64":%q}`+"\n", i, base64.StdEncoding.EncodeToString(v))
+				lines[i] = fmt.Appendf(nil, `{"partition":0,"offset":%d,"value_base64":%q}`, i, base64.StdEncoding.EncodeToString(v))
 			}
-			path := write(t, "stream.envelopes", data)
+			path := sourcetest.LinesFile(t, "stream.envelopes", lines)
 			return sourcetest.Stream{Open: func(t *testing.T, _ bool) connectors.Source {
 				s := filesource.NewEnvelopes([]string{path}, nil, -1, 1<<20)
 				t.Cleanup(func() { s.Close() })
@@ -48,15 +42,4 @@ func TestSourceConformance(t *testing.T) {
 			}}
 		},
 	})
-}
-
-// write writes data to a new file name in a temporary directory and
-// returns its path.
-func write(t *testing.T, name string, data []byte) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }

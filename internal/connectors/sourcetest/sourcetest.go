@@ -35,6 +35,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -94,6 +96,22 @@ func Values(n int) [][]byte {
 		}
 	}
 	return vs
+}
+
+// LinesFile writes lines, each with its newline, to a new file name in a
+// temporary directory of t and returns its path: the stream of a source
+// that reads a file.
+func LinesFile(t *testing.T, name string, lines [][]byte) string {
+	t.Helper()
+	var data []byte
+	for _, l := range lines {
+		data = append(append(data, l...), '\n')
+	}
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // Run runs the suite against h as subtests of t named name.
