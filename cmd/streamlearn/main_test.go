@@ -23,9 +23,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/connectors/filesource"
 	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
-	"github.com/streamlearn/streamlearn/internal/service"
 	"github.com/streamlearn/streamlearn/internal/testproc"
 )
 
@@ -919,7 +919,7 @@ func TestProgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := service.NewFiles([]string{demo, demo}, event.Config{}, nil)
+	src := filesource.NewFiles([]string{demo, demo}, event.Config{}, nil)
 	for {
 		if _, err := src.Fetch(t.Context()); err != nil {
 			break
@@ -928,7 +928,7 @@ func TestProgress(t *testing.T) {
 	if read, total := src.Progress(); total != 2*st.Size() || read != total {
 		t.Errorf("after both files: read %d of %d, want %d of %d", read, total, 2*st.Size(), 2*st.Size())
 	}
-	if _, total := service.NewFiles([]string{"-"}, event.Config{}, nil).Progress(); total != -1 {
+	if _, total := filesource.NewFiles([]string{"-"}, event.Config{}, nil).Progress(); total != -1 {
 		t.Errorf("stdin's size: %d, want -1 (unknown)", total)
 	}
 }

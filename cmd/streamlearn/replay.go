@@ -19,6 +19,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/checkpoint"
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/connectors/filesource"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
 	"github.com/streamlearn/streamlearn/internal/regret"
 	"github.com/streamlearn/streamlearn/internal/service"
@@ -186,12 +187,12 @@ func replayConfig(ctx context.Context, f *replayFlags) (*config.Config, *service
 // workers, tracker and dead letters as `run`. The caller sets the dead
 // letters and closes the source.
 func replayOptions(f *replayFlags, cfg *config.Config, warm *service.WarmStart, stderr io.Writer) service.Options {
-	opt := service.Options{Config: cfg, Source: service.NewFiles(f.fs.Args(), pipeline.EventConfig(cfg), os.Stdin),
+	opt := service.Options{Config: cfg, Source: filesource.NewFiles(f.fs.Args(), pipeline.EventConfig(cfg), os.Stdin),
 		HistoryPoints: -1, WarmStart: warm,
 		// Warnings, such as labels that came after their events expired.
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if *f.envelope {
-		opt.Source = service.NewEnvelopes(f.fs.Args(), os.Stdin, int32(*f.partition), cfg.Input.MaxBytes)
+		opt.Source = filesource.NewEnvelopes(f.fs.Args(), os.Stdin, int32(*f.partition), cfg.Input.MaxBytes)
 	}
 	if *f.plotPath != "" {
 		// The sampling of the live service's curves: the plot draws the
@@ -322,7 +323,7 @@ func writeReplayReport(stdout io.Writer, f *replayFlags, svc *service.Service, r
 func showProgress(svc *service.Service, src connectors.Source, w io.Writer) (stop func()) {
 	done := make(chan struct{})
 	finished := make(chan struct{})
-	progress, _ := src.(interface{ Progress() (read, total int64) })
+	progress, _ := src.(connectors.Progresser)
 	go func() {
 		defer close(finished)
 		start := time.Now()

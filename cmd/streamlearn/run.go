@@ -254,7 +254,7 @@ func openRunSinks(ctx context.Context, cfg *config.Config, logger *slog.Logger) 
 		if f, ok := sink.(*connectors.FileSink); ok {
 			f.Logger = logger // a torn tail removed at open
 		}
-		if c, ok := sink.(interface{ Check(context.Context) error }); ok {
+		if c, ok := sink.(connectors.Checker); ok {
 			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			err := c.Check(cctx)
 			cancel()

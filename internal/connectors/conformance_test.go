@@ -3,8 +3,6 @@ package connectors_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,14 +18,7 @@ func TestSourceConformance(t *testing.T) {
 	sourcetest.Run(t, "file", sourcetest.Harness{
 		FirstOffset: 1,
 		New: func(t *testing.T, values [][]byte) sourcetest.Stream {
-			var data []byte
-			for _, v := range values {
-				data = append(append(data, v...), '\n')
-			}
-			path := filepath.Join(t.TempDir(), "stream.jsonl")
-			if err := os.WriteFile(path, data, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			path := sourcetest.LinesFile(t, "stream.jsonl", values)
 			return sourcetest.Stream{Open: opener(func(context.Context, bool) (connectors.Source, error) {
 				return connectors.NewFileSource(path)
 			})}

@@ -35,9 +35,13 @@
 // (the committed position and the first retained one per partition, the
 // consumer and the stream's origin, so that a restore can be checked),
 // Rereader (read a partition again through a position, outside the group,
-// committing nothing; NotRetainedError when records are gone), Volatile
-// (offsets that do not survive a restart: core NATS), ProducerKeyed
-// (Record.Key is the producer's key) and Lined (offsets are line numbers).
+// committing nothing; NotRetainedError when records are gone) and
+// Progresser (how much of a finite input has been read). What a source is,
+// rather than does, is one Traits value (TraitsOf): Volatile (offsets that
+// do not survive a restart: core NATS), ProducerKeyed (Record.Key is the
+// producer's key: Kafka) and Lined (offsets are line numbers: the file
+// source). The sources of files that decode their records (replay's Files
+// and Envelopes) live beside this package, in filesource.
 //
 // # Sinks
 //
@@ -51,7 +55,9 @@
 // as Nats-Msg-Id and Kafka carries in the header streamlearn-id. A
 // FileSink writes whole lines, fsyncs at a barrier, removes a torn tail at
 // open and has one writer, held by an exclusive lock (FileInUseError names
-// the holder).
+// the holder). A Checker says before a run whether publishes can succeed
+// (the topic or stream exists, the file can be written). sinktest is the
+// suite every sink passes.
 //
 // # Dependencies
 //

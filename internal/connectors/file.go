@@ -67,6 +67,7 @@ type FileSink struct {
 var (
 	_ Sink        = (*FileSink)(nil)
 	_ BarrierSink = (*FileSink)(nil)
+	_ Checker     = (*FileSink)(nil)
 )
 
 // fileSinkBuffer is the size of a file sink's buffer: lines are written
@@ -534,9 +535,9 @@ func (s *FileSource) Commit(context.Context, Record) error { return nil }
 // Name returns "file:PATH".
 func (s *FileSource) Name() string { return "file:" + s.path }
 
-// LineOffsets reports true: a record's offset is its line number, and
-// messages name it as file:line (Lined).
-func (s *FileSource) LineOffsets() bool { return true }
+// Traits reports Lined: a record's offset is its line number, and
+// messages name it as file:line.
+func (s *FileSource) Traits() Traits { return Traits{Lined: true} }
 
 // Close closes the file.
 func (s *FileSource) Close() error { return s.f.Close() }

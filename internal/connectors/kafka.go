@@ -760,9 +760,8 @@ func kafkaListOffsets(ctx context.Context, cfg *KafkaConfig) (cluster string, fi
 // Name returns "kafka:<topic>".
 func (s *KafkaSource) Name() string { return s.name }
 
-// ProducerKeys reports true: a record's Key is its Kafka message key
-// (ProducerKeyed).
-func (s *KafkaSource) ProducerKeys() bool { return true }
+// Traits reports ProducerKeyed: a record's Key is its Kafka message key.
+func (s *KafkaSource) Traits() Traits { return Traits{ProducerKeyed: true} }
 
 // Position returns the group's committed offset of partition (less one)
 // as the generation that assigned the partition to this member said it,

@@ -42,6 +42,7 @@ type KafkaSink struct {
 var (
 	_ IDSink      = (*KafkaSink)(nil)
 	_ BarrierSink = (*KafkaSink)(nil)
+	_ Checker     = (*KafkaSink)(nil)
 )
 
 // NewKafkaSink returns a sink writing to topic (cfg.Topic when topic is

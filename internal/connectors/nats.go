@@ -408,12 +408,12 @@ func (s *NATSSource) Commit(context.Context, Record) error { return nil }
 // Name returns "nats:<subject>".
 func (s *NATSSource) Name() string { return s.name }
 
-// VolatileOffsets reports true: a core NATS record's offset is its arrival
+// Traits reports Volatile: a core NATS record's offset is its arrival
 // count in this subscription, which a restart begins again, so it does not
 // identify the record across restarts (see service's checkpoints).
-func (s *NATSSource) VolatileOffsets() bool { return true }
+func (s *NATSSource) Traits() Traits { return Traits{Volatile: true} }
 
-var _ Volatile = (*NATSSource)(nil)
+var _ traiter = (*NATSSource)(nil)
 
 // Dropped returns how many messages the client dropped because the
 // subscription's pending buffer was full (slow consumer). It is safe for

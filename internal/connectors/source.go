@@ -181,32 +181,47 @@ func (e *NotRetainedError) Error() string {
 		e.Partition, e.From, e.First)
 }
 
-// A Volatile source's offsets do not name its records across runs (a
-// core NATS subscription numbers arrivals from 1 in every run): a
-// checkpoint cannot say where it stands in the stream, only that it
-// learned so many records.
-type Volatile interface {
-	Source
-	// VolatileOffsets reports whether the offsets are volatile.
-	VolatileOffsets() bool
+// Traits are constant capabilities of a source: what its records'
+// offsets and keys mean, which does not change while it is open. The zero
+// Traits are a broker's: offsets that name records across runs, keys that
+// are not a producer's, offsets that are not lines. A source declares
+// other traits with a method Traits() Traits, which TraitsOf reads.
+type Traits struct {
+	// Volatile: the offsets do not name the records across runs (a core
+	// NATS subscription numbers arrivals from 1 in every run). A
+	// checkpoint cannot say where it stands in the stream, only that it
+	// learned so many records.
+	Volatile bool
+	// ProducerKeyed: Record.Key is the producer's key (a Kafka message
+	// key), which the outputs of a record keep: a prediction lands on the
+	// same partition of a co-partitioned topic as its event. (A NATS
+	// record's Key is its subject's last token, not a producer's key.)
+	ProducerKeyed bool
+	// Lined: the offsets are line numbers of one file, and messages name
+	// a record as name:line rather than name/partition/offset.
+	Lined bool
 }
 
-// A ProducerKeyed source's records carry their producer's key in
-// Record.Key (a Kafka message key), which the outputs of a record keep: a
-// prediction lands on the same partition of a co-partitioned topic as its
-// event. (A NATS record's Key is its subject's last token, not a
-// producer's key.)
-type ProducerKeyed interface {
-	Source
-	// ProducerKeys reports whether Record.Key is the producer's key.
-	ProducerKeys() bool
+// traiter is a source that declares its Traits.
+type traiter interface{ Traits() Traits }
+
+// TraitsOf returns src's traits: what its Traits method returns, the zero
+// Traits when it has none. Traits are constant, so a caller may read them
+// once, when it takes the source.
+func TraitsOf(src Source) Traits {
+	if t, ok := src.(traiter); ok {
+		return t.Traits()
+	}
+	return Traits{}
 }
 
-// A Lined source's offsets are line numbers of one file: messages name a
-// record as name:line rather than name/partition/offset.
-type Lined interface {
-	Source
-	LineOffsets() bool
+// A Progresser says how much of its input a source has read, when the
+// input has a known end: the bytes of the files a replay reads.
+type Progresser interface {
+	// Progress returns what was read so far and the input's total size,
+	// -1 when unknown (standard input, a pipe). It is safe to call from
+	// any goroutine, while another fetches.
+	Progress() (read, total int64)
 }
 
 // A Sink publishes messages: predictions, reports or dead letters.
@@ -245,6 +260,19 @@ type IDSink interface {
 	Sink
 	// PublishID is Publish with the message's identity id.
 	PublishID(ctx context.Context, id string, key, value []byte) error
+}
+
+// A Checker is a sink that can say, before anything is published,
+// whether its publishes can succeed: that its destination exists and
+// takes them (a JetStream stream that captures the subject, a Kafka topic
+// that exists, a file that can be locked and opened). A run checks its
+// sinks before it opens its source, so a refusal comes before anything is
+// consumed.
+type Checker interface {
+	Sink
+	// Check returns an error naming the sink and what it cannot do; nil
+	// when publishes can go out.
+	Check(ctx context.Context) error
 }
 
 // orDefault sets *p to d when *p is the zero value: the defaults of the

@@ -16,6 +16,7 @@ var (
 	_ online.Learner    = (*WeightedMajority)(nil)
 	_ online.Guaranteed = (*WeightedMajority)(nil)
 	_ online.Guaranteed = (*Hedge)(nil)
+	_ online.Domained   = (*WeightedMajority)(nil)
 )
 
 // HedgeConfig configures Weighted-Majority (Hedge). The zero value is

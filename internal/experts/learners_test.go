@@ -265,7 +265,7 @@ func TestOutsideDomain(t *testing.T) {
 		if !bytes.Equal(before, after) {
 			t.Errorf("%s: an event outside the domain changed the state", name)
 		}
-		if l.(interface{ InDomain(online.Vector) bool }).InDomain(outside) {
+		if l.(online.Domained).InDomain(outside) {
 			t.Errorf("%s: InDomain(7) true", name)
 		}
 	}

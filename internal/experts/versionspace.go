@@ -17,6 +17,9 @@ var (
 	_ online.Guaranteed = (*Halving)(nil)
 	_ online.Learner    = (*SOA)(nil)
 	_ online.Guaranteed = (*SOA)(nil)
+	_ online.Domained   = (*Consistent)(nil)
+	_ online.Domained   = (*Halving)(nil)
+	_ online.Domained   = (*SOA)(nil)
 )
 
 // versionSpace is the state the realizable-case learners share: the

@@ -77,7 +77,7 @@ func (s *Spec) build(n int, env Env) ([]online.Learner, error) {
 		}
 		// A learner over a hypothesis class reads raw feature values; the
 		// booster would pass it scaled ones.
-		if _, raw := l.(interface{ InDomain(online.Vector) bool }); raw {
+		if _, raw := l.(online.Domained); raw {
 			return nil, fmt.Errorf("algorithm: %s reads a hypothesis class and cannot be a weak learner", s.Algorithm)
 		}
 		ls[i] = l

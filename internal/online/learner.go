@@ -171,6 +171,17 @@ type Prober interface {
 	Probability(p Prediction) (prob float64, ok bool)
 }
 
+// A Domained learner predicts over a hypothesis class whose domain is not
+// every vector (a table of points, a grid of intervals): its theorem
+// holds for the events of the domain only, so a caller hands it no event
+// outside it, neither to Predict nor to Learn. It reads raw feature
+// values, in the units of its class's grid: a caller does not scale them
+// (and a booster, which would, does not take it as a weak learner).
+type Domained interface {
+	// InDomain reports whether x lies in the domain. It does not retain x.
+	InDomain(x Vector) bool
+}
+
 // Sigmoid returns 1/(1+e^(−z)) without overflow.
 func Sigmoid(z float64) float64 {
 	if z >= 0 {

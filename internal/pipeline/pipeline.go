@@ -38,7 +38,7 @@ type Pipeline struct {
 	tracker *regret.Tracker
 	scaled  online.Vector
 	preds   []online.Prediction
-	domains []interface{ InDomain(online.Vector) bool }
+	domains []online.Domained
 	delay   *delayedStore // nil unless labels.delayed
 
 	counts Counts
@@ -180,7 +180,7 @@ func newPipeline(c *config.Config, dg *digests) (*Pipeline, error) {
 		env.Prior, env.Built = append(env.Prior, lc.Name), append(env.Built, n.learner)
 		p.nodes = append(p.nodes, n)
 		p.tracker.Add(n.name, n.algorithm, n.learner)
-		if d, ok := n.learner.(interface{ InDomain(online.Vector) bool }); ok {
+		if d, ok := n.learner.(online.Domained); ok {
 			p.domains = append(p.domains, d)
 		}
 	}
@@ -219,7 +219,7 @@ func build(lc config.Learner, env learners.Env) (node, error) {
 		var o *online.OneVsRest
 		if o, err = online.NewOneVsRest(ls); err == nil {
 			l = o
-			if d, ok := ls[0].(interface{ InDomain(online.Vector) bool }); ok {
+			if d, ok := ls[0].(online.Domained); ok {
 				l = domainOneVsRest{o, d}
 			}
 		}
@@ -244,7 +244,7 @@ func build(lc config.Learner, env learners.Env) (node, error) {
 	}
 	// A learner over a hypothesis class reads raw feature values: the
 	// class's grid is in the feature's own units.
-	_, n.raw = l.(interface{ InDomain(online.Vector) bool })
+	_, n.raw = l.(online.Domained)
 	n.round, _ = l.(online.Rounder)
 	n.prober, _ = l.(online.Prober)
 	return n, nil
@@ -255,7 +255,7 @@ func build(lc config.Learner, env learners.Env) (node, error) {
 // same).
 type domainOneVsRest struct {
 	*online.OneVsRest
-	d interface{ InDomain(online.Vector) bool }
+	d online.Domained
 }
 
 func (o domainOneVsRest) InDomain(x online.Vector) bool { return o.d.InDomain(x) }

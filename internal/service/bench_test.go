@@ -41,6 +41,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/checkpoint"
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/connectors/filesource"
 	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/online"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
@@ -535,7 +536,7 @@ func BenchmarkReplay(b *testing.B) {
 			continue
 		}
 		replay := func(b *testing.B) {
-			src := service.NewFiles(in.paths, pipeline.EventConfig(c), nil)
+			src := filesource.NewFiles(in.paths, pipeline.EventConfig(c), nil)
 			svc, err := service.New(service.Options{Config: c, Source: src, HistoryPoints: -1})
 			if err != nil {
 				b.Fatal(err)

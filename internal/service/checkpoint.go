@@ -14,6 +14,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/checkpoint"
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/connectors/filesource"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
 )
 
@@ -72,8 +73,7 @@ func Fingerprint(c *config.Config) [32]byte {
 // volatile reports whether the source's offsets do not identify records
 // across restarts (core NATS), so that a restored model skips nothing.
 func volatile(src connectors.Source) bool {
-	v, ok := src.(connectors.Volatile)
-	return ok && v.VolatileOffsets()
+	return connectors.TraitsOf(src).Volatile
 }
 
 // restore loads partition's checkpoint into m, when there is one, after
@@ -793,7 +793,7 @@ func (s *Service) restoreIdle(ctx context.Context, start bool) error {
 		// A trained model serves from the start, before its partition
 		// brings a record: every partition the service owns has one. (Not
 		// for files: their partitions are known as they are read.)
-		if _, envelopes := s.opt.Source.(*Envelopes); !envelopes {
+		if _, envelopes := s.opt.Source.(*filesource.Envelopes); !envelopes {
 			for _, p := range owned {
 				if !slices.Contains(parts, p) {
 					parts = append(parts, p)

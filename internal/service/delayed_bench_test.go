@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/streamlearn/streamlearn/internal/config"
+	"github.com/streamlearn/streamlearn/internal/connectors/filesource"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
-	"github.com/streamlearn/streamlearn/internal/service"
 )
 
 // BenchmarkDelayedLabels: the throughput of delayed labels on a stream as
@@ -56,7 +56,7 @@ learners:
 			inline, delayed := filepath.Join(dir, "inline.jsonl"), filepath.Join(dir, "delayed.jsonl")
 			writeDelayedBench(b, inline, delayed, n, events)
 			run := func(b *testing.B, c *config.Config, path string) {
-				benchRun(b, c, service.NewFiles([]string{path}, pipeline.EventConfig(c), nil), n)
+				benchRun(b, c, filesource.NewFiles([]string{path}, pipeline.EventConfig(c), nil), n)
 			}
 			for _, mode := range []struct {
 				name string

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/streamlearn/streamlearn/internal/connectors/filesource"
 	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
 )
@@ -92,7 +93,7 @@ learners:
 
 	// The service.
 	dead := &memSink{}
-	src := NewFiles(names, pipeline.EventConfig(c), nil)
+	src := filesource.NewFiles(names, pipeline.EventConfig(c), nil)
 	s := newService(t, Options{Config: c, Source: src, DeadLetters: dead})
 	run(t, s)
 	reps, err := s.Reports()
@@ -159,3 +160,6 @@ func (c *collectDead) DeadLetter(d pipeline.DeadLetter) error {
 	c.letters = append(c.letters, fmt.Sprintf("%s:%d %s", d.Source, d.Offset, d.Reason))
 	return nil
 }
+
+// Files says how long its reads of pipes waited (blocker).
+var _ blocker = (*filesource.Files)(nil)

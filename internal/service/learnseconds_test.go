@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/streamlearn/streamlearn/internal/connectors/filesource"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
 )
 
@@ -101,7 +102,7 @@ func TestLearnSecondsLeavesOutStdinPause(t *testing.T) {
 	values := genEvents(2*n, 3, 0, 0, 0)
 	half := func(vs [][]byte) io.Reader { return bytes.NewReader(append(bytes.Join(vs, []byte("\n")), '\n')) }
 	stdin := &pausedReader{first: half(values[:n]), rest: half(values[n:]), pause: learnGap}
-	s := newService(t, Options{Config: c, Source: NewFiles([]string{"-"}, pipeline.EventConfig(c), stdin)})
+	s := newService(t, Options{Config: c, Source: filesource.NewFiles([]string{"-"}, pipeline.EventConfig(c), stdin)})
 	start := time.Now()
 	run(t, s)
 	checkLearnSeconds(t, s, n, time.Since(start))

@@ -29,6 +29,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/checkpoint"
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/connectors/filesource"
 	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
 	"github.com/streamlearn/streamlearn/internal/regret"
@@ -176,10 +177,10 @@ type Service struct {
 	predictions, reports, deadLetters connectors.Sink
 	dl                                *DeadLetters
 	predIDs                           connectors.IDSink // predictions, when it carries an identity
-	producerKeys                      bool              // the source's Record.Key is its producer's (connectors.ProducerKeyed)
-	lined                             bool              // the source's offsets are lines (connectors.Lined)
+	producerKeys                      bool              // the source's Record.Key is its producer's (Traits.ProducerKeyed)
+	lined                             bool              // the source's offsets are lines (Traits.Lined)
 
-	framed  Framed // Source, when it is a Framed source
+	framed  filesource.Framed // Source, when it is a Framed source
 	workers map[int32]*worker
 	// lastWorker is the worker of the last record dispatched; nil once
 	// a model is dropped.
@@ -488,13 +489,9 @@ func New(opt Options) (*Service, error) {
 		s.dl = &DeadLetters{Sink: s.deadLetters, IDSource: s.idSource}
 	}
 	s.predIDs, _ = s.predictions.(connectors.IDSink)
-	if pk, ok := opt.Source.(connectors.ProducerKeyed); ok {
-		s.producerKeys = pk.ProducerKeys()
-	}
-	if l, ok := opt.Source.(connectors.Lined); ok {
-		s.lined = l.LineOffsets()
-	}
-	s.framed, _ = opt.Source.(Framed)
+	traits := connectors.TraitsOf(opt.Source)
+	s.producerKeys, s.lined = traits.ProducerKeyed, traits.Lined
+	s.framed, _ = opt.Source.(filesource.Framed)
 	s.snap.Store(&Snapshot{Time: time.Now(), Source: opt.Source.Name(), Reports: []Report{}})
 	return s, nil
 }
@@ -506,7 +503,7 @@ func New(opt Options) (*Service, error) {
 // and the decoder of single records is never used for them.
 func recordConfig(opt Options) event.Config {
 	c := pipeline.EventConfig(opt.Config)
-	if _, framed := opt.Source.(Framed); framed && c.Format == event.CSV {
+	if _, framed := opt.Source.(filesource.Framed); framed && c.Format == event.CSV {
 		c.Format = event.JSONL
 	}
 	return c
@@ -626,10 +623,10 @@ func (s *Service) stopWorkers(ctx context.Context) error {
 }
 
 // A blocker is a source whose Fetch can block for input inside a call
-// that then returns a record (a pipe whose writer pauses): blocked returns
+// that then returns a record (a pipe whose writer pauses): Blocked returns
 // the total time its Fetch calls spent so, which is not learning time
 // (LearnSeconds). Cheap enough to call at every clock reading.
-type blocker interface{ blocked() time.Duration }
+type blocker interface{ Blocked() time.Duration }
 
 // endSpan ends the busy span that began at s.spanFrom at end, when the
 // source's blocked time (blocker) was blocked, and adds it, less the time
@@ -643,7 +640,7 @@ func (s *Service) endSpan(end time.Time, blocked time.Duration) {
 // does not say.
 func (s *Service) sourceBlocked() time.Duration {
 	if b, ok := s.opt.Source.(blocker); ok {
-		return b.blocked()
+		return b.Blocked()
 	}
 	return 0
 }
@@ -692,7 +689,7 @@ func (s *Service) loop(ctx context.Context) error {
 			now, clock, replan = time.Now(), 0, true
 			every = min(2*every, clockEvery)
 			if b != nil {
-				blocked = b.blocked()
+				blocked = b.Blocked()
 			}
 			if err := s.dueByTime(ctx, now); err != nil {
 				return stopped(ctx, err)
@@ -716,7 +713,7 @@ func (s *Service) loop(ctx context.Context) error {
 		case !idle && s.spanFrom.IsZero():
 			now, clock, every = time.Now(), 0, 1
 			if b != nil {
-				blocked = b.blocked()
+				blocked = b.Blocked()
 			}
 			s.spanFrom, s.spanBlocked = now, blocked
 		case idle && !s.spanFrom.IsZero() && !errors.Is(err, connectors.ErrEndOfInput):

@@ -14,6 +14,7 @@ import (
 
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/connectors/filesource"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
 	"github.com/streamlearn/streamlearn/internal/regret"
 )
@@ -330,7 +331,7 @@ func TestInlineDrainBounded(t *testing.T) {
 	c := parseConfig(t, testYAML)
 	sink := &gateSink{gate: make(chan struct{})}
 	sink.closed.Store(true)
-	s := newService(t, Options{Config: c, Source: NewFiles([]string{path}, pipeline.EventConfig(c), nil), Predictions: sink})
+	s := newService(t, Options{Config: c, Source: filesource.NewFiles([]string{path}, pipeline.EventConfig(c), nil), Predictions: sink})
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	done := make(chan error, 1)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/streamlearn/streamlearn/internal/checkpoint"
 	"github.com/streamlearn/streamlearn/internal/config"
+	"github.com/streamlearn/streamlearn/internal/connectors"
 	"github.com/streamlearn/streamlearn/internal/online"
 	"github.com/streamlearn/streamlearn/internal/testbroker"
 )
@@ -16,7 +17,7 @@ import (
 // arrivals in this run and begin again at every restart.
 type volatileSource struct{ *memSource }
 
-func (volatileSource) VolatileOffsets() bool { return true }
+func (volatileSource) Traits() connectors.Traits { return connectors.Traits{Volatile: true} }
 
 // runVolatile runs a Service of c over values from a volatile source with
 // checkpoints in store.

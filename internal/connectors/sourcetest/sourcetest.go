@@ -35,6 +35,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -79,7 +81,8 @@ type Stream struct {
 }
 
 // Values returns the records Run publishes: n events, every 7th of them
-// a bad record.
+// a bad record. None holds a newline, so that a file carries each as one
+// line.
 func Values(n int) [][]byte {
 	vs := make([][]byte, n)
 	for i := range vs {
@@ -87,12 +90,28 @@ func Values(n int) [][]byte {
 		case i%7 == 3:
 			vs[i] = fmt.Appendf(nil, `{"id": "bad-%d", broken`, i)
 		case i%7 == 5:
-			vs[i] = []byte{'{', 0xff, 0xfe, byte(i), '}'}
+			vs[i] = []byte{'{', 0xff, 0xfe, 0x80 | byte(i%64), '}'}
 		default:
 			vs[i] = fmt.Appendf(nil, `{"id":"e-%d","label":%d,"x":[%d]}`, i, i%2, i)
 		}
 	}
 	return vs
+}
+
+// LinesFile writes lines, each with its newline, to a new file name in a
+// temporary directory of t and returns its path: the stream of a source
+// that reads a file.
+func LinesFile(t *testing.T, name string, lines [][]byte) string {
+	t.Helper()
+	var data []byte
+	for _, l := range lines {
+		data = append(append(data, l...), '\n')
+	}
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // Run runs the suite against h as subtests of t named name.

@@ -1,4 +1,4 @@
-package service
+package filesource
 
 import (
 	"context"
@@ -50,13 +50,13 @@ type Files struct {
 
 	// waited is the time spent in reads of standard input and other
 	// inputs that are not regular files (pipes), which block until their
-	// writer writes: waiting, not learning (blocker).
+	// writer writes: waiting, not learning (Blocked).
 	waited time.Duration
 }
 
 var (
-	_ Framed  = (*Files)(nil)
-	_ blocker = (*Files)(nil)
+	_ Framed                = (*Files)(nil)
+	_ connectors.Progresser = (*Files)(nil)
 )
 
 // NewFiles returns a source of names, decoded with cfg; stdin is read for
@@ -106,9 +106,11 @@ func (t timed) Read(p []byte) (int, error) {
 	return k, err
 }
 
-// blocked returns the time Fetch spent reading standard input and pipes
-// (blocker): waiting for their writer, not learning.
-func (fs *Files) blocked() time.Duration { return fs.waited }
+// Blocked returns the total time Fetch spent reading standard input and
+// pipes: waiting for their writer, not learning. It reads no clock, so a
+// caller may call it at every one of its own clock readings; like Fetch,
+// it is for the goroutine that fetches.
+func (fs *Files) Blocked() time.Duration { return fs.waited }
 
 // Fetch returns the next record.
 func (fs *Files) Fetch(ctx context.Context) (connectors.Record, error) {
