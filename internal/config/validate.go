@@ -9,6 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/streamlearn/streamlearn/internal/connectors/settings"
 	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/learners"
 	"github.com/streamlearn/streamlearn/internal/online"
@@ -514,13 +515,13 @@ func (l *Labels) validate(c *Config) error {
 // subscription receives what is published from then on whatever it says;
 // earliest only for a file, read from its first record.
 func ValidStart(kind, start string) error {
-	st, err := ParseStart(start)
+	st, err := settings.ParseStart(start)
 	switch {
 	case err != nil:
 		return err
-	case kind == "file" && st.Kind != StartEarliest:
+	case kind == "file" && st.Kind != settings.StartEarliest:
 		return fmt.Errorf("%s: a file source reads from its first record (start is for Kafka and JetStream sources)", start)
-	case kind == "nats" && st.Kind != StartEarliest && st.Kind != StartLatest:
+	case kind == "nats" && st.Kind != settings.StartEarliest && st.Kind != settings.StartLatest:
 		return fmt.Errorf("%s: a core NATS subscription receives what is published from now on (offset and time are for Kafka and JetStream sources)", start)
 	}
 	return nil
