@@ -1,4 +1,4 @@
-package service
+package main
 
 import (
 	"cmp"
@@ -7,29 +7,30 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/streamlearn/streamlearn/internal/checkpoint"
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
 	"github.com/streamlearn/streamlearn/internal/event"
 )
 
-// SASLPasswordEnv holds the Kafka SASL password when the configuration
+// saslPasswordEnv holds the Kafka SASL password when the configuration
 // gives neither password nor password_file.
-const SASLPasswordEnv = "STREAMLEARN_SASL_PASSWORD"
+const saslPasswordEnv = "STREAMLEARN_SASL_PASSWORD"
 
-// Tuning holds transport knobs that the config file does not expose;
+// transportTuning holds transport knobs that the config file does not expose;
 // tests lower the timeouts. The zero value means the connectors' defaults.
-type Tuning struct {
+type transportTuning struct {
 	Kafka connectors.KafkaConfig
 	NATS  connectors.NATSConfig
 }
 
-func kafkaConfig(c config.Conn, topic, group string, t Tuning) connectors.KafkaConfig {
+func kafkaConfig(c config.Conn, topic, group string, t transportTuning) connectors.KafkaConfig {
 	k := t.Kafka
 	k.Brokers, k.Topic, k.Group = c.Brokers, topic, group
 	k.TLS, k.SASL = (*connectors.TLSConfig)(c.TLS), (*connectors.SASLConfig)(c.SASL)
 	if k.SASL != nil && k.SASL.Password == "" && k.SASL.PasswordFile == "" {
 		sasl := *k.SASL // the configuration's stays as it is
-		sasl.Password = os.Getenv(SASLPasswordEnv)
+		sasl.Password = os.Getenv(saslPasswordEnv)
 		k.SASL = &sasl
 	}
 	if c.ConnectTimeout > 0 {
@@ -38,7 +39,7 @@ func kafkaConfig(c config.Conn, topic, group string, t Tuning) connectors.KafkaC
 	return k
 }
 
-func natsConfig(c config.Conn, subject, stream, durable string, t Tuning) connectors.NATSConfig {
+func natsConfig(c config.Conn, subject, stream, durable string, t transportTuning) connectors.NATSConfig {
 	n := t.NATS
 	n.URL, n.Subject, n.Stream, n.Durable = c.URL, subject, stream, durable
 	n.TLS = (*connectors.TLSConfig)(c.TLS)
@@ -49,16 +50,16 @@ func natsConfig(c config.Conn, subject, stream, durable string, t Tuning) connec
 	return n
 }
 
-// NATSConfig returns the NATS connection settings of c (URL and
+// natsConn returns the NATS connection settings of c (URL and
 // authentication), for other connections to the source's server such as a
 // checkpoint bucket.
-func NATSConfig(c config.Conn, t Tuning) connectors.NATSConfig {
+func natsConn(c config.Conn, t transportTuning) connectors.NATSConfig {
 	return natsConfig(c, "", "", "", t)
 }
 
-// SourceOptions say how a source opened by OpenSource ends and where it
+// sourceOptions say how a source opened by openSource ends and where it
 // logs.
-type SourceOptions struct {
+type sourceOptions struct {
 	// UntilEnd makes the source end with connectors.ErrEndOfInput at the
 	// end it had when opened (for a Kafka group: see
 	// connectors.NewKafkaSource).
@@ -76,18 +77,18 @@ type SourceOptions struct {
 	Format string
 }
 
-// SourceName returns the name (connectors.Source.Name) of the source
-// OpenSource opens of s, when it can be told before the source is opened
+// sourceName returns the name (connectors.Source.Name) of the source
+// openSource opens of s, when it can be told before the source is opened
 // (a JetStream source's: its stream and durable), else "".
-func SourceName(s config.Source, t Tuning) string {
+func sourceName(s config.Source, t transportTuning) string {
 	if s.Kind == "jetstream" {
 		return connectors.JetStreamName(natsConfig(s.Conn, s.Subject, s.Stream, s.Durable, t))
 	}
 	return ""
 }
 
-// OpenSource opens the configured source.
-func OpenSource(ctx context.Context, s config.Source, o SourceOptions, t Tuning) (connectors.Source, error) {
+// openSource opens the configured source.
+func openSource(ctx context.Context, s config.Source, o sourceOptions, t transportTuning) (connectors.Source, error) {
 	switch s.Kind {
 	case "kafka":
 		k := kafkaConfig(s.Conn, s.Topic, s.Group, t)
@@ -141,9 +142,9 @@ func sameTransport(k, src string) bool {
 	return k == src || nats(k) && nats(src)
 }
 
-// OpenSink opens a configured sink. A sink that gives no connection
+// openSink opens a configured sink. A sink that gives no connection
 // settings uses the source's when they speak the same transport.
-func OpenSink(s *config.Sink, src config.Source, t Tuning) (connectors.Sink, error) {
+func openSink(s *config.Sink, src config.Source, t transportTuning) (connectors.Sink, error) {
 	if s == nil {
 		return nil, nil
 	}
@@ -172,10 +173,10 @@ func OpenSink(s *config.Sink, src config.Source, t Tuning) (connectors.Sink, err
 	return nil, fmt.Errorf("sink kind %q: want kafka, nats, jetstream or file", s.Kind)
 }
 
-// EmbeddedSource returns the jetstream source that reads the embedded
+// embeddedSource returns the jetstream source that reads the embedded
 // server of s (kind embedded) at url: its stream, subject and durable, or
 // their defaults.
-func EmbeddedSource(s config.Source, url string) config.Source {
+func embeddedSource(s config.Source, url string) config.Source {
 	s.Kind, s.URL = "jetstream", url
 	s.Stream = cmp.Or(s.Stream, connectors.EmbeddedStream)
 	s.Subject = cmp.Or(s.Subject, connectors.EmbeddedSubject)
@@ -184,9 +185,9 @@ func EmbeddedSource(s config.Source, url string) config.Source {
 	return s
 }
 
-// EmbeddedURL returns the address the embedded server of s listens on, for
+// embeddedURL returns the address the embedded server of s listens on, for
 // another process (publish, record), when its port is fixed.
-func EmbeddedURL(s config.Source) (string, error) {
+func embeddedURL(s config.Source) (string, error) {
 	port := cmp.Or(s.Port, 4222)
 	if port < 0 {
 		return "", fmt.Errorf("the embedded server of this config listens on a port picked at start (port: -1): give its URL")
@@ -194,11 +195,11 @@ func EmbeddedURL(s config.Source) (string, error) {
 	return fmt.Sprintf("nats://127.0.0.1:%d", port), nil
 }
 
-// StartEmbedded starts the embedded NATS JetStream server of a source of
+// startEmbedded starts the embedded NATS JetStream server of a source of
 // kind embedded, with its stream, and returns it with the jetstream source
 // that reads it.
-func StartEmbedded(s config.Source) (*connectors.Embedded, config.Source, error) {
-	js := EmbeddedSource(s, "")
+func startEmbedded(s config.Source) (*connectors.Embedded, config.Source, error) {
+	js := embeddedSource(s, "")
 	e, err := connectors.StartEmbedded(connectors.EmbeddedConfig{Host: "127.0.0.1", Port: cmp.Or(s.Port, 4222),
 		StoreDir: s.StoreDir, Stream: js.Stream, Subjects: []string{js.Subject}})
 	if err != nil {
@@ -206,4 +207,22 @@ func StartEmbedded(s config.Source) (*connectors.Embedded, config.Source, error)
 	}
 	js.URL = e.ClientURL()
 	return e, js, nil
+}
+
+// dialObjectStore connects with nc (its URL, TLS and authentication; see
+// connectors.DialJetStream) and opens the checkpoint store in bucket as
+// checkpoint.OpenObjectStore does; the store's Close closes the
+// connection.
+func dialObjectStore(ctx context.Context, nc connectors.NATSConfig, bucket string, cfg checkpoint.ObjectStoreConfig) (*checkpoint.ObjectStore, error) {
+	js, closeConn, err := connectors.DialJetStream(nc)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint bucket %s: %w", bucket, err)
+	}
+	cfg.OnClose = closeConn
+	s, err := checkpoint.OpenObjectStore(ctx, js, bucket, cfg)
+	if err != nil {
+		_ = closeConn()
+		return nil, err
+	}
+	return s, nil
 }
