@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/streamlearn/streamlearn/internal/config"
+	"github.com/streamlearn/streamlearn/internal/connectors/settings"
 	"github.com/streamlearn/streamlearn/internal/testbroker"
 )
 
@@ -15,18 +16,18 @@ import (
 func TestTuningReachesClients(t *testing.T) {
 	brokers := testbroker.Kafka(t, 1, "tuned")
 	conn := config.Conn{Brokers: brokers}
-	if _, err := openSink(&config.Sink{Kind: "kafka", Conn: conn, Topic: "tuned", Compression: "brotli"}, config.Source{}, transportTuning{}); err == nil || !strings.Contains(err.Error(), "compression") {
+	if _, err := openSink(&config.Sink{Kind: "kafka", Conn: conn, Topic: "tuned", KafkaProduce: settings.KafkaProduce{Compression: "brotli"}}, config.Source{}, transportTuning{}); err == nil || !strings.Contains(err.Error(), "compression") {
 		t.Errorf("a Kafka sink of codec brotli: %v", err)
 	}
-	if _, err := openSink(&config.Sink{Kind: "kafka", Conn: conn, Topic: "tuned", RequiredAcks: "two"}, config.Source{}, transportTuning{}); err == nil || !strings.Contains(err.Error(), "required_acks") {
+	if _, err := openSink(&config.Sink{Kind: "kafka", Conn: conn, Topic: "tuned", KafkaProduce: settings.KafkaProduce{RequiredAcks: "two"}}, config.Source{}, transportTuning{}); err == nil || !strings.Contains(err.Error(), "required_acks") {
 		t.Errorf("a Kafka sink of acks two: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := openSource(ctx, config.Source{Kind: "kafka", Conn: conn, Topic: "tuned", MinBytes: 10, MaxBytes: 5}, sourceOptions{}, transportTuning{}); err == nil || !strings.Contains(err.Error(), "min_bytes") {
+	if _, err := openSource(ctx, config.Source{Kind: "kafka", Conn: conn, Topic: "tuned", KafkaFetch: settings.KafkaFetch{MinBytes: 10, MaxBytes: 5}}, sourceOptions{}, transportTuning{}); err == nil || !strings.Contains(err.Error(), "min_bytes") {
 		t.Errorf("a Kafka source of min_bytes 10 and max_bytes 5: %v", err)
 	}
-	sink, err := openSink(&config.Sink{Kind: "kafka", Conn: conn, Topic: "tuned", Compression: "zstd", RequiredAcks: "one", BatchTimeout: time.Millisecond}, config.Source{}, transportTuning{})
+	sink, err := openSink(&config.Sink{Kind: "kafka", Conn: conn, Topic: "tuned", KafkaProduce: settings.KafkaProduce{Compression: "zstd", RequiredAcks: "one", BatchTimeout: time.Millisecond}}, config.Source{}, transportTuning{})
 	if err != nil {
 		t.Fatal(err)
 	}
