@@ -108,7 +108,7 @@ func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if src.Stream == "" || src.Subject == "" {
 			return usageErr(fs, "--create-stream needs --stream and --subject (or a config that names them)")
 		}
-		created, err := connectors.EnsureStream(ctx, natsConn(src.Conn, tuning), src.Stream, src.Subject)
+		created, err := connectors.EnsureStream(ctx, natsConn(src.Conn), src.Stream, src.Subject)
 		if err != nil {
 			return err
 		}
@@ -175,11 +175,11 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	// that was there before is left.
 	remove := func(context.Context) error { return nil }
 	if src.Kind == "jetstream" {
-		if remove, err = connectors.RemoveIfNew(ctx, natsConn(src.Conn, tuning), src.Stream, src.Durable); err != nil {
+		if remove, err = connectors.RemoveIfNew(ctx, natsConn(src.Conn), src.Stream, src.Durable); err != nil {
 			return err
 		}
 	}
-	s, err := openSource(ctx, src, sourceOptions{UntilEnd: !*follow, Logger: logger}, tuning)
+	s, err := openSource(ctx, src, sourceOptions{UntilEnd: !*follow, Logger: logger})
 	if err != nil {
 		return errors.Join(err, remove(context.WithoutCancel(ctx)))
 	}

@@ -30,9 +30,6 @@ import (
 
 const runArgs = "[-c config.yaml] [--until-end] [--allow-empty] [--report text|json] [--http ADDR] [--preload FILE] [--nats-port N] [--store DIR] [--start POS] [--checkpoint-dir DIR] [--rebuild|--reset|--accept] [--reset-learner NAME]... [--warm-start MODEL] [--http-token-file FILE] [--log-level LEVEL]"
 
-// tuning lets tests lower the transports' timeouts; zero in production.
-var tuning transportTuning
-
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("run", runArgs, stderr)
 	cfgPath := fs.String("c", "", "config `file` (default: an embedded NATS JetStream server on 127.0.0.1:4222, stream EVENTS, subject events)")
@@ -141,7 +138,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			// tail off the source.
 			return fmt.Errorf("sinks.%s: file sink %s is the source's file %s: its lines would be read back as records, forever; give the sink another path", s.key, s.cfg.Path, cfg.Source.Path)
 		}
-		sink, err := openSink(s.cfg, cfg.Source, tuning)
+		sink, err := openSink(s.cfg, cfg.Source)
 		if err != nil {
 			return fmt.Errorf("sinks.%s: %w", s.key, err)
 		}
@@ -217,14 +214,14 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		onMismatch = m
 	}
-	if name := sourceName(cfg.Source, tuning); ckpts != nil && onMismatch == service.MismatchFail && name != "" {
+	if name := sourceName(cfg.Source); ckpts != nil && onMismatch == service.MismatchFail && name != "" {
 		// Another durable's checkpoint is refused before the source
 		// opens, which would create this durable.
 		if err := service.CheckConsumer(ctx, ckpts, name); err != nil {
 			return err
 		}
 	}
-	src, err := openSource(ctx, cfg.Source, sourceOptions{UntilEnd: *untilEnd, AllowEmpty: *allowEmpty, Logger: logger, MaxBytes: cfg.Input.MaxBytes, Format: cfg.Input.Format}, tuning)
+	src, err := openSource(ctx, cfg.Source, sourceOptions{UntilEnd: *untilEnd, AllowEmpty: *allowEmpty, Logger: logger, MaxBytes: cfg.Input.MaxBytes, Format: cfg.Input.Format})
 	if err != nil {
 		return err
 	}
@@ -352,7 +349,7 @@ func publishFile(ctx context.Context, path string, src config.Source, topic stri
 	if src.Kind == "file" {
 		return 0, errors.New("publish: the source is a file; nothing to publish to")
 	}
-	sink, err := openSink(sinkCfg, src, tuning)
+	sink, err := openSink(sinkCfg, src)
 	if err != nil {
 		return 0, err
 	}
@@ -444,7 +441,7 @@ func openCheckpoints(ctx context.Context, dir string, cfg *config.Config) (st ch
 		}
 		return d, func() {}, nil
 	case cfg.Checkpoint.Bucket != "":
-		nc := natsConn(cfg.Source.Conn, tuning)
+		nc := natsConn(cfg.Source.Conn)
 		if u := cfg.Checkpoint.URL; u != "" {
 			nc = connectors.NATSConfig{URL: u}
 		}

@@ -17,44 +17,32 @@ import (
 // gives neither password nor password_file.
 const saslPasswordEnv = "STREAMLEARN_SASL_PASSWORD"
 
-// transportTuning holds transport knobs that the config file does not expose;
-// tests lower the timeouts. The zero value means the connectors' defaults.
-type transportTuning struct {
-	Kafka connectors.KafkaConfig
-	NATS  connectors.NATSConfig
-}
-
-func kafkaConfig(c config.Conn, topic, group string, t transportTuning) connectors.KafkaConfig {
-	k := t.Kafka
-	k.Brokers, k.Topic, k.Group = c.Brokers, topic, group
-	k.TLS, k.SASL = (*connectors.TLSConfig)(c.TLS), (*connectors.SASLConfig)(c.SASL)
+// kafkaConfig returns the connector settings of a Kafka connection c to
+// topic (and group, for a source). A SASL block with neither password nor
+// password_file takes the password from $STREAMLEARN_SASL_PASSWORD,
+// leaving c as it is.
+func kafkaConfig(c config.Conn, topic, group string) connectors.KafkaConfig {
+	k := connectors.KafkaConfig{Brokers: c.Brokers, Topic: topic, Group: group, TLS: c.TLS, SASL: c.SASL, DialTimeout: c.ConnectTimeout}
 	if k.SASL != nil && k.SASL.Password == "" && k.SASL.PasswordFile == "" {
 		sasl := *k.SASL // the configuration's stays as it is
 		sasl.Password = os.Getenv(saslPasswordEnv)
 		k.SASL = &sasl
 	}
-	if c.ConnectTimeout > 0 {
-		k.DialTimeout = c.ConnectTimeout
-	}
 	return k
 }
 
-func natsConfig(c config.Conn, subject, stream, durable string, t transportTuning) connectors.NATSConfig {
-	n := t.NATS
-	n.URL, n.Subject, n.Stream, n.Durable = c.URL, subject, stream, durable
-	n.TLS = (*connectors.TLSConfig)(c.TLS)
-	n.User, n.Password, n.Token, n.NKeySeedFile, n.CredsFile = c.User, c.Password, c.Token, c.NKeySeedFile, c.CredsFile
-	if c.ConnectTimeout > 0 {
-		n.ConnectTimeout = c.ConnectTimeout
-	}
-	return n
+// natsConfig returns the connector settings of a NATS connection c to
+// subject (and stream and durable, for JetStream).
+func natsConfig(c config.Conn, subject, stream, durable string) connectors.NATSConfig {
+	return connectors.NATSConfig{URL: c.URL, Subject: subject, Stream: stream, Durable: durable,
+		TLS: c.TLS, NATSAuth: c.NATSAuth, ConnectTimeout: c.ConnectTimeout}
 }
 
 // natsConn returns the NATS connection settings of c (URL and
 // authentication), for other connections to the source's server such as a
 // checkpoint bucket.
-func natsConn(c config.Conn, t transportTuning) connectors.NATSConfig {
-	return natsConfig(c, "", "", "", t)
+func natsConn(c config.Conn) connectors.NATSConfig {
+	return natsConfig(c, "", "", "")
 }
 
 // sourceOptions say how a source opened by openSource ends and where it
@@ -80,26 +68,19 @@ type sourceOptions struct {
 // sourceName returns the name (connectors.Source.Name) of the source
 // openSource opens of s, when it can be told before the source is opened
 // (a JetStream source's: its stream and durable), else "".
-func sourceName(s config.Source, t transportTuning) string {
+func sourceName(s config.Source) string {
 	if s.Kind == "jetstream" {
-		return connectors.JetStreamName(natsConfig(s.Conn, s.Subject, s.Stream, s.Durable, t))
+		return connectors.JetStreamName(natsConfig(s.Conn, s.Subject, s.Stream, s.Durable))
 	}
 	return ""
 }
 
 // openSource opens the configured source.
-func openSource(ctx context.Context, s config.Source, o sourceOptions, t transportTuning) (connectors.Source, error) {
+func openSource(ctx context.Context, s config.Source, o sourceOptions) (connectors.Source, error) {
 	switch s.Kind {
 	case "kafka":
-		k := kafkaConfig(s.Conn, s.Topic, s.Group, t)
-		k.SessionTimeout = cmp.Or(s.SessionTimeout, k.SessionTimeout)
-		k.RebalanceTimeout = cmp.Or(s.RebalanceTimeout, k.RebalanceTimeout)
-		k.HeartbeatInterval = cmp.Or(s.HeartbeatInterval, k.HeartbeatInterval)
-		k.Timeout = cmp.Or(s.RequestTimeout, k.Timeout)
-		k.JoinGroupBackoff = cmp.Or(s.JoinGroupBackoff, k.JoinGroupBackoff)
-		k.MaxWait = cmp.Or(s.MaxWait, k.MaxWait)
-		k.MinBytes = cmp.Or(s.MinBytes, k.MinBytes)
-		k.MaxBytes = cmp.Or(s.MaxBytes, k.MaxBytes)
+		k := kafkaConfig(s.Conn, s.Topic, s.Group)
+		k.KafkaGroup, k.KafkaFetch = s.KafkaGroup, s.KafkaFetch
 		k.AllowEmpty, k.Logger = o.AllowEmpty, o.Logger
 		k.StartOffset = s.Start
 		return connectors.NewKafkaSource(ctx, k, o.UntilEnd)
@@ -107,14 +88,11 @@ func openSource(ctx context.Context, s config.Source, o sourceOptions, t transpo
 		if err := config.ValidStart(s.Kind, s.Start); err != nil {
 			return nil, fmt.Errorf("start %w", err)
 		}
-		return connectors.NewNATSSource(ctx, natsConfig(s.Conn, s.Subject, "", "", t), o.UntilEnd)
+		return connectors.NewNATSSource(ctx, natsConfig(s.Conn, s.Subject, "", ""), o.UntilEnd)
 	case "jetstream":
-		n := natsConfig(s.Conn, s.Subject, s.Stream, s.Durable, t)
+		n := natsConfig(s.Conn, s.Subject, s.Stream, s.Durable)
 		n.Start, n.Logger = s.Start, o.Logger
-		n.FetchBatch = cmp.Or(s.FetchBatch, n.FetchBatch)
-		n.FetchWait = cmp.Or(s.FetchWait, n.FetchWait)
-		n.AckBatch = cmp.Or(s.AckBatch, n.AckBatch)
-		n.MaxAckPending = cmp.Or(s.MaxAckPending, n.MaxAckPending)
+		n.JetStreamFetch = s.JetStreamFetch
 		return connectors.NewJetStreamSource(ctx, n, o.UntilEnd)
 	case "file":
 		if err := config.ValidStart(s.Kind, s.Start); err != nil {
@@ -144,7 +122,7 @@ func sameTransport(k, src string) bool {
 
 // openSink opens a configured sink. A sink that gives no connection
 // settings uses the source's when they speak the same transport.
-func openSink(s *config.Sink, src config.Source, t transportTuning) (connectors.Sink, error) {
+func openSink(s *config.Sink, src config.Source) (connectors.Sink, error) {
 	if s == nil {
 		return nil, nil
 	}
@@ -154,18 +132,14 @@ func openSink(s *config.Sink, src config.Source, t transportTuning) (connectors.
 	}
 	switch s.Kind {
 	case "kafka":
-		k := kafkaConfig(conn, s.Topic, "", t)
-		k.BatchTimeout = cmp.Or(s.BatchTimeout, k.BatchTimeout)
-		k.BatchSize = cmp.Or(s.BatchSize, k.BatchSize)
-		k.RequiredAcks = cmp.Or(s.RequiredAcks, k.RequiredAcks)
-		k.Compression = cmp.Or(s.Compression, k.Compression)
-		k.CreateTopic, k.TopicPartitions, k.TopicReplication, k.TopicRetention = s.Create, s.Partitions, s.Replication, s.Retention
+		k := kafkaConfig(conn, s.Topic, "")
+		k.KafkaProduce, k.KafkaTopic = s.KafkaProduce, s.KafkaTopic
 		return connectors.NewKafkaSink(k, s.Topic)
 	case "nats":
-		return connectors.NewNATSSink(natsConfig(conn, s.Subject, "", "", t), s.Subject)
+		return connectors.NewNATSSink(natsConfig(conn, s.Subject, "", ""), s.Subject)
 	case "jetstream":
-		n := natsConfig(conn, s.Subject, s.Stream, "", t)
-		n.PublishWindow = cmp.Or(s.PublishWindow, n.PublishWindow)
+		n := natsConfig(conn, s.Subject, s.Stream, "")
+		n.JetStreamPublish = s.JetStreamPublish
 		return connectors.NewJetStreamSink(n, s.Stream, s.Subject)
 	case "file":
 		return connectors.NewFileSink(s.Path), nil

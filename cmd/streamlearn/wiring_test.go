@@ -16,18 +16,18 @@ import (
 func TestTuningReachesClients(t *testing.T) {
 	brokers := testbroker.Kafka(t, 1, "tuned")
 	conn := config.Conn{Brokers: brokers}
-	if _, err := openSink(&config.Sink{Kind: "kafka", Conn: conn, Topic: "tuned", KafkaProduce: settings.KafkaProduce{Compression: "brotli"}}, config.Source{}, transportTuning{}); err == nil || !strings.Contains(err.Error(), "compression") {
+	if _, err := openSink(&config.Sink{Kind: "kafka", Conn: conn, Topic: "tuned", KafkaProduce: settings.KafkaProduce{Compression: "brotli"}}, config.Source{}); err == nil || !strings.Contains(err.Error(), "compression") {
 		t.Errorf("a Kafka sink of codec brotli: %v", err)
 	}
-	if _, err := openSink(&config.Sink{Kind: "kafka", Conn: conn, Topic: "tuned", KafkaProduce: settings.KafkaProduce{RequiredAcks: "two"}}, config.Source{}, transportTuning{}); err == nil || !strings.Contains(err.Error(), "required_acks") {
+	if _, err := openSink(&config.Sink{Kind: "kafka", Conn: conn, Topic: "tuned", KafkaProduce: settings.KafkaProduce{RequiredAcks: "two"}}, config.Source{}); err == nil || !strings.Contains(err.Error(), "required_acks") {
 		t.Errorf("a Kafka sink of acks two: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := openSource(ctx, config.Source{Kind: "kafka", Conn: conn, Topic: "tuned", KafkaFetch: settings.KafkaFetch{MinBytes: 10, MaxBytes: 5}}, sourceOptions{}, transportTuning{}); err == nil || !strings.Contains(err.Error(), "min_bytes") {
+	if _, err := openSource(ctx, config.Source{Kind: "kafka", Conn: conn, Topic: "tuned", KafkaFetch: settings.KafkaFetch{MinBytes: 10, MaxBytes: 5}}, sourceOptions{}); err == nil || !strings.Contains(err.Error(), "min_bytes") {
 		t.Errorf("a Kafka source of min_bytes 10 and max_bytes 5: %v", err)
 	}
-	sink, err := openSink(&config.Sink{Kind: "kafka", Conn: conn, Topic: "tuned", KafkaProduce: settings.KafkaProduce{Compression: "zstd", RequiredAcks: "one", BatchTimeout: time.Millisecond}}, config.Source{}, transportTuning{})
+	sink, err := openSink(&config.Sink{Kind: "kafka", Conn: conn, Topic: "tuned", KafkaProduce: settings.KafkaProduce{Compression: "zstd", RequiredAcks: "one", BatchTimeout: time.Millisecond}}, config.Source{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,15 +46,15 @@ func TestKafkaConnSettings(t *testing.T) {
 	t.Setenv(saslPasswordEnv, "from-env")
 	c := config.Conn{Brokers: []string{"b:9092"}, ConnectTimeout: 1500 * time.Millisecond,
 		SASL: &config.SASL{Mechanism: "plain", Username: "app"}}
-	k := kafkaConfig(c, "events", "g", transportTuning{})
+	k := kafkaConfig(c, "events", "g")
 	if k.DialTimeout != 1500*time.Millisecond || k.SASL == nil || k.SASL.Password != "from-env" || c.SASL.Password != "" {
 		t.Errorf("dial timeout %v, sasl %+v, config's sasl %+v", k.DialTimeout, k.SASL, c.SASL)
 	}
 	c.SASL.PasswordFile = "/run/secrets/kafka"
-	if k := kafkaConfig(c, "events", "g", transportTuning{}); k.SASL.Password != "" {
+	if k := kafkaConfig(c, "events", "g"); k.SASL.Password != "" {
 		t.Errorf("password_file given, yet the environment's password was taken: %+v", k.SASL)
 	}
-	if n := natsConfig(config.Conn{URL: "nats://x:4222", ConnectTimeout: 2 * time.Second}, "s", "S", "d", transportTuning{}); n.ConnectTimeout != 2*time.Second {
+	if n := natsConfig(config.Conn{URL: "nats://x:4222", ConnectTimeout: 2 * time.Second}, "s", "S", "d"); n.ConnectTimeout != 2*time.Second {
 		t.Errorf("nats connect timeout %v", n.ConnectTimeout)
 	}
 }

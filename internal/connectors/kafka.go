@@ -194,7 +194,7 @@ func NewKafkaSource(ctx context.Context, cfg KafkaConfig, untilEnd bool) (*Kafka
 		SessionTimeout:    cfg.SessionTimeout,
 		RebalanceTimeout:  cfg.RebalanceTimeout,
 		JoinGroupBackoff:  cfg.JoinGroupBackoff,
-		Timeout:           cfg.Timeout,
+		Timeout:           cfg.RequestTimeout,
 		// A partition without a committed offset: startGeneration starts
 		// it at starts.
 		StartOffset: kafka.FirstOffset,

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/streamlearn/streamlearn/internal/connectors/settings"
 )
 
 // KafkaConfig configures a Kafka source or sink: the `source:` or `sinks.*`
@@ -46,88 +48,32 @@ type KafkaConfig struct {
 	//
 	// Default: DefaultConnectTimeout
 	DialTimeout time.Duration `yaml:"dial_timeout"`
-	// MinBytes is the least a fetch request asks the broker to wait for.
-	//
-	// Default: 1
-	MinBytes int `yaml:"min_bytes"`
-	// MaxBytes is the most a fetch request returns per partition.
-	//
-	// Default: 1048576 (1 MiB)
-	MaxBytes int `yaml:"max_bytes"`
-	// MaxWait is how long a fetch waits for MinBytes before returning what
-	// it has; on an idle topic, it is also how late a source notices a
+	// KafkaFetch tunes a source's fetches (MaxWait, MinBytes, MaxBytes);
+	// on an idle topic, MaxWait is also how late a source notices a
 	// rebalance or a close.
-	//
-	// Default: 1s
-	MaxWait time.Duration `yaml:"max_wait"`
+	settings.KafkaFetch `yaml:",inline"`
 	// QueueCapacity bounds the records a source holds ahead of Fetch, both
 	// per partition and in total: a slow learner slows fetching.
 	//
 	// Default: 1000
 	QueueCapacity int `yaml:"queue_capacity"`
-	// HeartbeatInterval is how often a source tells the group coordinator it
-	// is alive; it is also how soon it notices a rebalance.
-	//
-	// Default: 1s
-	HeartbeatInterval time.Duration `yaml:"heartbeat_interval"`
-	// SessionTimeout is how long the coordinator waits for a heartbeat
-	// before it declares a member dead and rebalances: how long the
-	// partitions of a process that died without leaving the group (kill
-	// -9, a lost machine) wait for another member. It must lie within the
-	// brokers' group.min/max.session.timeout.ms (Kafka's default minimum
-	// is 6s).
-	//
-	// Default: 10s
-	SessionTimeout time.Duration `yaml:"session_timeout"`
-	// RebalanceTimeout is how long the coordinator waits for the members to
-	// rejoin once a rebalance begins; a member that does not (it died
-	// without leaving, or in the middle of joining) is then removed. A
-	// live source rejoins within a heartbeat interval.
-	//
-	// Default: 5s
-	RebalanceTimeout time.Duration `yaml:"rebalance_timeout"`
-	// JoinGroupBackoff is the pause before rejoining after a failed join.
-	//
-	// Default: 5s
-	JoinGroupBackoff time.Duration `yaml:"join_group_backoff"`
-	// Timeout bounds each request to the group coordinator, commits
-	// included.
-	//
-	// Default: 5s
-	Timeout time.Duration `yaml:"timeout"`
+	// KafkaGroup tunes a source's consumer group (SessionTimeout,
+	// RebalanceTimeout, HeartbeatInterval, RequestTimeout,
+	// JoinGroupBackoff).
+	settings.KafkaGroup `yaml:",inline"`
 
-	// BatchTimeout is how long a sink waits to fill a batch before sending
-	// it. Flush waits for the batches pending, so for it too: a commit of
-	// the service waits up to BatchTimeout for the outputs before it.
-	//
-	// Default: 10ms
-	BatchTimeout time.Duration `yaml:"batch_timeout"`
-	// BatchSize is the most messages a sink sends in one produce request
-	// per partition.
-	//
-	// Default: 1000
-	BatchSize int `yaml:"batch_size"`
-	// RequiredAcks is what a sink's produce requests wait for: all (every
-	// in-sync replica), one (the leader) or none.
-	//
-	// Default: all
-	RequiredAcks string `yaml:"required_acks"`
-	// Compression is a sink's codec: none, gzip, snappy, lz4 or zstd.
-	//
-	// Default: none
-	Compression string `yaml:"compression"`
+	// KafkaProduce tunes a sink (BatchTimeout, BatchSize, RequiredAcks,
+	// Compression). Flush waits for the batches pending, so for
+	// BatchTimeout too.
+	settings.KafkaProduce `yaml:",inline"`
 	// MaxPending bounds the messages a sink has published but not yet had
 	// acknowledged; Publish blocks beyond it.
 	//
 	// Default: 10000
 	MaxPending int `yaml:"max_pending"`
-	// CreateTopic makes a sink's Check create its topic when it does not
-	// exist, with TopicPartitions partitions, TopicReplication replicas
-	// and TopicRetention (each 0: the broker's default).
-	CreateTopic      bool          `yaml:"-"`
-	TopicPartitions  int           `yaml:"-"`
-	TopicReplication int           `yaml:"-"`
-	TopicRetention   time.Duration `yaml:"-"`
+	// KafkaTopic is the topic a sink's Check creates when it does not
+	// exist and Create is set.
+	settings.KafkaTopic `yaml:"-"`
 
 	// AllowEmpty lets a source opened with untilEnd end without an error
 	// when the settled group assigns it no partition (see ErrNoPartitions).
@@ -158,7 +104,7 @@ func (c *KafkaConfig) Validate() error {
 		{"dial_timeout", c.DialTimeout}, {"max_wait", c.MaxWait},
 		{"heartbeat_interval", c.HeartbeatInterval}, {"session_timeout", c.SessionTimeout},
 		{"rebalance_timeout", c.RebalanceTimeout}, {"join_group_backoff", c.JoinGroupBackoff},
-		{"timeout", c.Timeout}, {"batch_timeout", c.BatchTimeout},
+		{"request_timeout", c.RequestTimeout}, {"batch_timeout", c.BatchTimeout},
 	} {
 		if d.v < 0 {
 			return fmt.Errorf("kafka: %s: negative duration %v", d.key, d.v)
@@ -234,7 +180,7 @@ func (c KafkaConfig) withDefaults() KafkaConfig {
 	orDefault(&c.SessionTimeout, 10*time.Second)
 	orDefault(&c.RebalanceTimeout, 5*time.Second)
 	orDefault(&c.JoinGroupBackoff, 5*time.Second)
-	orDefault(&c.Timeout, 5*time.Second)
+	orDefault(&c.RequestTimeout, 5*time.Second)
 	orDefault(&c.BatchTimeout, 10*time.Millisecond)
 	orDefault(&c.MinBytes, 1)
 	orDefault(&c.MaxBytes, 1<<20)
@@ -258,11 +204,11 @@ func (c *KafkaConfig) settleTimeout() time.Duration {
 
 // dialer returns the kafka-go dialer with c's TLS and SASL settings.
 func (c *KafkaConfig) dialer() (*kafka.Dialer, error) {
-	t, err := c.TLS.Build()
+	t, err := buildTLS(c.TLS)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: %w", err)
 	}
-	m, err := c.SASL.mechanism()
+	m, err := saslMechanism(c.SASL)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: %w", err)
 	}

@@ -121,14 +121,14 @@ func (s *KafkaSource) others(owned []int) []int {
 // them now: "2 members: streamlearn-8c1f… (host /127.0.0.1) partitions 0,1;
 // …".
 func (s *KafkaSource) holders(ctx context.Context, gen *kafkaGen) string {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
 	t, err := s.cfg.transport()
 	if err != nil {
 		return "unknown members (" + err.Error() + ")"
 	}
 	defer t.CloseIdleConnections()
-	cl := &kafka.Client{Addr: kafka.TCP(s.cfg.Brokers...), Transport: t, Timeout: s.cfg.Timeout}
+	cl := &kafka.Client{Addr: kafka.TCP(s.cfg.Brokers...), Transport: t, Timeout: s.cfg.RequestTimeout}
 	resp, err := cl.DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{s.cfg.Group}})
 	if err == nil && len(resp.Groups) == 1 {
 		err = resp.Groups[0].Error

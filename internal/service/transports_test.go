@@ -17,6 +17,7 @@ import (
 
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/connectors/settings"
 	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/learners"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
@@ -286,7 +287,7 @@ learners:
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			jsrc, err := connectors.NewJetStreamSource(ctx, connectors.NATSConfig{URL: natsURL, Stream: "EVENTS",
-				Subject: subject, Durable: "agree-" + st.name, FetchWait: time.Second}, true)
+				Subject: subject, Durable: "agree-" + st.name, JetStreamFetch: settings.JetStreamFetch{FetchWait: time.Second}}, true)
 			if err != nil {
 				t.Fatal(err)
 			}
