@@ -9,8 +9,8 @@ import (
 // Commit commits r.Offset+1 for r's partition with the generation that
 // owns the partition now: r and every earlier record of its partition will
 // not be delivered again to this group. It is synchronous (one round trip
-// to the coordinator, bounded by Timeout; ctx is honoured while waiting for
-// a rebalance to finish) and cumulative, so committing the last learned
+// to the coordinator, bounded by RequestTimeout; ctx is honoured while
+// waiting for a rebalance to finish) and cumulative, so committing the last learned
 // record of each partition is enough; a commit at or below the offset the
 // group already has is a no-op. It returns an error wrapping
 // ErrPartitionRevoked when a rebalance gave the partition to another
