@@ -160,22 +160,18 @@ func (c NATSConfig) Validate() error {
 	if strings.ContainsAny(c.Durable, " \t\r\n.*>/\\") {
 		return fmt.Errorf("durable: %q: a consumer name has no white space, '.', '*', '>' or path separators", c.Durable)
 	}
-	if err := c.NATSAuth.Validate(); err != nil {
-		return err
+	for _, err := range []error{c.NATSAuth.Validate(), c.JetStreamFetch.Validate(), c.JetStreamPublish.Validate()} {
+		if err != nil {
+			return err
+		}
 	}
 	for _, f := range []struct {
 		key string
 		v   int
-	}{
-		{"fetch_batch", c.FetchBatch}, {"ack_batch", c.AckBatch}, {"max_ack_pending", c.MaxAckPending},
-		{"pending_msgs", c.PendingMsgs}, {"pending_bytes", c.PendingBytes}, {"publish_window", c.PublishWindow},
-	} {
+	}{{"pending_msgs", c.PendingMsgs}, {"pending_bytes", c.PendingBytes}} {
 		if f.v < 0 {
 			return fmt.Errorf("%s: %d is negative", f.key, f.v)
 		}
-	}
-	if c.FetchWait < time.Second {
-		return fmt.Errorf("fetch_wait: %v is below the 1s a JetStream pull request needs", c.FetchWait)
 	}
 	if c.AckWait < time.Second {
 		return fmt.Errorf("ack_wait: %v is below 1s", c.AckWait)
