@@ -41,7 +41,6 @@ import (
 	"github.com/streamlearn/streamlearn/internal/checkpoint"
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
-	"github.com/streamlearn/streamlearn/internal/connectors/settings"
 	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/online"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
@@ -367,7 +366,9 @@ const (
 // benchNATSTuning: the source's defaults except a 1s pull expiry (the
 // least FetchWait allows); the bare consumer gets the same.
 func benchNATSTuning() connectors.NATSConfig {
-	return connectors.NATSConfig{JetStreamFetch: settings.JetStreamFetch{FetchWait: time.Second}}
+	var c connectors.NATSConfig
+	c.FetchWait = time.Second
+	return c
 }
 
 // benchJetStream starts an embedded server (file storage, as `run` with no
