@@ -13,7 +13,6 @@ import (
 	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/learners"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
-	"github.com/streamlearn/streamlearn/internal/service"
 )
 
 const checkArgs = "-c config.yaml"
@@ -130,7 +129,7 @@ func describeSource(s config.Source) string {
 	case "file":
 		return "file " + s.Path
 	case "embedded":
-		js := service.EmbeddedSource(s, "")
+		js := embeddedSource(s, "")
 		return fmt.Sprintf("an embedded NATS JetStream server on 127.0.0.1:%d, files in %s; stream %s, subject %s, durable %s",
 			cmp.Or(s.Port, 4222), cmp.Or(s.StoreDir, "a temporary directory"), js.Stream, js.Subject, js.Durable)
 	case "kafka":

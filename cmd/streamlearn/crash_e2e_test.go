@@ -109,7 +109,7 @@ func TestE2ECrashResume(t *testing.T) {
 			if tc.bucket {
 				store = "checkpoint: {bucket: STATE, every: 1000, lease: 3s}\n"
 				var err error
-				obs, err = checkpoint.DialObjectStore(ctx, connectors.NATSConfig{URL: url}, "STATE", checkpoint.ObjectStoreConfig{})
+				obs, err = dialObjectStore(ctx, connectors.NATSConfig{URL: url}, "STATE", checkpoint.ObjectStoreConfig{})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
-	"github.com/streamlearn/streamlearn/internal/service"
 )
 
 const (
@@ -72,11 +71,11 @@ func (f sourceFlags) source(ctx context.Context) (config.Source, error) {
 		url := *f.url
 		if url == "" {
 			var err error
-			if url, err = service.EmbeddedURL(src); err != nil {
+			if url, err = embeddedURL(src); err != nil {
 				return src, err
 			}
 		}
-		src = service.EmbeddedSource(src, url)
+		src = embeddedSource(src, url)
 	}
 	set(&src.URL, *f.url)
 	set(&src.Topic, *f.topic)
@@ -109,7 +108,7 @@ func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if src.Stream == "" || src.Subject == "" {
 			return usageErr(fs, "--create-stream needs --stream and --subject (or a config that names them)")
 		}
-		created, err := connectors.EnsureStream(ctx, service.NATSConfig(src.Conn, tuning), src.Stream, src.Subject)
+		created, err := connectors.EnsureStream(ctx, natsConn(src.Conn), src.Stream, src.Subject)
 		if err != nil {
 			return err
 		}
@@ -241,11 +240,11 @@ func openRecordSource(ctx context.Context, src config.Source, follow *bool, logg
 	remove := func(context.Context) error { return nil }
 	var err error
 	if src.Kind == "jetstream" {
-		if remove, err = connectors.RemoveIfNew(ctx, service.NATSConfig(src.Conn, tuning), src.Stream, src.Durable); err != nil {
+		if remove, err = connectors.RemoveIfNew(ctx, natsConn(src.Conn), src.Stream, src.Durable); err != nil {
 			return nil, nil, err
 		}
 	}
-	s, err := service.OpenSource(ctx, src, service.SourceOptions{UntilEnd: !*follow, Logger: logger}, tuning)
+	s, err := openSource(ctx, src, sourceOptions{UntilEnd: !*follow, Logger: logger})
 	if err != nil {
 		return nil, nil, errors.Join(err, remove(context.WithoutCancel(ctx)))
 	}

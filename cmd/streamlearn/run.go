@@ -30,9 +30,6 @@ import (
 
 const runArgs = "[-c config.yaml] [--until-end] [--allow-empty] [--report text|json] [--http ADDR] [--preload FILE] [--nats-port N] [--store DIR] [--start POS] [--checkpoint-dir DIR] [--rebuild|--reset|--accept] [--reset-learner NAME]... [--warm-start MODEL] [--http-token-file FILE] [--log-level LEVEL]"
 
-// tuning lets tests lower the transports' timeouts; zero in production.
-var tuning service.Tuning
-
 // runRun is the run command: it learns from the configured source until
 // it ends (--until-end) or ctx is done, then prints the final report. Each
 // step below opens what the next needs; runRun closes all of it, in the
@@ -197,7 +194,7 @@ func startRunEmbedded(f *runFlags, cfg *config.Config, stderr io.Writer) (shutdo
 	if *f.cfgPath == "" && cfg.Source.Port == 0 {
 		cfg.Source.Port = *f.port
 	}
-	emb, js, err := service.StartEmbedded(cfg.Source)
+	emb, js, err := startEmbedded(cfg.Source)
 	if err != nil {
 		if strings.Contains(err.Error(), "address already in use") {
 			err = fmt.Errorf("%w (another run may be using its port: --nats-port -1 picks a free one)", err)
@@ -243,7 +240,7 @@ func openRunSinks(ctx context.Context, cfg *config.Config, logger *slog.Logger) 
 			// tail off the source.
 			return outs, nil, fmt.Errorf("sinks.%s: file sink %s is the source's file %s: its lines would be read back as records, forever; give the sink another path", s.key, s.cfg.Path, cfg.Source.Path)
 		}
-		sink, err := service.OpenSink(s.cfg, cfg.Source, tuning)
+		sink, err := openSink(s.cfg, cfg.Source)
 		if err != nil {
 			return outs, nil, fmt.Errorf("sinks.%s: %w", s.key, err)
 		}
@@ -349,14 +346,14 @@ func mismatchPolicy(f *runFlags, cfg *config.Config) (service.Mismatch, error) {
 // are kept and a mismatch fails the run, a store written by another
 // durable. The caller closes the source.
 func openRunSource(ctx context.Context, cfg *config.Config, ckpts checkpoint.Store, onMismatch service.Mismatch, untilEnd, allowEmpty *bool, logger *slog.Logger) (connectors.Source, error) {
-	if name := service.SourceName(cfg.Source, tuning); ckpts != nil && onMismatch == service.MismatchFail && name != "" {
+	if name := sourceName(cfg.Source); ckpts != nil && onMismatch == service.MismatchFail && name != "" {
 		// Another durable's checkpoint is refused before the source
 		// opens, which would create this durable.
 		if err := service.CheckConsumer(ctx, ckpts, name); err != nil {
 			return nil, err
 		}
 	}
-	src, err := service.OpenSource(ctx, cfg.Source, service.SourceOptions{UntilEnd: *untilEnd, AllowEmpty: *allowEmpty, Logger: logger, MaxBytes: cfg.Input.MaxBytes, Format: cfg.Input.Format}, tuning)
+	src, err := openSource(ctx, cfg.Source, sourceOptions{UntilEnd: *untilEnd, AllowEmpty: *allowEmpty, Logger: logger, MaxBytes: cfg.Input.MaxBytes, Format: cfg.Input.Format})
 	if err != nil {
 		return nil, err
 	}
@@ -484,7 +481,7 @@ func publishFile(ctx context.Context, path string, src config.Source, topic stri
 	if src.Kind == "file" {
 		return 0, errors.New("publish: the source is a file; nothing to publish to")
 	}
-	sink, err := service.OpenSink(sinkCfg, src, tuning)
+	sink, err := openSink(sinkCfg, src)
 	if err != nil {
 		return 0, err
 	}
@@ -576,11 +573,11 @@ func openCheckpoints(ctx context.Context, dir string, cfg *config.Config) (st ch
 		}
 		return d, func() {}, nil
 	case cfg.Checkpoint.Bucket != "":
-		nc := service.NATSConfig(cfg.Source.Conn, tuning)
+		nc := natsConn(cfg.Source.Conn)
 		if u := cfg.Checkpoint.URL; u != "" {
 			nc = connectors.NATSConfig{URL: u}
 		}
-		b, err := checkpoint.DialObjectStore(ctx, nc, cfg.Checkpoint.Bucket, checkpoint.ObjectStoreConfig{Lease: cfg.Checkpoint.Lease})
+		b, err := dialObjectStore(ctx, nc, cfg.Checkpoint.Bucket, checkpoint.ObjectStoreConfig{Lease: cfg.Checkpoint.Lease})
 		if err != nil {
 			return nil, nil, fmt.Errorf("checkpoint.bucket: %w", err)
 		}

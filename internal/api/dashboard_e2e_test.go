@@ -26,6 +26,7 @@ import (
 
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/connectors/settings"
 	"github.com/streamlearn/streamlearn/internal/metrics"
 	"github.com/streamlearn/streamlearn/internal/regret"
 	"github.com/streamlearn/streamlearn/internal/service"
@@ -320,7 +321,7 @@ func TestDashboardInChromium(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	src, err := connectors.NewJetStreamSource(ctx, connectors.NATSConfig{URL: natsURL, Stream: "EVENTS",
-		Subject: "events", Durable: "dashboard", FetchWait: time.Second}, false)
+		Subject: "events", Durable: "dashboard", JetStreamFetch: settings.JetStreamFetch{FetchWait: time.Second}}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

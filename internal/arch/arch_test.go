@@ -16,7 +16,15 @@ const module = "github.com/streamlearn/streamlearn/"
 func TestDependenciesPointOneWay(t *testing.T) {
 	core := []string{"internal/codec", "internal/online", "internal/experts", "internal/boost", "internal/regret", "internal/learners", "gonum.org/"}
 	decode := append([]string{"internal/event"}, core...)
-	learn := append([]string{"internal/config", "internal/pipeline", "go.yaml.in/yaml/"}, decode...)
+	learn := append([]string{"internal/config", "internal/pipeline", "go.yaml.in/yaml/", "internal/connectors/settings"}, decode...)
+	// The broker clients (kafka-go, nats.go, the embedded nats-server) and
+	// what they import.
+	clients := []string{"github.com/segmentio/", "github.com/nats-io/", "github.com/klauspost/", "github.com/pierrec/",
+		"github.com/xdg-go/", "github.com/minio/", "github.com/antithesishq/", "golang.org/x/"}
+	connect := append([]string{"internal/connectors/settings", "internal/lockfile"}, clients...)
+	store := []string{"internal/codec", "internal/lockfile", "github.com/nats-io/nats.go", "github.com/nats-io/nkeys", "github.com/nats-io/nuid",
+		"github.com/klauspost/", "golang.org/x/"}
+	service := append([]string{"internal/service/", "internal/checkpoint", "internal/connectors", "internal/lockfile"}, append(learn, clients...)...)
 	for _, rule := range []struct {
 		pkg     string
 		allowed []string // import path prefixes (module-relative for ours) besides the standard library
@@ -30,6 +38,10 @@ func TestDependenciesPointOneWay(t *testing.T) {
 		{"internal/event", decode},
 		{"internal/config", learn},
 		{"internal/pipeline", learn},
+		{"internal/connectors/settings", nil},
+		{"internal/connectors", connect},
+		{"internal/checkpoint", store},
+		{"internal/service", service},
 	} {
 		out, err := testproc.Command(t, "go", "list", "-deps", "-f", "{{.Standard}} {{.ImportPath}}", module+rule.pkg).Output()
 		if err != nil {

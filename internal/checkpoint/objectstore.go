@@ -18,8 +18,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/streamlearn/streamlearn/internal/connectors"
 )
 
 // DefaultObjectStoreTimeout bounds one Save, Load or Partitions of an
@@ -62,6 +60,10 @@ type ObjectStoreConfig struct {
 	// least MinLease, at most MaxLease; default MaxLease. A waiter waits
 	// out the lease its holder declared, whatever its own.
 	Lease time.Duration
+	// OnClose, when set, is called by Close: a caller that dialed the
+	// connection for this store alone hands its closing over (see
+	// connectors.DialJetStream). Nil leaves the connection to the caller.
+	OnClose func() error
 }
 
 // ObjectStore is a Store in a NATS JetStream Object Store bucket. Each
@@ -203,8 +205,7 @@ type ObjectStore struct {
 	stream  jetstream.Stream
 	bucket  string
 	timeout time.Duration
-	// closeConn closes the connection DialObjectStore made; nil for
-	// OpenObjectStore, whose caller owns the connection.
+	// closeConn is ObjectStoreConfig.OnClose, called by Close.
 	closeConn func() error
 
 	// Ownership (lease.go).
@@ -226,8 +227,9 @@ var (
 // does not exist: file storage, cfg.Replicas replicas, no size limit, no
 // TTL. An existing bucket is used as it is, but refused when it could lose
 // checkpoints: memory storage, a TTL (objects expire), or sealed
-// (read-only). js's connection stays the caller's: Close does not close
-// it.
+// (read-only). js's connection stays the caller's: Close closes it only
+// through cfg.OnClose, and a failed OpenObjectStore does not call
+// OnClose.
 func OpenObjectStore(ctx context.Context, js jetstream.JetStream, bucket string, cfg ObjectStoreConfig) (*ObjectStore, error) {
 	if cfg.Replicas < 0 {
 		return nil, fmt.Errorf("checkpoint bucket %s: replicas: %d is negative", bucket, cfg.Replicas)
@@ -247,7 +249,7 @@ func OpenObjectStore(ctx context.Context, js jetstream.JetStream, bucket string,
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultObjectStoreTimeout
 	}
-	s := &ObjectStore{bucket: bucket, timeout: cfg.Timeout, js: js, replicas: cfg.Replicas, lease: cfg.Lease,
+	s := &ObjectStore{bucket: bucket, timeout: cfg.Timeout, js: js, replicas: cfg.Replicas, lease: cfg.Lease, closeConn: cfg.OnClose,
 		leases: map[int32]*lease{}, seen: map[int32]leaseSeen{}}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -291,30 +293,8 @@ func OpenObjectStore(ctx context.Context, js jetstream.JetStream, bucket string,
 	return s, nil
 }
 
-// DialObjectStore connects with nc (its URL, TLS and authentication; see
-// connectors.DialNATS) and opens the Store in bucket as OpenObjectStore
-// does. Close closes the connection.
-func DialObjectStore(ctx context.Context, nc connectors.NATSConfig, bucket string, cfg ObjectStoreConfig) (*ObjectStore, error) {
-	conn, closeConn, err := connectors.DialNATS(nc)
-	if err != nil {
-		return nil, fmt.Errorf("checkpoint bucket %s: %w", bucket, err)
-	}
-	js, err := jetstream.New(conn)
-	if err != nil {
-		_ = closeConn()
-		return nil, fmt.Errorf("checkpoint bucket %s: %w", bucket, err)
-	}
-	s, err := OpenObjectStore(ctx, js, bucket, cfg)
-	if err != nil {
-		_ = closeConn()
-		return nil, err
-	}
-	s.closeConn = closeConn
-	return s, nil
-}
-
-// Close closes the connection if DialObjectStore made it; otherwise it
-// does nothing. Call it once no Save, Load or Partitions runs; the store
+// Close calls ObjectStoreConfig.OnClose, when it was set, once; otherwise
+// it does nothing. Call it once no Save, Load or Partitions runs; the store
 // is not used after.
 func (s *ObjectStore) Close() error {
 	if s.closeConn == nil {

@@ -41,11 +41,26 @@ func natsServer(t *testing.T) *connectors.Embedded {
 	return e
 }
 
+// dialObjectStore connects to the server at url (connectors.DialJetStream)
+// and opens the Store in bucket, which closes the connection on Close.
+func dialObjectStore(ctx context.Context, url, bucket string, cfg ObjectStoreConfig) (*ObjectStore, error) {
+	js, closeConn, err := connectors.DialJetStream(connectors.NATSConfig{URL: url})
+	if err != nil {
+		return nil, err
+	}
+	cfg.OnClose = closeConn
+	s, err := OpenObjectStore(ctx, js, bucket, cfg)
+	if err != nil {
+		_ = closeConn()
+	}
+	return s, err
+}
+
 // dialStore opens bucket on the server at url, closed at the end of the
 // test.
 func dialStore(t *testing.T, url, bucket string, cfg ObjectStoreConfig) *ObjectStore {
 	t.Helper()
-	s, err := DialObjectStore(context.Background(), connectors.NATSConfig{URL: url}, bucket, cfg)
+	s, err := dialObjectStore(context.Background(), url, bucket, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +154,7 @@ func TestObjectStoreServerRestart(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	e := startNATS(t, dir)
-	s, err := DialObjectStore(ctx, connectors.NATSConfig{URL: e.ClientURL()}, "ckpt", ObjectStoreConfig{})
+	s, err := dialObjectStore(ctx, e.ClientURL(), "ckpt", ObjectStoreConfig{})
 	if err != nil {
 		e.Shutdown()
 		t.Fatal(err)
@@ -414,8 +429,8 @@ func TestOpenObjectStore(t *testing.T) {
 			t.Logf("%q %+v: %v", tc.bucket, tc.cfg, err)
 		}
 	}
-	if _, err := DialObjectStore(ctx, connectors.NATSConfig{URL: "nats://127.0.0.1:1"}, "ckpt", ObjectStoreConfig{}); err == nil {
-		t.Error("DialObjectStore to a closed port succeeded")
+	if _, err := dialObjectStore(ctx, "nats://127.0.0.1:1", "ckpt", ObjectStoreConfig{}); err == nil {
+		t.Error("dialObjectStore to a closed port succeeded")
 	}
 }
 
@@ -867,7 +882,7 @@ func TestObjectStoreOwn(t *testing.T) {
 func TestObjectStoreLeaseDeclared(t *testing.T) {
 	ctx := context.Background()
 	url := natsServer(t).ClientURL()
-	long, err := DialObjectStore(ctx, connectors.NATSConfig{URL: url}, "ckpt", ObjectStoreConfig{Lease: 3 * time.Second})
+	long, err := dialObjectStore(ctx, url, "ckpt", ObjectStoreConfig{Lease: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -909,7 +924,7 @@ func TestObjectStoreLeaseDeclared(t *testing.T) {
 		}
 	}
 	for _, lease := range []time.Duration{MinLease - 1, MaxLease + 1, -time.Second} {
-		s, err := DialObjectStore(ctx, connectors.NATSConfig{URL: url}, "ckpt", ObjectStoreConfig{Lease: lease})
+		s, err := dialObjectStore(ctx, url, "ckpt", ObjectStoreConfig{Lease: lease})
 		if err == nil {
 			s.Close()
 		}

@@ -18,6 +18,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/streamlearn/streamlearn/internal/connectors/settings"
 	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/experts"
 	"github.com/streamlearn/streamlearn/internal/learners"
@@ -252,37 +253,16 @@ func (l Learner) withCalibrate(b []byte, err error) ([]byte, error) {
 	return append(b[:len(b)-1], `,"Calibrate":true}`...), nil
 }
 
-// Conn holds the connection settings shared by a source and its sinks. A
-// sink of the source's transport that leaves them empty uses the source's.
-type Conn struct {
-	// Brokers are Kafka bootstrap brokers (host:port).
-	Brokers []string `yaml:"brokers"`
-	// URL is the NATS server URL (comma-separated for a cluster).
-	URL string `yaml:"url"`
-	// TLS enables TLS (Kafka and NATS); nil means plaintext.
-	TLS *TLS `yaml:"tls"`
-	// SASL authenticates to Kafka: mechanism plain, scram-sha-256 or
-	// scram-sha-512, username, password.
-	SASL *SASL `yaml:"sasl"`
-	// NATS authentication: at most one of user/password, token, an nkey
-	// seed file or a credentials file.
-	User         string `yaml:"user"`
-	Password     string `yaml:"password"`
-	Token        string `yaml:"token"`
-	NKeySeedFile string `yaml:"nkey_seed_file"`
-	CredsFile    string `yaml:"creds_file"`
-	// ConnectTimeout bounds connecting to a broker or server (default 5s):
-	// an unreachable one fails the run within it, naming its address.
-	ConnectTimeout time.Duration `yaml:"connect_timeout"`
-}
+// Conn holds the connection settings shared by a source and its sinks
+// (settings.Conn declares them). A sink of the source's transport that
+// leaves them empty uses the source's.
+type Conn = settings.Conn
 
-// IsZero reports whether no connection setting is given: where to connect
-// and as whom (a connect_timeout alone does not make a sink's own
-// connection).
-func (c Conn) IsZero() bool {
-	return len(c.Brokers) == 0 && c.URL == "" && c.TLS == nil && c.SASL == nil &&
-		c.User == "" && c.Password == "" && c.Token == "" && c.NKeySeedFile == "" && c.CredsFile == ""
-}
+// TLS is the `tls:` block of a connection (settings.TLS).
+type TLS = settings.TLS
+
+// SASL is the `sasl:` block of a Kafka connection (settings.SASL).
+type SASL = settings.SASL
 
 // Source is the live service's one source.
 type Source struct {
@@ -312,38 +292,13 @@ type Source struct {
 	// latest, offset:N or time:RFC3339. Once a position is committed the
 	// consumer resumes from it, whatever Start says.
 	Start string `yaml:"start"`
-	// SessionTimeout, RebalanceTimeout and HeartbeatInterval tune the
-	// Kafka consumer group: how long the coordinator waits for a silent
-	// member (a crashed process) before handing its partitions to the
-	// others, how long it waits for the members to rejoin once a
-	// rebalance begins (a member that does not — it died, even in the
-	// middle of joining — is removed then), and how often members say
-	// they are alive. Defaults 10s, 5s and 1s; the session timeout must
-	// lie within the brokers' group.min/max.session.timeout.ms, and the
-	// processes of one group should share all three.
-	SessionTimeout    time.Duration `yaml:"session_timeout"`
-	RebalanceTimeout  time.Duration `yaml:"rebalance_timeout"`
-	HeartbeatInterval time.Duration `yaml:"heartbeat_interval"`
-	// RequestTimeout bounds each request to the Kafka group coordinator
-	// (a join waits at most it plus the rebalance timeout), and
-	// JoinGroupBackoff is the pause before a member tries again after a
-	// join failed. Defaults 5s and 5s.
-	RequestTimeout   time.Duration `yaml:"request_timeout"`
-	JoinGroupBackoff time.Duration `yaml:"join_group_backoff"`
-	// MaxWait, MinBytes and MaxBytes tune a Kafka source's fetches: a
-	// fetch returns once it has MinBytes or MaxWait passed, and at most
-	// MaxBytes per partition. Defaults 1s, 1 and 1 MiB: a fetch returns
-	// as soon as a record is there, so MaxWait only bounds an idle one.
-	MaxWait  time.Duration `yaml:"max_wait"`
-	MinBytes int           `yaml:"min_bytes"`
-	MaxBytes int           `yaml:"max_bytes"`
-	// FetchBatch, FetchWait, AckBatch and MaxAckPending tune a JetStream
-	// source (connectors.NATSConfig says what each does). Defaults 500,
-	// 5s, 1 and 65536.
-	FetchBatch    int           `yaml:"fetch_batch"`
-	FetchWait     time.Duration `yaml:"fetch_wait"`
-	AckBatch      int           `yaml:"ack_batch"`
-	MaxAckPending int           `yaml:"max_ack_pending"`
+	// The Kafka consumer group's timing and a Kafka source's fetches
+	// (kind kafka), and a JetStream source's fetches and acknowledgements
+	// (kinds jetstream and embedded): their fields' documents say what
+	// each key does and its default.
+	settings.KafkaGroup     `yaml:",inline"`
+	settings.KafkaFetch     `yaml:",inline"`
+	settings.JetStreamFetch `yaml:",inline"`
 	// CommitEvery and CommitInterval: without checkpoints, positions are
 	// committed to the source every CommitEvery records or every
 	// CommitInterval, whichever comes first (defaults 1000 and 1s); with
@@ -351,34 +306,6 @@ type Source struct {
 	// checkpoint).
 	CommitEvery    int           `yaml:"commit_every"`
 	CommitInterval time.Duration `yaml:"commit_interval"`
-}
-
-// TLS is the `tls:` block of a connection: the files and names a TLS
-// client needs. (The connectors build crypto/tls from it.)
-type TLS struct {
-	// CA is a PEM file of certificate authorities to trust instead of the
-	// system roots.
-	CA string `yaml:"ca"`
-	// Cert and Key are PEM files of a client certificate (mutual TLS).
-	Cert string `yaml:"cert"`
-	Key  string `yaml:"key"`
-	// ServerName overrides the name checked in the server's certificate.
-	ServerName string `yaml:"server_name"`
-	// InsecureSkipVerify disables verification; for tests only.
-	InsecureSkipVerify bool `yaml:"insecure_skip_verify"`
-}
-
-// SASL is the `sasl:` block of a Kafka connection. Combine it with TLS:
-// PLAIN sends the password as is.
-type SASL struct {
-	// Mechanism is plain, scram-sha-256 or scram-sha-512 (case does not
-	// matter).
-	Mechanism string `yaml:"mechanism"`
-	// Username and Password are the credentials; PasswordFile, instead of
-	// Password, names a file holding the password (a mounted secret).
-	Username     string `yaml:"username"`
-	Password     string `yaml:"password"`
-	PasswordFile string `yaml:"password_file"`
 }
 
 // Sink is one output.
@@ -393,30 +320,12 @@ type Sink struct {
 	Every int `yaml:"every"`
 	// Interval publishes a report every Interval as well (reports only).
 	Interval time.Duration `yaml:"interval"`
-	// BatchTimeout, BatchSize, RequiredAcks and Compression tune a Kafka
-	// sink: a batch is sent when it holds BatchSize messages or has
-	// waited BatchTimeout (defaults 1000 and 10ms: a prediction waits up
-	// to 10ms before it is sent); RequiredAcks is all (the default: a
-	// commit waits for every in-sync replica to have the outputs before
-	// it), one (the leader only: a leader lost before replicating loses
-	// outputs a commit covered) or none (no acknowledgement: outputs can
-	// be lost); Compression is none (the default), gzip, snappy, lz4 or
-	// zstd.
-	BatchTimeout time.Duration `yaml:"batch_timeout"`
-	BatchSize    int           `yaml:"batch_size"`
-	RequiredAcks string        `yaml:"required_acks"`
-	Compression  string        `yaml:"compression"`
-	// PublishWindow bounds a JetStream sink's publishes awaiting the
-	// server's acknowledgement (default 1024).
-	PublishWindow int `yaml:"publish_window"`
-	// Create makes `run` create a Kafka sink's topic when it does not
-	// exist (it checks the topic at start either way), with Partitions
-	// partitions, Replication replicas and Retention (0: the broker's
-	// defaults).
-	Create      bool          `yaml:"create"`
-	Partitions  int           `yaml:"partitions"`
-	Replication int           `yaml:"replication"`
-	Retention   time.Duration `yaml:"retention"`
+	// A Kafka sink's produce requests and the topic it creates (kind
+	// kafka), and a JetStream sink's publishes (kind jetstream): their
+	// fields' documents say what each key does and its default.
+	settings.KafkaProduce     `yaml:",inline"`
+	settings.KafkaTopic       `yaml:",inline"`
+	settings.JetStreamPublish `yaml:",inline"`
 }
 
 // Sinks are the optional outputs.

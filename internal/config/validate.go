@@ -1,14 +1,15 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/streamlearn/streamlearn/internal/connectors/settings"
 	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/learners"
 	"github.com/streamlearn/streamlearn/internal/online"
@@ -30,7 +31,28 @@ func oneOf(key, v string, allowed ...string) error {
 	return errAt(key, "%s", msg)
 }
 
+// settingAt turns a settings.Error of the block at prefix ("source",
+// "sinks.predictions") into an Error at its full key.
+func settingAt(prefix string, err error) error {
+	if se, ok := err.(*settings.Error); ok {
+		return errAt(prefix+"."+se.Key, "%s", se.Msg)
+	}
+	return err
+}
+
+// validate checks c section by section, reporting the first problem.
 func (c *Config) validate() error {
+	for _, check := range []func() error{c.validateInput, c.validateFeatures, c.validateLearners, c.validateSource,
+		c.validateSinks, c.validateModels, c.validateCheckpoint} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateInput checks input, labels and input.classes.
+func (c *Config) validateInput() error {
 	if err := oneOf("input.format", c.Input.Format, "", "jsonl", "libsvm", "csv", "tsv"); err != nil {
 		return err
 	}
@@ -51,9 +73,11 @@ func (c *Config) validate() error {
 			return errAt("input.positive", "%q is also listed as negative", p)
 		}
 	}
-	if err := c.validateClasses(); err != nil {
-		return err
-	}
+	return c.validateClasses()
+}
+
+// validateFeatures checks features.
+func (c *Config) validateFeatures() error {
 	if c.Features.Bits < 1 || c.Features.Bits > MaxBits {
 		msg := fmt.Sprintf("%d is outside 1..%d", c.Features.Bits, MaxBits)
 		if c.Features.Bits <= online.MaxBits {
@@ -71,6 +95,12 @@ func (c *Config) validate() error {
 	if c.Features.Dense < 0 {
 		return errAt("features.dense", "must not be negative")
 	}
+	return nil
+}
+
+// validateLearners checks that there are learners, each with its own name,
+// and each learner's keys.
+func (c *Config) validateLearners() error {
 	if len(c.Learners) == 0 {
 		return errAt("learners", "configure at least one learner")
 	}
@@ -88,60 +118,59 @@ func (c *Config) validate() error {
 			return err
 		}
 	}
-	if err := oneOf("source.kind", c.Source.Kind, "", "kafka", "nats", "jetstream", "file", "embedded"); err != nil {
+	return nil
+}
+
+// validateSource checks source: its kind, the keys of an embedded server,
+// start, the connection and the client knobs.
+func (c *Config) validateSource() error {
+	s := &c.Source
+	if err := oneOf("source.kind", s.Kind, "", "kafka", "nats", "jetstream", "file", "embedded"); err != nil {
 		return err
 	}
-	if c.Source.Kind == "embedded" {
-		if c.Source.URL != "" || len(c.Source.Brokers) > 0 {
-			return errAt("source.url", "an embedded server runs in this process: give port (and store_dir), not url or brokers")
+	if s.Kind == "embedded" {
+		if err := s.validateEmbedded(); err != nil {
+			return err
 		}
-		for _, k := range []struct {
-			key string
-			set bool
-		}{{"tls", c.Source.TLS != nil}, {"sasl", c.Source.SASL != nil}, {"user", c.Source.User != ""}, {"password", c.Source.Password != ""},
-			{"token", c.Source.Token != ""}, {"nkey_seed_file", c.Source.NKeySeedFile != ""}, {"creds_file", c.Source.CredsFile != ""},
-			{"topic", c.Source.Topic != ""}, {"group", c.Source.Group != ""}, {"path", c.Source.Path != ""}} {
-			if k.set {
-				return errAt("source."+k.key, "not a key of an embedded server (its keys: port, store_dir, subject, stream, durable, start, connect_timeout)")
-			}
-		}
-		if p := c.Source.Port; p < -1 || p > 65535 {
-			return errAt("source.port", "%d is outside -1..65535 (0: 4222; -1: a free port)", p)
-		}
-	} else if c.Source.Port != 0 {
-		return errAt("source.port", "an embedded server's key; source.kind is %q", c.Source.Kind)
-	} else if c.Source.StoreDir != "" {
-		return errAt("source.store_dir", "an embedded server's key; source.kind is %q", c.Source.Kind)
+	} else if s.Port != 0 {
+		return errAt("source.port", "an embedded server's key; source.kind is %q", s.Kind)
 	}
-	if err := ValidStart(c.Source.Kind, c.Source.Start); err != nil {
+	if err := ValidStart(s.Kind, s.Start); err != nil {
 		return errAt("source.start", "%s", err)
 	}
-	if t := c.Source.ConnectTimeout; t < 0 || t > 10*time.Minute {
-		return errAt("source.connect_timeout", "%v is outside 0..10m (0: the default, 5s)", t)
+	if err := s.Conn.Validate(); err != nil {
+		return settingAt("source", err)
 	}
-	for _, d := range []struct {
+	if err := s.validateTuning(); err != nil {
+		return err
+	}
+	return c.validateAckBatch()
+}
+
+// validateEmbedded refuses the keys of a source of kind embedded that
+// connect elsewhere, and a port out of range.
+func (s *Source) validateEmbedded() error {
+	if s.URL != "" || len(s.Brokers) > 0 {
+		return errAt("source.url", "an embedded server runs in this process: give port (and store_dir), not url or brokers")
+	}
+	for _, k := range []struct {
 		key string
-		v   time.Duration
-	}{
-		{"source.session_timeout", c.Source.SessionTimeout},
-		{"source.rebalance_timeout", c.Source.RebalanceTimeout},
-		{"source.heartbeat_interval", c.Source.HeartbeatInterval},
-		{"source.request_timeout", c.Source.RequestTimeout},
-		{"source.join_group_backoff", c.Source.JoinGroupBackoff},
-	} {
-		switch {
-		case d.v != 0 && c.Source.Kind != "kafka":
-			return errAt(d.key, "tunes a Kafka consumer group; source.kind is %q", c.Source.Kind)
-		case d.v < 0:
-			return errAt(d.key, "must not be negative")
+		set bool
+	}{{"tls", s.TLS != nil}, {"sasl", s.SASL != nil}, {"user", s.User != ""}, {"password", s.Password != ""},
+		{"token", s.Token != ""}, {"nkey_seed_file", s.NKeySeedFile != ""}, {"creds_file", s.CredsFile != ""},
+		{"topic", s.Topic != ""}, {"group", s.Group != ""}, {"path", s.Path != ""}} {
+		if k.set {
+			return errAt("source."+k.key, "not a key of an embedded server (its keys: port, store_dir, subject, stream, durable, start, connect_timeout)")
 		}
 	}
-	if err := c.Source.validateTuning(); err != nil {
-		return err
+	if p := s.Port; p < -1 || p > 65535 {
+		return errAt("source.port", "%d is outside -1..65535 (0: 4222; -1: a free port)", p)
 	}
-	if err := c.validateAckBatch(); err != nil {
-		return err
-	}
+	return nil
+}
+
+// validateSinks checks each configured sink.
+func (c *Config) validateSinks() error {
 	for name, s := range map[string]*Sink{"predictions": c.Sinks.Predictions, "reports": c.Sinks.Reports, "dead_letters": c.Sinks.DeadLetters} {
 		if s == nil {
 			continue
@@ -160,6 +189,11 @@ func (c *Config) validate() error {
 			return errAt(key+".every", "must not be negative")
 		}
 	}
+	return nil
+}
+
+// validateModels checks models.
+func (c *Config) validateModels() error {
 	if err := oneOf("models.by", c.Models.By, "", "partition", "key"); err != nil {
 		return err
 	}
@@ -179,6 +213,12 @@ func (c *Config) validate() error {
 	case c.Models.Idle < 0:
 		return errAt("models.idle", "must not be negative")
 	}
+	return nil
+}
+
+// validateCheckpoint checks checkpoint, and the source's commits it
+// replaces.
+func (c *Config) validateCheckpoint() error {
 	if c.Checkpoint.Dir != "" || c.Checkpoint.Bucket != "" {
 		switch {
 		case c.Source.CommitEvery != 0:
@@ -213,51 +253,47 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// tuning is one client knob of a source or sink: its key, whether it is
-// set, whether it is negative, and the source or sink kinds it tunes.
-type tuning struct {
-	key      string
-	set, neg bool
-	kinds    []string
-}
+// validator is a block of settings.
+type validator interface{ Validate() error }
 
-func checkTuning(prefix, kind string, ts []tuning) error {
-	for _, t := range ts {
-		switch {
-		case t.set && !slices.Contains(t.kinds, kind):
-			return errAt(prefix+"."+t.key, "tunes a %s client; the kind is %q", strings.Join(t.kinds, " or "), kind)
-		case t.neg:
-			return errAt(prefix+"."+t.key, "must not be negative")
-		}
+// onlyFor refuses, at prefix.key, the first setting of block (a settings
+// struct) given when kind is not one of kinds; format says so, given the
+// kind.
+func onlyFor(prefix, kind string, block validator, format string, kinds ...string) error {
+	if slices.Contains(kinds, kind) {
+		return nil
+	}
+	if k := settings.FirstSet(block); k != "" {
+		return errAt(prefix+"."+k, format, kind)
 	}
 	return nil
 }
 
-// validateTuning checks the source's client knobs.
+// validateTuning checks the source's client knobs: each block only for
+// the kinds it tunes, then the values.
 func (s *Source) validateTuning() error {
 	kafka, js := []string{"kafka"}, []string{"jetstream", "embedded"}
-	if err := checkTuning("source", s.Kind, []tuning{
-		{"max_wait", s.MaxWait != 0, s.MaxWait < 0, kafka},
-		{"min_bytes", s.MinBytes != 0, s.MinBytes < 0, kafka},
-		{"max_bytes", s.MaxBytes != 0, s.MaxBytes < 0, kafka},
-		{"fetch_batch", s.FetchBatch != 0, s.FetchBatch < 0, js},
-		{"fetch_wait", s.FetchWait != 0, s.FetchWait < 0, js},
-		{"ack_batch", s.AckBatch != 0, s.AckBatch < 0, js},
-		{"max_ack_pending", s.MaxAckPending != 0, s.MaxAckPending < 0, js},
-		{"commit_every", false, s.CommitEvery < 0, nil},
-		{"commit_interval", false, s.CommitInterval < 0, nil},
-	}); err != nil {
-		return err
-	}
-	maxBytes := s.MaxBytes
-	if maxBytes == 0 {
-		maxBytes = 1 << 20 // the client's default
+	for _, b := range []struct {
+		block  validator
+		format string
+		kinds  []string
+	}{
+		{s.KafkaGroup, "tunes a Kafka consumer group; source.kind is %q", kafka},
+		{s.KafkaFetch, "tunes a kafka client; the kind is %q", kafka},
+		{s.JetStreamFetch, "tunes a jetstream or embedded client; the kind is %q", js},
+	} {
+		if err := onlyFor("source", s.Kind, b.block, b.format, b.kinds...); err != nil {
+			return err
+		}
+		if err := b.block.Validate(); err != nil {
+			return settingAt("source", err)
+		}
 	}
 	switch {
-	case s.MinBytes > maxBytes:
-		return errAt("source.min_bytes", "%d exceeds max_bytes %d", s.MinBytes, maxBytes)
-	case s.FetchWait != 0 && s.FetchWait < time.Second:
-		return errAt("source.fetch_wait", "%v: at least 1s (a pull request's expiry; a record is delivered as soon as it is there)", s.FetchWait)
+	case s.CommitEvery < 0:
+		return errAt("source.commit_every", "must not be negative")
+	case s.CommitInterval < 0:
+		return errAt("source.commit_interval", "must not be negative")
 	}
 	return nil
 }
@@ -282,13 +318,8 @@ func (c *Config) validateAckBatch() error {
 			per = 100000
 		}
 	}
-	fetch, pending := s.FetchBatch, s.MaxAckPending
-	if fetch == 0 {
-		fetch = 500
-	}
-	if pending == 0 {
-		pending = 65536
-	}
+	fetch := cmp.Or(s.FetchBatch, settings.DefaultFetchBatch)
+	pending := cmp.Or(s.MaxAckPending, settings.DefaultMaxAckPending)
 	if s.AckBatch*per+fetch >= pending {
 		return errAt("source.ack_batch", "%d commits of up to %d records (%s) and a fetch of %d leave more messages unacknowledged than max_ack_pending %d: the server would stop delivering; lower ack_batch or raise max_ack_pending",
 			s.AckBatch, per, what, fetch, pending)
@@ -296,48 +327,24 @@ func (c *Config) validateAckBatch() error {
 	return nil
 }
 
-// validateTuning checks a sink's client knobs; key names the sink.
+// validateTuning checks a sink's client knobs, each block only for the
+// kind it tunes, then their values; key names the sink.
 func (s *Sink) validateTuning(key string) error {
-	kafka := []string{"kafka"}
-	if err := checkTuning(key, s.Kind, []tuning{
-		{"batch_timeout", s.BatchTimeout != 0, s.BatchTimeout < 0, kafka},
-		{"batch_size", s.BatchSize != 0, s.BatchSize < 0, kafka},
-		{"required_acks", s.RequiredAcks != "", false, kafka},
-		{"compression", s.Compression != "", false, kafka},
-		{"publish_window", s.PublishWindow != 0, s.PublishWindow < 0, []string{"jetstream"}},
-	}); err != nil {
-		return err
-	}
-	for _, t := range []tuning{
-		{"create", s.Create, false, kafka},
-		{"partitions", s.Partitions != 0, s.Partitions < 0, kafka},
-		{"replication", s.Replication != 0, s.Replication < 0 || s.Replication > 32767, kafka},
-		{"retention", s.Retention != 0, s.Retention < 0 || s.Retention > 0 && s.Retention < time.Millisecond, kafka},
+	for _, b := range []struct {
+		block  validator
+		format string
+		kind   string
+	}{
+		{s.KafkaProduce, "tunes a kafka client; the kind is %q", "kafka"},
+		{s.JetStreamPublish, "tunes a jetstream client; the kind is %q", "jetstream"},
+		{s.KafkaTopic, "applies to a kafka sink's topic; the kind is %q", "kafka"},
 	} {
-		switch {
-		case t.set && s.Kind != "kafka":
-			return errAt(key+"."+t.key, "applies to a kafka sink's topic; the kind is %q", s.Kind)
-		case t.neg:
-			return errAt(key+"."+t.key, "out of range (replication 1 to 32767; retention at least 1ms)")
-		}
-	}
-	if !s.Create {
-		for _, k := range []struct {
-			name string
-			set  bool
-		}{{"partitions", s.Partitions != 0}, {"replication", s.Replication != 0}, {"retention", s.Retention != 0}} {
-			if k.set {
-				return errAt(key+"."+k.name, "applies to the topic create: true makes; set create: true, or drop it")
-			}
-		}
-	}
-	if s.RequiredAcks != "" {
-		if err := oneOf(key+".required_acks", s.RequiredAcks, "all", "one", "none"); err != nil {
+		if err := onlyFor(key, s.Kind, b.block, b.format, b.kind); err != nil {
 			return err
 		}
-	}
-	if s.Compression != "" {
-		return oneOf(key+".compression", s.Compression, "none", "gzip", "snappy", "lz4", "zstd")
+		if err := b.block.Validate(); err != nil {
+			return settingAt(key, err)
+		}
 	}
 	return nil
 }
@@ -514,13 +521,13 @@ func (l *Labels) validate(c *Config) error {
 // subscription receives what is published from then on whatever it says;
 // earliest only for a file, read from its first record.
 func ValidStart(kind, start string) error {
-	st, err := ParseStart(start)
+	st, err := settings.ParseStart(start)
 	switch {
 	case err != nil:
 		return err
-	case kind == "file" && st.Kind != StartEarliest:
+	case kind == "file" && st.Kind != settings.StartEarliest:
 		return fmt.Errorf("%s: a file source reads from its first record (start is for Kafka and JetStream sources)", start)
-	case kind == "nats" && st.Kind != StartEarliest && st.Kind != StartLatest:
+	case kind == "nats" && st.Kind != settings.StartEarliest && st.Kind != settings.StartLatest:
 		return fmt.Errorf("%s: a core NATS subscription receives what is published from now on (offset and time are for Kafka and JetStream sources)", start)
 	}
 	return nil

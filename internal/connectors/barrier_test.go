@@ -15,6 +15,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/segmentio/kafka-go"
+
+	"github.com/streamlearn/streamlearn/internal/connectors/settings"
 )
 
 // A barrier's wait returns once every message published before the
@@ -69,7 +71,7 @@ func TestSinkBarrier(t *testing.T) {
 			return n, nil
 		}},
 		{"jetstream", func() (BarrierSink, error) {
-			return NewJetStreamSink(NATSConfig{URL: srv.ClientURL(), PublishWindow: 64}, "BAR", "bar")
+			return NewJetStreamSink(NATSConfig{URL: srv.ClientURL(), JetStreamPublish: settings.JetStreamPublish{PublishWindow: 64}}, "BAR", "bar")
 		}, func() (int, error) {
 			js, err := jetstream.New(nc)
 			if err != nil {
@@ -155,7 +157,7 @@ func TestBarrierFailuresAttributed(t *testing.T) {
 	natsTestStream(t, NATSConfig{URL: srv.ClientURL()}, "PRED", "predictions")
 	// A subject no stream captures: every publish fails. A window of one:
 	// the second publish collects the first's failure.
-	sink, err := NewJetStreamSink(NATSConfig{URL: srv.ClientURL(), PublishWindow: 1}, "PRED", "elsewhere")
+	sink, err := NewJetStreamSink(NATSConfig{URL: srv.ClientURL(), JetStreamPublish: settings.JetStreamPublish{PublishWindow: 1}}, "PRED", "elsewhere")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/connectors/settings"
 	"github.com/streamlearn/streamlearn/internal/connectors/sourcetest"
 	"github.com/streamlearn/streamlearn/internal/testbroker"
 )
@@ -56,7 +57,7 @@ func TestNATSJetStreamConformance(t *testing.T) {
 		cfg  connectors.NATSConfig
 	}{
 		{"jetstream", connectors.NATSConfig{}},
-		{"jetstream-batched", connectors.NATSConfig{FetchBatch: 16, AckBatch: 7}},
+		{"jetstream-batched", connectors.NATSConfig{JetStreamFetch: settings.JetStreamFetch{FetchBatch: 16, AckBatch: 7}}},
 	} {
 		sourcetest.Run(t, tc.name, sourcetest.Harness{
 			FirstOffset: 1,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // DialNATS connects to cfg's servers with its authentication and TLS, as
@@ -22,4 +23,19 @@ func DialNATS(cfg NATSConfig) (nc *nats.Conn, closeConn func() error, err error)
 		return nil, nil, fmt.Errorf("nats: %w", err)
 	}
 	return c.Conn, c.close, nil
+}
+
+// DialJetStream is DialNATS with the connection's JetStream context, for
+// other users of JetStream such as a checkpoint store in an Object Store
+// bucket. Call closeConn, not the connection's Close, as for DialNATS.
+func DialJetStream(cfg NATSConfig) (js jetstream.JetStream, closeConn func() error, err error) {
+	nc, closeConn, err := DialNATS(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if js, err = jetstream.New(nc); err != nil {
+		_ = closeConn()
+		return nil, nil, fmt.Errorf("nats: %w", err)
+	}
+	return js, closeConn, nil
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/streamlearn/streamlearn/internal/connectors/settings"
 )
 
 // Position's committed position of a JetStream durable: none for a new
@@ -26,7 +28,7 @@ func TestJetStreamPosition(t *testing.T) {
 	if err := stream.Purge(ctx, jetstream.WithPurgeSequence(6)); err != nil { // keeps 6..20
 		t.Fatal(err)
 	}
-	cfg := NATSConfig{URL: url, Durable: "pos", FetchWait: time.Second}
+	cfg := NATSConfig{URL: url, Durable: "pos", JetStreamFetch: settings.JetStreamFetch{FetchWait: time.Second}}
 	open := func() *JetStreamSource {
 		t.Helper()
 		src, err := NewJetStreamSource(ctx, cfg, false)

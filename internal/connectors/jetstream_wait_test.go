@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/streamlearn/streamlearn/internal/connectors/settings"
 )
 
 // jsWaitDone reports whether the context the last begin handed out is done.
@@ -99,7 +101,7 @@ func TestJetStreamFetchIdleEnds(t *testing.T) {
 		t.Skip("waits for FetchWait")
 	}
 	url := jsTestServer(t, 10)
-	cfg := NATSConfig{URL: url, FetchWait: time.Second}
+	cfg := NATSConfig{URL: url, JetStreamFetch: settings.JetStreamFetch{FetchWait: time.Second}}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	src, err := NewJetStreamSource(ctx, cfg, true)
@@ -134,7 +136,7 @@ func TestJetStreamFetchContext(t *testing.T) {
 		t.Skip("waits for FetchWait")
 	}
 	url := jsTestServer(t, 0)
-	src, err := NewJetStreamSource(context.Background(), NATSConfig{URL: url, FetchWait: time.Second}, false)
+	src, err := NewJetStreamSource(context.Background(), NATSConfig{URL: url, JetStreamFetch: settings.JetStreamFetch{FetchWait: time.Second}}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ var (
 
 // NewKafkaSink returns a sink writing to topic (cfg.Topic when topic is
 // empty). It does not connect until Check or the first Publish; the topic
-// must exist, or Check creates it (CreateTopic). A broker's
+// must exist, or Check creates it (Create). A broker's
 // auto.create.topics.enable is not relied on: Check asks without it.
 func NewKafkaSink(cfg KafkaConfig, topic string) (*KafkaSink, error) {
 	if err := cfg.Validate(); err != nil {
@@ -97,8 +97,8 @@ func NewKafkaSink(cfg KafkaConfig, topic string) (*KafkaSink, error) {
 
 // Check asks the brokers for the sink's topic: an error that names it when
 // the brokers cannot be reached or the topic does not exist — unless
-// CreateTopic is set, and then the topic is created (TopicPartitions,
-// TopicReplication, TopicRetention). A run checks its sinks before it
+// Create is set, and then the topic is created (Partitions,
+// Replication, Retention). A run checks its sinks before it
 // opens its source, so that outputs with nowhere to go stop it before it
 // consumes anything. An answer the brokers mark as passing (a partition
 // without a leader yet, as while another client creates the topic, or a
@@ -153,19 +153,19 @@ func (s *KafkaSink) check(ctx context.Context, c *kafka.Client) error {
 			return fmt.Errorf("kafka sink %s: topic %q: %w", s.name, s.topic, t.Error)
 		}
 	}
-	if !s.cfg.CreateTopic {
+	if !s.cfg.Create {
 		return fmt.Errorf("kafka sink %s: topic %q does not exist on brokers %v: create it (kafka-topics.sh --create --topic %s), or set create: true on the sink, with partitions and retention",
 			s.name, s.topic, s.cfg.Brokers, s.topic)
 	}
 	tc := kafka.TopicConfig{Topic: s.topic, NumPartitions: -1, ReplicationFactor: -1}
-	if s.cfg.TopicPartitions > 0 {
-		tc.NumPartitions = s.cfg.TopicPartitions
+	if s.cfg.Partitions > 0 {
+		tc.NumPartitions = s.cfg.Partitions
 	}
-	if s.cfg.TopicReplication > 0 {
-		tc.ReplicationFactor = s.cfg.TopicReplication
+	if s.cfg.Replication > 0 {
+		tc.ReplicationFactor = s.cfg.Replication
 	}
-	if s.cfg.TopicRetention > 0 {
-		tc.ConfigEntries = []kafka.ConfigEntry{{ConfigName: "retention.ms", ConfigValue: strconv.FormatInt(s.cfg.TopicRetention.Milliseconds(), 10)}}
+	if s.cfg.Retention > 0 {
+		tc.ConfigEntries = []kafka.ConfigEntry{{ConfigName: "retention.ms", ConfigValue: strconv.FormatInt(s.cfg.Retention.Milliseconds(), 10)}}
 	}
 	resp, err := c.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{tc}})
 	if err == nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/streamlearn/streamlearn/internal/connectors/settings"
 	"github.com/streamlearn/streamlearn/internal/testproc"
 )
 
@@ -49,18 +50,15 @@ func kafkaTestCluster(t testing.TB, brokers int, partitions int32, topics []stri
 // fetch takes milliseconds rather than kafka-go's default seconds.
 func kafkaTestConfig(brokers []string, topic, group string) KafkaConfig {
 	return KafkaConfig{
-		Brokers:           brokers,
-		Topic:             topic,
-		Group:             group,
-		MaxWait:           50 * time.Millisecond,
-		HeartbeatInterval: 50 * time.Millisecond,
-		SessionTimeout:    2 * time.Second,
-		RebalanceTimeout:  2 * time.Second,
-		JoinGroupBackoff:  50 * time.Millisecond,
-		Timeout:           2 * time.Second,
-		DialTimeout:       2 * time.Second,
-		BatchTimeout:      2 * time.Millisecond,
-		QueueCapacity:     64,
+		Brokers:    brokers,
+		Topic:      topic,
+		Group:      group,
+		KafkaFetch: settings.KafkaFetch{MaxWait: 50 * time.Millisecond},
+		KafkaGroup: settings.KafkaGroup{HeartbeatInterval: 50 * time.Millisecond, SessionTimeout: 2 * time.Second,
+			RebalanceTimeout: 2 * time.Second, JoinGroupBackoff: 50 * time.Millisecond, RequestTimeout: 2 * time.Second},
+		DialTimeout:   2 * time.Second,
+		KafkaProduce:  settings.KafkaProduce{BatchTimeout: 2 * time.Millisecond},
+		QueueCapacity: 64,
 	}
 }
 
@@ -429,7 +427,7 @@ func TestKafkaSinkRoundTrip(t *testing.T) {
 			kafkaSinkRoundTrip(t, cfg, topics[i])
 		})
 	}
-	if _, err := NewKafkaSink(KafkaConfig{Brokers: brokers, Compression: "brotli"}, "p"); err == nil {
+	if _, err := NewKafkaSink(KafkaConfig{Brokers: brokers, KafkaProduce: settings.KafkaProduce{Compression: "brotli"}}, "p"); err == nil {
 		t.Error("a sink of codec brotli")
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/streamlearn/streamlearn/internal/connectors/settings"
 )
 
 // Defaults of NATSConfig. Each one is what a zero field means.
@@ -26,17 +28,17 @@ const (
 	DefaultJetStreamDurable = "streamlearn"
 	// DefaultNATSFetchBatch is nats.go's own jetstream.DefaultMaxMessages:
 	// how many messages the client buffers ahead of Fetch.
-	DefaultNATSFetchBatch = 500
+	DefaultNATSFetchBatch = settings.DefaultFetchBatch
 	// DefaultNATSFetchWait is the expiry of one pull request; a JetStream
 	// source also re-checks its consumer after this long without a message.
-	DefaultNATSFetchWait = 5 * time.Second
+	DefaultNATSFetchWait = settings.DefaultFetchWait
 	// DefaultNATSAckBatch acknowledges every Commit: callers batch commits.
-	DefaultNATSAckBatch = 1
+	DefaultNATSAckBatch = settings.DefaultAckBatch
 	// DefaultNATSMaxAckPending bounds the messages delivered but not yet
 	// committed. It must exceed the caller's commit interval (the
 	// checkpoint interval, 10000 events in the example config) plus
 	// FetchBatch, or the server stops delivering before the caller commits.
-	DefaultNATSMaxAckPending = 1 << 16
+	DefaultNATSMaxAckPending = settings.DefaultMaxAckPending
 	// DefaultNATSAckWait is how long the server waits for an ack before it
 	// redelivers; a JetStream source skips such redeliveries of records it
 	// already returned, so a short AckWait costs bandwidth, not correctness.
@@ -47,7 +49,7 @@ const (
 	DefaultNATSPendingBytes = nats.DefaultSubPendingBytesLimit
 	// DefaultNATSPublishWindow bounds the JetStream publishes awaiting their
 	// acknowledgement.
-	DefaultNATSPublishWindow = 1024
+	DefaultNATSPublishWindow = settings.DefaultPublishWindow
 	// DefaultNATSName is the client name the server shows in its monitoring.
 	DefaultNATSName = "streamlearn"
 )
@@ -89,36 +91,15 @@ type NATSConfig struct {
 
 	// TLS enables TLS; nil means plaintext unless the URL says tls://.
 	TLS *TLSConfig `yaml:"tls"`
-	// User and Password authenticate with a user name and password.
-	User     string `yaml:"user"`
-	Password string `yaml:"password"`
-	// Token authenticates with a token.
-	Token string `yaml:"token"`
-	// NKeySeedFile is a file holding a user nkey seed ("SU...").
-	NKeySeedFile string `yaml:"nkey_seed_file"`
-	// CredsFile is a decentralized-auth credentials file (user JWT and
-	// seed), as written by `nsc`.
-	CredsFile string `yaml:"creds_file"`
+	// NATSAuth authenticates: at most one of user and password, a token,
+	// an nkey seed file or a credentials file.
+	settings.NATSAuth `yaml:",inline"`
 	// ConnectTimeout bounds connecting to a server. Default 5s.
 	ConnectTimeout time.Duration `yaml:"connect_timeout"`
 
-	// FetchBatch is how many JetStream messages the client buffers ahead
-	// of Fetch (jetstream.PullMaxMessages). Default 500.
-	FetchBatch int `yaml:"fetch_batch"`
-	// FetchWait is the expiry of one pull request, at least 1s. An idle
-	// JetStream source re-checks its consumer this often (until-end,
-	// stalled acks). Default 5s.
-	FetchWait time.Duration `yaml:"fetch_wait"`
-	// AckBatch makes a JetStream source acknowledge only every AckBatch-th
-	// Commit; the latest commit not yet acknowledged is acknowledged by
-	// Close. Unacknowledged records are redelivered after a crash. Default
-	// 1: every Commit is acknowledged, and confirmed by the server, before
-	// it returns.
-	AckBatch int `yaml:"ack_batch"`
-	// MaxAckPending bounds the messages the server delivers before it sees
-	// a commit. It must exceed FetchBatch+AckBatch plus the caller's commit
-	// interval. Default 65536.
-	MaxAckPending int `yaml:"max_ack_pending"`
+	// JetStreamFetch tunes a JetStream source (FetchBatch, FetchWait,
+	// AckBatch, MaxAckPending).
+	settings.JetStreamFetch `yaml:",inline"`
 	// AckWait is the server's redelivery timeout. Default 2m.
 	AckWait time.Duration `yaml:"ack_wait"`
 	// PendingMsgs and PendingBytes bound a core subscription's buffer;
@@ -126,9 +107,8 @@ type NATSConfig struct {
 	// at-most-once). Defaults 512Ki messages and 64 MiB (nats.go's).
 	PendingMsgs  int `yaml:"pending_msgs"`
 	PendingBytes int `yaml:"pending_bytes"`
-	// PublishWindow bounds the JetStream publishes awaiting their
-	// acknowledgement; Publish blocks when it is full. Default 1024.
-	PublishWindow int `yaml:"publish_window"`
+	// JetStreamPublish tunes a JetStream sink (PublishWindow).
+	settings.JetStreamPublish `yaml:",inline"`
 }
 
 // withDefaults returns c with every zero field set to its default.
@@ -180,34 +160,18 @@ func (c NATSConfig) Validate() error {
 	if strings.ContainsAny(c.Durable, " \t\r\n.*>/\\") {
 		return fmt.Errorf("durable: %q: a consumer name has no white space, '.', '*', '>' or path separators", c.Durable)
 	}
-	methods := 0
-	if c.User != "" || c.Password != "" {
-		if c.User == "" {
-			return errors.New("password: set without user")
+	for _, err := range []error{c.NATSAuth.Validate(), c.JetStreamFetch.Validate(), c.JetStreamPublish.Validate()} {
+		if err != nil {
+			return err
 		}
-		methods++
-	}
-	for _, s := range []string{c.Token, c.NKeySeedFile, c.CredsFile} {
-		if s != "" {
-			methods++
-		}
-	}
-	if methods > 1 {
-		return errors.New("user/password, token, nkey_seed_file and creds_file: set only one")
 	}
 	for _, f := range []struct {
 		key string
 		v   int
-	}{
-		{"fetch_batch", c.FetchBatch}, {"ack_batch", c.AckBatch}, {"max_ack_pending", c.MaxAckPending},
-		{"pending_msgs", c.PendingMsgs}, {"pending_bytes", c.PendingBytes}, {"publish_window", c.PublishWindow},
-	} {
+	}{{"pending_msgs", c.PendingMsgs}, {"pending_bytes", c.PendingBytes}} {
 		if f.v < 0 {
 			return fmt.Errorf("%s: %d is negative", f.key, f.v)
 		}
-	}
-	if c.FetchWait < time.Second {
-		return fmt.Errorf("fetch_wait: %v is below the 1s a JetStream pull request needs", c.FetchWait)
 	}
 	if c.AckWait < time.Second {
 		return fmt.Errorf("ack_wait: %v is below 1s", c.AckWait)
@@ -265,7 +229,7 @@ func natsConnect(c NATSConfig) (*natsConn, error) {
 		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}),
 	}
 	if c.TLS != nil {
-		t, err := c.TLS.Build()
+		t, err := buildTLS(c.TLS)
 		if err != nil {
 			return nil, err
 		}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
+
+	"github.com/streamlearn/streamlearn/internal/connectors/settings"
 )
 
 // natsUserSeed returns a new user nkey and its seed.
@@ -94,11 +96,11 @@ func TestNATSAuth(t *testing.T) {
 		good, bad NATSConfig
 		badErr    string // substring of the bad config's error
 	}{
-		{"user/password", natsConf{`authorization { user: "learner", password: "s3cret" }`}, NATSConfig{User: "learner", Password: "s3cret"}, NATSConfig{User: "learner", Password: "nope"}, "authorization violation"},
-		{"token", natsConf{`authorization { token: "t0ken" }`}, NATSConfig{Token: "t0ken"}, NATSConfig{Token: "other"}, "authorization violation"},
-		{"nkey", nkeyConf, NATSConfig{NKeySeedFile: nkeyFile}, NATSConfig{NKeySeedFile: wrongNkeyFile}, "authorization violation"},
-		{"nkey file missing", nkeyConf, NATSConfig{NKeySeedFile: nkeyFile}, NATSConfig{NKeySeedFile: filepath.Join(dir, "missing.nk")}, "nkey_seed_file"},
-		{"creds", credsConf, NATSConfig{CredsFile: creds}, NATSConfig{CredsFile: wrongCreds}, "authorization violation"},
+		{"user/password", natsConf{`authorization { user: "learner", password: "s3cret" }`}, NATSConfig{NATSAuth: settings.NATSAuth{User: "learner", Password: "s3cret"}}, NATSConfig{NATSAuth: settings.NATSAuth{User: "learner", Password: "nope"}}, "authorization violation"},
+		{"token", natsConf{`authorization { token: "t0ken" }`}, NATSConfig{NATSAuth: settings.NATSAuth{Token: "t0ken"}}, NATSConfig{NATSAuth: settings.NATSAuth{Token: "other"}}, "authorization violation"},
+		{"nkey", nkeyConf, NATSConfig{NATSAuth: settings.NATSAuth{NKeySeedFile: nkeyFile}}, NATSConfig{NATSAuth: settings.NATSAuth{NKeySeedFile: wrongNkeyFile}}, "authorization violation"},
+		{"nkey file missing", nkeyConf, NATSConfig{NATSAuth: settings.NATSAuth{NKeySeedFile: nkeyFile}}, NATSConfig{NATSAuth: settings.NATSAuth{NKeySeedFile: filepath.Join(dir, "missing.nk")}}, "nkey_seed_file"},
+		{"creds", credsConf, NATSConfig{NATSAuth: settings.NATSAuth{CredsFile: creds}}, NATSConfig{NATSAuth: settings.NATSAuth{CredsFile: wrongCreds}}, "authorization violation"},
 		{"tls", tlsConf, NATSConfig{TLS: &TLSConfig{CA: caFile}}, NATSConfig{TLS: &TLSConfig{}}, "certificate"}, // system roots do not know the test CA
 	} {
 		t.Run(tc.name, func(t *testing.T) {

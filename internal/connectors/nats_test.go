@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/streamlearn/streamlearn/internal/connectors/settings"
 )
 
 // natsTestStream creates stream name capturing subjects, with a client of
@@ -95,12 +97,12 @@ func TestNATSConfigValidate(t *testing.T) {
 		{"stream", NATSConfig{Stream: "EV.ENTS"}, "stream:"},
 		{"durable", NATSConfig{Durable: "a b"}, "durable:"},
 		{"subject", NATSConfig{Subject: "a b"}, "subject:"},
-		{"password alone", NATSConfig{Password: "p"}, "password:"},
-		{"two methods", NATSConfig{User: "u", Token: "t"}, "only one"},
-		{"negative", NATSConfig{FetchBatch: -1}, "fetch_batch:"},
-		{"fetch wait", NATSConfig{FetchWait: time.Millisecond}, "fetch_wait:"},
+		{"password alone", NATSConfig{NATSAuth: settings.NATSAuth{Password: "p"}}, "password:"},
+		{"two methods", NATSConfig{NATSAuth: settings.NATSAuth{User: "u", Token: "t"}}, "only one"},
+		{"negative", NATSConfig{JetStreamFetch: settings.JetStreamFetch{FetchBatch: -1}}, "fetch_batch:"},
+		{"fetch wait", NATSConfig{JetStreamFetch: settings.JetStreamFetch{FetchWait: time.Millisecond}}, "fetch_wait:"},
 		{"ack wait", NATSConfig{AckWait: time.Millisecond}, "ack_wait:"},
-		{"max ack pending", NATSConfig{FetchBatch: 100, AckBatch: 10, MaxAckPending: 110}, "max_ack_pending:"},
+		{"max ack pending", NATSConfig{JetStreamFetch: settings.JetStreamFetch{FetchBatch: 100, AckBatch: 10, MaxAckPending: 110}}, "max_ack_pending:"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.cfg.Validate()
@@ -223,7 +225,7 @@ func TestJetStreamUntilEnd(t *testing.T) {
 	natsTestStream(t, NATSConfig{URL: srv.ClientURL()}, "EVENTS", "events.>")
 	const n = 700
 	jsPublish(t, srv.ClientURL(), "events.a", 0, n)
-	cfg := NATSConfig{URL: srv.ClientURL(), Subject: "events.>", FetchBatch: 64}
+	cfg := NATSConfig{URL: srv.ClientURL(), Subject: "events.>", JetStreamFetch: settings.JetStreamFetch{FetchBatch: 64}}
 	src, err := NewJetStreamSource(context.Background(), cfg, true)
 	if err != nil {
 		t.Fatal(err)
@@ -252,7 +254,7 @@ func TestJetStreamUntilEnd(t *testing.T) {
 // nothing published meanwhile, the messages after it.
 func TestJetStreamLag(t *testing.T) {
 	const n = 300
-	src, err := NewJetStreamSource(context.Background(), NATSConfig{URL: jsTestServer(t, n), FetchBatch: 64}, true)
+	src, err := NewJetStreamSource(context.Background(), NATSConfig{URL: jsTestServer(t, n), JetStreamFetch: settings.JetStreamFetch{FetchBatch: 64}}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +276,7 @@ func TestJetStreamLag(t *testing.T) {
 func TestJetStreamAckBatch(t *testing.T) {
 	url := jsTestServer(t, 60)
 	ctx := context.Background()
-	src, err := NewJetStreamSource(ctx, NATSConfig{URL: url, AckBatch: 10}, false)
+	src, err := NewJetStreamSource(ctx, NATSConfig{URL: url, JetStreamFetch: settings.JetStreamFetch{AckBatch: 10}}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +303,7 @@ func TestJetStreamSkipsAckWaitRedelivery(t *testing.T) {
 		t.Skip("waits for AckWait")
 	}
 	url := jsTestServer(t, 5)
-	cfg := NATSConfig{URL: url, AckWait: time.Second, FetchWait: time.Second}
+	cfg := NATSConfig{URL: url, AckWait: time.Second, JetStreamFetch: settings.JetStreamFetch{FetchWait: time.Second}}
 	ctx := context.Background()
 	src, err := NewJetStreamSource(ctx, cfg, false)
 	if err != nil {
@@ -328,7 +330,7 @@ func TestJetStreamSourceNoStream(t *testing.T) {
 func TestJetStreamSinkRoundTrip(t *testing.T) {
 	srv := natsTestServer(t, nil)
 	natsTestStream(t, NATSConfig{URL: srv.ClientURL()}, "PRED", "predictions")
-	cfg := NATSConfig{URL: srv.ClientURL(), PublishWindow: 16}
+	cfg := NATSConfig{URL: srv.ClientURL(), JetStreamPublish: settings.JetStreamPublish{PublishWindow: 16}}
 	sink, err := NewJetStreamSink(cfg, "PRED", "predictions")
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package connectors
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -9,54 +8,24 @@ import (
 	"github.com/segmentio/kafka-go/sasl"
 	"github.com/segmentio/kafka-go/sasl/plain"
 	"github.com/segmentio/kafka-go/sasl/scram"
+
+	"github.com/streamlearn/streamlearn/internal/connectors/settings"
 )
 
 // SASL mechanisms accepted in SASLConfig.Mechanism.
 const (
-	SASLPlain       = "plain"
-	SASLScramSHA256 = "scram-sha-256"
-	SASLScramSHA512 = "scram-sha-512"
+	SASLPlain       = settings.SASLPlain
+	SASLScramSHA256 = settings.SASLScramSHA256
+	SASLScramSHA512 = settings.SASLScramSHA512
 )
 
-// SASLConfig is the `sasl:` block of a Kafka source or sink. A nil
-// *SASLConfig means no authentication. Combine it with TLS: PLAIN sends the
-// password as is.
-type SASLConfig struct {
-	// Mechanism is plain, scram-sha-256 or scram-sha-512 (case does not
-	// matter). Required.
-	Mechanism string `yaml:"mechanism"`
-	// Username and Password are the credentials. Username is required.
-	Username string `yaml:"username"`
-	Password string `yaml:"password"`
-	// PasswordFile, instead of Password, names a file holding the password
-	// (a mounted secret), read when the source or sink opens; a trailing
-	// newline is not part of it.
-	PasswordFile string `yaml:"password_file"`
-}
+// SASLConfig is the `sasl:` block of a Kafka source or sink (settings.SASL,
+// whose Validate checks it). A nil *SASLConfig means no authentication.
+type SASLConfig = settings.SASL
 
-// Validate reports the first problem with c; a nil c is valid.
-func (c *SASLConfig) Validate() error {
-	if c == nil {
-		return nil
-	}
-	switch strings.ToLower(c.Mechanism) {
-	case SASLPlain, SASLScramSHA256, SASLScramSHA512:
-	case "":
-		return errors.New("sasl: mechanism is required (plain, scram-sha-256, scram-sha-512)")
-	default:
-		return fmt.Errorf("sasl: mechanism %q is not one of plain, scram-sha-256, scram-sha-512", c.Mechanism)
-	}
-	if c.Username == "" {
-		return errors.New("sasl: username is required")
-	}
-	if c.Password != "" && c.PasswordFile != "" {
-		return errors.New("sasl: give password or password_file, not both")
-	}
-	return nil
-}
-
-// password returns the password, read from PasswordFile when it is set.
-func (c *SASLConfig) password() (string, error) {
+// saslPassword returns c's password, read from PasswordFile when it is
+// set.
+func saslPassword(c *SASLConfig) (string, error) {
 	if c.PasswordFile == "" {
 		return c.Password, nil
 	}
@@ -67,17 +36,18 @@ func (c *SASLConfig) password() (string, error) {
 	return strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r"), nil
 }
 
-// mechanism returns kafka-go's SASL mechanism for c, or nil for a nil c.
+// saslMechanism returns kafka-go's SASL mechanism for c, or nil for a nil
+// c.
 // SCRAM is kafka-go's sasl/scram (RFC 5802, RFC 7677, usernames and
 // passwords SASLprep-normalised).
-func (c *SASLConfig) mechanism() (sasl.Mechanism, error) {
+func saslMechanism(c *SASLConfig) (sasl.Mechanism, error) {
 	if c == nil {
 		return nil, nil
 	}
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	pw, err := c.password()
+	pw, err := saslPassword(c)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/streamlearn/streamlearn/internal/connectors/settings"
 )
 
 func TestParseStart(t *testing.T) {
@@ -185,7 +187,7 @@ func TestJetStreamStart(t *testing.T) {
 	ctx := t.Context()
 	open := func(t *testing.T, durable, start string) *JetStreamSource {
 		t.Helper()
-		s, err := NewJetStreamSource(ctx, NATSConfig{URL: url, Durable: durable, Start: start, FetchWait: time.Second}, true)
+		s, err := NewJetStreamSource(ctx, NATSConfig{URL: url, Durable: durable, Start: start, JetStreamFetch: settings.JetStreamFetch{FetchWait: time.Second}}, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -250,7 +252,7 @@ func TestJetStreamStart(t *testing.T) {
 func TestJetStreamStartReopen(t *testing.T) {
 	url := jsTestServer(t, 10)
 	ctx := t.Context()
-	s, err := NewJetStreamSource(ctx, NATSConfig{URL: url, Start: "latest", FetchWait: time.Second}, false)
+	s, err := NewJetStreamSource(ctx, NATSConfig{URL: url, Start: "latest", JetStreamFetch: settings.JetStreamFetch{FetchWait: time.Second}}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,25 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/streamlearn/streamlearn/internal/connectors/settings"
 )
 
-// TLSConfig is the `tls:` block of a source or sink. A nil *TLSConfig means
-// plaintext; an empty one means TLS with the system roots.
-type TLSConfig struct {
-	// CA is a PEM file of certificate authorities to trust instead of the
-	// system roots.
-	CA string `yaml:"ca"`
-	// Cert and Key are PEM files of a client certificate (mutual TLS).
-	Cert string `yaml:"cert"`
-	Key  string `yaml:"key"`
-	// ServerName overrides the name checked in the server's certificate.
-	ServerName string `yaml:"server_name"`
-	// InsecureSkipVerify disables verification; for tests only.
-	InsecureSkipVerify bool `yaml:"insecure_skip_verify"`
-}
+// TLSConfig is the `tls:` block of a source or sink (settings.TLS). A nil
+// *TLSConfig means plaintext; an empty one means TLS with the system
+// roots.
+type TLSConfig = settings.TLS
 
-// Build returns the crypto/tls configuration, or nil for a nil c.
-func (c *TLSConfig) Build() (*tls.Config, error) {
+// buildTLS returns the crypto/tls configuration of c, or nil for a nil c.
+func buildTLS(c *TLSConfig) (*tls.Config, error) {
 	if c == nil {
 		return nil, nil
 	}

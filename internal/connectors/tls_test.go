@@ -72,7 +72,7 @@ func testPKI(t testing.TB, dir string) (caFile, certFile, keyFile string) {
 func TestTLSConfigBuild(t *testing.T) {
 	dir := t.TempDir()
 	caFile, certFile, keyFile := testPKI(t, dir)
-	tc, err := (&TLSConfig{CA: caFile, Cert: certFile, Key: keyFile}).Build()
+	tc, err := buildTLS(&TLSConfig{CA: caFile, Cert: certFile, Key: keyFile})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestTLSConfigBuild(t *testing.T) {
 		{TLSConfig{Cert: certFile}, "cert and key go together"},
 		{TLSConfig{Cert: caFile, Key: keyFile}, "tls: cert"},
 	} {
-		if _, err := bad.c.Build(); err == nil || !strings.Contains(err.Error(), bad.want) {
+		if _, err := buildTLS(&bad.c); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("Build(%+v) = %v, want an error with %q", bad.c, err, bad.want)
 		}
 	}

@@ -184,6 +184,28 @@ func benchKafkaTuning() connectors.KafkaConfig {
 	return c
 }
 
+// benchOpen opens the source `run --until-end` opens of src (kind kafka
+// or jetstream), with benchKafkaTuning or benchNATSTuning: the connector
+// built as the command builds it from the configuration.
+func benchOpen(ctx context.Context, src config.Source) (connectors.Source, error) {
+	if src.Kind == "kafka" {
+		k := benchKafkaTuning()
+		k.Brokers, k.Topic, k.Group = src.Brokers, src.Topic, src.Group
+		s, err := connectors.NewKafkaSource(ctx, k, true)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+	n := benchNATSTuning()
+	n.URL, n.Subject, n.Stream, n.Durable = src.URL, src.Subject, src.Stream, src.Durable
+	s, err := connectors.NewJetStreamSource(ctx, n, true)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
 // Defaults of connectors.KafkaConfig, given to the bare reader.
 const (
 	benchKafkaQueueCapacity = 1000
@@ -238,14 +260,13 @@ func BenchmarkRunKafka(b *testing.B) {
 		b.Run(fmt.Sprintf("partitions=%d", parts), func(b *testing.B) {
 			brokers := benchKafka(b, n, parts)
 			c := benchConfig(b)
-			tuning := service.Tuning{Kafka: benchKafkaTuning()}
 			ctx := context.Background()
 			m := newBenchMeter(b, n)
 			i := 0
 			for b.Loop() {
 				i++
-				src, err := service.OpenSource(ctx, config.Source{Kind: "kafka", Conn: config.Conn{Brokers: brokers},
-					Topic: benchTopic, Group: benchName("run")}, service.SourceOptions{UntilEnd: true}, tuning)
+				src, err := benchOpen(ctx, config.Source{Kind: "kafka", Conn: config.Conn{Brokers: brokers},
+					Topic: benchTopic, Group: benchName("run")})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -346,7 +367,9 @@ const (
 // benchNATSTuning: the source's defaults except a 1s pull expiry (the
 // least FetchWait allows); the bare consumer gets the same.
 func benchNATSTuning() connectors.NATSConfig {
-	return connectors.NATSConfig{FetchWait: time.Second}
+	var c connectors.NATSConfig
+	c.FetchWait = time.Second
+	return c
 }
 
 // benchJetStream starts an embedded server (file storage, as `run` with no
@@ -410,15 +433,14 @@ func BenchmarkRunJetStream(b *testing.B) {
 	n := benchEventCount(b)
 	url := benchJetStream(b, n)
 	c := benchConfig(b)
-	tuning := service.Tuning{NATS: benchNATSTuning()}
 	ctx := context.Background()
 	m := newBenchMeter(b, n)
 	i := 0
 	for b.Loop() {
 		i++
 		durable := benchName("run")
-		src, err := service.OpenSource(ctx, config.Source{Kind: "jetstream", Conn: config.Conn{URL: url},
-			Subject: benchSubject, Stream: benchStream, Durable: durable}, service.SourceOptions{UntilEnd: true}, tuning)
+		src, err := benchOpen(ctx, config.Source{Kind: "jetstream", Conn: config.Conn{URL: url},
+			Subject: benchSubject, Stream: benchStream, Durable: durable})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -625,14 +647,13 @@ func BenchmarkRebuild(b *testing.B) {
 		b.Run(kind, func(b *testing.B) {
 			src := config.Source{Kind: kind, Topic: benchTopic, Group: benchName("rebuild"),
 				Subject: benchSubject, Stream: benchStream, Durable: benchName("rebuild")}
-			tuning := service.Tuning{Kafka: benchKafkaTuning(), NATS: benchNATSTuning()}
 			if kind == "kafka" {
 				src.Conn.Brokers = benchKafka(b, n, 1)
 			} else {
 				src.Conn.URL = benchJetStream(b, n)
 			}
 			open := func() connectors.Source {
-				s, err := service.OpenSource(ctx, src, service.SourceOptions{UntilEnd: true}, tuning)
+				s, err := benchOpen(ctx, src)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/connectors/settings"
 	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/experts"
 	"github.com/streamlearn/streamlearn/internal/online"
@@ -462,7 +463,7 @@ func TestHostileStream(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		src, err := connectors.NewJetStreamSource(ctx, connectors.NATSConfig{URL: url, Stream: "HOSTILE", Subject: "hostile",
-			Durable: "hostile", FetchWait: time.Second}, true)
+			Durable: "hostile", JetStreamFetch: settings.JetStreamFetch{FetchWait: time.Second}}, true)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/checkpoint"
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/connectors/settings"
 	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/online"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
@@ -250,7 +251,7 @@ func latencyTransports(natsURL string, brokers []string) []latencyTransport {
 	}
 	jsIn := func(tb testing.TB, ctx context.Context, run string) (connectors.Source, func([]byte, []byte) error, error) {
 		in := "lat.in." + run
-		src, err := connectors.NewJetStreamSource(ctx, connectors.NATSConfig{URL: natsURL, Stream: "LAT", Subject: in, Durable: "d" + run, FetchWait: time.Second}, false)
+		src, err := connectors.NewJetStreamSource(ctx, connectors.NATSConfig{URL: natsURL, Stream: "LAT", Subject: in, Durable: "d" + run, JetStreamFetch: settings.JetStreamFetch{FetchWait: time.Second}}, false)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
@@ -59,25 +58,5 @@ learners:
 			}
 			sameReport(t, tc.format+" topic", reps[0].Report, want)
 		})
-	}
-}
-
-// TestKafkaConnSettings: connect_timeout reaches the Kafka dialer, and a
-// SASL block with neither password nor password_file takes the password
-// from $STREAMLEARN_SASL_PASSWORD, leaving the configuration as it was.
-func TestKafkaConnSettings(t *testing.T) {
-	t.Setenv(SASLPasswordEnv, "from-env")
-	c := config.Conn{Brokers: []string{"b:9092"}, ConnectTimeout: 1500 * time.Millisecond,
-		SASL: &config.SASL{Mechanism: "plain", Username: "app"}}
-	k := kafkaConfig(c, "events", "g", Tuning{})
-	if k.DialTimeout != 1500*time.Millisecond || k.SASL == nil || k.SASL.Password != "from-env" || c.SASL.Password != "" {
-		t.Errorf("dial timeout %v, sasl %+v, config's sasl %+v", k.DialTimeout, k.SASL, c.SASL)
-	}
-	c.SASL.PasswordFile = "/run/secrets/kafka"
-	if k := kafkaConfig(c, "events", "g", Tuning{}); k.SASL.Password != "" {
-		t.Errorf("password_file given, yet the environment's password was taken: %+v", k.SASL)
-	}
-	if n := natsConfig(config.Conn{URL: "nats://x:4222", ConnectTimeout: 2 * time.Second}, "s", "S", "d", Tuning{}); n.ConnectTimeout != 2*time.Second {
-		t.Errorf("nats connect timeout %v", n.ConnectTimeout)
 	}
 }

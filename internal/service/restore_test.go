@@ -15,6 +15,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/checkpoint"
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/connectors/settings"
 	"github.com/streamlearn/streamlearn/internal/testbroker"
 )
 
@@ -301,7 +302,7 @@ func jsRestoreFixture(t *testing.T, durable string) (*config.Config, jetstream.J
 	c := loadExampleConfig(t)
 	c.Features.Bits = 12
 	url := testbroker.NATS(t, "EVENTS", "events")
-	ncfg := connectors.NATSConfig{URL: url, Stream: "EVENTS", Subject: "events", Durable: durable, FetchWait: time.Second}
+	ncfg := connectors.NATSConfig{URL: url, Stream: "EVENTS", Subject: "events", Durable: durable, JetStreamFetch: settings.JetStreamFetch{FetchWait: time.Second}}
 	open := func() connectors.Source {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

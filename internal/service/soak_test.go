@@ -296,26 +296,24 @@ func TestShutdownLeavesNoGoroutines(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		open func(t *testing.T) (config.Source, service.Tuning)
+		open func(t *testing.T) config.Source
 	}{
-		{"kafka", func(t *testing.T) (config.Source, service.Tuning) {
+		{"kafka", func(t *testing.T) config.Source {
 			brokers := benchKafka(t, n, 1)
-			return config.Source{Kind: "kafka", Conn: config.Conn{Brokers: brokers}, Topic: benchTopic, Group: benchName("leak")},
-				service.Tuning{Kafka: benchKafkaTuning()}
+			return config.Source{Kind: "kafka", Conn: config.Conn{Brokers: brokers}, Topic: benchTopic, Group: benchName("leak")}
 		}},
-		{"jetstream", func(t *testing.T) (config.Source, service.Tuning) {
+		{"jetstream", func(t *testing.T) config.Source {
 			url := benchJetStream(t, n)
-			return config.Source{Kind: "jetstream", Conn: config.Conn{URL: url}, Subject: benchSubject, Stream: benchStream, Durable: benchName("leak")},
-				service.Tuning{NATS: benchNATSTuning()}
+			return config.Source{Kind: "jetstream", Conn: config.Conn{URL: url}, Subject: benchSubject, Stream: benchStream, Durable: benchName("leak")}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, tuning := tc.open(t)
+			cfg := tc.open(t)
 			time.Sleep(100 * time.Millisecond) // let the preload's connections wind down
 			baseline, _ := soakClientGoroutines()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			src, err := service.OpenSource(ctx, cfg, service.SourceOptions{UntilEnd: true}, tuning)
+			src, err := benchOpen(ctx, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}

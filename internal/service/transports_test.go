@@ -11,13 +11,13 @@ import (
 	"runtime"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/connectors/settings"
 	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/learners"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
@@ -287,7 +287,7 @@ learners:
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			jsrc, err := connectors.NewJetStreamSource(ctx, connectors.NATSConfig{URL: natsURL, Stream: "EVENTS",
-				Subject: subject, Durable: "agree-" + st.name, FetchWait: time.Second}, true)
+				Subject: subject, Durable: "agree-" + st.name, JetStreamFetch: settings.JetStreamFetch{FetchWait: time.Second}}, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -486,27 +486,4 @@ func genDelayed(n, maxDelay int, seed uint64) [][]byte {
 		out[i] = t.rec
 	}
 	return out
-}
-
-// The configuration's client knobs reach the clients: a value only the
-// client refuses comes back as the client's error.
-func TestTuningReachesClients(t *testing.T) {
-	brokers := kafkaCluster(t, 1, "tuned")
-	conn := config.Conn{Brokers: brokers}
-	if _, err := OpenSink(&config.Sink{Kind: "kafka", Conn: conn, Topic: "tuned", Compression: "brotli"}, config.Source{}, Tuning{}); err == nil || !strings.Contains(err.Error(), "compression") {
-		t.Errorf("a Kafka sink of codec brotli: %v", err)
-	}
-	if _, err := OpenSink(&config.Sink{Kind: "kafka", Conn: conn, Topic: "tuned", RequiredAcks: "two"}, config.Source{}, Tuning{}); err == nil || !strings.Contains(err.Error(), "required_acks") {
-		t.Errorf("a Kafka sink of acks two: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := OpenSource(ctx, config.Source{Kind: "kafka", Conn: conn, Topic: "tuned", MinBytes: 10, MaxBytes: 5}, SourceOptions{}, Tuning{}); err == nil || !strings.Contains(err.Error(), "min_bytes") {
-		t.Errorf("a Kafka source of min_bytes 10 and max_bytes 5: %v", err)
-	}
-	sink, err := OpenSink(&config.Sink{Kind: "kafka", Conn: conn, Topic: "tuned", Compression: "zstd", RequiredAcks: "one", BatchTimeout: time.Millisecond}, config.Source{}, Tuning{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	publishAll(t, sink, [][]byte{[]byte(`{"features":{"v":1},"label":1}`)}, nil)
 }

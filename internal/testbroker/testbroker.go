@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/connectors/settings"
 )
 
 // Kafka starts an in-process one-broker Kafka cluster with topics of
@@ -47,17 +48,14 @@ func KafkaCluster(tb testing.TB, partitions int32, topics ...string) *kfake.Clus
 // other settings the connector's defaults.
 func KafkaConfig(brokers []string, topic, group string) connectors.KafkaConfig {
 	return connectors.KafkaConfig{
-		Brokers:           brokers,
-		Topic:             topic,
-		Group:             group,
-		MaxWait:           50 * time.Millisecond,
-		HeartbeatInterval: 50 * time.Millisecond,
-		SessionTimeout:    2 * time.Second,
-		RebalanceTimeout:  2 * time.Second,
-		JoinGroupBackoff:  50 * time.Millisecond,
-		Timeout:           2 * time.Second,
-		DialTimeout:       2 * time.Second,
-		BatchTimeout:      2 * time.Millisecond,
+		Brokers:    brokers,
+		Topic:      topic,
+		Group:      group,
+		KafkaFetch: settings.KafkaFetch{MaxWait: 50 * time.Millisecond},
+		KafkaGroup: settings.KafkaGroup{HeartbeatInterval: 50 * time.Millisecond, SessionTimeout: 2 * time.Second,
+			RebalanceTimeout: 2 * time.Second, JoinGroupBackoff: 50 * time.Millisecond, RequestTimeout: 2 * time.Second},
+		DialTimeout:  2 * time.Second,
+		KafkaProduce: settings.KafkaProduce{BatchTimeout: 2 * time.Millisecond},
 	}
 }
 

@@ -1,4 +1,4 @@
-package service
+package main
 
 import (
 	"cmp"
@@ -7,58 +7,47 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/streamlearn/streamlearn/internal/checkpoint"
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
 	"github.com/streamlearn/streamlearn/internal/event"
 )
 
-// SASLPasswordEnv holds the Kafka SASL password when the configuration
+// saslPasswordEnv holds the Kafka SASL password when the configuration
 // gives neither password nor password_file.
-const SASLPasswordEnv = "STREAMLEARN_SASL_PASSWORD"
+const saslPasswordEnv = "STREAMLEARN_SASL_PASSWORD"
 
-// Tuning holds transport knobs that the config file does not expose;
-// tests lower the timeouts. The zero value means the connectors' defaults.
-type Tuning struct {
-	Kafka connectors.KafkaConfig
-	NATS  connectors.NATSConfig
-}
-
-func kafkaConfig(c config.Conn, topic, group string, t Tuning) connectors.KafkaConfig {
-	k := t.Kafka
-	k.Brokers, k.Topic, k.Group = c.Brokers, topic, group
-	k.TLS, k.SASL = (*connectors.TLSConfig)(c.TLS), (*connectors.SASLConfig)(c.SASL)
+// kafkaConfig returns the connector settings of a Kafka connection c to
+// topic (and group, for a source). A SASL block with neither password nor
+// password_file takes the password from $STREAMLEARN_SASL_PASSWORD,
+// leaving c as it is.
+func kafkaConfig(c config.Conn, topic, group string) connectors.KafkaConfig {
+	k := connectors.KafkaConfig{Brokers: c.Brokers, Topic: topic, Group: group, TLS: c.TLS, SASL: c.SASL, DialTimeout: c.ConnectTimeout}
 	if k.SASL != nil && k.SASL.Password == "" && k.SASL.PasswordFile == "" {
 		sasl := *k.SASL // the configuration's stays as it is
-		sasl.Password = os.Getenv(SASLPasswordEnv)
+		sasl.Password = os.Getenv(saslPasswordEnv)
 		k.SASL = &sasl
-	}
-	if c.ConnectTimeout > 0 {
-		k.DialTimeout = c.ConnectTimeout
 	}
 	return k
 }
 
-func natsConfig(c config.Conn, subject, stream, durable string, t Tuning) connectors.NATSConfig {
-	n := t.NATS
-	n.URL, n.Subject, n.Stream, n.Durable = c.URL, subject, stream, durable
-	n.TLS = (*connectors.TLSConfig)(c.TLS)
-	n.User, n.Password, n.Token, n.NKeySeedFile, n.CredsFile = c.User, c.Password, c.Token, c.NKeySeedFile, c.CredsFile
-	if c.ConnectTimeout > 0 {
-		n.ConnectTimeout = c.ConnectTimeout
-	}
-	return n
+// natsConfig returns the connector settings of a NATS connection c to
+// subject (and stream and durable, for JetStream).
+func natsConfig(c config.Conn, subject, stream, durable string) connectors.NATSConfig {
+	return connectors.NATSConfig{URL: c.URL, Subject: subject, Stream: stream, Durable: durable,
+		TLS: c.TLS, NATSAuth: c.NATSAuth, ConnectTimeout: c.ConnectTimeout}
 }
 
-// NATSConfig returns the NATS connection settings of c (URL and
+// natsConn returns the NATS connection settings of c (URL and
 // authentication), for other connections to the source's server such as a
 // checkpoint bucket.
-func NATSConfig(c config.Conn, t Tuning) connectors.NATSConfig {
-	return natsConfig(c, "", "", "", t)
+func natsConn(c config.Conn) connectors.NATSConfig {
+	return natsConfig(c, "", "", "")
 }
 
-// SourceOptions say how a source opened by OpenSource ends and where it
+// sourceOptions say how a source opened by openSource ends and where it
 // logs.
-type SourceOptions struct {
+type sourceOptions struct {
 	// UntilEnd makes the source end with connectors.ErrEndOfInput at the
 	// end it had when opened (for a Kafka group: see
 	// connectors.NewKafkaSource).
@@ -76,29 +65,22 @@ type SourceOptions struct {
 	Format string
 }
 
-// SourceName returns the name (connectors.Source.Name) of the source
-// OpenSource opens of s, when it can be told before the source is opened
+// sourceName returns the name (connectors.Source.Name) of the source
+// openSource opens of s, when it can be told before the source is opened
 // (a JetStream source's: its stream and durable), else "".
-func SourceName(s config.Source, t Tuning) string {
+func sourceName(s config.Source) string {
 	if s.Kind == "jetstream" {
-		return connectors.JetStreamName(natsConfig(s.Conn, s.Subject, s.Stream, s.Durable, t))
+		return connectors.JetStreamName(natsConfig(s.Conn, s.Subject, s.Stream, s.Durable))
 	}
 	return ""
 }
 
-// OpenSource opens the configured source.
-func OpenSource(ctx context.Context, s config.Source, o SourceOptions, t Tuning) (connectors.Source, error) {
+// openSource opens the configured source.
+func openSource(ctx context.Context, s config.Source, o sourceOptions) (connectors.Source, error) {
 	switch s.Kind {
 	case "kafka":
-		k := kafkaConfig(s.Conn, s.Topic, s.Group, t)
-		k.SessionTimeout = cmp.Or(s.SessionTimeout, k.SessionTimeout)
-		k.RebalanceTimeout = cmp.Or(s.RebalanceTimeout, k.RebalanceTimeout)
-		k.HeartbeatInterval = cmp.Or(s.HeartbeatInterval, k.HeartbeatInterval)
-		k.Timeout = cmp.Or(s.RequestTimeout, k.Timeout)
-		k.JoinGroupBackoff = cmp.Or(s.JoinGroupBackoff, k.JoinGroupBackoff)
-		k.MaxWait = cmp.Or(s.MaxWait, k.MaxWait)
-		k.MinBytes = cmp.Or(s.MinBytes, k.MinBytes)
-		k.MaxBytes = cmp.Or(s.MaxBytes, k.MaxBytes)
+		k := kafkaConfig(s.Conn, s.Topic, s.Group)
+		k.KafkaGroup, k.KafkaFetch = s.KafkaGroup, s.KafkaFetch
 		k.AllowEmpty, k.Logger = o.AllowEmpty, o.Logger
 		k.StartOffset = s.Start
 		return connectors.NewKafkaSource(ctx, k, o.UntilEnd)
@@ -106,14 +88,11 @@ func OpenSource(ctx context.Context, s config.Source, o SourceOptions, t Tuning)
 		if err := config.ValidStart(s.Kind, s.Start); err != nil {
 			return nil, fmt.Errorf("start %w", err)
 		}
-		return connectors.NewNATSSource(ctx, natsConfig(s.Conn, s.Subject, "", "", t), o.UntilEnd)
+		return connectors.NewNATSSource(ctx, natsConfig(s.Conn, s.Subject, "", ""), o.UntilEnd)
 	case "jetstream":
-		n := natsConfig(s.Conn, s.Subject, s.Stream, s.Durable, t)
+		n := natsConfig(s.Conn, s.Subject, s.Stream, s.Durable)
 		n.Start, n.Logger = s.Start, o.Logger
-		n.FetchBatch = cmp.Or(s.FetchBatch, n.FetchBatch)
-		n.FetchWait = cmp.Or(s.FetchWait, n.FetchWait)
-		n.AckBatch = cmp.Or(s.AckBatch, n.AckBatch)
-		n.MaxAckPending = cmp.Or(s.MaxAckPending, n.MaxAckPending)
+		n.JetStreamFetch = s.JetStreamFetch
 		return connectors.NewJetStreamSource(ctx, n, o.UntilEnd)
 	case "file":
 		if err := config.ValidStart(s.Kind, s.Start); err != nil {
@@ -141,9 +120,9 @@ func sameTransport(k, src string) bool {
 	return k == src || nats(k) && nats(src)
 }
 
-// OpenSink opens a configured sink. A sink that gives no connection
+// openSink opens a configured sink. A sink that gives no connection
 // settings uses the source's when they speak the same transport.
-func OpenSink(s *config.Sink, src config.Source, t Tuning) (connectors.Sink, error) {
+func openSink(s *config.Sink, src config.Source) (connectors.Sink, error) {
 	if s == nil {
 		return nil, nil
 	}
@@ -153,18 +132,14 @@ func OpenSink(s *config.Sink, src config.Source, t Tuning) (connectors.Sink, err
 	}
 	switch s.Kind {
 	case "kafka":
-		k := kafkaConfig(conn, s.Topic, "", t)
-		k.BatchTimeout = cmp.Or(s.BatchTimeout, k.BatchTimeout)
-		k.BatchSize = cmp.Or(s.BatchSize, k.BatchSize)
-		k.RequiredAcks = cmp.Or(s.RequiredAcks, k.RequiredAcks)
-		k.Compression = cmp.Or(s.Compression, k.Compression)
-		k.CreateTopic, k.TopicPartitions, k.TopicReplication, k.TopicRetention = s.Create, s.Partitions, s.Replication, s.Retention
+		k := kafkaConfig(conn, s.Topic, "")
+		k.KafkaProduce, k.KafkaTopic = s.KafkaProduce, s.KafkaTopic
 		return connectors.NewKafkaSink(k, s.Topic)
 	case "nats":
-		return connectors.NewNATSSink(natsConfig(conn, s.Subject, "", "", t), s.Subject)
+		return connectors.NewNATSSink(natsConfig(conn, s.Subject, "", ""), s.Subject)
 	case "jetstream":
-		n := natsConfig(conn, s.Subject, s.Stream, "", t)
-		n.PublishWindow = cmp.Or(s.PublishWindow, n.PublishWindow)
+		n := natsConfig(conn, s.Subject, s.Stream, "")
+		n.JetStreamPublish = s.JetStreamPublish
 		return connectors.NewJetStreamSink(n, s.Stream, s.Subject)
 	case "file":
 		return connectors.NewFileSink(s.Path), nil
@@ -172,10 +147,10 @@ func OpenSink(s *config.Sink, src config.Source, t Tuning) (connectors.Sink, err
 	return nil, fmt.Errorf("sink kind %q: want kafka, nats, jetstream or file", s.Kind)
 }
 
-// EmbeddedSource returns the jetstream source that reads the embedded
+// embeddedSource returns the jetstream source that reads the embedded
 // server of s (kind embedded) at url: its stream, subject and durable, or
 // their defaults.
-func EmbeddedSource(s config.Source, url string) config.Source {
+func embeddedSource(s config.Source, url string) config.Source {
 	s.Kind, s.URL = "jetstream", url
 	s.Stream = cmp.Or(s.Stream, connectors.EmbeddedStream)
 	s.Subject = cmp.Or(s.Subject, connectors.EmbeddedSubject)
@@ -184,9 +159,9 @@ func EmbeddedSource(s config.Source, url string) config.Source {
 	return s
 }
 
-// EmbeddedURL returns the address the embedded server of s listens on, for
+// embeddedURL returns the address the embedded server of s listens on, for
 // another process (publish, record), when its port is fixed.
-func EmbeddedURL(s config.Source) (string, error) {
+func embeddedURL(s config.Source) (string, error) {
 	port := cmp.Or(s.Port, 4222)
 	if port < 0 {
 		return "", fmt.Errorf("the embedded server of this config listens on a port picked at start (port: -1): give its URL")
@@ -194,11 +169,11 @@ func EmbeddedURL(s config.Source) (string, error) {
 	return fmt.Sprintf("nats://127.0.0.1:%d", port), nil
 }
 
-// StartEmbedded starts the embedded NATS JetStream server of a source of
+// startEmbedded starts the embedded NATS JetStream server of a source of
 // kind embedded, with its stream, and returns it with the jetstream source
 // that reads it.
-func StartEmbedded(s config.Source) (*connectors.Embedded, config.Source, error) {
-	js := EmbeddedSource(s, "")
+func startEmbedded(s config.Source) (*connectors.Embedded, config.Source, error) {
+	js := embeddedSource(s, "")
 	e, err := connectors.StartEmbedded(connectors.EmbeddedConfig{Host: "127.0.0.1", Port: cmp.Or(s.Port, 4222),
 		StoreDir: s.StoreDir, Stream: js.Stream, Subjects: []string{js.Subject}})
 	if err != nil {
@@ -206,4 +181,22 @@ func StartEmbedded(s config.Source) (*connectors.Embedded, config.Source, error)
 	}
 	js.URL = e.ClientURL()
 	return e, js, nil
+}
+
+// dialObjectStore connects with nc (its URL, TLS and authentication; see
+// connectors.DialJetStream) and opens the checkpoint store in bucket as
+// checkpoint.OpenObjectStore does; the store's Close closes the
+// connection.
+func dialObjectStore(ctx context.Context, nc connectors.NATSConfig, bucket string, cfg checkpoint.ObjectStoreConfig) (*checkpoint.ObjectStore, error) {
+	js, closeConn, err := connectors.DialJetStream(nc)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint bucket %s: %w", bucket, err)
+	}
+	cfg.OnClose = closeConn
+	s, err := checkpoint.OpenObjectStore(ctx, js, bucket, cfg)
+	if err != nil {
+		_ = closeConn()
+		return nil, err
+	}
+	return s, nil
 }
