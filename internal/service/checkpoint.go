@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,27 +46,6 @@ const (
 	DefaultCheckpointEvery    = 100000
 	DefaultCheckpointInterval = 5 * time.Second
 )
-
-// Fingerprint identifies the parts of a configuration a model's state
-// depends on: how records are decoded (input), how events become vectors
-// (features), the learners, and delayed labels. Sources, sinks and HTTP
-// settings do not enter it: a model may move to another broker address.
-// It is pipeline.Fingerprint, taken of the settings the digests in the
-// model's state are (pipeline.SharedDigest, pipeline.LearnerDigest).
-//
-// With models per key, it is another (and another again with a global
-// model): a partition's checkpoint then holds the models of its keys,
-// which a model per partition cannot restore, and the other way round.
-func Fingerprint(c *config.Config) [32]byte {
-	fp := pipeline.Fingerprint(c)
-	switch {
-	case keyed(c) && c.Models.Global:
-		return sha256.Sum256(append(fp[:], "models.by: key, models.global"...))
-	case keyed(c):
-		return sha256.Sum256(append(fp[:], "models.by: key"...))
-	}
-	return fp
-}
 
 // volatile reports whether the source's offsets do not identify records
 // across restarts (core NATS), so that a restored model skips nothing.

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/streamlearn/streamlearn/internal/checkpoint"
+	"github.com/streamlearn/streamlearn/internal/serving"
 )
 
 // countingDir is a Dir that counts its Loads.
@@ -35,14 +36,14 @@ func TestServerFollows(t *testing.T) {
 	}
 	store := &countingDir{Dir: dir}
 	ctx := context.Background()
-	s, err := NewServer(ctx, ServeOptions{Config: c, Checkpoints: store})
+	s, err := serving.NewReplica(ctx, serving.ServeOptions{Config: c, Checkpoints: store})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if snap := s.Snapshot(); snap.Started || len(snap.Reports) != 0 {
 		t.Errorf("no checkpoint yet: started %v, %d reports", snap.Started, len(snap.Reports))
 	}
-	if _, err := s.Predictor(ctx, 0, true, nil); !errors.Is(err, ErrNoModel) {
+	if _, err := s.Predictor(ctx, 0, true, nil); !errors.Is(err, serving.ErrNoModel) {
 		t.Errorf("no checkpoint yet: %v", err)
 	}
 
@@ -51,7 +52,7 @@ func TestServerFollows(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 3 {
-		if err := s.reload(ctx, false); err != nil {
+		if err := s.Reload(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -68,7 +69,7 @@ func TestServerFollows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.reload(ctx, false); err != nil {
+	if err := s.Reload(ctx); err != nil {
 		t.Fatal(err)
 	}
 	sameReport(t, "after a newer checkpoint", s.Snapshot().Reports[0].Report, again[0].Report)
@@ -76,10 +77,10 @@ func TestServerFollows(t *testing.T) {
 	if err := os.Rename(dir.File(0), dir.File(0)+".away"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.reload(ctx, false); err != nil {
+	if err := s.Reload(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Predictor(ctx, 0, true, nil); !errors.Is(err, ErrNoModel) || s.Snapshot().Started {
+	if _, err := s.Predictor(ctx, 0, true, nil); !errors.Is(err, serving.ErrNoModel) || s.Snapshot().Started {
 		t.Errorf("the checkpoint moved away: still served (%v)", err)
 	}
 }

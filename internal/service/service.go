@@ -32,6 +32,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
 	"github.com/streamlearn/streamlearn/internal/regret"
+	"github.com/streamlearn/streamlearn/internal/serving"
 )
 
 // Defaults of Options.
@@ -244,46 +245,11 @@ type Service struct {
 	nextSnapshot time.Time
 	curves       [][][]regret.Point // the last copy of the curves, shared by snapshots
 	curvesAt     time.Time
-	curvesEvents uint64                  // the events of every model at that copy
-	draining     bool                    // Run is taking its final snapshot
-	serving      atomic.Pointer[serving] // model copies for predictions; nil while idle
-	serveUntil   atomic.Int64            // Unix ns until which serving is active
-	digestUntil  atomic.Int64            // Unix ns until which snapshots carry state digests (WantDigests)
-}
-
-// Snapshot is what the service looked like at one moment, for readers on
-// other goroutines (metrics, the HTTP API). It is immutable once
-// published: readers must not modify it, and every reader of one Snapshot
-// sees the same numbers.
-type Snapshot struct {
-	// Time is when the snapshot was taken.
-	Time time.Time
-	// Source is the source's name (connectors.Source.Name).
-	Source string
-	// Reports has the report of every model, ordered by partition.
-	Reports []Report
-	// Started is true once Run has started consuming the source.
-	Started bool
-	// Durable is when the models last matched the positions committed to
-	// the source (the last commit) while some processed record is not yet
-	// committed, and zero when everything processed is committed. The
-	// time since Durable is streamlearn_checkpoint_age_seconds: how much
-	// learning a crash now would make the service redo.
-	Durable time.Time
-	// Digests says whether the reports carry the learners' state digests
-	// (StateSHA256): they cost a pass over every model's state, so a
-	// snapshot has them only while someone reads them (WantDigests), and
-	// the last snapshot of Run always.
-	Digests bool
-	// Curves[i] has the sampled curves of the model of Reports[i], one
-	// series per learner in the order of its Learners, each ending with
-	// the learner's state when they were copied (regret.Tracker.History);
-	// nil when Options.HistoryPoints is negative. They are copied at most
-	// every 250ms (curvesInterval) and in the final snapshot, so they may
-	// end a little before Reports: a reader drawing them appends the
-	// report's numbers (package api does). Snapshots may share them; no
-	// one modifies them.
-	Curves [][][]regret.Point
+	curvesEvents uint64                         // the events of every model at that copy
+	draining     bool                           // Run is taking its final snapshot
+	copies       atomic.Pointer[serving.Copies] // model copies for predictions; nil while idle
+	serveUntil   atomic.Int64                   // Unix ns until which serving is active
+	digestUntil  atomic.Int64                   // Unix ns until which snapshots carry state digests (WantDigests)
 }
 
 // Snapshot returns the latest published snapshot; it is never nil. Run
@@ -296,7 +262,7 @@ func (s *Service) Snapshot() *Snapshot { return s.snap.Load() }
 // the next ServeIdle, and waits until one does (or ctx is done): for
 // readers of the reports (GET /v1/report). Safe for concurrent use.
 func (s *Service) WantDigests(ctx context.Context) {
-	s.digestUntil.Store(time.Now().Add(ServeIdle).UnixNano())
+	s.digestUntil.Store(time.Now().Add(serving.ServeIdle).UnixNano())
 	for {
 		if snap := s.snap.Load(); snap == nil || snap.Digests || !snap.Started && len(snap.Reports) == 0 {
 			return
@@ -321,10 +287,10 @@ func (s *Service) publishSnapshot(ctx context.Context) error {
 	curvesDue := s.opt.HistoryPoints > 0 && (len(s.curves) != len(parts) || s.draining || now.Sub(s.curvesAt) >= curvesInterval)
 	serve := now.UnixNano() <= s.serveUntil.Load()
 	digests := s.draining || now.UnixNano() <= s.digestUntil.Load()
-	old := s.serving.Load()
+	old := s.copies.Load()
 	servedAt := func(w *worker) uint64 {
 		if old != nil {
-			if pr, ok := old.byPartition[w.part]; ok {
+			if pr, ok := old.Of(w.part); ok {
 				return pr.Events
 			}
 		}
@@ -346,14 +312,14 @@ func (s *Service) publishSnapshot(ctx context.Context) error {
 	answers, err := s.askAll(ctx, changed, func(w *worker) *ask {
 		a := &ask{kind: askSnapshot, curves: curvesDue, serve: serve, servedAt: servedAt(w), digests: digests}
 		if old != nil {
-			a.served = old.byPartition[w.part]
+			a.served, _ = old.Of(w.part)
 		}
 		return a
 	})
 	if err != nil {
 		return err
 	}
-	served := make(map[int32]*Predictor, len(answers))
+	served := make(map[int32]*serving.Predictor, len(answers))
 	for _, a := range answers {
 		w := a.w
 		// The answer holds every record handed over before the question
@@ -1411,24 +1377,6 @@ func (s *Service) flush(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Report is a model's regret report with the source
-// and partition it learned from.
-type Report struct {
-	Source    string `json:"source"`
-	Partition int32  `json:"partition"`
-	// Key, with models per key (models.by: key), is the key of the model
-	// reported; absent in the report of a partition's models, which has
-	// their totals (pipeline.Report.Keys) and the keys of the most
-	// records (TopKeys).
-	Key     *string     `json:"key,omitempty"`
-	TopKeys []KeyReport `json:"top_keys,omitempty"`
-	// ConsumerLag is the Lag of the last record the model processed (see
-	// connectors.Record): how far behind the broker's end it was then.
-	// Absent when the source does not say or before the first record.
-	ConsumerLag *int64 `json:"consumer_lag,omitempty"`
-	pipeline.Report
-}
-
 // Reports returns the report of every model, ordered by partition. Call
 // it after Run returns (while Run runs, Snapshot has the reports). With
 // delayed labels, the labels section of each has the digest of the model's
@@ -1449,6 +1397,19 @@ func (s *Service) Reports() ([]Report, error) {
 		return []Report{rep}, err
 	})
 	return slices.Concat(reps...), err
+}
+
+// Models returns, after Run, the checkpoint of every model as it ended,
+// in the order of Reports: what `replay --save` writes as a model file
+// (checkpoint.ModelOf).
+func (s *Service) Models() ([]*checkpoint.Checkpoint, error) {
+	return eachModel(s, "Models while Run runs", func(w *worker) (*checkpoint.Checkpoint, error) {
+		t, err := w.take(nil)
+		if err != nil {
+			return nil, err
+		}
+		return t.complete()
+	})
 }
 
 // eachModel returns f of every model's worker, in partition order, once

@@ -18,6 +18,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/online"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
 	"github.com/streamlearn/streamlearn/internal/regret"
+	"github.com/streamlearn/streamlearn/internal/serving"
 )
 
 // Workers. Every partition's model has a worker: a goroutine that alone
@@ -96,7 +97,7 @@ type ask struct {
 	// served is the last copy for serving (askSnapshot with serve), nil
 	// when none: of models per key, the keys' encodings that have not
 	// changed since are shared.
-	served *Predictor
+	served *serving.Predictor
 	reply  chan<- answer // nil: no answer wanted
 }
 
@@ -106,11 +107,11 @@ type answer struct {
 	kind   askKind
 	report Report
 	curves [][]regret.Point
-	served *Predictor        // askSnapshot with serve, when the model changed
-	ckpt   *taken            // askCheckpoint, nil when nothing is new
-	spare  *pipeline.Frozen  // askCheckpoint with nothing new: the spare it came with, unused
-	rec    connectors.Record // askMark: the last record processed to the end
-	ok     bool              // askMark: rec is set
+	served *serving.Predictor // askSnapshot with serve, when the model changed
+	ckpt   *taken             // askCheckpoint, nil when nothing is new
+	spare  *pipeline.Frozen   // askCheckpoint with nothing new: the spare it came with, unused
+	rec    connectors.Record  // askMark: the last record processed to the end
+	ok     bool               // askMark: rec is set
 	err    error
 }
 
