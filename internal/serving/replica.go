@@ -54,10 +54,10 @@ type ServeOptions struct {
 // service offers the HTTP API and the metrics; they are safe for
 // concurrent use.
 type Replica struct {
-	opt     ServeOptions
-	logger  *slog.Logger
-	snap    atomic.Pointer[Snapshot]
-	copies  atomic.Pointer[Copies]
+	opt    ServeOptions
+	logger *slog.Logger
+	snap   atomic.Pointer[Snapshot]
+	copies atomic.Pointer[Copies]
 	// loaded says what each partition's served model was read from (its
 	// stamp, checkpoint.Stamper, or its position, time and digest), so
 	// that an unchanged checkpoint is not read, or not decoded, again.

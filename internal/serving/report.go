@@ -76,4 +76,3 @@ type KeyReport struct {
 	Events   uint64   `json:"events"`
 	Mistakes []uint64 `json:"mistakes"`
 }
-

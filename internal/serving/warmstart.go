@@ -68,7 +68,6 @@ func (w *WarmStart) String() string {
 	return fmt.Sprintf("%s (sha256 %s)", w.Path, hex.EncodeToString(w.SHA256[:]))
 }
 
-
 // Fingerprint identifies the parts of a configuration a model's state
 // depends on: how records are decoded (input), how events become vectors
 // (features), the learners, and delayed labels. Sources, sinks and HTTP
