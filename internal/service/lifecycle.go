@@ -2,7 +2,14 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"time"
+
+	"github.com/streamlearn/streamlearn/internal/checkpoint"
+	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/pipeline"
 )
 
 // startWarm makes m, partition's new model (no checkpoint holds it), the
@@ -46,5 +53,390 @@ func (s *Service) warmAssigned(ctx context.Context) error {
 			}
 		}
 	}
+	return nil
+}
+
+// worker returns the worker of partition, creating its model (from the
+// partition's checkpoint when there is one) and, while Run's loop runs,
+// starting it.
+func (s *Service) worker(ctx context.Context, partition int32) (*worker, error) {
+	if w := s.lastWorker; w != nil && w.part == partition {
+		return w, nil // the common case: the partition of the last record
+	}
+	if w, ok := s.workers[partition]; ok {
+		s.lastWorker = w
+		return w, nil
+	}
+	var m *model
+	var premade *pipeline.Frozen
+	if s.spare != nil {
+		select {
+		case sp := <-s.spare:
+			m, premade = sp.m, sp.frozen
+			m.p.StartNow() // a spare is made of one pipeline, never of models per key
+		default: // not made in time: dropped, its copy not made
+		}
+		s.dropSpare()
+		s.spare, s.dropSpare = nil, nil
+	}
+	if m == nil {
+		var err error
+		if m, err = newPartitionModel(s.opt.Config, s.opt.HistoryPoints); err != nil {
+			return nil, err
+		}
+	}
+	if w := s.opt.WarmStart; m.k != nil && w != nil {
+		// Every new key's model starts from it, whether or not the
+		// partition's models are restored from a checkpoint.
+		if w.Err != nil {
+			return nil, fmt.Errorf("service: partition %d: the models per key start from the warm start, which cannot be read: %w", partition, w.Err)
+		}
+		if err := m.k.StartFrom(w.Model.State, w.SHA256); err != nil {
+			return nil, fmt.Errorf("service: partition %d: warm start: the model %s: %w", partition, w.Path, err)
+		}
+	}
+	if err := s.own(ctx, partition, m); err != nil {
+		return nil, err
+	}
+	w, err := s.newModel(ctx, partition, m, premade)
+	if err != nil {
+		m.disown()
+		return nil, err
+	}
+	return w, nil
+}
+
+// spareModel is a model made ahead, and the copy of it that its first
+// checkpoint reuses (nil without checkpoints).
+type spareModel struct {
+	m      *model
+	frozen *pipeline.Frozen
+}
+
+// makeSpare makes, on a goroutine of its own, the model of the first
+// partition to come, before that partition's first record does: making
+// config.yaml's learners at bits 18 took 5–9 ms in the latency benchmark,
+// during which the partition's records waited. With checkpoints, the
+// goroutine also makes the copy the first checkpoint goes into, as premake
+// does, and in making it reads every page of the model's weights, which
+// the checkpoint's copy would otherwise be the first to read: 2.5–3.5 ms
+// of page faults between two records. One model only, for the first
+// partition (JetStream and core NATS have one), and only when no model was
+// restored at the start: a spare not ready when the first partition comes
+// is dropped (its goroutine makes no copy then), and later partitions'
+// models are made when they come, lest an unused spare hold a model's
+// memory. Models per key are not made ahead: they are made as their keys
+// come.
+func (s *Service) makeSpare(ctx context.Context) {
+	if keyed(s.opt.Config) {
+		return
+	}
+	spare := make(chan spareModel, 1)
+	ctx, s.dropSpare = context.WithCancel(ctx)
+	s.spare = spare
+	s.premaking.Go(func() {
+		m, err := newPartitionModel(s.opt.Config, s.opt.HistoryPoints)
+		if err != nil {
+			return // the first partition makes its own and meets the error
+		}
+		sp := spareModel{m: m}
+		if s.opt.Checkpoints != nil && ctx.Err() == nil {
+			sp.frozen, _ = m.p.Freeze(nil) // on error, none: the take makes its own
+		}
+		spare <- sp // the only send: never blocks
+	})
+}
+
+// own makes this process the owner of partition's checkpoints for m, when
+// the store keeps owners (checkpoint.Owner) and the caller does not own
+// them already (Options.Owned). While it waits it gives up the partitions
+// a rebalance revoked, again and again: two members taking each other's
+// partitions must not wait for each other.
+func (s *Service) own(ctx context.Context, partition int32, m *model) error {
+	if slices.Contains(s.opt.Owned, partition) {
+		return nil
+	}
+	if _, ok := s.opt.Checkpoints.(checkpoint.Owner); !ok {
+		return nil
+	}
+	what := fmt.Sprintf("partition %d of %s", partition, s.opt.Source.Name())
+	release, err := Own(ctx, s.opt.Checkpoints, partition, s.opt.OwnWait, what, func() error { return s.dropRevoked(ctx) })
+	if _, group := s.opt.Source.(connectors.Assigned); err != nil && group {
+		return fmt.Errorf("%w (or, in a consumer group, a member slower than checkpoint.own_wait to give the partition up)", err)
+	}
+	if err != nil {
+		return err
+	}
+	m.release = release
+	return nil
+}
+
+// newModel restores m, owned, from partition's checkpoint and makes its
+// worker.
+func (s *Service) newModel(ctx context.Context, partition int32, m *model, premade *pipeline.Frozen) (*worker, error) {
+	if err := s.restore(ctx, partition, m); err != nil {
+		return nil, err
+	}
+	w, err := s.newWorker(partition, m)
+	if err != nil {
+		return nil, err
+	}
+	if m.saveAtOnce {
+		// The reset holds once its checkpoint does: the next run, even
+		// if this one learns nothing, restores the fresh model at the
+		// committed position rather than stopping again.
+		t, err := w.take(nil)
+		var c *checkpoint.Checkpoint
+		if err == nil {
+			c, err = t.complete()
+		}
+		if err == nil {
+			err = s.opt.Checkpoints.Save(ctx, c)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("service: checkpoint of partition %d after its reset: %w", partition, err)
+		}
+	}
+	switch {
+	case !s.intake:
+	case s.framed != nil:
+		// One partition read from files: nothing to learn in parallel
+		// with, and fetching is cheaper than learning, so a goroutine
+		// would only add the copy and the hand-over. The loop learns.
+		w.inline = true
+	default:
+		w.start(s.wctx)
+		switch {
+		case s.opt.Checkpoints == nil || m.p == nil:
+		case premade != nil:
+			w.premade.Store(premade)
+		default:
+			s.premaking.Go(func() { w.premake(ctx, s.premakeSlot, s.opt.Config, s.opt.HistoryPoints) })
+		}
+	}
+	s.workers[partition] = w
+	s.lastWorker = w
+	s.order = append(s.order, partition)
+	s.logger.Info("new model", "source", s.opt.Source.Name(), "partition", partition)
+	return w, nil
+}
+
+// dropRevoked drops the models of the partitions a Kafka rebalance gave
+// to another process: the partition leaves the reports, the metrics and
+// the reports sink here. With checkpoints, the model's state is
+// checkpointed first (handOff), and the new owner, who waits for this
+// process to give the checkpoints up, restores it; without, the new owner
+// learns afresh from the group's last commit, and the model here is stale
+// (if the partition comes back, it comes back from the checkpoint, or
+// afresh).
+func (s *Service) dropRevoked(ctx context.Context) error {
+	owned, live := s.assignments()
+	if !live {
+		return nil
+	}
+	for _, part := range slices.Clone(s.order) {
+		if !slices.Contains(owned, part) {
+			s.logger.Info("partition revoked: dropping its model", "partition", part)
+			if err := s.handOff(ctx, part); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// disownAll gives up the ownership of every model's checkpoints.
+func (s *Service) disownAll() {
+	for _, w := range s.workers {
+		w.m.disown()
+	}
+}
+
+// sorted returns the partitions with a model, ascending.
+func (s *Service) sorted() []int32 {
+	parts := slices.Clone(s.order)
+	slices.Sort(parts)
+	return parts
+}
+
+// ownSlice is how long Own waits between two calls of its between.
+const ownSlice = 100 * time.Millisecond
+
+// Own makes this process the owner of partition's checkpoints in store,
+// when store keeps owners (checkpoint.Owner; otherwise it does nothing),
+// waiting up to wait (DefaultOwnWait when not positive) while another
+// process owns them, and calling between, when not nil, every 100ms
+// meanwhile. what names the partition in the error, which names the
+// holder. release gives the ownership up. A caller that opens a source
+// without consumer groups (JetStream, core NATS, files) owns partition 0
+// before it opens the source, and names it in Options.Owned: opening a
+// JetStream source already resets the durable and the first fetch pulls
+// messages, which must not happen beside another process's model.
+func Own(ctx context.Context, store checkpoint.Store, partition int32, wait time.Duration, what string, between func() error) (release func(), err error) {
+	o, ok := store.(checkpoint.Owner)
+	if !ok {
+		return func() {}, nil
+	}
+	if wait <= 0 {
+		wait = DefaultOwnWait
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		if between != nil {
+			if err := between(); err != nil {
+				return nil, err
+			}
+		}
+		until := time.Now().Add(ownSlice)
+		if deadline.Before(until) {
+			until = deadline
+		}
+		octx, cancel := context.WithDeadline(ctx, until)
+		release, err := o.Own(octx, partition, checkpoint.Holder())
+		cancel()
+		if err == nil {
+			return release, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err() // stopping, not refused
+		}
+		var held *checkpoint.HeldError
+		if !errors.As(err, &held) {
+			return nil, fmt.Errorf("service: %s: %w", what, err)
+		}
+		if !time.Now().Before(deadline) {
+			held.Waited = wait
+			return nil, fmt.Errorf("service: %s: its checkpoints are in use: %w; another streamlearn process runs this model on the same checkpoints: stop it, or give each process its own consumer and checkpoints",
+				what, held)
+		}
+	}
+}
+
+// restoreIdle creates, from their checkpoints, the models of the
+// partitions the service owns that no record has brought yet: at the start
+// every checkpointed partition of a source without consumer-group
+// assignments, and at the end the partitions a Kafka group assigns to
+// this process. So a service restarted after everything was committed
+// still reports its models. A partition the broker says was committed to
+// is among them, checkpoint or not: its restore is checked (restore), so
+// that a lost checkpoint is an error even when nothing is left to read.
+// With a warm start, at the start, every partition the service owns is
+// among them (a broker source's partition 0, or the Kafka partitions
+// already assigned; warmAssigned takes those assigned later), so that
+// the trained model reports and serves before a record comes.
+func (s *Service) restoreIdle(ctx context.Context, start bool) error {
+	owned := []int32{0} // a source without assignments: one partition, or none known to the broker
+	a, group := s.opt.Source.(connectors.Assigned)
+	if group {
+		owned = a.Assignments()
+	}
+	var parts []int32
+	if s.opt.Checkpoints != nil {
+		var err error
+		if parts, err = s.opt.Checkpoints.Partitions(ctx); err != nil {
+			return fmt.Errorf("service: listing checkpoints: %w", err)
+		}
+		if group {
+			parts = slices.DeleteFunc(parts, func(p int32) bool { return !slices.Contains(owned, p) })
+		}
+		for _, p := range owned {
+			if pos, ok := s.position(p); ok && pos.Committed >= 0 && !slices.Contains(parts, p) {
+				parts = append(parts, p)
+			}
+		}
+	}
+	if start && s.opt.WarmStart != nil && s.framed == nil {
+		// A trained model serves from the start, before its partition
+		// brings a record: every partition the service owns has one. (Not
+		// for files: their partitions are known as they are read.)
+		if _, envelopes := s.opt.Source.(*Envelopes); !envelopes {
+			for _, p := range owned {
+				if !slices.Contains(parts, p) {
+					parts = append(parts, p)
+				}
+			}
+		}
+	}
+	slices.Sort(parts)
+	for _, p := range parts {
+		if _, err := s.worker(ctx, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// assignments returns the partitions a consumer group assigns to the
+// source now, and whether a generation is live; owned is nil for sources
+// without consumer groups.
+func (s *Service) assignments() (owned []int32, live bool) {
+	a, ok := s.opt.Source.(connectors.Assigned)
+	if !ok {
+		return nil, false
+	}
+	owned = a.Assignments()
+	if owned == nil {
+		return []int32{}, false
+	}
+	return owned, true
+}
+
+// dropModel forgets the model of part, once its worker has learned what
+// it was handed and its checkpoint in progress is written; the next record
+// of part creates it again, from its checkpoint.
+func (s *Service) dropModel(ctx context.Context, part int32) error {
+	return s.drop(ctx, part, false)
+}
+
+// handOff is dropModel for a partition given to another process: with
+// checkpoints, the model is checkpointed as it is (once its outputs are
+// durable) before the checkpoints are given up, so that the new owner
+// restores everything learned here and skips what it holds: its reports go
+// on from this process's, never back. Its position is not committed (the
+// group is the new owner's): the checkpoint stands for the records after
+// the last commit, as after a crash between a checkpoint and its commit.
+func (s *Service) handOff(ctx context.Context, part int32) error {
+	return s.drop(ctx, part, true)
+}
+
+func (s *Service) drop(ctx context.Context, part int32, handOff bool) error {
+	w := s.workers[part]
+	if err := w.stop(ctx); err != nil {
+		return err
+	}
+	if w.saving { // its last write first: a reload must not race it
+		if err := s.finishRound(ctx); err != nil {
+			return err
+		}
+		if err := s.collectSaves(ctx, true); err != nil {
+			return err
+		}
+	}
+	if handOff && s.opt.Checkpoints != nil {
+		// Every round in flight first: a failed output any of them
+		// holds stops the hand-off (and nobody else waits on the sinks
+		// meanwhile, so no failure is reported to another wait).
+		if err := s.collectSaves(ctx, true); err != nil {
+			return err
+		}
+	}
+	// A model with a checkpoint already (and so a commit): one at its
+	// position now stands where the group's commit does, for the new
+	// owner. One without stays unsaved: the new owner starts where its
+	// own start says, which a checkpoint ahead of no commit would
+	// contradict.
+	if handOff && s.opt.Checkpoints != nil && !w.failed && w.savedPos >= 0 && w.m.pos != w.savedPos && s.outputsFailed == nil {
+		if err := s.saveHandOff(ctx, w); err != nil {
+			// The new owner restores the last checkpoint and learns
+			// again from the group's commit: nothing is lost.
+			s.logger.Warn("partition revoked: its last state is not checkpointed; the new owner learns again from the last commit",
+				"partition", part, "err", err)
+		}
+	}
+	w.m.disown()
+	delete(s.workers, part)
+	s.lastWorker = nil
+	s.replan = true
+	s.order = slices.DeleteFunc(s.order, func(p int32) bool { return p == part })
 	return nil
 }
