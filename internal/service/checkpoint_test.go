@@ -442,7 +442,7 @@ type premadeSource struct {
 func (p *premadeSource) Fetch(ctx context.Context) (connectors.Record, error) {
 	r, err := p.memSource.Fetch(ctx)
 	if errors.Is(err, connectors.ErrEndOfInput) {
-		p.s.premaking.Wait()
+		p.s.models.premaking.Wait()
 	}
 	return r, err
 }
@@ -462,7 +462,7 @@ func TestFirstCheckpointPremade(t *testing.T) {
 	s := newService(t, Options{Config: c, Source: src, Checkpoints: store, CommitEvery: 1 << 30, CommitInterval: time.Hour, HistoryPoints: 64})
 	src.s = s
 	run(t, s)
-	w := s.workers[0]
+	w := s.models.workers[0]
 	if !w.premadeUsed.Load() {
 		t.Fatal("the first checkpoint was not taken into the premade memory")
 	}
@@ -539,18 +539,18 @@ type spareSource struct {
 func (p *spareSource) Fetch(ctx context.Context) (connectors.Record, error) {
 	switch p.fetches++; p.fetches {
 	case 1:
-		if p.s.spare != nil {
-			p.spare = <-p.s.spare
-			p.s.spare <- p.spare
+		if p.s.models.spare != nil {
+			p.spare = <-p.s.models.spare
+			p.s.models.spare <- p.spare
 			time.Sleep(50 * time.Millisecond) // the first record comes later
 			p.spareAt = time.Now()
 		}
 	case 2:
-		p.premade = p.s.workers[p.memSource.recs[0].Partition].premade.Load()
+		p.premade = p.s.models.workers[p.memSource.recs[0].Partition].premade.Load()
 	}
 	r, err := p.memSource.Fetch(ctx)
 	if errors.Is(err, connectors.ErrEndOfInput) {
-		p.s.premaking.Wait()
+		p.s.models.premaking.Wait()
 	}
 	return r, err
 }
@@ -579,17 +579,17 @@ func TestSpareModel(t *testing.T) {
 		if src.spare.m == nil || ckpt != (src.spare.frozen != nil) {
 			t.Fatalf("checkpoints %v: spare %+v, want a model, and a copy with checkpoints", ckpt, src.spare)
 		}
-		if s.spare != nil {
+		if s.models.spare != nil {
 			t.Fatal("the spare model was not taken")
 		}
 		first := src.memSource.recs[0].Partition
-		if s.workers[first].m != src.spare.m {
+		if s.models.workers[first].m != src.spare.m {
 			t.Fatalf("the model of partition %d, the first to come, is not the spare", first)
 		}
 		if src.premade != src.spare.frozen {
 			t.Fatalf("the first checkpoint of partition %d is not to go into the spare's copy", first)
 		}
-		for p, w := range s.workers {
+		for p, w := range s.models.workers {
 			if p != first && w.m == src.spare.m {
 				t.Fatalf("partition %d has the spare model too", p)
 			}
@@ -614,7 +614,7 @@ func TestSpareModel(t *testing.T) {
 	}
 	s := newService(t, Options{Config: c, Source: newMemSource(genEvents(100, 4, 0, 0, 0), 1)})
 	run(t, s) // the first record comes at once
-	if s.spare != nil {
+	if s.models.spare != nil {
 		t.Error("a spare model not taken is kept")
 	}
 	keyedCfg := parseYAML(t, keyedConfig)
@@ -664,7 +664,7 @@ func TestKeyedCheckpointTaken(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w := s.workers[0]
+		w := s.models.workers[0]
 		rep, err := w.report()
 		if err != nil {
 			t.Fatal(err)

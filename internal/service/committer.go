@@ -10,6 +10,35 @@ import (
 	"github.com/streamlearn/streamlearn/internal/connectors"
 )
 
+// committer runs a Service's commit rounds: it asks the models for their
+// positions (and checkpoints), takes the sinks' barriers so that no
+// position is committed, nor checkpoint written, ahead of its outputs,
+// hands them to the saver goroutine, commits the positions once durable,
+// and backs off after a failed save. It is the loop's, like the models.
+type committer struct {
+	s           *Service
+	uncommitted int          // records handed over since the last round began
+	lastCommit  time.Time    // the last commit round, successful or not
+	round       *commitRound // the commit round waiting for its answers; nil when none
+	saver       *saver       // waits for the sinks and writes checkpoints off the loop
+
+	saveFailing bool // the last checkpoint save failed
+	lastSaveErr error
+	// After a failed save, commit rounds ask for no checkpoint until
+	// saveRetryAt; the wait doubles from saveBackoffMin to saveBackoffMax
+	// while saves keep failing.
+	saveRetryAt time.Time
+	saveBackoff time.Duration
+	// Since when commits fail (the broker away), and how many failed
+	// since; zero while they succeed. The outage is logged when it begins
+	// and when it ends, not at every round.
+	commitFailingSince time.Time
+	commitFailures     int
+	// outputsFailed is set once a round's outputs failed at their sink:
+	// nothing is committed after it.
+	outputsFailed error
+}
+
 // Commits. A commit round asks every model with records not yet committed
 // for its position — with checkpoints, for its checkpoint — in its
 // worker's queue, and the loop fetches on while the workers get there.
@@ -36,33 +65,33 @@ type commitRound struct {
 // startRound asks the models for their positions. A partition a Kafka
 // rebalance gave to another process is not committed (the new owner
 // reads it from the group's last commit).
-func (s *Service) startRound(ctx context.Context) error {
-	if err := s.dropRevoked(ctx); err != nil {
+func (cm *committer) startRound(ctx context.Context) error {
+	if err := cm.s.models.dropRevoked(ctx); err != nil {
 		return err
 	}
-	owned, live := s.assignments()
+	owned, live := cm.s.models.assignments()
 	// Finished rounds first: their commits are due.
-	if err := s.collectSaves(ctx, false); err != nil {
+	if err := cm.collectSaves(ctx, false); err != nil {
 		return err
 	}
-	if s.outputsFailed != nil {
-		return s.outputsFailed
+	if cm.outputsFailed != nil {
+		return cm.outputsFailed
 	}
-	r := &commitRound{replies: make(chan answer, len(s.order)), at: time.Now()}
+	r := &commitRound{replies: make(chan answer, len(cm.s.models.order)), at: time.Now()}
 	// After a failed save, no checkpoint is asked for until the backoff
 	// is over (but at the end of the run: the final one is tried): a full
 	// disk is not written to, nor logged, at every round.
-	backoff := s.opt.Checkpoints != nil && s.intake && r.at.Before(s.saveRetryAt)
-	for _, part := range s.order {
-		w := s.workers[part]
+	backoff := cm.s.opt.Checkpoints != nil && cm.s.intake && r.at.Before(cm.saveRetryAt)
+	for _, part := range cm.s.models.order {
+		w := cm.s.models.workers[part]
 		if !w.dirty || w.saving || w.marked || backoff {
 			continue
 		}
-		if s.opt.Checkpoints != nil && owned != nil && !live {
+		if cm.s.opt.Checkpoints != nil && owned != nil && !live {
 			continue // between generations: commit once one is live
 		}
 		a := &ask{kind: askMark, reply: r.replies}
-		if s.opt.Checkpoints != nil {
+		if cm.s.opt.Checkpoints != nil {
 			a.kind, a.savedPos, a.spare = askCheckpoint, w.savedPos, w.spare
 			w.spare = nil
 		}
@@ -74,18 +103,18 @@ func (s *Service) startRound(ctx context.Context) error {
 		}
 	}
 	if r.waiting > 0 {
-		s.round = r
+		cm.round = r
 	}
-	s.uncommitted = 0
-	s.lastCommit = time.Now()
+	cm.uncommitted = 0
+	cm.lastCommit = time.Now()
 	return nil
 }
 
 // finishRound waits for every answer of the round and hands the sinks'
 // barriers, the positions and the checkpoints to the saver (collectSaves
 // commits them once done).
-func (s *Service) finishRound(ctx context.Context) error {
-	r := s.round
+func (cm *committer) finishRound(ctx context.Context) error {
+	r := cm.round
 	if r == nil {
 		return nil
 	}
@@ -98,7 +127,7 @@ func (s *Service) finishRound(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
-	s.round = nil
+	cm.round = nil
 	var errs []error
 	for _, a := range answers {
 		a.w.marked = false
@@ -112,18 +141,18 @@ func (s *Service) finishRound(ctx context.Context) error {
 		}
 		return err
 	}
-	if s.outputsFailed != nil {
+	if cm.outputsFailed != nil {
 		for _, a := range answers {
 			a.w.saving = false
 		}
-		return s.outputsFailed // nothing is committed or checkpointed after it
+		return cm.outputsFailed // nothing is committed or checkpointed after it
 	}
 	// Every output of the records the answers hold is published: the
 	// sinks' barriers now cover them.
-	job := &roundJob{waits: s.barriers()}
+	job := &roundJob{waits: cm.barriers()}
 	for _, a := range answers {
 		w := a.w
-		if s.workers[w.part] != w {
+		if cm.s.models.workers[w.part] != w {
 			continue // dropped meanwhile: not ours to commit
 		}
 		switch {
@@ -145,13 +174,13 @@ func (s *Service) finishRound(ctx context.Context) error {
 	if len(job.marks)+len(job.saves) > 0 {
 		// Made durable off the loop; the positions committed once it is
 		// (collectSaves).
-		s.saver.inflight++
-		s.saver.jobs <- job
+		cm.saver.inflight++
+		cm.saver.jobs <- job
 	}
 	// Models left dirty (learned more meanwhile) keep commit rounds coming.
-	for _, w := range s.workers {
+	for _, w := range cm.s.models.workers {
 		if w.dirty && !w.saving {
-			s.uncommitted++
+			cm.uncommitted++
 		}
 	}
 	return nil
@@ -159,26 +188,26 @@ func (s *Service) finishRound(ctx context.Context) error {
 
 // commit is a whole commit round, waited for: the final one, with every
 // checkpoint written.
-func (s *Service) commit(ctx context.Context) error {
-	if err := s.finishRound(ctx); err != nil {
+func (cm *committer) commit(ctx context.Context) error {
+	if err := cm.finishRound(ctx); err != nil {
 		return err
 	}
-	if err := s.collectSaves(ctx, true); err != nil {
+	if err := cm.collectSaves(ctx, true); err != nil {
 		return err
 	}
-	if err := s.startRound(ctx); err != nil {
+	if err := cm.startRound(ctx); err != nil {
 		return err
 	}
-	if err := s.finishRound(ctx); err != nil {
+	if err := cm.finishRound(ctx); err != nil {
 		return err
 	}
 	// Wait for every round, commit, and say if a checkpoint failed.
-	if err := s.collectSaves(ctx, true); err != nil {
+	if err := cm.collectSaves(ctx, true); err != nil {
 		return err
 	}
-	if s.opt.Checkpoints != nil {
-		if s.saveFailing {
-			return fmt.Errorf("service: the last checkpoints failed (%v): their positions are not committed", s.lastSaveErr)
+	if cm.s.opt.Checkpoints != nil {
+		if cm.saveFailing {
+			return fmt.Errorf("service: the last checkpoints failed (%v): their positions are not committed", cm.lastSaveErr)
 		}
 	}
 	return nil
@@ -196,12 +225,12 @@ type commitItem struct {
 // source commits many at once (connectors.MultiCommitter), else one by
 // one; every position, even after one failed. Each model whose position is
 // committed is marked clean when nothing was handed over since.
-func (s *Service) commitRecords(ctx context.Context, items []commitItem) error {
+func (cm *committer) commitRecords(ctx context.Context, items []commitItem) error {
 	if len(items) == 0 {
 		return nil
 	}
 	var outcomes []error // nil: every commit succeeded
-	if mc, ok := s.opt.Source.(connectors.MultiCommitter); ok {
+	if mc, ok := cm.s.opt.Source.(connectors.MultiCommitter); ok {
 		recs := make([]connectors.Record, len(items))
 		for i, it := range items {
 			recs[i] = it.rec
@@ -210,7 +239,7 @@ func (s *Service) commitRecords(ctx context.Context, items []commitItem) error {
 	} else {
 		outcomes = make([]error, len(items))
 		for i, it := range items {
-			outcomes[i] = s.opt.Source.Commit(ctx, it.rec)
+			outcomes[i] = cm.s.opt.Source.Commit(ctx, it.rec)
 		}
 	}
 	var errs []error
@@ -220,7 +249,7 @@ func (s *Service) commitRecords(ctx context.Context, items []commitItem) error {
 		if outcomes != nil {
 			err = outcomes[i]
 		}
-		retry, err := s.committed(ctx, it, err)
+		retry, err := cm.committed(ctx, it, err)
 		if retry != nil && failed == nil {
 			failed = retry
 		}
@@ -230,17 +259,17 @@ func (s *Service) commitRecords(ctx context.Context, items []commitItem) error {
 	// when the first round fails and when a round succeeds again, not at
 	// every round; a round with any failed commit counts as failing.
 	switch {
-	case failed != nil && s.commitFailures == 0:
-		s.commitFailingSince = time.Now()
-		s.logger.Warn("commits fail: learning goes on, the positions wait; retrying at every commit round, logged again when commits succeed",
-			"source", s.opt.Source.Name(), "err", failed)
-		s.commitFailures++
+	case failed != nil && cm.commitFailures == 0:
+		cm.commitFailingSince = time.Now()
+		cm.s.logger.Warn("commits fail: learning goes on, the positions wait; retrying at every commit round, logged again when commits succeed",
+			"source", cm.s.opt.Source.Name(), "err", failed)
+		cm.commitFailures++
 	case failed != nil:
-		s.commitFailures++
-	case s.commitFailures > 0:
-		s.logger.Info("commits succeed again", "source", s.opt.Source.Name(), "failed_rounds", s.commitFailures,
-			"for", time.Since(s.commitFailingSince).Round(time.Millisecond))
-		s.commitFailures, s.commitFailingSince = 0, time.Time{}
+		cm.commitFailures++
+	case cm.commitFailures > 0:
+		cm.s.logger.Info("commits succeed again", "source", cm.s.opt.Source.Name(), "failed_rounds", cm.commitFailures,
+			"for", time.Since(cm.commitFailingSince).Round(time.Millisecond))
+		cm.commitFailures, cm.commitFailingSince = 0, time.Time{}
 	}
 	return errors.Join(errs...)
 }
@@ -248,18 +277,18 @@ func (s *Service) commitRecords(ctx context.Context, items []commitItem) error {
 // committed takes the outcome err of the commit of it. A commit that
 // failed while the service runs is retried at the next round: it returns
 // the failure as retry and no error.
-func (s *Service) committed(ctx context.Context, it commitItem, err error) (retry, _ error) {
+func (cm *committer) committed(ctx context.Context, it commitItem, err error) (retry, _ error) {
 	w, rec := it.w, it.rec
 	if errors.Is(err, connectors.ErrPartitionRevoked) {
-		s.logger.Warn("partition revoked before its commit: its records since the last commit will be learned again by the new owner",
-			"source", s.opt.Source.Name(), "partition", w.part, "offset", rec.Offset)
+		cm.s.logger.Warn("partition revoked before its commit: its records since the last commit will be learned again by the new owner",
+			"source", cm.s.opt.Source.Name(), "partition", w.part, "offset", rec.Offset)
 	} else if err != nil {
 		err = fmt.Errorf("service: commit partition %d offset %d: %w", w.part, rec.Offset, err)
-		if s.draining || ctx.Err() != nil {
+		if cm.s.draining || ctx.Err() != nil {
 			return nil, err
 		}
 		// The model is intact and the position waits for the next round.
-		s.uncommitted++
+		cm.uncommitted++
 		return err, nil
 	}
 	w.durableAt = it.at
@@ -269,9 +298,9 @@ func (s *Service) committed(ctx context.Context, it commitItem, err error) (retr
 	return nil, nil
 }
 
-func (s *Service) flush(ctx context.Context) error {
+func (cm *committer) flush(ctx context.Context) error {
 	var errs []error
-	for _, sink := range []connectors.Sink{s.predictions, s.reports, s.deadLetters} {
+	for _, sink := range []connectors.Sink{cm.s.predictions, cm.s.reports, cm.s.deadLetters} {
 		if sink != nil {
 			errs = append(errs, sink.Flush(ctx))
 		}
@@ -325,12 +354,12 @@ type saver struct {
 	done     chan struct{}
 }
 
-func (s *Service) startSaver() {
+func (cm *committer) startSaver() {
 	// One round per partition at a time: a thousand partitions before a
 	// finished round waits for the loop.
 	sv := &saver{jobs: make(chan *roundJob, 1024), results: make(chan *roundJob, 1024), done: make(chan struct{})}
-	store := s.opt.Checkpoints
-	wctx := s.wctx
+	store := cm.s.opt.Checkpoints
+	wctx := cm.s.wctx
 	go func() {
 		defer close(sv.done)
 		// failed: a round's outputs failed. The failure is reported to
@@ -371,14 +400,14 @@ func (s *Service) startSaver() {
 			sv.results <- j
 		}
 	}()
-	s.saver = sv
+	cm.saver = sv
 }
 
 // stopSaver ends the saver goroutine once every round is done. Results
 // not collected are dropped: their positions stay uncommitted.
-func (s *Service) stopSaver() {
-	sv := s.saver
-	s.saver = nil
+func (cm *committer) stopSaver() {
+	sv := cm.saver
+	cm.saver = nil
 	close(sv.jobs)
 	for sv.inflight > 0 {
 		<-sv.results
@@ -389,9 +418,9 @@ func (s *Service) stopSaver() {
 
 // barriers returns the waits for the outputs published so far, of every
 // sink (lockedSink.Barrier).
-func (s *Service) barriers() []func(context.Context) error {
+func (cm *committer) barriers() []func(context.Context) error {
 	var waits []func(context.Context) error
-	for _, sink := range []connectors.Sink{s.predictions, s.reports, s.deadLetters} {
+	for _, sink := range []connectors.Sink{cm.s.predictions, cm.s.reports, cm.s.deadLetters} {
 		if b, ok := sink.(connectors.BarrierSink); ok {
 			waits = append(waits, b.Barrier())
 		}
@@ -407,42 +436,42 @@ func outputsLost(err error) error {
 // collectSaves commits the positions of the finished rounds: their
 // outputs durable and their checkpoints written. With wait, it waits for
 // all of them.
-func (s *Service) collectSaves(ctx context.Context, wait bool) error {
+func (cm *committer) collectSaves(ctx context.Context, wait bool) error {
 	var commits []commitItem
 collect:
-	for s.saver != nil && s.saver.inflight > 0 {
+	for cm.saver != nil && cm.saver.inflight > 0 {
 		var j *roundJob
 		if wait {
-			j = <-s.saver.results
+			j = <-cm.saver.results
 		} else {
 			select {
-			case j = <-s.saver.results:
+			case j = <-cm.saver.results:
 			default:
 				break collect
 			}
 		}
-		s.saver.inflight--
+		cm.saver.inflight--
 		for _, it := range j.marks {
 			it.w.saving = false
 		}
 		for _, sj := range j.saves {
 			sj.w.saving = false
 		}
-		if j.err != nil && s.outputsFailed == nil {
-			s.outputsFailed = outputsLost(j.err)
+		if j.err != nil && cm.outputsFailed == nil {
+			cm.outputsFailed = outputsLost(j.err)
 		}
-		if s.outputsFailed != nil {
+		if cm.outputsFailed != nil {
 			// An output that failed is in no later round's barrier, but
 			// every later position of its partition is past it: nothing
 			// is committed any more (the rerun learns and publishes again
 			// from the last commit).
 			if j.err != nil {
-				return s.outputsFailed
+				return cm.outputsFailed
 			}
 			continue
 		}
 		for _, it := range j.marks {
-			if s.workers[it.w.part] == it.w { // else dropped meanwhile: not ours to commit
+			if cm.s.models.workers[it.w.part] == it.w { // else dropped meanwhile: not ours to commit
 				commits = append(commits, it)
 			}
 		}
@@ -457,22 +486,22 @@ collect:
 				// checkpoint that holds them, and the next round for the
 				// backoff: a full disk is not written to a hundred times a
 				// second, nor logged as often.
-				s.saveBackoff = min(max(2*s.saveBackoff, saveBackoffMin), saveBackoffMax)
-				s.saveRetryAt = time.Now().Add(s.saveBackoff)
-				args := []any{"store", s.opt.Checkpoints.String(), "partition", sj.part, "err", sj.err, "retry_in", s.saveBackoff}
-				if !s.saveFailing {
-					s.logger.Error("checkpoint failed: commits stop until a checkpoint succeeds", args...)
+				cm.saveBackoff = min(max(2*cm.saveBackoff, saveBackoffMin), saveBackoffMax)
+				cm.saveRetryAt = time.Now().Add(cm.saveBackoff)
+				args := []any{"store", cm.s.opt.Checkpoints.String(), "partition", sj.part, "err", sj.err, "retry_in", cm.saveBackoff}
+				if !cm.saveFailing {
+					cm.s.logger.Error("checkpoint failed: commits stop until a checkpoint succeeds", args...)
 				} else {
-					s.logger.Warn("checkpoint failed again", args...)
+					cm.s.logger.Warn("checkpoint failed again", args...)
 				}
-				s.saveFailing, s.lastSaveErr = true, sj.err
+				cm.saveFailing, cm.lastSaveErr = true, sj.err
 				continue
 			}
-			if s.saveFailing {
-				s.saveFailing, s.saveBackoff, s.saveRetryAt = false, 0, time.Time{}
-				s.logger.Info("checkpoints succeed again: commits resumed", "store", s.opt.Checkpoints.String())
+			if cm.saveFailing {
+				cm.saveFailing, cm.saveBackoff, cm.saveRetryAt = false, 0, time.Time{}
+				cm.s.logger.Info("checkpoints succeed again: commits resumed", "store", cm.s.opt.Checkpoints.String())
 			}
-			if s.workers[sj.part] != sj.w {
+			if cm.s.models.workers[sj.part] != sj.w {
 				continue // dropped meanwhile (revoked, or reloaded): not ours to commit
 			}
 			sj.w.savedPos, sj.w.spare = sj.pos, sj.c.spare()
@@ -480,12 +509,12 @@ collect:
 		}
 	}
 	// The positions the finished rounds hold, in one commit.
-	if err := s.commitRecords(ctx, commits); err != nil {
+	if err := cm.commitRecords(ctx, commits); err != nil {
 		return err
 	}
 	for _, c := range commits {
 		if c.w.dirty {
-			s.uncommitted++ // learned more meanwhile: another round
+			cm.uncommitted++ // learned more meanwhile: another round
 		}
 	}
 	return nil
@@ -493,14 +522,14 @@ collect:
 
 // saveHandOff checkpoints w's model, whose worker is stopped, once every
 // output published so far is durable.
-func (s *Service) saveHandOff(ctx context.Context, w *worker) error {
-	for _, wait := range s.barriers() {
+func (cm *committer) saveHandOff(ctx context.Context, w *worker) error {
+	for _, wait := range cm.barriers() {
 		if err := wait(ctx); err != nil {
 			// A wait cut short by a stop is no failed output; any other
 			// error is one (even after a stop: a wait returns the
 			// failures it found, and forgets them).
 			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-				s.outputsFailed = outputsLost(err)
+				cm.outputsFailed = outputsLost(err)
 			}
 			return err
 		}
@@ -513,7 +542,7 @@ func (s *Service) saveHandOff(ctx context.Context, w *worker) error {
 	if err != nil {
 		return err
 	}
-	if err := s.opt.Checkpoints.Save(ctx, c); err != nil {
+	if err := cm.s.opt.Checkpoints.Save(ctx, c); err != nil {
 		return err
 	}
 	w.savedPos = c.Position

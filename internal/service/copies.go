@@ -115,7 +115,7 @@ func (w *worker) servingCopy(prev *serving.Predictor, r Report) (*serving.Predic
 		}
 		mixes = w.m.k.Mixes()
 	}
-	pr, err := serving.NewKeyed(w.s.build, serving.KeyedCopy{Partition: w.part, Events: w.m.events(), States: states, Warm: w.s.opt.WarmStart,
+	pr, err := serving.NewKeyed(w.s.models.build, serving.KeyedCopy{Partition: w.part, Events: w.m.events(), States: states, Warm: w.s.opt.WarmStart,
 		Totals: r.Report, Global: global, Mixes: mixes, Gen: w.servedGen + 1})
 	if err != nil {
 		return nil, err

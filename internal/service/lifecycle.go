@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/streamlearn/streamlearn/internal/checkpoint"
@@ -12,11 +13,71 @@ import (
 	"github.com/streamlearn/streamlearn/internal/pipeline"
 )
 
+// models is the model lifecycle of a Service: it owns every partition's
+// model and its worker, and alone makes, owns (checkpoint.Owner),
+// restores, checks against the broker's commit, rebuilds, warm-starts,
+// resets and drops them. The loop asks it for a record's worker (get);
+// everything else it does is on the loop's goroutine too.
+type models struct {
+	s       *Service
+	workers map[int32]*worker
+	// last is the worker of the last record dispatched; nil once a model
+	// is dropped.
+	last  *worker
+	order []int32 // partitions in the order first seen
+
+	fingerprint [32]byte          // of the model configuration, in checkpoints
+	build       *pipeline.Builder // of its pipelines, for the serving copies of models per key
+	volatile    bool              // the source's offsets do not survive a restart
+
+	// premaking counts the goroutines making the memory of new models'
+	// first checkpoints (worker.premake); Run waits for them. They make
+	// it one at a time (premakeSlot): a rebalance that assigns many
+	// partitions at once does not make all their copies at once.
+	premaking   sync.WaitGroup
+	premakeSlot chan struct{}
+	// spare receives the model made ahead for the first partition to
+	// come (makeSpare); nil once taken, or when none is made. dropSpare
+	// tells its goroutine it is not wanted (any more).
+	spare     chan spareModel
+	dropSpare context.CancelFunc
+}
+
+// get returns the worker of rec's partition, making its model when it has
+// none (of): from its checkpoint, checked against the broker's commit, or
+// afresh or from the warm start, and, while Run's loop runs, starting its
+// worker. A partition a rebalance gave back (rec's epoch changed) gets
+// its model again from its checkpoint: another process may have learned
+// it meanwhile.
+func (l *models) get(ctx context.Context, rec *connectors.Record) (*worker, error) {
+	w := l.last
+	if w == nil || w.part != rec.Partition {
+		var err error
+		if w, err = l.of(ctx, rec.Partition); err != nil {
+			return nil, err
+		}
+	}
+	if w.hasEpoch && rec.Epoch != w.epoch && l.s.opt.Checkpoints != nil {
+		// The partition came back after a rebalance: another process may
+		// have learned it meanwhile, and its checkpoint holds that.
+		l.s.logger.Info("partition assigned anew: reloading its model from the checkpoint", "partition", rec.Partition)
+		if err := l.dropModel(ctx, rec.Partition); err != nil {
+			return nil, err
+		}
+		var err error
+		if w, err = l.of(ctx, rec.Partition); err != nil {
+			return nil, err
+		}
+	}
+	w.epoch, w.hasEpoch = rec.Epoch, true
+	return w, nil
+}
+
 // startWarm makes m, partition's new model (no checkpoint holds it), the
 // warm start's model, when there is one. It is the one place a new
 // model is made (restore, and the reset and rebuild it chooses).
-func (s *Service) startWarm(partition int32, m *model) error {
-	w := s.opt.WarmStart
+func (l *models) startWarm(partition int32, m *model) error {
+	w := l.s.opt.WarmStart
 	if w == nil {
 		return nil
 	}
@@ -26,29 +87,29 @@ func (s *Service) startWarm(partition int32, m *model) error {
 	if err := m.startFrom(w.Model.State, w.SHA256); err != nil {
 		return fmt.Errorf("service: partition %d: warm start: the model %s: %w", partition, w.Path, err)
 	}
-	if m.p != nil && s.opt.HistoryPoints > 0 && m.p.Tracker().History() == nil {
+	if m.p != nil && l.s.opt.HistoryPoints > 0 && m.p.Tracker().History() == nil {
 		// A file written without curves (replay --save): the dashboard's
 		// curves start here.
-		m.p.Tracker().EnableHistory(s.opt.HistoryPoints)
+		m.p.Tracker().EnableHistory(l.s.opt.HistoryPoints)
 	}
-	s.logger.Info("model started from the warm start", "partition", partition, "model", w.String(), "events", m.events())
+	l.s.logger.Info("model started from the warm start", "partition", partition, "model", w.String(), "events", m.events())
 	return nil
 }
 
 // warmAssigned makes, with a warm start, the model of every partition a
 // consumer group assigned to the service that has none yet: the trained
 // model serves before the partition brings a record.
-func (s *Service) warmAssigned(ctx context.Context) error {
-	if s.opt.WarmStart == nil {
+func (l *models) warmAssigned(ctx context.Context) error {
+	if l.s.opt.WarmStart == nil {
 		return nil
 	}
-	owned, live := s.assignments()
+	owned, live := l.assignments()
 	if !live {
 		return nil
 	}
 	for _, p := range owned {
-		if _, ok := s.workers[p]; !ok {
-			if _, err := s.worker(ctx, p); err != nil {
+		if _, ok := l.workers[p]; !ok {
+			if _, err := l.of(ctx, p); err != nil {
 				return err
 			}
 		}
@@ -56,36 +117,36 @@ func (s *Service) warmAssigned(ctx context.Context) error {
 	return nil
 }
 
-// worker returns the worker of partition, creating its model (from the
+// of returns the worker of partition, creating its model (from the
 // partition's checkpoint when there is one) and, while Run's loop runs,
 // starting it.
-func (s *Service) worker(ctx context.Context, partition int32) (*worker, error) {
-	if w := s.lastWorker; w != nil && w.part == partition {
+func (l *models) of(ctx context.Context, partition int32) (*worker, error) {
+	if w := l.last; w != nil && w.part == partition {
 		return w, nil // the common case: the partition of the last record
 	}
-	if w, ok := s.workers[partition]; ok {
-		s.lastWorker = w
+	if w, ok := l.workers[partition]; ok {
+		l.last = w
 		return w, nil
 	}
 	var m *model
 	var premade *pipeline.Frozen
-	if s.spare != nil {
+	if l.spare != nil {
 		select {
-		case sp := <-s.spare:
+		case sp := <-l.spare:
 			m, premade = sp.m, sp.frozen
 			m.p.StartNow() // a spare is made of one pipeline, never of models per key
 		default: // not made in time: dropped, its copy not made
 		}
-		s.dropSpare()
-		s.spare, s.dropSpare = nil, nil
+		l.dropSpare()
+		l.spare, l.dropSpare = nil, nil
 	}
 	if m == nil {
 		var err error
-		if m, err = newPartitionModel(s.opt.Config, s.opt.HistoryPoints); err != nil {
+		if m, err = newPartitionModel(l.s.opt.Config, l.s.opt.HistoryPoints); err != nil {
 			return nil, err
 		}
 	}
-	if w := s.opt.WarmStart; m.k != nil && w != nil {
+	if w := l.s.opt.WarmStart; m.k != nil && w != nil {
 		// Every new key's model starts from it, whether or not the
 		// partition's models are restored from a checkpoint.
 		if w.Err != nil {
@@ -95,10 +156,10 @@ func (s *Service) worker(ctx context.Context, partition int32) (*worker, error) 
 			return nil, fmt.Errorf("service: partition %d: warm start: the model %s: %w", partition, w.Path, err)
 		}
 	}
-	if err := s.own(ctx, partition, m); err != nil {
+	if err := l.own(ctx, partition, m); err != nil {
 		return nil, err
 	}
-	w, err := s.newModel(ctx, partition, m, premade)
+	w, err := l.newModel(ctx, partition, m, premade)
 	if err != nil {
 		m.disown()
 		return nil, err
@@ -127,20 +188,20 @@ type spareModel struct {
 // models are made when they come, lest an unused spare hold a model's
 // memory. Models per key are not made ahead: they are made as their keys
 // come.
-func (s *Service) makeSpare(ctx context.Context) {
-	if keyed(s.opt.Config) {
+func (l *models) makeSpare(ctx context.Context) {
+	if keyed(l.s.opt.Config) {
 		return
 	}
 	spare := make(chan spareModel, 1)
-	ctx, s.dropSpare = context.WithCancel(ctx)
-	s.spare = spare
-	s.premaking.Go(func() {
-		m, err := newPartitionModel(s.opt.Config, s.opt.HistoryPoints)
+	ctx, l.dropSpare = context.WithCancel(ctx)
+	l.spare = spare
+	l.premaking.Go(func() {
+		m, err := newPartitionModel(l.s.opt.Config, l.s.opt.HistoryPoints)
 		if err != nil {
 			return // the first partition makes its own and meets the error
 		}
 		sp := spareModel{m: m}
-		if s.opt.Checkpoints != nil && ctx.Err() == nil {
+		if l.s.opt.Checkpoints != nil && ctx.Err() == nil {
 			sp.frozen, _ = m.p.Freeze(nil) // on error, none: the take makes its own
 		}
 		spare <- sp // the only send: never blocks
@@ -152,16 +213,16 @@ func (s *Service) makeSpare(ctx context.Context) {
 // them already (Options.Owned). While it waits it gives up the partitions
 // a rebalance revoked, again and again: two members taking each other's
 // partitions must not wait for each other.
-func (s *Service) own(ctx context.Context, partition int32, m *model) error {
-	if slices.Contains(s.opt.Owned, partition) {
+func (l *models) own(ctx context.Context, partition int32, m *model) error {
+	if slices.Contains(l.s.opt.Owned, partition) {
 		return nil
 	}
-	if _, ok := s.opt.Checkpoints.(checkpoint.Owner); !ok {
+	if _, ok := l.s.opt.Checkpoints.(checkpoint.Owner); !ok {
 		return nil
 	}
-	what := fmt.Sprintf("partition %d of %s", partition, s.opt.Source.Name())
-	release, err := Own(ctx, s.opt.Checkpoints, partition, s.opt.OwnWait, what, func() error { return s.dropRevoked(ctx) })
-	if _, group := s.opt.Source.(connectors.Assigned); err != nil && group {
+	what := fmt.Sprintf("partition %d of %s", partition, l.s.opt.Source.Name())
+	release, err := Own(ctx, l.s.opt.Checkpoints, partition, l.s.opt.OwnWait, what, func() error { return l.dropRevoked(ctx) })
+	if _, group := l.s.opt.Source.(connectors.Assigned); err != nil && group {
 		return fmt.Errorf("%w (or, in a consumer group, a member slower than checkpoint.own_wait to give the partition up)", err)
 	}
 	if err != nil {
@@ -173,11 +234,11 @@ func (s *Service) own(ctx context.Context, partition int32, m *model) error {
 
 // newModel restores m, owned, from partition's checkpoint and makes its
 // worker.
-func (s *Service) newModel(ctx context.Context, partition int32, m *model, premade *pipeline.Frozen) (*worker, error) {
-	if err := s.restore(ctx, partition, m); err != nil {
+func (l *models) newModel(ctx context.Context, partition int32, m *model, premade *pipeline.Frozen) (*worker, error) {
+	if err := l.restore(ctx, partition, m); err != nil {
 		return nil, err
 	}
-	w, err := s.newWorker(partition, m)
+	w, err := l.s.newWorker(partition, m)
 	if err != nil {
 		return nil, err
 	}
@@ -191,33 +252,33 @@ func (s *Service) newModel(ctx context.Context, partition int32, m *model, prema
 			c, err = t.complete()
 		}
 		if err == nil {
-			err = s.opt.Checkpoints.Save(ctx, c)
+			err = l.s.opt.Checkpoints.Save(ctx, c)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("service: checkpoint of partition %d after its reset: %w", partition, err)
 		}
 	}
 	switch {
-	case !s.intake:
-	case s.framed != nil:
+	case !l.s.intake:
+	case l.s.framed != nil:
 		// One partition read from files: nothing to learn in parallel
 		// with, and fetching is cheaper than learning, so a goroutine
 		// would only add the copy and the hand-over. The loop learns.
 		w.inline = true
 	default:
-		w.start(s.wctx)
+		w.start(l.s.wctx)
 		switch {
-		case s.opt.Checkpoints == nil || m.p == nil:
+		case l.s.opt.Checkpoints == nil || m.p == nil:
 		case premade != nil:
 			w.premade.Store(premade)
 		default:
-			s.premaking.Go(func() { w.premake(ctx, s.premakeSlot, s.opt.Config, s.opt.HistoryPoints) })
+			l.premaking.Go(func() { w.premake(ctx, l.premakeSlot, l.s.opt.Config, l.s.opt.HistoryPoints) })
 		}
 	}
-	s.workers[partition] = w
-	s.lastWorker = w
-	s.order = append(s.order, partition)
-	s.logger.Info("new model", "source", s.opt.Source.Name(), "partition", partition)
+	l.workers[partition] = w
+	l.last = w
+	l.order = append(l.order, partition)
+	l.s.logger.Info("new model", "source", l.s.opt.Source.Name(), "partition", partition)
 	return w, nil
 }
 
@@ -229,15 +290,15 @@ func (s *Service) newModel(ctx context.Context, partition int32, m *model, prema
 // learns afresh from the group's last commit, and the model here is stale
 // (if the partition comes back, it comes back from the checkpoint, or
 // afresh).
-func (s *Service) dropRevoked(ctx context.Context) error {
-	owned, live := s.assignments()
+func (l *models) dropRevoked(ctx context.Context) error {
+	owned, live := l.assignments()
 	if !live {
 		return nil
 	}
-	for _, part := range slices.Clone(s.order) {
+	for _, part := range slices.Clone(l.order) {
 		if !slices.Contains(owned, part) {
-			s.logger.Info("partition revoked: dropping its model", "partition", part)
-			if err := s.handOff(ctx, part); err != nil {
+			l.s.logger.Info("partition revoked: dropping its model", "partition", part)
+			if err := l.handOff(ctx, part); err != nil {
 				return err
 			}
 		}
@@ -246,15 +307,15 @@ func (s *Service) dropRevoked(ctx context.Context) error {
 }
 
 // disownAll gives up the ownership of every model's checkpoints.
-func (s *Service) disownAll() {
-	for _, w := range s.workers {
+func (l *models) disownAll() {
+	for _, w := range l.workers {
 		w.m.disown()
 	}
 }
 
 // sorted returns the partitions with a model, ascending.
-func (s *Service) sorted() []int32 {
-	parts := slices.Clone(s.order)
+func (l *models) sorted() []int32 {
+	parts := slices.Clone(l.order)
 	slices.Sort(parts)
 	return parts
 }
@@ -324,32 +385,32 @@ func Own(ctx context.Context, store checkpoint.Store, partition int32, wait time
 // among them (a broker source's partition 0, or the Kafka partitions
 // already assigned; warmAssigned takes those assigned later), so that
 // the trained model reports and serves before a record comes.
-func (s *Service) restoreIdle(ctx context.Context, start bool) error {
+func (l *models) restoreIdle(ctx context.Context, start bool) error {
 	owned := []int32{0} // a source without assignments: one partition, or none known to the broker
-	a, group := s.opt.Source.(connectors.Assigned)
+	a, group := l.s.opt.Source.(connectors.Assigned)
 	if group {
 		owned = a.Assignments()
 	}
 	var parts []int32
-	if s.opt.Checkpoints != nil {
+	if l.s.opt.Checkpoints != nil {
 		var err error
-		if parts, err = s.opt.Checkpoints.Partitions(ctx); err != nil {
+		if parts, err = l.s.opt.Checkpoints.Partitions(ctx); err != nil {
 			return fmt.Errorf("service: listing checkpoints: %w", err)
 		}
 		if group {
 			parts = slices.DeleteFunc(parts, func(p int32) bool { return !slices.Contains(owned, p) })
 		}
 		for _, p := range owned {
-			if pos, ok := s.position(p); ok && pos.Committed >= 0 && !slices.Contains(parts, p) {
+			if pos, ok := l.position(p); ok && pos.Committed >= 0 && !slices.Contains(parts, p) {
 				parts = append(parts, p)
 			}
 		}
 	}
-	if start && s.opt.WarmStart != nil && s.framed == nil {
+	if start && l.s.opt.WarmStart != nil && l.s.framed == nil {
 		// A trained model serves from the start, before its partition
 		// brings a record: every partition the service owns has one. (Not
 		// for files: their partitions are known as they are read.)
-		if _, envelopes := s.opt.Source.(*Envelopes); !envelopes {
+		if _, envelopes := l.s.opt.Source.(*Envelopes); !envelopes {
 			for _, p := range owned {
 				if !slices.Contains(parts, p) {
 					parts = append(parts, p)
@@ -359,7 +420,7 @@ func (s *Service) restoreIdle(ctx context.Context, start bool) error {
 	}
 	slices.Sort(parts)
 	for _, p := range parts {
-		if _, err := s.worker(ctx, p); err != nil {
+		if _, err := l.of(ctx, p); err != nil {
 			return err
 		}
 	}
@@ -369,8 +430,8 @@ func (s *Service) restoreIdle(ctx context.Context, start bool) error {
 // assignments returns the partitions a consumer group assigns to the
 // source now, and whether a generation is live; owned is nil for sources
 // without consumer groups.
-func (s *Service) assignments() (owned []int32, live bool) {
-	a, ok := s.opt.Source.(connectors.Assigned)
+func (l *models) assignments() (owned []int32, live bool) {
+	a, ok := l.s.opt.Source.(connectors.Assigned)
 	if !ok {
 		return nil, false
 	}
@@ -384,8 +445,8 @@ func (s *Service) assignments() (owned []int32, live bool) {
 // dropModel forgets the model of part, once its worker has learned what
 // it was handed and its checkpoint in progress is written; the next record
 // of part creates it again, from its checkpoint.
-func (s *Service) dropModel(ctx context.Context, part int32) error {
-	return s.drop(ctx, part, false)
+func (l *models) dropModel(ctx context.Context, part int32) error {
+	return l.drop(ctx, part, false)
 }
 
 // handOff is dropModel for a partition given to another process: with
@@ -395,28 +456,28 @@ func (s *Service) dropModel(ctx context.Context, part int32) error {
 // on from this process's, never back. Its position is not committed (the
 // group is the new owner's): the checkpoint stands for the records after
 // the last commit, as after a crash between a checkpoint and its commit.
-func (s *Service) handOff(ctx context.Context, part int32) error {
-	return s.drop(ctx, part, true)
+func (l *models) handOff(ctx context.Context, part int32) error {
+	return l.drop(ctx, part, true)
 }
 
-func (s *Service) drop(ctx context.Context, part int32, handOff bool) error {
-	w := s.workers[part]
+func (l *models) drop(ctx context.Context, part int32, handOff bool) error {
+	w := l.workers[part]
 	if err := w.stop(ctx); err != nil {
 		return err
 	}
 	if w.saving { // its last write first: a reload must not race it
-		if err := s.finishRound(ctx); err != nil {
+		if err := l.s.commits.finishRound(ctx); err != nil {
 			return err
 		}
-		if err := s.collectSaves(ctx, true); err != nil {
+		if err := l.s.commits.collectSaves(ctx, true); err != nil {
 			return err
 		}
 	}
-	if handOff && s.opt.Checkpoints != nil {
+	if handOff && l.s.opt.Checkpoints != nil {
 		// Every round in flight first: a failed output any of them
 		// holds stops the hand-off (and nobody else waits on the sinks
 		// meanwhile, so no failure is reported to another wait).
-		if err := s.collectSaves(ctx, true); err != nil {
+		if err := l.s.commits.collectSaves(ctx, true); err != nil {
 			return err
 		}
 	}
@@ -425,18 +486,18 @@ func (s *Service) drop(ctx context.Context, part int32, handOff bool) error {
 	// owner. One without stays unsaved: the new owner starts where its
 	// own start says, which a checkpoint ahead of no commit would
 	// contradict.
-	if handOff && s.opt.Checkpoints != nil && !w.failed && w.savedPos >= 0 && w.m.pos != w.savedPos && s.outputsFailed == nil {
-		if err := s.saveHandOff(ctx, w); err != nil {
+	if handOff && l.s.opt.Checkpoints != nil && !w.failed && w.savedPos >= 0 && w.m.pos != w.savedPos && l.s.commits.outputsFailed == nil {
+		if err := l.s.commits.saveHandOff(ctx, w); err != nil {
 			// The new owner restores the last checkpoint and learns
 			// again from the group's commit: nothing is lost.
-			s.logger.Warn("partition revoked: its last state is not checkpointed; the new owner learns again from the last commit",
+			l.s.logger.Warn("partition revoked: its last state is not checkpointed; the new owner learns again from the last commit",
 				"partition", part, "err", err)
 		}
 	}
 	w.m.disown()
-	delete(s.workers, part)
-	s.lastWorker = nil
-	s.replan = true
-	s.order = slices.DeleteFunc(s.order, func(p int32) bool { return p == part })
+	delete(l.workers, part)
+	l.last = nil
+	l.s.replan = true
+	l.order = slices.DeleteFunc(l.order, func(p int32) bool { return p == part })
 	return nil
 }

@@ -57,13 +57,13 @@ func volatile(src connectors.Source) bool {
 // restore loads partition's checkpoint into m, when there is one, after
 // checking it against what the broker says of the partition (see
 // RestoreError and Options.OnMismatch).
-func (s *Service) restore(ctx context.Context, partition int32, m *model) error {
-	if s.opt.Checkpoints == nil {
-		return s.startWarm(partition, m)
+func (l *models) restore(ctx context.Context, partition int32, m *model) error {
+	if l.s.opt.Checkpoints == nil {
+		return l.startWarm(partition, m)
 	}
-	pos, positioned := s.position(partition)
+	pos, positioned := l.position(partition)
 	m.origin, m.consumer = pos.Origin, pos.Consumer
-	c, err := s.opt.Checkpoints.Load(ctx, partition)
+	c, err := l.s.opt.Checkpoints.Load(ctx, partition)
 	missing := checkpoint.IsNotExist(err)
 	if err != nil && !missing {
 		return fmt.Errorf("service: restoring partition %d: %w", partition, err)
@@ -71,37 +71,37 @@ func (s *Service) restore(ctx context.Context, partition int32, m *model) error 
 	if missing {
 		c = nil
 	} else {
-		if c.Fingerprint != s.fingerprint {
-			if err := s.checkLearnersChanged(partition, c); err != nil {
+		if c.Fingerprint != l.fingerprint {
+			if err := l.checkLearnersChanged(partition, c); err != nil {
 				return err
 			}
 		}
 		// The stream is compared here, the consumer (a JetStream
 		// durable, which the source's name holds, or a Kafka group) by
 		// checkRestore, whose error has the ways out.
-		if err := s.checkSource(partition, c); err != nil {
+		if err := l.checkSource(partition, c); err != nil {
 			return err
 		}
 		if c.Consumer == "" && pos.Consumer != "" && c.Format < 3 {
 			// Written before checkpoints held their consumer: taken as
 			// this one's, and saved as such before anything is learned,
 			// so that the warning is given once.
-			s.logger.Warn("the checkpoint's consumer could not be checked: its format version does not hold it (written by an older streamlearn); it is taken as this consumer's, and saved so at once",
-				"partition", partition, "store", s.opt.Checkpoints.String(), "format", c.Format, "consumer", pos.Consumer)
+			l.s.logger.Warn("the checkpoint's consumer could not be checked: its format version does not hold it (written by an older streamlearn); it is taken as this consumer's, and saved so at once",
+				"partition", partition, "store", l.s.opt.Checkpoints.String(), "format", c.Format, "consumer", pos.Consumer)
 			m.saveAtOnce = true
 		}
 	}
-	if rerr := s.checkRestore(partition, c, pos, positioned); rerr != nil {
+	if rerr := l.checkRestore(partition, c, pos, positioned); rerr != nil {
 		args := []any{"partition", partition, "source", rerr.Source, "store", rerr.Store, "problem", rerr.Problem,
 			"committed", rerr.Committed, "checkpoint_position", rerr.Checkpoint}
-		switch s.opt.OnMismatch {
+		switch l.s.opt.OnMismatch {
 		case MismatchReset:
-			if w := s.opt.WarmStart; w != nil && w.Err != nil {
+			if w := l.s.opt.WarmStart; w != nil && w.Err != nil {
 				// The fresh model would start from it: say so before the
 				// checkpoint is moved away.
-				return s.startWarm(partition, m)
+				return l.startWarm(partition, m)
 			}
-			dropped, err := s.opt.Checkpoints.Discard(ctx, partition)
+			dropped, err := l.s.opt.Checkpoints.Discard(ctx, partition)
 			if err != nil {
 				return fmt.Errorf("service: reset of partition %d: %w", partition, err)
 			}
@@ -109,18 +109,18 @@ func (s *Service) restore(ctx context.Context, partition int32, m *model) error 
 			// was committed: its checkpoint, saved before anything is
 			// learned, says so to the next run.
 			m.pos, m.skipTo, m.saveAtOnce = rerr.Committed, rerr.Committed, true
-			s.logger.Warn("reset: the model starts afresh from the committed position; what was committed before it is not in the model",
+			l.s.logger.Warn("reset: the model starts afresh from the committed position; what was committed before it is not in the model",
 				append(args, "checkpoint_moved_to", dropped)...)
-			return s.startWarm(partition, m)
+			return l.startWarm(partition, m)
 		case MismatchRebuild:
-			return s.rebuild(ctx, partition, m, c, rerr, args)
+			return l.rebuild(ctx, partition, m, c, rerr, args)
 		case MismatchAccept:
-			s.logger.Warn("accept: the checkpoint is restored as it is; "+rerr.Consequence, args...)
+			l.s.logger.Warn("accept: the checkpoint is restored as it is; "+rerr.Consequence, args...)
 			if c == nil {
-				if err := s.startWarm(partition, m); err != nil {
+				if err := l.startWarm(partition, m); err != nil {
 					return err
 				}
-			} else if err := s.restoreState(partition, m, c); err != nil {
+			} else if err := l.restoreState(partition, m, c); err != nil {
 				return err
 			}
 			// The model, as accepted, stands for the committed position:
@@ -136,12 +136,12 @@ func (s *Service) restore(ctx context.Context, partition int32, m *model) error 
 		}
 	}
 	if c == nil {
-		return s.startWarm(partition, m)
+		return l.startWarm(partition, m)
 	}
-	if err := s.restoreState(partition, m, c); err != nil {
+	if err := l.restoreState(partition, m, c); err != nil {
 		return err
 	}
-	s.logger.Info("model restored from checkpoint", "store", s.opt.Checkpoints.String(), "partition", partition,
+	l.s.logger.Info("model restored from checkpoint", "store", l.s.opt.Checkpoints.String(), "partition", partition,
 		"position", c.Position, "events", m.events(), "created", c.Created)
 	return nil
 }
@@ -151,28 +151,28 @@ func (s *Service) restore(ctx context.Context, partition int32, m *model) error 
 // restored in part (pipeline.Pipeline.UnmarshalBinaryReset, with
 // Options.ResetLearners), and m is checkpointed at once for its own
 // configuration, so that the next restore is a plain one.
-func (s *Service) restoreState(partition int32, m *model, c *checkpoint.Checkpoint) error {
+func (l *models) restoreState(partition int32, m *model, c *checkpoint.Checkpoint) error {
 	if c == nil {
 		return nil
 	}
-	if c.Fingerprint == s.fingerprint {
+	if c.Fingerprint == l.fingerprint {
 		if err := m.unmarshal(c.State); err != nil {
-			return fmt.Errorf("service: restoring partition %d from %s: %w", partition, s.opt.Checkpoints, err)
+			return fmt.Errorf("service: restoring partition %d from %s: %w", partition, l.s.opt.Checkpoints, err)
 		}
-		if len(s.opt.ResetLearners) > 0 {
-			s.logger.Info("reset-learner: nothing to reset: the checkpoint is of this model configuration (the flag acts on a checkpoint of another list of learners, once)",
-				"partition", partition, "learners", s.opt.ResetLearners)
+		if len(l.s.opt.ResetLearners) > 0 {
+			l.s.logger.Info("reset-learner: nothing to reset: the checkpoint is of this model configuration (the flag acts on a checkpoint of another list of learners, once)",
+				"partition", partition, "learners", l.s.opt.ResetLearners)
 		}
 	} else if m.k != nil {
 		return fmt.Errorf("service: restoring partition %d from %s: the checkpoint is of another model configuration, and models per key (models.by: key) restore only their own",
-			partition, s.opt.Checkpoints) // checkLearnersChanged refused it first
+			partition, l.s.opt.Checkpoints) // checkLearnersChanged refused it first
 	} else {
-		reset := s.opt.ResetLearners
+		reset := l.s.opt.ResetLearners
 		if len(reset) > 0 {
 			// The same learners in another order need no flag: one left
 			// in place from an earlier change does nothing here.
-			if ch, err := pipeline.CompareState(c.State, s.opt.Config); err == nil && !ch.SharedChanged && len(ch.Reset()) == 0 {
-				s.logger.Info("reset-learner: nothing to reset: the checkpoint has the same learners in another order",
+			if ch, err := pipeline.CompareState(c.State, l.s.opt.Config); err == nil && !ch.SharedChanged && len(ch.Reset()) == 0 {
+				l.s.logger.Info("reset-learner: nothing to reset: the checkpoint has the same learners in another order",
 					"partition", partition, "learners", reset)
 				reset = nil
 			}
@@ -181,17 +181,17 @@ func (s *Service) restoreState(partition int32, m *model, c *checkpoint.Checkpoi
 		var re *pipeline.ResetError
 		if errors.As(err, &re) {
 			return fmt.Errorf("service: restoring partition %d from %s: %w; name with --reset-learner exactly the learners added, changed or dropped: %s",
-				partition, s.opt.Checkpoints, err, resetFlags(re.Reset()))
+				partition, l.s.opt.Checkpoints, err, resetFlags(re.Reset()))
 		}
 		if err != nil {
-			return fmt.Errorf("service: restoring partition %d from %s: %w", partition, s.opt.Checkpoints, err)
+			return fmt.Errorf("service: restoring partition %d from %s: %w", partition, l.s.opt.Checkpoints, err)
 		}
-		args := []any{"partition", partition, "store", s.opt.Checkpoints.String(), "position", c.Position,
+		args := []any{"partition", partition, "store", l.s.opt.Checkpoints.String(), "position", c.Position,
 			"kept", ch.Kept, "added", ch.Added, "changed", ch.Changed, "dropped", ch.Dropped}
 		if len(ch.Reset()) == 0 {
-			s.logger.Info("the same learners in another order: each restored by name", args...)
+			l.s.logger.Info("the same learners in another order: each restored by name", args...)
 		} else {
-			s.logger.Warn("learners reset: the learners kept have their models; the ones added or changed start afresh, their rounds counted from the checkpoint's "+
+			l.s.logger.Warn("learners reset: the learners kept have their models; the ones added or changed start afresh, their rounds counted from the checkpoint's "+
 				strconv.FormatUint(m.p.Learned(), 10)+" learned events on; the ones dropped are gone", args...)
 		}
 		// Checkpointed before anything is learned: the next restore is
@@ -200,7 +200,7 @@ func (s *Service) restoreState(partition int32, m *model, c *checkpoint.Checkpoi
 		m.saveAtOnce = true
 	}
 	m.pos = c.Position
-	if s.volatile {
+	if l.volatile {
 		// The records that come are new ones, whatever their offsets:
 		// none is skipped, and their positions count on from the
 		// checkpoint's, so that every checkpoint of this run is saved
@@ -221,32 +221,32 @@ func (s *Service) restoreState(partition int32, m *model, c *checkpoint.Checkpoi
 // those) or none differs (the same learners in another order). Otherwise
 // it returns the error that stops the service, saying what differs and
 // the ways out.
-func (s *Service) checkLearnersChanged(partition int32, c *checkpoint.Checkpoint) error {
-	if held, want := pipeline.IsKeyedState(c.State), keyed(s.opt.Config); held || want {
+func (l *models) checkLearnersChanged(partition int32, c *checkpoint.Checkpoint) error {
+	if held, want := pipeline.IsKeyedState(c.State), keyed(l.s.opt.Config); held || want {
 		kind := map[bool]string{true: "a model per key (models.by: key)", false: "one model"}
 		what := fmt.Sprintf("it holds %s, and this configuration learns %s", kind[held], kind[want])
 		if held == want {
 			what = "models per key restore only the configuration that wrote them: the input, features, labels, learners or models.global differ"
 		}
 		return fmt.Errorf("service: the checkpoint of partition %d in %s was written by another model configuration (%s): move it away (or give this configuration another checkpoint directory or bucket) to start afresh, or go back to the configuration that wrote it",
-			partition, s.opt.Checkpoints, what)
+			partition, l.s.opt.Checkpoints, what)
 	}
-	ch, err := pipeline.CompareState(c.State, s.opt.Config)
-	if err == nil && !ch.SharedChanged && (len(ch.Reset()) == 0 || len(s.opt.ResetLearners) > 0) {
+	ch, err := pipeline.CompareState(c.State, l.s.opt.Config)
+	if err == nil && !ch.SharedChanged && (len(ch.Reset()) == 0 || len(l.s.opt.ResetLearners) > 0) {
 		return nil
 	}
-	prefix := fmt.Sprintf("service: the checkpoint of partition %d in %s was written by another model configuration", partition, s.opt.Checkpoints)
+	prefix := fmt.Sprintf("service: the checkpoint of partition %d in %s was written by another model configuration", partition, l.s.opt.Checkpoints)
 	switch {
 	case errors.Is(err, pipeline.ErrNoDigests):
 		return fmt.Errorf("%s (%s): move it away to start that model afresh (a checkpoint written by this version would let `run --reset-learner` keep the learners that did not change: run the configuration that wrote it until it checkpoints again, then change the learners)",
-			prefix, configDiff(c.Report, s.opt.Config.Learners, nil))
+			prefix, configDiff(c.Report, l.s.opt.Config.Learners, nil))
 	case err != nil:
-		return fmt.Errorf("%s (%s), and its state cannot be read (%v): move it away to start that model afresh", prefix, configDiff(c.Report, s.opt.Config.Learners, nil), err)
+		return fmt.Errorf("%s (%s), and its state cannot be read (%v): move it away to start that model afresh", prefix, configDiff(c.Report, l.s.opt.Config.Learners, nil), err)
 	case ch.SharedChanged:
 		return fmt.Errorf("%s (the input, the features or the labels settings differ, or the domain of the learners over a table or conjunctions class, whose events outside it no learner sees: no learner's model can be kept): move it away to start that model afresh (or, for a checkpoint of the first builds of state format 3 with a table or conjunctions class, whose digest left the domain out, run the configuration that wrote it until it checkpoints again, then change the learners)", prefix)
 	}
 	return fmt.Errorf("%s (%s): keep the other learners' models and start these afresh with `run %s`, or move the checkpoint away to start the whole model afresh",
-		prefix, configDiff(c.Report, s.opt.Config.Learners, &ch), resetFlags(ch.Reset()))
+		prefix, configDiff(c.Report, l.s.opt.Config.Learners, &ch), resetFlags(ch.Reset()))
 }
 
 // resetFlags returns the flags that reset the learners names.
@@ -269,30 +269,30 @@ func resetFlags(names []string) string {
 // to it, so the rebuilt model is the one an uninterrupted run has there.
 // When the broker no longer holds every record the rebuild needs, it
 // stops with an error saying so, and the checkpoint stays as it was.
-func (s *Service) rebuild(ctx context.Context, partition int32, m *model, c *checkpoint.Checkpoint, rerr *RestoreError, args []any) error {
-	rr, ok := s.opt.Source.(connectors.Rereader)
+func (l *models) rebuild(ctx context.Context, partition int32, m *model, c *checkpoint.Checkpoint, rerr *RestoreError, args []any) error {
+	rr, ok := l.s.opt.Source.(connectors.Rereader)
 	if !ok {
-		return fmt.Errorf("%w; rebuild: %s cannot read a partition again (Kafka and JetStream sources can)", rerr, s.opt.Source.Name())
+		return fmt.Errorf("%w; rebuild: %s cannot read a partition again (Kafka and JetStream sources can)", rerr, l.s.opt.Source.Name())
 	}
 	from := int64(-1) // the partition's first record, or where the consumer began
 	if rerr.start > 0 {
 		from = rerr.start
 	}
 	if rerr.behind {
-		if err := s.restoreState(partition, m, c); err != nil {
+		if err := l.restoreState(partition, m, c); err != nil {
 			return err
 		}
 		from = c.Position + 1
-	} else if err := s.startWarm(partition, m); err != nil {
+	} else if err := l.startWarm(partition, m); err != nil {
 		return err
 	}
-	w, err := s.newWorker(partition, m)
+	w, err := l.s.newWorker(partition, m)
 	if err != nil {
 		return err
 	}
 	w.quiet = true
 	start := time.Now()
-	s.logger.Warn("rebuild: the partition is learned again from the broker's log up to the committed position; its outputs are not published again",
+	l.s.logger.Warn("rebuild: the partition is learned again from the broker's log up to the committed position; its outputs are not published again",
 		append(args, "from", from)...)
 	var n int64
 	err = rr.Reread(ctx, partition, from, rerr.Committed, func(rec *connectors.Record) error {
@@ -307,7 +307,7 @@ func (s *Service) rebuild(ctx context.Context, partition int32, m *model, c *che
 	if err != nil {
 		return fmt.Errorf("service: rebuild of partition %d: %w", partition, err)
 	}
-	dropped, err := s.opt.Checkpoints.Discard(ctx, partition)
+	dropped, err := l.s.opt.Checkpoints.Discard(ctx, partition)
 	if err != nil {
 		return fmt.Errorf("service: rebuild of partition %d: %w", partition, err)
 	}
@@ -315,7 +315,7 @@ func (s *Service) rebuild(ctx context.Context, partition int32, m *model, c *che
 	// checkpoint, saved before anything more is learned, says so to the
 	// next run.
 	m.pos, m.skipTo, m.saveAtOnce = rerr.Committed, rerr.Committed, true
-	s.logger.Warn("rebuilt: the model holds the partition's records through the committed position",
+	l.s.logger.Warn("rebuilt: the model holds the partition's records through the committed position",
 		append(args, "records", n, "events", m.events(), "seconds", time.Since(start).Seconds(), "checkpoint_moved_to", dropped)...)
 	return nil
 }
@@ -352,8 +352,8 @@ func ParseMismatch(name string) (Mismatch, error) {
 // positioned); it returns nil when restoring c (or starting afresh,
 // without one) leaves out nothing the broker says was committed and still
 // holds.
-func (s *Service) checkRestore(partition int32, c *checkpoint.Checkpoint, pos connectors.Position, positioned bool) *RestoreError {
-	e := &RestoreError{Partition: partition, Source: s.opt.Source.Name(), Store: s.opt.Checkpoints.String(), Committed: -1, Checkpoint: -1, start: -1}
+func (l *models) checkRestore(partition int32, c *checkpoint.Checkpoint, pos connectors.Position, positioned bool) *RestoreError {
+	e := &RestoreError{Partition: partition, Source: l.s.opt.Source.Name(), Store: l.s.opt.Checkpoints.String(), Committed: -1, Checkpoint: -1, start: -1}
 	if positioned {
 		e.Committed, e.start = pos.Committed, pos.Start
 	}
@@ -426,12 +426,12 @@ func (e *RestoreError) otherConsumer(c *checkpoint.Checkpoint, ours string) {
 // The consumer is not compared here: a JetStream checkpoint that does
 // not hold its consumer (written before checkpoints held a JetStream
 // durable) gets the one its source's name holds, for checkRestore.
-func (s *Service) checkSource(partition int32, c *checkpoint.Checkpoint) error {
+func (l *models) checkSource(partition int32, c *checkpoint.Checkpoint) error {
 	theirs, consumer := connectors.SplitConsumer(c.Source)
-	ours, _ := connectors.SplitConsumer(s.opt.Source.Name())
+	ours, _ := connectors.SplitConsumer(l.s.opt.Source.Name())
 	if theirs != ours {
 		return fmt.Errorf("service: the checkpoint of partition %d in %s is of source %s, not %s",
-			partition, s.opt.Checkpoints, c.Source, s.opt.Source.Name())
+			partition, l.s.opt.Checkpoints, c.Source, l.s.opt.Source.Name())
 	}
 	if c.Consumer == "" {
 		c.Consumer = consumer
@@ -470,9 +470,9 @@ func CheckConsumer(ctx context.Context, store checkpoint.Store, name string) err
 
 // position returns what a Positioned source says of partition; false when
 // it says nothing, or its offsets do not survive a restart.
-func (s *Service) position(partition int32) (connectors.Position, bool) {
-	src, ok := s.opt.Source.(connectors.Positioned)
-	if !ok || s.volatile {
+func (l *models) position(partition int32) (connectors.Position, bool) {
+	src, ok := l.s.opt.Source.(connectors.Positioned)
+	if !ok || l.volatile {
 		return connectors.Position{}, false
 	}
 	return src.Position(partition)

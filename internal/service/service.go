@@ -22,7 +22,6 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -177,15 +176,13 @@ type Service struct {
 	predictions, reports, deadLetters connectors.Sink
 	dl                                *DeadLetters
 	predIDs                           connectors.IDSink // predictions, when it carries an identity
+	idSource                          string            // the source in the outputs' identities (OutputID)
 	producerKeys                      bool              // the source's Record.Key is its producer's (connectors.ProducerKeyed)
 	lined                             bool              // the source's offsets are lines (connectors.Lined)
+	framed                            Framed            // Source, when it is a Framed source
 
-	framed  Framed // Source, when it is a Framed source
-	workers map[int32]*worker
-	// lastWorker is the worker of the last record dispatched; nil once
-	// a model is dropped.
-	lastWorker *worker
-	order      []int32 // partitions in the order first seen
+	models  models    // every partition's model and worker
+	commits committer // commit rounds, the outputs' barriers and the checkpoint saver
 
 	// wctx bounds the workers' sink messages: not Run's context, so that
 	// a stopped service finishes the records it took; cancelled when the
@@ -203,43 +200,8 @@ type Service struct {
 	spanFrom    time.Time
 	spanBlocked time.Duration
 
-	uncommitted int
-	replan      bool         // the loop's deadline must be planned again (a model was dropped)
-	lastCommit  time.Time    // the last commit round, successful or not
-	round       *commitRound // the commit round waiting for its answers; nil when none
-	nextReport  time.Time    // zero without ReportInterval
-
-	fingerprint [32]byte          // of the model configuration, in checkpoints
-	build       *pipeline.Builder // of its pipelines, for the serving copies of models per key
-	volatile    bool              // the source's offsets do not survive a restart
-	idSource    string            // the source in the outputs' identities (OutputID)
-	saveFailing bool              // the last checkpoint save failed
-	lastSaveErr error
-	// Since when commits fail (the broker away), and how many failed
-	// since; zero while they succeed. The outage is logged when it begins
-	// and when it ends, not at every round.
-	commitFailingSince time.Time
-	commitFailures     int
-	// After a failed save, commit rounds ask for no checkpoint until
-	// saveRetryAt; the wait doubles from saveBackoffMin to saveBackoffMax
-	// while saves keep failing.
-	saveRetryAt time.Time
-	saveBackoff time.Duration
-	saver       *saver // waits for the sinks and writes checkpoints off the loop
-	// premaking counts the goroutines making the memory of new models'
-	// first checkpoints (worker.premake); Run waits for them. They make
-	// it one at a time (premakeSlot): a rebalance that assigns many
-	// partitions at once does not make all their copies at once.
-	premaking   sync.WaitGroup
-	premakeSlot chan struct{}
-	// spare receives the model made ahead for the first partition to
-	// come (makeSpare); nil once taken, or when none is made. dropSpare
-	// tells its goroutine it is not wanted (any more).
-	spare     chan spareModel
-	dropSpare context.CancelFunc
-	// outputsFailed is set once a round's outputs failed at their sink:
-	// nothing is committed after it.
-	outputsFailed error
+	replan     bool      // the loop's deadline must be planned again (a model was dropped)
+	nextReport time.Time // zero without ReportInterval
 
 	snap         atomic.Pointer[Snapshot]
 	nextSnapshot time.Time
@@ -283,7 +245,7 @@ func (s *Service) WantDigests(ctx context.Context) {
 // the others: a model at rest costs its worker nothing.
 func (s *Service) publishSnapshot(ctx context.Context) error {
 	now := time.Now()
-	parts := s.sorted()
+	parts := s.models.sorted()
 	curvesDue := s.opt.HistoryPoints > 0 && (len(s.curves) != len(parts) || s.draining || now.Sub(s.curvesAt) >= curvesInterval)
 	serve := now.UnixNano() <= s.serveUntil.Load()
 	digests := s.draining || now.UnixNano() <= s.digestUntil.Load()
@@ -299,7 +261,7 @@ func (s *Service) publishSnapshot(ctx context.Context) error {
 	changed := make([]int32, 0, len(parts))
 	idle := s.opt.Config.Models.Idle
 	for _, part := range parts {
-		w := s.workers[part]
+		w := s.models.workers[part]
 		// Models per key have no curves; with models.idle, they are asked
 		// at rest too, to evict the models gone idle.
 		curves := curvesDue && w.snapCurves == nil && w.m.k == nil
@@ -334,7 +296,7 @@ func (s *Service) publishSnapshot(ctx context.Context) error {
 	reports := make([]Report, len(parts))
 	var events uint64
 	for i, part := range parts {
-		w := s.workers[part]
+		w := s.models.workers[part]
 		reports[i] = w.snap
 		// A model at rest: its last report, only later.
 		reports[i].Seconds = now.Sub(w.m.started()).Seconds()
@@ -343,19 +305,19 @@ func (s *Service) publishSnapshot(ctx context.Context) error {
 	if curvesDue && (len(s.curves) != len(parts) || events != s.curvesEvents) {
 		curves := make([][][]regret.Point, len(parts))
 		for i, part := range parts {
-			curves[i] = s.workers[part].snapCurves
+			curves[i] = s.models.workers[part].snapCurves
 		}
 		s.curves, s.curvesAt, s.curvesEvents = curves, now, events
 	}
 	var durable time.Time
-	for _, w := range s.workers {
+	for _, w := range s.models.workers {
 		if w.dirty && (durable.IsZero() || w.durableAt.Before(durable)) {
 			durable = w.durableAt
 		}
 	}
 	allDigests := true
 	for _, part := range parts {
-		allDigests = allDigests && s.workers[part].snapDigests
+		allDigests = allDigests && s.models.workers[part].snapDigests
 	}
 	s.snap.Store(&Snapshot{Time: now, Source: s.opt.Source.Name(), Reports: reports, Started: true, Durable: durable, Curves: s.curves, Digests: allDigests})
 	s.refreshServing(now, serve, old, parts, served)
@@ -374,9 +336,9 @@ const noCopy = ^uint64(0)
 func (s *Service) askAll(ctx context.Context, parts []int32, mk func(*worker) *ask) ([]answer, error) {
 	replies := make(chan answer, len(parts))
 	for _, part := range parts {
-		a := mk(s.workers[part])
+		a := mk(s.models.workers[part])
 		a.reply = replies
-		if err := s.workers[part].ask(ctx, a); err != nil {
+		if err := s.models.workers[part].ask(ctx, a); err != nil {
 			return nil, err
 		}
 	}
@@ -433,14 +395,16 @@ func New(opt Options) (*Service, error) {
 			return nil, fmt.Errorf("service: warm start: %w", err)
 		}
 	}
-	s := &Service{opt: opt, workers: map[int32]*worker{}, logger: opt.Logger, premakeSlot: make(chan struct{}, 1),
-		fingerprint: Fingerprint(opt.Config), build: pipeline.NewBuilder(opt.Config), volatile: volatile(opt.Source),
+	s := &Service{opt: opt, logger: opt.Logger,
 		predictions: lock(opt.Predictions), reports: lock(opt.Reports), deadLetters: lock(opt.DeadLetters)}
+	s.models = models{s: s, workers: map[int32]*worker{}, premakeSlot: make(chan struct{}, 1),
+		fingerprint: Fingerprint(opt.Config), build: pipeline.NewBuilder(opt.Config), volatile: volatile(opt.Source)}
+	s.commits.s = s
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
 	}
 	s.idSource = opt.Source.Name()
-	if s.volatile {
+	if s.models.volatile {
 		s.idSource += "@" + strconv.FormatInt(time.Now().UnixNano(), 10)
 	}
 	if s.deadLetters != nil {
@@ -494,10 +458,10 @@ func (s *Service) failed() error {
 // context per commit, report or snapshot period, not per record); so do
 // the snapshots Snapshot returns.
 func (s *Service) Run(ctx context.Context) error {
-	s.lastCommit = time.Now()
+	s.commits.lastCommit = time.Now()
 	s.wctx, s.wcancel = context.WithCancel(context.WithoutCancel(ctx))
 	defer s.wcancel()
-	defer s.disownAll() // after the last checkpoint write (stopSaver, below)
+	defer s.models.disownAll() // after the last checkpoint write (stopSaver, below)
 	// The workers' sink messages outlive ctx by drainTimeout at most:
 	// stopWorkers cancels them when the drain runs out, and this, for the
 	// records the loop processes itself (an inline worker), which no
@@ -510,19 +474,19 @@ func (s *Service) Run(ctx context.Context) error {
 			t.Stop()
 		}
 	}()
-	s.startSaver()
-	defer s.stopSaver()
-	defer s.premaking.Wait()
+	s.commits.startSaver()
+	defer s.commits.stopSaver()
+	defer s.models.premaking.Wait()
 	if s.opt.ReportInterval > 0 {
-		s.nextReport = s.lastCommit.Add(s.opt.ReportInterval)
+		s.nextReport = s.commits.lastCommit.Add(s.opt.ReportInterval)
 	}
 	s.intake = true
-	runErr := s.restoreIdle(ctx, true)
-	if runErr == nil && s.framed == nil && len(s.workers) == 0 {
-		s.makeSpare(ctx)
+	runErr := s.models.restoreIdle(ctx, true)
+	if runErr == nil && s.framed == nil && len(s.models.workers) == 0 {
+		s.models.makeSpare(ctx)
 		defer func() { // before premaking.Wait: a spare never taken is not copied
-			if s.dropSpare != nil {
-				s.dropSpare()
+			if s.models.dropSpare != nil {
+				s.models.dropSpare()
 			}
 		}()
 	}
@@ -548,10 +512,10 @@ func (s *Service) Run(ctx context.Context) error {
 		runErr = s.failed()
 	}
 	if runErr == nil {
-		runErr = s.restoreIdle(dctx, false)
+		runErr = s.models.restoreIdle(dctx, false)
 	}
 	s.draining = true // the final snapshot has the curves up to the last record
-	err := errors.Join(runErr, stopErr, s.commit(dctx), s.publishReports(dctx), s.flush(dctx), s.publishSnapshot(dctx))
+	err := errors.Join(runErr, stopErr, s.commits.commit(dctx), s.publishReports(dctx), s.commits.flush(dctx), s.publishSnapshot(dctx))
 	return err
 }
 
@@ -560,14 +524,14 @@ func (s *Service) Run(ctx context.Context) error {
 // answer) and waits for them to give up.
 func (s *Service) stopWorkers(ctx context.Context) error {
 	var errs []error
-	for _, part := range s.order {
-		if err := s.workers[part].stop(ctx); err != nil {
+	for _, part := range s.models.order {
+		if err := s.models.workers[part].stop(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	if len(errs) > 0 {
 		s.wcancel()
-		for _, w := range s.workers {
+		for _, w := range s.models.workers {
 			if w.running {
 				<-w.done
 				w.running = false
@@ -623,15 +587,15 @@ func (s *Service) loop(ctx context.Context) error {
 		if err := s.failed(); err != nil {
 			return err
 		}
-		if s.round != nil && len(s.round.replies) == s.round.waiting {
-			if err := s.finishRound(ctx); err != nil {
+		if s.commits.round != nil && len(s.commits.round.replies) == s.commits.round.waiting {
+			if err := s.commits.finishRound(ctx); err != nil {
 				return stopped(ctx, err)
 			}
 			replan = true
 		}
-		if s.saver != nil && len(s.saver.results) > 0 {
+		if s.commits.saver != nil && len(s.commits.saver.results) > 0 {
 			// A checkpoint is written: commit the position it holds.
-			if err := s.collectSaves(ctx, false); err != nil {
+			if err := s.commits.collectSaves(ctx, false); err != nil {
 				return stopped(ctx, err)
 			}
 			replan = true
@@ -694,13 +658,13 @@ func (s *Service) loop(ctx context.Context) error {
 		if err := s.dispatch(ctx, &rec); err != nil {
 			return stopped(ctx, err)
 		}
-		if s.uncommitted++; s.uncommitted == 1 || s.replan {
+		if s.commits.uncommitted++; s.commits.uncommitted == 1 || s.replan {
 			// A commit is due by time now, or a reloaded model's commit
 			// round changed what is due.
 			replan, s.replan = true, false
 		}
-		if s.round == nil && s.uncommitted >= s.opt.CommitEvery {
-			if err := s.startRound(ctx); err != nil {
+		if s.commits.round == nil && s.commits.uncommitted >= s.opt.CommitEvery {
+			if err := s.commits.startRound(ctx); err != nil {
 				return stopped(ctx, err)
 			}
 			replan = true
@@ -728,19 +692,19 @@ func (s *Service) dueByTime(ctx context.Context, now time.Time) error {
 		// the interval must not starve the stream.
 		s.nextReport = time.Now().Add(s.opt.ReportInterval)
 	}
-	if s.round == nil && s.uncommitted > 0 && now.Sub(s.lastCommit) >= s.opt.CommitInterval {
-		if err := s.startRound(ctx); err != nil {
+	if s.commits.round == nil && s.commits.uncommitted > 0 && now.Sub(s.commits.lastCommit) >= s.opt.CommitInterval {
+		if err := s.commits.startRound(ctx); err != nil {
 			return err
 		}
 	}
 	if !now.Before(s.nextSnapshot) {
-		if s.round == nil {
+		if s.commits.round == nil {
 			// An idle process gives up its revoked partitions, and their
 			// checkpoints, within a snapshot interval of a rebalance.
-			if err := s.dropRevoked(ctx); err != nil {
+			if err := s.models.dropRevoked(ctx); err != nil {
 				return err
 			}
-			if err := s.warmAssigned(ctx); err != nil {
+			if err := s.models.warmAssigned(ctx); err != nil {
 				return err
 			}
 		}
@@ -789,15 +753,15 @@ func (d *deadlineCtx) stop() {
 // due, whichever comes first.
 func (s *Service) deadline(now time.Time) time.Time {
 	d := s.nextSnapshot
-	if s.uncommitted > 0 {
-		if c := s.lastCommit.Add(s.opt.CommitInterval); c.Before(d) {
+	if s.commits.uncommitted > 0 {
+		if c := s.commits.lastCommit.Add(s.opt.CommitInterval); c.Before(d) {
 			d = c
 		}
 	}
 	if !s.nextReport.IsZero() && s.nextReport.Before(d) {
 		d = s.nextReport
 	}
-	if s.round != nil || s.saver != nil && s.saver.inflight > 0 {
+	if s.commits.round != nil || s.commits.saver != nil && s.commits.saver.inflight > 0 {
 		// Look for answers and finished checkpoint writes every 20ms
 		// while idle (a deadline that changes every 20ms, not per
 		// record).
@@ -810,22 +774,10 @@ func (s *Service) deadline(now time.Time) time.Time {
 
 // dispatch hands rec to the worker of its partition.
 func (s *Service) dispatch(ctx context.Context, rec *connectors.Record) error {
-	w, err := s.worker(ctx, rec.Partition)
+	w, err := s.models.get(ctx, rec)
 	if err != nil {
 		return err
 	}
-	if w.hasEpoch && rec.Epoch != w.epoch && s.opt.Checkpoints != nil {
-		// The partition came back after a rebalance: another process may
-		// have learned it meanwhile, and its checkpoint holds that.
-		s.logger.Info("partition assigned anew: reloading its model from the checkpoint", "partition", rec.Partition)
-		if err := s.dropModel(ctx, rec.Partition); err != nil {
-			return err
-		}
-		if w, err = s.worker(ctx, rec.Partition); err != nil {
-			return err
-		}
-	}
-	w.epoch, w.hasEpoch = rec.Epoch, true
 	if s.framed != nil {
 		if n := s.framed.Input(); n != w.input {
 			if err := w.setDecoder(ctx, s.framed.Decoder()); err != nil {
@@ -844,8 +796,8 @@ func (s *Service) dispatch(ctx context.Context, rec *connectors.Record) error {
 
 // handOverAll hands every worker the batch being filled.
 func (s *Service) handOverAll(ctx context.Context) error {
-	for _, part := range s.order {
-		if err := s.workers[part].handOver(ctx); err != nil {
+	for _, part := range s.models.order {
+		if err := s.models.workers[part].handOver(ctx); err != nil {
 			return err
 		}
 	}
@@ -891,10 +843,10 @@ func (s *Service) Models() ([]*checkpoint.Checkpoint, error) {
 // Run has returned (the models are no worker's then); while it runs, an
 // error saying misuse.
 func eachModel[T any](s *Service, misuse string, f func(w *worker) (T, error)) ([]T, error) {
-	parts := s.sorted()
+	parts := s.models.sorted()
 	out := make([]T, 0, len(parts))
 	for _, part := range parts {
-		w := s.workers[part]
+		w := s.models.workers[part]
 		if w.running {
 			return nil, errors.New("service: " + misuse)
 		}
@@ -913,8 +865,8 @@ func (s *Service) publishReports(ctx context.Context) error {
 	if s.reports == nil {
 		return nil
 	}
-	for _, part := range s.order {
-		if err := s.workers[part].ask(ctx, &ask{kind: askReport}); err != nil {
+	for _, part := range s.models.order {
+		if err := s.models.workers[part].ask(ctx, &ask{kind: askReport}); err != nil {
 			return err
 		}
 	}

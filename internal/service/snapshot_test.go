@@ -219,7 +219,7 @@ func TestSnapshotModelsAtRest(t *testing.T) {
 
 // reportsNow asks every worker for its report.
 func (s *Service) reportsNow(ctx context.Context) ([]Report, error) {
-	answers, err := s.askAll(ctx, s.sorted(), func(*worker) *ask { return &ask{kind: askSnapshot} })
+	answers, err := s.askAll(ctx, s.models.sorted(), func(*worker) *ask { return &ask{kind: askSnapshot} })
 	if err != nil {
 		return nil, err
 	}

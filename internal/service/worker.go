@@ -453,7 +453,7 @@ func (w *worker) process(ctx context.Context, rec *connectors.Record) error {
 		start = time.Now()
 	}
 	if m.skipTo >= 0 {
-		if rec.Offset <= m.skipTo && !s.volatile {
+		if rec.Offset <= m.skipTo && !s.models.volatile {
 			// Already in the model, restored from a checkpoint saved
 			// after this record and before its commit: acknowledge it
 			// only.
@@ -662,7 +662,7 @@ type taken struct {
 func (w *worker) take(spare *pipeline.Frozen) (*taken, error) {
 	s := w.s
 	t := &taken{c: &checkpoint.Checkpoint{
-		Created: time.Now(), Fingerprint: s.fingerprint, Source: s.opt.Source.Name(),
+		Created: time.Now(), Fingerprint: s.models.fingerprint, Source: s.opt.Source.Name(),
 		Partition: w.part, Position: w.m.pos, Origin: w.m.origin, Consumer: w.m.consumer,
 	}}
 	var err error
