@@ -300,7 +300,7 @@ func (cm *committer) committed(ctx context.Context, it commitItem, err error) (r
 
 func (cm *committer) flush(ctx context.Context) error {
 	var errs []error
-	for _, sink := range []connectors.Sink{cm.s.predictions, cm.s.reports, cm.s.deadLetters} {
+	for _, sink := range []connectors.Sink{cm.s.out.predictions, cm.s.out.reports, cm.s.out.deadLetters} {
 		if sink != nil {
 			errs = append(errs, sink.Flush(ctx))
 		}
@@ -420,7 +420,7 @@ func (cm *committer) stopSaver() {
 // sink (lockedSink.Barrier).
 func (cm *committer) barriers() []func(context.Context) error {
 	var waits []func(context.Context) error
-	for _, sink := range []connectors.Sink{cm.s.predictions, cm.s.reports, cm.s.deadLetters} {
+	for _, sink := range []connectors.Sink{cm.s.out.predictions, cm.s.out.reports, cm.s.out.deadLetters} {
 		if b, ok := sink.(connectors.BarrierSink); ok {
 			waits = append(waits, b.Barrier())
 		}

@@ -52,9 +52,9 @@ func keyed(c *config.Config) bool { return serving.Keyed(c) }
 // and, when serving was idle, waits for the next snapshot to copy the
 // models, until ctx is done.
 func (s *Service) Predictor(ctx context.Context, partition int32, only bool, key []byte) (*serving.Predictor, error) {
-	s.serveUntil.Store(time.Now().Add(serving.ServeIdle).UnixNano())
+	s.snaps.serveUntil.Store(time.Now().Add(serving.ServeIdle).UnixNano())
 	for {
-		if sv := s.copies.Load(); sv != nil {
+		if sv := s.snaps.copies.Load(); sv != nil {
 			return sv.Pick(partition, only, key)
 		}
 		t := time.NewTimer(10 * time.Millisecond)
@@ -74,7 +74,7 @@ func (s *Service) Predictor(ctx context.Context, partition int32, only bool, key
 func (s *Service) refreshServing(now time.Time, active bool, old *serving.Copies, parts []int32, served map[int32]*serving.Predictor) {
 	if !active {
 		if old != nil {
-			s.copies.Store(nil) // idle: let the copies go
+			s.snaps.copies.Store(nil) // idle: let the copies go
 		}
 		return
 	}
@@ -93,7 +93,7 @@ func (s *Service) refreshServing(now time.Time, active bool, old *serving.Copies
 		pr.Stamp(now) // not published yet
 		sv.Add(part, pr)
 	}
-	s.copies.Store(sv)
+	s.snaps.copies.Store(sv)
 }
 
 // servingCopy returns a copy of the model for serving; prev is the last

@@ -472,7 +472,7 @@ learners:
 
 	// The serving copy: the next event of each key, and of a new one.
 	srv := newService(t, Options{Config: c, Source: newMemSource(lines, 1)})
-	srv.serveUntil.Store(time.Now().Add(time.Hour).UnixNano())
+	srv.snaps.serveUntil.Store(time.Now().Add(time.Hour).UnixNano())
 	if err := srv.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}

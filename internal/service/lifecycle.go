@@ -260,7 +260,7 @@ func (l *models) newModel(ctx context.Context, partition int32, m *model, premad
 	}
 	switch {
 	case !l.s.intake:
-	case l.s.framed != nil:
+	case l.s.src.framed != nil:
 		// One partition read from files: nothing to learn in parallel
 		// with, and fetching is cheaper than learning, so a goroutine
 		// would only add the copy and the hand-over. The loop learns.
@@ -406,7 +406,7 @@ func (l *models) restoreIdle(ctx context.Context, start bool) error {
 			}
 		}
 	}
-	if start && l.s.opt.WarmStart != nil && l.s.framed == nil {
+	if start && l.s.opt.WarmStart != nil && l.s.src.framed == nil {
 		// A trained model serves from the start, before its partition
 		// brings a record: every partition the service owns has one. (Not
 		// for files: their partitions are known as they are read.)

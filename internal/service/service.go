@@ -30,8 +30,6 @@ import (
 	"github.com/streamlearn/streamlearn/internal/connectors"
 	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
-	"github.com/streamlearn/streamlearn/internal/regret"
-	"github.com/streamlearn/streamlearn/internal/serving"
 )
 
 // Defaults of Options.
@@ -55,12 +53,6 @@ const (
 	// length, about 48kB per learner (regret.Point is 48 bytes).
 	DefaultHistoryPoints = 1000
 )
-
-// curvesInterval is the shortest time between two copies of the curves
-// into snapshots (Snapshot.Curves): a dashboard polls every second, and a
-// copy is a pass over every learner's samples. Snapshots in between share
-// the last copy.
-const curvesInterval = 250 * time.Millisecond
 
 // Observer records one observation; prometheus.Histogram satisfies it.
 // Observe must not allocate (it runs once per record) and must be safe for
@@ -171,18 +163,12 @@ type Options struct {
 type Service struct {
 	opt    Options
 	logger *slog.Logger
-
-	// The sinks, safe for the workers of every partition at once.
-	predictions, reports, deadLetters connectors.Sink
-	dl                                *DeadLetters
-	predIDs                           connectors.IDSink // predictions, when it carries an identity
-	idSource                          string            // the source in the outputs' identities (OutputID)
-	producerKeys                      bool              // the source's Record.Key is its producer's (connectors.ProducerKeyed)
-	lined                             bool              // the source's offsets are lines (connectors.Lined)
-	framed                            Framed            // Source, when it is a Framed source
+	out    outputs      // the sinks, safe for the workers of every partition at once
+	src    sourceTraits // what the source is, beyond a connectors.Source
 
 	models  models    // every partition's model and worker
 	commits committer // commit rounds, the outputs' barriers and the checkpoint saver
+	snaps   snapshots // the published Snapshot and the serving copies
 
 	// wctx bounds the workers' sink messages: not Run's context, so that
 	// a stopped service finishes the records it took; cancelled when the
@@ -191,174 +177,36 @@ type Service struct {
 	wcancel context.CancelFunc
 	intake  bool                  // Run's loop runs: new workers start
 	failure atomic.Pointer[error] // the first error of a worker
-
-	// learnTime is the time Run spent learning (LearnSeconds): the sum
-	// of its busy spans. spanFrom is when the current one began, zero
-	// between spans; spanBlocked the source's blocked time then
-	// (blocker).
-	learnTime   time.Duration
-	spanFrom    time.Time
-	spanBlocked time.Duration
+	busy    busySpans             // the time Run spent learning (LearnSeconds)
 
 	replan     bool      // the loop's deadline must be planned again (a model was dropped)
 	nextReport time.Time // zero without ReportInterval
-
-	snap         atomic.Pointer[Snapshot]
-	nextSnapshot time.Time
-	curves       [][][]regret.Point // the last copy of the curves, shared by snapshots
-	curvesAt     time.Time
-	curvesEvents uint64                         // the events of every model at that copy
-	draining     bool                           // Run is taking its final snapshot
-	copies       atomic.Pointer[serving.Copies] // model copies for predictions; nil while idle
-	serveUntil   atomic.Int64                   // Unix ns until which serving is active
-	digestUntil  atomic.Int64                   // Unix ns until which snapshots carry state digests (WantDigests)
+	draining   bool      // Run is taking its final snapshot
 }
 
-// Snapshot returns the latest published snapshot; it is never nil. Run
-// publishes one when it starts, every SnapshotInterval while it runs
-// (also while the source is idle) and one after its final commit. Before
-// Run, it has Started false and no reports. Safe for concurrent use.
-func (s *Service) Snapshot() *Snapshot { return s.snap.Load() }
-
-// WantDigests makes the snapshots carry the learners' state digests for
-// the next ServeIdle, and waits until one does (or ctx is done): for
-// readers of the reports (GET /v1/report). Safe for concurrent use.
-func (s *Service) WantDigests(ctx context.Context) {
-	s.digestUntil.Store(time.Now().Add(serving.ServeIdle).UnixNano())
-	for {
-		if snap := s.snap.Load(); snap == nil || snap.Digests || !snap.Started && len(snap.Reports) == 0 {
-			return
-		}
-		t := time.NewTimer(5 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-	}
+// outputs are a Service's sinks, each locked (lock) so that the workers
+// of every partition publish to it at once; nil when not configured.
+type outputs struct {
+	predictions, reports, deadLetters connectors.Sink
+	dl                                *DeadLetters
+	predIDs                           connectors.IDSink // predictions, when it carries an identity
+	idSource                          string            // the source in the outputs' identities (OutputID)
 }
 
-// publishSnapshot asks the models that learned since the last snapshot
-// for their reports (the workers answer once they have learned every
-// record handed over so far) and publishes them with the last reports of
-// the others: a model at rest costs its worker nothing.
-func (s *Service) publishSnapshot(ctx context.Context) error {
-	now := time.Now()
-	parts := s.models.sorted()
-	curvesDue := s.opt.HistoryPoints > 0 && (len(s.curves) != len(parts) || s.draining || now.Sub(s.curvesAt) >= curvesInterval)
-	serve := now.UnixNano() <= s.serveUntil.Load()
-	digests := s.draining || now.UnixNano() <= s.digestUntil.Load()
-	old := s.copies.Load()
-	servedAt := func(w *worker) uint64 {
-		if old != nil {
-			if pr, ok := old.Of(w.part); ok {
-				return pr.Events
-			}
-		}
-		return noCopy
-	}
-	changed := make([]int32, 0, len(parts))
-	idle := s.opt.Config.Models.Idle
-	for _, part := range parts {
-		w := s.models.workers[part]
-		// Models per key have no curves; with models.idle, they are asked
-		// at rest too, to evict the models gone idle.
-		curves := curvesDue && w.snapCurves == nil && w.m.k == nil
-		idleDue := w.m.k != nil && idle > 0 && now.Sub(w.idleAt) >= idle/2
-		if w.handed || !w.snapOK || curves || idleDue || digests && !w.snapDigests || serve && servedAt(w) != w.snap.Events {
-			changed = append(changed, part)
-			w.idleAt = now
-		}
-	}
-	answers, err := s.askAll(ctx, changed, func(w *worker) *ask {
-		a := &ask{kind: askSnapshot, curves: curvesDue, serve: serve, servedAt: servedAt(w), digests: digests}
-		if old != nil {
-			a.served, _ = old.Of(w.part)
-		}
-		return a
-	})
-	if err != nil {
-		return err
-	}
-	served := make(map[int32]*serving.Predictor, len(answers))
-	for _, a := range answers {
-		w := a.w
-		// The answer holds every record handed over before the question
-		// (the loop hands over none while it waits).
-		w.handed = false
-		w.snap, w.snapOK, w.snapCurves = a.report, true, a.curves // nil without curvesDue: stale
-		w.snapDigests = digests
-		if a.served != nil {
-			served[w.part] = a.served
-		}
-	}
-	reports := make([]Report, len(parts))
-	var events uint64
-	for i, part := range parts {
-		w := s.models.workers[part]
-		reports[i] = w.snap
-		// A model at rest: its last report, only later.
-		reports[i].Seconds = now.Sub(w.m.started()).Seconds()
-		events += w.snap.Events
-	}
-	if curvesDue && (len(s.curves) != len(parts) || events != s.curvesEvents) {
-		curves := make([][][]regret.Point, len(parts))
-		for i, part := range parts {
-			curves[i] = s.models.workers[part].snapCurves
-		}
-		s.curves, s.curvesAt, s.curvesEvents = curves, now, events
-	}
-	var durable time.Time
-	for _, w := range s.models.workers {
-		if w.dirty && (durable.IsZero() || w.durableAt.Before(durable)) {
-			durable = w.durableAt
-		}
-	}
-	allDigests := true
-	for _, part := range parts {
-		allDigests = allDigests && s.models.workers[part].snapDigests
-	}
-	s.snap.Store(&Snapshot{Time: now, Source: s.opt.Source.Name(), Reports: reports, Started: true, Durable: durable, Curves: s.curves, Digests: allDigests})
-	s.refreshServing(now, serve, old, parts, served)
-	s.nextSnapshot = time.Now().Add(s.opt.SnapshotInterval)
-	return nil
+// sourceTraits say what a Service's source is, beyond a connectors.Source.
+type sourceTraits struct {
+	framed       Framed // Source, when it is a Framed source
+	producerKeys bool   // the source's Record.Key is its producer's (connectors.ProducerKeyed)
+	lined        bool   // the source's offsets are lines (connectors.Lined)
 }
 
-// noCopy is the servedAt of a model without a copy for serving: no model
-// has that many events, so its worker copies it.
-const noCopy = ^uint64(0)
-
-// askAll asks the workers of parts what mk says and returns their
-// answers, in the order of parts, once every one has answered; the
-// workers answer once they have processed every record handed over
-// before. It returns the first error of an answer, or ctx's.
-func (s *Service) askAll(ctx context.Context, parts []int32, mk func(*worker) *ask) ([]answer, error) {
-	replies := make(chan answer, len(parts))
-	for _, part := range parts {
-		a := mk(s.models.workers[part])
-		a.reply = replies
-		if err := s.models.workers[part].ask(ctx, a); err != nil {
-			return nil, err
-		}
-	}
-	byPart := make(map[int32]answer, len(parts))
-	for range parts {
-		select {
-		case a := <-replies:
-			if a.err != nil {
-				return nil, a.err
-			}
-			byPart[a.w.part] = a
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	out := make([]answer, len(parts))
-	for i, part := range parts {
-		out[i] = byPart[part]
-	}
-	return out, nil
+// busySpans time the learning of Run (LearnSeconds): total is the sum
+// of its busy spans; from is when the current one began, zero between
+// spans; blocked the source's blocked time then (blocker).
+type busySpans struct {
+	total   time.Duration
+	from    time.Time
+	blocked time.Duration
 }
 
 // New checks the options.
@@ -396,29 +244,29 @@ func New(opt Options) (*Service, error) {
 		}
 	}
 	s := &Service{opt: opt, logger: opt.Logger,
-		predictions: lock(opt.Predictions), reports: lock(opt.Reports), deadLetters: lock(opt.DeadLetters)}
+		out: outputs{predictions: lock(opt.Predictions), reports: lock(opt.Reports), deadLetters: lock(opt.DeadLetters)}}
 	s.models = models{s: s, workers: map[int32]*worker{}, premakeSlot: make(chan struct{}, 1),
 		fingerprint: Fingerprint(opt.Config), build: pipeline.NewBuilder(opt.Config), volatile: volatile(opt.Source)}
 	s.commits.s = s
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
 	}
-	s.idSource = opt.Source.Name()
+	s.out.idSource = opt.Source.Name()
 	if s.models.volatile {
-		s.idSource += "@" + strconv.FormatInt(time.Now().UnixNano(), 10)
+		s.out.idSource += "@" + strconv.FormatInt(time.Now().UnixNano(), 10)
 	}
-	if s.deadLetters != nil {
-		s.dl = &DeadLetters{Sink: s.deadLetters, IDSource: s.idSource}
+	if s.out.deadLetters != nil {
+		s.out.dl = &DeadLetters{Sink: s.out.deadLetters, IDSource: s.out.idSource}
 	}
-	s.predIDs, _ = s.predictions.(connectors.IDSink)
+	s.out.predIDs, _ = s.out.predictions.(connectors.IDSink)
 	if pk, ok := opt.Source.(connectors.ProducerKeyed); ok {
-		s.producerKeys = pk.ProducerKeys()
+		s.src.producerKeys = pk.ProducerKeys()
 	}
 	if l, ok := opt.Source.(connectors.Lined); ok {
-		s.lined = l.LineOffsets()
+		s.src.lined = l.LineOffsets()
 	}
-	s.framed, _ = opt.Source.(Framed)
-	s.snap.Store(&Snapshot{Time: time.Now(), Source: opt.Source.Name(), Reports: []Report{}})
+	s.src.framed, _ = opt.Source.(Framed)
+	s.snaps.snap.Store(&Snapshot{Time: time.Now(), Source: opt.Source.Name(), Reports: []Report{}})
 	return s, nil
 }
 
@@ -482,7 +330,7 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	s.intake = true
 	runErr := s.models.restoreIdle(ctx, true)
-	if runErr == nil && s.framed == nil && len(s.models.workers) == 0 {
+	if runErr == nil && s.src.framed == nil && len(s.models.workers) == 0 {
 		s.models.makeSpare(ctx)
 		defer func() { // before premaking.Wait: a spare never taken is not copied
 			if s.models.dropSpare != nil {
@@ -503,7 +351,7 @@ func (s *Service) Run(ctx context.Context) error {
 	defer cancel()
 	s.intake = false
 	stopErr := s.stopWorkers(dctx)
-	if !s.spanFrom.IsZero() {
+	if !s.busy.from.IsZero() {
 		// The loop stopped while busy (the end of its input): the
 		// span ends once the workers learned what they were handed.
 		s.endSpan(time.Now(), s.sourceBlocked())
@@ -547,12 +395,12 @@ func (s *Service) stopWorkers(ctx context.Context) error {
 // (LearnSeconds). Cheap enough to call at every clock reading.
 type blocker interface{ blocked() time.Duration }
 
-// endSpan ends the busy span that began at s.spanFrom at end, when the
+// endSpan ends the busy span that began at s.busy.from at end, when the
 // source's blocked time (blocker) was blocked, and adds it, less the time
 // the source was blocked in it, to the learning time.
 func (s *Service) endSpan(end time.Time, blocked time.Duration) {
-	s.learnTime += max(end.Sub(s.spanFrom)-(blocked-s.spanBlocked), 0)
-	s.spanFrom = time.Time{}
+	s.busy.total += max(end.Sub(s.busy.from)-(blocked-s.busy.blocked), 0)
+	s.busy.from = time.Time{}
 }
 
 // sourceBlocked returns the source's blocked time (blocker); zero when it
@@ -629,13 +477,13 @@ func (s *Service) loop(ctx context.Context) error {
 		// span, early: the wait is never counted), or, at the end of
 		// the input, after the drain (Run).
 		switch {
-		case !idle && s.spanFrom.IsZero():
+		case !idle && s.busy.from.IsZero():
 			now, clock, every = time.Now(), 0, 1
 			if b != nil {
 				blocked = b.blocked()
 			}
-			s.spanFrom, s.spanBlocked = now, blocked
-		case idle && !s.spanFrom.IsZero() && !errors.Is(err, connectors.ErrEndOfInput):
+			s.busy.from, s.busy.blocked = now, blocked
+		case idle && !s.busy.from.IsZero() && !errors.Is(err, connectors.ErrEndOfInput):
 			s.endSpan(now, blocked)
 		}
 		switch {
@@ -697,7 +545,7 @@ func (s *Service) dueByTime(ctx context.Context, now time.Time) error {
 			return err
 		}
 	}
-	if !now.Before(s.nextSnapshot) {
+	if !now.Before(s.snaps.nextSnapshot) {
 		if s.commits.round == nil {
 			// An idle process gives up its revoked partitions, and their
 			// checkpoints, within a snapshot interval of a rebalance.
@@ -752,7 +600,7 @@ func (d *deadlineCtx) stop() {
 // deadline returns when the next commit, interval report or snapshot is
 // due, whichever comes first.
 func (s *Service) deadline(now time.Time) time.Time {
-	d := s.nextSnapshot
+	d := s.snaps.nextSnapshot
 	if s.commits.uncommitted > 0 {
 		if c := s.commits.lastCommit.Add(s.opt.CommitInterval); c.Before(d) {
 			d = c
@@ -778,9 +626,9 @@ func (s *Service) dispatch(ctx context.Context, rec *connectors.Record) error {
 	if err != nil {
 		return err
 	}
-	if s.framed != nil {
-		if n := s.framed.Input(); n != w.input {
-			if err := w.setDecoder(ctx, s.framed.Decoder()); err != nil {
+	if s.src.framed != nil {
+		if n := s.src.framed.Input(); n != w.input {
+			if err := w.setDecoder(ctx, s.src.framed.Decoder()); err != nil {
 				return err
 			}
 			w.input = n
@@ -862,7 +710,7 @@ func eachModel[T any](s *Service, misuse string, f func(w *worker) (T, error)) (
 // publishReports has every model's report published to the reports sink
 // (by its worker, in its turn).
 func (s *Service) publishReports(ctx context.Context) error {
-	if s.reports == nil {
+	if s.out.reports == nil {
 		return nil
 	}
 	for _, part := range s.models.order {

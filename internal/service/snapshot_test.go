@@ -173,7 +173,7 @@ func TestSnapshotModelsAtRest(t *testing.T) {
 	}
 	snapshot := func() *Snapshot {
 		t.Helper()
-		s.curvesAt = time.Time{} // the curves are due every time
+		s.snaps.curvesAt = time.Time{} // the curves are due every time
 		if err := s.publishSnapshot(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -515,7 +515,7 @@ func (w *worker) learn(ctx context.Context, rec *connectors.Record) error {
 	if w.quiet {
 		return nil
 	}
-	if s.predictions != nil && !w.ev.LabelOnly { // a label event has no prediction
+	if s.out.predictions != nil && !w.ev.LabelOnly { // a label event has no prediction
 		var src predictionSource = p
 		if mixed := m.mixed(); mixed != nil {
 			src = mixed
@@ -523,10 +523,10 @@ func (w *worker) learn(ctx context.Context, rec *connectors.Record) error {
 		w.predBuf = appendPrediction(w.predBuf[:0], &w.ev, w.source, *rec, src, preds)
 		var err error
 		key := w.outputKey(rec)
-		if s.predIDs != nil {
-			err = s.predIDs.PublishID(ctx, OutputID(s.idSource, rec.Partition, rec.Offset, "prediction"), key, w.predBuf)
+		if s.out.predIDs != nil {
+			err = s.out.predIDs.PublishID(ctx, OutputID(s.out.idSource, rec.Partition, rec.Offset, "prediction"), key, w.predBuf)
 		} else {
-			err = s.predictions.Publish(ctx, key, w.predBuf)
+			err = s.out.predictions.Publish(ctx, key, w.predBuf)
 		}
 		if err != nil {
 			return fmt.Errorf("service: predictions: %w", err)
@@ -536,7 +536,7 @@ func (w *worker) learn(ctx context.Context, rec *connectors.Record) error {
 			w.latency.Observe(max(time.Since(rec.Time).Seconds(), 0))
 		}
 	}
-	if rounds > 0 && s.reports != nil && s.opt.ReportEvery > 0 {
+	if rounds > 0 && s.out.reports != nil && s.opt.ReportEvery > 0 {
 		m.sinceReport += int(rounds)
 		if m.sinceReport >= s.opt.ReportEvery {
 			m.sinceReport = 0
@@ -560,7 +560,7 @@ func (w *worker) rejectDecode(ctx context.Context, rec *connectors.Record, err e
 		return fmt.Errorf("service: partition %d: %w", w.part, err)
 	}
 	de.Offset = rec.Offset
-	de.Partition, de.InPartition = rec.Partition, w.rdec == nil && !w.s.lined
+	de.Partition, de.InPartition = rec.Partition, w.rdec == nil && !w.s.src.lined
 	return w.deadLetter(ctx, rec, de.Reason, de.Error())
 }
 
@@ -569,7 +569,7 @@ func (w *worker) rejectDecode(ctx context.Context, rec *connectors.Record, err e
 // (a Kafka message key), so that an output lands on the partition its
 // event's key would.
 func (w *worker) outputKey(rec *connectors.Record) []byte {
-	if len(w.ev.Key) == 0 && w.s.producerKeys {
+	if len(w.ev.Key) == 0 && w.s.src.producerKeys {
 		return rec.Key
 	}
 	return w.ev.Key
@@ -579,7 +579,7 @@ func (w *worker) outputKey(rec *connectors.Record) []byte {
 // record, the form of its outputs' identities (OutputID); source:line
 // for a file's.
 func (w *worker) where(rec *connectors.Record) string {
-	if w.rdec != nil || w.s.lined {
+	if w.rdec != nil || w.s.src.lined {
 		return w.source + ":" + strconv.FormatInt(rec.Offset, 10)
 	}
 	return w.source + "/" + strconv.FormatInt(int64(rec.Partition), 10) + "/" + strconv.FormatInt(rec.Offset, 10)
@@ -590,10 +590,10 @@ func (w *worker) deadLetter(ctx context.Context, rec *connectors.Record, reason 
 	if !w.quiet {
 		w.reject(rec, reason, msg)
 	}
-	if s.dl == nil || w.quiet {
+	if s.out.dl == nil || w.quiet {
 		return nil
 	}
-	err := s.dl.publish(ctx, pipeline.DeadLetter{Source: w.source, Partition: rec.Partition, Offset: rec.Offset, Key: w.outputKey(rec), Reason: reason, Err: msg, Raw: rec.Value, Size: rec.Size})
+	err := s.out.dl.publish(ctx, pipeline.DeadLetter{Source: w.source, Partition: rec.Partition, Offset: rec.Offset, Key: w.outputKey(rec), Reason: reason, Err: msg, Raw: rec.Value, Size: rec.Size})
 	if err != nil {
 		return fmt.Errorf("service: dead letters: %w", err)
 	}
@@ -623,7 +623,7 @@ func (w *worker) reportOf(digests bool) (Report, error) {
 }
 
 func (w *worker) publishReport(ctx context.Context) error {
-	if w.s.reports == nil {
+	if w.s.out.reports == nil {
 		return nil
 	}
 	r, err := w.report()
@@ -634,7 +634,7 @@ func (w *worker) publishReport(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := w.s.reports.Publish(ctx, []byte(strconv.Itoa(int(w.part))), b); err != nil {
+	if err := w.s.out.reports.Publish(ctx, []byte(strconv.Itoa(int(w.part))), b); err != nil {
 		return fmt.Errorf("service: reports: %w", err)
 	}
 	return nil
