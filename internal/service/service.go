@@ -1,18 +1,3 @@
-// Package service is streamlearn's live loop: it fetches records from a
-// connectors.Source, decodes them, runs each through the model of its
-// partition (pipeline.Pipeline), publishes predictions, dead letters and
-// periodic regret reports, and commits positions back to the source only
-// for records whose effect is already in the model.
-//
-// Models and partitions: every partition gets its own model, learned in
-// partition order by the single process that owns the partition. That is
-// the only arrangement in which a model is a deterministic function of a
-// stream: records of different partitions interleave differently on every
-// run. Users who want one model per tenant or key produce with the key as
-// the partitioning key (Kafka's default partitioner keeps a key on one
-// partition) and give the topic as many partitions as they want models
-// learned in parallel; users who want one model over everything use one
-// partition. NATS subjects and files are one partition.
 package service
 
 import (
