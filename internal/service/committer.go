@@ -314,7 +314,7 @@ func (cm *committer) flush(ctx context.Context) error {
 // barriers — the outputs published so far, which cover every record the
 // answers hold — and hands both to the saver goroutine, which waits for
 // the barriers while the workers publish on, then encodes and writes the
-// checkpoints (two fsyncs, about 2ms for config.yaml's learners); the
+// checkpoints (two fsyncs each; BenchmarkCheckpoint); the
 // loop commits the positions once that is done (collectSaves), fetching
 // meanwhile. One round per partition is in flight at a time.
 

@@ -175,13 +175,14 @@ type spareModel struct {
 }
 
 // makeSpare makes, on a goroutine of its own, the model of the first
-// partition to come, before that partition's first record does: making
-// config.yaml's learners at bits 18 took 5–9 ms in the latency benchmark,
-// during which the partition's records waited. With checkpoints, the
-// goroutine also makes the copy the first checkpoint goes into, as premake
-// does, and in making it reads every page of the model's weights, which
-// the checkpoint's copy would otherwise be the first to read: 2.5–3.5 ms
-// of page faults between two records. One model only, for the first
+// partition to come, before that partition's first record does: making a
+// model takes milliseconds, during which the partition's records would
+// wait (BenchmarkLatency; the figures are in docs/performance.md,
+// "Measurements behind code decisions"). With checkpoints, the goroutine
+// also makes the copy the first checkpoint goes into, as premake does,
+// and in making it reads every page of the model's weights, which the
+// checkpoint's copy would otherwise be the first to read, page faults
+// between two records. One model only, for the first
 // partition (JetStream and core NATS have one), and only when no model was
 // restored at the start: a spare not ready when the first partition comes
 // is dropped (its goroutine makes no copy then), and later partitions'

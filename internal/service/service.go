@@ -24,11 +24,11 @@ const (
 	// DefaultSnapshotInterval is a second: scrapes (typically every
 	// 10–60s) see numbers at most a second old. A snapshot asks only the
 	// models that learned since the last one for their reports, whose
-	// digests cover the learners that changed (about 1ms for a model of
-	// twelve learners at 2^18 slots, BenchmarkReport in
-	// internal/pipeline); the others' last reports stand (64 models at
-	// rest: 4µs, BenchmarkSnapshotAtRest), so a partition at rest costs
-	// nothing.
+	// digests cover the learners that changed (BenchmarkReport in
+	// internal/pipeline); the others' last reports stand
+	// (BenchmarkSnapshotAtRest), so a partition at rest costs nothing.
+	// The figures: docs/performance.md, "Measurements behind code
+	// decisions".
 	DefaultSnapshotInterval = time.Second
 	// DefaultOwnWait is how long Run waits for another process to give
 	// up a partition's checkpoints (Options.OwnWait).

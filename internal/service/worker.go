@@ -693,10 +693,11 @@ func (w *worker) take(spare *pipeline.Frozen) (*taken, error) {
 // copies the model into: the frozen state of a new model of c, whose
 // weights are as large as the worker's (Pipeline.Freeze takes a copy of
 // a pipeline of the same configuration as into). Made by the take, the
-// 10 MiB of fresh memory at config.yaml's bits 18 cost the worker 6–14 ms
-// between two records in the latency benchmark (a page fault every 4 KiB
-// it wrote); premade, 2.5–4.5 ms, most of it the first read of the
-// model's own weights, never touched before. It waits for slot (one
+// fresh memory would cost the worker a page fault every 4 KiB it wrote,
+// between two records; premade, what is left is mostly the first read of
+// the model's own weights, never touched before (BenchmarkLatency; the
+// figures are in docs/performance.md, "Measurements behind code
+// decisions"). It waits for slot (one
 // premake at a time) and gives up when ctx is done or a take came first.
 func (w *worker) premake(ctx context.Context, slot chan struct{}, c *config.Config, history int) {
 	select {
