@@ -22,7 +22,7 @@ func (d *countingDir) Load(ctx context.Context, p int32) (*checkpoint.Checkpoint
 	return d.Dir.Load(ctx, p)
 }
 
-// A Server following a directory: not ready and no model before a
+// A serving.Replica following a directory: not ready and no model before a
 // checkpoint; the model of the checkpoint once saved, read once however
 // often it polls while it does not change, read again when it does; and
 // no model once the checkpoint is moved away.
