@@ -186,6 +186,22 @@ func (cm *committer) finishRound(ctx context.Context) error {
 	return nil
 }
 
+// collect finishes the round whose answers are all in (finishRound) and
+// commits the positions of the rounds made durable (collectSaves),
+// without waiting for either.
+func (cm *committer) collect(ctx context.Context) error {
+	if cm.round != nil && len(cm.round.replies) == cm.round.waiting {
+		if err := cm.finishRound(ctx); err != nil {
+			return err
+		}
+	}
+	if cm.saver != nil && len(cm.saver.results) > 0 {
+		// A checkpoint is written: commit the position it holds.
+		return cm.collectSaves(ctx, false)
+	}
+	return nil
+}
+
 // commit is a whole commit round, waited for: the final one, with every
 // checkpoint written.
 func (cm *committer) commit(ctx context.Context) error {
@@ -433,6 +449,31 @@ func outputsLost(err error) error {
 	return fmt.Errorf("service: outputs not durable, nothing committed since: %w", err)
 }
 
+// saved takes the outcome of sj's write and says whether it succeeded. A
+// failed save does not stop learning: the partition's commits wait for a
+// checkpoint that holds them, and the next round for the backoff
+// (saveRetryAt): a full disk is not written to a hundred times a second,
+// nor logged as often.
+func (cm *committer) saved(sj saveJob) bool {
+	if sj.err != nil {
+		cm.saveBackoff = min(max(2*cm.saveBackoff, saveBackoffMin), saveBackoffMax)
+		cm.saveRetryAt = time.Now().Add(cm.saveBackoff)
+		args := []any{"store", cm.s.opt.Checkpoints.String(), "partition", sj.part, "err", sj.err, "retry_in", cm.saveBackoff}
+		if !cm.saveFailing {
+			cm.s.logger.Error("checkpoint failed: commits stop until a checkpoint succeeds", args...)
+		} else {
+			cm.s.logger.Warn("checkpoint failed again", args...)
+		}
+		cm.saveFailing, cm.lastSaveErr = true, sj.err
+		return false
+	}
+	if cm.saveFailing {
+		cm.saveFailing, cm.saveBackoff, cm.saveRetryAt = false, 0, time.Time{}
+		cm.s.logger.Info("checkpoints succeed again: commits resumed", "store", cm.s.opt.Checkpoints.String())
+	}
+	return true
+}
+
 // collectSaves commits the positions of the finished rounds: their
 // outputs durable and their checkpoints written. With wait, it waits for
 // all of them.
@@ -481,25 +522,8 @@ collect:
 				// of this one's is saved or committed.
 				return fmt.Errorf("service: partition %d: %w; stopping (a restart waits for the ownership)", sj.part, sj.err)
 			}
-			if sj.err != nil {
-				// Learning goes on; this partition's commits wait for a
-				// checkpoint that holds them, and the next round for the
-				// backoff: a full disk is not written to a hundred times a
-				// second, nor logged as often.
-				cm.saveBackoff = min(max(2*cm.saveBackoff, saveBackoffMin), saveBackoffMax)
-				cm.saveRetryAt = time.Now().Add(cm.saveBackoff)
-				args := []any{"store", cm.s.opt.Checkpoints.String(), "partition", sj.part, "err", sj.err, "retry_in", cm.saveBackoff}
-				if !cm.saveFailing {
-					cm.s.logger.Error("checkpoint failed: commits stop until a checkpoint succeeds", args...)
-				} else {
-					cm.s.logger.Warn("checkpoint failed again", args...)
-				}
-				cm.saveFailing, cm.lastSaveErr = true, sj.err
+			if !cm.saved(sj) {
 				continue
-			}
-			if cm.saveFailing {
-				cm.saveFailing, cm.saveBackoff, cm.saveRetryAt = false, 0, time.Time{}
-				cm.s.logger.Info("checkpoints succeed again: commits resumed", "store", cm.s.opt.Checkpoints.String())
 			}
 			if cm.s.models.workers[sj.part] != sj.w {
 				continue // dropped meanwhile (revoked, or reloaded): not ours to commit

@@ -92,48 +92,7 @@ func (l *models) restore(ctx context.Context, partition int32, m *model) error {
 		}
 	}
 	if rerr := l.checkRestore(partition, c, pos, positioned); rerr != nil {
-		args := []any{"partition", partition, "source", rerr.Source, "store", rerr.Store, "problem", rerr.Problem,
-			"committed", rerr.Committed, "checkpoint_position", rerr.Checkpoint}
-		switch l.s.opt.OnMismatch {
-		case MismatchReset:
-			if w := l.s.opt.WarmStart; w != nil && w.Err != nil {
-				// The fresh model would start from it: say so before the
-				// checkpoint is moved away.
-				return l.startWarm(partition, m)
-			}
-			dropped, err := l.s.opt.Checkpoints.Discard(ctx, partition)
-			if err != nil {
-				return fmt.Errorf("service: reset of partition %d: %w", partition, err)
-			}
-			// A fresh model that holds, by the operator's decision, what
-			// was committed: its checkpoint, saved before anything is
-			// learned, says so to the next run.
-			m.pos, m.skipTo, m.saveAtOnce = rerr.Committed, rerr.Committed, true
-			l.s.logger.Warn("reset: the model starts afresh from the committed position; what was committed before it is not in the model",
-				append(args, "checkpoint_moved_to", dropped)...)
-			return l.startWarm(partition, m)
-		case MismatchRebuild:
-			return l.rebuild(ctx, partition, m, c, rerr, args)
-		case MismatchAccept:
-			l.s.logger.Warn("accept: the checkpoint is restored as it is; "+rerr.Consequence, args...)
-			if c == nil {
-				if err := l.startWarm(partition, m); err != nil {
-					return err
-				}
-			} else if err := l.restoreState(partition, m, c); err != nil {
-				return err
-			}
-			// The model, as accepted, stands for the committed position:
-			// its checkpoint, saved before anything is learned, says so
-			// to the next run.
-			if rerr.Committed > m.pos {
-				m.pos, m.skipTo = rerr.Committed, rerr.Committed
-			}
-			m.saveAtOnce = true
-			return nil
-		default:
-			return rerr
-		}
+		return l.onMismatch(ctx, partition, m, c, rerr)
 	}
 	if c == nil {
 		return l.startWarm(partition, m)
@@ -144,6 +103,55 @@ func (l *models) restore(ctx context.Context, partition int32, m *model) error {
 	l.s.logger.Info("model restored from checkpoint", "store", l.s.opt.Checkpoints.String(), "partition", partition,
 		"position", c.Position, "events", m.events(), "created", c.Created)
 	return nil
+}
+
+// onMismatch does what Options.OnMismatch says with m, partition's new
+// model, when its checkpoint c (nil when none) does not hold what the
+// broker says was committed (rerr): stop with rerr, reset the model,
+// rebuild it, or restore c as it is.
+func (l *models) onMismatch(ctx context.Context, partition int32, m *model, c *checkpoint.Checkpoint, rerr *RestoreError) error {
+	args := []any{"partition", partition, "source", rerr.Source, "store", rerr.Store, "problem", rerr.Problem,
+		"committed", rerr.Committed, "checkpoint_position", rerr.Checkpoint}
+	switch l.s.opt.OnMismatch {
+	case MismatchReset:
+		if w := l.s.opt.WarmStart; w != nil && w.Err != nil {
+			// The fresh model would start from it: say so before the
+			// checkpoint is moved away.
+			return l.startWarm(partition, m)
+		}
+		dropped, err := l.s.opt.Checkpoints.Discard(ctx, partition)
+		if err != nil {
+			return fmt.Errorf("service: reset of partition %d: %w", partition, err)
+		}
+		// A fresh model that holds, by the operator's decision, what
+		// was committed: its checkpoint, saved before anything is
+		// learned, says so to the next run.
+		m.pos, m.skipTo, m.saveAtOnce = rerr.Committed, rerr.Committed, true
+		l.s.logger.Warn("reset: the model starts afresh from the committed position; what was committed before it is not in the model",
+			append(args, "checkpoint_moved_to", dropped)...)
+		return l.startWarm(partition, m)
+	case MismatchRebuild:
+		return l.rebuild(ctx, partition, m, c, rerr, args)
+	case MismatchAccept:
+		l.s.logger.Warn("accept: the checkpoint is restored as it is; "+rerr.Consequence, args...)
+		if c == nil {
+			if err := l.startWarm(partition, m); err != nil {
+				return err
+			}
+		} else if err := l.restoreState(partition, m, c); err != nil {
+			return err
+		}
+		// The model, as accepted, stands for the committed position:
+		// its checkpoint, saved before anything is learned, says so
+		// to the next run.
+		if rerr.Committed > m.pos {
+			m.pos, m.skipTo = rerr.Committed, rerr.Committed
+		}
+		m.saveAtOnce = true
+		return nil
+	default:
+		return rerr
+	}
 }
 
 // restoreState loads c, when not nil, into m. A checkpoint of another

@@ -187,7 +187,13 @@ type sourceTraits struct {
 
 // busySpans time the learning of Run (LearnSeconds): total is the sum
 // of its busy spans; from is when the current one began, zero between
-// spans; blocked the source's blocked time then (blocker).
+// spans; blocked the source's blocked time then (blocker). The loop
+// times them with a clock reading per Fetch that found nothing and a few
+// per span, none per record. A span begins when a record comes at the
+// start or after a Fetch that found nothing; it ends at the last clock
+// reading before the next such Fetch (at most clockEvery records, and at
+// most half the span, early: the wait is never counted), or, at the end
+// of the input, after the drain (Run).
 type busySpans struct {
 	total   time.Duration
 	from    time.Time
@@ -420,15 +426,8 @@ func (s *Service) loop(ctx context.Context) error {
 		if err := s.failed(); err != nil {
 			return err
 		}
-		if s.commits.round != nil && len(s.commits.round.replies) == s.commits.round.waiting {
-			if err := s.commits.finishRound(ctx); err != nil {
-				return stopped(ctx, err)
-			}
-			replan = true
-		}
-		if s.commits.saver != nil && len(s.commits.saver.results) > 0 {
-			// A checkpoint is written: commit the position it holds.
-			if err := s.commits.collectSaves(ctx, false); err != nil {
+		if cm := &s.commits; cm.round != nil && len(cm.round.replies) == cm.round.waiting || cm.saver != nil && len(cm.saver.results) > 0 {
+			if err := cm.collect(ctx); err != nil {
 				return stopped(ctx, err)
 			}
 			replan = true
@@ -453,14 +452,7 @@ func (s *Service) loop(ctx context.Context) error {
 		fctx := fc.get(ctx, due)
 		rec, err := s.opt.Source.Fetch(fctx)
 		idle = err != nil
-		// Learning time is the sum of busy spans (LearnSeconds), timed
-		// with a clock reading per Fetch that found nothing and a few
-		// per span (every), none per record. A span begins when a
-		// record comes at the start or after a Fetch that found
-		// nothing; it ends at the last clock reading before the next
-		// such Fetch (at most clockEvery records, and at most half the
-		// span, early: the wait is never counted), or, at the end of
-		// the input, after the drain (Run).
+		// Learning time: see busySpans.
 		switch {
 		case !idle && s.busy.from.IsZero():
 			now, clock, every = time.Now(), 0, 1
@@ -471,22 +463,11 @@ func (s *Service) loop(ctx context.Context) error {
 		case idle && !s.busy.from.IsZero() && !errors.Is(err, connectors.ErrEndOfInput):
 			s.endSpan(now, blocked)
 		}
-		switch {
-		case err == nil:
-		case errors.Is(err, connectors.ErrEndOfInput):
-			s.logger.Info("end of input", "source", s.opt.Source.Name())
-			return nil
-		case ctx.Err() != nil:
-			return nil
-		case fctx.Err() != nil:
-			// Nothing came: what the workers wait for goes to them, and
-			// a commit, a report or a snapshot is due.
-			if err := s.handOverAll(ctx); err != nil {
-				return stopped(ctx, err)
+		if idle {
+			if stop, err := s.nothingFetched(ctx, fctx, err); stop {
+				return err
 			}
 			continue
-		default:
-			return fmt.Errorf("service: fetch: %w", err)
 		}
 		if err := s.dispatch(ctx, &rec); err != nil {
 			return stopped(ctx, err)
@@ -503,6 +484,27 @@ func (s *Service) loop(ctx context.Context) error {
 			replan = true
 		}
 	}
+}
+
+// nothingFetched takes err, the error of a Fetch under fctx that returned
+// no record: it says whether the loop stops, and with which error (nil at
+// the end of the input or once ctx is done: the drain commits and
+// reports). A Fetch that found nothing before fctx's deadline hands the
+// workers what they wait for: a commit, a report or a snapshot is due.
+func (s *Service) nothingFetched(ctx, fctx context.Context, err error) (stop bool, _ error) {
+	switch {
+	case errors.Is(err, connectors.ErrEndOfInput):
+		s.logger.Info("end of input", "source", s.opt.Source.Name())
+		return true, nil
+	case ctx.Err() != nil:
+		return true, nil
+	case fctx.Err() != nil:
+		if err := s.handOverAll(ctx); err != nil {
+			return true, stopped(ctx, err)
+		}
+		return false, nil
+	}
+	return true, fmt.Errorf("service: fetch: %w", err)
 }
 
 // clockEvery is how many records the loop takes between two readings of
