@@ -463,7 +463,7 @@ func TestFirstCheckpointPremade(t *testing.T) {
 	src.s = s
 	run(t, s)
 	w := s.models.workers[0]
-	if !w.premadeUsed.Load() {
+	if !w.premade.used.Load() {
 		t.Fatal("the first checkpoint was not taken into the premade memory")
 	}
 	saved, err := store.Load(context.Background(), 0)
@@ -498,7 +498,7 @@ func TestFirstCheckpointPremade(t *testing.T) {
 	// What the worker allocates at a first take, with and without.
 	allocated := func(premade bool) uint64 {
 		if premade {
-			w.took.Store(false)
+			w.premade.took.Store(false)
 			w.premake(context.Background(), make(chan struct{}, 1), c, 64)
 		}
 		var before, after runtime.MemStats
@@ -517,7 +517,7 @@ func TestFirstCheckpointPremade(t *testing.T) {
 	// Made after a take, the memory would be a third copy of the weights
 	// for the worker's life: it is not kept.
 	w.premake(context.Background(), make(chan struct{}, 1), c, 64)
-	if w.premade.Load() != nil {
+	if w.premade.frozen.Load() != nil {
 		t.Fatal("memory premade after the model's first take is kept")
 	}
 }
@@ -546,7 +546,7 @@ func (p *spareSource) Fetch(ctx context.Context) (connectors.Record, error) {
 			p.spareAt = time.Now()
 		}
 	case 2:
-		p.premade = p.s.models.workers[p.memSource.recs[0].Partition].premade.Load()
+		p.premade = p.s.models.workers[p.memSource.recs[0].Partition].premade.frozen.Load()
 	}
 	r, err := p.memSource.Fetch(ctx)
 	if errors.Is(err, connectors.ErrEndOfInput) {
@@ -593,7 +593,7 @@ func TestSpareModel(t *testing.T) {
 			if p != first && w.m == src.spare.m {
 				t.Fatalf("partition %d has the spare model too", p)
 			}
-			if ckpt && !w.premadeUsed.Load() {
+			if ckpt && !w.premade.used.Load() {
 				t.Errorf("partition %d's first checkpoint was not taken into memory made beforehand", p)
 			}
 			var data []byte

@@ -84,7 +84,7 @@ func (cm *committer) startRound(ctx context.Context) error {
 	backoff := cm.s.opt.Checkpoints != nil && cm.s.intake && r.at.Before(cm.saveRetryAt)
 	for _, part := range cm.s.models.order {
 		w := cm.s.models.workers[part]
-		if !w.dirty || w.saving || w.marked || backoff {
+		if !w.commit.dirty || w.commit.saving || w.commit.marked || backoff {
 			continue
 		}
 		if cm.s.opt.Checkpoints != nil && owned != nil && !live {
@@ -92,11 +92,11 @@ func (cm *committer) startRound(ctx context.Context) error {
 		}
 		a := &ask{kind: askMark, reply: r.replies}
 		if cm.s.opt.Checkpoints != nil {
-			a.kind, a.savedPos, a.spare = askCheckpoint, w.savedPos, w.spare
-			w.spare = nil
+			a.kind, a.savedPos, a.spare = askCheckpoint, w.commit.savedPos, w.commit.spare
+			w.commit.spare = nil
 		}
-		w.saving = true
-		w.marked, w.markRec = true, w.last
+		w.commit.saving = true
+		w.commit.marked, w.commit.markRec = true, w.last
 		r.waiting++
 		if err := w.ask(ctx, a); err != nil {
 			return err
@@ -130,20 +130,20 @@ func (cm *committer) finishRound(ctx context.Context) error {
 	cm.round = nil
 	var errs []error
 	for _, a := range answers {
-		a.w.marked = false
+		a.w.commit.marked = false
 		if a.err != nil {
 			errs = append(errs, a.err)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		for _, a := range answers {
-			a.w.saving = false // no round in flight: a later one asks again
+			a.w.commit.saving = false // no round in flight: a later one asks again
 		}
 		return err
 	}
 	if cm.outputsFailed != nil {
 		for _, a := range answers {
-			a.w.saving = false
+			a.w.commit.saving = false
 		}
 		return cm.outputsFailed // nothing is committed or checkpointed after it
 	}
@@ -158,17 +158,17 @@ func (cm *committer) finishRound(ctx context.Context) error {
 		switch {
 		case a.kind == askMark:
 			if !a.ok {
-				w.saving = false
+				w.commit.saving = false
 				continue // the worker failed at its first record
 			}
 			job.marks = append(job.marks, commitItem{w, a.rec, r.at})
 		case a.ckpt == nil:
 			// Only records the durable checkpoint already holds (skipped
 			// after a restore): their positions may be committed as is.
-			w.spare = a.spare
-			job.marks = append(job.marks, commitItem{w, w.markRec, w.durableAt})
+			w.commit.spare = a.spare
+			job.marks = append(job.marks, commitItem{w, w.commit.markRec, w.commit.durableAt})
 		default:
-			job.saves = append(job.saves, saveJob{part: w.part, w: w, rec: w.markRec, pos: a.ckpt.c.Position, at: a.ckpt.c.Created, c: a.ckpt})
+			job.saves = append(job.saves, saveJob{part: w.part, w: w, rec: w.commit.markRec, pos: a.ckpt.c.Position, at: a.ckpt.c.Created, c: a.ckpt})
 		}
 	}
 	if len(job.marks)+len(job.saves) > 0 {
@@ -179,7 +179,7 @@ func (cm *committer) finishRound(ctx context.Context) error {
 	}
 	// Models left dirty (learned more meanwhile) keep commit rounds coming.
 	for _, w := range cm.s.models.workers {
-		if w.dirty && !w.saving {
+		if w.commit.dirty && !w.commit.saving {
 			cm.uncommitted++
 		}
 	}
@@ -307,9 +307,9 @@ func (cm *committer) committed(ctx context.Context, it commitItem, err error) (r
 		cm.uncommitted++
 		return err, nil
 	}
-	w.durableAt = it.at
+	w.commit.durableAt = it.at
 	if w.last.Offset == rec.Offset && w.last.Partition == rec.Partition {
-		w.dirty = false
+		w.commit.dirty = false
 	}
 	return nil, nil
 }
@@ -493,10 +493,10 @@ collect:
 		}
 		cm.saver.inflight--
 		for _, it := range j.marks {
-			it.w.saving = false
+			it.w.commit.saving = false
 		}
 		for _, sj := range j.saves {
-			sj.w.saving = false
+			sj.w.commit.saving = false
 		}
 		if j.err != nil && cm.outputsFailed == nil {
 			cm.outputsFailed = outputsLost(j.err)
@@ -528,7 +528,7 @@ collect:
 			if cm.s.models.workers[sj.part] != sj.w {
 				continue // dropped meanwhile (revoked, or reloaded): not ours to commit
 			}
-			sj.w.savedPos, sj.w.spare = sj.pos, sj.c.spare()
+			sj.w.commit.savedPos, sj.w.commit.spare = sj.pos, sj.c.spare()
 			commits = append(commits, commitItem{sj.w, sj.rec, sj.at})
 		}
 	}
@@ -537,7 +537,7 @@ collect:
 		return err
 	}
 	for _, c := range commits {
-		if c.w.dirty {
+		if c.w.commit.dirty {
 			cm.uncommitted++ // learned more meanwhile: another round
 		}
 	}
@@ -558,7 +558,7 @@ func (cm *committer) saveHandOff(ctx context.Context, w *worker) error {
 			return err
 		}
 	}
-	t, err := w.take(w.spare)
+	t, err := w.take(w.commit.spare)
 	if err != nil {
 		return err
 	}
@@ -569,6 +569,6 @@ func (cm *committer) saveHandOff(ctx context.Context, w *worker) error {
 	if err := cm.s.opt.Checkpoints.Save(ctx, c); err != nil {
 		return err
 	}
-	w.savedPos = c.Position
+	w.commit.savedPos = c.Position
 	return nil
 }

@@ -271,7 +271,7 @@ func (l *models) newModel(ctx context.Context, partition int32, m *model, premad
 		switch {
 		case l.s.opt.Checkpoints == nil || m.p == nil:
 		case premade != nil:
-			w.premade.Store(premade)
+			w.premade.frozen.Store(premade)
 		default:
 			l.premaking.Go(func() { w.premake(ctx, l.premakeSlot, l.s.opt.Config, l.s.opt.HistoryPoints) })
 		}
@@ -466,7 +466,7 @@ func (l *models) drop(ctx context.Context, part int32, handOff bool) error {
 	if err := w.stop(ctx); err != nil {
 		return err
 	}
-	if w.saving { // its last write first: a reload must not race it
+	if w.commit.saving { // its last write first: a reload must not race it
 		if err := l.s.commits.finishRound(ctx); err != nil {
 			return err
 		}
@@ -487,7 +487,7 @@ func (l *models) drop(ctx context.Context, part int32, handOff bool) error {
 	// owner. One without stays unsaved: the new owner starts where its
 	// own start says, which a checkpoint ahead of no commit would
 	// contradict.
-	if handOff && l.s.opt.Checkpoints != nil && !w.failed && w.savedPos >= 0 && w.m.pos != w.savedPos && l.s.commits.outputsFailed == nil {
+	if handOff && l.s.opt.Checkpoints != nil && !w.failed && w.commit.savedPos >= 0 && w.m.pos != w.commit.savedPos && l.s.commits.outputsFailed == nil {
 		if err := l.s.commits.saveHandOff(ctx, w); err != nil {
 			// The new owner restores the last checkpoint and learns
 			// again from the group's commit: nothing is lost.

@@ -624,7 +624,7 @@ func (s *Service) dispatch(ctx context.Context, rec *connectors.Record) error {
 	if err := w.add(ctx, rec); err != nil {
 		return err
 	}
-	w.last, w.dirty, w.handed = *rec, true, true
+	w.last, w.commit.dirty, w.snapshot.handed = *rec, true, true
 	w.last.Value, w.last.Key = nil, nil // not valid past the next Fetch; Commit needs neither
 	return nil
 }

@@ -80,11 +80,11 @@ func (s *Service) publishSnapshot(ctx context.Context) error {
 		w := s.models.workers[part]
 		// Models per key have no curves; with models.idle, they are asked
 		// at rest too, to evict the models gone idle.
-		curves := curvesDue && w.snapCurves == nil && w.m.k == nil
-		idleDue := w.m.k != nil && idle > 0 && now.Sub(w.idleAt) >= idle/2
-		if w.handed || !w.snapOK || curves || idleDue || digests && !w.snapDigests || serve && servedAt(w) != w.snap.Events {
+		curves := curvesDue && w.snapshot.curves == nil && w.m.k == nil
+		idleDue := w.m.k != nil && idle > 0 && now.Sub(w.snapshot.idleAt) >= idle/2
+		if w.snapshot.handed || !w.snapshot.ok || curves || idleDue || digests && !w.snapshot.digests || serve && servedAt(w) != w.snapshot.report.Events {
 			changed = append(changed, part)
-			w.idleAt = now
+			w.snapshot.idleAt = now
 		}
 	}
 	answers, err := s.askAll(ctx, changed, func(w *worker) *ask {
@@ -102,9 +102,9 @@ func (s *Service) publishSnapshot(ctx context.Context) error {
 		w := a.w
 		// The answer holds every record handed over before the question
 		// (the loop hands over none while it waits).
-		w.handed = false
-		w.snap, w.snapOK, w.snapCurves = a.report, true, a.curves // nil without curvesDue: stale
-		w.snapDigests = digests
+		w.snapshot.handed = false
+		w.snapshot.report, w.snapshot.ok, w.snapshot.curves = a.report, true, a.curves // nil without curvesDue: stale
+		w.snapshot.digests = digests
 		if a.served != nil {
 			served[w.part] = a.served
 		}
@@ -113,27 +113,27 @@ func (s *Service) publishSnapshot(ctx context.Context) error {
 	var events uint64
 	for i, part := range parts {
 		w := s.models.workers[part]
-		reports[i] = w.snap
+		reports[i] = w.snapshot.report
 		// A model at rest: its last report, only later.
 		reports[i].Seconds = now.Sub(w.m.started()).Seconds()
-		events += w.snap.Events
+		events += w.snapshot.report.Events
 	}
 	if curvesDue && (len(s.snaps.curves) != len(parts) || events != s.snaps.curvesEvents) {
 		curves := make([][][]regret.Point, len(parts))
 		for i, part := range parts {
-			curves[i] = s.models.workers[part].snapCurves
+			curves[i] = s.models.workers[part].snapshot.curves
 		}
 		s.snaps.curves, s.snaps.curvesAt, s.snaps.curvesEvents = curves, now, events
 	}
 	var durable time.Time
 	for _, w := range s.models.workers {
-		if w.dirty && (durable.IsZero() || w.durableAt.Before(durable)) {
-			durable = w.durableAt
+		if w.commit.dirty && (durable.IsZero() || w.commit.durableAt.Before(durable)) {
+			durable = w.commit.durableAt
 		}
 	}
 	allDigests := true
 	for _, part := range parts {
-		allDigests = allDigests && s.models.workers[part].snapDigests
+		allDigests = allDigests && s.models.workers[part].snapshot.digests
 	}
 	s.snaps.snap.Store(&Snapshot{Time: now, Source: s.opt.Source.Name(), Reports: reports, Started: true, Durable: durable, Curves: s.snaps.curves, Digests: allDigests})
 	s.refreshServing(now, serve, old, parts, served)

@@ -186,35 +186,52 @@ type worker struct {
 	closed  bool // in is closed: the goroutine ends after its queue
 
 	// The loop's.
-	input       int // the Framed source's input of the records handed over
-	cur         *batch
-	batches     int               // batches made
-	last        connectors.Record // the last record handed over (Value and Key nil)
-	dirty       bool              // records were handed over since the last commit
-	epoch       uint64
-	hasEpoch    bool              // epoch is the Record.Epoch of the records handed over
-	saving      bool              // a commit round of the model is in flight: its outputs waited for, its checkpoint taken or written
-	marked      bool              // a commit round waits for this worker's answer
-	markRec     connectors.Record // the last record handed over when the round asked
-	savedPos    int64             // pos of the last durable checkpoint; -1 before any
-	spare       *pipeline.Frozen  // the frozen state of the last checkpoint written, for the next (see take)
-	durableAt   time.Time         // when the state of the last commit was taken
-	handed      bool              // records were handed over since the last snapshot asked
-	snap        Report            // the model's report at the last snapshot that asked
-	snapOK      bool              // snap is set
-	snapDigests bool              // snap has the learners' state digests
-	idleAt      time.Time         // when the last snapshot asked (models.idle)
-	// snapCurves are the curves of the model at snap; nil when that
-	// snapshot did not copy them.
-	snapCurves [][]regret.Point
+	input    int // the Framed source's input of the records handed over
+	cur      *batch
+	batches  int               // batches made
+	last     connectors.Record // the last record handed over (Value and Key nil)
+	epoch    uint64
+	hasEpoch bool        // epoch is the Record.Epoch of the records handed over
+	commit   commitState // the model's commit rounds
+	snapshot snapState   // the model at the last snapshot that asked
 
 	// premade is the memory of the model's first checkpoint, made on
-	// another goroutine (premake) and swapped out by the first take, on
-	// the worker's; took says a take was made (a copy premade later is
-	// dropped), premadeUsed that one was taken into premade memory.
-	premade     atomic.Pointer[pipeline.Frozen]
-	took        atomic.Bool
-	premadeUsed atomic.Bool
+	// another goroutine (premake).
+	premade premadeMemory
+}
+
+// commitState is the loop's record of a worker's commit rounds.
+type commitState struct {
+	dirty     bool              // records were handed over since the last commit
+	saving    bool              // a commit round of the model is in flight: its outputs waited for, its checkpoint taken or written
+	marked    bool              // a commit round waits for this worker's answer
+	markRec   connectors.Record // the last record handed over when the round asked
+	savedPos  int64             // pos of the last durable checkpoint; -1 before any
+	spare     *pipeline.Frozen  // the frozen state of the last checkpoint written, for the next (see take)
+	durableAt time.Time         // when the state of the last commit was taken
+}
+
+// snapState is the loop's record of a worker's model at the last
+// snapshot that asked it (publishSnapshot).
+type snapState struct {
+	handed  bool      // records were handed over since the last snapshot asked
+	report  Report    // the model's report then
+	ok      bool      // report is set
+	digests bool      // report has the learners' state digests
+	idleAt  time.Time // when the last snapshot asked (models.idle)
+	// curves are the curves of the model then; nil when that snapshot
+	// did not copy them.
+	curves [][]regret.Point
+}
+
+// premadeMemory is the memory of a model's first checkpoint, made on
+// another goroutine (premake) and swapped out by the first take, on the
+// worker's: took says a take was made (a copy premade later is dropped),
+// used that one was taken into premade memory.
+type premadeMemory struct {
+	frozen atomic.Pointer[pipeline.Frozen]
+	took   atomic.Bool
+	used   atomic.Bool
 }
 
 func (s *Service) newWorker(part int32, m *model) (*worker, error) {
@@ -223,7 +240,7 @@ func (s *Service) newWorker(part int32, m *model) (*worker, error) {
 		return nil, fmt.Errorf("service: %w", err)
 	}
 	dec.Source = s.opt.Source.Name()
-	w := &worker{s: s, part: part, m: m, dec: dec, source: dec.Source, savedPos: m.pos, durableAt: time.Now(),
+	w := &worker{s: s, part: part, m: m, dec: dec, source: dec.Source, commit: commitState{savedPos: m.pos, durableAt: time.Now()},
 		free: make(chan *batch, workerQueue+2)}
 	if s.opt.Latency != nil {
 		w.latency = s.opt.Latency.Partition(part)
@@ -675,10 +692,10 @@ func (w *worker) take(spare *pipeline.Frozen) (*taken, error) {
 		}
 		return t, nil
 	}
-	w.took.Store(true) // before the swap: a copy stored after it is dropped (premake)
-	if p := w.premade.Swap(nil); p != nil && spare == nil {
+	w.premade.took.Store(true) // before the swap: a copy stored after it is dropped (premake)
+	if p := w.premade.frozen.Swap(nil); p != nil && spare == nil {
 		spare = p
-		w.premadeUsed.Store(true)
+		w.premade.used.Store(true)
 	}
 	if t.frozen, err = w.m.p.Freeze(spare); err != nil {
 		return nil, fmt.Errorf("service: checkpoint of partition %d: %w", w.part, err)
@@ -706,7 +723,7 @@ func (w *worker) premake(ctx context.Context, slot chan struct{}, c *config.Conf
 	case <-ctx.Done():
 		return
 	}
-	if w.took.Load() || ctx.Err() != nil {
+	if w.premade.took.Load() || ctx.Err() != nil {
 		return
 	}
 	m, err := newPartitionModel(c, history)
@@ -717,9 +734,9 @@ func (w *worker) premake(ctx context.Context, slot chan struct{}, c *config.Conf
 	if err != nil {
 		return
 	}
-	w.premade.Store(f)
-	if w.took.Load() {
-		w.premade.Store(nil) // too late: the model has its copies, this would be a third
+	w.premade.frozen.Store(f)
+	if w.premade.took.Load() {
+		w.premade.frozen.Store(nil) // too late: the model has its copies, this would be a third
 	}
 }
 
