@@ -96,7 +96,7 @@ type Options struct {
 
 	// Checkpoints, when not nil, stores a checkpoint of each model before
 	// every commit of its positions, and restores models from it (see
-	// Fingerprint and the comment of checkpoint.go). CommitEvery and
+	// Fingerprint and the comment of restore.go). CommitEvery and
 	// CommitInterval then default to DefaultCheckpointEvery and
 	// DefaultCheckpointInterval.
 	Checkpoints checkpoint.Store

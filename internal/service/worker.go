@@ -171,7 +171,7 @@ type worker struct {
 	anyDone  bool              // lastDone is set
 	intake   Intake            // what this Run handed the model
 	// servedGen numbers the serving copies of models per key made
-	// (keyedServing.gen).
+	// (serving.KeyedCopy.Gen).
 	servedGen uint64
 	latency   Observer // the partition's, of Options.Latency; nil without
 	// labelsWarned: the labels report's warning was logged (once).
