@@ -556,7 +556,7 @@ func (p *spareSource) Fetch(ctx context.Context) (connectors.Record, error) {
 }
 
 // The model of the first partition is made before its first record comes
-// (Service.makeSpare), with the memory of its first checkpoint; a second
+// (models.makeSpare), with the memory of its first checkpoint; a second
 // partition's is made when it comes, and its first checkpoint's memory by
 // premake. Both runs end as a replay of each partition's records does.
 // A spare not ready when the first record comes is dropped. Models per

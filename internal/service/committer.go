@@ -544,6 +544,44 @@ collect:
 	return nil
 }
 
+// release finishes the commit rounds of w, whose worker is stopped,
+// before its model is dropped: its last write first, which a reload must
+// not race; on a hand-off (handOff) with checkpoints, every round in
+// flight, then a checkpoint of the model as it is (saveHandOff), for the
+// new owner to restore.
+func (cm *committer) release(ctx context.Context, w *worker, handOff bool) error {
+	if w.commit.saving { // its last write first: a reload must not race it
+		if err := cm.finishRound(ctx); err != nil {
+			return err
+		}
+		if err := cm.collectSaves(ctx, true); err != nil {
+			return err
+		}
+	}
+	if handOff && cm.s.opt.Checkpoints != nil {
+		// Every round in flight first: a failed output any of them
+		// holds stops the hand-off (and nobody else waits on the sinks
+		// meanwhile, so no failure is reported to another wait).
+		if err := cm.collectSaves(ctx, true); err != nil {
+			return err
+		}
+	}
+	// A model with a checkpoint already (and so a commit): one at its
+	// position now stands where the group's commit does, for the new
+	// owner. One without stays unsaved: the new owner starts where its
+	// own start says, which a checkpoint ahead of no commit would
+	// contradict.
+	if handOff && cm.s.opt.Checkpoints != nil && !w.failed && w.commit.savedPos >= 0 && w.m.pos != w.commit.savedPos && cm.outputsFailed == nil {
+		if err := cm.saveHandOff(ctx, w); err != nil {
+			// The new owner restores the last checkpoint and learns
+			// again from the group's commit: nothing is lost.
+			cm.s.logger.Warn("partition revoked: its last state is not checkpointed; the new owner learns again from the last commit",
+				"partition", w.part, "err", err)
+		}
+	}
+	return nil
+}
+
 // saveHandOff checkpoints w's model, whose worker is stopped, once every
 // output published so far is durable.
 func (cm *committer) saveHandOff(ctx context.Context, w *worker) error {

@@ -73,50 +73,6 @@ func (l *models) get(ctx context.Context, rec *connectors.Record) (*worker, erro
 	return w, nil
 }
 
-// startWarm makes m, partition's new model (no checkpoint holds it), the
-// warm start's model, when there is one. It is the one place a new
-// model is made (restore, and the reset and rebuild it chooses).
-func (l *models) startWarm(partition int32, m *model) error {
-	w := l.s.opt.WarmStart
-	if w == nil {
-		return nil
-	}
-	if w.Err != nil {
-		return fmt.Errorf("service: partition %d has no checkpoint, and its model cannot start from the warm start: %w", partition, w.Err)
-	}
-	if err := m.startFrom(w.Model.State, w.SHA256); err != nil {
-		return fmt.Errorf("service: partition %d: warm start: the model %s: %w", partition, w.Path, err)
-	}
-	if m.p != nil && l.s.opt.HistoryPoints > 0 && m.p.Tracker().History() == nil {
-		// A file written without curves (replay --save): the dashboard's
-		// curves start here.
-		m.p.Tracker().EnableHistory(l.s.opt.HistoryPoints)
-	}
-	l.s.logger.Info("model started from the warm start", "partition", partition, "model", w.String(), "events", m.events())
-	return nil
-}
-
-// warmAssigned makes, with a warm start, the model of every partition a
-// consumer group assigned to the service that has none yet: the trained
-// model serves before the partition brings a record.
-func (l *models) warmAssigned(ctx context.Context) error {
-	if l.s.opt.WarmStart == nil {
-		return nil
-	}
-	owned, live := l.assignments()
-	if !live {
-		return nil
-	}
-	for _, p := range owned {
-		if _, ok := l.workers[p]; !ok {
-			if _, err := l.of(ctx, p); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 // of returns the worker of partition, creating its model (from the
 // partition's checkpoint when there is one) and, while Run's loop runs,
 // starting it.
@@ -233,94 +189,6 @@ func (l *models) own(ctx context.Context, partition int32, m *model) error {
 	return nil
 }
 
-// newModel restores m, owned, from partition's checkpoint and makes its
-// worker.
-func (l *models) newModel(ctx context.Context, partition int32, m *model, premade *pipeline.Frozen) (*worker, error) {
-	if err := l.restore(ctx, partition, m); err != nil {
-		return nil, err
-	}
-	w, err := l.s.newWorker(partition, m)
-	if err != nil {
-		return nil, err
-	}
-	if m.saveAtOnce {
-		// The reset holds once its checkpoint does: the next run, even
-		// if this one learns nothing, restores the fresh model at the
-		// committed position rather than stopping again.
-		t, err := w.take(nil)
-		var c *checkpoint.Checkpoint
-		if err == nil {
-			c, err = t.complete()
-		}
-		if err == nil {
-			err = l.s.opt.Checkpoints.Save(ctx, c)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("service: checkpoint of partition %d after its reset: %w", partition, err)
-		}
-	}
-	switch {
-	case !l.s.intake:
-	case l.s.src.framed != nil:
-		// One partition read from files: nothing to learn in parallel
-		// with, and fetching is cheaper than learning, so a goroutine
-		// would only add the copy and the hand-over. The loop learns.
-		w.inline = true
-	default:
-		w.start(l.s.wctx)
-		switch {
-		case l.s.opt.Checkpoints == nil || m.p == nil:
-		case premade != nil:
-			w.premade.frozen.Store(premade)
-		default:
-			l.premaking.Go(func() { w.premake(ctx, l.premakeSlot, l.s.opt.Config, l.s.opt.HistoryPoints) })
-		}
-	}
-	l.workers[partition] = w
-	l.last = w
-	l.order = append(l.order, partition)
-	l.s.logger.Info("new model", "source", l.s.opt.Source.Name(), "partition", partition)
-	return w, nil
-}
-
-// dropRevoked drops the models of the partitions a Kafka rebalance gave
-// to another process: the partition leaves the reports, the metrics and
-// the reports sink here. With checkpoints, the model's state is
-// checkpointed first (handOff), and the new owner, who waits for this
-// process to give the checkpoints up, restores it; without, the new owner
-// learns afresh from the group's last commit, and the model here is stale
-// (if the partition comes back, it comes back from the checkpoint, or
-// afresh).
-func (l *models) dropRevoked(ctx context.Context) error {
-	owned, live := l.assignments()
-	if !live {
-		return nil
-	}
-	for _, part := range slices.Clone(l.order) {
-		if !slices.Contains(owned, part) {
-			l.s.logger.Info("partition revoked: dropping its model", "partition", part)
-			if err := l.handOff(ctx, part); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// disownAll gives up the ownership of every model's checkpoints.
-func (l *models) disownAll() {
-	for _, w := range l.workers {
-		w.m.disown()
-	}
-}
-
-// sorted returns the partitions with a model, ascending.
-func (l *models) sorted() []int32 {
-	parts := slices.Clone(l.order)
-	slices.Sort(parts)
-	return parts
-}
-
 // ownSlice is how long Own waits between two calls of its between.
 const ownSlice = 100 * time.Millisecond
 
@@ -372,6 +240,79 @@ func Own(ctx context.Context, store checkpoint.Store, partition int32, wait time
 				what, held)
 		}
 	}
+}
+
+// newModel restores m, owned, from partition's checkpoint and makes its
+// worker.
+func (l *models) newModel(ctx context.Context, partition int32, m *model, premade *pipeline.Frozen) (*worker, error) {
+	if err := l.restore(ctx, partition, m); err != nil {
+		return nil, err
+	}
+	w, err := l.s.newWorker(partition, m)
+	if err != nil {
+		return nil, err
+	}
+	if m.saveAtOnce {
+		// The reset holds once its checkpoint does: the next run, even
+		// if this one learns nothing, restores the fresh model at the
+		// committed position rather than stopping again.
+		t, err := w.take(nil)
+		var c *checkpoint.Checkpoint
+		if err == nil {
+			c, err = t.complete()
+		}
+		if err == nil {
+			err = l.s.opt.Checkpoints.Save(ctx, c)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("service: checkpoint of partition %d after its reset: %w", partition, err)
+		}
+	}
+	switch {
+	case !l.s.intake:
+	case l.s.src.framed != nil:
+		// One partition read from files: nothing to learn in parallel
+		// with, and fetching is cheaper than learning, so a goroutine
+		// would only add the copy and the hand-over. The loop learns.
+		w.inline = true
+	default:
+		w.start(l.s.wctx)
+		switch {
+		case l.s.opt.Checkpoints == nil || m.p == nil:
+		case premade != nil:
+			w.premade.frozen.Store(premade)
+		default:
+			l.premaking.Go(func() { w.premake(ctx, l.premakeSlot, l.s.opt.Config, l.s.opt.HistoryPoints) })
+		}
+	}
+	l.workers[partition] = w
+	l.last = w
+	l.order = append(l.order, partition)
+	l.s.logger.Info("new model", "source", l.s.opt.Source.Name(), "partition", partition)
+	return w, nil
+}
+
+// startWarm makes m, partition's new model (no checkpoint holds it), the
+// warm start's model, when there is one. It is the one place a new
+// model is made (restore, and the reset and rebuild it chooses).
+func (l *models) startWarm(partition int32, m *model) error {
+	w := l.s.opt.WarmStart
+	if w == nil {
+		return nil
+	}
+	if w.Err != nil {
+		return fmt.Errorf("service: partition %d has no checkpoint, and its model cannot start from the warm start: %w", partition, w.Err)
+	}
+	if err := m.startFrom(w.Model.State, w.SHA256); err != nil {
+		return fmt.Errorf("service: partition %d: warm start: the model %s: %w", partition, w.Path, err)
+	}
+	if m.p != nil && l.s.opt.HistoryPoints > 0 && m.p.Tracker().History() == nil {
+		// A file written without curves (replay --save): the dashboard's
+		// curves start here.
+		m.p.Tracker().EnableHistory(l.s.opt.HistoryPoints)
+	}
+	l.s.logger.Info("model started from the warm start", "partition", partition, "model", w.String(), "events", m.events())
+	return nil
 }
 
 // restoreIdle creates, from their checkpoints, the models of the
@@ -428,6 +369,27 @@ func (l *models) restoreIdle(ctx context.Context, start bool) error {
 	return nil
 }
 
+// warmAssigned makes, with a warm start, the model of every partition a
+// consumer group assigned to the service that has none yet: the trained
+// model serves before the partition brings a record.
+func (l *models) warmAssigned(ctx context.Context) error {
+	if l.s.opt.WarmStart == nil {
+		return nil
+	}
+	owned, live := l.assignments()
+	if !live {
+		return nil
+	}
+	for _, p := range owned {
+		if _, ok := l.workers[p]; !ok {
+			if _, err := l.of(ctx, p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // assignments returns the partitions a consumer group assigns to the
 // source now, and whether a generation is live; owned is nil for sources
 // without consumer groups.
@@ -441,6 +403,30 @@ func (l *models) assignments() (owned []int32, live bool) {
 		return []int32{}, false
 	}
 	return owned, true
+}
+
+// dropRevoked drops the models of the partitions a Kafka rebalance gave
+// to another process: the partition leaves the reports, the metrics and
+// the reports sink here. With checkpoints, the model's state is
+// checkpointed first (handOff), and the new owner, who waits for this
+// process to give the checkpoints up, restores it; without, the new owner
+// learns afresh from the group's last commit, and the model here is stale
+// (if the partition comes back, it comes back from the checkpoint, or
+// afresh).
+func (l *models) dropRevoked(ctx context.Context) error {
+	owned, live := l.assignments()
+	if !live {
+		return nil
+	}
+	for _, part := range slices.Clone(l.order) {
+		if !slices.Contains(owned, part) {
+			l.s.logger.Info("partition revoked: dropping its model", "partition", part)
+			if err := l.handOff(ctx, part); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // dropModel forgets the model of part, once its worker has learned what
@@ -466,34 +452,8 @@ func (l *models) drop(ctx context.Context, part int32, handOff bool) error {
 	if err := w.stop(ctx); err != nil {
 		return err
 	}
-	if w.commit.saving { // its last write first: a reload must not race it
-		if err := l.s.commits.finishRound(ctx); err != nil {
-			return err
-		}
-		if err := l.s.commits.collectSaves(ctx, true); err != nil {
-			return err
-		}
-	}
-	if handOff && l.s.opt.Checkpoints != nil {
-		// Every round in flight first: a failed output any of them
-		// holds stops the hand-off (and nobody else waits on the sinks
-		// meanwhile, so no failure is reported to another wait).
-		if err := l.s.commits.collectSaves(ctx, true); err != nil {
-			return err
-		}
-	}
-	// A model with a checkpoint already (and so a commit): one at its
-	// position now stands where the group's commit does, for the new
-	// owner. One without stays unsaved: the new owner starts where its
-	// own start says, which a checkpoint ahead of no commit would
-	// contradict.
-	if handOff && l.s.opt.Checkpoints != nil && !w.failed && w.commit.savedPos >= 0 && w.m.pos != w.commit.savedPos && l.s.commits.outputsFailed == nil {
-		if err := l.s.commits.saveHandOff(ctx, w); err != nil {
-			// The new owner restores the last checkpoint and learns
-			// again from the group's commit: nothing is lost.
-			l.s.logger.Warn("partition revoked: its last state is not checkpointed; the new owner learns again from the last commit",
-				"partition", part, "err", err)
-		}
+	if err := l.s.commits.release(ctx, w, handOff); err != nil {
+		return err
 	}
 	w.m.disown()
 	delete(l.workers, part)
@@ -501,4 +461,18 @@ func (l *models) drop(ctx context.Context, part int32, handOff bool) error {
 	l.s.replan = true
 	l.order = slices.DeleteFunc(l.order, func(p int32) bool { return p == part })
 	return nil
+}
+
+// disownAll gives up the ownership of every model's checkpoints.
+func (l *models) disownAll() {
+	for _, w := range l.workers {
+		w.m.disown()
+	}
+}
+
+// sorted returns the partitions with a model, ascending.
+func (l *models) sorted() []int32 {
+	parts := slices.Clone(l.order)
+	slices.Sort(parts)
+	return parts
 }

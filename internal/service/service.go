@@ -124,7 +124,7 @@ type Options struct {
 	// those added, those whose settings changed and those dropped since,
 	// each of them and no other. The other learners keep their models,
 	// and the partition's checkpoint is written again at once for the new
-	// configuration (see Service.restore). With a checkpoint of this
+	// configuration (see models.restore). With a checkpoint of this
 	// configuration it does nothing.
 	ResetLearners []string
 	// WarmStart, when not nil, is the model every new model starts from
