@@ -16,8 +16,10 @@ import (
 // models is the model lifecycle of a Service: it owns every partition's
 // model and its worker, and alone makes, owns (checkpoint.Owner),
 // restores, checks against the broker's commit, rebuilds, warm-starts,
-// resets and drops them. The loop asks it for a record's worker (get);
-// everything else it does is on the loop's goroutine too.
+// resets and drops them. The loop asks it for a record's worker (get).
+// It is the loop's: its methods run on Run's goroutine, and the
+// goroutines it starts (the spare model, the premade checkpoint memory)
+// touch only what they make until the loop takes it.
 type models struct {
 	s       *Service
 	workers map[int32]*worker
