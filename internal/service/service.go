@@ -200,6 +200,15 @@ type busySpans struct {
 	blocked time.Duration
 }
 
+// end ends the busy span that began at from at end, when the source's
+// blocked time (blocker) was blocked, and adds it, less the time the
+// source was blocked in it, to the total.
+func (b *busySpans) end(end time.Time, blocked time.Duration) {
+	b.total += max(end.Sub(b.from)-(blocked-b.blocked), 0)
+	b.from = time.Time{}
+}
+
+
 // New checks the options.
 func New(opt Options) (*Service, error) {
 	if opt.Config == nil || opt.Source == nil {
@@ -345,7 +354,7 @@ func (s *Service) Run(ctx context.Context) error {
 	if !s.busy.from.IsZero() {
 		// The loop stopped while busy (the end of its input): the
 		// span ends once the workers learned what they were handed.
-		s.endSpan(time.Now(), s.sourceBlocked())
+		s.busy.end(time.Now(), s.sourceBlocked())
 	}
 	if runErr == nil {
 		runErr = s.failed()
@@ -385,14 +394,6 @@ func (s *Service) stopWorkers(ctx context.Context) error {
 // the total time its Fetch calls spent so, which is not learning time
 // (LearnSeconds). Cheap enough to call at every clock reading.
 type blocker interface{ blocked() time.Duration }
-
-// endSpan ends the busy span that began at s.busy.from at end, when the
-// source's blocked time (blocker) was blocked, and adds it, less the time
-// the source was blocked in it, to the learning time.
-func (s *Service) endSpan(end time.Time, blocked time.Duration) {
-	s.busy.total += max(end.Sub(s.busy.from)-(blocked-s.busy.blocked), 0)
-	s.busy.from = time.Time{}
-}
 
 // sourceBlocked returns the source's blocked time (blocker); zero when it
 // does not say.
@@ -461,7 +462,7 @@ func (s *Service) loop(ctx context.Context) error {
 			}
 			s.busy.from, s.busy.blocked = now, blocked
 		case idle && !s.busy.from.IsZero() && !errors.Is(err, connectors.ErrEndOfInput):
-			s.endSpan(now, blocked)
+			s.busy.end(now, blocked)
 		}
 		if idle {
 			if stop, err := s.nothingFetched(ctx, fctx, err); stop {
