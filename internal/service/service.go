@@ -208,7 +208,6 @@ func (b *busySpans) end(end time.Time, blocked time.Duration) {
 	b.from = time.Time{}
 }
 
-
 // New checks the options.
 func New(opt Options) (*Service, error) {
 	if opt.Config == nil || opt.Source == nil {
