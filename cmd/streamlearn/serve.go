@@ -12,7 +12,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/api"
 	"github.com/streamlearn/streamlearn/internal/checkpoint"
 	"github.com/streamlearn/streamlearn/internal/config"
-	"github.com/streamlearn/streamlearn/internal/service"
+	"github.com/streamlearn/streamlearn/internal/serving"
 )
 
 const serveArgs = "-c config.yaml [--model MODEL | --checkpoint-dir DIR] [--poll D] [--http ADDR] [--http-token-file FILE] [--log-level LEVEL]"
@@ -26,7 +26,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cfgPath := fs.String("c", "", "config `file` of the models served (required)")
 	model := fs.String("model", "", "serve the model `file` written by export or replay --save, as partition 0")
 	ckptDir := fs.String("checkpoint-dir", "", "serve the checkpoints in `dir`, every partition's, and follow them (default: the config's checkpoint.dir or checkpoint.bucket)")
-	poll := fs.Duration("poll", service.DefaultServePoll, "how often the checkpoints are read for newer ones (`duration`)")
+	poll := fs.Duration("poll", serving.DefaultPoll, "how often the checkpoints are read for newer ones (`duration`)")
 	httpAddr := fs.String("http", "", "serve /v1/predict, /v1/report, /metrics, the probes and the dashboard on `addr` (default: the config's http.addr, else 127.0.0.1:8080)")
 	tokenFile := fs.String("http-token-file", "", "require \"Authorization: Bearer <token>\" on the HTTP API, the token in `file` (default: $"+tokenEnv+", else the config's http.token_file)")
 	logLevel := fs.String("log-level", "warn", "log `level`: debug, info (also each model loaded), warn or error")
@@ -48,12 +48,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	opt := service.ServeOptions{Config: cfg, Poll: *poll, Logger: logger}
+	opt := serving.ServeOptions{Config: cfg, Poll: *poll, Logger: logger}
 	if *model != "" {
 		if *ckptDir != "" {
 			return usageErr(fs, "--model and --checkpoint-dir: choose one")
 		}
-		if opt.Model, err = service.LoadWarmStart(*model); err != nil {
+		if opt.Model, err = serving.LoadWarmStart(*model); err != nil {
 			return err
 		}
 	} else if dir := cmp.Or(*ckptDir, cfg.Checkpoint.Dir); dir != "" {
@@ -81,7 +81,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		opt.Checkpoints = st
 	}
-	srv, err := service.NewServer(ctx, opt)
+	srv, err := serving.NewReplica(ctx, opt)
 	if err != nil {
 		return err
 	}
@@ -105,7 +105,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // keyedWarmStart returns, with models per key, the warm start new keys'
 // models start from (models.warm_start), which a replica answers new keys
 // with as the learning service does; nil otherwise.
-func keyedWarmStart(cfg *config.Config) (*service.WarmStart, error) {
+func keyedWarmStart(cfg *config.Config) (*serving.WarmStart, error) {
 	if cfg.Models.By != "key" {
 		return nil, nil
 	}

@@ -13,25 +13,25 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/streamlearn/streamlearn/internal/config"
-	"github.com/streamlearn/streamlearn/internal/service"
+	"github.com/streamlearn/streamlearn/internal/serving"
 )
 
 // Options configure the handler. Snapshot, Gatherer and Config are
 // required.
 type Options struct {
 	// Snapshot returns the service's latest snapshot (service.Service's
-	// Snapshot); it is called from the server's goroutines. A nil
-	// snapshot reads as not started.
-	Snapshot func() *service.Snapshot
+	// or a serving.Replica's Snapshot); it is called from the server's
+	// goroutines. A nil snapshot reads as not started.
+	Snapshot func() *serving.Snapshot
 	// Gatherer is the registry /metrics serves, typically one holding
 	// metrics.NewCollector and metrics.NewEventDuration.
 	Gatherer prometheus.Gatherer
 	// Config is the running configuration; /v1/learners lists its learners.
 	Config *config.Config
 	// Predictor returns the model copy that answers POST /v1/predict
-	// (service.Service's Predictor). Optional: without it the endpoint
-	// answers 501.
-	Predictor func(ctx context.Context, partition int32, only bool, key []byte) (*service.Predictor, error)
+	// (service.Service's or a serving.Replica's Predictor). Optional:
+	// without it the endpoint answers 501.
+	Predictor func(ctx context.Context, partition int32, only bool, key []byte) (*serving.Predictor, error)
 	// WantDigests, when not nil, is called by GET /v1/report before it
 	// reads the snapshot: a service computes the learners' state digests
 	// of its snapshots only while they are read (service.Service's
@@ -92,12 +92,12 @@ func New(opt Options) http.Handler {
 			opt.WantDigests(ctx)
 			cancel()
 		}
-		var reports []service.Report
+		var reports []serving.Report
 		if snap := opt.Snapshot(); snap != nil {
 			reports = snap.Reports
 		}
 		if reports == nil {
-			reports = []service.Report{}
+			reports = []serving.Report{}
 		}
 		p, has, ok := partitionQuery(w, r)
 		if !ok {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/streamlearn/streamlearn/internal/online"
 	"github.com/streamlearn/streamlearn/internal/regret"
-	"github.com/streamlearn/streamlearn/internal/service"
+	"github.com/streamlearn/streamlearn/internal/serving"
 )
 
 // The dashboard is static: index.html, app.js and app.css, embedded in
@@ -39,7 +39,7 @@ var dashboardAssets = []struct{ path, file, contentType string }{
 }
 
 // handleDashboard registers the dashboard's files and GET /v1/history.
-func handleDashboard(mux *http.ServeMux, snapshot func() *service.Snapshot) {
+func handleDashboard(mux *http.ServeMux, snapshot func() *serving.Snapshot) {
 	for _, a := range dashboardAssets {
 		body, err := dashboardFiles.ReadFile(a.file)
 		if err != nil {
@@ -208,7 +208,7 @@ type Curves struct {
 // historyOf returns the curves of every model of snap, in the order of
 // its reports. Models have empty curves when the service keeps none
 // (service.Options.HistoryPoints < 0).
-func historyOf(snap *service.Snapshot) []History {
+func historyOf(snap *serving.Snapshot) []History {
 	if snap == nil {
 		return []History{}
 	}

@@ -10,7 +10,7 @@
 //	GET /metrics       Prometheus text exposition of Options.Gatherer
 //	GET /healthz       200 "ok" while the process serves HTTP
 //	GET /readyz        200 "ok" once the service has started consuming, else 503 and a one-line reason
-//	GET /v1/report     JSON array of every model's report (service.Report), ordered by partition;
+//	GET /v1/report     JSON array of every model's report (serving.Report), ordered by partition;
 //	                   ?partition=N: that model's report alone, 404 if there is none
 //	GET /v1/learners   JSON array of {"name", "algorithm"} in configuration order
 //	GET /v1/history    JSON array of every model's sampled curves (History), ordered by
@@ -57,11 +57,11 @@
 //
 // Other methods get 405 with an Allow header, other paths 404; under
 // /v1/ both are ErrorBodies, of code method_not_allowed and not_found. Every
-// handler reads the latest service.Snapshot, an immutable copy the service
+// handler reads the latest serving.Snapshot, an immutable copy the service
 // loop publishes; the metrics collector (package metrics) reads the same
 // snapshots, so /metrics and /v1/report give the same numbers for the
 // same snapshot. A /v1/report object is what the reports sink publishes:
-// the JSON encoding of service.Report.
+// the JSON encoding of serving.Report.
 //
 // Wiring (cmd/streamlearn run): create the histogram before the service,
 // the registry and handler after it, serve on cfg.HTTP.Addr, and shut the

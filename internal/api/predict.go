@@ -18,7 +18,7 @@ import (
 
 	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
-	"github.com/streamlearn/streamlearn/internal/service"
+	"github.com/streamlearn/streamlearn/internal/serving"
 )
 
 // Limits of POST /v1/predict.
@@ -28,7 +28,7 @@ const (
 	// MaxPredictEvents bounds the events of one request.
 	MaxPredictEvents = 10000
 	// PredictWait bounds how long a request waits for the first copy of
-	// the models after an idle spell (service.Predictor), and how long it
+	// the models after an idle spell (service.Service's Predictor), and how long it
 	// waits for a slot (below) before it is answered 503.
 	PredictWait = 5 * time.Second
 	// MaxPredictRequests bounds the requests of POST /v1/predict that
@@ -182,7 +182,7 @@ func predictHandler(opt Options, requests, workers chan struct{}) http.HandlerFu
 		defer cancel()
 		out := make([]PredictResponse, 0, len(raws))
 		var ev event.Event
-		var preds []service.Prediction
+		var preds []serving.Prediction
 		for i, raw := range raws {
 			if err := dec.Decode(raw, &ev); err != nil {
 				badEvent(w, i, err)
@@ -232,11 +232,11 @@ func predictHandler(opt Options, requests, workers chan struct{}) http.HandlerFu
 
 // predictor returns the model that answers for key (opt.Predictor), or
 // answers the error and returns !ok.
-func predictor(ctx context.Context, w http.ResponseWriter, opt Options, partition int32, only bool, key []byte) (*service.Predictor, bool) {
+func predictor(ctx context.Context, w http.ResponseWriter, opt Options, partition int32, only bool, key []byte) (*serving.Predictor, bool) {
 	pr, err := opt.Predictor(ctx, partition, only, key)
 	if err != nil {
 		status, code := http.StatusBadRequest, "bad_request"
-		if errors.Is(err, service.ErrNoModel) {
+		if errors.Is(err, serving.ErrNoModel) {
 			status, code = http.StatusServiceUnavailable, "no_model"
 			if !only {
 				status = http.StatusNotFound
@@ -276,7 +276,7 @@ func keyReport(w http.ResponseWriter, r *http.Request, opt Options) {
 		fail(w, http.StatusInternalServerError, "internal", err.Error())
 		return
 	}
-	writeJSON(w, service.Report{Source: opt.Snapshot().Source, Partition: pr.Partition, Key: &key, Report: rep})
+	writeJSON(w, serving.Report{Source: opt.Snapshot().Source, Partition: pr.Partition, Key: &key, Report: rep})
 }
 
 func keyedConfig(opt Options) bool { return opt.Config != nil && opt.Config.Models.By == "key" }

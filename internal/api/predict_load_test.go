@@ -19,6 +19,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
 	"github.com/streamlearn/streamlearn/internal/service"
+	"github.com/streamlearn/streamlearn/internal/serving"
 )
 
 // POST /v1/predict holds at most MaxPredictRequests bodies and decodes and
@@ -33,10 +34,10 @@ func TestPredictSlots(t *testing.T) {
 
 	var in atomic.Int32
 	release := make(chan struct{})
-	predictor := func(context.Context, int32, bool, []byte) (*service.Predictor, error) {
+	predictor := func(context.Context, int32, bool, []byte) (*serving.Predictor, error) {
 		in.Add(1)
 		<-release
-		return nil, service.ErrNoModel
+		return nil, serving.ErrNoModel
 	}
 	requests, workers := make(chan struct{}, MaxPredictRequests), make(chan struct{}, predictWorkers())
 	ts := httptest.NewServer(predictHandler(Options{Config: cfg, Predictor: predictor}, requests, workers))

@@ -24,7 +24,7 @@ func TestDependenciesPointOneWay(t *testing.T) {
 	connect := append([]string{"internal/connectors/settings", "internal/lockfile"}, clients...)
 	store := []string{"internal/codec", "internal/lockfile", "github.com/nats-io/nats.go", "github.com/nats-io/nkeys", "github.com/nats-io/nuid",
 		"github.com/klauspost/", "golang.org/x/"}
-	service := append([]string{"internal/service/", "internal/checkpoint", "internal/connectors", "internal/lockfile"}, append(learn, clients...)...)
+	service := append([]string{"internal/service/", "internal/serving", "internal/checkpoint", "internal/connectors", "internal/lockfile"}, append(learn, clients...)...)
 	for _, rule := range []struct {
 		pkg     string
 		allowed []string // import path prefixes (module-relative for ours) besides the standard library
@@ -42,6 +42,10 @@ func TestDependenciesPointOneWay(t *testing.T) {
 		{"internal/connectors", connect},
 		{"internal/checkpoint", store},
 		{"internal/service", service},
+		// serving: the models' copies and the checkpoint stores they are
+		// read from, never the service that learns them, the HTTP API,
+		// a connector or Prometheus.
+		{"internal/serving", append([]string{"internal/checkpoint"}, append(learn, store...)...)},
 	} {
 		out, err := testproc.Command(t, "go", "list", "-deps", "-f", "{{.Standard}} {{.ImportPath}}", module+rule.pkg).Output()
 		if err != nil {

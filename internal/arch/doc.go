@@ -20,4 +20,8 @@
 //     given: it imports no cmd, no api and not the wiring that builds them
 //     from a config (cmd/streamlearn's), nor anything above it (api,
 //     metrics, cmd).
+//   - serving (the copies of the models that answer predictions, and the
+//     replica that reads them from checkpoints) imports the learning
+//     packages and the checkpoint stores, never service, which imports
+//     it, nor a connector, the HTTP API or Prometheus.
 package arch

@@ -30,7 +30,7 @@ func BenchmarkCheckpoint(b *testing.B) {
 			if err := s.Run(context.Background()); err != nil {
 				b.Fatal(err)
 			}
-			w := s.workers[0]
+			w := s.models.workers[0]
 			var spare *pipeline.Frozen // as a service does: the last checkpoint's memory
 			b.ReportAllocs()
 			for b.Loop() {
@@ -87,7 +87,7 @@ models: {by: key, max: 500, global: true}
 			if err := s.Run(context.Background()); err != nil {
 				b.Fatal(err)
 			}
-			w := s.workers[0]
+			w := s.models.workers[0]
 			dec, err := event.NewDecoder(pipeline.EventConfig(c))
 			if err != nil {
 				b.Fatal(err)

@@ -442,7 +442,7 @@ type premadeSource struct {
 func (p *premadeSource) Fetch(ctx context.Context) (connectors.Record, error) {
 	r, err := p.memSource.Fetch(ctx)
 	if errors.Is(err, connectors.ErrEndOfInput) {
-		p.s.premaking.Wait()
+		p.s.models.premaking.Wait()
 	}
 	return r, err
 }
@@ -462,8 +462,8 @@ func TestFirstCheckpointPremade(t *testing.T) {
 	s := newService(t, Options{Config: c, Source: src, Checkpoints: store, CommitEvery: 1 << 30, CommitInterval: time.Hour, HistoryPoints: 64})
 	src.s = s
 	run(t, s)
-	w := s.workers[0]
-	if !w.premadeUsed.Load() {
+	w := s.models.workers[0]
+	if !w.premade.used.Load() {
 		t.Fatal("the first checkpoint was not taken into the premade memory")
 	}
 	saved, err := store.Load(context.Background(), 0)
@@ -498,7 +498,7 @@ func TestFirstCheckpointPremade(t *testing.T) {
 	// What the worker allocates at a first take, with and without.
 	allocated := func(premade bool) uint64 {
 		if premade {
-			w.took.Store(false)
+			w.premade.took.Store(false)
 			w.premake(context.Background(), make(chan struct{}, 1), c, 64)
 		}
 		var before, after runtime.MemStats
@@ -517,7 +517,7 @@ func TestFirstCheckpointPremade(t *testing.T) {
 	// Made after a take, the memory would be a third copy of the weights
 	// for the worker's life: it is not kept.
 	w.premake(context.Background(), make(chan struct{}, 1), c, 64)
-	if w.premade.Load() != nil {
+	if w.premade.frozen.Load() != nil {
 		t.Fatal("memory premade after the model's first take is kept")
 	}
 }
@@ -539,24 +539,24 @@ type spareSource struct {
 func (p *spareSource) Fetch(ctx context.Context) (connectors.Record, error) {
 	switch p.fetches++; p.fetches {
 	case 1:
-		if p.s.spare != nil {
-			p.spare = <-p.s.spare
-			p.s.spare <- p.spare
+		if p.s.models.spare != nil {
+			p.spare = <-p.s.models.spare
+			p.s.models.spare <- p.spare
 			time.Sleep(50 * time.Millisecond) // the first record comes later
 			p.spareAt = time.Now()
 		}
 	case 2:
-		p.premade = p.s.workers[p.memSource.recs[0].Partition].premade.Load()
+		p.premade = p.s.models.workers[p.memSource.recs[0].Partition].premade.frozen.Load()
 	}
 	r, err := p.memSource.Fetch(ctx)
 	if errors.Is(err, connectors.ErrEndOfInput) {
-		p.s.premaking.Wait()
+		p.s.models.premaking.Wait()
 	}
 	return r, err
 }
 
 // The model of the first partition is made before its first record comes
-// (Service.makeSpare), with the memory of its first checkpoint; a second
+// (models.makeSpare), with the memory of its first checkpoint; a second
 // partition's is made when it comes, and its first checkpoint's memory by
 // premake. Both runs end as a replay of each partition's records does.
 // A spare not ready when the first record comes is dropped. Models per
@@ -579,21 +579,21 @@ func TestSpareModel(t *testing.T) {
 		if src.spare.m == nil || ckpt != (src.spare.frozen != nil) {
 			t.Fatalf("checkpoints %v: spare %+v, want a model, and a copy with checkpoints", ckpt, src.spare)
 		}
-		if s.spare != nil {
+		if s.models.spare != nil {
 			t.Fatal("the spare model was not taken")
 		}
 		first := src.memSource.recs[0].Partition
-		if s.workers[first].m != src.spare.m {
+		if s.models.workers[first].m != src.spare.m {
 			t.Fatalf("the model of partition %d, the first to come, is not the spare", first)
 		}
 		if src.premade != src.spare.frozen {
 			t.Fatalf("the first checkpoint of partition %d is not to go into the spare's copy", first)
 		}
-		for p, w := range s.workers {
+		for p, w := range s.models.workers {
 			if p != first && w.m == src.spare.m {
 				t.Fatalf("partition %d has the spare model too", p)
 			}
-			if ckpt && !w.premadeUsed.Load() {
+			if ckpt && !w.premade.used.Load() {
 				t.Errorf("partition %d's first checkpoint was not taken into memory made beforehand", p)
 			}
 			var data []byte
@@ -614,7 +614,7 @@ func TestSpareModel(t *testing.T) {
 	}
 	s := newService(t, Options{Config: c, Source: newMemSource(genEvents(100, 4, 0, 0, 0), 1)})
 	run(t, s) // the first record comes at once
-	if s.spare != nil {
+	if s.models.spare != nil {
 		t.Error("a spare model not taken is kept")
 	}
 	keyedCfg := parseYAML(t, keyedConfig)
@@ -664,7 +664,7 @@ func TestKeyedCheckpointTaken(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w := s.workers[0]
+		w := s.models.workers[0]
 		rep, err := w.report()
 		if err != nil {
 			t.Fatal(err)

@@ -345,7 +345,7 @@ func runHostile(t *testing.T, c *config.Config, src connectors.Source, what stri
 		t.Fatalf("%s: %d models, want 1", what, len(reps))
 	}
 	return hostileRun{what: what, source: src.Name(), offset0: offset0, report: reps[0].Report,
-		p: s.workers[reps[0].Partition].m.p, letters: dl.messages()}
+		p: s.models.workers[reps[0].Partition].m.p, letters: dl.messages()}
 }
 
 // startBigNATS starts a NATS server with JetStream whose max_payload is 16

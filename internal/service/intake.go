@@ -84,4 +84,4 @@ func (s *Service) Intakes() ([]Intake, error) {
 // not learn for an hour. A wait inside a fetch that then returned a record
 // before its deadline (the next commit, report or snapshot, a second at
 // most) counts. Call it after Run returns.
-func (s *Service) LearnSeconds() float64 { return s.learnTime.Seconds() }
+func (s *Service) LearnSeconds() float64 { return s.busy.total.Seconds() }

@@ -18,6 +18,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/connectors"
 	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
+	"github.com/streamlearn/streamlearn/internal/serving"
 )
 
 const keyedPlain = `features: {bits: 8}
@@ -342,7 +343,7 @@ func TestKeyedServeNewKey(t *testing.T) {
 		}
 		want[key] = sum
 	}
-	srv, err := NewServer(context.Background(), ServeOptions{Config: c, Checkpoints: store, WarmStart: warm})
+	srv, err := serving.NewReplica(context.Background(), serving.ServeOptions{Config: c, Checkpoints: store, WarmStart: warm})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -471,7 +472,7 @@ learners:
 
 	// The serving copy: the next event of each key, and of a new one.
 	srv := newService(t, Options{Config: c, Source: newMemSource(lines, 1)})
-	srv.serveUntil.Store(time.Now().Add(time.Hour).UnixNano())
+	srv.snaps.serveUntil.Store(time.Now().Add(time.Hour).UnixNano())
 	if err := srv.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -208,10 +208,10 @@ func TestSaverStopsAfterFailedOutputs(t *testing.T) {
 	}
 	s := newService(t, Options{Config: parseConfig(t, testYAML), Source: newMemSource(nil, 1), Checkpoints: dir})
 	s.wctx = context.Background()
-	s.startSaver()
-	defer s.stopSaver()
+	s.commits.startSaver()
+	defer s.commits.stopSaver()
 	ckpt := func(part int32) saveJob {
-		c := &checkpoint.Checkpoint{Fingerprint: s.fingerprint, Source: "mem:test", Partition: part, Position: 100, State: []byte("x"), Report: []byte("{}")}
+		c := &checkpoint.Checkpoint{Fingerprint: s.models.fingerprint, Source: "mem:test", Partition: part, Position: 100, State: []byte("x"), Report: []byte("{}")}
 		return saveJob{part: part, pos: 100, c: &taken{c: c}}
 	}
 	lost := errors.New("message lost by the broker")
@@ -220,12 +220,12 @@ func TestSaverStopsAfterFailedOutputs(t *testing.T) {
 		{waits: []func(context.Context) error{func(context.Context) error { return nil }}, saves: []saveJob{ckpt(1)}},
 	}
 	for _, j := range jobs {
-		s.saver.inflight++
-		s.saver.jobs <- j
+		s.commits.saver.inflight++
+		s.commits.saver.jobs <- j
 	}
 	for range jobs {
-		<-s.saver.results
-		s.saver.inflight--
+		<-s.commits.saver.results
+		s.commits.saver.inflight--
 	}
 	if jobs[0].err == nil || jobs[1].err == nil || !errors.Is(jobs[1].err, lost) {
 		t.Fatalf("round errors %v and %v, want the failure in both", jobs[0].err, jobs[1].err)

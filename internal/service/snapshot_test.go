@@ -174,7 +174,7 @@ func TestSnapshotModelsAtRest(t *testing.T) {
 	}
 	snapshot := func() *Snapshot {
 		t.Helper()
-		s.curvesAt = time.Time{} // the curves are due every time
+		s.snaps.curvesAt = time.Time{} // the curves are due every time
 		if err := s.publishSnapshot(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -220,7 +220,7 @@ func TestSnapshotModelsAtRest(t *testing.T) {
 
 // reportsNow asks every worker for its report.
 func (s *Service) reportsNow(ctx context.Context) ([]Report, error) {
-	answers, err := s.askAll(ctx, s.sorted(), func(*worker) *ask { return &ask{kind: askSnapshot} })
+	answers, err := s.askAll(ctx, s.models.sorted(), func(*worker) *ask { return &ask{kind: askSnapshot} })
 	if err != nil {
 		return nil, err
 	}

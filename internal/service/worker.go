@@ -18,6 +18,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/online"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
 	"github.com/streamlearn/streamlearn/internal/regret"
+	"github.com/streamlearn/streamlearn/internal/serving"
 )
 
 // Workers. Every partition's model has a worker: a goroutine that alone
@@ -96,7 +97,7 @@ type ask struct {
 	// served is the last copy for serving (askSnapshot with serve), nil
 	// when none: of models per key, the keys' encodings that have not
 	// changed since are shared.
-	served *Predictor
+	served *serving.Predictor
 	reply  chan<- answer // nil: no answer wanted
 }
 
@@ -106,11 +107,11 @@ type answer struct {
 	kind   askKind
 	report Report
 	curves [][]regret.Point
-	served *Predictor        // askSnapshot with serve, when the model changed
-	ckpt   *taken            // askCheckpoint, nil when nothing is new
-	spare  *pipeline.Frozen  // askCheckpoint with nothing new: the spare it came with, unused
-	rec    connectors.Record // askMark: the last record processed to the end
-	ok     bool              // askMark: rec is set
+	served *serving.Predictor // askSnapshot with serve, when the model changed
+	ckpt   *taken             // askCheckpoint, nil when nothing is new
+	spare  *pipeline.Frozen   // askCheckpoint with nothing new: the spare it came with, unused
+	rec    connectors.Record  // askMark: the last record processed to the end
+	ok     bool               // askMark: rec is set
 	err    error
 }
 
@@ -170,7 +171,7 @@ type worker struct {
 	anyDone  bool              // lastDone is set
 	intake   Intake            // what this Run handed the model
 	// servedGen numbers the serving copies of models per key made
-	// (keyedServing.gen).
+	// (serving.KeyedCopy.Gen).
 	servedGen uint64
 	latency   Observer // the partition's, of Options.Latency; nil without
 	// labelsWarned: the labels report's warning was logged (once).
@@ -185,35 +186,52 @@ type worker struct {
 	closed  bool // in is closed: the goroutine ends after its queue
 
 	// The loop's.
-	input       int // the Framed source's input of the records handed over
-	cur         *batch
-	batches     int               // batches made
-	last        connectors.Record // the last record handed over (Value and Key nil)
-	dirty       bool              // records were handed over since the last commit
-	epoch       uint64
-	hasEpoch    bool              // epoch is the Record.Epoch of the records handed over
-	saving      bool              // a commit round of the model is in flight: its outputs waited for, its checkpoint taken or written
-	marked      bool              // a commit round waits for this worker's answer
-	markRec     connectors.Record // the last record handed over when the round asked
-	savedPos    int64             // pos of the last durable checkpoint; -1 before any
-	spare       *pipeline.Frozen  // the frozen state of the last checkpoint written, for the next (see take)
-	durableAt   time.Time         // when the state of the last commit was taken
-	handed      bool              // records were handed over since the last snapshot asked
-	snap        Report            // the model's report at the last snapshot that asked
-	snapOK      bool              // snap is set
-	snapDigests bool              // snap has the learners' state digests
-	idleAt      time.Time         // when the last snapshot asked (models.idle)
-	// snapCurves are the curves of the model at snap; nil when that
-	// snapshot did not copy them.
-	snapCurves [][]regret.Point
+	input    int // the Framed source's input of the records handed over
+	cur      *batch
+	batches  int               // batches made
+	last     connectors.Record // the last record handed over (Value and Key nil)
+	epoch    uint64
+	hasEpoch bool        // epoch is the Record.Epoch of the records handed over
+	commit   commitState // the model's commit rounds
+	snapshot snapState   // the model at the last snapshot that asked
 
 	// premade is the memory of the model's first checkpoint, made on
-	// another goroutine (premake) and swapped out by the first take, on
-	// the worker's; took says a take was made (a copy premade later is
-	// dropped), premadeUsed that one was taken into premade memory.
-	premade     atomic.Pointer[pipeline.Frozen]
-	took        atomic.Bool
-	premadeUsed atomic.Bool
+	// another goroutine (premake).
+	premade premadeMemory
+}
+
+// commitState is the loop's record of a worker's commit rounds.
+type commitState struct {
+	dirty     bool              // records were handed over since the last commit
+	saving    bool              // a commit round of the model is in flight: its outputs waited for, its checkpoint taken or written
+	marked    bool              // a commit round waits for this worker's answer
+	markRec   connectors.Record // the last record handed over when the round asked
+	savedPos  int64             // pos of the last durable checkpoint; -1 before any
+	spare     *pipeline.Frozen  // the frozen state of the last checkpoint written, for the next (see take)
+	durableAt time.Time         // when the state of the last commit was taken
+}
+
+// snapState is the loop's record of a worker's model at the last
+// snapshot that asked it (publishSnapshot).
+type snapState struct {
+	handed  bool      // records were handed over since the last snapshot asked
+	report  Report    // the model's report then
+	ok      bool      // report is set
+	digests bool      // report has the learners' state digests
+	idleAt  time.Time // when the last snapshot asked (models.idle)
+	// curves are the curves of the model then; nil when that snapshot
+	// did not copy them.
+	curves [][]regret.Point
+}
+
+// premadeMemory is the memory of a model's first checkpoint, made on
+// another goroutine (premake) and swapped out by the first take, on the
+// worker's: took says a take was made (a copy premade later is dropped),
+// used that one was taken into premade memory.
+type premadeMemory struct {
+	frozen atomic.Pointer[pipeline.Frozen]
+	took   atomic.Bool
+	used   atomic.Bool
 }
 
 func (s *Service) newWorker(part int32, m *model) (*worker, error) {
@@ -222,7 +240,7 @@ func (s *Service) newWorker(part int32, m *model) (*worker, error) {
 		return nil, fmt.Errorf("service: %w", err)
 	}
 	dec.Source = s.opt.Source.Name()
-	w := &worker{s: s, part: part, m: m, dec: dec, source: dec.Source, savedPos: m.pos, durableAt: time.Now(),
+	w := &worker{s: s, part: part, m: m, dec: dec, source: dec.Source, commit: commitState{savedPos: m.pos, durableAt: time.Now()},
 		free: make(chan *batch, workerQueue+2)}
 	if s.opt.Latency != nil {
 		w.latency = s.opt.Latency.Partition(part)
@@ -452,7 +470,7 @@ func (w *worker) process(ctx context.Context, rec *connectors.Record) error {
 		start = time.Now()
 	}
 	if m.skipTo >= 0 {
-		if rec.Offset <= m.skipTo && !s.volatile {
+		if rec.Offset <= m.skipTo && !s.models.volatile {
 			// Already in the model, restored from a checkpoint saved
 			// after this record and before its commit: acknowledge it
 			// only.
@@ -514,7 +532,7 @@ func (w *worker) learn(ctx context.Context, rec *connectors.Record) error {
 	if w.quiet {
 		return nil
 	}
-	if s.predictions != nil && !w.ev.LabelOnly { // a label event has no prediction
+	if s.out.predictions != nil && !w.ev.LabelOnly { // a label event has no prediction
 		var src predictionSource = p
 		if mixed := m.mixed(); mixed != nil {
 			src = mixed
@@ -522,10 +540,10 @@ func (w *worker) learn(ctx context.Context, rec *connectors.Record) error {
 		w.predBuf = appendPrediction(w.predBuf[:0], &w.ev, w.source, *rec, src, preds)
 		var err error
 		key := w.outputKey(rec)
-		if s.predIDs != nil {
-			err = s.predIDs.PublishID(ctx, OutputID(s.idSource, rec.Partition, rec.Offset, "prediction"), key, w.predBuf)
+		if s.out.predIDs != nil {
+			err = s.out.predIDs.PublishID(ctx, OutputID(s.out.idSource, rec.Partition, rec.Offset, "prediction"), key, w.predBuf)
 		} else {
-			err = s.predictions.Publish(ctx, key, w.predBuf)
+			err = s.out.predictions.Publish(ctx, key, w.predBuf)
 		}
 		if err != nil {
 			return fmt.Errorf("service: predictions: %w", err)
@@ -535,7 +553,7 @@ func (w *worker) learn(ctx context.Context, rec *connectors.Record) error {
 			w.latency.Observe(max(time.Since(rec.Time).Seconds(), 0))
 		}
 	}
-	if rounds > 0 && s.reports != nil && s.opt.ReportEvery > 0 {
+	if rounds > 0 && s.out.reports != nil && s.opt.ReportEvery > 0 {
 		m.sinceReport += int(rounds)
 		if m.sinceReport >= s.opt.ReportEvery {
 			m.sinceReport = 0
@@ -559,7 +577,7 @@ func (w *worker) rejectDecode(ctx context.Context, rec *connectors.Record, err e
 		return fmt.Errorf("service: partition %d: %w", w.part, err)
 	}
 	de.Offset = rec.Offset
-	de.Partition, de.InPartition = rec.Partition, w.rdec == nil && !w.s.lined
+	de.Partition, de.InPartition = rec.Partition, w.rdec == nil && !w.s.src.lined
 	return w.deadLetter(ctx, rec, de.Reason, de.Error())
 }
 
@@ -568,7 +586,7 @@ func (w *worker) rejectDecode(ctx context.Context, rec *connectors.Record, err e
 // (a Kafka message key), so that an output lands on the partition its
 // event's key would.
 func (w *worker) outputKey(rec *connectors.Record) []byte {
-	if len(w.ev.Key) == 0 && w.s.producerKeys {
+	if len(w.ev.Key) == 0 && w.s.src.producerKeys {
 		return rec.Key
 	}
 	return w.ev.Key
@@ -578,7 +596,7 @@ func (w *worker) outputKey(rec *connectors.Record) []byte {
 // record, the form of its outputs' identities (OutputID); source:line
 // for a file's.
 func (w *worker) where(rec *connectors.Record) string {
-	if w.rdec != nil || w.s.lined {
+	if w.rdec != nil || w.s.src.lined {
 		return w.source + ":" + strconv.FormatInt(rec.Offset, 10)
 	}
 	return w.source + "/" + strconv.FormatInt(int64(rec.Partition), 10) + "/" + strconv.FormatInt(rec.Offset, 10)
@@ -589,10 +607,10 @@ func (w *worker) deadLetter(ctx context.Context, rec *connectors.Record, reason 
 	if !w.quiet {
 		w.reject(rec, reason, msg)
 	}
-	if s.dl == nil || w.quiet {
+	if s.out.dl == nil || w.quiet {
 		return nil
 	}
-	err := s.dl.publish(ctx, pipeline.DeadLetter{Source: w.source, Partition: rec.Partition, Offset: rec.Offset, Key: w.outputKey(rec), Reason: reason, Err: msg, Raw: rec.Value, Size: rec.Size})
+	err := s.out.dl.publish(ctx, pipeline.DeadLetter{Source: w.source, Partition: rec.Partition, Offset: rec.Offset, Key: w.outputKey(rec), Reason: reason, Err: msg, Raw: rec.Value, Size: rec.Size})
 	if err != nil {
 		return fmt.Errorf("service: dead letters: %w", err)
 	}
@@ -622,7 +640,7 @@ func (w *worker) reportOf(digests bool) (Report, error) {
 }
 
 func (w *worker) publishReport(ctx context.Context) error {
-	if w.s.reports == nil {
+	if w.s.out.reports == nil {
 		return nil
 	}
 	r, err := w.report()
@@ -633,7 +651,7 @@ func (w *worker) publishReport(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := w.s.reports.Publish(ctx, []byte(strconv.Itoa(int(w.part))), b); err != nil {
+	if err := w.s.out.reports.Publish(ctx, []byte(strconv.Itoa(int(w.part))), b); err != nil {
 		return fmt.Errorf("service: reports: %w", err)
 	}
 	return nil
@@ -661,7 +679,7 @@ type taken struct {
 func (w *worker) take(spare *pipeline.Frozen) (*taken, error) {
 	s := w.s
 	t := &taken{c: &checkpoint.Checkpoint{
-		Created: time.Now(), Fingerprint: s.fingerprint, Source: s.opt.Source.Name(),
+		Created: time.Now(), Fingerprint: s.models.fingerprint, Source: s.opt.Source.Name(),
 		Partition: w.part, Position: w.m.pos, Origin: w.m.origin, Consumer: w.m.consumer,
 	}}
 	var err error
@@ -674,10 +692,10 @@ func (w *worker) take(spare *pipeline.Frozen) (*taken, error) {
 		}
 		return t, nil
 	}
-	w.took.Store(true) // before the swap: a copy stored after it is dropped (premake)
-	if p := w.premade.Swap(nil); p != nil && spare == nil {
+	w.premade.took.Store(true) // before the swap: a copy stored after it is dropped (premake)
+	if p := w.premade.frozen.Swap(nil); p != nil && spare == nil {
 		spare = p
-		w.premadeUsed.Store(true)
+		w.premade.used.Store(true)
 	}
 	if t.frozen, err = w.m.p.Freeze(spare); err != nil {
 		return nil, fmt.Errorf("service: checkpoint of partition %d: %w", w.part, err)
@@ -692,10 +710,11 @@ func (w *worker) take(spare *pipeline.Frozen) (*taken, error) {
 // copies the model into: the frozen state of a new model of c, whose
 // weights are as large as the worker's (Pipeline.Freeze takes a copy of
 // a pipeline of the same configuration as into). Made by the take, the
-// 10 MiB of fresh memory at config.yaml's bits 18 cost the worker 6–14 ms
-// between two records in the latency benchmark (a page fault every 4 KiB
-// it wrote); premade, 2.5–4.5 ms, most of it the first read of the
-// model's own weights, never touched before. It waits for slot (one
+// fresh memory would cost the worker a page fault every 4 KiB it wrote,
+// between two records; premade, what is left is mostly the first read of
+// the model's own weights, never touched before (BenchmarkLatency; the
+// figures are in docs/performance.md, "Measurements behind code
+// decisions"). It waits for slot (one
 // premake at a time) and gives up when ctx is done or a take came first.
 func (w *worker) premake(ctx context.Context, slot chan struct{}, c *config.Config, history int) {
 	select {
@@ -704,7 +723,7 @@ func (w *worker) premake(ctx context.Context, slot chan struct{}, c *config.Conf
 	case <-ctx.Done():
 		return
 	}
-	if w.took.Load() || ctx.Err() != nil {
+	if w.premade.took.Load() || ctx.Err() != nil {
 		return
 	}
 	m, err := newPartitionModel(c, history)
@@ -715,9 +734,9 @@ func (w *worker) premake(ctx context.Context, slot chan struct{}, c *config.Conf
 	if err != nil {
 		return
 	}
-	w.premade.Store(f)
-	if w.took.Load() {
-		w.premade.Store(nil) // too late: the model has its copies, this would be a third
+	w.premade.frozen.Store(f)
+	if w.premade.took.Load() {
+		w.premade.frozen.Store(nil) // too late: the model has its copies, this would be a third
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/connectors"
 	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
+	"github.com/streamlearn/streamlearn/internal/serving"
 )
 
 // chanSource delivers the records sent on its channel, blocking between.
@@ -52,10 +53,10 @@ func TestServingFollowsModel(t *testing.T) {
 
 	wctx, wcancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer wcancel()
-	if _, err := s.Predictor(wctx, 0, true, nil); !errors.Is(err, ErrNoModel) {
-		t.Fatalf("before any event: %v, want ErrNoModel", err)
+	if _, err := s.Predictor(wctx, 0, true, nil); !errors.Is(err, serving.ErrNoModel) {
+		t.Fatalf("before any event: %v, want serving.ErrNoModel", err)
 	}
-	waitFor := func(n uint64) *Predictor {
+	waitFor := func(n uint64) *serving.Predictor {
 		t.Helper()
 		deadline := time.Now().Add(5 * time.Second)
 		for {

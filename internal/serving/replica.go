@@ -1,4 +1,4 @@
-package service
+package serving
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -16,11 +17,11 @@ import (
 	"github.com/streamlearn/streamlearn/internal/pipeline"
 )
 
-// DefaultServePoll is how often a Server following a checkpoint store
+// DefaultPoll is how often a Replica following a checkpoint store
 // looks for newer checkpoints.
-const DefaultServePoll = 5 * time.Second
+const DefaultPoll = 5 * time.Second
 
-// ServeOptions configure a Server. Config and one of Model and
+// ServeOptions configure a Replica. Config and one of Model and
 // Checkpoints are required.
 type ServeOptions struct {
 	// Config is the model configuration of what is served: a model file
@@ -38,24 +39,25 @@ type ServeOptions struct {
 	// service's new keys start from it (models.warm_start); nil: an
 	// empty model.
 	WarmStart *WarmStart
-	// Poll is how often Checkpoints is read; default DefaultServePoll.
+	// Poll is how often Checkpoints is read; default DefaultPoll.
 	Poll time.Duration
 	// Logger gets the models loaded and the checkpoints refused; nil
 	// discards them.
 	Logger *slog.Logger
 }
 
-// A Server answers predictions and reports from models it does not
+// A Replica answers predictions and reports from models it does not
 // learn: a model file, or the checkpoints a learning service saves, read
 // again as they change (`streamlearn serve`). It consumes nothing, so
 // any number of them can serve behind a load balancer beside the one
-// service that learns. Its Snapshot and Predictor are those of Service,
-// for the HTTP API and the metrics; they are safe for concurrent use.
-type Server struct {
-	opt     ServeOptions
-	logger  *slog.Logger
-	snap    atomic.Pointer[Snapshot]
-	serving atomic.Pointer[serving]
+// service that learns. Its Snapshot and Predictor are what the learning
+// service offers the HTTP API and the metrics; they are safe for
+// concurrent use.
+type Replica struct {
+	opt    ServeOptions
+	logger *slog.Logger
+	snap   atomic.Pointer[Snapshot]
+	copies atomic.Pointer[Copies]
 	// loaded says what each partition's served model was read from (its
 	// stamp, checkpoint.Stamper, or its position, time and digest), so
 	// that an unchanged checkpoint is not read, or not decoded, again.
@@ -63,17 +65,17 @@ type Server struct {
 	build  *pipeline.Builder // of the configuration's pipelines
 }
 
-// NewServer returns a Server of opt, its models loaded: a model file or
+// NewReplica returns a Replica of opt, its models loaded: a model file or
 // checkpoint of another configuration, or one that does not decode, is an
 // error.
-func NewServer(ctx context.Context, opt ServeOptions) (*Server, error) {
+func NewReplica(ctx context.Context, opt ServeOptions) (*Replica, error) {
 	if opt.Config == nil || (opt.Model == nil) == (opt.Checkpoints == nil) {
 		return nil, errors.New("service: serve: a configuration and either a model file or a checkpoint store")
 	}
 	if opt.Poll <= 0 {
-		opt.Poll = DefaultServePoll
+		opt.Poll = DefaultPoll
 	}
-	s := &Server{opt: opt, logger: opt.Logger, loaded: map[int32]string{}, build: pipeline.NewBuilder(opt.Config)}
+	s := &Replica{opt: opt, logger: opt.Logger, loaded: map[int32]string{}, build: pipeline.NewBuilder(opt.Config)}
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
 	}
@@ -107,7 +109,7 @@ func NewServer(ctx context.Context, opt ServeOptions) (*Server, error) {
 // model file it only waits. A checkpoint that cannot be read or is of
 // another configuration is logged and the model it would replace goes on
 // serving. It returns nil when ctx is done.
-func (s *Server) Run(ctx context.Context) error {
+func (s *Replica) Run(ctx context.Context) error {
 	if s.opt.Checkpoints == nil {
 		<-ctx.Done()
 		return nil
@@ -126,11 +128,22 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 }
 
+// Reload reads the checkpoint store once now, as Run does every Poll,
+// and publishes the models of the partitions whose checkpoints changed;
+// it returns the error Run would log, and the models served then stay.
+// With a model file it does nothing.
+func (s *Replica) Reload(ctx context.Context) error {
+	if s.opt.Checkpoints == nil {
+		return nil
+	}
+	return s.reload(ctx, false)
+}
+
 // reload reads every partition's checkpoint and publishes the models of
 // those that changed beside the others. At the first load (strict) any
 // checkpoint that cannot be served is an error; later it is logged and
 // the partition's model, if any, stays.
-func (s *Server) reload(ctx context.Context, strict bool) error {
+func (s *Replica) reload(ctx context.Context, strict bool) error {
 	st := s.opt.Checkpoints
 	stamper, _ := st.(checkpoint.Stamper)
 	var stamps map[int32]string
@@ -152,7 +165,7 @@ func (s *Server) reload(ctx context.Context, strict bool) error {
 	fp := Fingerprint(s.opt.Config)
 	models := map[int32]*Predictor{}
 	changed := false
-	if old := s.serving.Load(); old != nil {
+	if old := s.copies.Load(); old != nil {
 		for part, pr := range old.byPartition {
 			if slices.Contains(parts, part) {
 				models[part] = pr
@@ -212,7 +225,7 @@ func (s *Server) reload(ctx context.Context, strict bool) error {
 }
 
 // predictorOf decodes checkpoint c, which must be of fingerprint fp.
-func (s *Server) predictorOf(c *checkpoint.Checkpoint, fp [32]byte) (*Predictor, error) {
+func (s *Replica) predictorOf(c *checkpoint.Checkpoint, fp [32]byte) (*Predictor, error) {
 	if c.Fingerprint != fp {
 		what := "the input, features, labels or learners differ"
 		if ch, err := pipeline.CompareState(c.State, s.opt.Config); err == nil {
@@ -221,7 +234,7 @@ func (s *Server) predictorOf(c *checkpoint.Checkpoint, fp [32]byte) (*Predictor,
 		return nil, fmt.Errorf("service: serve: the checkpoint of partition %d in %s was written by another model configuration (%s)",
 			c.Partition, s.opt.Checkpoints, what)
 	}
-	if keyed(s.opt.Config) {
+	if Keyed(s.opt.Config) {
 		k, err := pipeline.NewKeyed(s.opt.Config, pipeline.KeyedOptions{Global: s.opt.Config.Models.Global})
 		if err != nil {
 			return nil, err
@@ -236,16 +249,18 @@ func (s *Server) predictorOf(c *checkpoint.Checkpoint, fp [32]byte) (*Predictor,
 		var global *Predictor
 		var mixes map[string][]pipeline.MixReport
 		if g := k.Global(); g != nil {
-			if global, err = newPredictor(c.Partition, g); err != nil {
+			if global, err = NewPredictor(c.Partition, g); err != nil {
 				return nil, err
 			}
 			global.Time, mixes = c.Created, k.Mixes()
 		}
-		pr, err := newKeyedPredictor(s.build, c.Partition, k.Seen(), states, s.opt.WarmStart, k.Report(), global, mixes)
+		pr, err := NewKeyed(s.build, KeyedCopy{Partition: c.Partition, Events: k.Seen(), States: states, Warm: s.opt.WarmStart,
+			Totals: k.Report(), Global: global, Mixes: mixes})
 		if err != nil {
 			return nil, err
 		}
-		pr.Time, pr.keyed.fresh.Time, pr.SHA256 = c.Created, c.Created, sha256.Sum256(c.State)
+		pr.Stamp(c.Created)
+		pr.SHA256 = sha256.Sum256(c.State)
 		return pr, nil
 	}
 	p, err := pipeline.New(s.opt.Config)
@@ -263,12 +278,12 @@ func (s *Server) predictorOf(c *checkpoint.Checkpoint, fp [32]byte) (*Predictor,
 }
 
 // publish makes models the ones served, and their reports the snapshot.
-func (s *Server) publish(models map[int32]*Predictor, source string) {
-	sv := &serving{byPartition: models, keyed: keyed(s.opt.Config)}
-	for part := range models {
-		sv.order = append(sv.order, part)
+func (s *Replica) publish(models map[int32]*Predictor, source string) {
+	order := slices.Sorted(maps.Keys(models))
+	sv := NewCopies(len(order), Keyed(s.opt.Config))
+	for _, part := range order {
+		sv.Add(part, models[part])
 	}
-	slices.Sort(sv.order)
 	// Ready (Started) once there is a model to serve: /readyz keeps a
 	// load balancer away from a replica that would answer 503.
 	snap := &Snapshot{Time: time.Now(), Source: source, Started: len(sv.order) > 0, Reports: make([]Report, 0, len(sv.order))}
@@ -281,20 +296,20 @@ func (s *Server) publish(models map[int32]*Predictor, source string) {
 		}
 		snap.Reports = append(snap.Reports, Report{Source: source, Partition: part, Report: r})
 	}
-	s.serving.Store(sv)
+	s.copies.Store(sv)
 	s.snap.Store(snap)
 }
 
 // Snapshot returns the reports of the models served; never nil once
-// NewServer returned.
-func (s *Server) Snapshot() *Snapshot { return s.snap.Load() }
+// NewReplica returned.
+func (s *Replica) Snapshot() *Snapshot { return s.snap.Load() }
 
 // Predictor returns the model of partition that answers predictions, or,
-// when only is true, the only model there is (see Service.Predictor).
-func (s *Server) Predictor(_ context.Context, partition int32, only bool, key []byte) (*Predictor, error) {
-	sv := s.serving.Load()
+// when only is true, the only model there is (see Copies.Pick).
+func (s *Replica) Predictor(_ context.Context, partition int32, only bool, key []byte) (*Predictor, error) {
+	sv := s.copies.Load()
 	if sv == nil {
 		return nil, ErrNoModel
 	}
-	return sv.pick(partition, only, key)
+	return sv.Pick(partition, only, key)
 }

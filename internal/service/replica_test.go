@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/streamlearn/streamlearn/internal/checkpoint"
+	"github.com/streamlearn/streamlearn/internal/serving"
 )
 
 // countingDir is a Dir that counts its Loads.
@@ -21,7 +22,7 @@ func (d *countingDir) Load(ctx context.Context, p int32) (*checkpoint.Checkpoint
 	return d.Dir.Load(ctx, p)
 }
 
-// A Server following a directory: not ready and no model before a
+// A serving.Replica following a directory: not ready and no model before a
 // checkpoint; the model of the checkpoint once saved, read once however
 // often it polls while it does not change, read again when it does; and
 // no model once the checkpoint is moved away.
@@ -35,14 +36,14 @@ func TestServerFollows(t *testing.T) {
 	}
 	store := &countingDir{Dir: dir}
 	ctx := context.Background()
-	s, err := NewServer(ctx, ServeOptions{Config: c, Checkpoints: store})
+	s, err := serving.NewReplica(ctx, serving.ServeOptions{Config: c, Checkpoints: store})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if snap := s.Snapshot(); snap.Started || len(snap.Reports) != 0 {
 		t.Errorf("no checkpoint yet: started %v, %d reports", snap.Started, len(snap.Reports))
 	}
-	if _, err := s.Predictor(ctx, 0, true, nil); !errors.Is(err, ErrNoModel) {
+	if _, err := s.Predictor(ctx, 0, true, nil); !errors.Is(err, serving.ErrNoModel) {
 		t.Errorf("no checkpoint yet: %v", err)
 	}
 
@@ -51,7 +52,7 @@ func TestServerFollows(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 3 {
-		if err := s.reload(ctx, false); err != nil {
+		if err := s.Reload(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -68,7 +69,7 @@ func TestServerFollows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.reload(ctx, false); err != nil {
+	if err := s.Reload(ctx); err != nil {
 		t.Fatal(err)
 	}
 	sameReport(t, "after a newer checkpoint", s.Snapshot().Reports[0].Report, again[0].Report)
@@ -76,10 +77,10 @@ func TestServerFollows(t *testing.T) {
 	if err := os.Rename(dir.File(0), dir.File(0)+".away"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.reload(ctx, false); err != nil {
+	if err := s.Reload(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Predictor(ctx, 0, true, nil); !errors.Is(err, ErrNoModel) || s.Snapshot().Started {
+	if _, err := s.Predictor(ctx, 0, true, nil); !errors.Is(err, serving.ErrNoModel) || s.Snapshot().Started {
 		t.Errorf("the checkpoint moved away: still served (%v)", err)
 	}
 }

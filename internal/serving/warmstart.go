@@ -1,7 +1,7 @@
-package service
+package serving
 
 import (
-	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 
@@ -10,8 +10,9 @@ import (
 	"github.com/streamlearn/streamlearn/internal/pipeline"
 )
 
-// WarmStart is a model file the service's new models start from
-// (Options.WarmStart).
+// WarmStart is a model file that new models start from (the service's
+// Options.WarmStart, a new key's model with models per key) or that a
+// Replica serves (ServeOptions.Model).
 type WarmStart struct {
 	// Path names the file in errors and logs.
 	Path string
@@ -62,64 +63,32 @@ func (w *WarmStart) Check(c *config.Config) error {
 	return nil
 }
 
-// startWarm makes m, partition's new model (no checkpoint holds it), the
-// warm start's model, when there is one. It is the one place a new
-// model is made (restore, and the reset and rebuild it chooses).
-func (s *Service) startWarm(partition int32, m *model) error {
-	w := s.opt.WarmStart
-	if w == nil {
-		return nil
-	}
-	if w.Err != nil {
-		return fmt.Errorf("service: partition %d has no checkpoint, and its model cannot start from the warm start: %w", partition, w.Err)
-	}
-	if err := m.startFrom(w.Model.State, w.SHA256); err != nil {
-		return fmt.Errorf("service: partition %d: warm start: the model %s: %w", partition, w.Path, err)
-	}
-	if m.p != nil && s.opt.HistoryPoints > 0 && m.p.Tracker().History() == nil {
-		// A file written without curves (replay --save): the dashboard's
-		// curves start here.
-		m.p.Tracker().EnableHistory(s.opt.HistoryPoints)
-	}
-	s.logger.Info("model started from the warm start", "partition", partition, "model", w.String(), "events", m.events())
-	return nil
-}
-
 // String says which model file w is, for logs.
 func (w *WarmStart) String() string {
 	return fmt.Sprintf("%s (sha256 %s)", w.Path, hex.EncodeToString(w.SHA256[:]))
 }
 
-// Models returns, after Run, the checkpoint of every model as it ended,
-// in the order of Reports: what `replay --save` writes as a model file
-// (checkpoint.ModelOf).
-func (s *Service) Models() ([]*checkpoint.Checkpoint, error) {
-	return eachModel(s, "Models while Run runs", func(w *worker) (*checkpoint.Checkpoint, error) {
-		t, err := w.take(nil)
-		if err != nil {
-			return nil, err
-		}
-		return t.complete()
-	})
+// Fingerprint identifies the parts of a configuration a model's state
+// depends on: how records are decoded (input), how events become vectors
+// (features), the learners, and delayed labels. Sources, sinks and HTTP
+// settings do not enter it: a model may move to another broker address.
+// It is pipeline.Fingerprint, taken of the settings the digests in the
+// model's state are (pipeline.SharedDigest, pipeline.LearnerDigest).
+//
+// With models per key, it is another (and another again with a global
+// model): a partition's checkpoint then holds the models of its keys,
+// which a model per partition cannot restore, and the other way round.
+func Fingerprint(c *config.Config) [32]byte {
+	fp := pipeline.Fingerprint(c)
+	switch {
+	case Keyed(c) && c.Models.Global:
+		return sha256.Sum256(append(fp[:], "models.by: key, models.global"...))
+	case Keyed(c):
+		return sha256.Sum256(append(fp[:], "models.by: key"...))
+	}
+	return fp
 }
 
-// warmAssigned makes, with a warm start, the model of every partition a
-// consumer group assigned to the service that has none yet: the trained
-// model serves before the partition brings a record.
-func (s *Service) warmAssigned(ctx context.Context) error {
-	if s.opt.WarmStart == nil {
-		return nil
-	}
-	owned, live := s.assignments()
-	if !live {
-		return nil
-	}
-	for _, p := range owned {
-		if _, ok := s.workers[p]; !ok {
-			if _, err := s.worker(ctx, p); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
+// Keyed reports whether c gives each event key a model of its own
+// (models.by: key).
+func Keyed(c *config.Config) bool { return c.Models.By == "key" }

@@ -1,7 +1,6 @@
-package service
+package serving
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -14,16 +13,6 @@ import (
 	"github.com/streamlearn/streamlearn/internal/online"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
 )
-
-// Serving predictions (POST /v1/predict) must not touch the live models:
-// they belong to the loop goroutine, and a prediction must never change
-// what a model learns. So the loop publishes copies. Copying costs a few
-// MiB per linear learner, so it happens only while someone asks: a
-// request marks serving active for ServeIdle, and while it is, each
-// snapshot (every SnapshotInterval) also refreshes the copy of every model
-// that learned something since its last copy. The first request after an
-// idle spell waits for the next snapshot; later ones are answered at once
-// by a copy at most about one SnapshotInterval behind the live model.
 
 // ServeIdle is how long serving stays active after a prediction request.
 const ServeIdle = time.Minute
@@ -140,138 +129,75 @@ func (pr *Predictor) Report() (pipeline.Report, error) {
 	return r, err
 }
 
-// serving is the set of Predictors a snapshot published.
-type serving struct {
+// Copies is the set of Predictors published at one moment, one per
+// partition: by a service's snapshot, or by a Replica's load. It is
+// immutable once published and safe for concurrent use.
+type Copies struct {
 	byPartition map[int32]*Predictor
 	order       []int32 // ascending
 	keyed       bool    // models per key
 }
 
-// Predictor returns the copy of partition's model that serves predictions,
-// or, when only is true, of the only model there is. With models per key
-// (models.by: key), it is the model of key in partition, or, when only,
-// in the partition that has it; the model of a new key (empty, or the
-// warm start) when none has. It marks serving active (see ServeIdle)
-// and, when serving was idle, waits for the next snapshot to copy the
-// models, until ctx is done.
-func (s *Service) Predictor(ctx context.Context, partition int32, only bool, key []byte) (*Predictor, error) {
-	s.serveUntil.Store(time.Now().Add(ServeIdle).UnixNano())
-	for {
-		if sv := s.serving.Load(); sv != nil {
-			return sv.pick(partition, only, key)
-		}
-		t := time.NewTimer(10 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("%w: no copy of the models was made (%v)", ErrNoModel, ctx.Err())
-		case <-t.C:
-		}
-	}
+// NewCopies returns an empty set for up to n partitions' copies; keyed
+// says the copies are of models per key (models.by: key).
+func NewCopies(n int, keyed bool) *Copies {
+	return &Copies{byPartition: make(map[int32]*Predictor, n), order: make([]int32, 0, n), keyed: keyed}
 }
 
-// pick chooses the Predictor of partition, or the only one when only;
-// with models per key, key's.
-func (sv *serving) pick(partition int32, only bool, key []byte) (*Predictor, error) {
-	if only && sv.keyed {
-		if len(sv.order) == 0 {
+// Add makes pr the copy of partition. The partitions must be added in
+// ascending order, each once, before the set is published.
+func (c *Copies) Add(partition int32, pr *Predictor) {
+	c.order = append(c.order, partition)
+	c.byPartition[partition] = pr
+}
+
+// Of returns the copy of partition; false when there is none.
+func (c *Copies) Of(partition int32) (*Predictor, bool) {
+	pr, ok := c.byPartition[partition]
+	return pr, ok
+}
+
+// Pick returns the Predictor of partition, or, when only is true, of the
+// only model there is. With models per key, it is the model of key in
+// partition, or, when only, in the partition that has it; the model of a
+// new key (empty, or the warm start) when none has. The errors are
+// ErrNoModel (wrapped) when there is no model to serve, and one naming
+// the partitions when only is true and there are several.
+func (c *Copies) Pick(partition int32, only bool, key []byte) (*Predictor, error) {
+	if only && c.keyed {
+		if len(c.order) == 0 {
 			return nil, ErrNoModel
 		}
-		for _, part := range sv.order {
-			if pr := sv.byPartition[part]; pr.has(key) {
+		for _, part := range c.order {
+			if pr := c.byPartition[part]; pr.has(key) {
 				return pr.forKey(key)
 			}
 		}
-		return sv.byPartition[sv.order[0]].forKey(key) // a new key's model
+		return c.byPartition[c.order[0]].forKey(key) // a new key's model
 	}
 	if only {
-		switch len(sv.order) {
+		switch len(c.order) {
 		case 0:
 			return nil, ErrNoModel
 		case 1:
-			return sv.byPartition[sv.order[0]], nil
+			return c.byPartition[c.order[0]], nil
 		default:
-			parts := make([]string, len(sv.order))
-			for i, p := range sv.order {
+			parts := make([]string, len(c.order))
+			for i, p := range c.order {
 				parts[i] = strconv.Itoa(int(p))
 			}
-			return nil, fmt.Errorf("%d models (partitions %s): choose one with ?partition=N", len(sv.order), strings.Join(parts, ", "))
+			return nil, fmt.Errorf("%d models (partitions %s): choose one with ?partition=N", len(c.order), strings.Join(parts, ", "))
 		}
 	}
-	if pr, ok := sv.byPartition[partition]; ok {
+	if pr, ok := c.byPartition[partition]; ok {
 		return pr.forKey(key)
 	}
 	return nil, fmt.Errorf("%w for partition %d", ErrNoModel, partition)
 }
 
-// refreshServing, called by the loop when it publishes a snapshot,
-// publishes the copies of the models of parts the workers made for it
-// (served: those that changed since their last copy) beside the copies
-// still current, while serving is active.
-func (s *Service) refreshServing(now time.Time, active bool, old *serving, parts []int32, served map[int32]*Predictor) {
-	if !active {
-		if old != nil {
-			s.serving.Store(nil) // idle: let the copies go
-		}
-		return
-	}
-	sv := &serving{byPartition: make(map[int32]*Predictor, len(parts)), order: make([]int32, 0, len(parts)), keyed: keyed(s.opt.Config)}
-	for _, part := range parts {
-		pr, ok := served[part]
-		if !ok && old != nil {
-			if pr, ok := old.byPartition[part]; ok {
-				sv.order = append(sv.order, part)
-				sv.byPartition[part] = pr
-			}
-			continue
-		}
-		if pr == nil {
-			continue
-		}
-		pr.Time = now
-		if pr.keyed != nil {
-			pr.keyed.fresh.Time = now // not published yet
-		}
-		sv.order = append(sv.order, part)
-		sv.byPartition[part] = pr
-	}
-	s.serving.Store(sv)
-}
-
-// servingCopy returns a copy of the model for serving; prev is the last
-// one, nil when none.
-func (w *worker) servingCopy(prev *Predictor, r Report) (*Predictor, error) {
-	if w.m.k == nil {
-		return newPredictor(w.part, w.m.p)
-	}
-	var states map[string]pipeline.StateRef
-	if prev != nil && prev.keyed != nil && prev.keyed.gen == w.servedGen {
-		// The copy of the last call: the keys not changed since are its.
-		states = prev.keyed.states
-	}
-	states, err := w.m.k.ServingStates(states)
-	if err != nil {
-		return nil, err
-	}
-	var global *Predictor
-	var mixes map[string][]pipeline.MixReport
-	if g := w.m.k.Global(); g != nil {
-		if global, err = newPredictor(w.part, g); err != nil {
-			return nil, err
-		}
-		mixes = w.m.k.Mixes()
-	}
-	pr, err := newKeyedPredictor(w.s.build, w.part, w.m.events(), states, w.s.opt.WarmStart, r.Report, global, mixes)
-	if err != nil {
-		return nil, err
-	}
-	w.servedGen++
-	pr.keyed.gen = w.servedGen
-	return pr, nil
-}
-
-// newPredictor returns a copy of p, partition's model, for serving.
-func newPredictor(partition int32, p *pipeline.Pipeline) (*Predictor, error) {
+// NewPredictor returns a copy of p, partition's model, for serving; p
+// stays the caller's.
+func NewPredictor(partition int32, p *pipeline.Pipeline) (*Predictor, error) {
 	q, sum, err := p.CloneDigest()
 	if err != nil {
 		return nil, err
