@@ -1,0 +1,40 @@
+package config
+
+import "time"
+
+// Models says what a model is of, and where new models start.
+type Models struct {
+	// By is what each model learns from: "partition" (the default) gives
+	// every partition of the source one model; "key" gives every event
+	// key within a partition a model of its own (an event's key is its
+	// `key` field), the replay of that key's events alone, as a spam
+	// filter per user or per tenant. Keys stay on their partition on
+	// every broker, so each key's events come in order.
+	By string `yaml:"by"`
+	// Max, with By "key", bounds the models in memory per partition
+	// (default DefaultModelsMax): past it the least recently used is
+	// evicted as its exact encoding, and decoded on its key's next event.
+	Max int `yaml:"max"`
+	// Idle, with By "key", evicts a model not used for that long, as Max
+	// does; 0 (the default) keeps models until Max pushes them out.
+	Idle time.Duration `yaml:"idle"`
+	// Global, with By "key", adds a global model per partition, which
+	// learns every event, beside the models per key: each learner's
+	// prediction for a key is its key's model's or the global model's,
+	// whichever has made fewer mistakes on the key so far (the global
+	// one on a tie: a new key gets the global filter).
+	Global bool `yaml:"global"`
+	// SpillDir, with By "key", is the directory of the file evicted
+	// models are written to (removed at once, so gone with the process:
+	// the checkpoints hold the models durably); default the system's
+	// temporary directory.
+	SpillDir string `yaml:"spill_dir"`
+
+	// WarmStart is a model file (`streamlearn export`, `replay --save`)
+	// every new model starts from instead of an empty one, in `run` and
+	// `replay` alike: the model of a partition without a checkpoint (or
+	// reset, or rebuilt from its first record) goes on from the file's
+	// weights, counts and tracker. A model restored from its checkpoint
+	// is the checkpoint's. The file must be of this model configuration.
+	WarmStart string `yaml:"warm_start"`
+}

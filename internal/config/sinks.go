@@ -1,0 +1,34 @@
+package config
+
+import (
+	"time"
+
+	"github.com/streamlearn/streamlearn/internal/connectors/settings"
+)
+
+// Sink is one output.
+type Sink struct {
+	Kind    string `yaml:"kind"` // kafka | nats | jetstream | file
+	Conn    `yaml:",inline"`
+	Topic   string `yaml:"topic"`
+	Subject string `yaml:"subject"`
+	Stream  string `yaml:"stream"`
+	Path    string `yaml:"path"`
+	// Every publishes a report every Every labeled events (reports only).
+	Every int `yaml:"every"`
+	// Interval publishes a report every Interval as well (reports only).
+	Interval time.Duration `yaml:"interval"`
+	// A Kafka sink's produce requests and the topic it creates (kind
+	// kafka), and a JetStream sink's publishes (kind jetstream): their
+	// fields' documents say what each key does and its default.
+	settings.KafkaProduce     `yaml:",inline"`
+	settings.KafkaTopic       `yaml:",inline"`
+	settings.JetStreamPublish `yaml:",inline"`
+}
+
+// Sinks are the optional outputs.
+type Sinks struct {
+	Predictions *Sink `yaml:"predictions"`
+	Reports     *Sink `yaml:"reports"`
+	DeadLetters *Sink `yaml:"dead_letters"`
+}
