@@ -3,17 +3,11 @@ package checkpoint
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -74,56 +68,34 @@ type ObjectStoreConfig struct {
 // does, and checked to hold the partition and position its name says).
 //
 // A Save never puts a checkpoint over one of a higher position of the same
-// partition. Several processes can save one partition at once: one that
-// lost the partition in a rebalance while its Save was in flight (paused,
-// say) can finish that Save after the new owner saved a further position.
-// The state at a position is a function of the partition's records up to
-// it, so the checkpoint of the highest position is the right one, and the
-// newer one must stay, or the records between the two positions would be
-// missing from the model while the group's commit says they were learned.
-// The Object Store has no compare-and-swap Put (nats.go's Put publishes its
-// meta message with no expected last sequence, so it cannot refuse to
-// replace a higher position), hence the objects of different positions
-// are different objects, never written over: Save puts the object of its
-// position; Load lists the bucket and reads the partition's object of the
-// highest position. A Save of a lower position than one stored puts its
-// object, returns nil and changes nothing Load returns (the object is
-// removed by that Save's own cleanup, below). A Save of the same position
-// puts the same name, replacing the object: the later Save wins, and both
-// hold the same state. When the object of the highest position is not a
-// whole checkpoint, Load returns the error and never falls back to an
-// older one: damage is an error, never a missing or an older checkpoint.
+// partition. The state at a position is a function of the partition's
+// records up to it, so the checkpoint of the highest position is the
+// right one, also when a process that lost the partition finishes a Save
+// after the new owner saved a further position. The objects of different
+// positions are different objects, never written over: Save puts the
+// object of its position; Load lists the bucket and reads the partition's
+// object of the highest position. A Save of a lower position than one
+// stored returns nil and changes nothing Load returns. A Save of the same
+// position replaces the object: the later Save wins, and both hold the
+// same state. When the object of the highest position is not a whole
+// checkpoint, Load returns the error and never falls back to an older
+// one: damage is an error, never a missing or an older checkpoint.
+// Objects marked deleted by nats.go's Delete (`nats object rm`) are no
+// checkpoints: Load and Partitions skip them, so deleting the newest
+// object rolls back to the one before.
 //
-// Listing. Save and Load list the bucket by one Stream Info request for
-// the subjects of its meta messages ($O.BUCKET.M.<base64 name>; ADR-20),
-// whose names say partition and position: the server collects them from
-// its subject index under its store's lock (nats-server
-// filestore.go:5109-5122), a snapshot, taken on a cluster by the stream's
-// leader. At every instant a partition that has a checkpoint has an
-// object listed, since a Save removes the lower objects only after its
-// own is stored: a Load that lists none (or only deleted ones) rightly
-// says there is none. (nats.go's List reads the metas through a consumer that
-// waits for a message reporting nothing pending, and waited its whole
-// deadline here when metas were purged while it ran.) Objects marked
-// deleted by nats.go's Delete (`nats object rm`) are no checkpoints:
-// Load and Partitions skip them (reading their meta), and Load then takes
-// the next highest, so deleting the newest object rolls back to the one
-// before.
+// Listing. Save and Load list the bucket in one snapshot, the subjects
+// of its meta messages, whose names say partition and position. A
+// partition that has a checkpoint always has an object listed, since a
+// Save removes the lower objects only after its own is stored. Every
+// Save and Load lists the whole bucket, so both slow down with the number
+// of partitions in it.
 //
-// Cleanup. After its Put, Save lists the bucket and removes the
-// partition's objects of positions lower than the highest one not marked
-// deleted (its own object too, when that is lower); Load does the same
-// after reading. Removing an object purges its meta message, only the
-// version just read (by stream sequence: an object put again under that
-// name meanwhile stays), then the chunks that meta names. It is not
-// nats.go's Delete, which leaves a delete marker per object
-// (object.go:966-972), one more listed per Save, forever. A removal that
-// fails is no error: the object stays until the next Save or Load of the
-// partition removes it, and Load does not pick it meanwhile. Garbage that
-// no Save or Load removes: the chunks of a failed Save (below), the
-// chunks of a Put racing another Put of the same name or a removal of it
-// (each Put purges only the chunks named by the meta it replaced), and
-// delete markers above the highest live object.
+// Cleanup. After its Put, Save removes the partition's objects of
+// positions lower than the highest one not marked deleted (its own
+// object too, when that is lower); Load does the same after reading. A
+// removal that fails is no error: the object stays until the next Save or
+// Load of the partition removes it, and Load does not pick it meanwhile.
 //
 // Objects named "partition-N.ckpt" (ObjectName: what builds before this
 // one saved, one object per partition, written over) are read as well:
@@ -133,70 +105,30 @@ type ObjectStoreConfig struct {
 // removes it like any lower one. Earlier builds read only those names,
 // so one group must not run both.
 //
-// Cost: every Save and Load lists the bucket: a Stream Info reply of
-// about 60 bytes per object, all partitions' objects (about one each),
-// so both slow down with the number of partitions in the bucket; past
-// 100,000 objects the server pages the reply (jetstream_api.go:495) and
-// the list is no longer one snapshot. Then Save reads the meta of the
-// partition's highest object and removes the one it superseded (a get
-// and two purges); Load reads the meta of what it reads (and of a legacy
-// object). Partitions reads the meta of each partition's highest object.
-//
-// An object is chunks (128 KiB messages on a subject of their own, fresh
-// for every Put) and a meta message naming them, published after the
-// last chunk and rolling up the previous meta of the same name. Save is a
-// jetstream.ObjectStore.Put, which returns only after the server has
-// acknowledged every chunk and the meta (nats.go v1.55.0
-// jetstream/object.go:744 publishes each chunk asynchronously,
-// object.go:766-779 the meta last, object.go:787-798 waits for
-// PublishAsyncComplete, that is for the acknowledgement of all of them;
-// publish.go:457-551 turns an error acknowledgement into Put's error). The
-// server acknowledges a message after storing it (nats-server v2.15.2
-// server/stream.go:7380 StoreMsg, the acknowledgement at
-// stream.go:7506-7517); a file-stored R1 stream writes it to its block
-// file before (filestore.go:482 flush in place by default,
-// filestore.go:7949-7950 and 8898 write(2), fsync at 8926 only with
-// SyncAlways). So when Save returns the checkpoint survives
-// a crash of the NATS server process; it survives a crash of the machine
-// only once fsynced: at once with the server's `jetstream {
-// sync_interval: always }`, else within its sync interval (2 minutes by
-// default, filestore.go:339), or with Replicas 3 on a cluster, where
-// the acknowledgement waits for a quorum.
-//
-// A reader never sees a half-written object: an object of a new name is
-// not listed until its meta is stored, after its last chunk; one put
-// again under the same name (the same position) keeps naming the
-// previous chunks until the new meta is stored, and Put purges those only
-// after the new meta is acknowledged (object.go:802-806). A Load
-// concurrent with Saves of the same partition returns a whole checkpoint:
-// the highest when it listed, or, when that is superseded while it reads,
-// a later one. nats.go's own Get reads the chunks through an ordered
-// consumer and, when they are purged under it, stalls until its deadline
-// (5s by default) and fails; Load reads them by direct get instead and
-// sees them vanish. When the meta still names another object, the object
-// was put again: Load reads the new one, up to objectReplacedReads (10)
-// times. When the meta is gone, the object was superseded and removed
-// (or, on a cluster, a lagging replica answered): Load lists again and
-// reads the new highest, up to objectVanishedLoads (10) times, pausing
-// from the third on (5ms, doubling). Only when Saves of one partition follow each other faster
-// than a Load can read does it give up with an error (never a "missing"
-// one).
+// When Save returns nil, the server has acknowledged every chunk and the
+// meta: the checkpoint survives a crash of the NATS server process, and
+// a crash of the machine once the server has fsynced it (at once with
+// its `jetstream { sync_interval: always }`, else within its sync
+// interval) or with Replicas 3 on a cluster. A reader never sees a
+// half-written object, and a Load concurrent with Saves of the same
+// partition returns a whole checkpoint: the highest when it listed, or a
+// later one. Load reads the chunks by direct get and starts over when
+// they vanish under it (objectReplacedReads, objectVanishedLoads); only
+// when Saves of one partition follow each other faster than a Load can
+// read does it give up with an error (never a "missing" one).
 //
 // When ctx ends before the acknowledgements arrive, Save returns an error
 // and the new checkpoint may still be stored a moment later: Load then
 // returns the previous or the new one, whole, and the caller, having seen
-// the error, commits nothing. Chunks of such a Save may stay in the
-// bucket unreferenced. Save always gives Put a deadline (Timeout):
-// without one, Put times out each acknowledgement after 5s
-// (object.go:682-685, publish.go:364-397) and then purges the new chunks
-// although their meta may already be stored (object.go:790-794), leaving
-// an object whose chunks are gone: Load picks it when its position is
-// the highest (or replaces the previous one of the same position). A Put
-// whose connection drops between the server storing the meta and the
-// client receiving its acknowledgement ends the same way (pending
-// acknowledgements fail with ErrDisconnected, publish.go:565-598). Load
-// refuses such an object with ErrCorrupt, never as missing, until a Save
-// of the same or a higher position supersedes it.
+// the error, commits nothing. Save always gives Put a deadline (Timeout).
+// An object whose meta was stored but whose chunks are gone (a Put cut
+// off after storing its meta) is refused by Load with ErrCorrupt, never
+// as missing, until a Save of the same or a higher position supersedes
+// it.
+//
+// docs/design.md ("One owner per model", on checkpoints in a bucket)
+// records how each rule rests on nats.go and nats-server, what it costs,
+// and what leaves garbage.
 //
 // ObjectStore is safe for concurrent use, also by several goroutines
 // saving the same partition.
@@ -307,236 +239,6 @@ func (s *ObjectStore) Close() error {
 
 // String returns "objectstore:BUCKET".
 func (s *ObjectStore) String() string { return "objectstore:" + s.bucket }
-
-// ObjectName returns "partition-N.ckpt", the name of Dir's file and the
-// name under which builds before position-named objects kept partition's
-// checkpoint object. ObjectStore still reads such an object (see
-// ObjectStore) but saves under objectNameAt.
-func ObjectName(partition int32) string {
-	return "partition-" + strconv.FormatInt(int64(partition), 10) + ".ckpt"
-}
-
-// objectNameAt returns the name of partition's checkpoint object of
-// position: "partition-N@P.ckpt".
-func objectNameAt(partition int32, position int64) string {
-	return "partition-" + strconv.FormatInt(int64(partition), 10) + "@" + strconv.FormatInt(position, 10) + ".ckpt"
-}
-
-// parseObjectName parses a checkpoint object's name: "partition-N@P.ckpt"
-// gives partition N, position P and at true; "partition-N.ckpt" (the name
-// ObjectName gives) partition N and at false. N and P are canonical
-// decimals (as Dir.Partitions reads file names: no "+", no leading zero,
-// no "-0"), N an int32 and P an int64. Any other name gives ok false.
-func parseObjectName(name string) (partition int32, position int64, at, ok bool) {
-	n, ok := strings.CutPrefix(name, "partition-")
-	if !ok {
-		return 0, 0, false, false
-	}
-	if n, ok = strings.CutSuffix(n, ".ckpt"); !ok {
-		return 0, 0, false, false
-	}
-	n, pos, at := strings.Cut(n, "@")
-	p, ok := parseDecimal(n, 32)
-	if !ok {
-		return 0, 0, false, false
-	}
-	if at {
-		if position, ok = parseDecimal(pos, 64); !ok {
-			return 0, 0, false, false
-		}
-	}
-	return int32(p), position, at, true
-}
-
-// parseDecimal parses s as a canonical decimal integer of bits bits.
-func parseDecimal(s string, bits int) (int64, bool) {
-	v, err := strconv.ParseInt(s, 10, bits)
-	if err != nil || strconv.FormatInt(v, 10) != s {
-		return 0, false
-	}
-	return v, true
-}
-
-// object is a checkpoint object named in the bucket: a name
-// parseObjectName takes.
-type object struct {
-	name      string
-	partition int32
-	// position is the one of the name; for a legacy name (ObjectName),
-	// the "position" metadata, or math.MinInt64 when there is none (see
-	// resolve).
-	position int64
-	legacy   bool
-}
-
-// above reports whether Load prefers o to q: a higher position, or at the
-// same one a position-named object over a legacy one.
-func (o object) above(q object) bool {
-	if o.position != q.position {
-		return o.position > q.position
-	}
-	return !o.legacy && q.legacy
-}
-
-// legacyPosition returns the position of a legacy object of meta info:
-// its "position" metadata when that is a canonical decimal, else
-// math.MinInt64, below any position.
-func legacyPosition(info *jetstream.ObjectInfo) int64 {
-	if v, ok := parseDecimal(info.Metadata["position"], 64); ok {
-		return v
-	}
-	return math.MinInt64
-}
-
-// metaSubject returns the subject of object name's meta messages, the
-// Object Store protocol's (ADR-20), as object.go:767 builds it.
-func (s *ObjectStore) metaSubject(name string) string {
-	return "$O." + s.bucket + ".M." + base64.URLEncoding.EncodeToString([]byte(name))
-}
-
-// list returns the checkpoint objects named in the bucket, in no order:
-// the names of the stream's meta subjects, all in one Stream Info reply
-// (an atomic snapshot, where nats.go's List reads the metas through a
-// consumer that can wait for its deadline when metas are purged while it
-// runs). Objects nats.go's Delete marked deleted are included; the
-// position of a legacy name is not known yet (resolve).
-func (s *ObjectStore) list(ctx context.Context) ([]object, error) {
-	prefix := "$O." + s.bucket + ".M."
-	si, err := s.stream.Info(ctx, jetstream.WithSubjectFilter(prefix+">"))
-	if err != nil {
-		return nil, err
-	}
-	var out []object
-	for subject := range si.State.Subjects {
-		enc, ok := strings.CutPrefix(subject, prefix)
-		if !ok {
-			continue
-		}
-		raw, err := base64.URLEncoding.DecodeString(enc)
-		if err != nil {
-			continue
-		}
-		p, pos, at, ok := parseObjectName(string(raw))
-		if !ok {
-			continue
-		}
-		out = append(out, object{name: string(raw), partition: p, position: pos, legacy: !at})
-	}
-	return out, nil
-}
-
-// meta returns object name's current meta and its stream sequence, nil
-// when there is none (the object was removed).
-func (s *ObjectStore) meta(ctx context.Context, name string) (*jetstream.ObjectInfo, uint64, error) {
-	m, err := s.stream.GetLastMsgForSubject(ctx, s.metaSubject(name))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil, 0, nil
-	}
-	if err != nil {
-		return nil, 0, fmt.Errorf("meta of %s: %w", name, err)
-	}
-	var info jetstream.ObjectInfo
-	if err := json.Unmarshal(m.Data, &info); err != nil || info.Name != name {
-		return nil, 0, fmt.Errorf("%w: meta of %s is not an object's meta", ErrCorrupt, name)
-	}
-	return &info, m.Sequence, nil
-}
-
-// errVanished is the error of resolve when an object listed is gone: a
-// Save of a higher position removed it since the list.
-var errVanished = errors.New("object removed since listed")
-
-// candidates returns partition's objects among objs, the one Load prefers
-// first. The legacy one is resolved: its meta read for its position, and
-// left out when deleted; when it is gone, the error is errVanished.
-func (s *ObjectStore) candidates(ctx context.Context, objs []object, partition int32) ([]object, error) {
-	var out []object
-	for _, o := range objs {
-		if o.partition != partition {
-			continue
-		}
-		if o.legacy {
-			info, _, err := s.meta(ctx, o.name)
-			switch {
-			case err != nil:
-				return nil, err
-			case info == nil:
-				return nil, errVanished
-			case info.Deleted:
-				continue
-			}
-			o.position = legacyPosition(info)
-		}
-		out = append(out, o)
-	}
-	slices.SortFunc(out, func(a, b object) int {
-		switch {
-		case a.above(b):
-			return -1
-		case b.above(a):
-			return 1
-		}
-		return 0
-	})
-	return out, nil
-}
-
-// top returns the first object of cands (as candidates orders them) that
-// is not deleted, and false when all are; its meta is read, so when it is
-// gone the error is errVanished.
-func (s *ObjectStore) top(ctx context.Context, cands []object) (object, bool, error) {
-	for _, o := range cands {
-		info, _, err := s.meta(ctx, o.name)
-		switch {
-		case err != nil:
-			return object{}, false, err
-		case info == nil:
-			return object{}, false, errVanished
-		case !info.Deleted:
-			return o, true, nil
-		}
-	}
-	return object{}, false, nil
-}
-
-// prune removes the objects among cands (partition's, as candidates
-// returns them) of positions lower than top's (see ObjectStore,
-// "Cleanup"), as far as it can: a removal that fails leaves the object
-// for a later Save or Load.
-func (s *ObjectStore) prune(ctx context.Context, cands []object, top object) {
-	for _, o := range cands {
-		if o.position < top.position {
-			s.remove(ctx, o.name, top.position)
-		}
-	}
-}
-
-// remove removes object name if its current meta is that of a checkpoint
-// object (or a delete marker) of a position lower than below: it purges
-// that meta message, by sequence, so that a meta stored since stays, then
-// the chunks the meta names. Errors are ignored (see prune).
-func (s *ObjectStore) remove(ctx context.Context, name string, below int64) {
-	_, position, at, ok := parseObjectName(name)
-	if !ok {
-		return
-	}
-	info, seq, err := s.meta(ctx, name)
-	if err != nil || info == nil {
-		return
-	}
-	if !at {
-		position = legacyPosition(info)
-	}
-	if position >= below {
-		return
-	}
-	if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(s.metaSubject(name)), jetstream.WithPurgeSequence(seq+1)); err != nil {
-		return
-	}
-	if !info.Deleted && info.NUID != "" {
-		_ = s.stream.Purge(ctx, jetstream.WithPurgeSubject("$O."+s.bucket+".C."+info.NUID))
-	}
-}
 
 // bound returns ctx with the store's timeout when it has no deadline.
 func (s *ObjectStore) bound(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -729,195 +431,3 @@ func (s *ObjectStore) load(ctx context.Context, objs []object, partition int32) 
 	}
 	return nil, name, fmt.Errorf("load: no object partition-%d@POSITION.ckpt or %s: %w", partition, ObjectName(partition), fs.ErrNotExist)
 }
-
-// errChunkGone is the error of a chunk that the object's meta counts but
-// the stream no longer holds.
-var errChunkGone = errors.New("chunk gone")
-
-// errDeleted is the error of read for an object nats.go's Delete marked
-// deleted (`nats object rm`, say): no checkpoint.
-var errDeleted = errors.New("object deleted")
-
-// read returns the bytes of object name, verified against its meta
-// (size, SHA-256 digest), starting over when its chunks vanish (see
-// objectReplacedReads). An object without a meta is an error wrapping
-// fs.ErrNotExist, a deleted one errDeleted.
-func (s *ObjectStore) read(ctx context.Context, name string) ([]byte, error) {
-	var gone string // NUID of the object whose chunks vanished last
-	wait := 10 * time.Millisecond
-	for replaced, lost := 0, 0; ; {
-		info, err := s.obs.GetInfo(ctx, name, jetstream.GetObjectInfoShowDeleted())
-		if errors.Is(err, jetstream.ErrObjectNotFound) {
-			return nil, fmt.Errorf("load: %w (%w)", fs.ErrNotExist, err)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("load: meta: %w", err)
-		}
-		if info.Deleted {
-			return nil, errDeleted
-		}
-		switch {
-		case gone == "":
-		case info.NUID == gone:
-			if lost++; lost == objectLostReads {
-				return nil, fmt.Errorf("%w: %d chunks named by the object's meta are gone (a Save that failed after storing its meta?)", ErrCorrupt, info.Chunks)
-			}
-			select {
-			case <-time.After(wait):
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-			wait *= 2
-		default:
-			if replaced++; replaced == objectReplacedReads {
-				return nil, fmt.Errorf("load: %w %d times", errReplaced, replaced)
-			}
-		}
-		b, err := s.readChunks(ctx, info)
-		if !errors.Is(err, errChunkGone) {
-			return b, err
-		}
-		gone = info.NUID
-	}
-}
-
-// readChunks reads the chunks info names, in stream order, each by a
-// direct get of the next message on their subject.
-func (s *ObjectStore) readChunks(ctx context.Context, info *jetstream.ObjectInfo) ([]byte, error) {
-	if info.Opts != nil && info.Opts.Link != nil {
-		return nil, fmt.Errorf("%w: a link to %s/%s, not a checkpoint", ErrCorrupt, info.Opts.Link.Bucket, info.Opts.Link.Name)
-	}
-	if info.Size > MaxSize {
-		return nil, fmt.Errorf("%w: %d bytes, more than the %d allowed", ErrCorrupt, info.Size, MaxSize)
-	}
-	want, err := jetstream.DecodeObjectDigest(info.Digest)
-	if err != nil && info.Size > 0 {
-		return nil, fmt.Errorf("%w: object digest %q: %v", ErrCorrupt, info.Digest, err)
-	}
-	subject := "$O." + s.bucket + ".C." + info.NUID
-	b := make([]byte, 0, info.Size)
-	seq := uint64(1)
-	for i := range info.Chunks {
-		m, err := s.stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return nil, fmt.Errorf("%w: %d of %d", errChunkGone, i+1, info.Chunks)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("load: chunk %d of %d: %w", i+1, info.Chunks, err)
-		}
-		if uint64(len(b)+len(m.Data)) > info.Size {
-			return nil, fmt.Errorf("%w: chunks longer than the object's %d bytes", ErrCorrupt, info.Size)
-		}
-		b = append(b, m.Data...)
-		seq = m.Sequence + 1
-	}
-	if uint64(len(b)) != info.Size {
-		return nil, fmt.Errorf("%w: %d bytes in %d chunks, the object has %d", ErrCorrupt, len(b), info.Chunks, info.Size)
-	}
-	if info.Size > 0 {
-		if sum := sha256.Sum256(b); !bytes.Equal(sum[:], want) {
-			return nil, fmt.Errorf("%w: object digest mismatch", ErrCorrupt)
-		}
-	}
-	return b, nil
-}
-
-// Partitions lists the partitions with a checkpoint object, each once,
-// ascending, ignoring deleted objects and other names. It reads the meta
-// of each partition's highest object.
-func (s *ObjectStore) Partitions(ctx context.Context) ([]int32, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	bctx, cancel := s.bound(ctx)
-	defer cancel()
-	fail := func(err error) ([]int32, error) {
-		return nil, fmt.Errorf("checkpoint %s: list: %w", s, s.ctxErr(ctx, bctx, err))
-	}
-	objs, err := s.list(bctx)
-	if err != nil {
-		return fail(err)
-	}
-	var listed []int32
-	for _, o := range objs {
-		listed = append(listed, o.partition)
-	}
-	slices.Sort(listed)
-	var out []int32
-	for _, p := range slices.Compact(listed) {
-		cands, err := s.candidates(bctx, objs, p)
-		var ok bool
-		if err == nil {
-			_, ok, err = s.top(bctx, cands)
-		}
-		switch {
-		case errors.Is(err, errVanished):
-			// Removed since listed, by a Save of a higher position.
-			ok = true
-		case err != nil:
-			return fail(err)
-		}
-		if ok {
-			out = append(out, p)
-		}
-	}
-	return out, nil
-}
-
-// Stamps returns, for each partition that has a checkpoint, the name of
-// its object of the highest position and the stream sequence of its meta:
-// a Save puts an object of another name, or the same name again under a
-// new meta. It lists the bucket once and reads a meta or two per
-// partition, not the objects.
-func (s *ObjectStore) Stamps(ctx context.Context) (map[int32]string, error) {
-	bctx, cancel := s.bound(ctx)
-	defer cancel()
-	for tries := 1; ; tries++ {
-		out, err := s.stamps(bctx)
-		switch {
-		case errors.Is(err, errVanished) && tries < objectVanishedLoads:
-			continue
-		case err != nil:
-			return nil, fmt.Errorf("checkpoint %s: stamps: %w", s, s.ctxErr(ctx, bctx, err))
-		}
-		return out, nil
-	}
-}
-
-// stamps is one attempt of Stamps; errVanished when an object listed was
-// removed meanwhile.
-func (s *ObjectStore) stamps(ctx context.Context) (map[int32]string, error) {
-	objs, err := s.list(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("list: %w", err)
-	}
-	parts := map[int32]bool{}
-	for _, o := range objs {
-		parts[o.partition] = true
-	}
-	out := make(map[int32]string, len(parts))
-	for p := range parts {
-		cands, err := s.candidates(ctx, objs, p)
-		if err != nil {
-			return nil, err
-		}
-		top, ok, err := s.top(ctx, cands)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			continue
-		}
-		info, seq, err := s.meta(ctx, top.name)
-		if err != nil {
-			return nil, err
-		}
-		if info == nil {
-			return nil, errVanished
-		}
-		out[p] = fmt.Sprintf("%s %d", top.name, seq)
-	}
-	return out, nil
-}
-
-var _ Stamper = (*ObjectStore)(nil)
