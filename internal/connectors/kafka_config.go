@@ -1,7 +1,6 @@
 package connectors
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -85,6 +84,9 @@ type KafkaConfig struct {
 
 // Validate reports the first problem with c, naming the key at fault. It
 // does not check that Topic is set: NewKafkaSource and NewKafkaSink do.
+// The settings blocks (KafkaFetch, KafkaGroup, KafkaProduce) are checked
+// by their own Validate, as the configuration checks them; their errors
+// are *settings.Error.
 func (c *KafkaConfig) Validate() error {
 	if len(c.Brokers) == 0 {
 		return errors.New("kafka: brokers: at least one broker address is required")
@@ -97,38 +99,23 @@ func (c *KafkaConfig) Validate() error {
 	if _, err := ParseStart(c.StartOffset); err != nil {
 		return fmt.Errorf("kafka: start: %w", err)
 	}
-	for _, d := range []struct {
-		key string
-		v   time.Duration
-	}{
-		{"dial_timeout", c.DialTimeout}, {"max_wait", c.MaxWait},
-		{"heartbeat_interval", c.HeartbeatInterval}, {"session_timeout", c.SessionTimeout},
-		{"rebalance_timeout", c.RebalanceTimeout}, {"join_group_backoff", c.JoinGroupBackoff},
-		{"request_timeout", c.RequestTimeout}, {"batch_timeout", c.BatchTimeout},
-	} {
-		if d.v < 0 {
-			return fmt.Errorf("kafka: %s: negative duration %v", d.key, d.v)
-		}
+	if c.DialTimeout < 0 {
+		return fmt.Errorf("kafka: dial_timeout: negative duration %v", c.DialTimeout)
 	}
 	for _, n := range []struct {
 		key string
 		v   int
 	}{
-		{"min_bytes", c.MinBytes}, {"max_bytes", c.MaxBytes}, {"queue_capacity", c.QueueCapacity},
-		{"batch_size", c.BatchSize}, {"max_pending", c.MaxPending},
+		{"queue_capacity", c.QueueCapacity}, {"max_pending", c.MaxPending},
 	} {
 		if n.v < 0 {
 			return fmt.Errorf("kafka: %s: negative value %d", n.key, n.v)
 		}
 	}
-	if _, err := requiredAcks(c.RequiredAcks); err != nil {
-		return err
-	}
-	if _, err := compression(c.Compression); err != nil {
-		return err
-	}
-	if maxBytes := cmp.Or(c.MaxBytes, 1<<20); c.MinBytes > maxBytes {
-		return fmt.Errorf("kafka: min_bytes %d exceeds max_bytes %d", c.MinBytes, maxBytes)
+	for _, err := range []error{c.KafkaFetch.Validate(), c.KafkaGroup.Validate(), c.KafkaProduce.Validate()} {
+		if err != nil {
+			return fmt.Errorf("kafka: %w", err)
+		}
 	}
 	if c.HeartbeatInterval != 0 && c.SessionTimeout != 0 && c.HeartbeatInterval >= c.SessionTimeout {
 		return fmt.Errorf("kafka: heartbeat_interval %v must be below session_timeout %v", c.HeartbeatInterval, c.SessionTimeout)
