@@ -146,6 +146,10 @@ func SplitConsumer(name string) (stream, consumer string) {
 // jsConsumer is Position.Consumer of a JetStream durable.
 func jsConsumer(durable string) string { return "jetstream durable " + durable }
 
+// open creates or updates the durable (consumerConfig), has it deliver
+// again what an earlier run left unacknowledged (redeliver), and sets the
+// source's position, lag, end and message iterator from it. A later call,
+// after the first succeeded, is a reopen.
 func (s *JetStreamSource) open(ctx context.Context) error {
 	cfg := s.cfg
 	js, err := jetstream.New(s.nc.Conn)
@@ -160,6 +164,60 @@ func (s *JetStreamSource) open(ctx context.Context) error {
 		}
 		return fmt.Errorf("stream %q: %w", cfg.Stream, err)
 	}
+	ccfg, err := s.consumerConfig(ctx, js, stream)
+	if err != nil {
+		return err
+	}
+	s.cons, err = stream.CreateOrUpdateConsumer(ctx, ccfg)
+	if err != nil {
+		return fmt.Errorf("consumer: %w", err)
+	}
+	info := s.cons.CachedInfo()
+	floor := jsAckFloor(info)
+	// The durable acknowledged something: its floor is a commit. A new
+	// durable's floor is the server's, the stream's first sequence less
+	// one (0 before 2.10), and so is one a purge or expiry moved past
+	// messages nobody acknowledged. A consumer reset (below, on an earlier
+	// run) zeroes the consumer-side floor for good, but leaves the floor
+	// (with jsRecreate's restart, the start less one) on a message the
+	// stream still holds.
+	first := stream.CachedInfo().State.FirstSeq
+	acked := info.AckFloor.Consumer > 0 || floor > 0 && floor >= first && !jsStartedAt(info, floor+1)
+	if info, floor, err = s.redeliver(ctx, stream, ccfg, info, floor, first); err != nil {
+		return err
+	}
+	s.last, s.committed = floor, floor
+	s.pos = Position{Committed: -1, First: int64(first), Start: -1, Origin: jsOrigin(stream), Consumer: jsConsumer(cfg.Durable)}
+	if s.startSeq > 0 {
+		s.pos.Start = int64(s.startSeq)
+	}
+	s.opened = true
+	if acked && floor > 0 {
+		s.pos.Committed = int64(floor)
+	}
+	s.lag.Store(int64(info.NumPending))
+	if s.untilEnd {
+		if info.NumPending == 0 {
+			s.ended = true
+		} else if s.end, err = jsLastSeq(ctx, stream, cfg.Subject); err != nil {
+			return fmt.Errorf("until-end: %w", err)
+		}
+	}
+	s.iter, err = s.cons.Messages(jetstream.PullMaxMessages(cfg.FetchBatch), jetstream.PullExpiry(cfg.FetchWait))
+	if err != nil {
+		return fmt.Errorf("consume: %w", err)
+	}
+	return nil
+}
+
+// consumerConfig returns the configuration open creates or updates the
+// durable with: a durable that exists keeps its start (and the mark of it
+// in its description); one not there yet is created at cfg.Start on the
+// first open, and on a reopen where this source left it. It sets startSeq
+// when the durable has a start; the consumer itself is left to the
+// caller.
+func (s *JetStreamSource) consumerConfig(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream) (jetstream.ConsumerConfig, error) {
+	cfg := s.cfg
 	ccfg := jetstream.ConsumerConfig{
 		Durable:       cfg.Durable,
 		Description:   "streamlearn source",
@@ -190,7 +248,7 @@ func (s *JetStreamSource) open(ctx context.Context) error {
 		}
 	case errors.Is(err, jetstream.ErrConsumerNotFound) && !s.opened:
 		if err := jsStart(ctx, js, stream, cfg, &ccfg); err != nil {
-			return fmt.Errorf("consumer: start %s: %w", cfg.Start, err)
+			return ccfg, fmt.Errorf("consumer: start %s: %w", cfg.Start, err)
 		}
 		s.startSeq, _ = jsStartedSeq(ccfg.Description)
 	case errors.Is(err, jetstream.ErrConsumerNotFound) && s.startSeq > 0:
@@ -205,23 +263,20 @@ func (s *JetStreamSource) open(ctx context.Context) error {
 		// Gone while this source read it: created again delivering
 		// everything, the records this source returned skipped.
 	default:
-		return fmt.Errorf("consumer: %w", err)
+		return ccfg, fmt.Errorf("consumer: %w", err)
 	}
-	s.cons, err = stream.CreateOrUpdateConsumer(ctx, ccfg)
-	if err != nil {
-		return fmt.Errorf("consumer: %w", err)
-	}
-	info := s.cons.CachedInfo()
-	floor := jsAckFloor(info)
-	// The durable acknowledged something: its floor is a commit. A new
-	// durable's floor is the server's, the stream's first sequence less
-	// one (0 before 2.10), and so is one a purge or expiry moved past
-	// messages nobody acknowledged. A consumer reset (below, on an earlier
-	// run) zeroes the consumer-side floor for good, but leaves the floor
-	// (with jsRecreate's restart, the start less one) on a message the
-	// stream still holds.
-	first := stream.CachedInfo().State.FirstSeq
-	acked := info.AckFloor.Consumer > 0 || floor > 0 && floor >= first && !jsStartedAt(info, floor+1)
+	return ccfg, nil
+}
+
+// redeliver makes the durable deliver again, from its ack floor, what an
+// earlier run was delivered but did not acknowledge: it resets the consumer
+// (nats-server 2.14 on) or creates it again at floor+1, first at the
+// earliest (older servers). It returns the consumer's info and ack floor
+// after, the same as given when nothing waited; s.cons is the consumer
+// to read from.
+func (s *JetStreamSource) redeliver(ctx context.Context, stream jetstream.Stream, ccfg jetstream.ConsumerConfig, info *jetstream.ConsumerInfo, floor, first uint64) (*jetstream.ConsumerInfo, uint64, error) {
+	cfg := s.cfg
+	var err error
 	// Delivered but not acknowledged by an earlier run: deliver again, from
 	// the ack floor and in order. The state the reset leaves is checked;
 	// when it is not the floor the info said (an info older than the
@@ -231,7 +286,7 @@ func (s *JetStreamSource) open(ctx context.Context) error {
 		delivered := info.Delivered.Stream
 		if jsServerAtLeast(s.nc.ConnectedServerVersion(), 2, 14) {
 			if _, err := stream.ResetConsumer(ctx, cfg.Durable); err != nil {
-				return fmt.Errorf("consumer: reset to ack floor %d for redelivery of %d..%d: %w",
+				return nil, 0, fmt.Errorf("consumer: reset to ack floor %d for redelivery of %d..%d: %w",
 					floor, floor+1, delivered, err)
 			}
 			info, err = s.cons.Info(ctx)
@@ -246,39 +301,18 @@ func (s *JetStreamSource) open(ctx context.Context) error {
 			}
 		}
 		if err != nil {
-			return fmt.Errorf("consumer: %w", err)
+			return nil, 0, fmt.Errorf("consumer: %w", err)
 		}
 		f := jsAckFloor(info)
 		if f == floor && info.Delivered.Stream == floor {
 			break
 		}
 		if try == 3 {
-			return fmt.Errorf("consumer: after the reset to ack floor %d: ack floor %d, delivered %d", floor, f, info.Delivered.Stream)
+			return nil, 0, fmt.Errorf("consumer: after the reset to ack floor %d: ack floor %d, delivered %d", floor, f, info.Delivered.Stream)
 		}
 		floor = f
 	}
-	s.last, s.committed = floor, floor
-	s.pos = Position{Committed: -1, First: int64(first), Start: -1, Origin: jsOrigin(stream), Consumer: jsConsumer(cfg.Durable)}
-	if s.startSeq > 0 {
-		s.pos.Start = int64(s.startSeq)
-	}
-	s.opened = true
-	if acked && floor > 0 {
-		s.pos.Committed = int64(floor)
-	}
-	s.lag.Store(int64(info.NumPending))
-	if s.untilEnd {
-		if info.NumPending == 0 {
-			s.ended = true
-		} else if s.end, err = jsLastSeq(ctx, stream, cfg.Subject); err != nil {
-			return fmt.Errorf("until-end: %w", err)
-		}
-	}
-	s.iter, err = s.cons.Messages(jetstream.PullMaxMessages(cfg.FetchBatch), jetstream.PullExpiry(cfg.FetchWait))
-	if err != nil {
-		return fmt.Errorf("consume: %w", err)
-	}
-	return nil
+	return info, floor, nil
 }
 
 // jsOrigin names stream by its name and creation time: a stream deleted
@@ -350,6 +384,16 @@ func (s *JetStreamSource) Reread(ctx context.Context, partition int32, from, thr
 	case int64(last.Sequence) < from:
 		return nil // the subject's messages in the range are none, and none removed
 	}
+	return s.rereadMessages(ctx, stream, partition, from, through, fn, fail)
+}
+
+// rereadMessages is Reread's read, once stream was checked to hold every
+// message of the subject from sequence from on: it calls fn with each
+// message of the subject from from through through, with an ordered
+// consumer it stops on return. It returns fn's error as it is, a
+// *NotRetainedError when a message was removed while it read, and others
+// wrapped by fail.
+func (s *JetStreamSource) rereadMessages(ctx context.Context, stream jetstream.Stream, partition int32, from, through int64, fn func(*Record) error, fail func(error) error) error {
 	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{s.cfg.Subject},
 		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,

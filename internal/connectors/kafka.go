@@ -170,8 +170,43 @@ func NewKafkaSource(ctx context.Context, cfg KafkaConfig, untilEnd bool) (*Kafka
 		return nil, fmt.Errorf("kafka source %s: start %s: %w", name, start, err)
 	}
 	probes := new(atomic.Uint64)
+	group, err := newKafkaGroup(cfg, name, d, probes)
+	if err != nil {
+		return nil, fmt.Errorf("kafka source %s: %w", name, err)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	s := &KafkaSource{
+		cfg:       cfg,
+		untilEnd:  untilEnd,
+		name:      name,
+		dialer:    d,
+		group:     group,
+		first:     first,
+		end:       end,
+		start:     start,
+		starts:    starts,
+		origin:    "kafka cluster " + cluster + " topic " + cfg.Topic,
+		msgs:      make(chan kafkaMsg, cfg.QueueCapacity),
+		errc:      make(chan error, 1),
+		cancel:    cancel,
+		done:      make(chan struct{}),
+		wake:      make(chan struct{}),
+		next:      make(map[int]int64),
+		committed: make(map[int]int64),
+		probes:    probes,
+	}
+	s.wg.Go(func() { s.run(runCtx) })
+	return s, nil
+}
+
+// newKafkaGroup returns the kafka-go consumer group of cfg.Group on
+// cfg.Topic, with the source's timeouts, its balancers (which carry probes,
+// the rebalances this member asked for) and its logging of kafka-go's
+// retries (warnings) and generations (debug) under the source's name.
+// Joining and the generations are left to the caller (run).
+func newKafkaGroup(cfg KafkaConfig, name string, d *kafka.Dialer, probes *atomic.Uint64) (*kafka.ConsumerGroup, error) {
 	logger := cfg.Logger
-	group, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
+	return kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
 		// kafka-go retries what fails in joining the group; say what.
 		ErrorLogger: kafka.LoggerFunc(func(format string, args ...any) {
 			logger.Warn("kafka consumer group: "+fmt.Sprintf(format, args...), "source", name)
@@ -199,32 +234,6 @@ func NewKafkaSource(ctx context.Context, cfg KafkaConfig, untilEnd bool) (*Kafka
 		// it at starts.
 		StartOffset: kafka.FirstOffset,
 	})
-	if err != nil {
-		return nil, fmt.Errorf("kafka source %s: %w", name, err)
-	}
-	runCtx, cancel := context.WithCancel(context.Background())
-	s := &KafkaSource{
-		cfg:       cfg,
-		untilEnd:  untilEnd,
-		name:      name,
-		dialer:    d,
-		group:     group,
-		first:     first,
-		end:       end,
-		start:     start,
-		starts:    starts,
-		origin:    "kafka cluster " + cluster + " topic " + cfg.Topic,
-		msgs:      make(chan kafkaMsg, cfg.QueueCapacity),
-		errc:      make(chan error, 1),
-		cancel:    cancel,
-		done:      make(chan struct{}),
-		wake:      make(chan struct{}),
-		next:      make(map[int]int64),
-		committed: make(map[int]int64),
-		probes:    probes,
-	}
-	s.wg.Go(func() { s.run(runCtx) })
-	return s, nil
 }
 
 // Name returns "kafka:<topic>".
@@ -350,20 +359,12 @@ func (s *KafkaSource) Fetch(ctx context.Context) (Record, error) {
 			switch st {
 			case endWait:
 				waitUntil = until
-			case endProbe:
-				gen := s.gen
-				gen.asked = true
-				s.probes.Add(1)
-				s.probing = true
-				close(gen.probe)
-				s.mu.Unlock()
-				s.logProbe(ctx, gen)
-				continue
 			case endReading:
-			default:
-				gen := s.gen
-				s.mu.Unlock()
-				return Record{}, s.ending(ctx, st, gen)
+			default: // a probe to ask for, or the end: rare
+				if end, err := s.endStepLocked(ctx, st); end {
+					return Record{}, err
+				}
+				continue
 			}
 		}
 		s.mu.Unlock()
@@ -386,31 +387,18 @@ func (s *KafkaSource) Fetch(ctx context.Context) (Record, error) {
 			return Record{}, err
 		default:
 		}
-		var settle <-chan time.Time
-		if !waitUntil.IsZero() {
-			if timer == nil {
-				timer = time.NewTimer(time.Until(waitUntil))
-			} else {
-				timer.Reset(time.Until(waitUntil))
-			}
-			settle = timer.C
-		}
 		var km kafkaMsg
 		select {
 		case km = <-s.msgs:
 		default:
-			select {
-			case km = <-s.msgs:
-			case err := <-s.errc:
+			var got bool
+			var err error
+			km, timer, got, err = s.await(ctx, wake, waitUntil, timer)
+			if err != nil {
 				return Record{}, err
-			case <-wake:
+			}
+			if !got {
 				continue
-			case <-settle:
-				continue
-			case <-s.done:
-				return Record{}, s.errClosed()
-			case <-ctx.Done():
-				return Record{}, ctx.Err()
 			}
 		}
 		m := &km.m
@@ -432,6 +420,57 @@ func (s *KafkaSource) Fetch(ctx context.Context) (Record, error) {
 			ack:       km.gen,
 		}, nil
 	}
+}
+
+// endStepLocked is Fetch's step of an until-end source that has read
+// its share, with s.mu held, which it releases: for endProbe it asks the
+// group to rebalance (the generation's probe) and logs why, and returns
+// end false, for the caller to check again; for the end states it returns
+// end true and the error Fetch returns (ending).
+func (s *KafkaSource) endStepLocked(ctx context.Context, st int) (end bool, err error) {
+	if st == endProbe {
+		gen := s.gen
+		gen.asked = true
+		s.probes.Add(1)
+		s.probing = true
+		close(gen.probe)
+		s.mu.Unlock()
+		s.logProbe(ctx, gen)
+		return false, nil
+	}
+	gen := s.gen
+	s.mu.Unlock()
+	return true, s.ending(ctx, st, gen)
+}
+
+// await is Fetch's wait when no record is queued: until a record comes
+// (got true), the generation changes (wake) or waitUntil passes when not
+// zero (got false: the caller checks again), or an error, the source's
+// close or ctx's end (err). It returns the timer it waited with, timer
+// itself or, when that was nil, a new one, for the caller to stop.
+func (s *KafkaSource) await(ctx context.Context, wake <-chan struct{}, waitUntil time.Time, timer *time.Timer) (km kafkaMsg, _ *time.Timer, got bool, err error) {
+	var settle <-chan time.Time
+	if !waitUntil.IsZero() {
+		if timer == nil {
+			timer = time.NewTimer(time.Until(waitUntil))
+		} else {
+			timer.Reset(time.Until(waitUntil))
+		}
+		settle = timer.C
+	}
+	select {
+	case km = <-s.msgs:
+		return km, timer, true, nil
+	case err := <-s.errc:
+		return km, timer, false, err
+	case <-wake:
+	case <-settle:
+	case <-s.done:
+		return km, timer, false, s.errClosed()
+	case <-ctx.Done():
+		return km, timer, false, ctx.Err()
+	}
+	return km, timer, false, nil
 }
 
 func (s *KafkaSource) errClosed() error {

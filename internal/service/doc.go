@@ -38,7 +38,9 @@
 //
 // The files follow the seams: service.go is the loop (fetch, dispatch,
 // what is due by time, the drain), worker.go a partition's worker and
-// the loop's questions to it, lifecycle.go and restore.go the models'
+// the loop's questions to it (worker_snapshot.go its checkpoints taken
+// between two records, worker_sink.go the sinks its outputs share with
+// the other partitions'), lifecycle.go and restore.go the models'
 // lifecycle (models), committer.go the commit rounds and the saver,
 // snapshot.go and copies.go what readers see.
 package service

@@ -434,11 +434,8 @@ func (s *Service) loop(ctx context.Context) error {
 		// span, see every) and after every wait, and what is due by
 		// time is looked at then: at most that many records late.
 		if clock++; clock >= every || idle {
-			now, clock, replan = time.Now(), 0, true
-			every = min(2*every, clockEvery)
-			if b != nil {
-				blocked = b.Blocked()
-			}
+			now, blocked = readClock(b, blocked)
+			clock, replan, every = 0, true, min(2*every, clockEvery)
 			if err := s.dueByTime(ctx, now); err != nil {
 				return stopped(ctx, err)
 			}
@@ -452,10 +449,8 @@ func (s *Service) loop(ctx context.Context) error {
 		// Learning time: see busySpans.
 		switch {
 		case !idle && s.busy.from.IsZero():
-			now, clock, every = time.Now(), 0, 1
-			if b != nil {
-				blocked = b.Blocked()
-			}
+			now, blocked = readClock(b, blocked)
+			clock, every = 0, 1
 			s.busy.from, s.busy.blocked = now, blocked
 		case idle && !s.busy.from.IsZero() && !errors.Is(err, connectors.ErrEndOfInput):
 			s.busy.end(now, blocked)
@@ -481,6 +476,18 @@ func (s *Service) loop(ctx context.Context) error {
 			replan = true
 		}
 	}
+}
+
+// readClock returns the time now and the source's blocked time read
+// after it: b's, or blocked unchanged when b is nil (a source that does
+// not say). The loop calls it at its readings of the clock, not per
+// record.
+func readClock(b blocker, blocked time.Duration) (time.Time, time.Duration) {
+	now := time.Now()
+	if b != nil {
+		blocked = b.Blocked()
+	}
+	return now, blocked
 }
 
 // nothingFetched takes err, the error of a Fetch under fctx that returned

@@ -109,6 +109,29 @@ func (s *Service) publishSnapshot(ctx context.Context) error {
 			served[w.part] = a.served
 		}
 	}
+	reports, events := s.snapshotReports(parts, now)
+	if curvesDue && (len(s.snaps.curves) != len(parts) || events != s.snaps.curvesEvents) {
+		curves := make([][][]regret.Point, len(parts))
+		for i, part := range parts {
+			curves[i] = s.models.workers[part].snapshot.curves
+		}
+		s.snaps.curves, s.snaps.curvesAt, s.snaps.curvesEvents = curves, now, events
+	}
+	durable := s.durableSince()
+	allDigests := true
+	for _, part := range parts {
+		allDigests = allDigests && s.models.workers[part].snapshot.digests
+	}
+	s.snaps.snap.Store(&Snapshot{Time: now, Source: s.opt.Source.Name(), Reports: reports, Started: true, Durable: durable, Curves: s.snaps.curves, Digests: allDigests})
+	s.refreshServing(now, serve, old, parts, served)
+	s.snaps.nextSnapshot = time.Now().Add(s.opt.SnapshotInterval)
+	return nil
+}
+
+// snapshotReports returns the reports of the models of parts, in their
+// order, as the snapshots that last asked them left them, with Seconds as
+// of now, and the records they counted in all.
+func (s *Service) snapshotReports(parts []int32, now time.Time) ([]Report, uint64) {
 	reports := make([]Report, len(parts))
 	var events uint64
 	for i, part := range parts {
@@ -118,27 +141,20 @@ func (s *Service) publishSnapshot(ctx context.Context) error {
 		reports[i].Seconds = now.Sub(w.m.started()).Seconds()
 		events += w.snapshot.report.Events
 	}
-	if curvesDue && (len(s.snaps.curves) != len(parts) || events != s.snaps.curvesEvents) {
-		curves := make([][][]regret.Point, len(parts))
-		for i, part := range parts {
-			curves[i] = s.models.workers[part].snapshot.curves
-		}
-		s.snaps.curves, s.snaps.curvesAt, s.snaps.curvesEvents = curves, now, events
-	}
+	return reports, events
+}
+
+// durableSince returns Snapshot.Durable: the earliest time the state of
+// a model's last commit was taken, of the models that learned since
+// (zero when none did).
+func (s *Service) durableSince() time.Time {
 	var durable time.Time
 	for _, w := range s.models.workers {
 		if w.commit.dirty && (durable.IsZero() || w.commit.durableAt.Before(durable)) {
 			durable = w.commit.durableAt
 		}
 	}
-	allDigests := true
-	for _, part := range parts {
-		allDigests = allDigests && s.models.workers[part].snapshot.digests
-	}
-	s.snaps.snap.Store(&Snapshot{Time: now, Source: s.opt.Source.Name(), Reports: reports, Started: true, Durable: durable, Curves: s.snaps.curves, Digests: allDigests})
-	s.refreshServing(now, serve, old, parts, served)
-	s.snaps.nextSnapshot = time.Now().Add(s.opt.SnapshotInterval)
-	return nil
+	return durable
 }
 
 // noCopy is the servedAt of a model without a copy for serving: no model
