@@ -26,6 +26,8 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"syscall"
 )
 
@@ -185,6 +187,28 @@ func parse(fs *flag.FlagSet, args []string) error {
 			return err
 		}
 		return errUsage
+	}
+	// The flag package stops at the first argument that is not a flag, so
+	// `replay data.jsonl --report json` would read "--report" as a file.
+	// A flag of this command after the arguments is a usage error that
+	// says so, unless a file of that name exists or the arguments came
+	// after "--".
+	if slices.Contains(args, "--") {
+		return nil
+	}
+	for _, arg := range fs.Args() {
+		name, ok := strings.CutPrefix(arg, "-")
+		if !ok || name == "" {
+			continue
+		}
+		name, _, _ = strings.Cut(strings.TrimPrefix(name, "-"), "=")
+		if fs.Lookup(name) == nil {
+			continue
+		}
+		if _, err := os.Stat(arg); err == nil {
+			continue
+		}
+		return usageErr(fs, "flag %s after the arguments: flags come first (streamlearn %s [flags] ARGS)", arg, fs.Name())
 	}
 	return nil
 }

@@ -932,3 +932,36 @@ func TestProgress(t *testing.T) {
 		t.Errorf("stdin's size: %d, want -1 (unknown)", total)
 	}
 }
+
+// A flag after the file names is a usage error that says so (exit 2),
+// not a file that does not exist (exit 1): the flag package stops at the
+// first argument that is not a flag. A file named like a flag, or
+// arguments after "--", are still files.
+func TestFlagAfterArguments(t *testing.T) {
+	code, _, errOut := run(t, "replay", "../../testdata/demo.jsonl", "--report", "json")
+	if code != 2 || !strings.Contains(errOut, "flag --report after the arguments: flags come first") {
+		t.Errorf("replay FILE --report json: exit %d: %.300s", code, errOut)
+	}
+	if code, _, errOut := run(t, "replay", "../../testdata/demo.jsonl", "-report=json"); code != 2 || !strings.Contains(errOut, "flag -report=json after the arguments") {
+		t.Errorf("replay FILE -report=json: exit %d: %.300s", code, errOut)
+	}
+	dir := t.TempDir()
+	named := filepath.Join(dir, "-c")
+	data, err := os.ReadFile("../../testdata/demo.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(named, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	if code, _, errOut := run(t, "replay", "--report", "json", "--", "-c"); code != 0 {
+		t.Errorf("replay -- -c (a file named -c): exit %d: %.300s", code, errOut)
+	}
+	if err := os.WriteFile("a.jsonl", data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := run(t, "replay", "--report", "json", "a.jsonl", "-c"); code != 0 {
+		t.Errorf("replay a.jsonl -c, a file named -c there: exit %d: %.300s", code, errOut)
+	}
+}
