@@ -31,7 +31,7 @@ type models struct {
 
 	fingerprint [32]byte          // of the model configuration, in checkpoints
 	build       *pipeline.Builder // of its pipelines, for the serving copies of models per key
-	volatile    bool              // the source's offsets do not survive a restart
+	volatile    bool              // Traits.Volatile: the source's offsets do not identify records across restarts (core NATS), so a restored model skips nothing
 
 	// premaking counts the goroutines making the memory of new models'
 	// first checkpoints (worker.premake); Run waits for them. They make

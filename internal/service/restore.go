@@ -47,12 +47,6 @@ const (
 	DefaultCheckpointInterval = 5 * time.Second
 )
 
-// volatile reports whether the source's offsets do not identify records
-// across restarts (core NATS), so that a restored model skips nothing.
-func volatile(src connectors.Source) bool {
-	return connectors.TraitsOf(src).Volatile
-}
-
 // restore loads partition's checkpoint into m, when there is one, after
 // checking it against what the broker says of the partition (see
 // RestoreError and Options.OnMismatch).

@@ -245,8 +245,9 @@ func New(opt Options) (*Service, error) {
 	}
 	s := &Service{opt: opt, logger: opt.Logger,
 		out: outputs{predictions: lock(opt.Predictions), reports: lock(opt.Reports), deadLetters: lock(opt.DeadLetters)}}
+	traits := connectors.TraitsOf(opt.Source)
 	s.models = models{s: s, workers: map[int32]*worker{}, premakeSlot: make(chan struct{}, 1),
-		fingerprint: Fingerprint(opt.Config), build: pipeline.NewBuilder(opt.Config), volatile: volatile(opt.Source)}
+		fingerprint: Fingerprint(opt.Config), build: pipeline.NewBuilder(opt.Config), volatile: traits.Volatile}
 	s.commits.s = s
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
@@ -259,7 +260,6 @@ func New(opt Options) (*Service, error) {
 		s.out.dl = &DeadLetters{Sink: s.out.deadLetters, IDSource: s.out.idSource}
 	}
 	s.out.predIDs, _ = s.out.predictions.(connectors.IDSink)
-	traits := connectors.TraitsOf(opt.Source)
 	s.src.producerKeys, s.src.lined = traits.ProducerKeyed, traits.Lined
 	s.src.framed, _ = opt.Source.(filesource.Framed)
 	s.snaps.snap.Store(&Snapshot{Time: time.Now(), Source: opt.Source.Name(), Reports: []Report{}})
