@@ -800,7 +800,9 @@ func TestObjectStoreOwn(t *testing.T) {
 	if !errors.As(err, &held) || held.Partition != 0 || held.Holder != "pid 1 on here since then" || held.Store != "objectstore:ckpt" {
 		t.Fatalf("Own of a held partition: %v, want a HeldError naming pid 1", err)
 	}
-	if took := time.Since(start); took < 300*time.Millisecond || took > 2*time.Second {
+	// At least the wait; the upper bound only catches a hang (a loaded
+	// machine may take long over the calls it makes).
+	if took := time.Since(start); took < 300*time.Millisecond || took > 30*time.Second {
 		t.Errorf("gave up after %v, want the 300ms wait", took)
 	}
 	// Renewed past its lifetime: still held after 1.5 TTL.
@@ -815,13 +817,14 @@ func TestObjectStoreOwn(t *testing.T) {
 	other()
 	release()
 	release() // twice is once
-	start = time.Now()
+	// The release gave the lease back: its key is gone, so the next Own
+	// need not wait for it to expire.
+	if _, err := a.kv.Get(ctx, ownerKey(0)); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Errorf("the lease's key after the release: %v, want it deleted", err)
+	}
 	relB, err := wait(b, 0, "pid 2", time.Second)
 	if err != nil {
 		t.Fatalf("Own after the release: %v", err)
-	}
-	if took := time.Since(start); took > leaseTTL/2 {
-		t.Errorf("Own after the release took %v: the release did not give the lease back", took)
 	}
 	if err := b.Save(ctx, sample(0)); err != nil {
 		t.Fatalf("Save by the owner: %v", err)
