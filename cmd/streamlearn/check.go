@@ -13,6 +13,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/learners"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
+	"github.com/streamlearn/streamlearn/internal/service"
 )
 
 const checkArgs = "-c config.yaml"
@@ -102,11 +103,13 @@ func writeConnections(w io.Writer, cfg *config.Config) {
 			fmt.Fprintf(w, "%s:\t%s\n", s.name, describeSink(*s.s))
 		}
 	}
-	switch c := cfg.Checkpoint; {
+	c := cfg.Checkpoint
+	every := cmp.Or(c.Every, service.DefaultCheckpointEvery) // 0: the default, as run takes it
+	switch {
 	case c.Dir != "":
-		fmt.Fprintf(w, "checkpoints:\tdirectory %s, every %d events\n", c.Dir, c.Every)
+		fmt.Fprintf(w, "checkpoints:\tdirectory %s, every %d events\n", c.Dir, every)
 	case c.Bucket != "":
-		fmt.Fprintf(w, "checkpoints:\tobject store bucket %s, every %d events\n", c.Bucket, c.Every)
+		fmt.Fprintf(w, "checkpoints:\tobject store bucket %s, every %d events, ownership lease %v\n", c.Bucket, every, cmp.Or(c.Lease, config.MaxLease))
 	default:
 		fmt.Fprintf(w, "checkpoints:\tnone: a restart learns from the committed position with fresh models\n")
 	}

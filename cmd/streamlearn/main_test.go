@@ -673,6 +673,21 @@ func TestCheck(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "kafka topic events at k:9092, group streamlearn") {
 		t.Fatalf("check big.yaml: exit %d: %s %s", code, out, errOut)
 	}
+	// Checkpoints as run takes them: every unset is the default, and a
+	// bucket says its lease.
+	for _, tc := range []struct{ checkpoint, want string }{
+		{"{dir: ./state}", "directory ./state, every 100000 events\n"},
+		{"{bucket: B}", "object store bucket B, every 100000 events, ownership lease 10s\n"},
+		{"{bucket: B, every: 500, lease: 3s}", "object store bucket B, every 500 events, ownership lease 3s\n"},
+	} {
+		cfg := filepath.Join(dir, "ckpt.yaml")
+		if err := os.WriteFile(cfg, []byte("learners: [{name: p, algorithm: perceptron}]\nsource: {kind: jetstream, url: \"nats://n:4222\", subject: e, stream: S, durable: d}\ncheckpoint: "+tc.checkpoint+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if code, out, errOut := run(t, "check", "-c", cfg); code != 0 || !strings.Contains(out, tc.want) {
+			t.Errorf("check of checkpoint %s: exit %d, want %q in\n%s%s", tc.checkpoint, code, tc.want, out, errOut)
+		}
+	}
 	var mem float64
 	for line := range strings.Lines(out) {
 		if _, rest, ok := strings.Cut(line, "1 learners, "); ok {
