@@ -45,6 +45,13 @@ type Encoded struct {
 // MarshalBinary returns e.State and e.Err.
 func (e Encoded) MarshalBinary() ([]byte, error) { return e.State, e.Err }
 
+// encodeNow is the Freeze of a sparse learner: its encoding costs what
+// its weights hold, no more than a copy would.
+func encodeNow(m encoding.BinaryMarshaler) Encoded {
+	b, err := m.MarshalBinary()
+	return Encoded{State: b, Err: err}
+}
+
 // reuse returns into as a *T when it is one, else a new T.
 func reuse[T any](into encoding.BinaryMarshaler) *T {
 	if c, ok := any(into).(*T); ok && c != nil {
@@ -55,6 +62,9 @@ func reuse[T any](into encoding.BinaryMarshaler) *T {
 
 // Freeze returns a copy of p's state (Freezer).
 func (p *Perceptron) Freeze(into encoding.BinaryMarshaler) encoding.BinaryMarshaler {
+	if p.sp != nil {
+		return encodeNow(p)
+	}
 	c := reuse[Perceptron](into)
 	w, u := c.w, c.u
 	*c = *p
