@@ -198,3 +198,19 @@ func decodeWeights(d *codec.Decoder, version uint8, sp *Space, n, stride int) []
 	}
 	return sp.readVector(d, version, n, stride)
 }
+
+// A Spaced learner may be sparse: Space returns the Space it was built
+// over, nil when it is dense. A sparse learner reads vectors in its
+// space's numbers (Space.Map), a dense one hashed slots.
+type Spaced interface {
+	Space() *Space
+}
+
+// Space returns the Space of o's class learners, nil when they are dense
+// (every class's learner is of one kind).
+func (o *OneVsRest) Space() *Space {
+	if s, ok := o.learners[0].(Spaced); ok {
+		return s.Space()
+	}
+	return nil
+}

@@ -27,7 +27,10 @@ import (
 //
 // Keyed is not safe for concurrent use.
 type Keyed struct {
-	build   *Builder // of the configuration's pipelines
+	// build makes the keys' models, sparse (Builder.Sparse): each costs
+	// what its key has seen; dense makes the global one.
+	build   *Builder
+	dense   *Builder
 	max     int
 	idle    time.Duration
 	warm    []byte
@@ -127,7 +130,8 @@ func NewKeyed(c *config.Config, opt KeyedOptions) (*Keyed, error) {
 	if opt.Max < 0 {
 		return nil, fmt.Errorf("pipeline: keyed: max %d is negative", opt.Max)
 	}
-	k := &Keyed{build: NewBuilder(c), max: opt.Max, idle: opt.Idle, warm: opt.WarmStart, warmSHA: opt.WarmSHA256,
+	dense := NewBuilder(c)
+	k := &Keyed{build: dense.Sparse(), dense: dense, max: opt.Max, idle: opt.Idle, warm: opt.WarmStart, warmSHA: opt.WarmSHA256,
 		start: time.Now(), now: time.Now(), spillDir: opt.SpillDir}
 	k.clear()
 	var err error
@@ -144,7 +148,9 @@ func NewKeyed(c *config.Config, opt KeyedOptions) (*Keyed, error) {
 	k.rounds, k.mistakes, k.loss, k.def = make([]uint64, n), make([]uint64, n), make([]float64, n), make([]regret.Scores, n)
 	k.defaults = p.delay != nil && p.delay.def != 0
 	if opt.Global {
-		k.global = p
+		if k.global, err = k.freshOf(k.dense); err != nil {
+			return nil, err
+		}
 		k.mixTotals, k.mixTerms = make([]MixCounts, n), make([]uint64, n)
 		k.gpreds, k.mixPreds = make([]online.Prediction, n), make([]online.Prediction, n)
 		k.mixed.fromGlobal = make([]bool, n)
@@ -176,7 +182,7 @@ func (k *Keyed) clear() {
 // of the model file of SHA-256 sha (Pipeline.StartFrom). On error k is
 // unchanged.
 func (k *Keyed) StartFrom(state []byte, sha [32]byte) error {
-	p, err := k.build.New()
+	p, err := k.dense.New()
 	if err != nil {
 		return err
 	}
@@ -192,8 +198,11 @@ func (k *Keyed) StartFrom(state []byte, sha [32]byte) error {
 }
 
 // fresh returns a new key's model.
-func (k *Keyed) fresh() (*Pipeline, error) {
-	p, err := k.build.New()
+func (k *Keyed) fresh() (*Pipeline, error) { return k.freshOf(k.build) }
+
+// freshOf returns a new model of b: a key's, or the global one.
+func (k *Keyed) freshOf(b *Builder) (*Pipeline, error) {
+	p, err := b.New()
 	if err != nil {
 		return nil, err
 	}
