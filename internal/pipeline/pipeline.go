@@ -149,6 +149,32 @@ func (b *Builder) New() (*Pipeline, error) { return newPipeline(b.dg.spec, b.dg,
 // for models per key, where most keys see a few features.
 func (b *Builder) Sparse() *Builder { return &Builder{dg: b.dg, sparse: true} }
 
+// The fixed part of Footprint: a pipeline's own fields, maps and
+// scratch, and each learner's node, tracker entry and fields, measured
+// with runtime.MemStats over many small pipelines (TestFootprint).
+const (
+	pipelineBytes = 1024
+	learnerBytes  = 768
+)
+
+// Footprint estimates the bytes of memory p holds: a fixed part, its
+// space's index, and each learner's arrays (online.Sizer; a learner that
+// does not tell them counts as its fixed part alone). It is what a bound
+// on resident models per key in bytes counts; O(learners), no pass over
+// the state.
+func (p *Pipeline) Footprint() int {
+	n := pipelineBytes + learnerBytes*len(p.nodes)
+	if p.space != nil {
+		n += p.space.Bytes()
+	}
+	for i := range p.nodes {
+		if s, ok := p.nodes[i].learner.(online.Sizer); ok {
+			n += s.Bytes()
+		}
+	}
+	return n
+}
+
 // renew returns a new pipeline of p's configuration, sparse when p is
 // (UnmarshalBinary's, Clone's).
 func (p *Pipeline) renew() (*Pipeline, error) {
