@@ -152,15 +152,14 @@ func (s *Space) Bytes() int {
 	return 8*len(s.index.cells) + 4*cap(s.slots) + 4*cap(s.order)
 }
 
-// fit returns w with at least n values, the new ones zero.
+// fit returns w with at least n values, the new ones zero: a sparse
+// learner's arrays only grow, so the capacity past their length is as
+// allocated, zero.
 func fit(w []float64, n int) []float64 {
 	if len(w) >= n {
 		return w
 	}
-	m := len(w)
-	w = slices.Grow(w, n-m)[:n]
-	clear(w[m:])
-	return w
+	return slices.Grow(w, n-len(w))[:n]
 }
 
 // writeVector writes what SparseF64s writes for the dense vector of n
