@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -133,4 +134,112 @@ func TestKeyedTextReport(t *testing.T) {
 	if len(totals) != 4 {
 		t.Errorf("%d learners in the totals, want 4", len(totals))
 	}
+}
+
+// inspect reads a checkpoint of models per key that a real run wrote:
+// its keys (the 10 of the most records, or every one with --all-keys),
+// each key's records, own and served mistakes (those of the run's report
+// of the key) and model digest, what was served over every key and the
+// global model.
+func TestInspectKeyedKeys(t *testing.T) {
+	dir := t.TempDir()
+	events, _ := keyedEvents(t, dir, 3000, 13)
+	state := filepath.Join(dir, "state")
+	cfg := filepath.Join(dir, "keyed.yaml")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, "%smodels: {by: key, max: 5, global: true}\nsource: {kind: file, path: %q}\ncheckpoint: {dir: %q}\n",
+		keyedLearners, events, state), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, "run", "-c", cfg, "--until-end", "--report", "json", "--http", "off")
+	if code != 0 {
+		t.Fatalf("run: exit %d: %s", code, errOut)
+	}
+	want := map[string]service.Report{}
+	dec := json.NewDecoder(strings.NewReader(out))
+	for dec.More() {
+		var r service.Report
+		if err := dec.Decode(&r); err != nil {
+			t.Fatal(err)
+		}
+		want[*r.Key] = r
+	}
+	ckpt := filepath.Join(state, "partition-0.ckpt")
+
+	code, out, errOut = run(t, "inspect", "--report", "json", "--all-keys", ckpt)
+	if code != 0 {
+		t.Fatalf("inspect --all-keys: exit %d: %s", code, errOut)
+	}
+	var got []inspected
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	k := got[0].ModelsPerKey
+	if len(got) != 1 || k == nil || k.Keys != 13 || len(k.Shown) != 13 || !k.All || len(k.GlobalModelSHA256) != 64 {
+		t.Fatalf("inspect --all-keys: %+v, want the 13 keys and the global model's digest", k)
+	}
+	digests := map[string]bool{}
+	var total uint64
+	for i, s := range k.Shown {
+		r, ok := want[s.Key]
+		if !ok || i > 0 && s.Key <= k.Shown[i-1].Key {
+			t.Errorf("key %q: not a key of the run, or not in key order", s.Key)
+			continue
+		}
+		total += s.Events
+		digests[s.ModelSHA256] = true
+		if s.Events != r.Events || len(s.Mistakes) != 4 || len(s.Served) != 4 || len(s.ModelSHA256) != 64 {
+			t.Errorf("key %s: %+v; the run's report has %d events", s.Key, s, r.Events)
+			continue
+		}
+		for j, l := range r.Learners {
+			if s.Mistakes[j] != l.Mistakes || s.Served[j] != r.Mix[j].Mistakes {
+				t.Errorf("key %s learner %s: mistakes %d, served %d; the run's report %d, %d", s.Key, l.Name, s.Mistakes[j], s.Served[j], l.Mistakes, r.Mix[j].Mistakes)
+			}
+		}
+	}
+	if total != 3000 || len(digests) != 13 {
+		t.Errorf("%d events over the keys, %d distinct model digests; want 3000 and 13", total, len(digests))
+	}
+
+	// As text, the 10 keys of the most records, most first, after what
+	// was served and the global model.
+	code, out, errOut = run(t, "inspect", "-c", cfg, ckpt)
+	if code != 0 {
+		t.Fatalf("inspect: exit %d: %s", code, errOut)
+	}
+	for _, w := range []string{"report verified", "\nserved  rounds  mistakes", "global model (every event of the partition): model_sha256 " + k.GlobalModelSHA256,
+		"13 keys; the 10 of the most records (--all-keys: every key):\nkey "} {
+		if !strings.Contains(out, w) {
+			t.Errorf("inspect does not print %q:\n%s", w, out)
+		}
+	}
+	_, table, _ := strings.Cut(out, "(--all-keys: every key):\n")
+	rows := strings.Split(strings.TrimSpace(table), "\n")[1:]
+	if len(rows) != 10 {
+		t.Fatalf("%d keys printed, want 10:\n%s", len(rows), table)
+	}
+	prev := uint64(1 << 63)
+	for _, row := range rows {
+		f := strings.Fields(row)
+		key, _ := strconv.Unquote(f[0])
+		n, _ := strconv.ParseUint(f[1], 10, 64)
+		r, ok := want[key]
+		if !ok || n != r.Events || n > prev {
+			t.Errorf("row %q: not a key of the run with its %d events, or not most records first", row, r.Events)
+		}
+		prev = n
+		if !strings.HasPrefix(digestOf(k, key), f[len(f)-1]) {
+			t.Errorf("row %q: digest not the key's model's %s", row, digestOf(k, key))
+		}
+	}
+}
+
+// digestOf returns key's model digest among k's keys shown.
+func digestOf(k *inspectedKeys, key string) string {
+	for _, s := range k.Shown {
+		if s.Key == key {
+			return s.ModelSHA256
+		}
+	}
+	return "none"
 }
