@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -62,27 +61,7 @@ learners:
 	// Running (the serving copies behind ?key= are a running service's),
 	// once every event is learned.
 	svc, ts := setup(t, cfg, &sliceSource{lines: lines, partitions: 2, block: true}, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil && ctx.Err() == nil {
-			t.Error(err)
-		}
-	})
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		var learned uint64
-		for _, r := range svc.Snapshot().Reports {
-			learned += r.Events
-		}
-		if learned == n {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d events learned", learned, n)
-		}
-	}
+	runUntil(t, svc, n)
 	var reports []service.Report
 	code, _, body := get(t, "GET", ts.URL+"/v1/report")
 	if code != http.StatusOK {
