@@ -121,7 +121,7 @@ func writeModelsPerKey(w io.Writer, m config.Models, mem uint64, perFeature floa
 		fmt.Fprintf(w, "  warm start:\tnone: each new key's model starts empty\n")
 	}
 	grows := "and no more as its key touches features (its weights hold every slot from the start)"
-	if perFeature >= 1 {
+	if perFeature >= minFeatureBytes {
 		grows = fmt.Sprintf("plus about %.0f bytes a feature its key touched", perFeature)
 	}
 	fmt.Fprintf(w, "  memory:\teach key's model costs about %s new, %s (measured by building one and teaching it %d features)\n", mib(mem), grows, features)
@@ -202,8 +202,13 @@ func describeSink(s config.Sink) string {
 	}
 }
 
-// modelMemory builds one model of cfg and returns the heap it holds.
+// modelMemory builds one model of cfg and returns the heap it holds. A
+// model built before it makes the process's one-time allocations (tables
+// made on first use), which are not the model's.
 func modelMemory(cfg *config.Config) (uint64, error) {
+	if _, err := pipeline.New(cfg); err != nil {
+		return 0, err
+	}
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -219,6 +224,11 @@ func modelMemory(cfg *config.Config) (uint64, error) {
 	}
 	return after.HeapAlloc - before.HeapAlloc, nil
 }
+
+// minFeatureBytes is the least a feature a model holds sparsely costs (a
+// 4-byte index and an 8-byte weight): below it, what featureMemory
+// measured is the heap's noise, not features.
+const minFeatureBytes = 12
 
 // featureMemory builds one model of cfg, teaches it labeled events of
 // features distinct features, and returns the heap it grew by per
@@ -269,8 +279,13 @@ func featureMemory(cfg *config.Config) (perFeature float64, features int, err er
 }
 
 func mib(b uint64) string {
-	if b < 1<<20 {
+	switch {
+	case b < 1<<10:
+		return fmt.Sprintf("%d bytes", b)
+	case b < 1<<20:
 		return fmt.Sprintf("%.0f KiB", float64(b)/(1<<10))
+	case b < 1<<30:
+		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
 	}
-	return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+	return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
 }
