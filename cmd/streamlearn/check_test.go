@@ -87,3 +87,16 @@ func sizeRange(t *testing.T, num, unit string) (lo, hi float64) {
 	u := map[string]float64{"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}[unit]
 	return (v - half) * u, (v + half) * u
 }
+
+// check prints sizes in the unit that reads: bytes below a KiB, GiB from
+// one up (the resident models per key of a large configuration).
+func TestMib(t *testing.T) {
+	for _, tc := range []struct {
+		b    uint64
+		want string
+	}{{512, "512 bytes"}, {126 << 10, "126 KiB"}, {8 << 20, "8.0 MiB"}, {10000 * 8235 << 10, "78.5 GiB"}} {
+		if got := mib(tc.b); got != tc.want {
+			t.Errorf("mib(%d) = %q, want %q", tc.b, got, tc.want)
+		}
+	}
+}
