@@ -62,7 +62,11 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if l := cfg.Labels; l.Delayed {
 		fmt.Fprintf(w, "labels:\tdelayed: wait %d records, at most %d pending\n", l.Wait, l.MaxPending)
 	}
-	fmt.Fprintf(w, "model:\t%d learners, %s of memory per model (one model per partition; measured by building one)\n", len(cfg.Learners), mib(mem))
+	if cfg.Models.By == "key" {
+		fmt.Fprintf(w, "model:\t%d learners, %s of memory for a new model (measured by building one)\n", len(cfg.Learners), mib(mem))
+	} else {
+		fmt.Fprintf(w, "model:\t%d learners, %s of memory per model (one model per partition; measured by building one)\n", len(cfg.Learners), mib(mem))
+	}
 	for _, l := range cfg.Learners {
 		bound := "no bound"
 		a, ok := learners.Lookup(l.Algorithm)
@@ -83,8 +87,49 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		fmt.Fprintf(w, "  new models start from %s (%s)\n", warm, warm.Model.From)
 	}
+	if cfg.Models.By == "key" {
+		perFeature, features, err := featureMemory(cfg)
+		if err != nil {
+			return err
+		}
+		writeModelsPerKey(w, cfg.Models, mem, perFeature, features)
+	}
 	writeConnections(w, cfg)
 	return w.Flush()
+}
+
+// writeModelsPerKey writes, for check, how models per key are kept: by
+// key, the bound on the resident models and where the others go, the
+// global model, and what a key's model costs: mem when new, plus
+// perFeature bytes a feature its key touched (measured over features).
+func writeModelsPerKey(w io.Writer, m config.Models, mem uint64, perFeature float64, features int) {
+	fmt.Fprintf(w, "models:\tone per event key within each partition (models.by: key), each learning its key's events alone\n")
+	idle := ""
+	if m.Idle > 0 {
+		idle = fmt.Sprintf(", and any not used for %v (models.idle),", m.Idle)
+	}
+	fmt.Fprintf(w, "  resident:\tat most %d per partition (models.max); past it the least recently used%s is spilled to a file in %s (models.spill_dir) and decoded on its key's next event\n",
+		m.Max, idle, cmp.Or(m.SpillDir, "the system's temporary directory"))
+	if m.Global {
+		fmt.Fprintf(w, "  global:\ta global model per partition beside them (models.global): each key is served by its model or the global one, whichever has made fewer mistakes on the key\n")
+	} else {
+		fmt.Fprintf(w, "  global:\tnone (models.global false): each key is served by its own model\n")
+	}
+	if m.WarmStart != "" {
+		fmt.Fprintf(w, "  warm start:\teach new key's model starts from %s (models.warm_start)\n", m.WarmStart)
+	} else {
+		fmt.Fprintf(w, "  warm start:\tnone: each new key's model starts empty\n")
+	}
+	grows := "and no more as its key touches features (its weights hold every slot from the start)"
+	if perFeature >= minFeatureBytes {
+		grows = fmt.Sprintf("plus about %.0f bytes a feature its key touched", perFeature)
+	}
+	fmt.Fprintf(w, "  memory:\teach key's model costs about %s new, %s (measured by building one and teaching it %d features)\n", mib(mem), grows, features)
+	fmt.Fprintf(w, "\tat most %d resident per partition: %s new, plus their features; a spilled key costs its encoding on disk and a few hundred bytes of heap\n",
+		m.Max, mib(uint64(m.Max)*mem))
+	if m.Global {
+		fmt.Fprintf(w, "\tplus the global model: one more model per partition, of every key's features\n")
+	}
 }
 
 // writeConnections writes, for check, what a run of cfg connects to: its
@@ -157,8 +202,13 @@ func describeSink(s config.Sink) string {
 	}
 }
 
-// modelMemory builds one model of cfg and returns the heap it holds.
+// modelMemory builds one model of cfg and returns the heap it holds. A
+// model built before it makes the process's one-time allocations (tables
+// made on first use), which are not the model's.
 func modelMemory(cfg *config.Config) (uint64, error) {
+	if _, err := pipeline.New(cfg); err != nil {
+		return 0, err
+	}
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -175,9 +225,67 @@ func modelMemory(cfg *config.Config) (uint64, error) {
 	return after.HeapAlloc - before.HeapAlloc, nil
 }
 
-func mib(b uint64) string {
-	if b < 1<<20 {
-		return fmt.Sprintf("%.0f KiB", float64(b)/(1<<10))
+// minFeatureBytes is the least a feature a model holds sparsely costs (a
+// 4-byte index and an 8-byte weight): below it, what featureMemory
+// measured is the heap's noise, not features.
+const minFeatureBytes = 12
+
+// featureMemory builds one model of cfg, teaches it labeled events of
+// features distinct features, and returns the heap it grew by per
+// feature: what a model costs for each feature its key touches beyond
+// its cost when new (nothing, or next to nothing, with dense weights,
+// whose cost is all in a new model).
+func featureMemory(cfg *config.Config) (perFeature float64, features int, err error) {
+	ec := pipeline.EventConfig(cfg)
+	labels := [2]string{"1", "0"}
+	if len(ec.Classes) > 0 {
+		labels = [2]string{ec.Classes[0], ec.Classes[1]}
 	}
-	return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+	var ys [2]int8
+	for i, l := range labels {
+		if ys[i], err = ec.ParseLabel(l); err != nil {
+			return 0, 0, err
+		}
+	}
+	const perEvent = 8
+	features = min(1024, 1<<cfg.Features.Bits/2)
+	p, err := pipeline.New(cfg)
+	if err != nil {
+		return 0, 0, err
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	// Each event touches perEvent features not touched before, spread
+	// over the slots; a round's label alternates.
+	stride := uint32(1<<cfg.Features.Bits) / uint32(features)
+	ev := event.Event{Labeled: true}
+	for f := 0; f+perEvent <= features; f += perEvent {
+		ev.X.Idx, ev.X.Val = ev.X.Idx[:0], ev.X.Val[:0]
+		for j := range perEvent {
+			ev.X.Idx = append(ev.X.Idx, uint32(f+j)*stride)
+			ev.X.Val = append(ev.X.Val, 1)
+		}
+		ev.Label = ys[f/perEvent%2]
+		p.Process(&ev)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(p)
+	if after.HeapAlloc <= before.HeapAlloc {
+		return 0, features, nil
+	}
+	return float64(after.HeapAlloc-before.HeapAlloc) / float64(features), features, nil
+}
+
+func mib(b uint64) string {
+	switch {
+	case b < 1<<10:
+		return fmt.Sprintf("%d bytes", b)
+	case b < 1<<20:
+		return fmt.Sprintf("%.0f KiB", float64(b)/(1<<10))
+	case b < 1<<30:
+		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+	}
+	return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
 }

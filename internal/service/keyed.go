@@ -116,6 +116,12 @@ func (m *model) totals(digests bool) (pipeline.Report, []KeyReport, error) {
 	keys := make([]KeyReport, len(top))
 	for i, t := range top {
 		keys[i] = KeyReport{Key: t.Key, Events: t.Events, Mistakes: t.Mistakes}
+		if t.Mix != nil {
+			keys[i].Served = make([]uint64, len(t.Mix))
+			for j, m := range t.Mix {
+				keys[i].Served[j] = m.Mixed
+			}
+		}
 	}
 	if !digests {
 		return m.k.ReportWithoutDigests(), keys, nil
