@@ -62,8 +62,12 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if l := cfg.Labels; l.Delayed {
 		fmt.Fprintf(w, "labels:\tdelayed: wait %d records, at most %d pending\n", l.Wait, l.MaxPending)
 	}
+	var cost keyCost
 	if cfg.Models.By == "key" {
-		fmt.Fprintf(w, "model:\t%d learners, %s of memory for a new model (measured by building one)\n", len(cfg.Learners), mib(mem))
+		if cost, err = keyedCost(cfg); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "model:\t%d learners, %s of memory for a new key's model (its footprint)\n", len(cfg.Learners), mib(uint64(cost.new)))
 	} else {
 		fmt.Fprintf(w, "model:\t%d learners, %s of memory per model (one model per partition; measured by building one)\n", len(cfg.Learners), mib(mem))
 	}
@@ -88,28 +92,30 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(w, "  new models start from %s (%s)\n", warm, warm.Model.From)
 	}
 	if cfg.Models.By == "key" {
-		perFeature, features, err := featureMemory(cfg)
-		if err != nil {
-			return err
-		}
-		writeModelsPerKey(w, cfg.Models, mem, perFeature, features)
+		writeModelsPerKey(w, cfg.Models, cost)
 	}
 	writeConnections(w, cfg)
 	return w.Flush()
 }
 
 // writeModelsPerKey writes, for check, how models per key are kept: by
-// key, the bound on the resident models and where the others go, the
-// global model, and what a key's model costs: mem when new, plus
-// perFeature bytes a feature its key touched (measured over features).
-func writeModelsPerKey(w io.Writer, m config.Models, mem uint64, perFeature float64, features int) {
+// key, the bounds on the resident models and where the others go, the
+// global model, and what a key's model costs.
+func writeModelsPerKey(w io.Writer, m config.Models, cost keyCost) {
 	fmt.Fprintf(w, "models:\tone per event key within each partition (models.by: key), each learning its key's events alone\n")
 	idle := ""
 	if m.Idle > 0 {
 		idle = fmt.Sprintf(", and any not used for %v (models.idle),", m.Idle)
 	}
-	fmt.Fprintf(w, "  resident:\tat most %d per partition (models.max); past it the least recently used%s is spilled to a file in %s (models.spill_dir) and decoded on its key's next event\n",
-		m.Max, idle, cmp.Or(m.SpillDir, "the system's temporary directory"))
+	bound := fmt.Sprintf("%s of models per partition (models.max_bytes)", mib(uint64(m.MaxBytes)))
+	switch {
+	case m.MaxBytes > 0 && m.Max > 0:
+		bound += fmt.Sprintf(" and %d models (models.max)", m.Max)
+	case m.Max > 0:
+		bound = fmt.Sprintf("%d models per partition (models.max)", m.Max)
+	}
+	fmt.Fprintf(w, "  resident:\tat most %s; past it the least recently used%s is spilled to a file in %s (models.spill_dir) and decoded on its key's next event\n",
+		bound, idle, cmp.Or(m.SpillDir, "the system's temporary directory"))
 	if m.Global {
 		fmt.Fprintf(w, "  global:\ta global model per partition beside them (models.global): each key is served by its model or the global one, whichever has made fewer mistakes on the key\n")
 	} else {
@@ -120,13 +126,16 @@ func writeModelsPerKey(w io.Writer, m config.Models, mem uint64, perFeature floa
 	} else {
 		fmt.Fprintf(w, "  warm start:\tnone: each new key's model starts empty\n")
 	}
-	grows := "and no more as its key touches features (its weights hold every slot from the start)"
-	if perFeature >= minFeatureBytes {
-		grows = fmt.Sprintf("plus about %.0f bytes a feature its key touched", perFeature)
+	fmt.Fprintf(w, "  memory:\teach key's model costs about %s new, plus about %.0f bytes a feature its key touched (its footprint after %d features)\n",
+		mib(uint64(cost.new)), cost.perFeature, cost.features)
+	if m.MaxBytes > 0 {
+		n := m.MaxBytes / int64(max(1, cost.new))
+		fmt.Fprintf(w, "\t%s holds about %d new models, fewer as their keys touch features; a spilled key costs its encoding on disk and a few hundred bytes of heap\n",
+			mib(uint64(m.MaxBytes)), n)
+	} else {
+		fmt.Fprintf(w, "\tat most %d resident per partition: %s new, plus their features; a spilled key costs its encoding on disk and a few hundred bytes of heap\n",
+			m.Max, mib(uint64(m.Max)*uint64(cost.new)))
 	}
-	fmt.Fprintf(w, "  memory:\teach key's model costs about %s new, %s (measured by building one and teaching it %d features)\n", mib(mem), grows, features)
-	fmt.Fprintf(w, "\tat most %d resident per partition: %s new, plus their features; a spilled key costs its encoding on disk and a few hundred bytes of heap\n",
-		m.Max, mib(uint64(m.Max)*mem))
 	if m.Global {
 		fmt.Fprintf(w, "\tplus the global model: one more model per partition, of every key's features\n")
 	}
@@ -225,17 +234,18 @@ func modelMemory(cfg *config.Config) (uint64, error) {
 	return after.HeapAlloc - before.HeapAlloc, nil
 }
 
-// minFeatureBytes is the least a feature a model holds sparsely costs (a
-// 4-byte index and an 8-byte weight): below it, what featureMemory
-// measured is the heap's noise, not features.
-const minFeatureBytes = 12
+// keyCost is what a key's model costs: its footprint new
+// (pipeline.Pipeline.Footprint, what models.max_bytes bounds), and per
+// feature its key touched, measured over features.
+type keyCost struct {
+	new        int
+	perFeature float64
+	features   int
+}
 
-// featureMemory builds one model of cfg, teaches it labeled events of
-// features distinct features, and returns the heap it grew by per
-// feature: what a model costs for each feature its key touches beyond
-// its cost when new (nothing, or next to nothing, with dense weights,
-// whose cost is all in a new model).
-func featureMemory(cfg *config.Config) (perFeature float64, features int, err error) {
+// keyedCost builds a key's model of cfg, as models per key do (sparse),
+// teaches it labeled events of distinct features, and returns its cost.
+func keyedCost(cfg *config.Config) (keyCost, error) {
 	ec := pipeline.EventConfig(cfg)
 	labels := [2]string{"1", "0"}
 	if len(ec.Classes) > 0 {
@@ -243,24 +253,23 @@ func featureMemory(cfg *config.Config) (perFeature float64, features int, err er
 	}
 	var ys [2]int8
 	for i, l := range labels {
+		var err error
 		if ys[i], err = ec.ParseLabel(l); err != nil {
-			return 0, 0, err
+			return keyCost{}, err
 		}
 	}
 	const perEvent = 8
-	features = min(1024, 1<<cfg.Features.Bits/2)
-	p, err := pipeline.New(cfg)
+	c := keyCost{features: min(1024, 1<<cfg.Features.Bits/2)}
+	p, err := pipeline.NewBuilder(cfg).Sparse().New()
 	if err != nil {
-		return 0, 0, err
+		return keyCost{}, err
 	}
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
+	c.new = p.Footprint()
 	// Each event touches perEvent features not touched before, spread
 	// over the slots; a round's label alternates.
-	stride := uint32(1<<cfg.Features.Bits) / uint32(features)
+	stride := uint32(1<<cfg.Features.Bits) / uint32(c.features)
 	ev := event.Event{Labeled: true}
-	for f := 0; f+perEvent <= features; f += perEvent {
+	for f := 0; f+perEvent <= c.features; f += perEvent {
 		ev.X.Idx, ev.X.Val = ev.X.Idx[:0], ev.X.Val[:0]
 		for j := range perEvent {
 			ev.X.Idx = append(ev.X.Idx, uint32(f+j)*stride)
@@ -269,13 +278,8 @@ func featureMemory(cfg *config.Config) (perFeature float64, features int, err er
 		ev.Label = ys[f/perEvent%2]
 		p.Process(&ev)
 	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	runtime.KeepAlive(p)
-	if after.HeapAlloc <= before.HeapAlloc {
-		return 0, features, nil
-	}
-	return float64(after.HeapAlloc-before.HeapAlloc) / float64(features), features, nil
+	c.perFeature = float64(p.Footprint()-c.new) / float64(c.features)
+	return c, nil
 }
 
 func mib(b uint64) string {

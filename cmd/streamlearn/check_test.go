@@ -21,13 +21,13 @@ func TestCheckModelsPerKey(t *testing.T) {
 	}{
 		{"{by: key, max: 40, idle: 90s, global: true, spill_dir: /var/spill}", []string{
 			"models:        one per event key within each partition (models.by: key)",
-			"resident:    at most 40 per partition (models.max); past it the least recently used, and any not used for 1m30s (models.idle), is spilled to a file in /var/spill (models.spill_dir)",
+			"resident:    at most 256.0 MiB of models per partition (models.max_bytes) and 40 models (models.max); past it the least recently used, and any not used for 1m30s (models.idle), is spilled to a file in /var/spill (models.spill_dir)",
 			"global:      a global model per partition beside them (models.global)",
 			"warm start:  none: each new key's model starts empty",
 			"plus the global model: one more model per partition",
 		}},
 		{"{by: key}", []string{
-			"at most 10000 per partition (models.max); past it the least recently used is spilled to a file in the system's temporary directory",
+			"at most 256.0 MiB of models per partition (models.max_bytes); past it the least recently used is spilled to a file in the system's temporary directory",
 			"global:      none (models.global false): each key is served by its own model",
 		}},
 	} {
@@ -47,24 +47,22 @@ func TestCheckModelsPerKey(t *testing.T) {
 		if strings.Contains(out, "one model per partition") {
 			t.Errorf("check %s says one model per partition:\n%s", tc.models, out)
 		}
-		// What a model costs new, and the resident ones' bound in it (the
-		// heap measures themselves move with the package's other tests,
-		// which run in this process meanwhile).
-		m := regexp.MustCompile(`each key's model costs about ` + size + ` new, (plus about ([0-9]+) bytes a feature its key touched|and no more as its key touches features)`).FindStringSubmatch(out)
-		r := regexp.MustCompile(`at most ([0-9]+) resident per partition: ` + size + ` new`).FindStringSubmatch(out)
+		// What a key's model costs new and per feature (its footprint:
+		// at least each feature's index and weights, 8 bytes the
+		// Perceptron's and 32 AdaGrad's), and how many new ones the
+		// bound holds.
+		m := regexp.MustCompile(`each key's model costs about ` + size + ` new, plus about ([0-9]+) bytes a feature its key touched`).FindStringSubmatch(out)
+		r := regexp.MustCompile(`256.0 MiB holds about ([0-9]+) new models`).FindStringSubmatch(out)
 		if m == nil || r == nil {
 			t.Fatalf("check %s: no memory of a key's model in\n%s", tc.models, out)
 		}
-		if m[4] != "" {
-			if b, _ := strconv.Atoi(m[4]); b < minFeatureBytes {
-				t.Errorf("check %s: %d bytes a feature, less than a feature's index and weight", tc.models, b)
-			}
+		if b, _ := strconv.Atoi(m[3]); b < 44 || b > 200 {
+			t.Errorf("check %s: %d bytes a feature, want the 40 of its weights, its index, and at most their doubling's slack", tc.models, b)
 		}
 		oneLo, oneHi := sizeRange(t, m[1], m[2])
-		allLo, allHi := sizeRange(t, r[2], r[3])
 		n, _ := strconv.ParseFloat(r[1], 64)
-		if n*oneLo > allHi || allLo > n*oneHi {
-			t.Errorf("check %s: %v resident cost %s %s, want %v × %s %s", tc.models, n, r[2], r[3], n, m[1], m[2])
+		if n*oneLo > 256<<20 || 256<<20 > (n+1)*oneHi {
+			t.Errorf("check %s: 256 MiB holds %v models of %s %s", tc.models, n, m[1], m[2])
 		}
 	}
 }

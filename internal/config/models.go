@@ -17,9 +17,9 @@ type Models struct {
 	Max int `yaml:"max"`
 	// MaxBytes, with By "key", bounds the memory of the models resident
 	// per partition, in bytes (default DefaultModelsMaxBytes), as Max
-	// does: each key's model costs what its key has seen (a kilobyte or
-	// two, and some 70 bytes a feature it touched with the default
-	// learners), and the estimate of it is what is bounded.
+	// does: each key's model costs what its key has seen (about 3 KB, and
+	// 70 to 100 bytes a feature it touched, with the default learners),
+	// and its estimate (its footprint) is what is bounded.
 	MaxBytes int64 `yaml:"max_bytes"`
 	// Idle, with By "key", evicts a model not used for that long, as Max
 	// does; 0 (the default) keeps models until Max pushes them out.
