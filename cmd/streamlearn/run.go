@@ -438,7 +438,16 @@ func reportRun(stdout, stderr io.Writer, format string, allowEmpty bool, cfg *co
 // text, with models per key, each key's report says what was served
 // (with a global model), and each partition's keys are followed by their
 // totals, from totals (the partitions' reports of a snapshot).
-func writeReports(w io.Writer, format string, reports, totals []service.Report, ins []service.Intake, seconds float64) error {
+func writeReports(out io.Writer, format string, reports, totals []service.Report, ins []service.Intake, seconds float64) error {
+	// A report per key may be a million: buffered, not a write each line.
+	w := bufio.NewWriterSize(out, 64<<10)
+	if err := writeReportsTo(w, format, reports, totals, ins, seconds); err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+func writeReportsTo(w io.Writer, format string, reports, totals []service.Report, ins []service.Intake, seconds float64) error {
 	if format == "json" {
 		enc := json.NewEncoder(w)
 		for _, r := range reports {
