@@ -54,9 +54,10 @@ type Keyed struct {
 	total    Counts
 	learners []KeyedLearner
 	// dirty has the keys whose models changed since the last
-	// ServingStates; frozen has the encoding a Freeze made of each
-	// resident model that has not changed since.
+	// ServingStates, which begins a new epoch; frozen has the encoding a
+	// Freeze made of each resident model that has not changed since.
 	dirty  map[string]struct{}
+	epoch  uint64
 	frozen map[string]StateRef
 	// now is the time of the last EvictIdle: a model used since was used
 	// then.
@@ -91,6 +92,13 @@ type keyedModel struct {
 	// had size numbers.
 	bytes int64
 	size  int
+	// st is the key's stats (Keyed.stats[key]); dirtyAt the Keyed's
+	// epoch when the key was last put in its dirty set, frozen whether
+	// Keyed.frozen has its encoding: what each event would otherwise
+	// look up by key.
+	st      *KeyStats
+	dirtyAt uint64
+	frozen  bool
 }
 
 // measure counts m's Footprint anew in k.bytes when its space has grown
@@ -267,6 +275,7 @@ func (k *Keyed) model(key []byte) (*keyedModel, error) {
 		return nil, err
 	}
 	var p *Pipeline
+	st := k.stats[name]
 	if spilled {
 		if p, err = k.build.Decode(b); err != nil {
 			return nil, fmt.Errorf("pipeline: keyed: key %q from the spill: %w", name, err)
@@ -276,7 +285,7 @@ func (k *Keyed) model(key []byte) (*keyedModel, error) {
 		if p, err = k.fresh(); err != nil {
 			return nil, err
 		}
-		st := &KeyStats{Mistakes: make([]uint64, len(k.names))}
+		st = &KeyStats{Mistakes: make([]uint64, len(k.names))}
 		if k.global != nil {
 			st.Mix = make([]MixCounts, len(k.names))
 			for i := range k.mixTerms {
@@ -285,7 +294,7 @@ func (k *Keyed) model(key []byte) (*keyedModel, error) {
 		}
 		k.stats[name] = st
 	}
-	m := &keyedModel{key: name, p: p, used: k.now}
+	m := &keyedModel{key: name, p: p, used: k.now, st: st}
 	k.resident[name] = k.lru.PushFront(m)
 	k.measure(m)
 	if err := k.bound(); err != nil {
@@ -360,7 +369,7 @@ func (k *Keyed) Process(ev *event.Event) (*Pipeline, []online.Prediction, event.
 	}
 	before := k.before(p)
 	preds, reason := p.Process(ev)
-	st := k.tally(p, before, ev.Key, reason)
+	st := k.tally(m, before, reason)
 	if k.global != nil && reason == "" && len(preds) > 0 {
 		preds = k.mix(st, p, preds, ev)
 	}
@@ -382,12 +391,12 @@ func (k *Keyed) before(p *Pipeline) Counts {
 	return p.counts
 }
 
-// tally adds what p, key's model, counted since before (a record, and
-// with delayed labels the events it let expire and learned) to the
-// totals and key's stats, and marks key changed; it returns key's stats.
-func (k *Keyed) tally(p *Pipeline, before Counts, key []byte, reason event.Reason) *KeyStats {
-	after, t := &p.counts, p.tracker
-	st := k.stats[string(key)]
+// tally adds what m's model counted since before (a record, and with
+// delayed labels the events it let expire and learned) to the totals and
+// its key's stats, and marks the key changed; it returns the key's stats.
+func (k *Keyed) tally(m *keyedModel, before Counts, reason event.Reason) *KeyStats {
+	after, t := &m.p.counts, m.p.tracker
+	st := m.st
 	st.Events += after.Events - before.Events
 	k.total.Events += after.Events - before.Events
 	k.total.Learned += after.Learned - before.Learned
@@ -409,11 +418,13 @@ func (k *Keyed) tally(p *Pipeline, before Counts, key []byte, reason event.Reaso
 		}
 		st.Mistakes[i] += d
 	}
-	if _, ok := k.dirty[string(key)]; !ok { // (a lookup does not allocate)
-		k.dirty[string(key)] = struct{}{}
+	if m.dirtyAt != k.epoch+1 {
+		k.dirty[m.key] = struct{}{}
+		m.dirtyAt = k.epoch + 1
 	}
-	if _, ok := k.frozen[string(key)]; ok {
-		delete(k.frozen, string(key)) // no longer its model's
+	if m.frozen {
+		delete(k.frozen, m.key) // no longer its model's
+		m.frozen = false
 	}
 	return st
 }
@@ -424,16 +435,17 @@ func (k *Keyed) tally(p *Pipeline, before Counts, key []byte, reason event.Reaso
 // the fault, else the empty key's, as a replay of the key's records alone
 // counts it.
 func (k *Keyed) Reject(key []byte, reason event.Reason) error {
-	p, err := k.Model(key)
+	m, err := k.model(key)
 	if err != nil {
 		return err
 	}
+	p := m.p
 	if k.global != nil {
 		k.global.Reject(reason)
 	}
 	before := k.before(p)
 	p.Reject(reason) // with delayed labels, may learn events it lets expire
-	k.tally(p, before, key, reason)
+	k.tally(m, before, reason)
 	return nil
 }
 

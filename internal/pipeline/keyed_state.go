@@ -87,13 +87,14 @@ func (k *Keyed) freeze(cached bool, into *Frozen) (*FrozenKeyed, error) {
 			f.states[i] = ref
 			continue
 		}
-		b, err := k.resident[key].Value.(*keyedModel).p.MarshalBinary()
+		m := k.resident[key].Value.(*keyedModel)
+		b, err := m.p.MarshalBinary()
 		if err != nil {
 			return nil, fmt.Errorf("pipeline: keyed: key %q: %w", key, err)
 		}
 		f.states[i] = StateRef{b: b}
 		if cached {
-			k.frozen[key] = f.states[i]
+			k.frozen[key], m.frozen = f.states[i], true
 		}
 	}
 	version := uint8(1)
