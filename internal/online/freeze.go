@@ -74,6 +74,9 @@ func (p *Perceptron) Freeze(into encoding.BinaryMarshaler) encoding.BinaryMarsha
 
 // Freeze returns a copy of o's state (Freezer).
 func (o *OGD) Freeze(into encoding.BinaryMarshaler) encoding.BinaryMarshaler {
+	if o.sp != nil {
+		return encodeNow(o)
+	}
 	c := reuse[OGD](into)
 	v := c.v
 	*c = *o
@@ -92,6 +95,9 @@ func (a *AdaGrad) Freeze(into encoding.BinaryMarshaler) encoding.BinaryMarshaler
 
 // Freeze returns a copy of p's state (Freezer).
 func (p *Pegasos) Freeze(into encoding.BinaryMarshaler) encoding.BinaryMarshaler {
+	if p.sp != nil {
+		return encodeNow(p)
+	}
 	c := reuse[Pegasos](into)
 	v := c.v
 	*c = *p
