@@ -135,8 +135,9 @@ func (p *Pegasos) Space() *Space { return p.sp }
 func (p *Pegasos) size() int { return weightsLen(p.bits, p.cfg.Bias) }
 
 // fit grows a sparse Pegasos's weights to its space's numbers.
+// A dense one pays a nil check, inlined.
 func (p *Pegasos) fit() {
-	if p.sp != nil && len(p.v) < len(p.sp.slots) {
+	if p.sp != nil {
 		p.v = fit(p.v, len(p.sp.slots))
 	}
 }
