@@ -107,6 +107,9 @@ func (p *Pegasos) Freeze(into encoding.BinaryMarshaler) encoding.BinaryMarshaler
 
 // Freeze returns a copy of p's state (Freezer).
 func (p *MulticlassPerceptron) Freeze(into encoding.BinaryMarshaler) encoding.BinaryMarshaler {
+	if p.sp != nil {
+		return encodeNow(p)
+	}
 	c := reuse[MulticlassPerceptron](into)
 	w := c.w
 	*c = *p
