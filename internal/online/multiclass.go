@@ -101,6 +101,11 @@ func (c MulticlassPerceptronConfig) Validate() error {
 //   - once M > 0: CertificateKind "max_margin", Certificate R·√(2/M):
 //     no unit-norm stack of class vectors separates the rounds seen with
 //     a larger multiclass margin.
+//
+// Every index of x must be below 2^bits (a larger one panics); over a
+// Space (NewSparseMulticlassPerceptron), x is in the space's numbers
+// (Space.Map) and the learner is the dense one bit for bit, its encoding
+// included.
 type MulticlassPerceptron struct {
 	cfg     MulticlassPerceptronConfig
 	bits    uint

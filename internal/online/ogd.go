@@ -160,8 +160,10 @@ const renormBelow = 1e-100
 // An update that would overflow (the squared loss diverges when η‖x‖² > 2
 // without a ball) is skipped and counted in Violations.
 //
-// Every index of x must be below 2^bits (a larger one panics). OGD is not
-// safe for concurrent use and retains no x.
+// Every index of x must be below 2^bits (a larger one panics); over a
+// Space (NewSparseOGD), x is in the space's numbers (Space.Map) and OGD
+// is the dense one bit for bit, its encoding included. OGD is not safe for
+// concurrent use and retains no x.
 type OGD struct {
 	cfg  OGDConfig // with defaults applied
 	bits uint
@@ -410,7 +412,7 @@ func bias2(b, a float64) float64 {
 // every 2^bits rounds, bounding the drift of the incremental norm.
 func (o *OGD) maintain() {
 	if o.s < renormBelow || o.rounds&o.dimMask == 0 { // rounds mod 2^bits
-		o.w2 = renormalize(&o.s, o.v, o.dim, o.sp) // O(2^bits), out of the round's line
+		o.w2 = renormalize(&o.s, o.v, o.dim, o.sp) // O(2^bits) (the space's numbers), out of the round's line
 	}
 }
 

@@ -71,7 +71,9 @@ const (
 // is at most Σ_t f_t(w_t) − f_t(0) (the regularizer is ≥ 0 at w_t and 0 at
 // u = 0), so the same value bounds it. It never decreases (Monotone).
 //
-// Every index of x must be below 2^bits (a larger one panics). Pegasos is
+// Every index of x must be below 2^bits (a larger one panics); over a
+// Space (NewSparsePegasos), x is in the space's numbers (Space.Map) and
+// Pegasos is the dense one bit for bit, its encoding included. Pegasos is
 // not safe for concurrent use and retains no x.
 type Pegasos struct {
 	cfg  PegasosConfig
