@@ -119,6 +119,9 @@ func (p *MulticlassPerceptron) Freeze(into encoding.BinaryMarshaler) encoding.Bi
 
 // Freeze returns a copy of s's state (Freezer).
 func (s *Scaler) Freeze(into encoding.BinaryMarshaler) encoding.BinaryMarshaler {
+	if s.sp != nil {
+		return encodeNow(s)
+	}
 	c := reuse[Scaler](into)
 	stats := c.stats
 	*c = *s
