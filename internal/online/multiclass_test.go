@@ -299,13 +299,7 @@ func testSparseMulticlass(t *testing.T, bits uint, k int, cfg online.MulticlassP
 		}
 		return p, s
 	}
-	encode := func(l encoding.BinaryMarshaler) []byte {
-		b, err := l.MarshalBinary()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
+	encode := func(l encoding.BinaryMarshaler) []byte { return encoded(t, l) }
 	r := rand.New(rand.NewPCG(uint64(bits), uint64(k)))
 	// Class c's score of a slot: a fixed pseudo-random weight.
 	u := func(c int, slot uint32) float64 {
@@ -376,17 +370,41 @@ func testSparseMulticlass(t *testing.T, bits uint, k int, cfg online.MulticlassP
 		// Each kind decodes the other's encoding, and goes on.
 		d = dense()
 		s, sp = sparse()
-		if err := d.UnmarshalBinary(bs); err != nil {
-			t.Fatalf("round %d: a dense learner decoding a sparse one's encoding: %v", round, err)
-		}
-		if err := s.UnmarshalBinary(bd); err != nil {
-			t.Fatalf("round %d: a sparse learner decoding a dense one's encoding: %v", round, err)
-		}
-		if b := encode(s); !bytes.Equal(b, bd) {
-			t.Fatalf("round %d: a sparse learner encodes the dense encoding it decoded differently", round)
-		}
+		decodeEachOther(t, fmt.Sprintf("round %d", round), d, s, bd, bs)
 	}
 	if _, m := d.ClassCounts(); slices.Max(m) == 0 {
 		t.Fatal("no mistakes: the stream tested no update")
+	}
+}
+
+// encoded returns m's encoding, failing t on an error.
+func encoded(t *testing.T, m encoding.BinaryMarshaler) []byte {
+	t.Helper()
+	b, err := m.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// codable is a state that encodes and decodes itself.
+type codable interface {
+	encoding.BinaryMarshaler
+	encoding.BinaryUnmarshaler
+}
+
+// decodeEachOther checks that the fresh dense state decodes bs, the
+// encoding of its sparse counterpart, and the fresh sparse state bd, the
+// dense one's, which it encodes again to bd; at says where in the stream.
+func decodeEachOther(t *testing.T, at string, dense, sparse codable, bd, bs []byte) {
+	t.Helper()
+	if err := dense.UnmarshalBinary(bs); err != nil {
+		t.Fatalf("%s: a dense state decoding a sparse one's encoding: %v", at, err)
+	}
+	if err := sparse.UnmarshalBinary(bd); err != nil {
+		t.Fatalf("%s: a sparse state decoding a dense one's encoding: %v", at, err)
+	}
+	if b := encoded(t, sparse); !bytes.Equal(b, bd) {
+		t.Fatalf("%s: a sparse state encodes the dense encoding it decoded differently", at)
 	}
 }

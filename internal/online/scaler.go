@@ -162,7 +162,9 @@ func (s *Scaler) spaceNumbers(x Vector, observe bool) []uint32 {
 			s.local.Idx = append(s.local.Idx, s.sp.index[i])
 		}
 	}
-	s.stats = growTo(s.stats, s.sp.Len())
+	for len(s.stats) < s.sp.Len() {
+		s.stats = append(s.stats, slotStats{})
+	}
 	return s.local.Idx
 }
 
@@ -352,7 +354,9 @@ func (s *Scaler) UnmarshalBinary(b []byte) error {
 		j := int(i)
 		if s.sp != nil {
 			j = int(s.sp.number(uint32(i)))
-			stats = growTo(stats, j+1)
+			for len(stats) <= j {
+				stats = append(stats, slotStats{})
+			}
 		}
 		stats[j] = slotStats{count: c, mean: m, vari: v}
 		if version < scalerEventsVersion {

@@ -242,13 +242,7 @@ func testSparseScaler(t *testing.T, bits uint, kind string) {
 		}
 		return s
 	}
-	encode := func(s encoding.BinaryMarshaler) []byte {
-		b, err := s.MarshalBinary()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
+	encode := func(s encoding.BinaryMarshaler) []byte { return encoded(t, s) }
 	d, s := dense(), sparse()
 	var xd, xs online.Vector
 	var seen []uint32
@@ -300,15 +294,7 @@ func testSparseScaler(t *testing.T, bits uint, kind string) {
 			t.Fatalf("event %d: a sparse scaler's Freeze encodes otherwise", event)
 		}
 		d, s = dense(), sparse()
-		if err := d.UnmarshalBinary(bs); err != nil {
-			t.Fatalf("event %d: a dense scaler decoding a sparse one's encoding: %v", event, err)
-		}
-		if err := s.UnmarshalBinary(bd); err != nil {
-			t.Fatalf("event %d: a sparse scaler decoding a dense one's encoding: %v", event, err)
-		}
-		if b := encode(s); !bytes.Equal(b, bd) {
-			t.Fatalf("event %d: a sparse scaler encodes the dense encoding it decoded differently", event)
-		}
+		decodeEachOther(t, fmt.Sprintf("event %d", event), d, s, bd, bs)
 	}
 	if kind == online.ScaleStandard && d.Events() == 0 {
 		t.Fatal("no event observed")

@@ -1,9 +1,6 @@
 package online
 
-import (
-	"iter"
-	"slices"
-)
+import "iter"
 
 // inOrder yields the number and the hashed slot of each of s's numbers
 // below n (the length of a vector in its numbers, stride 1), in the order
@@ -19,16 +16,4 @@ func (s *Space) inOrder(n int) iter.Seq2[int, int] {
 			}
 		}
 	}
-}
-
-// growTo returns s with at least n elements, the new ones zero, growing its
-// capacity geometrically.
-func growTo[T any](s []T, n int) []T {
-	if len(s) >= n {
-		return s
-	}
-	m := len(s)
-	s = slices.Grow(s, n-m)[:n]
-	clear(s[m:])
-	return s
 }
