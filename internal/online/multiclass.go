@@ -176,16 +176,22 @@ func (p *MulticlassPerceptron) Space() *Space { return p.sp }
 func (p *MulticlassPerceptron) size() int { return weightsLen(p.bits, p.cfg.Bias) }
 
 // fit makes room in a sparse learner's classes for its space's numbers.
-// A dense one pays a nil check, inlined.
+// A dense one pays a nil check, inlined; the rest stays out of line.
 func (p *MulticlassPerceptron) fit() {
-	if p.sp != nil && p.stride < len(p.sp.slots) {
-		p.relayout(max(len(p.sp.slots), 2*p.stride))
+	if p.sp != nil {
+		p.fitSpace()
 	}
 }
 
-// relayout gives each class of a sparse learner room for stride numbers,
-// keeping its weights.
-func (p *MulticlassPerceptron) relayout(stride int) {
+// fitSpace gives each class of a sparse learner room for every number of
+// its space, doubling the room when it grows, and keeps the weights.
+//
+//go:noinline
+func (p *MulticlassPerceptron) fitSpace() {
+	if p.stride >= len(p.sp.slots) {
+		return
+	}
+	stride := max(len(p.sp.slots), 2*p.stride)
 	w := make([]float64, p.k*stride)
 	for c := range p.k {
 		copy(w[c*stride:], p.class(c))

@@ -248,12 +248,16 @@ func (o *OGD) Space() *Space { return o.sp }
 func (o *OGD) size() int { return weightsLen(o.bits, o.cfg.Bias) }
 
 // fit grows a sparse OGD's weights to its space's numbers.
-// A dense one pays a nil check, inlined.
+// A dense one pays a nil check, inlined; the growing stays out of line,
+// so that it does not weigh on the dense rounds' code.
 func (o *OGD) fit() {
 	if o.sp != nil {
-		o.v = fit(o.v, len(o.sp.slots))
+		o.fitSpace()
 	}
 }
+
+//go:noinline
+func (o *OGD) fitSpace() { o.v = fit(o.v, len(o.sp.slots)) }
 
 // Config returns the configuration with defaults applied.
 func (o *OGD) Config() OGDConfig { return o.cfg }

@@ -137,12 +137,16 @@ func (p *Pegasos) Space() *Space { return p.sp }
 func (p *Pegasos) size() int { return weightsLen(p.bits, p.cfg.Bias) }
 
 // fit grows a sparse Pegasos's weights to its space's numbers.
-// A dense one pays a nil check, inlined.
+// A dense one pays a nil check, inlined; the growing stays out of line,
+// so that it does not weigh on the dense rounds' code.
 func (p *Pegasos) fit() {
 	if p.sp != nil {
-		p.v = fit(p.v, len(p.sp.slots))
+		p.fitSpace()
 	}
 }
+
+//go:noinline
+func (p *Pegasos) fitSpace() { p.v = fit(p.v, len(p.sp.slots)) }
 
 // Config returns the configuration with defaults applied.
 func (p *Pegasos) Config() PegasosConfig { return p.cfg }
