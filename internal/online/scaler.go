@@ -50,7 +50,7 @@ type Scaler struct {
 	events uint64      // standard: the events observed
 	stats  []slotStats // standard: per slot (per number over a Space), the three statistics side by side
 	sp     *Space      // a sparse scaler's, nil for a dense one
-	local  Vector      // a sparse scaler's scratch: x's slots in sp's numbers
+	local  []uint32    // a sparse scaler's scratch: x's slots in sp's numbers
 }
 
 // slotStats are the running statistics of one slot.
@@ -138,34 +138,34 @@ func newScaler(bits uint, kind string) (*Scaler, error) {
 // Space returns the Space of a sparse Scaler, nil for a dense one.
 func (s *Scaler) Space() *Space { return s.sp }
 
-// numbers returns where the statistics of x's slots are, in x's order:
-// x's slots for a dense scaler (which pays a nil check, inlined); for a
+// numbers returns where the statistics of the slots idx are, in their
+// order: idx for a dense scaler (which pays a nil check, inlined); for a
 // sparse one their numbers (spaceNumbers).
-func (s *Scaler) numbers(x Vector, observe bool) []uint32 {
+func (s *Scaler) numbers(idx []uint32, observe bool) []uint32 {
 	if s.sp == nil {
-		return x.Idx
+		return idx
 	}
-	return s.spaceNumbers(x, observe)
+	return s.spaceNumbers(idx, observe)
 }
 
-// spaceNumbers returns the numbers of x's slots in a sparse scaler's
+// spaceNumbers returns the numbers of the slots idx in a sparse scaler's
 // space, given now to the slots it has not met when observe, else 0 for
 // those (a number that never has statistics: the bias's), and makes room
 // in the statistics for every number. The result is valid until the next
 // call.
-func (s *Scaler) spaceNumbers(x Vector, observe bool) []uint32 {
-	if observe {
-		s.sp.Map(&s.local, x)
-	} else {
-		s.local.Idx = s.local.Idx[:0]
-		for _, i := range x.Idx {
-			s.local.Idx = append(s.local.Idx, s.sp.index[i])
+func (s *Scaler) spaceNumbers(idx []uint32, observe bool) []uint32 {
+	s.local = s.local[:0]
+	for _, i := range idx {
+		n, ok := s.sp.index[i]
+		if !ok && observe {
+			n = s.sp.add(i)
 		}
+		s.local = append(s.local, n)
 	}
 	for len(s.stats) < s.sp.Len() {
 		s.stats = append(s.stats, slotStats{})
 	}
-	return s.local.Idx
+	return s.local
 }
 
 // Kind returns the scaler's kind.
@@ -183,10 +183,10 @@ func (s *Scaler) Transform(dst *Vector, x Vector) {
 	// Every slot occurs once: observing and scaling slot by slot in one
 	// pass is the same as observing all of x, then scaling.
 	s.events++
-	idx := s.numbers(x, true)
+	idx := s.numbers(x.Idx, true) // as long as x.Idx
 	dst.Idx = append(dst.Idx[:0], x.Idx...)
 	dst.Val = append(dst.Val[:0], x.Val...)
-	val := dst.Val[:len(dst.Idx)]
+	val := dst.Val[:len(idx)]
 	for k, i := range idx {
 		st := &s.stats[i]
 		st.observe(val[k])
@@ -211,8 +211,9 @@ func (s *Scaler) Observe(x Vector) {
 		return
 	}
 	s.events++
-	val := x.Val[:len(x.Idx)]
-	for k, i := range s.numbers(x, true) {
+	idx := s.numbers(x.Idx, true)
+	val := x.Val[:len(idx)]
+	for k, i := range idx {
 		s.stats[i].observe(val[k])
 	}
 }
@@ -223,8 +224,9 @@ func (s *Scaler) Scale(dst *Vector, x Vector) {
 	dst.Val = append(dst.Val[:0], x.Val...)
 	switch s.kind {
 	case ScaleStandard:
-		val := dst.Val[:len(dst.Idx)]
-		for k, i := range s.numbers(x, false) {
+		idx := s.numbers(x.Idx, false)
+		val := dst.Val[:len(idx)]
+		for k, i := range idx {
 			val[k] = s.stats[i].scale(val[k], s.events)
 		}
 	case ScaleL2:
@@ -368,7 +370,7 @@ func (s *Scaler) UnmarshalBinary(b []byte) error {
 	}
 	s.stats, s.events = stats, events
 	if s.sp != nil && s.kind == ScaleStandard {
-		s.numbers(Vector{}, false) // room for every number
+		s.numbers(nil, false) // room for every number
 	}
 	return nil
 }
