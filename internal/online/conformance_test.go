@@ -87,7 +87,9 @@ func linear(t *testing.T, bits uint) map[string]makers {
 			cfg.Loss = loss
 			ls[fmt.Sprintf("adagrad{Loss:%s Eta:%v Bias:%v Normalized:%v}", loss, cfg.Eta, cfg.Bias, cfg.IsNormalized())] = makers{
 				func() online.Learner { return must[*online.AdaGrad](t)(online.NewAdaGrad(bits, cfg)) },
-				nil,
+				func(s *online.Space) online.Learner {
+					return must[*online.AdaGrad](t)(online.NewSparseAdaGrad(s, cfg))
+				},
 			}
 		}
 	}

@@ -86,6 +86,9 @@ func (o *OGD) Freeze(into encoding.BinaryMarshaler) encoding.BinaryMarshaler {
 
 // Freeze returns a copy of a's state (Freezer).
 func (a *AdaGrad) Freeze(into encoding.BinaryMarshaler) encoding.BinaryMarshaler {
+	if a.sp != nil {
+		return encodeNow(a)
+	}
 	c := reuse[AdaGrad](into)
 	p := c.p
 	*c = *a

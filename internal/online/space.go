@@ -27,9 +27,9 @@ import (
 // It is not safe for concurrent use.
 type Space struct {
 	bits  uint
-	index map[uint32]uint32 // hashed slot → number
-	slots []uint32          // number → hashed slot; slots[0] is 2^bits, the bias's
-	order []uint32          // the numbers by increasing slot, while len(order) == len(slots)
+	index numbers  // hashed slot → number
+	slots []uint32 // number → hashed slot; slots[0] is 2^bits, the bias's
+	order []uint32 // the numbers by increasing slot, while len(order) == len(slots)
 }
 
 // NewSpace returns a Space of 2^bits hashed slots that has met none.
@@ -37,7 +37,8 @@ func NewSpace(bits uint) (*Space, error) {
 	if err := checkBits("space", bits); err != nil {
 		return nil, err
 	}
-	s := &Space{bits: bits, index: map[uint32]uint32{1 << bits: 0}, slots: []uint32{1 << bits}}
+	s := &Space{bits: bits, slots: make([]uint32, 0, 16)}
+	s.add(1 << bits)
 	return s, nil
 }
 
@@ -53,7 +54,7 @@ func (s *Space) Len() int { return len(s.slots) }
 func (s *Space) Map(dst *Vector, x Vector) {
 	idx := dst.Idx[:0]
 	for _, i := range x.Idx {
-		n, ok := s.index[i]
+		n, ok := s.index.find(i)
 		if !ok {
 			n = s.add(i)
 		}
@@ -64,7 +65,7 @@ func (s *Space) Map(dst *Vector, x Vector) {
 
 // number returns slot's number, given now when the space has not met it.
 func (s *Space) number(slot uint32) uint32 {
-	if n, ok := s.index[slot]; ok {
+	if n, ok := s.index.find(slot); ok {
 		return n
 	}
 	return s.add(slot)
@@ -72,9 +73,64 @@ func (s *Space) number(slot uint32) uint32 {
 
 func (s *Space) add(slot uint32) uint32 {
 	n := uint32(len(s.slots))
-	s.index[slot] = n
+	s.index.insert(slot, n)
 	s.slots = append(s.slots, slot)
 	return n
+}
+
+// numbers is a hash table of hashed slots to numbers, open addressing
+// with linear probing in one slice: a cell is (slot+1)<<32 | number, 0
+// when empty. It holds at most half as many entries as cells. A model
+// per key holds one: it costs 16 to 32 bytes a slot, and a lookup is a
+// multiply and, mostly, one load.
+type numbers struct {
+	cells []uint64
+	n     int
+}
+
+// home returns slot's first cell of a table of mask+1 cells (Fibonacci
+// hashing: the slots of a hashed space are uniform already, but a
+// table's size is far below the space's).
+func home(slot uint32, mask uint32) uint32 {
+	return uint32(uint64(slot)*0x9e3779b97f4a7c15>>32) & mask
+}
+
+func (t *numbers) find(slot uint32) (uint32, bool) {
+	if len(t.cells) == 0 {
+		return 0, false
+	}
+	mask := uint32(len(t.cells) - 1)
+	want := uint64(slot) + 1
+	for i := home(slot, mask); ; i = (i + 1) & mask {
+		c := t.cells[i]
+		if c>>32 == want {
+			return uint32(c), true
+		}
+		if c == 0 {
+			return 0, false
+		}
+	}
+}
+
+// insert adds slot, which t does not hold, with number n.
+func (t *numbers) insert(slot, n uint32) {
+	if 2*(t.n+1) > len(t.cells) {
+		old := t.cells
+		t.cells = make([]uint64, max(16, 2*len(old)))
+		t.n = 0
+		for _, c := range old {
+			if c != 0 {
+				t.insert(uint32(c>>32-1), uint32(c))
+			}
+		}
+	}
+	mask := uint32(len(t.cells) - 1)
+	i := home(slot, mask)
+	for t.cells[i] != 0 {
+		i = (i + 1) & mask
+	}
+	t.cells[i] = (uint64(slot)+1)<<32 | uint64(n)
+	t.n++
 }
 
 // sorted returns the numbers in the order of their slots: the bias's, the
@@ -93,20 +149,17 @@ func (s *Space) sorted() []uint32 {
 // Bytes returns an estimate of the memory the space holds: its index and
 // numbers.
 func (s *Space) Bytes() int {
-	// A map entry of Go's swiss tables costs its 8 bytes, a control byte
-	// and the load factor's slack; the numbers 4 bytes each, twice.
-	return 16*len(s.slots) + 4*cap(s.slots) + 4*cap(s.order)
+	return 8*len(s.index.cells) + 4*cap(s.slots) + 4*cap(s.order)
 }
 
-// fit returns w with at least n values, the new ones zero.
+// fit returns w with at least n values, the new ones zero: a sparse
+// learner's arrays only grow, so the capacity past their length is as
+// allocated, zero.
 func fit(w []float64, n int) []float64 {
 	if len(w) >= n {
 		return w
 	}
-	m := len(w)
-	w = slices.Grow(w, n-m)[:n]
-	clear(w[m:])
-	return w
+	return slices.Grow(w, n-len(w))[:n]
 }
 
 // writeVector writes what SparseF64s writes for the dense vector of n
@@ -198,3 +251,32 @@ func decodeWeights(d *codec.Decoder, version uint8, sp *Space, n, stride int) []
 	}
 	return sp.readVector(d, version, n, stride)
 }
+
+// A Spaced learner may be sparse: Space returns the Space it was built
+// over, nil when it is dense. A sparse learner reads vectors in its
+// space's numbers (Space.Map), a dense one hashed slots.
+type Spaced interface {
+	Space() *Space
+}
+
+// Space returns the Space of o's class learners, nil when they are dense
+// (every class's learner is of one kind).
+func (o *OneVsRest) Space() *Space {
+	if s, ok := o.learners[0].(Spaced); ok {
+		return s.Space()
+	}
+	return nil
+}
+
+// A Sizer tells the bytes of memory its state's arrays hold (their
+// capacity), not counting the few fixed fields: what a learner's
+// footprint grows with.
+type Sizer interface {
+	Bytes() int
+}
+
+// Bytes returns the bytes of p's weight arrays (Sizer).
+func (p *Perceptron) Bytes() int { return 8 * (cap(p.w) + cap(p.u)) }
+
+// Bytes returns the bytes of a's state array (Sizer).
+func (a *AdaGrad) Bytes() int { return 8 * cap(a.p) }

@@ -107,4 +107,24 @@ func TestSpaceMap(t *testing.T) {
 	if s.Len() != 5 || s.number(256) != 0 {
 		t.Fatalf("len %d, the bias's number %d", s.Len(), s.number(256))
 	}
+	// Many slots, through the table's growth: each keeps its number.
+	big, _ := NewSpace(MaxBits)
+	r := rand.New(rand.NewPCG(7, 8))
+	want := map[uint32]uint32{1 << MaxBits: 0}
+	for range 20000 {
+		slot := uint32(r.IntN(1 << MaxBits))
+		n := big.number(slot)
+		if m, ok := want[slot]; ok && m != n {
+			t.Fatalf("slot %d: number %d, was %d", slot, n, m)
+		}
+		want[slot] = n
+	}
+	for slot, n := range want {
+		if m, ok := big.index.find(slot); !ok || m != n || big.slots[n] != slot {
+			t.Fatalf("slot %d: found %d %v, want %d", slot, m, ok, n)
+		}
+	}
+	if big.Len() != len(want) {
+		t.Fatalf("%d numbers for %d slots", big.Len(), len(want))
+	}
 }

@@ -274,7 +274,7 @@ func (k *Keyed) UnmarshalBinary(b []byte) error {
 			return fmt.Errorf("pipeline: keyed: %w", d.Err())
 		}
 		var err error
-		if global, err = k.build.Decode(gb); err != nil {
+		if global, err = k.dense.Decode(gb); err != nil {
 			return fmt.Errorf("pipeline: keyed: the global model: %w", err)
 		}
 	}

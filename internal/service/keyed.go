@@ -21,7 +21,7 @@ import (
 func newPartitionModel(c *config.Config, history int) (*model, error) {
 	m := &model{pos: -1, skipTo: -1}
 	if keyed(c) {
-		k, err := pipeline.NewKeyed(c, pipeline.KeyedOptions{Max: c.Models.Max, Idle: c.Models.Idle, Global: c.Models.Global,
+		k, err := pipeline.NewKeyed(c, pipeline.KeyedOptions{Max: c.Models.Max, MaxBytes: c.Models.MaxBytes, Idle: c.Models.Idle, Global: c.Models.Global,
 			SpillDir: cmp.Or(c.Models.SpillDir, os.TempDir())})
 		if err != nil {
 			return nil, err
