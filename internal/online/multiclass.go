@@ -171,6 +171,9 @@ func newMulticlassPerceptron(bits uint, k int, cfg MulticlassPerceptronConfig) (
 // dense one.
 func (p *MulticlassPerceptron) Space() *Space { return p.sp }
 
+// Bytes returns the bytes of p's weight array (Sizer).
+func (p *MulticlassPerceptron) Bytes() int { return 8 * cap(p.w) }
+
 // size is the length of a class's dense weight vector: 2^bits, and the
 // bias.
 func (p *MulticlassPerceptron) size() int { return weightsLen(p.bits, p.cfg.Bias) }

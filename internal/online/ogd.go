@@ -244,6 +244,9 @@ func newOGD(bits uint, cfg OGDConfig) (*OGD, error) {
 // Space returns the Space of a sparse OGD, nil for a dense one.
 func (o *OGD) Space() *Space { return o.sp }
 
+// Bytes returns the bytes of o's weight array (Sizer).
+func (o *OGD) Bytes() int { return 8 * cap(o.v) }
+
 // size is the length of the dense weight vector: 2^bits, and the bias.
 func (o *OGD) size() int { return weightsLen(o.bits, o.cfg.Bias) }
 

@@ -133,6 +133,9 @@ func newPegasos(bits uint, cfg PegasosConfig) (*Pegasos, error) {
 // Space returns the Space of a sparse Pegasos, nil for a dense one.
 func (p *Pegasos) Space() *Space { return p.sp }
 
+// Bytes returns the bytes of p's weight array (Sizer).
+func (p *Pegasos) Bytes() int { return 8 * cap(p.v) }
+
 // size is the length of the dense weight vector: 2^bits, and the bias.
 func (p *Pegasos) size() int { return weightsLen(p.bits, p.cfg.Bias) }
 

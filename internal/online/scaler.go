@@ -138,6 +138,11 @@ func newScaler(bits uint, kind string) (*Scaler, error) {
 // Space returns the Space of a sparse Scaler, nil for a dense one.
 func (s *Scaler) Space() *Space { return s.sp }
 
+// Bytes returns the bytes of s's statistics and scratch (Sizer).
+func (s *Scaler) Bytes() int {
+	return 24*cap(s.stats) + 4*cap(s.local) // a slotStats is 24 bytes
+}
+
 // numbers returns where the statistics of the slots idx are, in their
 // order: idx for a dense scaler (which pays a nil check, inlined); for a
 // sparse one their numbers (spaceNumbers).
@@ -156,7 +161,7 @@ func (s *Scaler) numbers(idx []uint32, observe bool) []uint32 {
 func (s *Scaler) spaceNumbers(idx []uint32, observe bool) []uint32 {
 	s.local = s.local[:0]
 	for _, i := range idx {
-		n, ok := s.sp.index[i]
+		n, ok := s.sp.index.find(i)
 		if !ok && observe {
 			n = s.sp.add(i)
 		}
@@ -249,7 +254,7 @@ func (s *Scaler) Stats(i uint32) (n uint64, mean, variance float64) {
 		return 0, 0, 0
 	}
 	if s.sp != nil {
-		n, ok := s.sp.index[i]
+		n, ok := s.sp.index.find(i)
 		if !ok || int(n) >= len(s.stats) {
 			return 0, 0, 0
 		}

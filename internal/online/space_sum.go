@@ -17,3 +17,14 @@ func (s *Space) inOrder(n int) iter.Seq2[int, int] {
 		}
 	}
 }
+
+var (
+	_ Sizer  = (*OGD)(nil)
+	_ Sizer  = (*Pegasos)(nil)
+	_ Sizer  = (*MulticlassPerceptron)(nil)
+	_ Sizer  = (*Scaler)(nil)
+	_ Spaced = (*OGD)(nil)
+	_ Spaced = (*Pegasos)(nil)
+	_ Spaced = (*MulticlassPerceptron)(nil)
+	_ Spaced = (*Scaler)(nil)
+)
