@@ -520,7 +520,7 @@ func TestSparseBytes(t *testing.T) {
 		}
 		mc.Learn(x, mc.Predict(x), int8(k%3))
 	}
-	n := space.Len() // the 1,200 slots met, and the bias's
+	n := space.Len() // the slots met (1,199 of 1,200 draws) and the bias's
 	for name, c := range map[string]struct {
 		l       online.Sizer
 		perSlot int
