@@ -53,7 +53,7 @@ func linear(t *testing.T, bits uint) map[string]makers {
 			cfg.Loss = loss
 			ls[fmt.Sprintf("ogd%+v", cfg)] = makers{
 				func() online.Learner { return must[*online.OGD](t)(online.NewOGD(bits, cfg)) },
-				nil,
+				func(s *online.Space) online.Learner { return must[*online.OGD](t)(online.NewSparseOGD(s, cfg)) },
 			}
 		}
 	}
@@ -73,7 +73,7 @@ func linear(t *testing.T, bits uint) map[string]makers {
 	for _, cfg := range []online.PegasosConfig{{}, {Lambda: 0.1, Bias: true}, {Lambda: 10}} {
 		ls[fmt.Sprintf("pegasos%+v", cfg)] = makers{
 			func() online.Learner { return must[*online.Pegasos](t)(online.NewPegasos(bits, cfg)) },
-			nil,
+			func(s *online.Space) online.Learner { return must[*online.Pegasos](t)(online.NewSparsePegasos(s, cfg)) },
 		}
 	}
 	no := false

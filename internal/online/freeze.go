@@ -74,6 +74,9 @@ func (p *Perceptron) Freeze(into encoding.BinaryMarshaler) encoding.BinaryMarsha
 
 // Freeze returns a copy of o's state (Freezer).
 func (o *OGD) Freeze(into encoding.BinaryMarshaler) encoding.BinaryMarshaler {
+	if o.sp != nil {
+		return encodeNow(o)
+	}
 	c := reuse[OGD](into)
 	v := c.v
 	*c = *o
@@ -95,6 +98,9 @@ func (a *AdaGrad) Freeze(into encoding.BinaryMarshaler) encoding.BinaryMarshaler
 
 // Freeze returns a copy of p's state (Freezer).
 func (p *Pegasos) Freeze(into encoding.BinaryMarshaler) encoding.BinaryMarshaler {
+	if p.sp != nil {
+		return encodeNow(p)
+	}
 	c := reuse[Pegasos](into)
 	v := c.v
 	*c = *p
@@ -104,6 +110,9 @@ func (p *Pegasos) Freeze(into encoding.BinaryMarshaler) encoding.BinaryMarshaler
 
 // Freeze returns a copy of p's state (Freezer).
 func (p *MulticlassPerceptron) Freeze(into encoding.BinaryMarshaler) encoding.BinaryMarshaler {
+	if p.sp != nil {
+		return encodeNow(p)
+	}
 	c := reuse[MulticlassPerceptron](into)
 	w := c.w
 	*c = *p
@@ -113,6 +122,9 @@ func (p *MulticlassPerceptron) Freeze(into encoding.BinaryMarshaler) encoding.Bi
 
 // Freeze returns a copy of s's state (Freezer).
 func (s *Scaler) Freeze(into encoding.BinaryMarshaler) encoding.BinaryMarshaler {
+	if s.sp != nil {
+		return encodeNow(s)
+	}
 	c := reuse[Scaler](into)
 	stats := c.stats
 	*c = *s
