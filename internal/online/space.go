@@ -280,3 +280,15 @@ func (p *Perceptron) Bytes() int { return 8 * (cap(p.w) + cap(p.u)) }
 
 // Bytes returns the bytes of a's state array (Sizer).
 func (a *AdaGrad) Bytes() int { return 8 * cap(a.p) }
+
+// Bytes returns the bytes of o's class learners' arrays, of those that
+// tell them (Sizer).
+func (o *OneVsRest) Bytes() int {
+	n := 0
+	for _, l := range o.learners {
+		if s, ok := l.(Sizer); ok {
+			n += s.Bytes()
+		}
+	}
+	return n
+}

@@ -40,11 +40,12 @@ type Pipeline struct {
 	preds   []online.Prediction
 	domains []online.Domained
 	delay   *delayedStore // nil unless labels.delayed
-	// space is a sparse pipeline's (Builder.Sparse), nil for a dense one
-	// or one whose learners are all dense: the sparse learners read
+	// space is a sparse pipeline's (Builder.Sparse), nil for a dense
+	// one; with maps (a learner is sparse) the sparse learners read
 	// local, the event's scaled vector in its numbers, and a waiting
 	// event's in mapped.
 	space         *online.Space
+	maps          bool
 	local, mapped online.Vector
 
 	counts Counts
@@ -167,6 +168,9 @@ func (p *Pipeline) Footprint() int {
 	if p.space != nil {
 		n += p.space.Bytes()
 	}
+	if p.scaler != nil {
+		n += p.scaler.Bytes()
+	}
 	for i := range p.nodes {
 		if s, ok := p.nodes[i].learner.(online.Sizer); ok {
 			n += s.Bytes()
@@ -199,7 +203,17 @@ func (b *Builder) Decode(state []byte) (*Pipeline, error) {
 // newPipeline is New with c's digests, sparse or not (Builder.Sparse).
 func newPipeline(c *config.Config, dg *digests, sparse bool) (*Pipeline, error) {
 	bits := c.Features.Bits
-	scaler, err := online.NewScaler(bits, c.Features.Scale)
+	var space *online.Space
+	var scaler *online.Scaler
+	var err error
+	if sparse {
+		if space, err = online.NewSpace(bits); err != nil {
+			return nil, fmt.Errorf("pipeline: features.bits: %w", err)
+		}
+		scaler, err = online.NewSparseScaler(space, c.Features.Scale)
+	} else {
+		scaler, err = online.NewScaler(bits, c.Features.Scale)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: features.scale: %w", err)
 	}
@@ -208,6 +222,7 @@ func newPipeline(c *config.Config, dg *digests, sparse bool) (*Pipeline, error) 
 	}
 	p := &Pipeline{
 		scaler:       scaler,
+		space:        space,
 		tracker:      regret.New(),
 		counts:       Counts{InvalidBy: map[event.Reason]uint64{}},
 		start:        time.Now(),
@@ -217,12 +232,7 @@ func newPipeline(c *config.Config, dg *digests, sparse bool) (*Pipeline, error) 
 		labelNames:   [2]string{cmp.Or(first(c.Input.Negative), "0"), cmp.Or(first(c.Input.Positive), "1")},
 		classes:      dg.spec.Input.Classes,
 	}
-	env := learners.Env{Bits: bits, Classes: len(c.Input.Classes)}
-	if sparse {
-		if env.Space, err = online.NewSpace(bits); err != nil {
-			return nil, fmt.Errorf("pipeline: features.bits: %w", err)
-		}
-	}
+	env := learners.Env{Bits: bits, Classes: len(c.Input.Classes), Space: space}
 	for i, lc := range c.Learners {
 		env.Name = lc.Name
 		n, err := build(lc, env)
@@ -235,7 +245,7 @@ func newPipeline(c *config.Config, dg *digests, sparse bool) (*Pipeline, error) 
 		}
 		env.Prior, env.Built = append(env.Prior, lc.Name), append(env.Built, n.learner)
 		if s, ok := n.learner.(online.Spaced); ok && s.Space() != nil {
-			n.sparse, p.space = true, s.Space()
+			n.sparse, p.maps = true, true
 		}
 		p.nodes = append(p.nodes, n)
 		p.tracker.Add(n.name, n.algorithm, n.learner)
@@ -348,7 +358,7 @@ func (p *Pipeline) Process(ev *event.Event) ([]online.Prediction, event.Reason) 
 	} else {
 		p.scaled = ev.X
 	}
-	if p.space != nil {
+	if p.maps {
 		p.space.Map(&p.local, p.scaled)
 	}
 	if !ev.Labeled {
@@ -439,7 +449,7 @@ func (p *Pipeline) Predict(ev *event.Event) ([]online.Prediction, event.Reason) 
 	} else {
 		p.scaled = ev.X
 	}
-	if p.space != nil {
+	if p.maps {
 		p.space.Map(&p.local, p.scaled)
 	}
 	p.predict(ev)
@@ -473,7 +483,7 @@ func (p *Pipeline) inputOf(n *node, raw, scaled online.Vector) online.Vector {
 // raw values read (scaled, or raw without a scaler) into p.mapped, when
 // p is sparse.
 func (p *Pipeline) mapWaiting(raw, scaled online.Vector) {
-	if p.space == nil {
+	if !p.maps {
 		return
 	}
 	if p.scaler != nil {

@@ -176,7 +176,7 @@ func (p *Pipeline) UnmarshalBinaryReset(b []byte, reset []string) (Changes, erro
 	tr := p.tracker
 	*tr = *q.tracker
 	p.nodes, p.scaler, p.domains, p.preds, p.counts, p.delay, p.warm = q.nodes, q.scaler, q.domains, q.preds, q.counts, q.delay, q.warm
-	p.space = q.space
+	p.space, p.maps = q.space, q.maps
 	return ch, nil
 }
 

@@ -27,6 +27,22 @@ learners:
   - {name: wm, algorithm: weighted-majority, experts: [pct, ada, kp], seed: 2}
 `
 
+// sparseMore are the other learners of a sparse form, and a one versus
+// the rest of several classes.
+const sparseMore = `
+learners:
+  - {name: ogd, algorithm: ogd, loss: logistic, bias: true, radius: 5}
+  - {name: sq, algorithm: ogd, loss: squared, eta: 0.05}
+  - {name: peg, algorithm: pegasos, lambda: 0.01, bias: true}
+`
+
+const sparseClasses = `
+input: {classes: ["0", "1", "2"]}
+learners:
+  - {name: mc, algorithm: multiclass-perceptron}
+  - {name: pct, algorithm: perceptron, bias: true}
+`
+
 // wordStream makes n events of 12 features each from a vocabulary of
 // 3000 words (a few frequent, most rare), labeled by a noisy rule of
 // their words. With delayed, most events wait for a label event that
@@ -83,13 +99,16 @@ func wordStream(n int, delayed bool, seed uint64) [][]byte {
 // without a scaler and delayed labels, and its Clone is it too.
 func TestSparsePipeline(t *testing.T) {
 	t.Parallel()
-	for _, v := range []struct{ name, head string }{
-		{"plain", "features: {bits: 18}\n"},
-		{"scaled", "features: {bits: 18, scale: standard}\n"},
-		{"delayed", "features: {bits: 12}\nlabels: {delayed: true, wait: 30, max_pending: 1000}\n"},
+	for _, v := range []struct{ name, head, learners string }{
+		{"plain", "features: {bits: 18}\n", sparseLearners},
+		{"scaled", "features: {bits: 18, scale: standard}\n", sparseLearners},
+		{"delayed", "features: {bits: 12}\nlabels: {delayed: true, wait: 30, max_pending: 1000}\n", sparseLearners},
+		{"gradients", "features: {bits: 18, scale: standard}\n", sparseMore},
+		{"l2", "features: {bits: 16, scale: l2}\n", sparseMore},
+		{"classes", "features: {bits: 18}\n", sparseClasses},
 	} {
 		t.Run(v.name, func(t *testing.T) {
-			c := mustConfig(t, v.head+sparseLearners)
+			c := mustConfig(t, v.head+v.learners)
 			lines := wordStream(4000, v.name == "delayed", 1)
 			dec := mustDecoder(t, c)
 			b := NewBuilder(c)
@@ -101,8 +120,15 @@ func TestSparsePipeline(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if sparse.space == nil {
+			if sparse.space == nil || !sparse.maps {
 				t.Fatal("the sparse pipeline has no space")
+			}
+			for _, n := range sparse.nodes {
+				// All but the kernel Perceptron, and the Weighted-Majority
+				// over learners, which reads their advice.
+				if !n.sparse && n.algorithm != "kernel-perceptron" && n.algorithm != "weighted-majority" {
+					t.Errorf("learner %s (%s) is not sparse", n.name, n.algorithm)
+				}
 			}
 			var ev event.Event
 			for i, line := range lines {

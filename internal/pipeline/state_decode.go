@@ -44,7 +44,7 @@ func (p *Pipeline) UnmarshalBinary(b []byte) error {
 	tr := p.tracker
 	*tr = *q.tracker
 	p.nodes, p.scaler, p.domains, p.preds, p.counts, p.delay, p.warm = q.nodes, q.scaler, q.domains, q.preds, q.counts, q.delay, q.warm
-	p.space = q.space
+	p.space, p.maps = q.space, q.maps
 	return nil
 }
 
