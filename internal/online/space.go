@@ -74,6 +74,9 @@ func (s *Space) number(slot uint32) uint32 {
 func (s *Space) add(slot uint32) uint32 {
 	n := uint32(len(s.slots))
 	s.index.insert(slot, n)
+	if len(s.slots) == cap(s.slots) {
+		s.slots = slices.Grow(s.slots, len(s.slots)) // doubling
+	}
 	s.slots = append(s.slots, slot)
 	return n
 }
@@ -155,11 +158,19 @@ func (s *Space) Bytes() int {
 // fit returns w with at least n values, the new ones zero: a sparse
 // learner's arrays only grow, so the capacity past their length is as
 // allocated, zero.
+// The room doubles, so that a key's arrays, grown a few numbers at a
+// time, are copied O(log n) times (append grows large slices by a
+// quarter).
 func fit(w []float64, n int) []float64 {
-	if len(w) >= n {
+	switch {
+	case len(w) >= n:
 		return w
+	case cap(w) >= n:
+		return w[:n]
 	}
-	return slices.Grow(w, n-len(w))[:n]
+	g := make([]float64, n, max(n, 2*cap(w), 8))
+	copy(g, w)
+	return g
 }
 
 // writeVector writes what SparseF64s writes for the dense vector of n
