@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,8 +10,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/streamlearn/streamlearn/internal/service"
 )
 
 // TestE2EKeyedSIGTERM: `run` learning a skewed stream of 60,000 events
@@ -120,16 +116,7 @@ checkpoint: {dir: %q, every: 5000}
 func keyLines(t *testing.T, what string, out []byte) map[string]string {
 	t.Helper()
 	lines := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var r service.Report
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatalf("%s: %v: %s", what, err, sc.Bytes())
-		}
-		if r.Key == nil {
-			t.Fatalf("%s: a report without a key: %s", what, sc.Bytes())
-		}
+	for _, r := range keyReports(t, what, out) {
 		s := []string{"events=" + strconv.FormatUint(r.Events, 10)}
 		for _, l := range r.Learners {
 			s = append(s, learnerLine(l.Name, l.Rounds, l.Mistakes, l.Loss, l.StateSHA256))
