@@ -299,7 +299,9 @@ func (s *Service) failed() error {
 // every worker learn the records it was handed, commits what was learned,
 // publishes a final report of every model and flushes the sinks; it
 // returns nil after such a graceful stop and an error when a source, sink
-// or commit fails.
+// or commit fails. Once ctx is done, a worker gives up the checkpoint of
+// models per key it is making: the final commit's checkpoint, taken once
+// the workers stopped, holds it.
 //
 // Commits after CommitInterval and reports after ReportInterval happen
 // also while the source is idle: Fetch then runs under a deadline (one
