@@ -62,7 +62,15 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if l := cfg.Labels; l.Delayed {
 		fmt.Fprintf(w, "labels:\tdelayed: wait %d records, at most %d pending\n", l.Wait, l.MaxPending)
 	}
-	fmt.Fprintf(w, "model:\t%d learners, %s of memory per model (one model per partition; measured by building one)\n", len(cfg.Learners), mib(mem))
+	var cost keyCost
+	if cfg.Models.By == "key" {
+		if cost, err = keyedCost(cfg); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "model:\t%d learners, %s of memory for a new key's model (its footprint)\n", len(cfg.Learners), mib(uint64(cost.new)))
+	} else {
+		fmt.Fprintf(w, "model:\t%d learners, %s of memory per model (one model per partition; measured by building one)\n", len(cfg.Learners), mib(mem))
+	}
 	for _, l := range cfg.Learners {
 		bound := "no bound"
 		a, ok := learners.Lookup(l.Algorithm)
@@ -83,8 +91,54 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		fmt.Fprintf(w, "  new models start from %s (%s)\n", warm, warm.Model.From)
 	}
+	if cfg.Models.By == "key" {
+		writeModelsPerKey(w, cfg.Models, cost)
+	}
 	writeConnections(w, cfg)
 	return w.Flush()
+}
+
+// writeModelsPerKey writes, for check, how models per key are kept: by
+// key, the bounds on the resident models and where the others go, the
+// global model, and what a key's model costs.
+func writeModelsPerKey(w io.Writer, m config.Models, cost keyCost) {
+	fmt.Fprintf(w, "models:\tone per event key within each partition (models.by: key), each learning its key's events alone\n")
+	idle := ""
+	if m.Idle > 0 {
+		idle = fmt.Sprintf(", and any not used for %v (models.idle),", m.Idle)
+	}
+	bound := fmt.Sprintf("%s of models per partition (models.max_bytes)", mib(uint64(m.MaxBytes)))
+	switch {
+	case m.MaxBytes > 0 && m.Max > 0:
+		bound += fmt.Sprintf(" and %d models (models.max)", m.Max)
+	case m.Max > 0:
+		bound = fmt.Sprintf("%d models per partition (models.max)", m.Max)
+	}
+	fmt.Fprintf(w, "  resident:\tat most %s; past it the least recently used%s is spilled to a file in %s (models.spill_dir) and decoded on its key's next event\n",
+		bound, idle, cmp.Or(m.SpillDir, "the system's temporary directory"))
+	if m.Global {
+		fmt.Fprintf(w, "  global:\ta global model per partition beside them (models.global): each key is served by its model or the global one, whichever has made fewer mistakes on the key\n")
+	} else {
+		fmt.Fprintf(w, "  global:\tnone (models.global false): each key is served by its own model\n")
+	}
+	if m.WarmStart != "" {
+		fmt.Fprintf(w, "  warm start:\teach new key's model starts from %s (models.warm_start)\n", m.WarmStart)
+	} else {
+		fmt.Fprintf(w, "  warm start:\tnone: each new key's model starts empty\n")
+	}
+	fmt.Fprintf(w, "  memory:\teach key's model costs about %s new, plus about %.0f bytes a feature its key touched (its footprint after %d features)\n",
+		mib(uint64(cost.new)), cost.perFeature, cost.features)
+	if m.MaxBytes > 0 {
+		n := m.MaxBytes / int64(max(1, cost.new))
+		fmt.Fprintf(w, "\t%s holds about %d new models, fewer as their keys touch features; a spilled key costs its encoding on disk and a few hundred bytes of heap\n",
+			mib(uint64(m.MaxBytes)), n)
+	} else {
+		fmt.Fprintf(w, "\tat most %d resident per partition: %s new, plus their features; a spilled key costs its encoding on disk and a few hundred bytes of heap\n",
+			m.Max, mib(uint64(m.Max)*uint64(cost.new)))
+	}
+	if m.Global {
+		fmt.Fprintf(w, "\tplus the global model: one more model per partition, of every key's features\n")
+	}
 }
 
 // writeConnections writes, for check, what a run of cfg connects to: its
@@ -157,8 +211,13 @@ func describeSink(s config.Sink) string {
 	}
 }
 
-// modelMemory builds one model of cfg and returns the heap it holds.
+// modelMemory builds one model of cfg and returns the heap it holds. A
+// model built before it makes the process's one-time allocations (tables
+// made on first use), which are not the model's.
 func modelMemory(cfg *config.Config) (uint64, error) {
+	if _, err := pipeline.New(cfg); err != nil {
+		return 0, err
+	}
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -175,9 +234,62 @@ func modelMemory(cfg *config.Config) (uint64, error) {
 	return after.HeapAlloc - before.HeapAlloc, nil
 }
 
-func mib(b uint64) string {
-	if b < 1<<20 {
-		return fmt.Sprintf("%.0f KiB", float64(b)/(1<<10))
+// keyCost is what a key's model costs: its footprint new
+// (pipeline.Pipeline.Footprint, what models.max_bytes bounds), and per
+// feature its key touched, measured over features.
+type keyCost struct {
+	new        int
+	perFeature float64
+	features   int
+}
+
+// keyedCost builds a key's model of cfg, as models per key do (sparse),
+// teaches it labeled events of distinct features, and returns its cost.
+func keyedCost(cfg *config.Config) (keyCost, error) {
+	ec := pipeline.EventConfig(cfg)
+	labels := [2]string{"1", "0"}
+	if len(ec.Classes) > 0 {
+		labels = [2]string{ec.Classes[0], ec.Classes[1]}
 	}
-	return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+	var ys [2]int8
+	for i, l := range labels {
+		var err error
+		if ys[i], err = ec.ParseLabel(l); err != nil {
+			return keyCost{}, err
+		}
+	}
+	const perEvent = 8
+	c := keyCost{features: min(1024, 1<<cfg.Features.Bits/2)}
+	p, err := pipeline.NewBuilder(cfg).Sparse().New()
+	if err != nil {
+		return keyCost{}, err
+	}
+	c.new = p.Footprint()
+	// Each event touches perEvent features not touched before, spread
+	// over the slots; a round's label alternates.
+	stride := uint32(1<<cfg.Features.Bits) / uint32(c.features)
+	ev := event.Event{Labeled: true}
+	for f := 0; f+perEvent <= c.features; f += perEvent {
+		ev.X.Idx, ev.X.Val = ev.X.Idx[:0], ev.X.Val[:0]
+		for j := range perEvent {
+			ev.X.Idx = append(ev.X.Idx, uint32(f+j)*stride)
+			ev.X.Val = append(ev.X.Val, 1)
+		}
+		ev.Label = ys[f/perEvent%2]
+		p.Process(&ev)
+	}
+	c.perFeature = float64(p.Footprint()-c.new) / float64(c.features)
+	return c, nil
+}
+
+func mib(b uint64) string {
+	switch {
+	case b < 1<<10:
+		return fmt.Sprintf("%d bytes", b)
+	case b < 1<<20:
+		return fmt.Sprintf("%.0f KiB", float64(b)/(1<<10))
+	case b < 1<<30:
+		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+	}
+	return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/service"
 )
 
-const inspectArgs = "[-c CONFIG] [--report text|json] CHECKPOINT..."
+const inspectArgs = "[-c CONFIG] [--report text|json] [--all-keys] CHECKPOINT..."
 
 // inspected is one checkpoint as `inspect --report json` prints it.
 type inspected struct {
@@ -41,7 +41,38 @@ type inspected struct {
 	// Verified says whether the report's counts and digests were
 	// recomputed from the state (inspect -c) and found equal.
 	Verified bool `json:"verified"`
+	// ModelsPerKey, of a checkpoint of models per key, is what its state
+	// holds of its keys.
+	ModelsPerKey *inspectedKeys `json:"models_per_key,omitempty"`
 }
+
+// inspectedKeys is what a checkpoint of models per key holds of its keys
+// (pipeline.ReadKeyed): how many, the global model's digest, and the keys
+// shown: the topKeys of the most records (ties by key), or every key in
+// key order (--all-keys).
+type inspectedKeys struct {
+	Keys              int            `json:"keys"`
+	All               bool           `json:"all"`
+	GlobalModelSHA256 string         `json:"global_model_sha256,omitempty"`
+	Shown             []inspectedKey `json:"shown"`
+}
+
+// inspectedKey is one key of a checkpoint of models per key: its records,
+// each learner's mistakes by the key's own model, with a global model
+// those of what was served (the choice between the two), and its model's
+// digest (the model_sha256 of answers of the key's model).
+type inspectedKey struct {
+	Key         string   `json:"key"`
+	Events      uint64   `json:"events"`
+	Mistakes    []uint64 `json:"mistakes"`
+	Served      []uint64 `json:"served,omitempty"`
+	ModelSHA256 string   `json:"model_sha256"`
+	StateBytes  int      `json:"state_bytes"`
+}
+
+// topKeys is how many keys inspect shows of a checkpoint of models per
+// key without --all-keys: as many as a running service reports.
+const topKeys = service.TopKeys
 
 // runInspect prints what checkpoint files hold: where their model stands
 // in the source, and its report (learners, rounds, mistakes, digests). A
@@ -57,6 +88,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := newFlagSet("inspect", inspectArgs, stderr)
 	format := fs.String("report", "text", "output: text or json")
 	cfgPath := fs.String("c", "", "config `file` that wrote the checkpoints: verify their reports against their state")
+	allKeys := fs.Bool("all-keys", false, "with models per key: show every key, in key order, not the 10 of the most records")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -80,7 +112,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var out []inspected
 	digestErr := map[int]error{} // by index in out: why a model digest is not known
 	for _, f := range files {
-		in, derr, err := inspectFile(f, cfg)
+		in, derr, err := inspectFile(f, cfg, *allKeys)
 		if err != nil {
 			return err
 		}
@@ -136,7 +168,9 @@ func checkpointFiles(args []string) ([]string, error) {
 // with cfg not nil, verifies its report against its state. digestErr
 // says why its model digest is not known (a state this build cannot
 // walk), which is not an error: the report as saved is still printed.
-func inspectFile(f string, cfg *config.Config) (in inspected, digestErr, err error) {
+// Of a checkpoint of models per key it reads the keys (every one with
+// allKeys, else the topKeys of the most records).
+func inspectFile(f string, cfg *config.Config, allKeys bool) (in inspected, digestErr, err error) {
 	c, err := checkpoint.ReadFile(f)
 	if err != nil {
 		return in, nil, err
@@ -160,6 +194,11 @@ func inspectFile(f string, cfg *config.Config) (in inspected, digestErr, err err
 	}
 	if err := consistent(f, c, in.Report); err != nil {
 		return in, nil, err
+	}
+	if pipeline.IsKeyedState(c.State) {
+		if in.ModelsPerKey, err = inspectKeys(c.State, in.Report, allKeys); err != nil {
+			return in, nil, fmt.Errorf("%s: %w", f, err)
+		}
 	}
 	if cfg != nil {
 		if err := verifyReport(cfg, c, in.Report); err != nil {
@@ -201,6 +240,11 @@ func writeInspected(stdout io.Writer, out []inspected, digestErr map[int]error) 
 		// its report's seconds are the last one's.
 		if err := writeReportText(stdout, in.Report, nil); err != nil {
 			return err
+		}
+		if k := in.ModelsPerKey; k != nil {
+			if err := writeInspectedKeys(stdout, in.Report, k); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

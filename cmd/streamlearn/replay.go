@@ -257,7 +257,7 @@ func reportReplay(stdout, stderr io.Writer, f *replayFlags, cfg *config.Config, 
 		if len(reps) == 0 && !*f.allowEmpty {
 			return fmt.Errorf("replay: no record in %s (--allow-empty accepts an empty input)", strings.Join(f.fs.Args(), ", "))
 		}
-		return writeReports(stdout, *f.reportFmt, reps, ins, learnSeconds)
+		return writeReports(stdout, *f.reportFmt, reps, svc.Snapshot().Reports, ins, learnSeconds)
 	}
 	if *f.envelope {
 		return writeEnvelopeReports(stdout, *f.reportFmt, *f.junitPath, f.g, reps, ins, learnSeconds, *f.allowEmpty)

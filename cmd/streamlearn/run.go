@@ -430,12 +430,24 @@ func reportRun(stdout, stderr io.Writer, format string, allowEmpty bool, cfg *co
 	if err := checkIntake("run", ins, allowEmpty, dlNote, stderr); err != nil {
 		return err
 	}
-	return writeReports(stdout, format, reports, ins, svc.LearnSeconds())
+	return writeReports(stdout, format, reports, svc.Snapshot().Reports, ins, svc.LearnSeconds())
 }
 
 // writeReports writes one report per model, as JSON lines or as text,
-// each named by its source, partition and, with models per key, key.
-func writeReports(w io.Writer, format string, reports []service.Report, ins []service.Intake, seconds float64) error {
+// each named by its source, partition and, with models per key, key. As
+// text, with models per key, each key's report says what was served
+// (with a global model), and each partition's keys are followed by their
+// totals, from totals (the partitions' reports of a snapshot).
+func writeReports(out io.Writer, format string, reports, totals []service.Report, ins []service.Intake, seconds float64) error {
+	// A report per key may be a million: buffered, not a write each line.
+	w := bufio.NewWriterSize(out, 64<<10)
+	if err := writeReportsTo(w, format, reports, totals, ins, seconds); err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+func writeReportsTo(w io.Writer, format string, reports, totals []service.Report, ins []service.Intake, seconds float64) error {
 	if format == "json" {
 		enc := json.NewEncoder(w)
 		for _, r := range reports {
@@ -445,6 +457,7 @@ func writeReports(w io.Writer, format string, reports []service.Report, ins []se
 		}
 		return nil
 	}
+	sums := keyTotals(totals)
 	for i, r := range reports {
 		if i > 0 {
 			fmt.Fprintln(w)
@@ -460,6 +473,15 @@ func writeReports(w io.Writer, format string, reports []service.Report, ins []se
 		}
 		if err := writeTextReport(w, r.Report, paceOf(r.Report, in, seconds)); err != nil {
 			return err
+		}
+		if err := writeServedText(w, r.Mix); err != nil {
+			return err
+		}
+		if t, ok := sums[r.Partition]; ok && r.Key != nil && (i+1 == len(reports) || reports[i+1].Partition != r.Partition) {
+			fmt.Fprintln(w)
+			if err := writeKeyTotalsText(w, t); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

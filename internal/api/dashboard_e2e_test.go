@@ -119,6 +119,9 @@ func domFields(dom []byte) map[string]domField {
 		if r, ok := attrs["data-reason"]; ok {
 			who = r
 		}
+		if k, ok := attrs["data-key"]; ok {
+			who = "key=" + k + ":" + who // a top key's (models per key)
+		}
 		out[attrs["data-partition"]+"/"+who+"/"+f] = domField{attrs["data-value"], html.UnescapeString(string(m[2]))}
 	}
 	return out

@@ -42,6 +42,16 @@ type OL struct {
 	rounders   []online.Rounder    // weak[i] as a Rounder, or nil
 }
 
+// Space returns the Space of the weak learners when they are sparse
+// (online.Spaced): b then reads vectors in its numbers. Nil when they are
+// dense.
+func (b *OL) Space() *online.Space {
+	if s, ok := b.weak[0].(online.Spaced); ok {
+		return s.Space()
+	}
+	return nil
+}
+
 // New returns AdaBoost.OL over weak, 1 to MaxWeak learners in their
 // initial state, which it owns from now on.
 func New(weak []online.Learner, cfg Config) (*OL, error) {

@@ -89,6 +89,39 @@ func (e *Encoder) SparseF64s(v []float64) {
 	}
 }
 
+// SparseEntries appends what SparseF64s appends for a vector of n values
+// that is zero but at the positions pos, strictly increasing and below n,
+// where it holds vals (a +0 of vals is a zero like the others). A model
+// that keeps only the slots it met writes with it the bytes the same
+// model kept dense writes, in time proportional to its entries rather
+// than to n.
+func (e *Encoder) SparseEntries(n int, pos []int, vals []float64) {
+	e.U64(uint64(n))
+	at := 0 // the positions before at are written
+	for k := 0; ; {
+		for k < len(pos) && math.Float64bits(vals[k]) == 0 {
+			k++
+		}
+		if k == len(pos) {
+			break
+		}
+		j := k + 1
+		for j < len(pos) && pos[j] == pos[j-1]+1 && math.Float64bits(vals[j]) != 0 {
+			j++
+		}
+		e.U32(uint32(pos[k] - at))
+		e.U32(uint32(j - k))
+		for _, x := range vals[k:j] {
+			e.F64(x)
+		}
+		at, k = pos[j-1]+1, j
+	}
+	if at < n {
+		e.U32(uint32(n - at))
+		e.U32(0)
+	}
+}
+
 // skipZeros returns the index of the first value of v from i on that is
 // not +0, or len(v); it looks at four values at a time, since most of a
 // wide vector is zero.
@@ -227,21 +260,31 @@ func (d *Decoder) F64sInto(dst []float64) {
 // the runs canonical (maximal, each but the last holding values, none
 // holding a zero).
 func (d *Decoder) SparseF64sInto(dst []float64) {
-	if n := d.U64(); d.err == nil && n != uint64(len(dst)) {
-		d.Fail("vector of %d values, want %d", n, len(dst))
+	d.SparseF64sEach(len(dst), func(i int, v float64) { dst[i] = v })
+}
+
+// SparseF64sEach reads a vector of n values written by
+// Encoder.SparseF64s (or SparseEntries), calling f with the position and
+// value of each value that is not +0, in increasing positions. The
+// encoded length must be exactly n, and the runs canonical, as for
+// SparseF64sInto; on a fault f may have been called for the values
+// before it.
+func (d *Decoder) SparseF64sEach(n int, f func(i int, v float64)) {
+	if m := d.U64(); d.err == nil && m != uint64(n) {
+		d.Fail("vector of %d values, want %d", m, n)
 	}
 	pos := 0
-	for d.err == nil && pos < len(dst) {
+	for d.err == nil && pos < n {
 		gap, count := uint64(d.U32()), uint64(d.U32())
-		rest := uint64(len(dst) - pos)
+		rest := uint64(n - pos)
 		switch {
 		case d.err != nil:
 			return
 		case gap > rest || count > rest-gap:
-			d.Fail("run of %d values after %d zeros at %d of %d", count, gap, pos, len(dst))
+			d.Fail("run of %d values after %d zeros at %d of %d", count, gap, pos, n)
 			return
 		case gap == 0 && pos > 0, count == 0 && gap != rest:
-			d.Fail("run at %d of %d is not canonical", pos, len(dst))
+			d.Fail("run at %d of %d is not canonical", pos, n)
 			return
 		}
 		pos += int(gap)
@@ -255,7 +298,7 @@ func (d *Decoder) SparseF64sInto(dst []float64) {
 				d.Fail("zero inside a run at %d", pos+i)
 				return
 			}
-			dst[pos+i] = math.Float64frombits(bits)
+			f(pos+i, math.Float64frombits(bits))
 		}
 		pos += int(count)
 	}

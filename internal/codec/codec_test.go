@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -176,6 +177,55 @@ func TestSparseF64s(t *testing.T) {
 	}
 	if !bytes.Equal(e.Bytes(), want) {
 		t.Fatalf("bytes\n got %x\nwant %x", e.Bytes(), want)
+	}
+}
+
+// TestSparseEntries: the entries of a vector, its nonzero values and any
+// zeros beside them, encode to the bytes of the dense vector, and
+// SparseF64sEach reads back exactly its nonzero values.
+func TestSparseEntries(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	negZero := math.Copysign(0, -1)
+	for trial := range 2000 {
+		n := r.IntN(40)
+		v := make([]float64, n)
+		var pos []int
+		var vals []float64
+		for i := range v {
+			switch r.IntN(6) {
+			case 0, 1:
+				v[i] = float64(r.IntN(5)) - 2 // zeros too
+			case 2:
+				v[i] = negZero
+			}
+			// Every nonzero value is an entry; so are some zeros.
+			if math.Float64bits(v[i]) != 0 || r.IntN(3) == 0 {
+				pos, vals = append(pos, i), append(vals, v[i])
+			}
+		}
+		var dense, sparse Encoder
+		dense.SparseF64s(v)
+		sparse.SparseEntries(n, pos, vals)
+		if !bytes.Equal(sparse.Bytes(), dense.Bytes()) {
+			t.Fatalf("trial %d: %v at %v\n got %x\nwant %x", trial, vals, pos, sparse.Bytes(), dense.Bytes())
+		}
+		got := make([]float64, n)
+		var last = -1
+		d := NewDecoder(sparse.Bytes())
+		d.SparseF64sEach(n, func(i int, x float64) {
+			if i <= last || math.Float64bits(x) == 0 {
+				t.Fatalf("trial %d: value %v at %d after %d", trial, x, i, last)
+			}
+			got[i], last = x, i
+		})
+		if err := d.Finish(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range v {
+			if math.Float64bits(got[i]) != math.Float64bits(v[i]) {
+				t.Fatalf("trial %d: read %v, want %v", trial, got, v)
+			}
+		}
 	}
 }
 

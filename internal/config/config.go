@@ -66,14 +66,14 @@ func Default() *Config {
 	return c
 }
 
-// DefaultModelsMax is models.max when unset: the models per key one
-// partition keeps in memory.
-const DefaultModelsMax = 10000
+// DefaultModelsMaxBytes is models.max_bytes when unset: the memory of
+// the models per key one partition keeps resident.
+const DefaultModelsMaxBytes = 256 << 20
 
 // fill sets defaults on zero values.
 func (c *Config) fill() {
-	if c.Models.By == "key" && c.Models.Max == 0 {
-		c.Models.Max = DefaultModelsMax
+	if c.Models.By == "key" && c.Models.MaxBytes == 0 {
+		c.Models.MaxBytes = DefaultModelsMaxBytes
 	}
 	if c.Features.Bits == 0 {
 		c.Features.Bits = DefaultBits

@@ -229,6 +229,8 @@ func TestClassesRefused(t *testing.T) {
 		{"learners: [{name: m, algorithm: multiclass-perceptron}]\n", "learners[0].algorithm: multiclass-perceptron predicts one of several classes: list them in input.classes"},
 		{"input: {classes: [a, \"b c\"]}\nlearners: [{name: p, algorithm: perceptron}]\n", `input.classes[1]: "b c": a class name has no blank`},
 		{"models: {global: true}\nlearners: [{name: p, algorithm: perceptron}]\n", "models.global: a global model beside the models per key: set models.by: key"},
+		{"models: {max_bytes: 1000}\nlearners: [{name: p, algorithm: perceptron}]\n", "models.max_bytes: bounds the memory of the models per key: set models.by: key"},
+		{"models: {by: key, max_bytes: -1}\nlearners: [{name: p, algorithm: perceptron}]\n", "models.max_bytes: must not be negative"},
 	} {
 		_, err := Parse("c.yaml", []byte(tc.yaml))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -237,6 +239,13 @@ func TestClassesRefused(t *testing.T) {
 	}
 	if _, err := Parse("c.yaml", []byte("input: {classes: [a, b, c]}\nlearners: [{name: m, algorithm: multiclass-perceptron}, {name: p, algorithm: perceptron}]\n")); err != nil {
 		t.Error(err)
+	} // Models per key are bounded in bytes by default, not in models.
+	c, err := Parse("c.yaml", []byte("models: {by: key}\nlearners: [{name: p, algorithm: perceptron}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Models.MaxBytes != DefaultModelsMaxBytes || c.Models.Max != 0 {
+		t.Errorf("models by key: max_bytes %d, max %d, want %d and none", c.Models.MaxBytes, c.Models.Max, DefaultModelsMaxBytes)
 	}
 }
 

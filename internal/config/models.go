@@ -12,9 +12,15 @@ type Models struct {
 	// every broker, so each key's events come in order.
 	By string `yaml:"by"`
 	// Max, with By "key", bounds the models in memory per partition
-	// (default DefaultModelsMax): past it the least recently used is
-	// evicted as its exact encoding, and decoded on its key's next event.
+	// (default none): past it the least recently used is evicted as its
+	// exact encoding, and decoded on its key's next event.
 	Max int `yaml:"max"`
+	// MaxBytes, with By "key", bounds the memory of the models resident
+	// per partition, in bytes (default DefaultModelsMaxBytes), as Max
+	// does: each key's model costs what its key has seen (about 3 KB, and
+	// 70 to 100 bytes a feature it touched, with the default learners),
+	// and its estimate (its footprint) is what is bounded.
+	MaxBytes int64 `yaml:"max_bytes"`
 	// Idle, with By "key", evicts a model not used for that long, as Max
 	// does; 0 (the default) keeps models until Max pushes them out.
 	Idle time.Duration `yaml:"idle"`

@@ -200,6 +200,8 @@ func (c *Config) validateModels() error {
 	switch {
 	case c.Models.By != "key" && c.Models.Max != 0:
 		return errAt("models.max", "bounds the models per key: set models.by: key")
+	case c.Models.By != "key" && c.Models.MaxBytes != 0:
+		return errAt("models.max_bytes", "bounds the memory of the models per key: set models.by: key")
 	case c.Models.By != "key" && c.Models.Idle != 0:
 		return errAt("models.idle", "evicts models per key: set models.by: key")
 	case c.Models.By != "key" && c.Models.Global:
@@ -210,6 +212,8 @@ func (c *Config) validateModels() error {
 		return errAt("models.spill_dir", "holds evicted models per key: set models.by: key")
 	case c.Models.Max < 0:
 		return errAt("models.max", "must not be negative")
+	case c.Models.MaxBytes < 0:
+		return errAt("models.max_bytes", "must not be negative")
 	case c.Models.Idle < 0:
 		return errAt("models.idle", "must not be negative")
 	}

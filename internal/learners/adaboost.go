@@ -71,7 +71,7 @@ func (s *Spec) build(n int, env Env) ([]online.Learner, error) {
 	}
 	ls := make([]online.Learner, n)
 	for i := range ls {
-		l, err := a.New(p, Env{Name: env.Name, Bits: env.Bits})
+		l, err := a.New(p, Env{Name: env.Name, Bits: env.Bits, Space: env.Space})
 		if err != nil {
 			return nil, err
 		}

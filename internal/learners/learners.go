@@ -31,6 +31,10 @@ type Env struct {
 	Built []online.Learner
 	// Bits is features.bits: the learner's vectors have 2^Bits slots.
 	Bits uint
+	// Space, when not nil, is the Space (of Bits) of a sparse model: New
+	// builds a learner that has a sparse form over it (it then reads
+	// vectors in the space's numbers, online.Spaced), the others dense.
+	Space *online.Space
 	// Classes is the number of classes (input.classes) for a Multiclass
 	// algorithm's New; 0 for the binary ones.
 	Classes int
@@ -129,6 +133,23 @@ func configured[T interface{ Validate() error }, L online.Learner](a Algorithm, 
 		return learner(ctor(env.Bits, *c))
 	}
 	return &a
+}
+
+// sparseToo completes a, of configured, with the constructor of its
+// learners' sparse form, which New uses when env.Space is set.
+func sparseToo[T any, L online.Learner](a *Algorithm, ctor func(s *online.Space, cfg T) (L, error)) *Algorithm {
+	dense := a.New
+	a.New = func(p any, env Env) (online.Learner, error) {
+		if env.Space == nil {
+			return dense(p, env)
+		}
+		c, err := params[T](a.Name, p)
+		if err != nil {
+			return nil, err
+		}
+		return learner(ctor(env.Space, *c))
+	}
+	return a
 }
 
 // learner returns l as an online.Learner, or nil (not a typed nil) with

@@ -14,6 +14,9 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
+		if env.Space != nil {
+			return learner(online.NewSparseMulticlassPerceptron(env.Space, env.Classes, *c))
+		}
 		return learner(online.NewMulticlassPerceptron(env.Bits, env.Classes, *c))
 	}
 	Register(a)

@@ -119,7 +119,8 @@ func (c AdaGradConfig) Validate() error {
 type AdaGrad struct {
 	cfg    AdaGradConfig
 	bits   uint
-	dim    int
+	dim    int // the bias's slot: 2^bits, or 0, its number, over a Space
+	sp     *Space
 	loss   int
 	stride int // 2 plain, 4 normalized
 
@@ -152,17 +153,50 @@ func NewAdaGrad(bits uint, cfg AdaGradConfig) (*AdaGrad, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	a := &AdaGrad{cfg: cfg, bits: bits, dim: 1 << bits, stride: 2}
+	a := newAdaGrad(bits, cfg)
+	a.dim = 1 << bits
+	a.p = make([]float64, a.size()*a.stride)
+	return a, nil
+}
+
+// NewSparseAdaGrad returns AdaGrad over s with w(1) = 0: it reads vectors
+// in s's numbers (Space.Map) and holds state for those only.
+func NewSparseAdaGrad(s *Space, cfg AdaGradConfig) (*AdaGrad, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	a := newAdaGrad(s.bits, cfg.withDefaults())
+	a.sp = s
+	a.fit()
+	return a, nil
+}
+
+// newAdaGrad returns AdaGrad of cfg (with defaults) without its state.
+func newAdaGrad(bits uint, cfg AdaGradConfig) *AdaGrad {
+	a := &AdaGrad{cfg: cfg, bits: bits, stride: 2}
 	a.loss = lossKind(cfg.Loss)
 	if cfg.IsNormalized() {
 		a.stride = 4
 	}
-	n := a.dim
-	if cfg.Bias {
-		n++
+	return a
+}
+
+// Space returns the Space of a sparse AdaGrad, nil for a dense one.
+func (a *AdaGrad) Space() *Space { return a.sp }
+
+// size is the number of slots of the dense state: 2^bits, and the bias.
+func (a *AdaGrad) size() int {
+	if a.cfg.Bias {
+		return 1<<a.bits + 1
 	}
-	a.p = make([]float64, n*a.stride)
-	return a, nil
+	return 1 << a.bits
+}
+
+// fit grows a sparse AdaGrad's state to its space's numbers.
+func (a *AdaGrad) fit() {
+	if a.sp != nil && len(a.p) < len(a.sp.slots)*a.stride {
+		a.p = fit(a.p, len(a.sp.slots)*a.stride)
+	}
 }
 
 // Config returns the configuration with defaults applied.
@@ -172,8 +206,18 @@ func (a *AdaGrad) normalized() bool { return a.stride == 4 }
 
 // Weights appends w (the bias last, with Bias) to dst and returns it.
 func (a *AdaGrad) Weights(dst []float64) []float64 {
-	for j := 0; j < len(a.p); j += a.stride {
-		dst = append(dst, a.p[j])
+	p := a.p
+	if a.sp != nil {
+		p = make([]float64, a.size()*a.stride)
+		for k := range a.sp.slots[:len(a.p)/a.stride] {
+			i := int(a.sp.slots[k]) * a.stride
+			if i < len(p) {
+				copy(p[i:i+a.stride], a.p[k*a.stride:])
+			}
+		}
+	}
+	for j := 0; j < len(p); j += a.stride {
+		dst = append(dst, p[j])
 	}
 	return dst
 }
@@ -181,6 +225,7 @@ func (a *AdaGrad) Weights(dst []float64) []float64 {
 // Predict returns the score ⟨w(t),x⟩(+b) and its sign, -1 at 0; when
 // normalized, with each w_i rescaled to a larger |x_i| as Learn will.
 func (a *AdaGrad) Predict(x Vector) Prediction {
+	a.fit()
 	var d float64
 	if !a.normalized() {
 		d = a.plainDot(x)
@@ -250,6 +295,7 @@ func (a *AdaGrad) Loss(p Prediction, y int8) float64 { return lossOf(a.loss, p.S
 
 // Learn takes the step on the loss gradient at the served score.
 func (a *AdaGrad) Learn(x Vector, served Prediction, y int8) {
+	a.fit()
 	a.rounds++
 	if a.normalized() {
 		a.rescale(x)
@@ -261,6 +307,7 @@ func (a *AdaGrad) Learn(x Vector, served Prediction, y int8) {
 // normalized, it rescales first and scores on the rescaled weights, the
 // score Predict computes, in one pass.
 func (a *AdaGrad) Round(x Vector, y int8) (Prediction, float64) {
+	a.fit()
 	a.rounds++
 	var d float64
 	if a.normalized() {
@@ -472,7 +519,7 @@ func (a *AdaGrad) MarshalBinary() ([]byte, error) {
 	e.F64(a.sumG)
 	e.F64(a.maxW)
 	e.U64(a.viol)
-	e.SparseF64s(a.p)
+	writeWeights(e, a.sp, a.size()*a.stride, a.p, a.stride)
 	return e.Bytes(), nil
 }
 
@@ -491,8 +538,7 @@ func (a *AdaGrad) UnmarshalBinary(b []byte) error {
 	if d.Err() == nil && !(n >= 0 && sumG >= 0 && maxW >= 0 && finite(n) && finite(sumG) && finite(maxW)) {
 		d.Fail("inconsistent state")
 	}
-	p := make([]float64, len(a.p))
-	d.SparseF64sInto(p)
+	p := decodeWeights(d, sparseVersion, a.sp, a.size()*a.stride, a.stride)
 	if err := finish("adagrad", d); err != nil {
 		return err
 	}
@@ -510,7 +556,11 @@ func (a *AdaGrad) UnmarshalBinary(b []byte) error {
 			heldW = max(heldW, math.Abs(q[0]))
 		}
 		if bad {
-			return fmt.Errorf("adagrad: unmarshal: slot %d: inconsistent state", j/a.stride)
+			slot := j / a.stride
+			if a.sp != nil {
+				slot = int(a.sp.slots[slot])
+			}
+			return fmt.Errorf("adagrad: unmarshal: slot %d: inconsistent state", slot)
 		}
 	}
 	// The bound's running quantities cannot be below what the weights and
@@ -520,6 +570,7 @@ func (a *AdaGrad) UnmarshalBinary(b []byte) error {
 		return fmt.Errorf("adagrad: unmarshal: largest weight %v or sum of gradient norms %v below the weights' %v and %v", maxW, sumG, heldW, heldG)
 	}
 	a.rounds, a.n, a.sumG, a.maxW, a.viol, a.p = rounds, n, sumG, maxW, viol, p
+	a.fit()
 	return nil
 }
 

@@ -8,10 +8,27 @@ import (
 	"github.com/streamlearn/streamlearn/internal/online/onlinetest"
 )
 
-// linear returns a constructor for each learner configuration of this
+// makers are a learner configuration's constructors: dense, and sparse
+// over a Space when the learner has one.
+type makers struct {
+	dense  func() online.Learner
+	sparse func(*online.Space) online.Learner
+}
+
+// must returns l, failing t on err.
+func must[L online.Learner](t *testing.T) func(l L, err error) online.Learner {
+	return func(l L, err error) online.Learner {
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+}
+
+// linear returns the constructors of each learner configuration of this
 // package the conformance tests cover, by name.
-func linear(t *testing.T, bits uint) map[string]func() online.Learner {
-	ls := map[string]func() online.Learner{}
+func linear(t *testing.T, bits uint) map[string]makers {
+	ls := map[string]makers{}
 	for _, cfg := range []online.PerceptronConfig{
 		{},
 		{Bias: true},
@@ -19,12 +36,11 @@ func linear(t *testing.T, bits uint) map[string]func() online.Learner {
 		{Bias: true, Average: true},
 		{Margin: 0.1, Bias: true},
 	} {
-		ls[fmt.Sprintf("perceptron%+v", cfg)] = func() online.Learner {
-			p, err := online.NewPerceptron(bits, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return p
+		ls[fmt.Sprintf("perceptron%+v", cfg)] = makers{
+			func() online.Learner { return must[*online.Perceptron](t)(online.NewPerceptron(bits, cfg)) },
+			func(s *online.Space) online.Learner {
+				return must[*online.Perceptron](t)(online.NewSparsePerceptron(s, cfg))
+			},
 		}
 	}
 	for _, loss := range []string{online.LossHinge, online.LossLogistic, online.LossSquared} {
@@ -35,12 +51,9 @@ func linear(t *testing.T, bits uint) map[string]func() online.Learner {
 			{Eta: 0.1, Schedule: online.ScheduleFixed, Bias: true, BiasEta: 0.01},
 		} {
 			cfg.Loss = loss
-			ls[fmt.Sprintf("ogd%+v", cfg)] = func() online.Learner {
-				o, err := online.NewOGD(bits, cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return o
+			ls[fmt.Sprintf("ogd%+v", cfg)] = makers{
+				func() online.Learner { return must[*online.OGD](t)(online.NewOGD(bits, cfg)) },
+				func(s *online.Space) online.Learner { return must[*online.OGD](t)(online.NewSparseOGD(s, cfg)) },
 			}
 		}
 	}
@@ -52,21 +65,15 @@ func linear(t *testing.T, bits uint) map[string]func() online.Learner {
 		{Kernel: online.KernelGaussian, MaxSupport: 16},
 		{MaxSupport: 5},
 	} {
-		ls[fmt.Sprintf("kernel-perceptron{%s %d %v %v %v}", cfg.Kernel, cfg.Degree, cfg.Sigma, cfg.Margin, cfg.MaxSupport)] = func() online.Learner {
-			k, err := online.NewKernelPerceptron(bits, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return k
+		ls[fmt.Sprintf("kernel-perceptron{%s %d %v %v %v}", cfg.Kernel, cfg.Degree, cfg.Sigma, cfg.Margin, cfg.MaxSupport)] = makers{
+			func() online.Learner { return must[*online.KernelPerceptron](t)(online.NewKernelPerceptron(bits, cfg)) },
+			nil,
 		}
 	}
 	for _, cfg := range []online.PegasosConfig{{}, {Lambda: 0.1, Bias: true}, {Lambda: 10}} {
-		ls[fmt.Sprintf("pegasos%+v", cfg)] = func() online.Learner {
-			p, err := online.NewPegasos(bits, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return p
+		ls[fmt.Sprintf("pegasos%+v", cfg)] = makers{
+			func() online.Learner { return must[*online.Pegasos](t)(online.NewPegasos(bits, cfg)) },
+			func(s *online.Space) online.Learner { return must[*online.Pegasos](t)(online.NewSparsePegasos(s, cfg)) },
 		}
 	}
 	no := false
@@ -78,12 +85,11 @@ func linear(t *testing.T, bits uint) map[string]func() online.Learner {
 			{Eta: 1, Bias: true, Normalized: &no},
 		} {
 			cfg.Loss = loss
-			ls[fmt.Sprintf("adagrad{Loss:%s Eta:%v Bias:%v Normalized:%v}", loss, cfg.Eta, cfg.Bias, cfg.IsNormalized())] = func() online.Learner {
-				a, err := online.NewAdaGrad(bits, cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return a
+			ls[fmt.Sprintf("adagrad{Loss:%s Eta:%v Bias:%v Normalized:%v}", loss, cfg.Eta, cfg.Bias, cfg.IsNormalized())] = makers{
+				func() online.Learner { return must[*online.AdaGrad](t)(online.NewAdaGrad(bits, cfg)) },
+				func(s *online.Space) online.Learner {
+					return must[*online.AdaGrad](t)(online.NewSparseAdaGrad(s, cfg))
+				},
 			}
 		}
 	}
@@ -96,7 +102,21 @@ func TestConformance(t *testing.T) {
 	const bits = 8
 	stream := onlinetest.LinearStream(bits, 300, 12, 0.1)
 	for name, mk := range linear(t, bits) {
-		onlinetest.Run(t, name, mk, stream)
+		onlinetest.Run(t, name, mk.dense, stream)
+	}
+}
+
+// TestSparse: every learner configuration that has a sparse constructor
+// is, over a Space, the dense learner bit for bit (onlinetest.Sparse), on
+// a small space and on a wide one with a few slots touched.
+func TestSparse(t *testing.T) {
+	for _, bits := range []uint{4, 8, 18} {
+		stream := onlinetest.LinearStream(bits, 300, 12, 0.1)
+		for name, mk := range linear(t, bits) {
+			if mk.sparse != nil {
+				onlinetest.Sparse(t, fmt.Sprintf("%s/bits=%d", name, bits), bits, mk.dense, mk.sparse, stream)
+			}
+		}
 	}
 }
 

@@ -45,6 +45,13 @@ type Encoded struct {
 // MarshalBinary returns e.State and e.Err.
 func (e Encoded) MarshalBinary() ([]byte, error) { return e.State, e.Err }
 
+// encodeNow is the Freeze of a sparse learner: its encoding costs what
+// its weights hold, no more than a copy would.
+func encodeNow(m encoding.BinaryMarshaler) Encoded {
+	b, err := m.MarshalBinary()
+	return Encoded{State: b, Err: err}
+}
+
 // reuse returns into as a *T when it is one, else a new T.
 func reuse[T any](into encoding.BinaryMarshaler) *T {
 	if c, ok := any(into).(*T); ok && c != nil {
@@ -55,6 +62,9 @@ func reuse[T any](into encoding.BinaryMarshaler) *T {
 
 // Freeze returns a copy of p's state (Freezer).
 func (p *Perceptron) Freeze(into encoding.BinaryMarshaler) encoding.BinaryMarshaler {
+	if p.sp != nil {
+		return encodeNow(p)
+	}
 	c := reuse[Perceptron](into)
 	w, u := c.w, c.u
 	*c = *p
@@ -64,6 +74,9 @@ func (p *Perceptron) Freeze(into encoding.BinaryMarshaler) encoding.BinaryMarsha
 
 // Freeze returns a copy of o's state (Freezer).
 func (o *OGD) Freeze(into encoding.BinaryMarshaler) encoding.BinaryMarshaler {
+	if o.sp != nil {
+		return encodeNow(o)
+	}
 	c := reuse[OGD](into)
 	v := c.v
 	*c = *o
@@ -73,6 +86,9 @@ func (o *OGD) Freeze(into encoding.BinaryMarshaler) encoding.BinaryMarshaler {
 
 // Freeze returns a copy of a's state (Freezer).
 func (a *AdaGrad) Freeze(into encoding.BinaryMarshaler) encoding.BinaryMarshaler {
+	if a.sp != nil {
+		return encodeNow(a)
+	}
 	c := reuse[AdaGrad](into)
 	p := c.p
 	*c = *a
@@ -82,6 +98,9 @@ func (a *AdaGrad) Freeze(into encoding.BinaryMarshaler) encoding.BinaryMarshaler
 
 // Freeze returns a copy of p's state (Freezer).
 func (p *Pegasos) Freeze(into encoding.BinaryMarshaler) encoding.BinaryMarshaler {
+	if p.sp != nil {
+		return encodeNow(p)
+	}
 	c := reuse[Pegasos](into)
 	v := c.v
 	*c = *p
@@ -91,6 +110,9 @@ func (p *Pegasos) Freeze(into encoding.BinaryMarshaler) encoding.BinaryMarshaler
 
 // Freeze returns a copy of p's state (Freezer).
 func (p *MulticlassPerceptron) Freeze(into encoding.BinaryMarshaler) encoding.BinaryMarshaler {
+	if p.sp != nil {
+		return encodeNow(p)
+	}
 	c := reuse[MulticlassPerceptron](into)
 	w := c.w
 	*c = *p
@@ -100,6 +122,9 @@ func (p *MulticlassPerceptron) Freeze(into encoding.BinaryMarshaler) encoding.Bi
 
 // Freeze returns a copy of s's state (Freezer).
 func (s *Scaler) Freeze(into encoding.BinaryMarshaler) encoding.BinaryMarshaler {
+	if s.sp != nil {
+		return encodeNow(s)
+	}
 	c := reuse[Scaler](into)
 	stats := c.stats
 	*c = *s

@@ -101,11 +101,17 @@ func (c MulticlassPerceptronConfig) Validate() error {
 //   - once M > 0: CertificateKind "max_margin", Certificate R·√(2/M):
 //     no unit-norm stack of class vectors separates the rounds seen with
 //     a larger multiclass margin.
+//
+// Every index of x must be below 2^bits (a larger one panics); over a
+// Space (NewSparseMulticlassPerceptron), x is in the space's numbers
+// (Space.Map) and the learner is the dense one bit for bit, its encoding
+// included.
 type MulticlassPerceptron struct {
 	cfg     MulticlassPerceptronConfig
 	bits    uint
-	dim     int // 2^bits
-	stride  int // dim, +1 with Bias
+	dim     int // the bias's slot: 2^bits, or 0, its number, over a Space
+	stride  int // dim, +1 with Bias; over a Space, room for numbers ≥ its Len
+	sp      *Space
 	k       int
 	w       []float64 // class c's weights at [c·stride, (c+1)·stride)
 	rounds  uint64
@@ -127,19 +133,73 @@ func NewMulticlassPerceptron(bits uint, k int, cfg MulticlassPerceptronConfig) (
 	if err := checkBits("multiclass-perceptron", bits); err != nil {
 		return nil, err
 	}
+	p, err := newMulticlassPerceptron(bits, k, cfg)
+	if err != nil {
+		return nil, err
+	}
+	p.dim, p.stride = 1<<bits, p.size()
+	p.w = make([]float64, k*p.stride)
+	return p, nil
+}
+
+// NewSparseMulticlassPerceptron returns a MulticlassPerceptron of k
+// classes over s, all weights 0: it reads vectors in s's numbers
+// (Space.Map) and holds each class's weights for those only.
+func NewSparseMulticlassPerceptron(s *Space, k int, cfg MulticlassPerceptronConfig) (*MulticlassPerceptron, error) {
+	p, err := newMulticlassPerceptron(s.bits, k, cfg)
+	if err != nil {
+		return nil, err
+	}
+	p.sp = s
+	p.fit()
+	return p, nil
+}
+
+// newMulticlassPerceptron returns a MulticlassPerceptron with no weights
+// yet.
+func newMulticlassPerceptron(bits uint, k int, cfg MulticlassPerceptronConfig) (*MulticlassPerceptron, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if k < 2 || k > math.MaxInt8 {
 		return nil, fmt.Errorf("multiclass-perceptron: %d classes: want 2 to %d", k, math.MaxInt8)
 	}
-	p := &MulticlassPerceptron{cfg: cfg, bits: bits, dim: 1 << bits, k: k, counts: newClassCounts(k)}
-	p.stride = p.dim
-	if cfg.Bias {
-		p.stride++
+	return &MulticlassPerceptron{cfg: cfg, bits: bits, k: k, counts: newClassCounts(k)}, nil
+}
+
+// Space returns the Space of a sparse MulticlassPerceptron, nil for a
+// dense one.
+func (p *MulticlassPerceptron) Space() *Space { return p.sp }
+
+// Bytes returns the bytes of p's weight array (Sizer).
+func (p *MulticlassPerceptron) Bytes() int { return 8 * cap(p.w) }
+
+// size is the length of a class's dense weight vector: 2^bits, and the
+// bias.
+func (p *MulticlassPerceptron) size() int { return weightsLen(p.bits, p.cfg.Bias) }
+
+// fit makes room in a sparse learner's classes for its space's numbers.
+// A dense one pays a nil check, inlined; the rest stays out of line.
+func (p *MulticlassPerceptron) fit() {
+	if p.sp != nil {
+		p.fitSpace()
 	}
-	p.w = make([]float64, k*p.stride)
-	return p, nil
+}
+
+// fitSpace gives each class of a sparse learner room for every number of
+// its space, doubling the room when it grows, and keeps the weights.
+//
+//go:noinline
+func (p *MulticlassPerceptron) fitSpace() {
+	if p.stride >= len(p.sp.slots) {
+		return
+	}
+	stride := max(len(p.sp.slots), 2*p.stride)
+	w := make([]float64, p.k*stride)
+	for c := range p.k {
+		copy(w[c*stride:], p.class(c))
+	}
+	p.w, p.stride = w, stride
 }
 
 func (p *MulticlassPerceptron) class(c int) []float64 {
@@ -158,6 +218,7 @@ func (p *MulticlassPerceptron) score(c int, x Vector) float64 {
 // Predict returns the class of the highest score, the lowest one on a
 // tie.
 func (p *MulticlassPerceptron) Predict(x Vector) Prediction {
+	p.fit()
 	best, bestScore := 0, p.score(0, x)
 	for c := 1; c < p.k; c++ {
 		if s := p.score(c, x); s > bestScore {
@@ -169,6 +230,7 @@ func (p *MulticlassPerceptron) Predict(x Vector) Prediction {
 
 // Learn updates w_y and w_ŷ when the class served is not y.
 func (p *MulticlassPerceptron) Learn(x Vector, served Prediction, y int8) {
+	p.fit()
 	p.rounds++
 	p.counts.count(served.Label, y)
 	r2 := norm2(x.Val[:len(x.Idx)])
@@ -241,7 +303,23 @@ func (p *MulticlassPerceptron) MarshalBinary() ([]byte, error) {
 	e.F64(p.maxR2)
 	e.U64(p.viol)
 	p.counts.encode(e)
-	e.SparseF64s(p.w)
+	if p.sp == nil {
+		e.SparseF64s(p.w)
+		return e.Bytes(), nil
+	}
+	// The dense classes one after the other, each's slots in order.
+	n := p.size()
+	var pos []int
+	var vals []float64
+	for c := range p.k {
+		w := p.class(c)
+		for k, slot := range p.sp.inOrder(p.stride) {
+			if slot < n {
+				pos, vals = append(pos, c*n+slot), append(vals, w[k])
+			}
+		}
+	}
+	e.SparseEntries(p.k*n, pos, vals)
 	return e.Bytes(), nil
 }
 
@@ -259,13 +337,40 @@ func (p *MulticlassPerceptron) UnmarshalBinary(b []byte) error {
 		d.Fail("inconsistent counters")
 	}
 	counts := p.counts.decode(d)
-	w := make([]float64, len(p.w))
-	d.SparseF64sInto(w)
+	w, stride := p.decodeWeights(d)
 	if err := finish("multiclass-perceptron", d); err != nil {
 		return err
 	}
-	p.rounds, p.updates, p.maxR2, p.viol, p.counts, p.w = rounds, updates, maxR2, viol, counts, w
+	p.rounds, p.updates, p.maxR2, p.viol, p.counts, p.w, p.stride = rounds, updates, maxR2, viol, counts, w, stride
+	p.fit()
 	return nil
+}
+
+// decodeWeights reads the classes' dense weights and returns them in the
+// receiver's layout, and its stride: over a Space, in its numbers (the
+// slots of the weights numbered).
+func (p *MulticlassPerceptron) decodeWeights(d *codec.Decoder) ([]float64, int) {
+	n := p.size()
+	if p.sp == nil {
+		w := make([]float64, p.k*n)
+		d.SparseF64sInto(w)
+		return w, n
+	}
+	// The stride is known once every slot is numbered.
+	type entry struct {
+		c, k int // class, number
+		v    float64
+	}
+	var es []entry
+	d.SparseF64sEach(p.k*n, func(i int, v float64) {
+		es = append(es, entry{i / n, int(p.sp.number(uint32(i % n))), v})
+	})
+	stride := p.sp.Len()
+	w := make([]float64, p.k*stride)
+	for _, e := range es {
+		w[e.c*stride+e.k] = e.v
+	}
+	return w, stride
 }
 
 // OneVsRest runs a binary learner per class: learner c learns label +1

@@ -2,11 +2,15 @@ package online_test
 
 import (
 	"bytes"
+	"encoding"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/streamlearn/streamlearn/internal/online"
+	"github.com/streamlearn/streamlearn/internal/online/onlinetest"
 )
 
 // separable returns n examples of k classes over dense vectors of dim
@@ -249,5 +253,158 @@ func TestOneVsRest(t *testing.T) {
 	}
 	if g.Kind != online.MistakeBound || g.Value != sum || float64(mistakes) > g.Value {
 		t.Errorf("guarantee %+v, %d mistakes: want mistakes ≤ the learners' bounds' sum %v", g, mistakes, sum)
+	}
+}
+
+// TestSparseMulticlassPerceptron: a MulticlassPerceptron over a Space is
+// the dense one bit for bit, on a small space and on a wide one with a
+// few slots touched: fed the same rounds of hashed vectors (the sparse
+// one the vectors mapped by its Space), they serve the same classes and
+// scores, count the same, give the same guarantees, and encode (and
+// freeze) to the same bytes; every 50 rounds each is replaced by the
+// other kind decoded from its encoding (a sparse one over a new Space,
+// which numbers the slots in another order), and a Predict of unseen
+// slots leaves the sparse encoding as it was.
+func TestSparseMulticlassPerceptron(t *testing.T) {
+	for _, bits := range []uint{4, 8, 18} {
+		for _, cfg := range []online.MulticlassPerceptronConfig{{}, {Bias: true}, {Bias: true, Margin: 0.05}} {
+			for _, k := range []int{2, 5} {
+				t.Run(fmt.Sprintf("bits=%d/%+v/k=%d", bits, cfg, k), func(t *testing.T) {
+					testSparseMulticlass(t, bits, k, cfg)
+				})
+			}
+		}
+	}
+}
+
+func testSparseMulticlass(t *testing.T, bits uint, k int, cfg online.MulticlassPerceptronConfig) {
+	dense := func() *online.MulticlassPerceptron {
+		p, err := online.NewMulticlassPerceptron(bits, k, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	sparse := func() (*online.MulticlassPerceptron, *online.Space) {
+		s, err := online.NewSpace(bits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := online.NewSparseMulticlassPerceptron(s, k, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Space() != s {
+			t.Fatal("Space() is not the space the learner was made over")
+		}
+		return p, s
+	}
+	encode := func(l encoding.BinaryMarshaler) []byte { return encoded(t, l) }
+	r := rand.New(rand.NewPCG(uint64(bits), uint64(k)))
+	// Class c's score of a slot: a fixed pseudo-random weight.
+	u := func(c int, slot uint32) float64 {
+		return float64(rand.NewPCG(uint64(c), uint64(slot)).Uint64()>>11)/(1<<53) - 0.5
+	}
+	d := dense()
+	s, sp := sparse()
+	var mx online.Vector
+	var seen []uint32
+	for round := range 400 {
+		x := onlinetest.RandomVector(r, bits, 12)
+		// Entries out of slot order: sums run in the vector's order.
+		r.Shuffle(x.Len(), func(i, j int) {
+			x.Idx[i], x.Idx[j] = x.Idx[j], x.Idx[i]
+			x.Val[i], x.Val[j] = x.Val[j], x.Val[i]
+		})
+		y, best := int8(0), math.Inf(-1)
+		for c := range k {
+			var score float64
+			for i, slot := range x.Idx {
+				score += u(c, slot) * x.Val[i]
+			}
+			if score > best {
+				y, best = int8(c), score
+			}
+		}
+		if r.IntN(10) == 0 {
+			y = int8(r.IntN(k))
+		}
+		seen = append(seen, x.Idx...)
+		sp.Map(&mx, x)
+		pd, ps := d.Predict(x), s.Predict(mx)
+		if pd.Label != ps.Label || math.Float64bits(pd.Score) != math.Float64bits(ps.Score) {
+			t.Fatalf("round %d: dense %+v, sparse %+v", round, pd, ps)
+		}
+		d.Learn(x, pd, y)
+		s.Learn(mx, ps, y)
+		if gd, gs := d.Guarantee(), s.Guarantee(); !onlinetest.SameGuarantee(gd, gs) {
+			t.Fatalf("round %d: guarantees differ: dense %+v, sparse %+v", round, gd, gs)
+		}
+		if round%50 != 49 {
+			continue
+		}
+		rd, md := d.ClassCounts()
+		rs, ms := s.ClassCounts()
+		if !slices.Equal(rd, rs) || !slices.Equal(md, ms) {
+			t.Fatalf("round %d: class counts differ: dense %v %v, sparse %v %v", round, rd, md, rs, ms)
+		}
+		bd, bs := encode(d), encode(s)
+		if !bytes.Equal(bd, bs) {
+			t.Fatalf("round %d: encodings differ:\ndense  %x\nsparse %x", round, bd, bs)
+		}
+		if f := encode(online.Freeze(s, nil)); !bytes.Equal(f, bs) {
+			t.Fatalf("round %d: a sparse learner's Freeze encodes otherwise", round)
+		}
+		// A Predict of slots never seen numbers them and changes nothing.
+		var unseen online.Vector
+		for slot := uint32(0); slot < 1<<bits && unseen.Len() < 3; slot++ {
+			if !slices.Contains(seen, slot) {
+				unseen.Idx, unseen.Val = append(unseen.Idx, slot), append(unseen.Val, 1)
+			}
+		}
+		sp.Map(&mx, unseen)
+		s.Predict(mx)
+		if b := encode(s); !bytes.Equal(b, bs) {
+			t.Fatalf("round %d: a Predict of unseen slots changed the encoding", round)
+		}
+		// Each kind decodes the other's encoding, and goes on.
+		d = dense()
+		s, sp = sparse()
+		decodeEachOther(t, fmt.Sprintf("round %d", round), d, s, bd, bs)
+	}
+	if _, m := d.ClassCounts(); slices.Max(m) == 0 {
+		t.Fatal("no mistakes: the stream tested no update")
+	}
+}
+
+// encoded returns m's encoding, failing t on an error.
+func encoded(t *testing.T, m encoding.BinaryMarshaler) []byte {
+	t.Helper()
+	b, err := m.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// codable is a state that encodes and decodes itself.
+type codable interface {
+	encoding.BinaryMarshaler
+	encoding.BinaryUnmarshaler
+}
+
+// decodeEachOther checks that the fresh dense state decodes bs, the
+// encoding of its sparse counterpart, and the fresh sparse state bd, the
+// dense one's, which it encodes again to bd; at says where in the stream.
+func decodeEachOther(t *testing.T, at string, dense, sparse codable, bd, bs []byte) {
+	t.Helper()
+	if err := dense.UnmarshalBinary(bs); err != nil {
+		t.Fatalf("%s: a dense state decoding a sparse one's encoding: %v", at, err)
+	}
+	if err := sparse.UnmarshalBinary(bd); err != nil {
+		t.Fatalf("%s: a sparse state decoding a dense one's encoding: %v", at, err)
+	}
+	if b := encoded(t, sparse); !bytes.Equal(b, bd) {
+		t.Fatalf("%s: a sparse state encodes the dense encoding it decoded differently", at)
 	}
 }

@@ -160,12 +160,15 @@ const renormBelow = 1e-100
 // An update that would overflow (the squared loss diverges when η‖x‖² > 2
 // without a ball) is skipped and counted in Violations.
 //
-// Every index of x must be below 2^bits (a larger one panics). OGD is not
-// safe for concurrent use and retains no x.
+// Every index of x must be below 2^bits (a larger one panics); over a
+// Space (NewSparseOGD), x is in the space's numbers (Space.Map) and OGD
+// is the dense one bit for bit, its encoding included. OGD is not safe for
+// concurrent use and retains no x.
 type OGD struct {
 	cfg  OGDConfig // with defaults applied
 	bits uint
-	dim  int
+	dim  int // the bias's slot: 2^bits, or 0, its number, over a Space
+	sp   *Space
 	loss int // lossHinge...
 
 	s  float64   // w = s·v
@@ -178,7 +181,7 @@ type OGD struct {
 	viol   uint64
 
 	// Derived from cfg: η_t = η/√t; a, the bias step relative to η (0
-	// without a bias); dim-1, for t mod dim.
+	// without a bias); 2^bits − 1, for t mod 2^bits.
 	sqrtSched bool
 	a         float64
 	dimMask   uint64
@@ -201,30 +204,69 @@ func NewOGD(bits uint, cfg OGDConfig) (*OGD, error) {
 	if err := checkBits("ogd", bits); err != nil {
 		return nil, err
 	}
+	o, err := newOGD(bits, cfg)
+	if err != nil {
+		return nil, err
+	}
+	o.dim = 1 << bits
+	o.v = make([]float64, o.size())
+	return o, nil
+}
+
+// NewSparseOGD returns OGD over s with w(1) = 0: it reads vectors in s's
+// numbers (Space.Map) and holds weights for those only.
+func NewSparseOGD(s *Space, cfg OGDConfig) (*OGD, error) {
+	o, err := newOGD(s.bits, cfg)
+	if err != nil {
+		return nil, err
+	}
+	o.sp = s
+	o.fit()
+	return o, nil
+}
+
+// newOGD returns OGD over 2^bits slots with no weights yet.
+func newOGD(bits uint, cfg OGDConfig) (*OGD, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	o := &OGD{cfg: cfg, bits: bits, dim: 1 << bits, s: 1}
+	o := &OGD{cfg: cfg, bits: bits, s: 1}
 	o.loss = lossKind(cfg.Loss)
 	o.sqrtSched = cfg.Schedule == ScheduleSqrt
 	if cfg.Bias {
 		o.a = cfg.BiasEta / cfg.Eta
 	}
-	o.dimMask = uint64(o.dim) - 1
-	n := o.dim
-	if cfg.Bias {
-		n++
-	}
-	o.v = make([]float64, n)
+	o.dimMask = 1<<bits - 1
 	return o, nil
 }
+
+// Space returns the Space of a sparse OGD, nil for a dense one.
+func (o *OGD) Space() *Space { return o.sp }
+
+// Bytes returns the bytes of o's weight array (Sizer).
+func (o *OGD) Bytes() int { return 8 * cap(o.v) }
+
+// size is the length of the dense weight vector: 2^bits, and the bias.
+func (o *OGD) size() int { return weightsLen(o.bits, o.cfg.Bias) }
+
+// fit grows a sparse OGD's weights to its space's numbers.
+// A dense one pays a nil check, inlined; the growing stays out of line,
+// so that it does not weigh on the dense rounds' code.
+func (o *OGD) fit() {
+	if o.sp != nil {
+		o.fitSpace()
+	}
+}
+
+//go:noinline
+func (o *OGD) fitSpace() { o.v = fit(o.v, len(o.sp.slots)) }
 
 // Config returns the configuration with defaults applied.
 func (o *OGD) Config() OGDConfig { return o.cfg }
 
 // Weights appends w (the bias last, with Bias) to dst and returns it.
-func (o *OGD) Weights(dst []float64) []float64 { return scaledWeights(dst, o.s, o.v) }
+func (o *OGD) Weights(dst []float64) []float64 { return scaledWeights(dst, o.s, o.v, o.sp, o.size()) }
 
 func (o *OGD) bias() float64 {
 	if o.cfg.Bias {
@@ -236,6 +278,7 @@ func (o *OGD) bias() float64 {
 // Predict returns the score ⟨w(t),x⟩(+b) and its sign, -1 at 0. It does
 // not change the learner.
 func (o *OGD) Predict(x Vector) Prediction {
+	o.fit()
 	raw := o.scale(dot(x.Idx, x.Val, o.v))
 	return Prediction{Label: sign(raw), Score: raw}
 }
@@ -265,6 +308,7 @@ func logistic(z float64) float64 {
 // Learn takes the projected gradient step on the loss of the served score
 // (the score at w(t) when the label comes before the next step).
 func (o *OGD) Learn(x Vector, served Prediction, y int8) {
+	o.fit()
 	o.rounds++
 	b := o.bias()
 	o.trackD2(b)
@@ -280,6 +324,7 @@ func (o *OGD) Learn(x Vector, served Prediction, y int8) {
 // their lines instead of calling them or a helper shared with Learn: on
 // the hinge rounds that take no step, such calls cost 5–10% of the round.
 func (o *OGD) Round(x Vector, y int8) (Prediction, float64) {
+	o.fit()
 	var d, xn2 float64
 	if o.loss == lossHinge {
 		d, xn2 = dot(x.Idx, x.Val, o.v), -1
@@ -374,17 +419,19 @@ func bias2(b, a float64) float64 {
 // every 2^bits rounds, bounding the drift of the incremental norm.
 func (o *OGD) maintain() {
 	if o.s < renormBelow || o.rounds&o.dimMask == 0 { // rounds mod 2^bits
-		o.w2 = renormalize(&o.s, o.v, o.dim) // O(2^bits), out of the round's line
+		o.w2 = renormalize(&o.s, o.v, o.dim, o.sp) // O(2^bits) (the space's numbers), out of the round's line
 	}
 }
 
 // renormalize is the pass of a learner that keeps its weights as w = s·v
 // (OGD, Pegasos): it folds s into v when s is under renormBelow, and
-// returns ‖w‖² of the first dim weights (the non-bias ones), made afresh.
-// It stays out of line: rounds call it rarely.
+// returns ‖w‖² of the non-bias weights, made afresh: of the first dim
+// weights of a dense v, of all but number 0 of a v in sp's numbers,
+// summed in the order of their slots (the dense sum's bits). It stays out
+// of line: rounds call it rarely.
 //
 //go:noinline
-func renormalize(s *float64, v []float64, dim int) float64 {
+func renormalize(s *float64, v []float64, dim int, sp *Space) float64 {
 	if *s < renormBelow {
 		for i := range v {
 			v[i] *= *s
@@ -392,6 +439,15 @@ func renormalize(s *float64, v []float64, dim int) float64 {
 		*s = 1
 	}
 	var w2 float64
+	if sp != nil {
+		for k := range sp.inOrder(len(v)) {
+			if k != 0 {
+				w := *s * v[k]
+				w2 += float64(w * w)
+			}
+		}
+		return w2
+	}
 	for _, x := range v[:dim] {
 		w := *s * x
 		w2 += float64(w * w)
@@ -399,12 +455,25 @@ func renormalize(s *float64, v []float64, dim int) float64 {
 	return w2
 }
 
-// scaledWeights appends w = s·v to dst and returns it.
-func scaledWeights(dst []float64, s float64, v []float64) []float64 {
+// scaledWeights appends w = s·v to dst and returns it: the dense vector
+// of n values v stands for in sp's numbers when sp is not nil.
+func scaledWeights(dst []float64, s float64, v []float64, sp *Space, n int) []float64 {
+	if sp != nil {
+		v = sp.dense(v, n)
+	}
 	for _, x := range v {
 		dst = append(dst, s*x)
 	}
 	return dst
+}
+
+// weightsLen is the length of a dense weight vector over 2^bits slots:
+// one more with a bias.
+func weightsLen(bits uint, bias bool) int {
+	if bias {
+		return 1<<bits + 1
+	}
+	return 1 << bits
 }
 
 // zeroLoss is ℓ_t(0), the same on every round: loss(0, ±1).
@@ -519,7 +588,7 @@ func (o *OGD) MarshalBinary() ([]byte, error) {
 	e.U64(o.viol)
 	e.F64(o.s)
 	e.F64(o.w2)
-	e.SparseF64s(o.v)
+	writeWeights(e, o.sp, o.size(), o.v, 1)
 	return e.Bytes(), nil
 }
 
@@ -542,12 +611,12 @@ func (o *OGD) UnmarshalBinary(b []byte) error {
 	if d.Err() == nil && !(s > 0 && s <= 1 && w2 >= 0 && maxG2 >= 0 && maxD2 >= 0 && finite(w2) && finite(maxG2) && finite(maxD2)) {
 		d.Fail("inconsistent state")
 	}
-	v := make([]float64, len(o.v))
-	readWeights(d, version, v)
+	v := decodeWeights(d, version, o.sp, o.size(), 1)
 	if err := finish("ogd", d); err != nil {
 		return err
 	}
 	o.rounds, o.maxG2, o.maxD2, o.viol, o.s, o.w2, o.v = rounds, maxG2, maxD2, viol, s, w2, v
+	o.fit()
 	return nil
 }
 

@@ -486,3 +486,51 @@ func TestOGDDelayedRegret(t *testing.T) {
 		}
 	}
 }
+
+// TestSparseBytes: the sparse learners and scaler over 2^18 slots hold
+// arrays for the slots their space met (at most twice as many, for the
+// growth), where the dense ones hold 2^18, and say so (online.Sizer),
+// after rounds of 12 slots each.
+func TestSparseBytes(t *testing.T) {
+	const bits = 18
+	space, err := online.NewSpace(bits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type sized interface {
+		online.Learner
+		online.Sizer
+	}
+	ogd, _ := online.NewSparseOGD(space, online.OGDConfig{Bias: true})
+	peg, _ := online.NewSparsePegasos(space, online.PegasosConfig{})
+	mc, _ := online.NewSparseMulticlassPerceptron(space, 3, online.MulticlassPerceptronConfig{})
+	sc, _ := online.NewSparseScaler(space, online.ScaleStandard)
+	dense := map[string]online.Sizer{}
+	dense["ogd"], _ = online.NewOGD(bits, online.OGDConfig{Bias: true})
+	dense["pegasos"], _ = online.NewPegasos(bits, online.PegasosConfig{})
+	dense["multiclass-perceptron"], _ = online.NewMulticlassPerceptron(bits, 3, online.MulticlassPerceptronConfig{})
+	dense["scaler"], _ = online.NewScaler(bits, online.ScaleStandard)
+	r := rand.New(rand.NewPCG(5, 6))
+	var scaled, x online.Vector
+	for k := range 100 {
+		sc.Transform(&scaled, onlinetest.RandomVector(r, bits, 12))
+		space.Map(&x, scaled)
+		for _, l := range []sized{ogd, peg} {
+			l.Learn(x, l.Predict(x), []int8{-1, 1}[k%2])
+		}
+		mc.Learn(x, mc.Predict(x), int8(k%3))
+	}
+	n := space.Len() // the slots met (1,199 of 1,200 draws) and the bias's
+	for name, c := range map[string]struct {
+		l       online.Sizer
+		perSlot int
+	}{"ogd": {ogd, 8}, "pegasos": {peg, 8}, "multiclass-perceptron": {mc, 3 * 8}, "scaler": {sc, 24}} {
+		got, want, d := c.l.Bytes(), c.perSlot*n, dense[name].Bytes()
+		if got < want || got > 2*want+4*12 {
+			t.Errorf("%s: %d bytes over %d numbers, want %d to %d", name, got, n, want, 2*want)
+		}
+		if d < c.perSlot<<bits {
+			t.Errorf("dense %s: %d bytes, want at least %d", name, d, c.perSlot<<bits)
+		}
+	}
+}

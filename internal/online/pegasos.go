@@ -71,12 +71,15 @@ const (
 // is at most Σ_t f_t(w_t) − f_t(0) (the regularizer is ≥ 0 at w_t and 0 at
 // u = 0), so the same value bounds it. It never decreases (Monotone).
 //
-// Every index of x must be below 2^bits (a larger one panics). Pegasos is
+// Every index of x must be below 2^bits (a larger one panics); over a
+// Space (NewSparsePegasos), x is in the space's numbers (Space.Map) and
+// Pegasos is the dense one bit for bit, its encoding included. Pegasos is
 // not safe for concurrent use and retains no x.
 type Pegasos struct {
 	cfg  PegasosConfig
 	bits uint
-	dim  int
+	dim  int // the bias's slot: 2^bits, or 0, its number, over a Space
+	sp   *Space
 
 	s  float64   // w = s·v
 	v  []float64 // v[dim] is the bias with Bias
@@ -98,25 +101,63 @@ func NewPegasos(bits uint, cfg PegasosConfig) (*Pegasos, error) {
 	if err := checkBits("pegasos", bits); err != nil {
 		return nil, err
 	}
+	p, err := newPegasos(bits, cfg)
+	if err != nil {
+		return nil, err
+	}
+	p.dim = 1 << bits
+	p.v = make([]float64, p.size())
+	return p, nil
+}
+
+// NewSparsePegasos returns Pegasos over s with w_1 = 0: it reads vectors
+// in s's numbers (Space.Map) and holds weights for those only.
+func NewSparsePegasos(s *Space, cfg PegasosConfig) (*Pegasos, error) {
+	p, err := newPegasos(s.bits, cfg)
+	if err != nil {
+		return nil, err
+	}
+	p.sp = s
+	p.fit()
+	return p, nil
+}
+
+// newPegasos returns Pegasos over 2^bits slots with no weights yet.
+func newPegasos(bits uint, cfg PegasosConfig) (*Pegasos, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
-	p := &Pegasos{cfg: cfg, bits: bits, dim: 1 << bits, s: 1}
-	n := p.dim
-	if cfg.Bias {
-		n++
-	}
-	p.v = make([]float64, n)
-	p.dimMask = uint64(p.dim) - 1
-	return p, nil
+	return &Pegasos{cfg: cfg.withDefaults(), bits: bits, s: 1, dimMask: 1<<bits - 1}, nil
 }
+
+// Space returns the Space of a sparse Pegasos, nil for a dense one.
+func (p *Pegasos) Space() *Space { return p.sp }
+
+// Bytes returns the bytes of p's weight array (Sizer).
+func (p *Pegasos) Bytes() int { return 8 * cap(p.v) }
+
+// size is the length of the dense weight vector: 2^bits, and the bias.
+func (p *Pegasos) size() int { return weightsLen(p.bits, p.cfg.Bias) }
+
+// fit grows a sparse Pegasos's weights to its space's numbers.
+// A dense one pays a nil check, inlined; the growing stays out of line,
+// so that it does not weigh on the dense rounds' code.
+func (p *Pegasos) fit() {
+	if p.sp != nil {
+		p.fitSpace()
+	}
+}
+
+//go:noinline
+func (p *Pegasos) fitSpace() { p.v = fit(p.v, len(p.sp.slots)) }
 
 // Config returns the configuration with defaults applied.
 func (p *Pegasos) Config() PegasosConfig { return p.cfg }
 
 // Weights appends w (the bias last, with Bias) to dst and returns it.
-func (p *Pegasos) Weights(dst []float64) []float64 { return scaledWeights(dst, p.s, p.v) }
+func (p *Pegasos) Weights(dst []float64) []float64 {
+	return scaledWeights(dst, p.s, p.v, p.sp, p.size())
+}
 
 func (p *Pegasos) bias() float64 {
 	if p.cfg.Bias {
@@ -127,6 +168,7 @@ func (p *Pegasos) bias() float64 {
 
 // Predict returns the score ⟨w_t, x⟩(+b) and its sign, -1 at 0.
 func (p *Pegasos) Predict(x Vector) Prediction {
+	p.fit()
 	d := p.score(dot(x.Idx, x.Val, p.v))
 	return Prediction{Label: sign(d), Score: d}
 }
@@ -147,12 +189,14 @@ func (p *Pegasos) Loss(pr Prediction, y int8) float64 {
 // Learn takes the step of round t on the hinge at the served score. The
 // gradient's norm, for the guarantee, is taken at the current weights.
 func (p *Pegasos) Learn(x Vector, served Prediction, y int8) {
+	p.fit()
 	d, xn2 := dotNorm2(x.Idx, x.Val, p.v)
 	p.learn(x, p.score(d), xn2, served.Score, y)
 }
 
 // Round is Predict, Loss and Learn in one call (see Rounder).
 func (p *Pegasos) Round(x Vector, y int8) (Prediction, float64) {
+	p.fit()
 	d, xn2 := dotNorm2(x.Idx, x.Val, p.v)
 	score := p.score(d)
 	p.learn(x, score, xn2, score, y)
@@ -205,7 +249,7 @@ func (p *Pegasos) learn(x Vector, now, xn2, served float64, y int8) {
 		p.w2 *= f * f
 	}
 	if p.s < renormBelow || p.rounds&p.dimMask == 0 {
-		p.w2 = renormalize(&p.s, p.v, p.dim)
+		p.w2 = renormalize(&p.s, p.v, p.dim, p.sp)
 	}
 }
 
@@ -234,7 +278,7 @@ func (p *Pegasos) MarshalBinary() ([]byte, error) {
 	e.F64(p.maxG2)
 	e.F64(p.s)
 	e.F64(p.w2)
-	e.SparseF64s(p.v)
+	writeWeights(e, p.sp, p.size(), p.v, 1)
 	return e.Bytes(), nil
 }
 
@@ -256,19 +300,13 @@ func (p *Pegasos) UnmarshalBinary(b []byte) error {
 	if d.Err() == nil && !(s > 0 && s <= 1 && w2 >= 0 && maxG2 >= 0 && finite(w2) && finite(maxG2)) {
 		d.Fail("inconsistent state")
 	}
-	v := make([]float64, len(p.v))
-	d.SparseF64sInto(v)
+	v := decodeWeights(d, version, p.sp, p.size(), 1)
 	if err := finish("pegasos", d); err != nil {
 		return err
 	}
-	var n2 float64
-	for i, x := range v {
-		if !finite(x) || rounds == 0 && x != 0 {
-			return fmt.Errorf("pegasos: unmarshal: slot %d: weight %v after %d rounds", i, x, rounds)
-		}
-		if i < p.dim {
-			n2 += float64(s * x * s * x)
-		}
+	n2, err := p.checkWeights(v, s, rounds)
+	if err != nil {
+		return err
 	}
 	// ‖w‖² is kept as the updates come: it may differ from a sum made
 	// afresh in its last bits, and w stays in the ball of radius 1/√λ.
@@ -280,5 +318,36 @@ func (p *Pegasos) UnmarshalBinary(b []byte) error {
 		return fmt.Errorf("pegasos: unmarshal: ‖w‖² %v, the weights hold %v (ball %v)", w2, n2, 1/cfg.Lambda)
 	}
 	p.rounds, p.maxG2, p.s, p.w2, p.v = rounds, maxG2, s, w2, v
+	p.fit()
 	return nil
+}
+
+// checkWeights reports a weight of v (dense, or in p's space's numbers)
+// that is not finite, or not 0 after 0 rounds, and returns ‖s·v‖² of the
+// non-bias weights, summed in the order of the slots.
+func (p *Pegasos) checkWeights(v []float64, s float64, rounds uint64) (float64, error) {
+	var n2 float64
+	check := func(slot int, x float64) error {
+		if !finite(x) || rounds == 0 && x != 0 {
+			return fmt.Errorf("pegasos: unmarshal: slot %d: weight %v after %d rounds", slot, x, rounds)
+		}
+		if slot < 1<<p.bits {
+			n2 += float64(s * x * s * x)
+		}
+		return nil
+	}
+	if p.sp != nil {
+		for k, slot := range p.sp.inOrder(len(v)) {
+			if err := check(slot, v[k]); err != nil {
+				return 0, err
+			}
+		}
+		return n2, nil
+	}
+	for i, x := range v {
+		if err := check(i, x); err != nil {
+			return 0, err
+		}
+	}
+	return n2, nil
 }

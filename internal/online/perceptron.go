@@ -83,7 +83,8 @@ func (c PerceptronConfig) Validate() error {
 type Perceptron struct {
 	cfg  PerceptronConfig
 	bits uint
-	dim  int // 2^bits
+	dim  int // the bias's slot: 2^bits, or 0, its number, over a Space
+	sp   *Space
 
 	w []float64 // weights, w[dim] is the bias when cfg.Bias
 	u []float64 // Average: Σ c_k·y_k·x_k over updates k (lazy averaging)
@@ -118,10 +119,7 @@ func NewPerceptron(bits uint, cfg PerceptronConfig) (*Perceptron, error) {
 		return nil, err
 	}
 	p := &Perceptron{cfg: cfg, bits: bits, dim: 1 << bits}
-	n := p.dim
-	if cfg.Bias {
-		n++
-	}
+	n := p.size()
 	p.w = make([]float64, n)
 	if cfg.Average {
 		p.u = make([]float64, n)
@@ -129,12 +127,51 @@ func NewPerceptron(bits uint, cfg PerceptronConfig) (*Perceptron, error) {
 	return p, nil
 }
 
+// NewSparsePerceptron returns a Perceptron over s with all weights 0: it
+// reads vectors in s's numbers (Space.Map) and holds weights for those
+// only.
+func NewSparsePerceptron(s *Space, cfg PerceptronConfig) (*Perceptron, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	p := &Perceptron{cfg: cfg, bits: s.bits, sp: s}
+	p.fit()
+	return p, nil
+}
+
+// Space returns the Space of a sparse Perceptron, nil for a dense one.
+func (p *Perceptron) Space() *Space { return p.sp }
+
+// size is the length of the dense weight vector: 2^bits, and the bias.
+func (p *Perceptron) size() int {
+	if p.cfg.Bias {
+		return 1<<p.bits + 1
+	}
+	return 1 << p.bits
+}
+
+// fit grows a sparse Perceptron's weights to its space's numbers.
+func (p *Perceptron) fit() {
+	if p.sp != nil && len(p.w) < len(p.sp.slots) {
+		p.w = fit(p.w, len(p.sp.slots))
+		if p.cfg.Average {
+			p.u = fit(p.u, len(p.sp.slots))
+		}
+	}
+}
+
 // Config returns the configuration.
 func (p *Perceptron) Config() PerceptronConfig { return p.cfg }
 
 // Weights returns the current (not averaged) weights; the bias, with Bias,
-// is the last element. The slice is the learner's own: do not modify it.
-func (p *Perceptron) Weights() []float64 { return p.w }
+// is the last element. The slice is the dense learner's own (a sparse
+// one's is made): do not modify it.
+func (p *Perceptron) Weights() []float64 {
+	if p.sp != nil {
+		return p.sp.dense(p.w, p.size())
+	}
+	return p.w
+}
 
 // Updates returns M, the number of updates so far.
 func (p *Perceptron) Updates() uint64 { return p.updates }
@@ -142,6 +179,7 @@ func (p *Perceptron) Updates() uint64 { return p.updates }
 // Predict returns the sign of the score, -1 at 0. It does not change the
 // Perceptron.
 func (p *Perceptron) Predict(x Vector) Prediction {
+	p.fit()
 	raw := p.raw(x)
 	score := raw
 	if p.cfg.Average {
@@ -182,6 +220,7 @@ func sign(s float64) int8 {
 // the plain score ⟨w,x⟩(+b) now: the same on a round whose label comes
 // before the next update.
 func (p *Perceptron) Learn(x Vector, served Prediction, y int8) {
+	p.fit()
 	raw := served.Score
 	if p.cfg.Average {
 		raw = p.raw(x)
@@ -208,6 +247,7 @@ func (p *Perceptron) learn(x Vector, raw, xn2 float64, y int8) {
 // their few lines rather than calling helpers for them: the calls would
 // cost half of what fusing the round saves.
 func (p *Perceptron) Round(x Vector, y int8) (Prediction, float64) {
+	p.fit()
 	if p.cfg.Average {
 		raw, xn2 := dotNorm2(x.Idx, x.Val, p.w)
 		if p.cfg.Bias {
@@ -299,7 +339,13 @@ func (p *Perceptron) normDisproved() bool {
 		d := max(0, math.Sqrt(max(0, p.maxR2-1))-gamma)
 		gamma /= math.Sqrt(1 + d*d)
 	}
-	norm := math.Sqrt(norm2(p.w))
+	n2 := 0.0
+	if p.sp != nil {
+		n2 = p.sp.norm2(p.w, p.size())
+	} else {
+		n2 = norm2(p.w)
+	}
+	norm := math.Sqrt(n2)
 	return norm*(1+1e-7)+1e-15*m*m*math.Sqrt(p.maxR2) < m*gamma
 }
 
@@ -444,9 +490,9 @@ func (p *Perceptron) MarshalBinary() ([]byte, error) {
 	e.U64(p.updates)
 	e.F64(p.maxR2)
 	e.U64(p.viol)
-	e.SparseF64s(p.w)
+	writeWeights(e, p.sp, p.size(), p.w, 1)
 	if p.cfg.Average {
-		e.SparseF64s(p.u)
+		writeWeights(e, p.sp, p.size(), p.u, 1)
 	}
 	return e.Bytes(), nil
 }
@@ -464,12 +510,10 @@ func (p *Perceptron) UnmarshalBinary(b []byte) error {
 	if d.Err() == nil && (updates > rounds || viol > updates || !(maxR2 >= 0) || math.IsInf(maxR2, 0)) {
 		d.Fail("inconsistent counters")
 	}
-	w := make([]float64, len(p.w))
-	readWeights(d, version, w)
+	w := decodeWeights(d, version, p.sp, p.size(), 1)
 	var u []float64
 	if p.cfg.Average {
-		u = make([]float64, len(p.u))
-		readWeights(d, version, u)
+		u = decodeWeights(d, version, p.sp, p.size(), 1)
 	}
 	if err := finish("perceptron", d); err != nil {
 		return err
@@ -477,5 +521,6 @@ func (p *Perceptron) UnmarshalBinary(b []byte) error {
 	p.rounds, p.updates, p.maxR2, p.viol = rounds, updates, maxR2, viol
 	p.gOK, p.dgOK = false, false
 	p.w, p.u = w, u
+	p.fit()
 	return nil
 }

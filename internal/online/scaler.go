@@ -2,6 +2,7 @@ package online
 
 import (
 	"fmt"
+	"iter"
 	"math"
 )
 
@@ -37,13 +38,19 @@ const (
 // out its zeros) would have the value 1 every time it is seen, a variance
 // of 0, and every event would scale to the zero vector.
 //
+// A sparse Scaler (NewSparseScaler) reads the same hashed vectors and
+// holds statistics for the slots it met only, in the numbers of a Space;
+// it is the dense one bit for bit, its encoding included.
+//
 // A Scaler is not safe for concurrent use; its methods do not retain x or
 // dst.
 type Scaler struct {
 	kind   string
 	bits   uint
 	events uint64      // standard: the events observed
-	stats  []slotStats // standard: per slot, the three statistics side by side
+	stats  []slotStats // standard: per slot (per number over a Space), the three statistics side by side
+	sp     *Space      // a sparse scaler's, nil for a dense one
+	local  []uint32    // a sparse scaler's scratch: x's slots in sp's numbers
 }
 
 // slotStats are the running statistics of one slot.
@@ -91,17 +98,79 @@ func NewScaler(bits uint, kind string) (*Scaler, error) {
 	if err := checkBits("scaler", bits); err != nil {
 		return nil, err
 	}
+	s, err := newScaler(bits, kind)
+	if err != nil {
+		return nil, err
+	}
+	if s.kind == ScaleStandard {
+		s.stats = make([]slotStats, 1<<bits)
+	}
+	return s, nil
+}
+
+// NewSparseScaler returns a Scaler of the given kind over sp's hashed
+// slots that keeps statistics for the slots it observes only, in sp's
+// numbers (numbering them): it reads and writes hashed vectors, as the
+// dense one. sp may be the Space of the model the scaler feeds, which
+// meets those slots anyway.
+func NewSparseScaler(sp *Space, kind string) (*Scaler, error) {
+	s, err := newScaler(sp.bits, kind)
+	if err != nil {
+		return nil, err
+	}
+	s.sp = sp
+	return s, nil
+}
+
+// newScaler returns a Scaler with no statistics yet.
+func newScaler(bits uint, kind string) (*Scaler, error) {
 	s := &Scaler{kind: kind, bits: bits}
 	switch kind {
 	case "":
 		s.kind = ScaleNone
-	case ScaleNone, ScaleL2:
-	case ScaleStandard:
-		s.stats = make([]slotStats, 1<<bits)
+	case ScaleNone, ScaleL2, ScaleStandard:
 	default:
 		return nil, fmt.Errorf("scaler: unknown kind %q (want none, standard or l2)", kind)
 	}
 	return s, nil
+}
+
+// Space returns the Space of a sparse Scaler, nil for a dense one.
+func (s *Scaler) Space() *Space { return s.sp }
+
+// Bytes returns the bytes of s's statistics and scratch (Sizer).
+func (s *Scaler) Bytes() int {
+	return 24*cap(s.stats) + 4*cap(s.local) // a slotStats is 24 bytes
+}
+
+// numbers returns where the statistics of the slots idx are, in their
+// order: idx for a dense scaler (which pays a nil check, inlined); for a
+// sparse one their numbers (spaceNumbers).
+func (s *Scaler) numbers(idx []uint32, observe bool) []uint32 {
+	if s.sp == nil {
+		return idx
+	}
+	return s.spaceNumbers(idx, observe)
+}
+
+// spaceNumbers returns the numbers of the slots idx in a sparse scaler's
+// space, given now to the slots it has not met when observe, else 0 for
+// those (a number that never has statistics: the bias's), and makes room
+// in the statistics for every number. The result is valid until the next
+// call.
+func (s *Scaler) spaceNumbers(idx []uint32, observe bool) []uint32 {
+	s.local = s.local[:0]
+	for _, i := range idx {
+		n, ok := s.sp.index.find(i)
+		if !ok && observe {
+			n = s.sp.add(i)
+		}
+		s.local = append(s.local, n)
+	}
+	for len(s.stats) < s.sp.Len() {
+		s.stats = append(s.stats, slotStats{})
+	}
+	return s.local
 }
 
 // Kind returns the scaler's kind.
@@ -119,10 +188,11 @@ func (s *Scaler) Transform(dst *Vector, x Vector) {
 	// Every slot occurs once: observing and scaling slot by slot in one
 	// pass is the same as observing all of x, then scaling.
 	s.events++
+	idx := s.numbers(x.Idx, true) // as long as x.Idx
 	dst.Idx = append(dst.Idx[:0], x.Idx...)
 	dst.Val = append(dst.Val[:0], x.Val...)
-	val := dst.Val[:len(dst.Idx)]
-	for k, i := range dst.Idx {
+	val := dst.Val[:len(idx)]
+	for k, i := range idx {
 		st := &s.stats[i]
 		st.observe(val[k])
 		val[k] = st.scale(val[k], s.events)
@@ -146,8 +216,9 @@ func (s *Scaler) Observe(x Vector) {
 		return
 	}
 	s.events++
-	val := x.Val[:len(x.Idx)]
-	for k, i := range x.Idx {
+	idx := s.numbers(x.Idx, true)
+	val := x.Val[:len(idx)]
+	for k, i := range idx {
 		s.stats[i].observe(val[k])
 	}
 }
@@ -158,8 +229,9 @@ func (s *Scaler) Scale(dst *Vector, x Vector) {
 	dst.Val = append(dst.Val[:0], x.Val...)
 	switch s.kind {
 	case ScaleStandard:
-		val := dst.Val[:len(dst.Idx)]
-		for k, i := range dst.Idx {
+		idx := s.numbers(x.Idx, false)
+		val := dst.Val[:len(idx)]
+		for k, i := range idx {
 			val[k] = s.stats[i].scale(val[k], s.events)
 		}
 	case ScaleL2:
@@ -181,8 +253,44 @@ func (s *Scaler) Stats(i uint32) (n uint64, mean, variance float64) {
 	if s.kind != ScaleStandard {
 		return 0, 0, 0
 	}
+	if s.sp != nil {
+		n, ok := s.sp.index.find(i)
+		if !ok || int(n) >= len(s.stats) {
+			return 0, 0, 0
+		}
+		i = n
+	}
 	st := s.stats[i]
 	return st.count, st.mean, st.vari
+}
+
+// observed yields the slot and statistics of every slot observed, in
+// increasing slot order.
+func (s *Scaler) observed() iter.Seq2[int, *slotStats] {
+	return func(yield func(int, *slotStats) bool) {
+		if s.sp == nil {
+			for i := range s.stats {
+				if st := &s.stats[i]; st.count != 0 && !yield(i, st) {
+					return
+				}
+			}
+			return
+		}
+		for k, slot := range s.sp.inOrder(len(s.stats)) {
+			if st := &s.stats[k]; st.count != 0 && !yield(slot, st) {
+				return
+			}
+		}
+	}
+}
+
+// slots is the number of slots a scaler may hold statistics for: 2^bits
+// for standard, 0 for the others.
+func (s *Scaler) slots() int {
+	if s.kind != ScaleStandard {
+		return 0
+	}
+	return 1 << s.bits
 }
 
 const scalerMagic = "SLSC"
@@ -197,23 +305,19 @@ const scalerEventsVersion = 2
 // order.
 func (s *Scaler) MarshalBinary() ([]byte, error) {
 	used := 0
-	for i := range s.stats {
-		if s.stats[i].count != 0 {
-			used++
-		}
+	for range s.observed() {
+		used++
 	}
 	e := newEncoder(scalerMagic, scalerEventsVersion, 40+len(s.kind)+used*32)
 	e.String(s.kind)
 	e.U64(uint64(s.bits))
 	e.U64(s.events)
 	e.U64(uint64(used))
-	for i := range s.stats {
-		if st := &s.stats[i]; st.count != 0 {
-			e.U64(uint64(i))
-			e.U64(st.count)
-			e.F64(st.mean)
-			e.F64(st.vari)
-		}
+	for i, st := range s.observed() {
+		e.U64(uint64(i))
+		e.U64(st.count)
+		e.F64(st.mean)
+		e.F64(st.vari)
 	}
 	return e.Bytes(), nil
 }
@@ -231,14 +335,17 @@ func (s *Scaler) UnmarshalBinary(b []byte) error {
 	if version >= scalerEventsVersion {
 		events = d.U64()
 	}
-	used := d.U64()
-	if d.Err() == nil && used > uint64(len(s.stats)) {
-		d.Fail("%d observed slots in a space of %d", used, len(s.stats))
+	used, n := d.U64(), s.slots()
+	if d.Err() == nil && used > uint64(n) {
+		d.Fail("%d observed slots in a space of %d", used, n)
 	}
 	if d.Err() != nil {
 		return finish("scaler", d)
 	}
-	stats := make([]slotStats, len(s.stats))
+	var stats []slotStats
+	if s.sp == nil {
+		stats = make([]slotStats, n)
+	}
 	prev := -1
 	for range used {
 		i := d.U64()
@@ -246,12 +353,19 @@ func (s *Scaler) UnmarshalBinary(b []byte) error {
 		if d.Err() != nil {
 			break
 		}
-		if i >= uint64(len(stats)) || int(i) <= prev || c == 0 || !finite(m) || !(v >= 0) || math.IsInf(v, 0) {
+		if i >= uint64(n) || int(i) <= prev || c == 0 || !finite(m) || !(v >= 0) || math.IsInf(v, 0) {
 			d.Fail("bad slot record %d", i)
 			break
 		}
 		prev = int(i)
-		stats[i] = slotStats{count: c, mean: m, vari: v}
+		j := int(i)
+		if s.sp != nil {
+			j = int(s.sp.number(uint32(i)))
+			for len(stats) <= j {
+				stats = append(stats, slotStats{})
+			}
+		}
+		stats[j] = slotStats{count: c, mean: m, vari: v}
 		if version < scalerEventsVersion {
 			events = max(events, c)
 		}
@@ -260,5 +374,8 @@ func (s *Scaler) UnmarshalBinary(b []byte) error {
 		return err
 	}
 	s.stats, s.events = stats, events
+	if s.sp != nil && s.kind == ScaleStandard {
+		s.numbers(nil, false) // room for every number
+	}
 	return nil
 }

@@ -2,6 +2,8 @@ package online_test
 
 import (
 	"bytes"
+	"encoding"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -194,5 +196,107 @@ func TestScalerVersion1(t *testing.T) {
 	again, _ := online.NewScaler(4, online.ScaleStandard)
 	if err := again.UnmarshalBinary(b); err != nil || again.Events() != 10 {
 		t.Errorf("re-encoded: %v, %d events", err, again.Events())
+	}
+}
+
+// TestSparseScaler: a Scaler over a Space is the dense one bit for bit,
+// for every kind, on a small space and on a wide one with a few slots
+// touched: fed the same hashed vectors — canonical ones through
+// Transform, others (out of order, a slot twice) through Observe then
+// Scale, some only scaled — they write the same vectors, report the same
+// statistics, and encode (and freeze) to the same bytes; every 50 events
+// each is replaced by the other kind decoded from its encoding. The
+// space is shared with a model that numbered slots of its own first.
+func TestSparseScaler(t *testing.T) {
+	for _, bits := range []uint{4, 8, 18} {
+		for _, kind := range []string{online.ScaleStandard, online.ScaleL2, online.ScaleNone} {
+			t.Run(fmt.Sprintf("bits=%d/%s", bits, kind), func(t *testing.T) {
+				testSparseScaler(t, bits, kind)
+			})
+		}
+	}
+}
+
+func testSparseScaler(t *testing.T, bits uint, kind string) {
+	r := rand.New(rand.NewPCG(uint64(bits), 9))
+	dense := func() *online.Scaler {
+		s, err := online.NewScaler(bits, kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	sparse := func() *online.Scaler {
+		sp, err := online.NewSpace(bits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var x online.Vector
+		sp.Map(&x, onlinetest.RandomVector(r, bits, 5)) // the model's slots
+		s, err := online.NewSparseScaler(sp, kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Space() != sp {
+			t.Fatal("Space() is not the space the scaler was made over")
+		}
+		return s
+	}
+	encode := func(s encoding.BinaryMarshaler) []byte { return encoded(t, s) }
+	d, s := dense(), sparse()
+	var xd, xs online.Vector
+	var seen []uint32
+	for event := range 300 {
+		x := onlinetest.RandomVector(r, bits, 10)
+		for k := range x.Val {
+			x.Val[k] = math.Ldexp(x.Val[k], r.IntN(8)-4)
+		}
+		switch event % 4 {
+		case 0, 1:
+			d.Transform(&xd, x)
+			s.Transform(&xs, x)
+		case 2:
+			// Out of order, and a slot twice.
+			x.Idx, x.Val = append(x.Idx, x.Idx[0]), append(x.Val, 0.5)
+			slices.Reverse(x.Idx)
+			d.Observe(x)
+			s.Observe(x)
+			d.Scale(&xd, x)
+			s.Scale(&xs, x)
+		default:
+			// Scaled only, unseen slots included.
+			x.Idx[0] = uint32(r.IntN(1 << bits))
+			slices.Sort(x.Idx)
+			x.Idx = slices.Compact(x.Idx)
+			x.Val = x.Val[:len(x.Idx)]
+			d.Scale(&xd, x)
+			s.Scale(&xs, x)
+		}
+		seen = append(seen, x.Idx...)
+		if !slices.Equal(xd.Idx, xs.Idx) || !slices.EqualFunc(xd.Val, xs.Val, func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }) {
+			t.Fatalf("event %d: dense %v, sparse %v", event, xd, xs)
+		}
+		for _, i := range append(seen[len(seen)-len(x.Idx):], uint32(r.IntN(1<<bits))) {
+			dn, dm, dv := d.Stats(i)
+			sn, sm, sv := s.Stats(i)
+			if dn != sn || math.Float64bits(dm) != math.Float64bits(sm) || math.Float64bits(dv) != math.Float64bits(sv) {
+				t.Fatalf("event %d: slot %d: dense stats %d %v %v, sparse %d %v %v", event, i, dn, dm, dv, sn, sm, sv)
+			}
+		}
+		if event%50 != 49 {
+			continue
+		}
+		bd, bs := encode(d), encode(s)
+		if !bytes.Equal(bd, bs) {
+			t.Fatalf("event %d: encodings differ:\ndense  %x\nsparse %x", event, bd, bs)
+		}
+		if f := encode(online.Freeze(s, nil)); !bytes.Equal(f, bs) {
+			t.Fatalf("event %d: a sparse scaler's Freeze encodes otherwise", event)
+		}
+		d, s = dense(), sparse()
+		decodeEachOther(t, fmt.Sprintf("event %d", event), d, s, bd, bs)
+	}
+	if kind == online.ScaleStandard && d.Events() == 0 {
+		t.Fatal("no event observed")
 	}
 }

@@ -362,12 +362,10 @@ func (p *Pipeline) learnServed(s *pendingSlot, y int8, def bool) {
 		p.tracker.SetDelay(d)
 	}
 	p.counts.Learned++
+	p.mapWaiting(s.raw, s.scaled)
 	for i := range p.nodes {
 		n := &p.nodes[i]
-		x := s.raw
-		if !n.raw && p.scaler != nil {
-			x = s.scaled
-		}
+		x := p.inputOf(n, s.raw, s.scaled)
 		served := s.preds[i]
 		n.loss = n.learner.Loss(served, y)
 		n.learner.Learn(x, served, y)

@@ -18,17 +18,25 @@ import (
 // that key's events alone makes. An event without a key is the empty
 // key's.
 //
-// At most Max models are resident; past it the least recently used is
-// encoded (MarshalBinary) into the spill and dropped, and decoded again on
-// the key's next event. The encoding is exact, so eviction changes no
-// model: it bounds the heap by the resident models plus the spilled
-// states' bytes (the learned weights only, a few bytes per feature a key
-// saw).
+// Each key's model is sparse (Builder.Sparse): it costs what its key has
+// seen. At most Max models are resident, of at most MaxBytes together
+// (their Footprint); past either the least recently used is encoded
+// (MarshalBinary) into the spill and dropped, and decoded again on the
+// key's next event. The encoding is exact, so eviction changes no model:
+// it bounds the heap by the resident models plus the spilled states'
+// index (the states themselves are in the spill's file, or in memory
+// without a spill directory).
 //
 // Keyed is not safe for concurrent use.
 type Keyed struct {
-	build   *Builder // of the configuration's pipelines
-	max     int
+	// build makes the keys' models, sparse (Builder.Sparse): each costs
+	// what its key has seen; dense makes the global one.
+	build    *Builder
+	dense    *Builder
+	max      int
+	maxBytes int64
+	// bytes is the resident models' Footprint, as of their last use.
+	bytes   int64
 	idle    time.Duration
 	warm    []byte
 	warmSHA [32]byte
@@ -46,9 +54,10 @@ type Keyed struct {
 	total    Counts
 	learners []KeyedLearner
 	// dirty has the keys whose models changed since the last
-	// ServingStates; frozen has the encoding a Freeze made of each
-	// resident model that has not changed since.
+	// ServingStates, which begins a new epoch; frozen has the encoding a
+	// Freeze made of each resident model that has not changed since.
 	dirty  map[string]struct{}
+	epoch  uint64
 	frozen map[string]StateRef
 	// now is the time of the last EvictIdle: a model used since was used
 	// then.
@@ -79,6 +88,32 @@ type keyedModel struct {
 	key  string
 	p    *Pipeline
 	used time.Time // the EvictIdle time when it was last used
+	// bytes is p's Footprint as counted in Keyed.bytes, of when its space
+	// had size numbers.
+	bytes int64
+	size  int
+	// st is the key's stats (Keyed.stats[key]); dirtyAt the Keyed's
+	// epoch when the key was last put in its dirty set, frozen whether
+	// Keyed.frozen has its encoding: what each event would otherwise
+	// look up by key.
+	st      *KeyStats
+	dirtyAt uint64
+	frozen  bool
+}
+
+// measure counts m's Footprint anew in k.bytes when its space has grown
+// since it was last counted.
+func (k *Keyed) measure(m *keyedModel) {
+	size := 0
+	if m.p.space != nil {
+		size = m.p.space.Len()
+	}
+	if m.bytes != 0 && size == m.size {
+		return
+	}
+	b := int64(m.p.Footprint())
+	k.bytes += b - m.bytes
+	m.bytes, m.size = b, size
 }
 
 // KeyStats are what a Keyed keeps of every key, resident or not: its
@@ -104,6 +139,9 @@ type KeyedLearner struct {
 type KeyedOptions struct {
 	// Max bounds the resident models; 0 means no bound.
 	Max int
+	// MaxBytes bounds the resident models' Footprint in bytes; 0 means no
+	// bound. The model in use stays resident whatever its size.
+	MaxBytes int64
 	// Idle, when positive, evicts the models not used for that long
 	// (EvictIdle).
 	Idle time.Duration
@@ -124,10 +162,11 @@ type KeyedOptions struct {
 
 // NewKeyed returns a Keyed of c's models.
 func NewKeyed(c *config.Config, opt KeyedOptions) (*Keyed, error) {
-	if opt.Max < 0 {
-		return nil, fmt.Errorf("pipeline: keyed: max %d is negative", opt.Max)
+	if opt.Max < 0 || opt.MaxBytes < 0 {
+		return nil, fmt.Errorf("pipeline: keyed: max %d or max bytes %d is negative", opt.Max, opt.MaxBytes)
 	}
-	k := &Keyed{build: NewBuilder(c), max: opt.Max, idle: opt.Idle, warm: opt.WarmStart, warmSHA: opt.WarmSHA256,
+	dense := NewBuilder(c)
+	k := &Keyed{build: dense.Sparse(), dense: dense, max: opt.Max, maxBytes: opt.MaxBytes, idle: opt.Idle, warm: opt.WarmStart, warmSHA: opt.WarmSHA256,
 		start: time.Now(), now: time.Now(), spillDir: opt.SpillDir}
 	k.clear()
 	var err error
@@ -144,7 +183,9 @@ func NewKeyed(c *config.Config, opt KeyedOptions) (*Keyed, error) {
 	k.rounds, k.mistakes, k.loss, k.def = make([]uint64, n), make([]uint64, n), make([]float64, n), make([]regret.Scores, n)
 	k.defaults = p.delay != nil && p.delay.def != 0
 	if opt.Global {
-		k.global = p
+		if k.global, err = k.freshOf(k.dense); err != nil {
+			return nil, err
+		}
 		k.mixTotals, k.mixTerms = make([]MixCounts, n), make([]uint64, n)
 		k.gpreds, k.mixPreds = make([]online.Prediction, n), make([]online.Prediction, n)
 		k.mixed.fromGlobal = make([]bool, n)
@@ -165,6 +206,7 @@ func (k *Keyed) clear() {
 	k.resident, k.stats, k.dirty = map[string]*list.Element{}, map[string]*KeyStats{}, map[string]struct{}{}
 	k.frozen = map[string]StateRef{}
 	k.lru.Init()
+	k.bytes = 0
 	k.total = Counts{InvalidBy: map[event.Reason]uint64{}}
 	clear(k.learners)
 	clear(k.mixTotals)
@@ -176,7 +218,7 @@ func (k *Keyed) clear() {
 // of the model file of SHA-256 sha (Pipeline.StartFrom). On error k is
 // unchanged.
 func (k *Keyed) StartFrom(state []byte, sha [32]byte) error {
-	p, err := k.build.New()
+	p, err := k.dense.New()
 	if err != nil {
 		return err
 	}
@@ -192,8 +234,11 @@ func (k *Keyed) StartFrom(state []byte, sha [32]byte) error {
 }
 
 // fresh returns a new key's model.
-func (k *Keyed) fresh() (*Pipeline, error) {
-	p, err := k.build.New()
+func (k *Keyed) fresh() (*Pipeline, error) { return k.freshOf(k.build) }
+
+// freshOf returns a new model of b: a key's, or the global one.
+func (k *Keyed) freshOf(b *Builder) (*Pipeline, error) {
+	p, err := b.New()
 	if err != nil {
 		return nil, err
 	}
@@ -209,11 +254,19 @@ func (k *Keyed) fresh() (*Pipeline, error) {
 // not resident, and marks it the most recently used. It may evict
 // another key's.
 func (k *Keyed) Model(key []byte) (*Pipeline, error) {
+	m, err := k.model(key)
+	if err != nil {
+		return nil, err
+	}
+	return m.p, nil
+}
+
+func (k *Keyed) model(key []byte) (*keyedModel, error) {
 	if e, ok := k.resident[string(key)]; ok {
 		k.lru.MoveToFront(e)
 		m := e.Value.(*keyedModel)
 		m.used = k.now
-		return m.p, nil
+		return m, nil
 	}
 	name := string(key)
 	k.misses++
@@ -222,6 +275,7 @@ func (k *Keyed) Model(key []byte) (*Pipeline, error) {
 		return nil, err
 	}
 	var p *Pipeline
+	st := k.stats[name]
 	if spilled {
 		if p, err = k.build.Decode(b); err != nil {
 			return nil, fmt.Errorf("pipeline: keyed: key %q from the spill: %w", name, err)
@@ -231,7 +285,7 @@ func (k *Keyed) Model(key []byte) (*Pipeline, error) {
 		if p, err = k.fresh(); err != nil {
 			return nil, err
 		}
-		st := &KeyStats{Mistakes: make([]uint64, len(k.names))}
+		st = &KeyStats{Mistakes: make([]uint64, len(k.names))}
 		if k.global != nil {
 			st.Mix = make([]MixCounts, len(k.names))
 			for i := range k.mixTerms {
@@ -240,13 +294,24 @@ func (k *Keyed) Model(key []byte) (*Pipeline, error) {
 		}
 		k.stats[name] = st
 	}
-	k.resident[name] = k.lru.PushFront(&keyedModel{key: name, p: p, used: k.now})
-	for k.max > 0 && k.lru.Len() > k.max {
+	m := &keyedModel{key: name, p: p, used: k.now, st: st}
+	k.resident[name] = k.lru.PushFront(m)
+	k.measure(m)
+	if err := k.bound(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// bound evicts the least recently used models while more than Max are
+// resident, or more than MaxBytes, but the most recently used.
+func (k *Keyed) bound() error {
+	for k.max > 0 && k.lru.Len() > k.max || k.maxBytes > 0 && k.bytes > k.maxBytes && k.lru.Len() > 1 {
 		if err := k.evict(); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return p, nil
+	return nil
 }
 
 // evict spills the least recently used model.
@@ -266,6 +331,7 @@ func (k *Keyed) evict() error {
 		return err
 	}
 	k.lru.Remove(e)
+	k.bytes -= m.bytes
 	delete(k.resident, m.key)
 	delete(k.frozen, m.key) // a Freeze refers to the spill's: the heap keeps no evicted model
 	k.evicted++
@@ -292,19 +358,26 @@ func (k *Keyed) EvictIdle(now time.Time) error {
 // that model with the predictions, counting the round in the totals and
 // the key's stats.
 func (k *Keyed) Process(ev *event.Event) (*Pipeline, []online.Prediction, event.Reason, error) {
-	p, err := k.Model(ev.Key)
+	m, err := k.model(ev.Key)
 	if err != nil {
 		return nil, nil, "", err
 	}
+	p := m.p
 	if k.global != nil {
 		gpreds, _ := k.global.Process(ev)
 		copy(k.gpreds, gpreds)
 	}
 	before := k.before(p)
 	preds, reason := p.Process(ev)
-	st := k.tally(p, before, ev.Key, reason)
+	st := k.tally(m, before, reason)
 	if k.global != nil && reason == "" && len(preds) > 0 {
 		preds = k.mix(st, p, preds, ev)
+	}
+	k.measure(m)
+	if k.maxBytes > 0 {
+		if err := k.bound(); err != nil {
+			return nil, nil, "", err
+		}
 	}
 	return p, preds, reason, nil
 }
@@ -318,12 +391,12 @@ func (k *Keyed) before(p *Pipeline) Counts {
 	return p.counts
 }
 
-// tally adds what p, key's model, counted since before (a record, and
-// with delayed labels the events it let expire and learned) to the
-// totals and key's stats, and marks key changed; it returns key's stats.
-func (k *Keyed) tally(p *Pipeline, before Counts, key []byte, reason event.Reason) *KeyStats {
-	after, t := &p.counts, p.tracker
-	st := k.stats[string(key)]
+// tally adds what m's model counted since before (a record, and with
+// delayed labels the events it let expire and learned) to the totals and
+// its key's stats, and marks the key changed; it returns the key's stats.
+func (k *Keyed) tally(m *keyedModel, before Counts, reason event.Reason) *KeyStats {
+	after, t := &m.p.counts, m.p.tracker
+	st := m.st
 	st.Events += after.Events - before.Events
 	k.total.Events += after.Events - before.Events
 	k.total.Learned += after.Learned - before.Learned
@@ -345,11 +418,13 @@ func (k *Keyed) tally(p *Pipeline, before Counts, key []byte, reason event.Reaso
 		}
 		st.Mistakes[i] += d
 	}
-	if _, ok := k.dirty[string(key)]; !ok { // (a lookup does not allocate)
-		k.dirty[string(key)] = struct{}{}
+	if m.dirtyAt != k.epoch+1 {
+		k.dirty[m.key] = struct{}{}
+		m.dirtyAt = k.epoch + 1
 	}
-	if _, ok := k.frozen[string(key)]; ok {
-		delete(k.frozen, string(key)) // no longer its model's
+	if m.frozen {
+		delete(k.frozen, m.key) // no longer its model's
+		m.frozen = false
 	}
 	return st
 }
@@ -360,16 +435,17 @@ func (k *Keyed) tally(p *Pipeline, before Counts, key []byte, reason event.Reaso
 // the fault, else the empty key's, as a replay of the key's records alone
 // counts it.
 func (k *Keyed) Reject(key []byte, reason event.Reason) error {
-	p, err := k.Model(key)
+	m, err := k.model(key)
 	if err != nil {
 		return err
 	}
+	p := m.p
 	if k.global != nil {
 		k.global.Reject(reason)
 	}
 	before := k.before(p)
 	p.Reject(reason) // with delayed labels, may learn events it lets expire
-	k.tally(p, before, key, reason)
+	k.tally(m, before, reason)
 	return nil
 }
 
@@ -399,9 +475,13 @@ func (k *Keyed) Keys() []string {
 
 // Len returns how many keys have a model; Resident how many of them are
 // decoded in memory; Evicted how many evictions there were.
-func (k *Keyed) Len() int        { return len(k.stats) }
-func (k *Keyed) Resident() int   { return len(k.resident) }
-func (k *Keyed) Evicted() uint64 { return k.evicted }
+func (k *Keyed) Len() int { return len(k.stats) }
+
+// ResidentBytes returns the resident models' Footprint, as of their last
+// use.
+func (k *Keyed) ResidentBytes() int64 { return k.bytes }
+func (k *Keyed) Resident() int        { return len(k.resident) }
+func (k *Keyed) Evicted() uint64      { return k.evicted }
 
 // Misses counts the models Model made or decoded: first events of keys
 // and events of spilled keys.

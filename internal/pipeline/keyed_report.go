@@ -168,6 +168,7 @@ func (k *Keyed) ServingStates(prev map[string]StateRef) (map[string]StateRef, er
 		out[key] = StateRef{b: b}
 	}
 	clear(k.dirty)
+	k.epoch++
 	return out, nil
 }
 

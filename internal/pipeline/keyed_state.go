@@ -106,13 +106,14 @@ func (k *Keyed) freeze(cached bool, into *Frozen, stop <-chan struct{}) (*Frozen
 			f.states[i] = ref
 			continue
 		}
-		b, err := k.resident[key].Value.(*keyedModel).p.MarshalBinary()
+		m := k.resident[key].Value.(*keyedModel)
+		b, err := m.p.MarshalBinary()
 		if err != nil {
 			return nil, fmt.Errorf("pipeline: keyed: key %q: %w", key, err)
 		}
 		f.states[i] = StateRef{b: b}
 		if cached {
-			k.frozen[key] = f.states[i]
+			k.frozen[key], m.frozen = f.states[i], true
 		}
 	}
 	version := uint8(1)
@@ -293,7 +294,7 @@ func (k *Keyed) UnmarshalBinary(b []byte) error {
 			return fmt.Errorf("pipeline: keyed: %w", d.Err())
 		}
 		var err error
-		if global, err = k.build.Decode(gb); err != nil {
+		if global, err = k.dense.Decode(gb); err != nil {
 			return fmt.Errorf("pipeline: keyed: the global model: %w", err)
 		}
 	}

@@ -40,6 +40,13 @@ type Pipeline struct {
 	preds   []online.Prediction
 	domains []online.Domained
 	delay   *delayedStore // nil unless labels.delayed
+	// space is a sparse pipeline's (Builder.Sparse), nil for a dense
+	// one; with maps (a learner is sparse) the sparse learners read
+	// local, the event's scaled vector in its numbers, and a waiting
+	// event's in mapped.
+	space         *online.Space
+	maps          bool
+	local, mapped online.Vector
 
 	counts Counts
 	start  time.Time
@@ -69,6 +76,7 @@ type node struct {
 	learner         online.Learner
 	round           online.Rounder
 	raw             bool // reads raw feature values (hypothesis classes), not scaled ones
+	sparse          bool // reads vectors in the pipeline's space's numbers
 	over            *experts.OverLearners
 	experts         []int // node indices of over's experts
 	advice          []int8
@@ -96,7 +104,7 @@ type Counts struct {
 }
 
 // New builds the learners of c.
-func New(c *config.Config) (*Pipeline, error) { return newPipeline(c, digestsOf(c)) }
+func New(c *config.Config) (*Pipeline, error) { return newPipeline(c, digestsOf(c), false) }
 
 // digests are the digests of a configuration every pipeline of it holds,
 // and the private copy of it they share (spec): computed once for many
@@ -122,13 +130,60 @@ func digestsOf(c *config.Config) *digests {
 // alone — its digests, its private copy — done once: where there are many
 // pipelines of one configuration (models per key, their serving copies),
 // that work costs more than building small models.
-type Builder struct{ dg *digests }
+type Builder struct {
+	dg     *digests
+	sparse bool
+}
 
 // NewBuilder returns the Builder of c's pipelines.
 func NewBuilder(c *config.Config) *Builder { return &Builder{dg: digestsOf(c)} }
 
 // New is New of the builder's configuration.
-func (b *Builder) New() (*Pipeline, error) { return newPipeline(b.dg.spec, b.dg) }
+func (b *Builder) New() (*Pipeline, error) { return newPipeline(b.dg.spec, b.dg, b.sparse) }
+
+// Sparse returns a Builder of the same configuration whose pipelines are
+// sparse: each learner that has a sparse form (online.Spaced) holds state
+// for the hashed slots its pipeline's events touched only, in a Space of
+// the pipeline's own, rather than for every slot. A sparse pipeline is
+// the dense one bit for bit — the same predictions, counts, reports and
+// MarshalBinary — at a cost that grows with what it has seen: the form
+// for models per key, where most keys see a few features.
+func (b *Builder) Sparse() *Builder { return &Builder{dg: b.dg, sparse: true} }
+
+// The fixed part of Footprint: a pipeline's own fields, maps and
+// scratch, and each learner's node, tracker entry and fields, measured
+// with runtime.MemStats over many small pipelines (TestFootprint).
+const (
+	pipelineBytes = 1024
+	learnerBytes  = 768
+)
+
+// Footprint estimates the bytes of memory p holds: a fixed part, its
+// space's index, and each learner's arrays (online.Sizer; a learner that
+// does not tell them counts as its fixed part alone). It is what a bound
+// on resident models per key in bytes counts; O(learners), no pass over
+// the state.
+func (p *Pipeline) Footprint() int {
+	n := pipelineBytes + learnerBytes*len(p.nodes)
+	if p.space != nil {
+		n += p.space.Bytes()
+	}
+	if p.scaler != nil {
+		n += p.scaler.Bytes()
+	}
+	for i := range p.nodes {
+		if s, ok := p.nodes[i].learner.(online.Sizer); ok {
+			n += s.Bytes()
+		}
+	}
+	return n
+}
+
+// renew returns a new pipeline of p's configuration, sparse when p is
+// (UnmarshalBinary's, Clone's).
+func (p *Pipeline) renew() (*Pipeline, error) {
+	return newPipeline(p.spec, digestsOf(p.spec), p.space != nil)
+}
 
 // Decode returns a pipeline of the builder's configuration in state, a
 // MarshalBinary of one (UnmarshalBinary's conditions).
@@ -145,10 +200,20 @@ func (b *Builder) Decode(state []byte) (*Pipeline, error) {
 	return p, nil
 }
 
-// newPipeline is New with c's digests.
-func newPipeline(c *config.Config, dg *digests) (*Pipeline, error) {
+// newPipeline is New with c's digests, sparse or not (Builder.Sparse).
+func newPipeline(c *config.Config, dg *digests, sparse bool) (*Pipeline, error) {
 	bits := c.Features.Bits
-	scaler, err := online.NewScaler(bits, c.Features.Scale)
+	var space *online.Space
+	var scaler *online.Scaler
+	var err error
+	if sparse {
+		if space, err = online.NewSpace(bits); err != nil {
+			return nil, fmt.Errorf("pipeline: features.bits: %w", err)
+		}
+		scaler, err = online.NewSparseScaler(space, c.Features.Scale)
+	} else {
+		scaler, err = online.NewScaler(bits, c.Features.Scale)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: features.scale: %w", err)
 	}
@@ -157,6 +222,7 @@ func newPipeline(c *config.Config, dg *digests) (*Pipeline, error) {
 	}
 	p := &Pipeline{
 		scaler:       scaler,
+		space:        space,
 		tracker:      regret.New(),
 		counts:       Counts{InvalidBy: map[event.Reason]uint64{}},
 		start:        time.Now(),
@@ -166,7 +232,7 @@ func newPipeline(c *config.Config, dg *digests) (*Pipeline, error) {
 		labelNames:   [2]string{cmp.Or(first(c.Input.Negative), "0"), cmp.Or(first(c.Input.Positive), "1")},
 		classes:      dg.spec.Input.Classes,
 	}
-	env := learners.Env{Bits: bits, Classes: len(c.Input.Classes)}
+	env := learners.Env{Bits: bits, Classes: len(c.Input.Classes), Space: space}
 	for i, lc := range c.Learners {
 		env.Name = lc.Name
 		n, err := build(lc, env)
@@ -178,6 +244,9 @@ func newPipeline(c *config.Config, dg *digests) (*Pipeline, error) {
 			n.calib = newPlatt()
 		}
 		env.Prior, env.Built = append(env.Prior, lc.Name), append(env.Built, n.learner)
+		if s, ok := n.learner.(online.Spaced); ok && s.Space() != nil {
+			n.sparse, p.maps = true, true
+		}
 		p.nodes = append(p.nodes, n)
 		p.tracker.Add(n.name, n.algorithm, n.learner)
 		if d, ok := n.learner.(online.Domained); ok {
@@ -289,6 +358,9 @@ func (p *Pipeline) Process(ev *event.Event) ([]online.Prediction, event.Reason) 
 	} else {
 		p.scaled = ev.X
 	}
+	if p.maps {
+		p.space.Map(&p.local, p.scaled)
+	}
 	if !ev.Labeled {
 		p.predict(ev)
 		p.counts.Predicted++
@@ -377,15 +449,47 @@ func (p *Pipeline) Predict(ev *event.Event) ([]online.Prediction, event.Reason) 
 	} else {
 		p.scaled = ev.X
 	}
+	if p.maps {
+		p.space.Map(&p.local, p.scaled)
+	}
 	p.predict(ev)
 	return p.preds, ""
 }
 
 func (p *Pipeline) input(n *node, ev *event.Event) online.Vector {
-	if n.raw {
+	switch {
+	case n.raw:
 		return ev.X
+	case n.sparse:
+		return p.local
 	}
 	return p.scaled
+}
+
+// inputOf returns what n reads of a waiting event whose raw and scaled
+// vectors are raw and scaled, mapped into p.mapped (whose numbers the
+// caller took once for every node: mapWaiting).
+func (p *Pipeline) inputOf(n *node, raw, scaled online.Vector) online.Vector {
+	switch {
+	case n.sparse:
+		return p.mapped
+	case n.raw || p.scaler == nil:
+		return raw
+	}
+	return scaled
+}
+
+// mapWaiting maps a waiting event's vector the learners that do not read
+// raw values read (scaled, or raw without a scaler) into p.mapped, when
+// p is sparse.
+func (p *Pipeline) mapWaiting(raw, scaled online.Vector) {
+	if !p.maps {
+		return
+	}
+	if p.scaler != nil {
+		raw = scaled
+	}
+	p.space.Map(&p.mapped, raw)
 }
 
 // Reject counts a record that could not be used, by reason.

@@ -165,7 +165,7 @@ func (e *ResetError) Error() string {
 // reset empty and the same learners (in any order), it is UnmarshalBinary
 // by name.
 func (p *Pipeline) UnmarshalBinaryReset(b []byte, reset []string) (Changes, error) {
-	q, err := New(p.spec)
+	q, err := p.renew()
 	if err != nil {
 		return Changes{}, fmt.Errorf("pipeline: unmarshal: %w", err)
 	}
@@ -176,6 +176,7 @@ func (p *Pipeline) UnmarshalBinaryReset(b []byte, reset []string) (Changes, erro
 	tr := p.tracker
 	*tr = *q.tracker
 	p.nodes, p.scaler, p.domains, p.preds, p.counts, p.delay, p.warm = q.nodes, q.scaler, q.domains, q.preds, q.counts, q.delay, q.warm
+	p.space, p.maps = q.space, q.maps
 	return ch, nil
 }
 

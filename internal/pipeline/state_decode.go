@@ -34,7 +34,7 @@ import (
 // dimension tables included) besides decoding: a restart's cost, not a
 // per-event one.
 func (p *Pipeline) UnmarshalBinary(b []byte) error {
-	q, err := New(p.spec)
+	q, err := p.renew()
 	if err != nil {
 		return fmt.Errorf("pipeline: unmarshal: %w", err)
 	}
@@ -44,6 +44,7 @@ func (p *Pipeline) UnmarshalBinary(b []byte) error {
 	tr := p.tracker
 	*tr = *q.tracker
 	p.nodes, p.scaler, p.domains, p.preds, p.counts, p.delay, p.warm = q.nodes, q.scaler, q.domains, q.preds, q.counts, q.delay, q.warm
+	p.space, p.maps = q.space, q.maps
 	return nil
 }
 
@@ -85,7 +86,7 @@ func (p *Pipeline) CloneDigest() (*Pipeline, [32]byte, error) {
 // cloneOf returns a pipeline of p's configuration restored from b, p's
 // state.
 func (p *Pipeline) cloneOf(b []byte) (*Pipeline, error) {
-	q, err := New(p.spec)
+	q, err := p.renew()
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: clone: %w", err)
 	}
@@ -355,6 +356,7 @@ func (q *Pipeline) predictWaiting(from []int) {
 		if !s.used {
 			continue
 		}
+		q.mapWaiting(s.raw, s.scaled)
 		for i, j := range from {
 			n := &q.nodes[i]
 			switch {
@@ -366,11 +368,7 @@ func (q *Pipeline) predictWaiting(from []int) {
 				}
 				q.preds[i] = n.over.PredictAdvice(n.advice)
 			default:
-				x := s.raw
-				if !n.raw && q.scaler != nil {
-					x = s.scaled
-				}
-				q.preds[i] = n.learner.Predict(x)
+				q.preds[i] = n.learner.Predict(q.inputOf(n, s.raw, s.scaled))
 			}
 		}
 		s.preds = append(s.preds[:0:0], q.preds...)

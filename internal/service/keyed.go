@@ -21,7 +21,7 @@ import (
 func newPartitionModel(c *config.Config, history int) (*model, error) {
 	m := &model{pos: -1, skipTo: -1}
 	if keyed(c) {
-		k, err := pipeline.NewKeyed(c, pipeline.KeyedOptions{Max: c.Models.Max, Idle: c.Models.Idle, Global: c.Models.Global,
+		k, err := pipeline.NewKeyed(c, pipeline.KeyedOptions{Max: c.Models.Max, MaxBytes: c.Models.MaxBytes, Idle: c.Models.Idle, Global: c.Models.Global,
 			SpillDir: cmp.Or(c.Models.SpillDir, os.TempDir())})
 		if err != nil {
 			return nil, err
@@ -116,6 +116,12 @@ func (m *model) totals(digests bool) (pipeline.Report, []KeyReport, error) {
 	keys := make([]KeyReport, len(top))
 	for i, t := range top {
 		keys[i] = KeyReport{Key: t.Key, Events: t.Events, Mistakes: t.Mistakes}
+		if t.Mix != nil {
+			keys[i].Served = make([]uint64, len(t.Mix))
+			for j, m := range t.Mix {
+				keys[i].Served[j] = m.Mixed
+			}
+		}
 	}
 	if !digests {
 		return m.k.ReportWithoutDigests(), keys, nil

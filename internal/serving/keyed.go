@@ -57,6 +57,7 @@ type KeyedCopy struct {
 // NewKeyed returns the serving copy of a partition's models per key,
 // whose models b builds.
 func NewKeyed(b *pipeline.Builder, k KeyedCopy) (*Predictor, error) {
+	b = b.Sparse() // the keys' models, as the learning service holds them
 	p, err := b.New()
 	if err != nil {
 		return nil, err

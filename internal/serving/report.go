@@ -75,4 +75,9 @@ type KeyReport struct {
 	Key      string   `json:"key"`
 	Events   uint64   `json:"events"`
 	Mistakes []uint64 `json:"mistakes"`
+	// Served, with a global model (models.global), is each learner's
+	// mistakes on the key's events as served: the choice between the
+	// key's model and the global one (the mix's mistakes); absent
+	// without one, when what was served is the key's model.
+	Served []uint64 `json:"served,omitempty"`
 }

@@ -11,6 +11,15 @@
 // data-value holds the exact JSON value, for tests and scripts; <body>
 // carries data-ready once the first poll rendered and data-seq, the number
 // of polls rendered so far.
+//
+// With models per key (a report with `keys`), a partition's numbers are the
+// totals over its keys' models: the page shows them, the keys (how many,
+// resident, evicted), the top keys (records, each learner's mistakes of the
+// key's own model and, with a global model, of what was served), and each
+// learner's served mix (rounds, the mistakes served, of the keys' own
+// models and of the global model, the mix's bound). A theorem is about one
+// model, so the totals have no curve: a learner's charts are bars of those
+// numbers instead. The top keys' elements carry data-key too.
 'use strict';
 
 (function () {
@@ -266,7 +275,7 @@
     }
     const latencies = new Map();
     for (const l of latency) latencies.set(l.partition, l);
-    const layout = JSON.stringify(reports.map((r) => [r.partition, (r.learners || []).map((l) => l.name), latencies.has(r.partition)]));
+    const layout = JSON.stringify(reports.map((r) => [r.partition, (r.learners || []).map((l) => l.name), latencies.has(r.partition), !!r.keys, !!r.mix]));
     if (layout !== state.layout) {
       build(reports, latencies);
       state.layout = layout;
@@ -292,9 +301,14 @@
           who += fmt(l.bound_violations) + (l.bound_violations === 1 ? ' violation' : ' violations');
           violated.push(who + (reports.length > 1 ? ', partition ' + r.partition : '') + ')');
         }
-        updateLearner(view.learners.get(l.name), l, curves.get(r.partition + '\u0000' + l.name));
+        if (view.keys) {
+          updateKeyedLearner(view.learners.get(l.name), l, r);
+        } else {
+          updateLearner(view.learners.get(l.name), l, curves.get(r.partition + '\u0000' + l.name));
+        }
       }
       updateModel(view, r, rt, violations, latencies.get(r.partition));
+      if (view.keys) updateKeys(view.keys, r);
       totals.events += r.events;
       totals.labeled += r.labeled;
       totals.invalid += r.invalid;
@@ -407,8 +421,185 @@
       learners.set(l.name, v);
       grid.append(v.root);
     }
-    root.append(head, reasons, grid);
-    return { root, fields: f, reasons, learners };
+    const keys = r.keys ? buildKeys(p, r) : null;
+    root.append(head, reasons);
+    if (keys) root.append(keys.root);
+    root.append(grid);
+    return { root, fields: f, reasons, learners, keys };
+  }
+
+  // ---- models per key ----------------------------------------------------
+
+  function cell(tag, text, attrs) {
+    return el(tag, attrs || {}, text);
+  }
+
+  // The keys of a partition's models per key: how many, and, with a
+  // global model, each learner's served mix; the top keys' table is
+  // filled by updateKeys.
+  function buildKeys(p, r) {
+    const root = el('section', { class: 'keys', 'data-partition': String(p) });
+    const dl = el('dl', { class: 'model-stats' });
+    const f = {};
+    for (const [name, label] of [
+      ['keys', 'keys'],
+      ['keys_resident', 'resident'],
+      ['keys_evicted', 'evictions'],
+    ]) {
+      f[name] = field('dd', p, null, name);
+      stat(dl, label, f[name]);
+    }
+    const head = el('div', { class: 'keys-head' });
+    head.append(el('h3', {}, 'models per key'), dl);
+    root.append(head);
+    const mix = new Map();
+    if (r.mix) {
+      const t = el('table', { class: 'mix' });
+      t.append(el('caption', {}, 'served: each key\u2019s model or the global one, whichever has made fewer mistakes on the key'));
+      const hr = el('tr');
+      for (const h of ['learner', 'rounds', 'served mistakes', 'own models\u2019', 'global model\u2019s', 'bound']) hr.append(cell('th', h));
+      t.append(hr);
+      for (const m of r.mix) {
+        const tr = el('tr', { 'data-learner': m.learner });
+        const mf = {};
+        tr.append(cell('th', m.learner));
+        for (const name of ['mix_rounds', 'mix_mistakes', 'mix_own', 'mix_global', 'mix_bound']) {
+          mf[name] = field('td', p, m.learner, name);
+          tr.append(mf[name]);
+        }
+        mix.set(m.learner, mf);
+        t.append(tr);
+      }
+      root.append(t);
+    }
+    const top = el('table', { class: 'top-keys' });
+    root.append(top);
+    return { root, fields: f, mix, top, p };
+  }
+
+  function updateKeys(view, r) {
+    const k = r.keys;
+    set(view.fields.keys, k.keys);
+    set(view.fields.keys_resident, k.resident);
+    set(view.fields.keys_evicted, k.evicted);
+    for (const m of r.mix || []) {
+      const mf = view.mix.get(m.learner);
+      if (!mf) continue;
+      set(mf.mix_rounds, m.rounds);
+      set(mf.mix_mistakes, m.mistakes);
+      set(mf.mix_own, m.own_mistakes);
+      set(mf.mix_global, m.global_mistakes);
+      set(mf.mix_bound, m.bound, '\u2264 ' + fmt(m.bound) + (m.holds ? ' \u2713' : ' \u2717'));
+      mf.mix_bound.classList.toggle('bad', !m.holds);
+    }
+    const names = (r.learners || []).map((l) => l.name);
+    const top = r.top_keys || [];
+    const served = top.some((t) => t.served);
+    const rows = [el('caption', {}, 'top keys (the most records): mistakes of each key\u2019s own model' + (served ? ', and served' : ''))];
+    const hr = el('tr');
+    hr.append(cell('th', 'key'), cell('th', 'records'));
+    for (const n of names) {
+      hr.append(cell('th', n));
+      if (served) hr.append(cell('th', n + ' served'));
+    }
+    rows.push(hr);
+    for (const t of top) {
+      const tr = el('tr', { 'data-key': t.key });
+      tr.append(cell('th', t.key));
+      const ev = field('td', view.p, null, 'key_events');
+      ev.setAttribute('data-key', t.key);
+      set(ev, t.events);
+      tr.append(ev);
+      names.forEach((n, i) => {
+        const m = field('td', view.p, n, 'key_mistakes');
+        m.setAttribute('data-key', t.key);
+        set(m, (t.mistakes || [])[i]);
+        tr.append(m);
+        if (served) {
+          const s = field('td', view.p, n, 'key_served');
+          s.setAttribute('data-key', t.key);
+          set(s, (t.served || [])[i]);
+          tr.append(s);
+        }
+      });
+      rows.push(tr);
+    }
+    if (top.length === 0) rows.push(el('tr', {}, 'no key yet'));
+    view.top.replaceChildren(...rows);
+  }
+
+  // A learner's card of a partition's models per key: its totals, and as
+  // charts, bars of the mistakes of the keys' own models, of what was
+  // served and of the global model (against the mix's bound), and of the
+  // top keys' own models.
+  function updateKeyedLearner(view, l, r) {
+    const f = view.fields;
+    set(f.rounds, l.rounds);
+    set(f.mistakes, l.mistakes);
+    set(f.accuracy, l.accuracy, l.rounds > 0 ? (100 * l.accuracy).toFixed(2) + '%' : '\u2014');
+    set(f.recent_accuracy, null);
+    view.labels.recent_accuracy.parentNode.hidden = true;
+    view.labels.default_rounds.parentNode.hidden = !l.default_labeled;
+    view.labels.default_accuracy.parentNode.hidden = !l.default_labeled;
+    set(f.loss, l.loss);
+    set(f.regret, null);
+    f.regret.title = 'each key\u2019s model has its own: v1/report?key=';
+    set(f.bound, null);
+    set(f.bound_kind, null, '');
+    set(f.regret_bound, null);
+    set(f.violations, l.bound_violations);
+    set(f.certificate, null);
+    set(f.state_sha256, null, '\u2014');
+    f.state_sha256.title = 'each key\u2019s model has its own: v1/report?key=';
+    set(view.badge, null, 'bound per key');
+    view.badge.className = 'badge none';
+    view.badge.title = 'a theorem is about one model: each key\u2019s bound is in its report (v1/report?key=)';
+    const i = (r.learners || []).findIndex((x) => x.name === l.name);
+    const m = (r.mix || []).find((x) => x.learner === l.name);
+    const bars = [{ label: 'own models', value: l.mistakes }];
+    if (m) bars.push({ label: 'served', value: m.mistakes }, { label: 'global model', value: m.global_mistakes });
+    drawBars(view.mistakes, { title: 'mistakes over ' + fmt(r.keys.keys) + ' keys', bars: bars, bound: m ? m.bound : 0, rounds: l.rounds });
+    const top = (r.top_keys || []).slice(0, 6);
+    drawBars(view.regret, {
+      title: 'mistakes of the top keys\u2019 models',
+      bars: top.map((t) => ({ label: t.key, value: (t.mistakes || [])[i] || 0 })),
+      bound: 0,
+      rounds: l.rounds,
+    });
+  }
+
+  // drawBars draws horizontal bars (label, value), and the bound as a
+  // line when positive; a note instead while there is no round.
+  function drawBars(node, spec) {
+    const kids = [svg('text', { x: 2, y: 13, class: 'c-title' }, spec.title)];
+    const pw = CW - M.l - M.r;
+    const ph = CH - M.t - M.b;
+    const L = 78;
+    if (spec.rounds === 0 || spec.bars.length === 0) {
+      kids.push(svg('rect', { x: M.l, y: M.t, width: pw, height: ph, class: 'frame' }));
+      kids.push(svg('text', { x: M.l + pw / 2, y: M.t + ph / 2 + 4, class: 'c-empty' }, spec.rounds === 0 ? 'no labeled events yet' : 'no key yet'));
+      node.replaceChildren(...kids);
+      return;
+    }
+    let hi = spec.bound > 0 ? spec.bound : 0;
+    for (const b of spec.bars) hi = Math.max(hi, b.value);
+    if (hi <= 0) hi = 1;
+    const w = CW - M.r - L - 40;
+    const step = Math.min(28, (CH - M.t - 6) / spec.bars.length);
+    spec.bars.forEach((b, k) => {
+      const y = M.t + k * step;
+      kids.push(svg('text', { x: L - 4, y: y + step / 2 + 3.5, class: 'tick y' }, b.label.length > 12 ? b.label.slice(0, 11) + '\u2026' : b.label));
+      kids.push(svg('rect', { x: L, y: y + 3, width: Math.max(1, (b.value / hi) * w), height: step - 6, class: 'bar' }));
+      kids.push(svg('text', { x: L + Math.max(1, (b.value / hi) * w) + 4, y: y + step / 2 + 3.5, class: 'tick' }, compact(b.value)));
+    });
+    if (spec.bound > 0) {
+      const x = L + (spec.bound / hi) * w;
+      kids.push(svg('line', { x1: x, x2: x, y1: M.t, y2: M.t + spec.bars.length * step, class: 'bound' }));
+      const legend = svg('g', { class: 'legend' });
+      legend.append(svg('text', { x: CW - M.r, y: 13, class: 'l-bound' }, 'served bound ' + compact(spec.bound)));
+      kids.push(legend);
+    }
+    node.replaceChildren(...kids);
   }
 
   function updateModel(view, r, rt, violations, latency) {
@@ -566,6 +757,7 @@
     const pts = c || { round: [], mistakes: [], regret: [], mistake_bound: [], regret_bound: [] };
     drawChart(view.mistakes, {
       title: 'mistakes',
+      rounds: l.rounds,
       x: pts.round,
       y: pts.mistakes,
       bound: pts.mistake_bound,
@@ -575,6 +767,7 @@
     if (hasRegret) {
       drawChart(view.regret, {
         title: 'regret vs ' + (rg ? words(rg.comparator) : 'its comparator'),
+        rounds: l.rounds,
         x: pts.round,
         y: pts.regret,
         bound: pts.regret_bound,
@@ -584,6 +777,7 @@
       // of an empty box.
       drawChart(view.regret, {
         title: 'accuracy between points',
+        rounds: l.rounds,
         x: pts.round,
         y: recentAccuracy(c),
         bound: [],
@@ -642,7 +836,7 @@
     const n = Math.min(spec.x.length, spec.y.length);
     if (spec.empty || n === 0) {
       kids.push(svg('rect', { x: M.l, y: M.t, width: pw, height: ph, class: 'frame' }));
-      kids.push(svg('text', { x: M.l + pw / 2, y: M.t + ph / 2 + 4, class: 'c-empty' }, spec.empty || 'no labeled events yet'));
+      kids.push(svg('text', { x: M.l + pw / 2, y: M.t + ph / 2 + 4, class: 'c-empty' }, spec.empty || (spec.rounds > 0 ? 'no curve yet' : 'no labeled events yet')));
       node.replaceChildren(...kids);
       return;
     }

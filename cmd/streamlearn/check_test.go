@@ -1,0 +1,100 @@
+package main
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// check describes models per key: by key, the bound on the resident
+// models, where the others are spilled, idle eviction, the global model,
+// the warm start and what the models cost.
+func TestCheckModelsPerKey(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		models string
+		want   []string
+	}{
+		{"{by: key, max: 40, idle: 90s, global: true, spill_dir: /var/spill}", []string{
+			"models:        one per event key within each partition (models.by: key)",
+			"resident:    at most 256.0 MiB of models per partition (models.max_bytes) and 40 models (models.max); past it the least recently used, and any not used for 1m30s (models.idle), is spilled to a file in /var/spill (models.spill_dir)",
+			"global:      a global model per partition beside them (models.global)",
+			"warm start:  none: each new key's model starts empty",
+			"plus the global model: one more model per partition",
+		}},
+		{"{by: key}", []string{
+			"at most 256.0 MiB of models per partition (models.max_bytes); past it the least recently used is spilled to a file in the system's temporary directory",
+			"global:      none (models.global false): each key is served by its own model",
+		}},
+	} {
+		cfg := filepath.Join(dir, "keyed.yaml")
+		if err := os.WriteFile(cfg, []byte("features: {bits: 12}\nlearners: [{name: p, algorithm: perceptron}, {name: a, algorithm: adagrad, loss: hinge}]\nmodels: "+tc.models+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errOut := run(t, "check", "-c", cfg)
+		if code != 0 {
+			t.Fatalf("check %s: exit %d: %s", tc.models, code, errOut)
+		}
+		for _, want := range tc.want {
+			if !strings.Contains(out, want) {
+				t.Errorf("check %s: no %q in\n%s", tc.models, want, out)
+			}
+		}
+		if strings.Contains(out, "one model per partition") {
+			t.Errorf("check %s says one model per partition:\n%s", tc.models, out)
+		}
+		// What a key's model costs new and per feature (its footprint:
+		// at least each feature's index and weights, 8 bytes the
+		// Perceptron's and 32 AdaGrad's), and how many new ones the
+		// bound holds.
+		m := regexp.MustCompile(`each key's model costs about ` + size + ` new, plus about ([0-9]+) bytes a feature its key touched`).FindStringSubmatch(out)
+		r := regexp.MustCompile(`256.0 MiB holds about ([0-9]+) new models`).FindStringSubmatch(out)
+		if m == nil || r == nil {
+			t.Fatalf("check %s: no memory of a key's model in\n%s", tc.models, out)
+		}
+		if b, _ := strconv.Atoi(m[3]); b < 44 || b > 200 {
+			t.Errorf("check %s: %d bytes a feature, want the 40 of its weights, its index, and at most their doubling's slack", tc.models, b)
+		}
+		oneLo, oneHi := sizeRange(t, m[1], m[2])
+		n, _ := strconv.ParseFloat(r[1], 64)
+		if n*oneLo > 256<<20 || 256<<20 > (n+1)*oneHi {
+			t.Errorf("check %s: 256 MiB holds %v models of %s %s", tc.models, n, m[1], m[2])
+		}
+	}
+}
+
+// size matches a size as check prints it: a number and its unit.
+const size = `([0-9.]+) (bytes|KiB|MiB|GiB)`
+
+// sizeRange returns the bytes a size as check prints it may stand for:
+// the number give or take half its last digit.
+func sizeRange(t *testing.T, num, unit string) (lo, hi float64) {
+	t.Helper()
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := 0.5
+	if _, frac, ok := strings.Cut(num, "."); ok {
+		half /= math.Pow(10, float64(len(frac)))
+	}
+	u := map[string]float64{"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}[unit]
+	return (v - half) * u, (v + half) * u
+}
+
+// check prints sizes in the unit that reads: bytes below a KiB, GiB from
+// one up (the resident models per key of a large configuration).
+func TestMib(t *testing.T) {
+	for _, tc := range []struct {
+		b    uint64
+		want string
+	}{{512, "512 bytes"}, {126 << 10, "126 KiB"}, {8 << 20, "8.0 MiB"}, {10000 * 8235 << 10, "78.5 GiB"}} {
+		if got := mib(tc.b); got != tc.want {
+			t.Errorf("mib(%d) = %q, want %q", tc.b, got, tc.want)
+		}
+	}
+}

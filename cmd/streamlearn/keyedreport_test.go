@@ -1,0 +1,245 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/streamlearn/streamlearn/internal/service"
+)
+
+// servedRow is a row of a text report's served table: a learner's
+// rounds, the mistakes served, of the key's own model and of the global
+// model.
+type servedRow struct {
+	rounds, served, own, global uint64
+}
+
+// textSections parses replay's text report of models per key: each
+// key's served table (by key, then learner), the own models' mistakes
+// and the served table of the partition's totals (key ""), and the keys
+// the totals count.
+func textSections(t *testing.T, out string) (served map[string]map[string]servedRow, own map[string]map[string]uint64, keys int) {
+	t.Helper()
+	served, own = map[string]map[string]servedRow{}, map[string]map[string]uint64{}
+	key, table := "", ""
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		line := sc.Text()
+		f := strings.Fields(line)
+		switch {
+		case strings.Contains(line, " partition 0 key "):
+			key, table = strings.Trim(f[len(f)-1], `"`), ""
+		case strings.Contains(line, " partition 0: totals over "):
+			key, table = "", ""
+			keys, _ = strconv.Atoi(f[len(f)-6])
+		case strings.HasPrefix(line, "global model of partition"):
+			key, table = "global", ""
+		case len(f) == 0:
+			table = ""
+		case f[0] == "learner" || f[0] == "served":
+			table = f[0]
+		case table == "served":
+			var r servedRow
+			for i, p := range []*uint64{&r.rounds, &r.served, nil, &r.own, &r.global} {
+				if p != nil {
+					*p, _ = strconv.ParseUint(f[1+i], 10, 64)
+				}
+			}
+			if served[key] == nil {
+				served[key] = map[string]servedRow{}
+			}
+			served[key][f[0]] = r
+		case table == "learner":
+			if own[key] == nil {
+				own[key] = map[string]uint64{}
+			}
+			own[key][f[0]], _ = strconv.ParseUint(f[3], 10, 64)
+		}
+	}
+	return served, own, keys
+}
+
+// The text report of models per key with a global model shows, per key,
+// what was served (the choice between the key's model and the global
+// one) beside the key's own model, then the totals over every key and the
+// global model: the numbers `--report json` carries.
+func TestKeyedTextReport(t *testing.T) {
+	dir := t.TempDir()
+	events, _ := keyedEvents(t, dir, 3000, 12)
+	cfg := filepath.Join(dir, "keyed.yaml")
+	if err := os.WriteFile(cfg, []byte(keyedLearners+"models: {by: key, max: 5, global: true}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, jsonOut, errOut := run(t, "replay", "-c", cfg, "--report", "json", events)
+	if code != 0 {
+		t.Fatalf("replay --report json: exit %d: %s", code, errOut)
+	}
+	code, text, errOut := run(t, "replay", "-c", cfg, events)
+	if code != 0 {
+		t.Fatalf("replay: exit %d: %s", code, errOut)
+	}
+	served, own, keys := textSections(t, text)
+	totals := map[string]servedRow{}
+	ownTotals := map[string]uint64{}
+	n := 0
+	dec := json.NewDecoder(bytes.NewReader([]byte(jsonOut)))
+	for dec.More() {
+		var r service.Report
+		if err := dec.Decode(&r); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if r.Key == nil || len(r.Mix) != 4 {
+			t.Fatalf("a JSON report without a key or a mix of the 4 learners: %+v", r)
+		}
+		for i, m := range r.Mix {
+			want := servedRow{m.Rounds, m.Mistakes, m.OwnMistakes, m.GlobalMistakes}
+			if got := served[*r.Key][m.Learner]; got != want {
+				t.Errorf("key %s learner %s served: text %+v, JSON %+v", *r.Key, m.Learner, got, want)
+			}
+			if got := own[*r.Key][m.Learner]; got != r.Learners[i].Mistakes {
+				t.Errorf("key %s learner %s own model: text %d mistakes, JSON %d", *r.Key, m.Learner, got, r.Learners[i].Mistakes)
+			}
+			s := totals[m.Learner]
+			totals[m.Learner] = servedRow{s.rounds + m.Rounds, s.served + m.Mistakes, s.own + m.OwnMistakes, s.global + m.GlobalMistakes}
+			ownTotals[m.Learner] += r.Learners[i].Mistakes
+		}
+	}
+	if n != 12 || keys != n {
+		t.Errorf("%d keys' JSON reports, the text's totals over %d keys; want 12", n, keys)
+	}
+	for name, want := range totals {
+		if got := served[""][name]; got != want {
+			t.Errorf("totals, learner %s served: text %+v, the keys' JSON summed %+v", name, got, want)
+		}
+		if got := own[""][name]; got != ownTotals[name] {
+			t.Errorf("totals, learner %s own models: text %d mistakes, the keys' JSON summed %d", name, got, ownTotals[name])
+		}
+		// The global model learns every event: its mistakes on the
+		// keys' rounds are its own.
+		if got := own["global"][name]; got != want.global {
+			t.Errorf("global model, learner %s: text %d mistakes, the keys' JSON global mistakes summed %d", name, got, want.global)
+		}
+		if want.served == want.own {
+			t.Errorf("learner %s: served %d mistakes, as many as the own models: the test cannot tell them apart", name, want.served)
+		}
+	}
+	if len(totals) != 4 {
+		t.Errorf("%d learners in the totals, want 4", len(totals))
+	}
+}
+
+// inspect reads a checkpoint of models per key that a real run wrote:
+// its keys (the 10 of the most records, or every one with --all-keys),
+// each key's records, own and served mistakes (those of the run's report
+// of the key) and model digest, what was served over every key and the
+// global model.
+func TestInspectKeyedKeys(t *testing.T) {
+	dir := t.TempDir()
+	events, _ := keyedEvents(t, dir, 3000, 13)
+	state := filepath.Join(dir, "state")
+	cfg := filepath.Join(dir, "keyed.yaml")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, "%smodels: {by: key, max: 5, global: true}\nsource: {kind: file, path: %q}\ncheckpoint: {dir: %q}\n",
+		keyedLearners, events, state), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, "run", "-c", cfg, "--until-end", "--report", "json", "--http", "off")
+	if code != 0 {
+		t.Fatalf("run: exit %d: %s", code, errOut)
+	}
+	want := map[string]service.Report{}
+	dec := json.NewDecoder(strings.NewReader(out))
+	for dec.More() {
+		var r service.Report
+		if err := dec.Decode(&r); err != nil {
+			t.Fatal(err)
+		}
+		want[*r.Key] = r
+	}
+	ckpt := filepath.Join(state, "partition-0.ckpt")
+
+	code, out, errOut = run(t, "inspect", "--report", "json", "--all-keys", ckpt)
+	if code != 0 {
+		t.Fatalf("inspect --all-keys: exit %d: %s", code, errOut)
+	}
+	var got []inspected
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	k := got[0].ModelsPerKey
+	if len(got) != 1 || k == nil || k.Keys != 13 || len(k.Shown) != 13 || !k.All || len(k.GlobalModelSHA256) != 64 {
+		t.Fatalf("inspect --all-keys: %+v, want the 13 keys and the global model's digest", k)
+	}
+	digests := map[string]bool{}
+	var total uint64
+	for i, s := range k.Shown {
+		r, ok := want[s.Key]
+		if !ok || i > 0 && s.Key <= k.Shown[i-1].Key {
+			t.Errorf("key %q: not a key of the run, or not in key order", s.Key)
+			continue
+		}
+		total += s.Events
+		digests[s.ModelSHA256] = true
+		if s.Events != r.Events || len(s.Mistakes) != 4 || len(s.Served) != 4 || len(s.ModelSHA256) != 64 {
+			t.Errorf("key %s: %+v; the run's report has %d events", s.Key, s, r.Events)
+			continue
+		}
+		for j, l := range r.Learners {
+			if s.Mistakes[j] != l.Mistakes || s.Served[j] != r.Mix[j].Mistakes {
+				t.Errorf("key %s learner %s: mistakes %d, served %d; the run's report %d, %d", s.Key, l.Name, s.Mistakes[j], s.Served[j], l.Mistakes, r.Mix[j].Mistakes)
+			}
+		}
+	}
+	if total != 3000 || len(digests) != 13 {
+		t.Errorf("%d events over the keys, %d distinct model digests; want 3000 and 13", total, len(digests))
+	}
+
+	// As text, the 10 keys of the most records, most first, after what
+	// was served and the global model.
+	code, out, errOut = run(t, "inspect", "-c", cfg, ckpt)
+	if code != 0 {
+		t.Fatalf("inspect: exit %d: %s", code, errOut)
+	}
+	for _, w := range []string{"report verified", "\nserved  rounds  mistakes", "global model (every event of the partition): model_sha256 " + k.GlobalModelSHA256,
+		"13 keys; the 10 of the most records (--all-keys: every key):\nkey "} {
+		if !strings.Contains(out, w) {
+			t.Errorf("inspect does not print %q:\n%s", w, out)
+		}
+	}
+	_, table, _ := strings.Cut(out, "(--all-keys: every key):\n")
+	rows := strings.Split(strings.TrimSpace(table), "\n")[1:]
+	if len(rows) != 10 {
+		t.Fatalf("%d keys printed, want 10:\n%s", len(rows), table)
+	}
+	prev := uint64(1 << 63)
+	for _, row := range rows {
+		f := strings.Fields(row)
+		key, _ := strconv.Unquote(f[0])
+		n, _ := strconv.ParseUint(f[1], 10, 64)
+		r, ok := want[key]
+		if !ok || n != r.Events || n > prev {
+			t.Errorf("row %q: not a key of the run with its %d events, or not most records first", row, r.Events)
+		}
+		prev = n
+		if !strings.HasPrefix(digestOf(k, key), f[len(f)-1]) {
+			t.Errorf("row %q: digest not the key's model's %s", row, digestOf(k, key))
+		}
+	}
+}
+
+// digestOf returns key's model digest among k's keys shown.
+func digestOf(k *inspectedKeys, key string) string {
+	for _, s := range k.Shown {
+		if s.Key == key {
+			return s.ModelSHA256
+		}
+	}
+	return "none"
+}

@@ -1,0 +1,130 @@
+package online
+
+import (
+	"bytes"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/streamlearn/streamlearn/internal/codec"
+)
+
+// TestSpaceVectors: a vector in a Space's numbers writes the bytes of the
+// dense vector it stands for, whatever the order the slots were met in
+// and the stride; reads back to the same values; and its norm2 has the
+// bits of the dense vector's.
+func TestSpaceVectors(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for trial := range 500 {
+		bits := uint(1 + r.IntN(10))
+		stride := []int{1, 2, 4}[r.IntN(3)]
+		bias := r.IntN(2)
+		n := (1<<bits + bias) * stride
+		s, err := NewSpace(bits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dense := make([]float64, n)
+		var w []float64
+		for range r.IntN(2 << bits) {
+			slot := uint32(r.IntN(1<<bits + bias)) // the bias's slot too
+			k := int(s.number(slot))
+			w = fit(w, (k+1)*stride)
+			for j := range stride {
+				v := math.Ldexp(r.Float64()-0.5, r.IntN(40)-20)
+				if r.IntN(4) == 0 {
+					v = 0
+				}
+				w[k*stride+j], dense[int(slot)*stride+j] = v, v
+			}
+		}
+		var want, got codec.Encoder
+		want.SparseF64s(dense)
+		s.writeVector(&got, n, w, stride)
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			t.Fatalf("trial %d: bits %d stride %d: wrote\n%x\nwant\n%x", trial, bits, stride, got.Bytes(), want.Bytes())
+		}
+		if stride == 1 {
+			if a, b := s.norm2(w, n), norm2(dense); math.Float64bits(a) != math.Float64bits(b) {
+				t.Fatalf("trial %d: norm2 %v, dense %v", trial, a, b)
+			}
+			if d := s.dense(w, n); !equalBits(d, dense) {
+				t.Fatalf("trial %d: dense %v, want %v", trial, d, dense)
+			}
+		}
+		// Read into a new space: the slots are numbered in another order.
+		s2, _ := NewSpace(bits)
+		dec := codec.NewDecoder(want.Bytes())
+		w2 := s2.readVector(dec, sparseVersion, n, stride)
+		if err := dec.Finish(); err != nil {
+			t.Fatal(err)
+		}
+		var again codec.Encoder
+		s2.writeVector(&again, n, w2, stride)
+		if !bytes.Equal(again.Bytes(), want.Bytes()) {
+			t.Fatalf("trial %d: read and written again differs", trial)
+		}
+		// And from the dense encoding of version 1.
+		var v1 codec.Encoder
+		v1.F64s(dense)
+		s3, _ := NewSpace(bits)
+		dec = codec.NewDecoder(v1.Bytes())
+		w3 := s3.readVector(dec, denseVersion, n, stride)
+		var again3 codec.Encoder
+		s3.writeVector(&again3, n, w3, stride)
+		if err := dec.Finish(); err != nil || !bytes.Equal(again3.Bytes(), want.Bytes()) {
+			t.Fatalf("trial %d: read from version 1 (%v) and written again differs", trial, err)
+		}
+	}
+}
+
+func equalBits(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestSpaceMap: Map numbers the slots in the order met, keeps the
+// entries' order and values, and numbers a slot once.
+func TestSpaceMap(t *testing.T) {
+	s, _ := NewSpace(8)
+	var x Vector
+	s.Map(&x, Vector{Idx: []uint32{7, 3, 200}, Val: []float64{1, 2, 3}})
+	if want := []uint32{1, 2, 3}; !slices.Equal(x.Idx, want) || x.Val[2] != 3 {
+		t.Fatalf("first map: %v %v", x.Idx, x.Val)
+	}
+	s.Map(&x, Vector{Idx: []uint32{3, 9, 200}, Val: []float64{4, 5, 6}})
+	if want := []uint32{2, 4, 3}; !slices.Equal(x.Idx, want) {
+		t.Fatalf("second map: %v", x.Idx)
+	}
+	if s.Len() != 5 || s.number(256) != 0 {
+		t.Fatalf("len %d, the bias's number %d", s.Len(), s.number(256))
+	}
+	// Many slots, through the table's growth: each keeps its number.
+	big, _ := NewSpace(MaxBits)
+	r := rand.New(rand.NewPCG(7, 8))
+	want := map[uint32]uint32{1 << MaxBits: 0}
+	for range 20000 {
+		slot := uint32(r.IntN(1 << MaxBits))
+		n := big.number(slot)
+		if m, ok := want[slot]; ok && m != n {
+			t.Fatalf("slot %d: number %d, was %d", slot, n, m)
+		}
+		want[slot] = n
+	}
+	for slot, n := range want {
+		if m, ok := big.index.find(slot); !ok || m != n || big.slots[n] != slot {
+			t.Fatalf("slot %d: found %d %v, want %d", slot, m, ok, n)
+		}
+	}
+	if big.Len() != len(want) {
+		t.Fatalf("%d numbers for %d slots", big.Len(), len(want))
+	}
+}
