@@ -75,7 +75,7 @@ func TestMain(m *testing.M) { testproc.Main(m) }
 // temporary directory, once. It uses the test binary's -race setting, so
 // the packages come from the build cache the test binary's build filled
 // and only the link is new.
-func e2eBuild(t *testing.T) (streamlearn, kfake string) {
+func e2eBuild(t testing.TB) (streamlearn, kfake string) {
 	t.Helper()
 	b := &e2eBins
 	b.once.Do(func() {

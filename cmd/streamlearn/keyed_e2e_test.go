@@ -190,16 +190,7 @@ func checkKeyReports(t *testing.T, what string, out []byte, want map[string]keyA
 	t.Helper()
 	parts := map[int32]int{}
 	seen := map[string]int32{}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var r service.Report
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatalf("%s: %v: %s", what, err, sc.Bytes())
-		}
-		if r.Key == nil {
-			t.Fatalf("%s: a report without a key: %s", what, sc.Bytes())
-		}
+	for _, r := range keyReports(t, what, out) {
 		key := *r.Key
 		if p, ok := seen[key]; ok {
 			t.Errorf("%s: key %s in partitions %d and %d", what, key, p, r.Partition)
@@ -235,6 +226,26 @@ func checkKeyReports(t *testing.T, what string, out []byte, want map[string]keyA
 		t.Errorf("%s: %d keys reported, want %d", what, len(seen), len(want))
 	}
 	return parts, seen
+}
+
+// keyReports returns the reports of `run --report json`'s lines with
+// models per key, failing t on a line that is not one or has no key.
+func keyReports(t *testing.T, what string, out []byte) []service.Report {
+	t.Helper()
+	var reps []service.Report
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var r service.Report
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("%s: %v: %s", what, err, sc.Bytes())
+		}
+		if r.Key == nil {
+			t.Fatalf("%s: a report without a key: %s", what, sc.Bytes())
+		}
+		reps = append(reps, r)
+	}
+	return reps
 }
 
 // TestE2EKeyedCrash: models per key under kill -9. 1,000 keys' events,

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"maps"
@@ -38,7 +39,7 @@ const maxKeyLen = 1 << 16
 // MarshalBinary encodes every key's model, resident or spilled, in key
 // order: equal models give equal bytes, whatever was evicted when.
 func (k *Keyed) MarshalBinary() ([]byte, error) {
-	f, err := k.freeze(false, nil)
+	f, err := k.freeze(false, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -67,14 +68,32 @@ type FrozenKeyed struct {
 // model is copied (Pipeline.Freeze, into into when not nil: the global
 // model's copy of an earlier Freeze, done with), and the counts are
 // encoded. Call it from the goroutine that owns k.
-func (k *Keyed) Freeze(into *Frozen) (*FrozenKeyed, error) { return k.freeze(true, into) }
+func (k *Keyed) Freeze(into *Frozen) (*FrozenKeyed, error) { return k.freeze(true, into, nil) }
 
-// freeze is Freeze; without cached, every model's encoding is made or
-// read now, none kept, and the global model is encoded now.
-func (k *Keyed) freeze(cached bool, into *Frozen) (*FrozenKeyed, error) {
+// FreezeUntil is Freeze that gives up once stop is closed, between two
+// models' encodings, with ErrFreezeStopped; the encodings made until
+// then are kept for the next Freeze, which does not make them again.
+func (k *Keyed) FreezeUntil(into *Frozen, stop <-chan struct{}) (*FrozenKeyed, error) {
+	return k.freeze(true, into, stop)
+}
+
+// ErrFreezeStopped is the error of a FreezeUntil stopped before the end.
+var ErrFreezeStopped = errors.New("pipeline: keyed: freeze stopped")
+
+// freeze is Freeze, given up once stop is closed (never when nil);
+// without cached, every model's encoding is made or read now, none kept,
+// and the global model is encoded now.
+func (k *Keyed) freeze(cached bool, into *Frozen, stop <-chan struct{}) (*FrozenKeyed, error) {
 	keys := k.Keys()
 	f := &FrozenKeyed{states: make([]StateRef, len(keys)), ends: make([]int, len(keys))}
 	for i, key := range keys {
+		if stop != nil {
+			select {
+			case <-stop:
+				return nil, ErrFreezeStopped
+			default:
+			}
+		}
 		// A spilled model where it lies now (a reference is not kept
 		// from one Freeze to the next: it would hold a compacted file);
 		// a resident one's encoding as of the last Freeze when it has

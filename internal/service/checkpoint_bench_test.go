@@ -34,7 +34,7 @@ func BenchmarkCheckpoint(b *testing.B) {
 			var spare *pipeline.Frozen // as a service does: the last checkpoint's memory
 			b.ReportAllocs()
 			for b.Loop() {
-				t, err := w.take(spare)
+				t, err := w.take(spare, nil)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -114,7 +114,7 @@ models: {by: key, max: 500, global: true}
 					}
 					continue
 				}
-				t, err := w.take(spare)
+				t, err := w.take(spare, nil)
 				if err != nil {
 					b.Fatal(err)
 				}

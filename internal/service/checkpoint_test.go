@@ -503,7 +503,7 @@ func TestFirstCheckpointPremade(t *testing.T) {
 		}
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		if _, err := w.take(nil); err != nil {
+		if _, err := w.take(nil, nil); err != nil {
 			t.Fatal(err)
 		}
 		runtime.ReadMemStats(&after)

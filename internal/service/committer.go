@@ -156,6 +156,11 @@ func (cm *committer) finishRound(ctx context.Context) error {
 			continue // dropped meanwhile: not ours to commit
 		}
 		switch {
+		case a.gaveUp:
+			// A checkpoint given up at the stop: the final round takes
+			// it again, reusing what was made (Keyed.FreezeUntil).
+			w.commit.saving, w.commit.spare = false, a.spare
+			continue
 		case a.kind == askMark:
 			if !a.ok {
 				w.commit.saving = false
@@ -203,22 +208,29 @@ func (cm *committer) collect(ctx context.Context) error {
 }
 
 // commit is a whole commit round, waited for: the final one, with every
-// checkpoint written.
-func (cm *committer) commit(ctx context.Context) error {
-	if err := cm.finishRound(ctx); err != nil {
+// checkpoint written. The round in flight is waited for up to wait, then
+// the final checkpoints are taken (by the caller's goroutine when the
+// workers are stopped, unbounded: the models may be many), then their
+// writes and commits are waited for up to wait.
+func (cm *committer) commit(ctx context.Context, wait time.Duration) error {
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if err := cm.finishRound(wctx); err != nil {
 		return err
 	}
-	if err := cm.collectSaves(ctx, true); err != nil {
+	if err := cm.collectSaves(wctx, true); err != nil {
 		return err
 	}
 	if err := cm.startRound(ctx); err != nil {
 		return err
 	}
-	if err := cm.finishRound(ctx); err != nil {
+	wctx, cancel = context.WithTimeout(ctx, wait)
+	defer cancel()
+	if err := cm.finishRound(wctx); err != nil {
 		return err
 	}
 	// Wait for every round, commit, and say if a checkpoint failed.
-	if err := cm.collectSaves(ctx, true); err != nil {
+	if err := cm.collectSaves(wctx, true); err != nil {
 		return err
 	}
 	if cm.s.opt.Checkpoints != nil {
@@ -596,7 +608,7 @@ func (cm *committer) saveHandOff(ctx context.Context, w *worker) error {
 			return err
 		}
 	}
-	t, err := w.take(w.commit.spare)
+	t, err := w.take(w.commit.spare, nil)
 	if err != nil {
 		return err
 	}

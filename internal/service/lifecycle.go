@@ -259,7 +259,7 @@ func (l *models) newModel(ctx context.Context, partition int32, m *model, premad
 		// The reset holds once its checkpoint does: the next run, even
 		// if this one learns nothing, restores the fresh model at the
 		// committed position rather than stopping again.
-		t, err := w.take(nil)
+		t, err := w.take(nil, nil)
 		var c *checkpoint.Checkpoint
 		if err == nil {
 			c, err = t.complete()

@@ -161,6 +161,10 @@ type Service struct {
 	// drain runs out of time.
 	wctx    context.Context
 	wcancel context.CancelFunc
+	// stop is closed once Run is asked to stop (its context is done): a
+	// worker then gives up a checkpoint of models per key it is making
+	// (the final one, taken once the workers stopped, holds it all).
+	stop    <-chan struct{}
 	intake  bool                  // Run's loop runs: new workers start
 	failure atomic.Pointer[error] // the first error of a worker
 	busy    busySpans             // the time Run spent learning (LearnSeconds)
@@ -295,7 +299,9 @@ func (s *Service) failed() error {
 // every worker learn the records it was handed, commits what was learned,
 // publishes a final report of every model and flushes the sinks; it
 // returns nil after such a graceful stop and an error when a source, sink
-// or commit fails.
+// or commit fails. Once ctx is done, a worker gives up the checkpoint of
+// models per key it is making: the final commit's checkpoint, taken once
+// the workers stopped, holds it.
 //
 // Commits after CommitInterval and reports after ReportInterval happen
 // also while the source is idle: Fetch then runs under a deadline (one
@@ -305,6 +311,7 @@ func (s *Service) Run(ctx context.Context) error {
 	s.commits.lastCommit = time.Now()
 	s.wctx, s.wcancel = context.WithCancel(context.WithoutCancel(ctx))
 	defer s.wcancel()
+	s.stop = ctx.Done()
 	defer s.models.disownAll() // after the last checkpoint write (stopSaver, below)
 	// The workers' sink messages outlive ctx by drainTimeout at most:
 	// stopWorkers cancels them when the drain runs out, and this, for the
@@ -359,8 +366,15 @@ func (s *Service) Run(ctx context.Context) error {
 		runErr = s.models.restoreIdle(dctx, false)
 	}
 	s.draining = true // the final snapshot has the curves up to the last record
-	err := errors.Join(runErr, stopErr, s.commits.commit(dctx), s.publishReports(dctx), s.commits.flush(dctx), s.publishSnapshot(dctx))
-	return err
+	// The final commit takes its checkpoints on this goroutine, which
+	// may take long with many models per key (each model that learned
+	// since the last checkpoint is encoded): that is work, not a sink that
+	// does not answer, so its waits get drainTimeout each, as do the
+	// reports and flushes after it.
+	commitErr := s.commits.commit(context.WithoutCancel(ctx), drainTimeout)
+	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), drainTimeout)
+	defer fcancel()
+	return errors.Join(runErr, stopErr, commitErr, s.publishReports(fctx), s.commits.flush(fctx), s.publishSnapshot(fctx))
 }
 
 // stopWorkers lets every worker finish its queue and waits for them;
@@ -670,7 +684,7 @@ func (s *Service) Reports() ([]Report, error) {
 // (checkpoint.ModelOf).
 func (s *Service) Models() ([]*checkpoint.Checkpoint, error) {
 	return eachModel(s, "Models while Run runs", func(w *worker) (*checkpoint.Checkpoint, error) {
-		t, err := w.take(nil)
+		t, err := w.take(nil, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -742,7 +742,7 @@ func TestCommitBatching(t *testing.T) {
 	}
 	// A partition without records since the last commit is not committed
 	// again: a second run over nothing commits nothing.
-	if before := len(src.commitLog()); s.commits.commit(context.Background()) != nil || len(src.commitLog()) != before {
+	if before := len(src.commitLog()); s.commits.commit(context.Background(), drainTimeout) != nil || len(src.commitLog()) != before {
 		t.Error("commit with nothing processed since the last one committed again")
 	}
 }

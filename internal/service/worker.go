@@ -104,7 +104,8 @@ type answer struct {
 	curves [][]regret.Point
 	served *serving.Predictor // askSnapshot with serve, when the model changed
 	ckpt   *taken             // askCheckpoint, nil when nothing is new
-	spare  *pipeline.Frozen   // askCheckpoint with nothing new: the spare it came with, unused
+	spare  *pipeline.Frozen   // askCheckpoint with nothing new or given up: the spare it came with, unused
+	gaveUp bool               // askCheckpoint: the stop came while the models per key were being frozen
 	rec    connectors.Record  // askMark: the last record processed to the end
 	ok     bool               // askMark: rec is set
 	err    error
@@ -290,7 +291,7 @@ func (w *worker) run(ctx context.Context) {
 			w.rdec, w.source = it.dec, it.dec.Name()
 			continue
 		}
-		a := w.answer(ctx, it.ask)
+		a := w.answer(ctx, it.ask, w.s.stop)
 		switch {
 		case it.ask.reply != nil:
 			it.ask.reply <- a // room: the asker sized the channel
@@ -398,7 +399,7 @@ func (w *worker) setDecoder(ctx context.Context, d *event.RecordDecoder) error {
 // does not run (before Run, after it), the loop answers a itself.
 func (w *worker) ask(ctx context.Context, a *ask) error {
 	if !w.running {
-		ans := w.answer(ctx, a)
+		ans := w.answer(ctx, a, nil)
 		if a.reply != nil {
 			a.reply <- ans
 		}
@@ -410,8 +411,10 @@ func (w *worker) ask(ctx context.Context, a *ask) error {
 	return w.send(ctx, item{ask: a})
 }
 
-// answer answers a, from the goroutine that owns the model.
-func (w *worker) answer(ctx context.Context, a *ask) answer {
+// answer answers a, from the goroutine that owns the model. A checkpoint
+// of models per key is given up (gaveUp) once stop is closed (never when
+// nil).
+func (w *worker) answer(ctx context.Context, a *ask, stop <-chan struct{}) answer {
 	ans := answer{w: w, kind: a.kind}
 	if w.failed && a.kind == askCheckpoint {
 		ans.err = errWorkerFailed
@@ -424,7 +427,10 @@ func (w *worker) answer(ctx context.Context, a *ask) answer {
 		ans.rec, ans.ok = w.lastDone, w.anyDone
 	case askCheckpoint:
 		if w.m.pos != a.savedPos {
-			ans.ckpt, ans.err = w.take(a.spare)
+			ans.ckpt, ans.err = w.take(a.spare, stop)
+			if errors.Is(ans.err, pipeline.ErrFreezeStopped) {
+				ans.ckpt, ans.err, ans.spare, ans.gaveUp = nil, nil, a.spare, true
+			}
 		} else {
 			ans.spare = a.spare
 		}

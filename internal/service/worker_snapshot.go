@@ -30,8 +30,10 @@ type taken struct {
 // spare, an earlier take's frozen state done with, when not nil); for
 // models per key, the encodings of the models that learned since the last
 // take (the others' are kept, an evicted one's is where it lies) and a
-// copy of the global model (into spare).
-func (w *worker) take(spare *pipeline.Frozen) (*taken, error) {
+// copy of the global model (into spare). The freeze of models per key
+// gives up once stop is closed (pipeline.ErrFreezeStopped; never when
+// nil).
+func (w *worker) take(spare *pipeline.Frozen, stop <-chan struct{}) (*taken, error) {
 	s := w.s
 	t := &taken{c: &checkpoint.Checkpoint{
 		Created: time.Now(), Fingerprint: s.models.fingerprint, Source: s.opt.Source.Name(),
@@ -39,7 +41,7 @@ func (w *worker) take(spare *pipeline.Frozen) (*taken, error) {
 	}}
 	var err error
 	if w.m.k != nil {
-		if t.keyed, err = w.m.k.Freeze(spare); err != nil {
+		if t.keyed, err = w.m.k.FreezeUntil(spare, stop); err != nil {
 			return nil, fmt.Errorf("service: checkpoint of partition %d: %w", w.part, err)
 		}
 		if t.report, err = w.reportOf(false); err != nil {
