@@ -20,12 +20,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
+	"github.com/streamlearn/streamlearn/internal/testbroker"
 	"github.com/streamlearn/streamlearn/internal/testproc"
 )
 
@@ -253,15 +253,7 @@ func natsServerProcess(b *testing.B) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	nc, err := nats.Connect("nats://"+u.Host, nats.RetryOnFailedConnect(true), nats.MaxReconnects(100), nats.ReconnectWait(50*time.Millisecond))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		b.Fatal(err)
-	}
+	js := testbroker.JetStream(b, "nats://"+u.Host)
 	ctx, cancel := context.WithTimeout(context.Background(), procReady)
 	defer cancel()
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: benchStream, Subjects: []string{benchSubject},

@@ -7,7 +7,6 @@ package service_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -18,7 +17,6 @@ import (
 	"time"
 
 	"github.com/streamlearn/streamlearn/internal/connectors/filesource"
-	"github.com/streamlearn/streamlearn/internal/service"
 )
 
 // coresPartitions and coresPasses shape BenchmarkCores' recording: every
@@ -111,25 +109,8 @@ func BenchmarkCores(b *testing.B) {
 		runtime.GC() // the garbage of the arm before is not this arm's
 		src := filesource.NewEnvelopes([]string{path}, nil, -1, c.Input.MaxBytes)
 		t0, cpu0 := time.Now(), benchCPU()
-		svc, err := service.New(service.Options{Config: c, Source: src, HistoryPoints: -1})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := errors.Join(svc.Run(context.Background()), src.Close()); err != nil {
-			b.Fatal(err)
-		}
+		benchRun(b, c, src, n)
 		elapsed, cpu := time.Since(t0), benchCPU()-cpu0
-		reps, err := svc.Reports()
-		if err != nil {
-			b.Fatal(err)
-		}
-		var learned uint64
-		for _, r := range reps {
-			learned += r.Labeled
-		}
-		if len(reps) != coresPartitions || learned != uint64(n) {
-			b.Fatalf("%d models learned %d events, want %d models, %d events", len(reps), learned, coresPartitions, n)
-		}
 		return float64(n) / elapsed.Seconds(), float64(cpu) / float64(elapsed)
 	}
 	var one, two, ratios, cpus []float64
