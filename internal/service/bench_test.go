@@ -219,6 +219,13 @@ const (
 func benchKafka(b testing.TB, n, partitions int) []string {
 	b.Helper()
 	brokers := testbroker.Kafka(b, int32(partitions), benchTopic)
+	benchKafkaPreload(b, brokers, n)
+	return brokers
+}
+
+// benchKafkaPreload writes n events to benchTopic on brokers.
+func benchKafkaPreload(b testing.TB, brokers []string, n int) {
+	b.Helper()
 	w := &kafka.Writer{
 		Addr:         kafka.TCP(brokers...),
 		Topic:        benchTopic,
@@ -243,7 +250,6 @@ func benchKafka(b testing.TB, n, partitions int) []string {
 	if err := w.Close(); err != nil {
 		b.Fatal(err)
 	}
-	return brokers
 }
 
 // BenchmarkRunKafka: `run --until-end` over a Kafka topic of one and of
@@ -291,48 +297,12 @@ func BenchmarkBareKafka(b *testing.B) {
 	n := benchEventCount(b)
 	brokers := benchKafka(b, n, 1)
 	tc := benchKafkaTuning()
-	dialer := &kafka.Dialer{ClientID: "bare", Timeout: tc.DialTimeout, DualStack: true}
-	read := func(b *testing.B, r *kafka.Reader, commit bool) {
-		ctx, cancel := context.WithTimeout(context.Background(), benchTimeout)
-		defer cancel()
-		defer func() {
-			if err := r.Close(); err != nil {
-				b.Fatal(err)
-			}
-		}()
-		for k := range n {
-			msg, err := r.FetchMessage(ctx)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if commit && ((k+1)%service.DefaultCommitEvery == 0 || k == n-1) {
-				if err := r.CommitMessages(ctx, msg); err != nil {
-					b.Fatal(err)
-				}
-			}
-		}
-	}
 	b.Run("group", func(b *testing.B) {
 		m := newBenchMeter(b, n)
 		i := 0
 		for b.Loop() {
 			i++
-			read(b, kafka.NewReader(kafka.ReaderConfig{
-				Brokers:           brokers,
-				Topic:             benchTopic,
-				GroupID:           benchName("bare"),
-				Dialer:            dialer,
-				QueueCapacity:     benchKafkaQueueCapacity,
-				MinBytes:          benchKafkaMinBytes,
-				MaxBytes:          benchKafkaMaxBytes,
-				MaxWait:           tc.MaxWait,
-				ReadLagInterval:   -1,
-				HeartbeatInterval: tc.HeartbeatInterval,
-				SessionTimeout:    tc.SessionTimeout,
-				RebalanceTimeout:  tc.RebalanceTimeout,
-				JoinGroupBackoff:  tc.JoinGroupBackoff,
-				StartOffset:       kafka.FirstOffset,
-			}), true)
+			bareKafkaGroup(b, brokers, benchName("bare"), n, nil)
 		}
 		m.report(i)
 	})
@@ -341,20 +311,76 @@ func BenchmarkBareKafka(b *testing.B) {
 		i := 0
 		for b.Loop() {
 			i++
-			read(b, kafka.NewReader(kafka.ReaderConfig{
+			bareKafkaRead(b, kafka.NewReader(kafka.ReaderConfig{
 				Brokers:         brokers,
 				Topic:           benchTopic,
 				Partition:       0,
-				Dialer:          dialer,
+				Dialer:          bareKafkaDialer(tc),
 				QueueCapacity:   benchKafkaQueueCapacity,
 				MinBytes:        benchKafkaMinBytes,
 				MaxBytes:        benchKafkaMaxBytes,
 				MaxWait:         tc.MaxWait,
 				ReadLagInterval: -1,
-			}), false)
+			}), n, false, nil)
 		}
 		m.report(i)
 	})
+}
+
+func bareKafkaDialer(tc connectors.KafkaConfig) *kafka.Dialer {
+	return &kafka.Dialer{ClientID: "bare", Timeout: tc.DialTimeout, DualStack: true}
+}
+
+// bareKafkaGroup is what `run` is compared with on Kafka: a group
+// kafka.Reader (GroupID group) with the source's fetch settings reads
+// benchTopic's n records from the start and commits as Run does
+// (bareKafkaRead).
+func bareKafkaGroup(b *testing.B, brokers []string, group string, n int, each func([]byte)) {
+	tc := benchKafkaTuning()
+	bareKafkaRead(b, kafka.NewReader(kafka.ReaderConfig{
+		Brokers:           brokers,
+		Topic:             benchTopic,
+		GroupID:           group,
+		Dialer:            bareKafkaDialer(tc),
+		QueueCapacity:     benchKafkaQueueCapacity,
+		MinBytes:          benchKafkaMinBytes,
+		MaxBytes:          benchKafkaMaxBytes,
+		MaxWait:           tc.MaxWait,
+		ReadLagInterval:   -1,
+		HeartbeatInterval: tc.HeartbeatInterval,
+		SessionTimeout:    tc.SessionTimeout,
+		RebalanceTimeout:  tc.RebalanceTimeout,
+		JoinGroupBackoff:  tc.JoinGroupBackoff,
+		StartOffset:       kafka.FirstOffset,
+	}), n, true, each)
+}
+
+// bareKafkaRead fetches n records with r, calls each (when not nil) with
+// every record's value, and closes r; with commit, it commits
+// synchronously every service.DefaultCommitEvery records and the last
+// one, as Run does.
+func bareKafkaRead(b *testing.B, r *kafka.Reader, n int, commit bool, each func([]byte)) {
+	ctx, cancel := context.WithTimeout(context.Background(), benchTimeout)
+	defer cancel()
+	defer func() {
+		if err := r.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}()
+	for k := range n {
+		msg, err := r.FetchMessage(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if each != nil {
+			each(msg.Value)
+		}
+		if commit && ((k+1)%service.DefaultCommitEvery == 0 || k == n-1) {
+			if err := r.CommitMessages(ctx, msg); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 }
 
 // JetStream.
@@ -383,6 +409,13 @@ func benchJetStream(b testing.TB, n int) string {
 	}
 	b.Cleanup(e.Shutdown)
 	url := e.ClientURL()
+	benchJetStreamPreload(b, url, n)
+	return url
+}
+
+// benchJetStreamPreload publishes n events to benchSubject at url.
+func benchJetStreamPreload(b testing.TB, url string, n int) {
+	b.Helper()
 	nc, err := nats.Connect(url)
 	if err != nil {
 		b.Fatal(err)
@@ -404,7 +437,6 @@ func benchJetStream(b testing.TB, n int) string {
 	case <-time.After(2 * time.Minute):
 		b.Fatal("preload: no acks")
 	}
-	return url
 }
 
 // benchDeleteConsumer removes an iteration's durable, off the clock.
@@ -458,56 +490,67 @@ func BenchmarkRunJetStream(b *testing.B) {
 func BenchmarkBareJetStream(b *testing.B) {
 	n := benchEventCount(b)
 	url := benchJetStream(b, n)
-	tn := benchNATSTuning()
-	ctx := context.Background()
 	m := newBenchMeter(b, n)
 	i := 0
 	for b.Loop() {
 		i++
 		durable := benchName("bare")
-		func() {
-			nc, err := nats.Connect(url)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer nc.Close()
-			js, err := jetstream.New(nc)
-			if err != nil {
-				b.Fatal(err)
-			}
-			cons, err := js.CreateOrUpdateConsumer(ctx, benchStream, jetstream.ConsumerConfig{
-				Durable:       durable,
-				DeliverPolicy: jetstream.DeliverAllPolicy,
-				AckPolicy:     jetstream.AckAllPolicy,
-				AckWait:       connectors.DefaultNATSAckWait,
-				MaxAckPending: connectors.DefaultNATSMaxAckPending,
-				FilterSubject: benchSubject,
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
-			it, err := cons.Messages(jetstream.PullMaxMessages(connectors.DefaultNATSFetchBatch), jetstream.PullExpiry(tn.FetchWait))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer it.Stop()
-			watchdog := time.AfterFunc(benchTimeout, it.Stop) // Next fails instead of hanging
-			defer watchdog.Stop()
-			for k := range n {
-				msg, err := it.Next()
-				if err != nil {
-					b.Fatal(err)
-				}
-				if (k+1)%service.DefaultCommitEvery == 0 || k == n-1 {
-					if err := msg.DoubleAck(ctx); err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
-		}()
+		bareJetStream(b, url, durable, n, nil)
 		benchDeleteConsumer(b, url, durable)
 	}
 	m.report(i)
+}
+
+// bareJetStream is what `run` is compared with on JetStream: a pull
+// consumer (durable) on benchStream, configured as the source configures
+// its durable (AckAll, same MaxAckPending, AckWait and filter), the same
+// batch (PullMaxMessages) and pull expiry, reads n messages and acks
+// (DoubleAck: confirmed) every service.DefaultCommitEvery messages and
+// the last one; it calls each (when not nil) with every message's data.
+func bareJetStream(b *testing.B, url, durable string, n int, each func([]byte)) {
+	tn := benchNATSTuning()
+	ctx := context.Background()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cons, err := js.CreateOrUpdateConsumer(ctx, benchStream, jetstream.ConsumerConfig{
+		Durable:       durable,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckAllPolicy,
+		AckWait:       connectors.DefaultNATSAckWait,
+		MaxAckPending: connectors.DefaultNATSMaxAckPending,
+		FilterSubject: benchSubject,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(connectors.DefaultNATSFetchBatch), jetstream.PullExpiry(tn.FetchWait))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer it.Stop()
+	watchdog := time.AfterFunc(benchTimeout, it.Stop) // Next fails instead of hanging
+	defer watchdog.Stop()
+	for k := range n {
+		msg, err := it.Next()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if each != nil {
+			each(msg.Data())
+		}
+		if (k+1)%service.DefaultCommitEvery == 0 || k == n-1 {
+			if err := msg.DoubleAck(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 }
 
 // Replay.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -285,6 +286,14 @@ func (w *worker) run(ctx context.Context) {
 			clear(it.b.recs) // let go of the JetStream messages
 			it.b.recs, it.b.buf = it.b.recs[:0], it.b.buf[:0]
 			w.free <- it.b // room: at most cap(free) batches exist
+			// Let the loop run. Taking a batch from the queue the loop
+			// was blocked on, or giving back the room it waited for,
+			// makes it runnable on this worker's processor (P), where it
+			// would wait behind this worker's next batches while the
+			// other P learns too: the one goroutine every partition
+			// waits for would wait for the workers. Yielding costs
+			// nanoseconds a batch (BenchmarkCores; performance.md).
+			runtime.Gosched()
 			continue
 		}
 		if it.dec != nil {

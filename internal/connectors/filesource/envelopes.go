@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -35,6 +34,7 @@ type Envelopes struct {
 	line int64
 	name string
 	buf  []byte
+	dec  []byte // a base64 value decoded by parse
 }
 
 // NewEnvelopes returns a source of the envelope files names ("-" is
@@ -72,24 +72,18 @@ func (e *Envelopes) Fetch(ctx context.Context) (connectors.Record, error) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		var env struct {
-			Partition   *int32          `json:"partition"`
-			Offset      *int64          `json:"offset"`
-			Key         string          `json:"key"`
-			Value       json.RawMessage `json:"value"`
-			ValueBase64 []byte          `json:"value_base64"`
+		env, ok := e.parse(line)
+		if !ok {
+			var err error
+			if env, err = parseEnvelopeJSON(line); err != nil {
+				return connectors.Record{}, fmt.Errorf("%s: line %d is not a record of `record --envelope` ({\"partition\",\"offset\",\"key\",\"value\" or \"value_base64\"})", e.name, e.line)
+			}
 		}
-		if err := json.Unmarshal(line, &env); err != nil || env.Partition == nil || env.Offset == nil || (env.Value == nil) == (env.ValueBase64 == nil) {
-			return connectors.Record{}, fmt.Errorf("%s: line %d is not a record of `record --envelope` ({\"partition\",\"offset\",\"key\",\"value\" or \"value_base64\"})", e.name, e.line)
-		}
-		if e.partition >= 0 && *env.Partition != e.partition {
+		if e.partition >= 0 && env.partition != e.partition {
 			continue
 		}
-		value := []byte(env.Value) // a JSON record, as the broker held it
-		if env.ValueBase64 != nil {
-			value = env.ValueBase64 // any other record's bytes
-		}
-		r := connectors.Record{Key: []byte(env.Key), Partition: *env.Partition, Offset: *env.Offset, Lag: -1}
+		value := env.value
+		r := connectors.Record{Key: env.key, Partition: env.partition, Offset: env.offset, Lag: -1}
 		if max := e.maxBytes; max > 0 && len(value) > max {
 			// As a broker source hands over an oversized record: its start,
 			// and its size, for the decoder to reject.
