@@ -24,8 +24,20 @@ func TestReviewFootprintBoost(t *testing.T) {
 	}
 }
 
+// TestReviewFootprintDelayed: the same contract with delayed labels: a
+// model's events waiting for their labels (up to labels.max_pending of
+// them, each its raw and scaled vectors and predictions) are no part of
+// Footprint.
+func TestReviewFootprintDelayed(t *testing.T) {
+	footprintOfHead(t, "features: {bits: 18, scale: standard}\nlabels: {delayed: true, wait: 1000}\n", "  - {name: pct, algorithm: perceptron, bias: true}\n", true)
+}
+
 func footprintOf(t *testing.T, learners string) {
-	c := mustConfig(t, "features: {bits: 18}\nlearners:\n"+learners)
+	footprintOfHead(t, "features: {bits: 18}\n", learners, false)
+}
+
+func footprintOfHead(t *testing.T, head, learners string, waiting bool) {
+	c := mustConfig(t, head+"learners:\n"+learners)
 	b := NewBuilder(c).Sparse()
 	dec := mustDecoder(t, c)
 	const n, events = 500, 60
@@ -44,7 +56,11 @@ func footprintOf(t *testing.T, learners string) {
 			for f := range 8 {
 				line = fmt.Appendf(line, `,"w%d":0.1`, (i*7+j*13+f*31)%500)
 			}
-			line = fmt.Appendf(line, `},"label":%d}`, (i+j)%2)
+			if waiting {
+				line = fmt.Appendf(line, `},"id":"e%d"}`, j)
+			} else {
+				line = fmt.Appendf(line, `},"label":%d}`, (i+j)%2)
+			}
 			if err := dec.Decode(line, &ev); err != nil {
 				t.Fatal(err)
 			}
