@@ -383,3 +383,15 @@ var (
 	_ online.Rounder    = (*OL)(nil)
 	_ online.Guaranteed = (*OL)(nil)
 )
+
+// Bytes returns the bytes of the weak learners' arrays, of those that
+// tell them (online.Sizer): sparse ones grow with their space.
+func (b *OL) Bytes() int {
+	n := 0
+	for _, l := range b.weak {
+		if s, ok := l.(online.Sizer); ok {
+			n += s.Bytes()
+		}
+	}
+	return n
+}

@@ -420,3 +420,8 @@ func (k *KernelPerceptron) UnmarshalBinary(b []byte) error {
 	k.rounds, k.updates, k.maxR2, k.viol = rounds, updates, maxR2, viol
 	return nil
 }
+
+// Bytes returns the bytes of k's support vectors' arenas (Sizer).
+func (k *KernelPerceptron) Bytes() int {
+	return 32*cap(k.sup) + 4*cap(k.idx) + 8*cap(k.val)
+}

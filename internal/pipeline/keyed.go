@@ -88,10 +88,8 @@ type keyedModel struct {
 	key  string
 	p    *Pipeline
 	used time.Time // the EvictIdle time when it was last used
-	// bytes is p's Footprint as counted in Keyed.bytes, of when its space
-	// had size numbers.
+	// bytes is p's Footprint as counted in Keyed.bytes.
 	bytes int64
-	size  int
 	// st is the key's stats (Keyed.stats[key]); dirtyAt the Keyed's
 	// epoch when the key was last put in its dirty set, frozen whether
 	// Keyed.frozen has its encoding: what each event would otherwise
@@ -101,19 +99,14 @@ type keyedModel struct {
 	frozen  bool
 }
 
-// measure counts m's Footprint anew in k.bytes when its space has grown
-// since it was last counted.
+// measure counts m's Footprint anew in k.bytes. It does not skip the
+// count when m's space has not grown: a model's arrays change without it
+// (the space's sorted order made by an encoding, the scaler's statistics
+// and scratch catching up with numbers other learners gave).
 func (k *Keyed) measure(m *keyedModel) {
-	size := 0
-	if m.p.space != nil {
-		size = m.p.space.Len()
-	}
-	if m.bytes != 0 && size == m.size {
-		return
-	}
 	b := int64(m.p.Footprint())
 	k.bytes += b - m.bytes
-	m.bytes, m.size = b, size
+	m.bytes = b
 }
 
 // KeyStats are what a Keyed keeps of every key, resident or not: its
@@ -446,6 +439,10 @@ func (k *Keyed) Reject(key []byte, reason event.Reason) error {
 	before := k.before(p)
 	p.Reject(reason) // with delayed labels, may learn events it lets expire
 	k.tally(m, before, reason)
+	k.measure(m) // what it learned may have grown its space
+	if k.maxBytes > 0 {
+		return k.bound()
+	}
 	return nil
 }
 

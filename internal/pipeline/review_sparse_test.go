@@ -1,0 +1,102 @@
+package pipeline
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/streamlearn/streamlearn/internal/event"
+)
+
+// TestReviewSparseMatrix: sparse == dense bit for bit over scaling kinds
+// × delayed labels × learner sets, with Predict on the pipeline itself
+// before each Process, restores across forms, and UnmarshalBinaryReset
+// of one learner (predictWaiting's fresh learners) every 300 records.
+func TestReviewSparseMatrix(t *testing.T) {
+	t.Parallel()
+	heads := []string{
+		"features: {bits: 12, scale: standard}\nlabels: {delayed: true, wait: 30, max_pending: 1000}\n",
+		"features: {bits: 12, scale: l2}\nlabels: {delayed: true, wait: 30, max_pending: 1000}\n",
+		"features: {bits: 12}\nlabels: {delayed: true, wait: 30, max_pending: 1000}\n",
+	}
+	sets := []struct{ name, learners, extra string }{
+		{"learners", sparseLearners, "  - {name: extra, algorithm: perceptron, bias: true, average: true}\n"},
+		{"more", sparseMore, "  - {name: extra, algorithm: ogd, loss: hinge, bias: true}\n"},
+		{"classes", sparseClasses, "  - {name: extra, algorithm: adagrad}\n"},
+	}
+	for hi, head := range heads {
+		for _, set := range sets {
+			t.Run(set.name+string(rune('0'+hi)), func(t *testing.T) {
+				if set.name == "classes" {
+					head = strings.Replace(head, "labels: {delayed: true, wait: 30, max_pending: 1000}\n", "", 1)
+				}
+				c := mustConfig(t, head+set.learners)
+				c2 := mustConfig(t, head+set.learners+set.extra)
+				lines := wordStream(2500, set.name != "classes", uint64(7+hi))
+				dec := mustDecoder(t, c)
+				b := NewBuilder(c)
+				dense, err := b.New()
+				if err != nil {
+					t.Fatal(err)
+				}
+				sparse, err := b.Sparse().New()
+				if err != nil {
+					t.Fatal(err)
+				}
+				var ev event.Event
+				for i, line := range lines {
+					if err := dec.Decode(line, &ev); err != nil {
+						t.Fatal(err)
+					}
+					if !ev.LabelOnly {
+						pd, rd := dense.Predict(&ev)
+						pd = append(pd[:0:0], pd...)
+						ps, rs := sparse.Predict(&ev)
+						if rd != rs || !equalPreds(pd, ps) {
+							t.Fatalf("record %d: Predict: dense %v %q, sparse %v %q", i, pd, rd, ps, rs)
+						}
+					}
+					pd, rd := dense.Process(&ev)
+					pd = append(pd[:0:0], pd...)
+					ps, rs := sparse.Process(&ev)
+					if rd != rs || !equalPreds(pd, ps) {
+						t.Fatalf("record %d: dense %v %q, sparse %v %q", i, pd, rd, ps, rs)
+					}
+					if i%300 != 299 {
+						continue
+					}
+					bd, bs := mustMarshal(t, dense), mustMarshal(t, sparse)
+					if !bytes.Equal(bd, bs) {
+						t.Fatalf("record %d: the encodings differ", i)
+					}
+					if d, s := reportJSON(t, dense), reportJSON(t, sparse); d != s {
+						t.Fatalf("record %d: reports differ:\ndense  %s\nsparse %s", i, d, s)
+					}
+					if i == 1199 {
+						b = NewBuilder(c2)
+						if dense, err = b.New(); err != nil {
+							t.Fatal(err)
+						}
+						if sparse, err = b.Sparse().New(); err != nil {
+							t.Fatal(err)
+						}
+						if _, err := dense.UnmarshalBinaryReset(bs, []string{"extra"}); err != nil {
+							t.Fatal(err)
+						}
+						if _, err := sparse.UnmarshalBinaryReset(bd, []string{"extra"}); err != nil {
+							t.Fatal(err)
+						}
+						c = c2
+						if !bytes.Equal(mustMarshal(t, dense), mustMarshal(t, sparse)) {
+							t.Fatalf("record %d: after UnmarshalBinaryReset the encodings differ", i)
+						}
+					} else {
+						if sparse, err = b.Sparse().Decode(bd); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+			})
+		}
+	}
+}
