@@ -258,8 +258,8 @@ func keyedCost(cfg *config.Config) (keyCost, error) {
 			return keyCost{}, err
 		}
 	}
-	const perEvent = 8
 	c := keyCost{features: min(1024, 1<<cfg.Features.Bits/2)}
+	perEvent := min(8, c.features)
 	p, err := pipeline.NewBuilder(cfg).Sparse().New()
 	if err != nil {
 		return keyCost{}, err

@@ -158,6 +158,10 @@ func NewSparseMulticlassPerceptron(s *Space, k int, cfg MulticlassPerceptronConf
 // newMulticlassPerceptron returns a MulticlassPerceptron with no weights
 // yet.
 func newMulticlassPerceptron(bits uint, k int, cfg MulticlassPerceptronConfig) (*MulticlassPerceptron, error) {
+	// The encoding's positions, class·(2^bits+1) + slot, are below 2^32.
+	if k > 0 && uint64(k)*(1<<bits+1) > math.MaxUint32 {
+		return nil, fmt.Errorf("multiclass-perceptron: %d classes over 2^%d slots: more than 2^32 weights", k, bits)
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

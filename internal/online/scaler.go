@@ -161,6 +161,9 @@ func (s *Scaler) numbers(idx []uint32, observe bool) []uint32 {
 func (s *Scaler) spaceNumbers(idx []uint32, observe bool) []uint32 {
 	s.local = s.local[:0]
 	for _, i := range idx {
+		if i>>s.sp.bits != 0 {
+			panic(fmt.Sprintf("online: slot %d of a space of 2^%d", i, s.sp.bits))
+		}
 		n, ok := s.sp.index.find(i)
 		if !ok && observe {
 			n = s.sp.add(i)

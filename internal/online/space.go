@@ -1,6 +1,7 @@
 package online
 
 import (
+	"fmt"
 	"math"
 	"slices"
 
@@ -50,10 +51,15 @@ func (s *Space) Len() int { return len(s.slots) }
 
 // Map makes dst the vector x of hashed slots in the space's numbers,
 // numbering the slots it has not met; dst.Val is x.Val, shared. The
-// entries keep their order, so sums over dst are those over x.
+// entries keep their order, so sums over dst are those over x. Every
+// index of x must be below 2^bits, as for a dense learner (decoders mask
+// hashed slots): a larger one panics.
 func (s *Space) Map(dst *Vector, x Vector) {
 	idx := dst.Idx[:0]
 	for _, i := range x.Idx {
+		if i>>s.bits != 0 {
+			panic(fmt.Sprintf("online: slot %d of a space of 2^%d", i, s.bits))
+		}
 		n, ok := s.index.find(i)
 		if !ok {
 			n = s.add(i)

@@ -128,3 +128,63 @@ func TestSpaceMap(t *testing.T) {
 		t.Fatalf("%d numbers for %d slots", big.Len(), len(want))
 	}
 }
+
+// TestSpaceRefusesOutOfRange: a slot at or past 2^bits panics in Map, as
+// it does in a dense learner, rather than being learned and then dropped
+// by the encoding (the bias's slot, 2^bits, included: it is numbered 0).
+func TestSpaceRefusesOutOfRange(t *testing.T) {
+	const bits = 4
+	for _, slot := range []uint32{1 << bits, 1<<bits + 3, 1 << 31} {
+		s, _ := NewSpace(bits)
+		var x Vector
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("slot %d of 2^%d: no panic", slot, bits)
+				}
+			}()
+			s.Map(&x, Vector{Idx: []uint32{slot}, Val: []float64{1}})
+		}()
+		if s.Len() != 1 {
+			t.Errorf("slot %d: the space numbered it", slot)
+		}
+	}
+}
+
+// TestMulticlassWidePositions: a multiclass Perceptron whose encoding
+// would have positions past 2^32 (class·(2^bits+1) + slot) is refused,
+// sparse or dense: its state could not be decoded. One just below the
+// limit encodes and decodes.
+func TestMulticlassWidePositions(t *testing.T) {
+	const bits = 28
+	s, _ := NewSpace(bits)
+	if _, err := NewSparseMulticlassPerceptron(s, 18, MulticlassPerceptronConfig{}); err == nil {
+		t.Error("18 classes at bits 28: no error")
+	}
+	if _, err := NewMulticlassPerceptron(bits, 18, MulticlassPerceptronConfig{}); err == nil {
+		t.Error("dense, 18 classes at bits 28: no error")
+	}
+	const k = 15 // 15·(2^28+1) < 2^32
+	p, err := NewSparseMulticlassPerceptron(s, k, MulticlassPerceptronConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := Vector{Idx: []uint32{1<<bits - 1}, Val: []float64{1}}
+	var local Vector
+	s.Map(&local, x)
+	p.Learn(local, p.Predict(local), k-1)
+	before := p.Predict(local)
+	b, err := p.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, _ := NewSpace(bits)
+	q, _ := NewSparseMulticlassPerceptron(s2, k, MulticlassPerceptronConfig{})
+	if err := q.UnmarshalBinary(b); err != nil {
+		t.Fatalf("the model's own state does not decode: %v", err)
+	}
+	s2.Map(&local, x)
+	if after := q.Predict(local); after != before {
+		t.Fatalf("live predicts %+v, decoded %+v", before, after)
+	}
+}

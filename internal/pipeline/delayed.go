@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"strings"
+	"unsafe"
 
 	"github.com/streamlearn/streamlearn/internal/codec"
 	"github.com/streamlearn/streamlearn/internal/config"
@@ -75,6 +76,11 @@ type pendingSlot struct {
 	used   bool
 }
 
+// room is the bytes of s's vectors and predictions.
+func (s *pendingSlot) room() int {
+	return 12*(cap(s.raw.Idx)+cap(s.scaled.Idx)) + 24*cap(s.preds) // 4+8 a vector entry
+}
+
 // queued is a slot in arrival order, with the generation it was held in
 // and the record count when it arrived (its slot's at): tick reads the
 // queue alone.
@@ -112,6 +118,15 @@ type delayedStore struct {
 	seenNext int
 
 	stats LabelStats
+	// held counts the bytes the slots hold: each slot's fields and its
+	// vectors' and predictions' room, which a slot keeps when freed.
+	held int
+}
+
+// Bytes estimates the memory d holds: its slots, their vectors, the ids
+// waiting and remembered, the queue (Pipeline.Footprint).
+func (d *delayedStore) Bytes() int {
+	return d.held + d.waiting.held + d.seen.held + 24*cap(d.queue) + 4*cap(d.free) + cap(d.seenHow)
 }
 
 // LabelStats are the counters of the labels report.
@@ -156,6 +171,7 @@ func (d *delayedStore) alloc() int32 {
 		return i
 	}
 	d.slots = append(d.slots, pendingSlot{})
+	d.held += int(unsafe.Sizeof(pendingSlot{}))
 	return int32(len(d.slots) - 1)
 }
 
@@ -281,11 +297,13 @@ func (p *Pipeline) hold(ev *event.Event) {
 	i := d.alloc()
 	s := &d.slots[i]
 	s.at, s.learnedAt, s.used = p.counts.Events, learnedAt, true
+	room := s.room()
 	copyVector(&s.raw, ev.X)
 	if p.scaler != nil {
 		copyVector(&s.scaled, p.scaled)
 	}
 	s.preds = append(s.preds[:0], p.preds...)
+	d.held += s.room() - room
 	d.waiting.add(i, ev.ID, h, first)
 	d.n++
 	d.queue = append(d.queue, queued{i, s.gen, s.at})
@@ -601,6 +619,7 @@ func (st *delayedStore) decode(d *codec.Decoder, learners int, scaled bool, even
 		i := st.alloc()
 		s := &st.slots[i]
 		s.at, s.learnedAt, s.raw, s.scaled, s.preds, s.used = at, learnedAt, raw, scaledX, preds, true
+		st.held += s.room()
 		st.waiting.add(i, []byte(id), h, first)
 		st.n++
 		st.queue = append(st.queue, queued{i, s.gen, s.at})

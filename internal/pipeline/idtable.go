@@ -103,6 +103,9 @@ type chainIndex struct {
 	ids    [][]byte
 	hashes []uint64
 	next   []int32
+	// held counts the bytes add allocated: ids, and each slot's entries
+	// (Pipeline.Footprint).
+	held int
 }
 
 // find returns the slot of id, of hash h (-1 when no slot has it), and the
@@ -133,10 +136,12 @@ func (c *chainIndex) head(h uint64) int32 {
 func (c *chainIndex) add(i int32, id []byte, h uint64, first int32) {
 	for int(i) >= len(c.ids) {
 		c.ids, c.hashes, c.next = append(c.ids, nil), append(c.hashes, 0), append(c.next, -1)
+		c.held += 24 + 8 + 4 + 16 // the slot's id header, hash, next, and its table cell
 	}
 	if cap(c.ids[i]) < len(id) {
 		// Room for ids twice as long as this one: ids that count
 		// up would otherwise outgrow every reused slot's bytes in turn.
+		c.held += 2*len(id) - cap(c.ids[i])
 		c.ids[i] = make([]byte, 0, 2*len(id))
 	}
 	c.ids[i] = append(c.ids[i][:0], id...)

@@ -159,8 +159,9 @@ const (
 )
 
 // Footprint estimates the bytes of memory p holds: a fixed part, its
-// space's index, and each learner's arrays (online.Sizer; a learner that
-// does not tell them counts as its fixed part alone). It is what a bound
+// space's index, its scaler's statistics, the events waiting for labels,
+// and each learner's arrays (online.Sizer; a learner that does not tell
+// them counts as its fixed part alone). It is what a bound
 // on resident models per key in bytes counts; O(learners), no pass over
 // the state.
 func (p *Pipeline) Footprint() int {
@@ -170,6 +171,9 @@ func (p *Pipeline) Footprint() int {
 	}
 	if p.scaler != nil {
 		n += p.scaler.Bytes()
+	}
+	if p.delay != nil {
+		n += p.delay.Bytes()
 	}
 	for i := range p.nodes {
 		if s, ok := p.nodes[i].learner.(online.Sizer); ok {

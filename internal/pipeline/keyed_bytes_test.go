@@ -17,11 +17,11 @@ func residentSum(k *Keyed) int64 {
 	return sum
 }
 
-// TestReviewFootprintAfterEncode: ResidentBytes is the resident models'
+// TestKeyedBytesAfterEncode: ResidentBytes is the resident models'
 // Footprint "as of their last use"; a MarshalBinary (a checkpoint, a
 // serving copy) in between must not make the count drift from what the
 // models hold once they are used again.
-func TestReviewFootprintAfterEncode(t *testing.T) {
+func TestKeyedBytesAfterEncode(t *testing.T) {
 	c := mustConfig(t, "features: {bits: 18, scale: standard}\n"+sparseMore)
 	lines := wordStream(600, false, 3)
 	for i, line := range lines {
@@ -57,11 +57,11 @@ func TestReviewFootprintAfterEncode(t *testing.T) {
 	}
 }
 
-// TestReviewFootprintAfterReject: a Reject is a use of its key's model
+// TestKeyedBytesAfterReject: a Reject is a use of its key's model
 // (it may learn the events it lets expire, which maps their vectors into
 // the model's space: a new Space when the model was evicted and decoded
 // again); ResidentBytes must count what the model holds after it.
-func TestReviewFootprintAfterReject(t *testing.T) {
+func TestKeyedBytesAfterReject(t *testing.T) {
 	c := mustConfig(t, "features: {bits: 16}\nlabels: {delayed: true, wait: 1, default_label: \"0\"}\n"+sparseMore)
 	dec := mustDecoder(t, c)
 	k, err := NewKeyed(c, KeyedOptions{MaxBytes: 1}) // one resident model

@@ -10,10 +10,10 @@ import (
 	"github.com/streamlearn/streamlearn/internal/pipeline"
 )
 
-// TestReviewKeyedServingRace: the serving copy of sparse models per key
+// TestKeyedServingRace: the serving copy of sparse models per key
 // serves Predicts of one key, and of new keys, from several goroutines
 // while the learning Keyed goes on (run with -race).
-func TestReviewKeyedServingRace(t *testing.T) {
+func TestKeyedServingRace(t *testing.T) {
 	c, err := config.Parse("t.yaml", []byte("features: {bits: 12, scale: standard}\nmodels: {by: key}\nlearners:\n  - {name: pct, algorithm: perceptron, bias: true}\n  - {name: ada, algorithm: adagrad}\n  - {name: ogd, algorithm: ogd, bias: true}\n"))
 	if err != nil {
 		t.Fatal(err)

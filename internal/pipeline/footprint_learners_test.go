@@ -8,13 +8,13 @@ import (
 	"github.com/streamlearn/streamlearn/internal/event"
 )
 
-// TestReviewFootprintBoost: TestFootprint's contract (Footprint within
+// TestFootprintBoostKernel: TestFootprint's contract (Footprint within
 // -10%/+30% of the heap a sparse pipeline holds) for AdaBoost.OL over
 // sparse weak learners (configuration.md's example: 10 AdaGrads), whose
 // arrays grow with the space as any sparse learner's: boost.OL is no
 // online.Sizer, so Footprint counts its fixed part alone and
 // models.max_bytes does not bound it.
-func TestReviewFootprintBoost(t *testing.T) {
+func TestFootprintBoostKernel(t *testing.T) {
 	for _, l := range []string{
 		"  - {name: boost, algorithm: adaboost-ol, weak_learners: 10, weak: {algorithm: adagrad, bias: true}}\n",
 		"  - {name: boost, algorithm: adaboost-ol, weak_learners: 3, weak: {algorithm: perceptron, bias: true}}\n",
@@ -24,11 +24,11 @@ func TestReviewFootprintBoost(t *testing.T) {
 	}
 }
 
-// TestReviewFootprintDelayed: the same contract with delayed labels: a
+// TestFootprintDelayed: the same contract with delayed labels: a
 // model's events waiting for their labels (up to labels.max_pending of
 // them, each its raw and scaled vectors and predictions) are no part of
 // Footprint.
-func TestReviewFootprintDelayed(t *testing.T) {
+func TestFootprintDelayed(t *testing.T) {
 	footprintOfHead(t, "features: {bits: 18, scale: standard}\nlabels: {delayed: true, wait: 1000}\n", "  - {name: pct, algorithm: perceptron, bias: true}\n", true)
 }
 

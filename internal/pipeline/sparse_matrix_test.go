@@ -8,11 +8,11 @@ import (
 	"github.com/streamlearn/streamlearn/internal/event"
 )
 
-// TestReviewSparseMatrix: sparse == dense bit for bit over scaling kinds
+// TestSparseMatrix: sparse == dense bit for bit over scaling kinds
 // × delayed labels × learner sets, with Predict on the pipeline itself
 // before each Process, restores across forms, and UnmarshalBinaryReset
 // of one learner (predictWaiting's fresh learners) every 300 records.
-func TestReviewSparseMatrix(t *testing.T) {
+func TestSparseMatrix(t *testing.T) {
 	t.Parallel()
 	heads := []string{
 		"features: {bits: 12, scale: standard}\nlabels: {delayed: true, wait: 30, max_pending: 1000}\n",

@@ -8,12 +8,12 @@ import (
 	"github.com/streamlearn/streamlearn/internal/event"
 )
 
-// TestReviewKeyedDelayedServing: models per key with delayed labels and
+// TestKeyedDelayedServingExact: models per key with delayed labels and
 // a standard scaler, bounded to one resident model in bytes (every other
 // key evicted and decoded again into a new Space, with events waiting),
 // are the unbounded ones; ServingStates, with Freezes between, always
 // gives each key's current encoding; Footprint counted is what is held.
-func TestReviewKeyedDelayedServing(t *testing.T) {
+func TestKeyedDelayedServingExact(t *testing.T) {
 	for _, learners := range []string{sparseLearners, sparseMore} {
 		c := mustConfig(t, "features: {bits: 12, scale: standard}\nlabels: {delayed: true, wait: 30, max_pending: 1000}\n"+learners)
 		lines := wordStream(3000, true, 5)
