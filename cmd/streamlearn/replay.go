@@ -232,9 +232,12 @@ func openDeadLetters(ctx context.Context, path string, stderr io.Writer) (*conne
 // partition of a recording (--envelope), else writeReplayReport's. It
 // returns the error the exit status comes from.
 func reportReplay(stdout, stderr io.Writer, f *replayFlags, cfg *config.Config, svc *service.Service, dead *connectors.FileSink) error {
-	reps, err := svc.Reports()
-	if err != nil {
-		return err
+	var reps []service.Report
+	if cfg.Models.By != "key" { // models per key are reported one at a time (writeReports)
+		var err error
+		if reps, err = svc.Reports(); err != nil {
+			return err
+		}
 	}
 	ins, err := svc.Intakes()
 	if err != nil {
@@ -254,10 +257,12 @@ func reportReplay(stdout, stderr io.Writer, f *replayFlags, cfg *config.Config, 
 		}
 	}
 	if cfg.Models.By == "key" {
-		if len(reps) == 0 && !*f.allowEmpty {
+		snap := svc.Snapshot().Reports
+		keys := slices.ContainsFunc(snap, func(r service.Report) bool { return r.Keys != nil && r.Keys.Keys > 0 })
+		if !keys && !*f.allowEmpty {
 			return fmt.Errorf("replay: no record in %s (--allow-empty accepts an empty input)", strings.Join(f.fs.Args(), ", "))
 		}
-		return writeReports(stdout, *f.reportFmt, reps, svc.Snapshot().Reports, ins, learnSeconds)
+		return writeReports(stdout, *f.reportFmt, svc.EachReport, snap, ins, learnSeconds)
 	}
 	if *f.envelope {
 		return writeEnvelopeReports(stdout, *f.reportFmt, *f.junitPath, f.g, reps, ins, learnSeconds, *f.allowEmpty)

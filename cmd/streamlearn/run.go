@@ -409,13 +409,21 @@ func startRunService(f *runFlags, cfg *config.Config, src connectors.Source, res
 // to report (but with allowEmpty) or nothing learned of the records that
 // came (checkIntake).
 func reportRun(stdout, stderr io.Writer, format string, allowEmpty bool, cfg *config.Config, svc *service.Service, src connectors.Source) error {
-	reports, err := svc.Reports()
-	if err != nil {
-		return err
-	}
 	// A model started from a warm start and given nothing is not one the
 	// source made: an empty source stays an error without --allow-empty.
-	learned := slices.ContainsFunc(reports, func(r service.Report) bool { return r.WarmStart == nil || r.Events > r.WarmStart.Events })
+	// With models per key, every key's model was made by its events (or
+	// restored), so a partition with a key learned.
+	snap := svc.Snapshot().Reports
+	learned := slices.ContainsFunc(snap, func(r service.Report) bool { return r.Keys != nil && r.Keys.Keys > 0 })
+	each := svc.EachReport
+	if cfg.Models.By != "key" {
+		reports, err := svc.Reports()
+		if err != nil {
+			return err
+		}
+		learned = slices.ContainsFunc(reports, func(r service.Report) bool { return r.WarmStart == nil || r.Events > r.WarmStart.Events })
+		each = eachOf(reports)
+	}
 	if !learned && !allowEmpty {
 		return fmt.Errorf("run: no model to report: %s delivered no event and no checkpoint holds a model of a partition this process owns (--allow-empty accepts an empty report)", src.Name())
 	}
@@ -430,36 +438,51 @@ func reportRun(stdout, stderr io.Writer, format string, allowEmpty bool, cfg *co
 	if err := checkIntake("run", ins, allowEmpty, dlNote, stderr); err != nil {
 		return err
 	}
-	return writeReports(stdout, format, reports, svc.Snapshot().Reports, ins, svc.LearnSeconds())
+	return writeReports(stdout, format, each, snap, ins, svc.LearnSeconds())
 }
 
-// writeReports writes one report per model, as JSON lines or as text,
-// each named by its source, partition and, with models per key, key. As
-// text, with models per key, each key's report says what was served
-// (with a global model), and each partition's keys are followed by their
-// totals, from totals (the partitions' reports of a snapshot).
-func writeReports(out io.Writer, format string, reports, totals []service.Report, ins []service.Intake, seconds float64) error {
+// writeReports writes one report per model, as each gives them (one at
+// a time: service.Service.EachReport), as JSON lines or as text, each
+// named by its source, partition and, with models per key, key. As text,
+// with models per key, each key's report says what was served (with a
+// global model), and each partition's keys are followed by their totals,
+// from totals (the partitions' reports of a snapshot).
+func writeReports(out io.Writer, format string, each func(func(service.Report) error) error, totals []service.Report, ins []service.Intake, seconds float64) error {
 	// A report per key may be a million: buffered, not a write each line.
 	w := bufio.NewWriterSize(out, 64<<10)
-	if err := writeReportsTo(w, format, reports, totals, ins, seconds); err != nil {
+	var err error
+	if format == "json" {
+		enc := json.NewEncoder(w)
+		err = each(func(r service.Report) error { return enc.Encode(r) })
+	} else {
+		err = writeReportsText(w, each, totals, ins, seconds)
+	}
+	if err != nil {
 		return err
 	}
 	return w.Flush()
 }
 
-func writeReportsTo(w io.Writer, format string, reports, totals []service.Report, ins []service.Intake, seconds float64) error {
-	if format == "json" {
-		enc := json.NewEncoder(w)
-		for _, r := range reports {
-			if err := enc.Encode(r); err != nil {
-				return err
-			}
+// writeReportsText is writeReports' text.
+func writeReportsText(w io.Writer, each func(func(service.Report) error) error, totals []service.Report, ins []service.Intake, seconds float64) error {
+	sums := keyTotals(totals)
+	// A partition's keys' totals follow its last key: the next report's
+	// partition, or the end, says which that was.
+	var prev *service.Report
+	keyTotalsOf := func(r *service.Report) error {
+		if t, ok := sums[r.Partition]; ok && r.Key != nil {
+			fmt.Fprintln(w)
+			return writeKeyTotalsText(w, t)
 		}
 		return nil
 	}
-	sums := keyTotals(totals)
-	for i, r := range reports {
-		if i > 0 {
+	err := each(func(r service.Report) error {
+		if prev != nil {
+			if prev.Partition != r.Partition {
+				if err := keyTotalsOf(prev); err != nil {
+					return err
+				}
+			}
 			fmt.Fprintln(w)
 		}
 		fmt.Fprintf(w, "%s partition %d", r.Source, r.Partition)
@@ -477,14 +500,25 @@ func writeReportsTo(w io.Writer, format string, reports, totals []service.Report
 		if err := writeServedText(w, r.Mix); err != nil {
 			return err
 		}
-		if t, ok := sums[r.Partition]; ok && r.Key != nil && (i+1 == len(reports) || reports[i+1].Partition != r.Partition) {
-			fmt.Fprintln(w)
-			if err := writeKeyTotalsText(w, t); err != nil {
+		prev = &r
+		return nil
+	})
+	if err != nil || prev == nil {
+		return err
+	}
+	return keyTotalsOf(prev)
+}
+
+// eachOf returns an iterator over reports, for writeReports.
+func eachOf(reports []service.Report) func(func(service.Report) error) error {
+	return func(f func(service.Report) error) error {
+		for _, r := range reports {
+			if err := f(r); err != nil {
 				return err
 			}
 		}
+		return nil
 	}
-	return nil
 }
 
 // publishFile publishes every non-empty line of a JSONL file to the

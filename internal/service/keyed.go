@@ -129,11 +129,11 @@ func (m *model) totals(digests bool) (pipeline.Report, []KeyReport, error) {
 	return m.k.Report(), keys, nil
 }
 
-// keyReports returns the report of every key's model, in key order, as
-// the worker's report of the partition does (report).
-func (w *worker) keyReports() ([]Report, error) {
-	var out []Report
-	err := w.m.k.Each(func(key string, p *pipeline.Pipeline) error {
+// eachKeyReport calls f with the report of every key's model, in key
+// order, as the worker's report of the partition does (report), one at a
+// time.
+func (w *worker) eachKeyReport(f func(Report) error) error {
+	return w.m.k.Each(func(key string, p *pipeline.Pipeline) error {
 		r, err := p.Report()
 		if err != nil {
 			return err
@@ -143,8 +143,6 @@ func (w *worker) keyReports() ([]Report, error) {
 		}
 		r.Mix = w.m.k.KeyMix(key)
 		k := key
-		out = append(out, Report{Source: w.s.opt.Source.Name(), Partition: w.part, Key: &k, Report: r})
-		return nil
+		return f(Report{Source: w.s.opt.Source.Name(), Partition: w.part, Key: &k, Report: r})
 	})
-	return out, err
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -666,17 +665,33 @@ func (s *Service) handOverAll(ctx context.Context) error {
 // With models per key, it has the report of every key's model instead,
 // ordered by partition and key.
 func (s *Service) Reports() ([]Report, error) {
-	reps, err := eachModel(s, "Reports while Run runs: use Snapshot", func(w *worker) ([]Report, error) {
+	var out []Report
+	err := s.EachReport(func(r Report) error {
+		out = append(out, r)
+		return nil
+	})
+	return out, err
+}
+
+// EachReport calls f with each report Reports returns, in its order, one
+// at a time, and stops at f's first error: with models per key, each
+// key's model is reported (decoded when spilled) and dropped in turn, so
+// that a million keys' reports are never in memory at once.
+func (s *Service) EachReport(f func(Report) error) error {
+	_, err := eachModel(s, "Reports while Run runs: use Snapshot", func(w *worker) (struct{}, error) {
 		if w.m.k != nil {
-			return w.keyReports()
+			return struct{}{}, w.eachKeyReport(f)
 		}
 		rep, err := w.report()
-		if err == nil && rep.Labels != nil {
+		if err != nil {
+			return struct{}{}, err
+		}
+		if rep.Labels != nil {
 			rep.Labels.StateSHA256 = w.m.p.StoreDigest() // final: the store's digest too
 		}
-		return []Report{rep}, err
+		return struct{}{}, f(rep)
 	})
-	return slices.Concat(reps...), err
+	return err
 }
 
 // Models returns, after Run, the checkpoint of every model as it ended,
