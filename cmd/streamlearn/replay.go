@@ -424,8 +424,17 @@ func writeReportText(w io.Writer, r pipeline.Report, p *pace) error {
 		slices.Sort(parts)
 		fmt.Fprintf(w, "invalid by reason: %s\n", strings.Join(parts, ", "))
 	}
-	if l := r.Labels; l != nil && l.Warning != "" {
-		fmt.Fprintf(w, "warning: %s\n", l.Warning)
+	if l := r.Labels; l != nil {
+		// Labels later: what became of the labels and the events waiting.
+		fmt.Fprintf(w, "labels: joined %d  pending %d  expired %d", l.Joined, l.Pending, l.Expired)
+		if l.ExpiredLearned > 0 {
+			fmt.Fprintf(w, " (%d learned with the default label)", l.ExpiredLearned)
+		}
+		fmt.Fprintf(w, "  late %d  unknown %d  duplicate %d  delay mean %.1f max %d records\n",
+			l.Late, l.Unknown, l.Duplicate, l.Delay.Mean, l.Delay.Max)
+		if l.Warning != "" {
+			fmt.Fprintf(w, "warning: %s\n", l.Warning)
+		}
 	}
 	fmt.Fprintln(w)
 	// Scores against a default label are a column of their own, apart
