@@ -291,7 +291,9 @@ func (l *models) newModel(ctx context.Context, partition int32, m *model, premad
 	l.workers[partition] = w
 	l.last = w
 	l.order = append(l.order, partition)
-	l.s.logger.Info("new model", "source", l.s.opt.Source.Name(), "partition", partition)
+	if !m.restored {
+		l.s.logger.Info("new model", "source", l.s.opt.Source.Name(), "partition", partition)
+	}
 	return w, nil
 }
 

@@ -93,6 +93,7 @@ func (l *models) restore(ctx context.Context, partition int32, m *model) error {
 	if err := l.restoreState(partition, m, c); err != nil {
 		return err
 	}
+	m.restored = true
 	l.s.logger.Info("model restored from checkpoint", "store", l.s.opt.Checkpoints.String(), "partition", partition,
 		"position", c.Position, "events", m.events(), "created", c.Created)
 	return nil

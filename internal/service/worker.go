@@ -138,6 +138,7 @@ type model struct {
 	origin      string // the stream the positions are of, for checkpoints (connectors.Position.Origin)
 	consumer    string // the consumer they are of, for checkpoints (connectors.Position.Consumer)
 	saveAtOnce  bool   // reset or accepted by the operator: checkpointed before it learns
+	restored    bool   // from its checkpoint, which the log said: not a new model
 	release     func() // gives up the ownership of the partition's checkpoints; nil when not owned
 }
 
