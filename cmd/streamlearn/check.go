@@ -77,6 +77,16 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if ok && a.Bound != "" {
 			bound = a.Bound
 		}
+		if ok && a.BoundOf != nil {
+			// The branch of the bound that applies to these parameters.
+			p := l.Params
+			if p == nil {
+				p = a.Params()
+			}
+			if b := a.BoundOf(p); b != "" {
+				bound = b
+			}
+		}
 		if ok && len(in.Classes) > 0 && !a.Multiclass {
 			bound = fmt.Sprintf("one versus the rest, a model per class: mistakes ≤ the sum of the %d models' mistake bounds, when each has one (%s)", len(in.Classes), bound)
 		}

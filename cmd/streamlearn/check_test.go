@@ -98,3 +98,30 @@ func TestMib(t *testing.T) {
 		}
 	}
 }
+
+// check says the bound that applies to each learner's parameters: none
+// for an averaged Perceptron (a margin is refused with averaging), the
+// mistake bound with a margin, the certificate without; AdaGrad's regret
+// bound only when it is not normalized.
+func TestCheckBoundOfParams(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "bounds.yaml")
+	if err := os.WriteFile(cfg, []byte("learners:\n  - {name: avg, algorithm: perceptron, average: true}\n  - {name: m, algorithm: perceptron, margin: 0.1}\n  - {name: p, algorithm: perceptron}\n  - {name: nag, algorithm: adagrad}\n  - {name: plain, algorithm: adagrad, normalized: false}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, "check", "-c", cfg)
+	if code != 0 {
+		t.Fatalf("check: exit %d: %s", code, errOut)
+	}
+	for name, want := range map[string]string{
+		"avg":   "no mistake bound: the average predicts",
+		"m":     "mistakes ≤ (R/γ)² with γ = 0.1, assumed",
+		"p":     "the margin certificate R/√M: every unit separator",
+		"nag":   "none checked: the normalized step",
+		"plain": "regret against the zero vector ≤",
+	} {
+		line := regexp.MustCompile(`(?m)^  ` + name + ` +(perceptron|adagrad) +(.*)$`).FindStringSubmatch(out)
+		if line == nil || !strings.HasPrefix(line[2], want) {
+			t.Errorf("learner %s: %q, want it to begin %q\n%s", name, line, want, out)
+		}
+	}
+}

@@ -49,6 +49,9 @@ type Algorithm struct {
 	// Bound says what the tracker checks for it and which theorem
 	// promises it; empty for an algorithm without a theorem.
 	Bound string
+	// BoundOf, when not nil, says it for the parameters params (from
+	// Params): the branch of Bound that applies to them.
+	BoundOf func(params any) string
 	// Params returns new parameters: a pointer to a struct whose yaml
 	// tags are the algorithm's keys (besides name and algorithm), its zero
 	// value meaning every default.
