@@ -455,7 +455,9 @@ func writeReportText(w io.Writer, r pipeline.Report, p *pace) error {
 			}
 			bound = fmt.Sprintf("%s <= %.4g %s", b.Kind, b.Value, verdict)
 		} else if c := l.Certificate; c != nil {
-			bound = fmt.Sprintf("%s <= %.4g", c.Kind, c.Value)
+			// No bound is checked; what the learner certifies of the
+			// stream instead (algorithms.md: the Perceptron's margin).
+			bound = fmt.Sprintf("certificate %s <= %.4g", c.Kind, c.Value)
 		}
 		if g := l.Regret; g != nil {
 			regret = fmt.Sprintf("%.4g vs %s", g.Value, g.Comparator)
