@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -49,5 +50,10 @@ func TestTextReportLabels(t *testing.T) {
 		l.Joined, l.Pending, l.Expired, l.Late, l.Unknown, l.Duplicate, l.Delay.Mean, l.Delay.Max)
 	if !strings.Contains(text, want) {
 		t.Errorf("no %q in the text report:\n%s", want, text)
+	}
+	// A Perceptron without a margin checks no bound: its certificate is
+	// named as one.
+	if !regexp.MustCompile(`pct +perceptron .* certificate max_margin <= [0-9.]+ `).MatchString(text) {
+		t.Errorf("the Perceptron's certificate is not named as one:\n%s", text)
 	}
 }
