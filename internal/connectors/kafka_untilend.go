@@ -76,7 +76,7 @@ func (s *KafkaSource) ending(ctx context.Context, st int, gen *kafkaGen) error {
 	}
 	if st == endDone {
 		if !s.waitSince.IsZero() && len(owned) == len(s.end) {
-			s.cfg.Logger.Warn(fmt.Sprintf("group %s settled: this member owns every partition", s.cfg.Group),
+			s.cfg.Logger.Info(fmt.Sprintf("group %s settled: this member owns every partition", s.cfg.Group),
 				"source", s.name, "owned", partitionList(owned), "waited", time.Since(s.waitSince).Round(time.Millisecond))
 		}
 		if len(owned) < len(s.end) {
