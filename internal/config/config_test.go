@@ -66,8 +66,8 @@ func TestBadConfigs(t *testing.T) {
 		file string
 		want string // the whole message, or its start when it ends in "..."
 	}{
-		{"unknown_top.yaml", "testdata/bad/unknown_top.yaml:3: lerners: unknown key (known keys here: checkpoint, features, http, input, labels, learners, models, sinks, source)"},
-		{"unknown_nested.yaml", "testdata/bad/unknown_nested.yaml:3: features.scal: unknown key (known keys here: bits, dense, scale, text)"},
+		{"unknown_top.yaml", "testdata/bad/unknown_top.yaml:3: lerners: unknown key: did you mean learners? (known keys here: checkpoint, features, http, input, labels, learners, models, sinks, source)"},
+		{"unknown_nested.yaml", "testdata/bad/unknown_nested.yaml:3: features.scal: unknown key: did you mean scale? (known keys here: bits, dense, scale, text)"},
 		{"key_not_for_algorithm.yaml", "testdata/bad/key_not_for_algorithm.yaml:4: learners[0].class: not used by algorithm perceptron (its keys: bias, average, margin)"},
 		{"unknown_algorithm.yaml", `testdata/bad/unknown_algorithm.yaml:2: learners[0].algorithm: "perceptorn" is not one of adaboost-ol, adagrad, consistent, halving, kernel-perceptron, last-label, majority, multiclass-perceptron, ogd, pegasos, perceptron, soa, weighted-majority`},
 		{"baseline_key.yaml", "testdata/bad/baseline_key.yaml:3: learners[0].bias: not used by algorithm majority (its keys: none)"},
@@ -377,5 +377,20 @@ func TestAliasBomb(t *testing.T) {
 	// Aliases of a sane size still work.
 	if _, err := Parse("ok.yaml", []byte("base: &l {name: p, algorithm: perceptron}\nlearners: [*l]\n")); err != nil && strings.Contains(err.Error(), "expand") {
 		t.Errorf("a small alias refused: %v", err)
+	}
+}
+
+// An unknown key close to a known one (a slip) is answered with that
+// one; a key close to none lists the known keys only.
+func TestUnknownKeyNearest(t *testing.T) {
+	for _, tc := range []struct{ yaml, want, not string }{
+		{"sinks: {predictions: {kind: file, paht: p.jsonl}}\nlearners: [{name: p, algorithm: perceptron}]\n", "sinks.predictions.paht: unknown key: did you mean path?", ""},
+		{"models: {by: key, max_byte: 10}\nlearners: [{name: p, algorithm: perceptron}]\n", "models.max_byte: unknown key: did you mean max_bytes?", ""},
+		{"features: {zzzzzz: 1}\nlearners: [{name: p, algorithm: perceptron}]\n", "features.zzzzzz: unknown key (known keys here:", "did you mean"},
+	} {
+		_, err := Parse("c.yaml", []byte(tc.yaml))
+		if err == nil || !strings.Contains(err.Error(), tc.want) || tc.not != "" && strings.Contains(err.Error(), tc.not) {
+			t.Errorf("%s: %v, want %q", tc.yaml, err, tc.want)
+		}
 	}
 }
