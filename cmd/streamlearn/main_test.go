@@ -714,6 +714,26 @@ func TestCheck(t *testing.T) {
 
 // TestCompletion: the bash script completes commands and each command's
 // own flags, read from its flag set, in a real bash.
+// The fish script completes the commands, each command's flags, and the
+// values of the flags that take one of a few.
+func TestCompletionFish(t *testing.T) {
+	code, script, errOut := run(t, "completion", "fish")
+	if code != 0 {
+		t.Fatalf("completion fish: exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{
+		"complete -c streamlearn -n __fish_use_subcommand -a replay\n",
+		"complete -c streamlearn -n '__fish_seen_subcommand_from replay' -l report -x -a \"text json\"\n",
+		"complete -c streamlearn -n '__fish_seen_subcommand_from run' -l log-level -x -a \"debug info warn error\"\n",
+		"complete -c streamlearn -n '__fish_seen_subcommand_from replay' -o c\n",
+		"complete -c streamlearn -n '__fish_seen_subcommand_from publish' -l create-stream\n",
+	} {
+		if !strings.Contains(script, want) {
+			t.Errorf("no %q in\n%s", want, script)
+		}
+	}
+}
+
 func TestCompletion(t *testing.T) {
 	bash, err := exec.LookPath("bash")
 	if err != nil {
@@ -737,6 +757,9 @@ func TestCompletion(t *testing.T) {
 		{[]string{"streamlearn", "publish", "--grou"}, ""}, // record's flag, not publish's
 		{[]string{"streamlearn", "run", "--log"}, "--log-level"},
 		{[]string{"streamlearn", "completion", "z"}, "zsh"},
+		{[]string{"streamlearn", "replay", "--report", "j"}, "json"},
+		{[]string{"streamlearn", "run", "--log-level", "i"}, "info"},
+		{[]string{"streamlearn", "replay", "--format", "l"}, "libsvm"},
 	} {
 		cmd := testproc.Command(t, bash, "-c", fmt.Sprintf(`source %q; COMP_WORDS=(%s); COMP_CWORD=%d; _streamlearn; echo "${COMPREPLY[@]}"`,
 			file, strings.Join(tc.words, " "), len(tc.words)-1))
