@@ -312,9 +312,8 @@ func writeReplayReport(stdout io.Writer, f *replayFlags, svc *service.Service, r
 		}
 	}
 	if *f.reportFmt == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(rep)
+		// One object a line, as run and models per key print theirs.
+		err = json.NewEncoder(stdout).Encode(rep)
 	} else {
 		err = writeTextReport(stdout, rep, paceOf(rep, ins, learnSeconds))
 	}
