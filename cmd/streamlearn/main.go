@@ -40,7 +40,7 @@ type command struct {
 	run                 func(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
-const replayArgs = "[-c config.yaml] [--format F] [--report text|json] [--allow-empty] [--plot FILE] [--dead-letters FILE] [--min-accuracy NAME=ACC] [--fail-on-violation] [--junit FILE] [--envelope [--partition N]] [--warm-start MODEL] [--save MODEL] FILE..."
+const replayArgs = "[-c config.yaml] [--format F] [--report text|json] [--allow-empty] [--plot FILE] [--dead-letters FILE|off] [--min-accuracy NAME=ACC] [--fail-on-violation] [--junit FILE] [--envelope [--partition N]] [--warm-start MODEL] [--save MODEL] FILE..."
 
 var commands = []command{
 	{"run", runArgs, "the live service: learn from a Kafka topic or NATS subject (default: an embedded NATS JetStream server)", runRun},
