@@ -11,7 +11,8 @@ import (
 // TestReplayDeadLettersOff: --dead-letters off and /dev/null discard the
 // bad records, the config's dead-letter file included, and say so; the
 // config's file, when used, is named as the config's; a path that is not
-// a regular file fails once, pointing at off.
+// a regular file fails once, pointing at off, with the command's name
+// once ("streamlearn replay: --dead-letters: …").
 func TestReplayDeadLettersOff(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.jsonl")
@@ -44,7 +45,7 @@ func TestReplayDeadLettersOff(t *testing.T) {
 	}
 
 	code, out, errOut := run(t, "replay", "--dead-letters", dir, in)
-	if code != 1 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, "not a regular file") || !strings.Contains(errOut, "(--dead-letters off discards bad records)") {
+	if code != 1 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.HasPrefix(errOut, "streamlearn replay: --dead-letters: file sink "+dir+": not a regular file") || !strings.Contains(errOut, "(--dead-letters off discards bad records)") {
 		t.Errorf("--dead-letters on a folder: exit %d, stdout %q, stderr %q; want 1, no report, one line pointing at off", code, out, errOut)
 	}
 }
