@@ -195,10 +195,18 @@ func startRunEmbedded(f *runFlags, cfg *config.Config, stderr io.Writer) (shutdo
 	if *f.cfgPath == "" && cfg.Source.Port == 0 {
 		cfg.Source.Port = *f.port
 	}
+	// A port taken is told at once (the server would wait for it in
+	// vain), and again when it was taken while the server started.
+	port := cmp.Or(cfg.Source.Port, 4222)
+	inUse := func() bool { return port > 0 && portInUse("127.0.0.1:"+strconv.Itoa(port)) }
+	errInUse := fmt.Errorf("embedded NATS server: port %d is in use: choose another with --nats-port N (source.port in the config; -1 picks a free one)", port)
+	if inUse() {
+		return nil, errInUse
+	}
 	emb, js, err := startEmbedded(cfg.Source)
 	if err != nil {
-		if port := cmp.Or(cfg.Source.Port, 4222); port > 0 && portInUse("127.0.0.1:"+strconv.Itoa(port)) {
-			err = fmt.Errorf("embedded NATS server: port %d is in use: choose another with --nats-port N (source.port in the config; -1 picks a free one): %w", port, err)
+		if inUse() {
+			err = fmt.Errorf("%w: %w", errInUse, err)
 		}
 		return nil, err
 	}
