@@ -54,7 +54,7 @@ func TestNothingLearned(t *testing.T) {
 	}{
 		{"labels not configured", []string{sms}, 3, []string{
 			"streamlearn replay: 3 records came and none was learned: 3 rejected (label 3)",
-			"first rejected: event: " + sms + `:1: field "label": label: "ham" is not a configured label`,
+			"first rejected: event: " + sms + `:1: field "label": label: "ham" is not a configured label (+1: 1, true; -1: 0, -1, false)`,
 			"hint: the labels are not the configured ones: name the values of the file's labels with input.positive and input.negative",
 			"--allow-empty"}},
 		{"label events without labels.delayed", []string{labels}, 3, []string{
@@ -64,7 +64,7 @@ func TestNothingLearned(t *testing.T) {
 		{"no label", []string{unlabeled}, 3, []string{"1 record came and none was learned: none has a label (1 predicted only)", "labels.delayed: true"}},
 		{"hints follow the reasons", []string{mixed}, 3, []string{
 			"3 records came and none was learned: 3 rejected (empty 1, label 1, nonfinite 1)",
-			"first rejected: event: " + mixed + `:1: field "label": label: "maybe" is not a configured label` +
+			"first rejected: event: " + mixed + `:1: field "label": label: "maybe" is not a configured label (+1: 1, true; -1: 0, -1, false)` +
 				"\n  hint: the labels are not the configured ones",
 			"\n  hint: these are label events (an id and a label, no features): labels.delayed: true"}},
 		{"labels late", []string{"-c", lateCfg, late}, 3, []string{

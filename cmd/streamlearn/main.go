@@ -40,7 +40,7 @@ type command struct {
 	run                 func(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
-const replayArgs = "[-c config.yaml] [--format F] [--report text|json] [--allow-empty] [--plot FILE] [--dead-letters FILE] [--min-accuracy NAME=ACC] [--fail-on-violation] [--junit FILE] [--envelope [--partition N]] [--warm-start MODEL] [--save MODEL] FILE..."
+const replayArgs = "[-c config.yaml] [--format F] [--report text|json] [--allow-empty] [--plot FILE] [--dead-letters FILE|off] [--min-accuracy NAME=ACC] [--fail-on-violation] [--junit FILE] [--envelope [--partition N]] [--warm-start MODEL] [--save MODEL] FILE..."
 
 var commands = []command{
 	{"run", runArgs, "the live service: learn from a Kafka topic or NATS subject (default: an embedded NATS JetStream server)", runRun},
@@ -86,13 +86,14 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 0
 		case errors.Is(err, errUsage):
 			return 2
-		case errors.Is(err, errNothingLearned):
-			fmt.Fprintf(stderr, "streamlearn %s: %v\n", c.name, err)
-			return exitNothingLearned
-		default:
-			fmt.Fprintf(stderr, "streamlearn %s: %v\n", c.name, err)
-			return 1
 		}
+		// The command's name once: "streamlearn replay: --dead-letters: …",
+		// not "streamlearn replay: replay: …".
+		fmt.Fprintf(stderr, "streamlearn %s: %s\n", c.name, strings.TrimPrefix(err.Error(), c.name+": "))
+		if errors.Is(err, errNothingLearned) {
+			return exitNothingLearned
+		}
+		return 1
 	}
 	fmt.Fprintf(stderr, "streamlearn: unknown command %q\n", args[0])
 	usage(stderr)

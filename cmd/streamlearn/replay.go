@@ -67,8 +67,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 // replayFlags is replay's command line, parsed and checked by
 // parseReplayFlags. Each field points at a flag's value (deadPath gets
-// the config's default in replayConfig); g holds the gates, whose
-// learners replayConfig fills in; fs is kept for later usage errors.
+// the config's default in replayConfig, and is emptied there by off or
+// /dev/null); g holds the gates, whose learners replayConfig fills in;
+// fs is kept for later usage errors.
 type replayFlags struct {
 	fs                                   *flag.FlagSet
 	cfgPath, format, reportFmt, plotPath *string
@@ -76,6 +77,9 @@ type replayFlags struct {
 	allowEmpty, envelope                 *bool
 	partition                            *int
 	g                                    gate
+	// deadNote, set by replayConfig, follows the count of records
+	// rejected on stderr: where their dead letters went.
+	deadNote string
 }
 
 // parseReplayFlags parses replay's args and checks the values that need
@@ -89,7 +93,7 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
 	f.reportFmt = fs.String("report", "text", "report `format`: text or json")
 	f.plotPath = fs.String("plot", "", "draw cumulative mistakes and regret against their bounds to `file` (.svg or .png)")
 	f.allowEmpty = fs.Bool("allow-empty", false, "exit 0 when the input holds no record, or records of which none was learned (else exit 1, and 3)")
-	f.deadPath = fs.String("dead-letters", "", "append bad records to this JSONL `file` (default: the config's sinks.dead_letters when it is a file)")
+	f.deadPath = fs.String("dead-letters", "", "append bad records to this JSONL `file`; off (or /dev/null) discards them (default: the config's sinks.dead_letters when it is a file)")
 	fs.Var(f.g.min, "min-accuracy", "fail (exit 1) when learner `NAME=ACCURACY` ends below that accuracy (0 to 1); repeatable, or comma-separated, e.g. pct=0.95,ada=0.97")
 	fs.BoolVar(&f.g.failOnViolation, "fail-on-violation", false, "fail (exit 1) when a learner's published bound was broken")
 	f.junitPath = fs.String("junit", "", "write the learners as test cases, and the gates they failed, to a JUnit XML `file`")
@@ -166,8 +170,14 @@ func replayConfig(ctx context.Context, f *replayFlags) (*config.Config, *service
 			return nil, nil, fmt.Errorf("replay: --save: %w", err)
 		}
 	}
-	if *f.deadPath == "" && cfg.Sinks.DeadLetters != nil && cfg.Sinks.DeadLetters.Kind == "file" {
+	switch d := *f.deadPath; {
+	case d == "off" || d == os.DevNull:
+		*f.deadPath, f.deadNote = "", " (dead letters discarded: --dead-letters "+d+")"
+	case d != "":
+		f.deadNote = " (dead letters: " + d + ")"
+	case cfg.Sinks.DeadLetters != nil && cfg.Sinks.DeadLetters.Kind == "file":
 		*f.deadPath = cfg.Sinks.DeadLetters.Path
+		f.deadNote = " (dead letters: " + *f.deadPath + ", the config's sinks.dead_letters; --dead-letters off discards them)"
 	}
 	for _, out := range []struct{ flag, path string }{{"--dead-letters", *f.deadPath}, {"--plot", *f.plotPath}, {"--junit", *f.junitPath}} {
 		if out.path == "" || out.path == "-" {
@@ -222,6 +232,9 @@ func openDeadLetters(ctx context.Context, path string, stderr io.Writer) (*conne
 	dead.RemoveUnused = true
 	if err := dead.Check(ctx); err != nil {
 		dead.Close()
+		if st, serr := os.Stat(path); serr == nil && !st.Mode().IsRegular() {
+			return nil, fmt.Errorf("replay: --dead-letters: %w (--dead-letters off discards bad records)", err)
+		}
 		return nil, fmt.Errorf("replay: --dead-letters: %w", err)
 	}
 	return dead, nil
@@ -243,11 +256,7 @@ func reportReplay(stdout, stderr io.Writer, f *replayFlags, cfg *config.Config, 
 	if err != nil {
 		return err
 	}
-	dlNote := ""
-	if *f.deadPath != "" {
-		dlNote = " (dead letters: " + *f.deadPath + ")"
-	}
-	if err := checkIntake("replay", ins, *f.allowEmpty, dlNote, stderr); err != nil {
+	if err := checkIntake("replay", ins, *f.allowEmpty, f.deadNote, stderr); err != nil {
 		return err
 	}
 	learnSeconds := svc.LearnSeconds()

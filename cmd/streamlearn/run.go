@@ -14,7 +14,8 @@ import (
 	"net/http"
 	"os"
 	"slices"
-	"strings"
+	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -194,10 +195,18 @@ func startRunEmbedded(f *runFlags, cfg *config.Config, stderr io.Writer) (shutdo
 	if *f.cfgPath == "" && cfg.Source.Port == 0 {
 		cfg.Source.Port = *f.port
 	}
+	// A port taken is told at once (the server would wait for it in
+	// vain), and again when it was taken while the server started.
+	port := cmp.Or(cfg.Source.Port, 4222)
+	inUse := func() bool { return port > 0 && portInUse("127.0.0.1:"+strconv.Itoa(port)) }
+	errInUse := fmt.Errorf("embedded NATS server: port %d is in use: choose another with --nats-port N (source.port in the config; -1 picks a free one)", port)
+	if inUse() {
+		return nil, errInUse
+	}
 	emb, js, err := startEmbedded(cfg.Source)
 	if err != nil {
-		if strings.Contains(err.Error(), "address already in use") {
-			err = fmt.Errorf("%w (another run may be using its port: --nats-port -1 picks a free one)", err)
+		if inUse() {
+			err = fmt.Errorf("%w: %w", errInUse, err)
 		}
 		return nil, err
 	}
@@ -597,6 +606,9 @@ func startHTTP(addr, tokenFile string, cfg *config.Config, opt api.Options, stde
 		return nil, err
 	}
 	ln, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("http: %s is in use: choose another address with --http ADDR (http.addr in the config; off serves no HTTP): %w", addr, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("http: %w", err)
 	}
@@ -640,4 +652,15 @@ func openCheckpoints(ctx context.Context, dir string, cfg *config.Config) (st ch
 		return b, func() { b.Close() }, nil
 	}
 	return nil, func() {}, nil
+}
+
+// portInUse reports whether addr (host:port) cannot be listened on because
+// something else listens there.
+func portInUse(addr string) bool {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return errors.Is(err, syscall.EADDRINUSE)
+	}
+	_ = ln.Close()
+	return false
 }

@@ -3,6 +3,8 @@ package event
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/streamlearn/streamlearn/internal/online"
 )
@@ -185,6 +187,7 @@ func newClassSet(classes []string) (labelSet, error) {
 		}
 		s.m[c] = int8(i)
 	}
+	s.want = "(classes: " + listLabels(classes) + ")"
 	return s, nil
 }
 
@@ -202,6 +205,35 @@ type labelSet struct {
 	short [4]int8
 	// classes: m has the class names, the only labels (newClassSet).
 	classes bool
+	// want lists the labels accepted, for the error of one that is not:
+	// "(+1: 1, true, spam; -1: 0, -1, false, ham)" or "(classes: a, b)".
+	want string
+}
+
+// maxListed is the most label strings an error lists per label.
+const maxListed = 8
+
+// listLabels writes names, at most maxListed of them, each clipped, as
+// "a, b, c" (", …" when there are more).
+func listLabels(names []string) string {
+	var b strings.Builder
+	for i, n := range names {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if i == maxListed {
+			b.WriteString("…")
+			break
+		}
+		b.WriteString(clip(n))
+	}
+	return b.String()
+}
+
+// unknown is the error of label text b that s does not accept: it quotes
+// b and lists the labels s accepts.
+func (s *labelSet) unknown(b []byte) error {
+	return fmt.Errorf("%q is not a configured label %s", clip(b), s.want)
 }
 
 // shortLabels are the label texts cached in labelSet.short.
@@ -259,6 +291,23 @@ func newLabelSet(pos, neg []string) (labelSet, error) {
 			s.short[k] = y
 		}
 	}
+	// The error lists the usual spellings (1, 0, -1, true, false, not
+	// 1.0 or +1) and the configured ones, each under the label it means.
+	var names [2][]string // +1, -1
+	for _, v := range append([]string{"1", "true", "0", "-1", "false"}, append(append([]string(nil), pos...), neg...)...) {
+		y, ok := s.parse([]byte(v))
+		if !ok {
+			continue
+		}
+		k := 0
+		if y == online.Negative {
+			k = 1
+		}
+		if !slices.Contains(names[k], v) {
+			names[k] = append(names[k], v)
+		}
+	}
+	s.want = "(+1: " + listLabels(names[0]) + "; -1: " + listLabels(names[1]) + ")"
 	return s, nil
 }
 

@@ -255,7 +255,7 @@ func (r *Reader) csv(rec []byte, ev *Event) *Error {
 			if len(t) > 0 {
 				y, ok := r.s.labels.parse(t)
 				if !ok {
-					first = &Error{Field: c.name, Reason: ReasonLabel, Err: fmt.Errorf("%q is not a configured label", clip(t))}
+					first = &Error{Field: c.name, Reason: ReasonLabel, Err: r.s.labels.unknown(t)}
 					continue
 				}
 				ev.Labeled, ev.Label = true, y

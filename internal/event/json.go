@@ -783,7 +783,7 @@ func (p *jsonParser) label(ev *Event) bool {
 	}
 	y, ok := p.s.labels.parse(text)
 	if !ok {
-		p.semantic(ReasonLabel, "label", fmt.Errorf("%q is not a configured label", clip(text)))
+		p.semantic(ReasonLabel, "label", p.s.labels.unknown(text))
 		return true
 	}
 	ev.Labeled, ev.Label = true, y

@@ -400,7 +400,7 @@ func (r *Reader) libsvm(line []byte, ev *Event) (skip bool, e *Error) {
 	j := tokenEnd(line, i)
 	y, ok := r.s.labels.parse(line[i:j])
 	if !ok {
-		return false, &Error{Field: "label", Reason: ReasonLabel, Err: fmt.Errorf("%q is not a configured label", clip(line[i:j]))}
+		return false, &Error{Field: "label", Reason: ReasonLabel, Err: r.s.labels.unknown(line[i:j])}
 	}
 	ev.Labeled, ev.Label = true, y
 	mask := r.s.mask
@@ -487,7 +487,7 @@ func (r *Reader) tsv(line []byte, ev *Event) *Error {
 	if label := bytes.TrimSpace(line[:k]); len(label) > 0 {
 		y, ok := r.s.labels.parse(label)
 		if !ok {
-			return &Error{Field: "label", Reason: ReasonLabel, Err: fmt.Errorf("%q is not a configured label", clip(label))}
+			return &Error{Field: "label", Reason: ReasonLabel, Err: r.s.labels.unknown(label)}
 		}
 		ev.Labeled, ev.Label = true, y
 	}
