@@ -89,7 +89,7 @@ func NewJetStreamSink(cfg NATSConfig, stream, subject string) (*JetStreamSink, e
 			return s, nil
 		}
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
-			return fail(fmt.Errorf("stream %q not found: create it with `streamlearn publish --create-stream --url %s --stream %s --subject %s`, set the sink's create_stream: true, or `nats stream add %s --subjects %s`",
+			return fail(fmt.Errorf("stream %q not found: create it with `streamlearn publish --create-stream --url %s --stream %s --subject %s FILE` or `nats stream add %s --subjects %s` (a run's sink creates it with create_stream: true)",
 				stream, cfg.redactedURL(), stream, subject, stream, subject))
 		}
 		return fail(err)
