@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/testbroker"
 )
 
 // TestRunMissingJetStreamSink: run whose predictions go to a JetStream
@@ -126,26 +127,11 @@ learners:
 		t.Fatal(err)
 	}
 	defer emb.Shutdown()
-	nc, err := nats.Connect(emb.ClientURL())
+	st, err := testbroker.JetStream(t, emb.ClientURL()).Stream(t.Context(), "PRED")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	st, err := js.Stream(ctx, "PRED")
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := st.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.State.Msgs != 5000 || len(info.Config.Subjects) != 1 || info.Config.Subjects[0] != "preds" || info.Config.Storage != jetstream.FileStorage {
+	if info := st.CachedInfo(); info.State.Msgs != 5000 || len(info.Config.Subjects) != 1 || info.Config.Subjects[0] != "preds" || info.Config.Storage != jetstream.FileStorage {
 		t.Errorf("stream PRED after the run: %d messages, subjects %v, storage %v; want 5000, [preds], file", info.State.Msgs, info.Config.Subjects, info.Config.Storage)
 	}
 }

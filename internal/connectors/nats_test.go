@@ -552,25 +552,12 @@ func TestJetStreamSinkCreatesStream(t *testing.T) {
 	if n := strings.Count(logs.String(), "level=INFO msg=\"created JetStream stream\""); n != 1 || !strings.Contains(logs.String(), "stream=PRED subjects=predictions") {
 		t.Errorf("logged %d creations, want 1: %q", n, logs.String())
 	}
-	nc, err := natsConnect(cfg.withDefaults())
+	_, js := jsTestClient(t, srv.ClientURL())
+	st, err := js.Stream(t.Context(), "PRED")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.close()
-	js, err := jetstream.New(nc.Conn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	st, err := js.Stream(ctx, "PRED")
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := st.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := st.CachedInfo()
 	if got := info.Config; !slices.Equal(got.Subjects, []string{"predictions"}) || got.Storage != jetstream.FileStorage || got.Retention != jetstream.LimitsPolicy || info.State.Msgs != 20 {
 		t.Errorf("created stream: subjects %v, storage %v, retention %v, %d messages; want [predictions], file, limits, 20",
 			got.Subjects, got.Storage, got.Retention, info.State.Msgs)
