@@ -1003,3 +1003,30 @@ func TestFlagAfterArguments(t *testing.T) {
 		t.Errorf("replay a.jsonl -c, a file named -c there: exit %d: %.300s", code, errOut)
 	}
 }
+
+// TestPublishCreateStreamOnly: publish --create-stream with no file
+// creates the stream, says so on stderr and exits 0; a second time it says
+// the stream exists; the stream then takes a publish without
+// --create-stream. Without --create-stream, no file is still a usage
+// error. (Before, --create-stream without a file was that usage error.)
+func TestPublishCreateStreamOnly(t *testing.T) {
+	emb, err := connectors.StartEmbedded(connectors.EmbeddedConfig{Host: "127.0.0.1", Port: -1, StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer emb.Shutdown()
+	to := []string{"--kind", "jetstream", "--url", emb.ClientURL(), "--stream", "ORDERS", "--subject", "orders"}
+	if code, _, errOut := run(t, append([]string{"publish"}, to...)...); code != 2 || !strings.Contains(errOut, "no input files") {
+		t.Errorf("publish with no file: exit %d, %q; want 2 and no input files", code, errOut)
+	}
+	for i, want := range []string{"created stream ORDERS capturing orders\n", "stream ORDERS exists and captures orders: left as it is\n"} {
+		code, out, errOut := run(t, append([]string{"publish", "--create-stream"}, to...)...)
+		if code != 0 || out != "" || errOut != want {
+			t.Fatalf("publish --create-stream with no file #%d: exit %d, stdout %q, stderr %q; want 0, nothing, %q", i+1, code, out, errOut, want)
+		}
+	}
+	demo := "../../testdata/demo.jsonl"
+	if code, out, errOut := run(t, append(append([]string{"publish"}, to...), demo)...); code != 0 || out != "published 5000 records from "+demo+"\n" {
+		t.Errorf("publish into the created stream: exit %d, %q %q", code, out, errOut)
+	}
+}

@@ -90,12 +90,12 @@ func (f sourceFlags) source(ctx context.Context) (config.Source, error) {
 func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("publish", publishArgs, stderr)
 	sf := addSourceFlags(fs, false)
-	create := fs.Bool("create-stream", false, "JetStream: create the stream (--stream) capturing the subject (--subject) when it does not exist; an existing one is left as it is")
+	create := fs.Bool("create-stream", false, "JetStream: create the stream (--stream) capturing the subject (--subject) when it does not exist; an existing one is left as it is. Without FILE it does only that")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() == 0 {
-		return usageErr(fs, "no input files")
+	if fs.NArg() == 0 && !*create {
+		return usageErr(fs, "no input files (--create-stream alone creates the stream)")
 	}
 	src, err := sf.source(ctx)
 	if err != nil {
@@ -112,8 +112,13 @@ func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if err != nil {
 			return err
 		}
-		if created {
+		switch {
+		case created && fs.NArg() > 0:
 			fmt.Fprintf(stdout, "created stream %s capturing %s\n", src.Stream, src.Subject)
+		case created: // the stream is all this publish does: say so where notes go
+			fmt.Fprintf(stderr, "created stream %s capturing %s\n", src.Stream, src.Subject)
+		case fs.NArg() == 0:
+			fmt.Fprintf(stderr, "stream %s exists and captures %s: left as it is\n", src.Stream, src.Subject)
 		}
 	}
 	for _, path := range fs.Args() {

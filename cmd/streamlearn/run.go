@@ -211,9 +211,24 @@ func startRunEmbedded(f *runFlags, cfg *config.Config, stderr io.Writer) (shutdo
 		return nil, err
 	}
 	cfg.Source = js
+	createEmbeddedStreams(cfg)
 	fmt.Fprintf(stderr, "streamlearn: embedded NATS JetStream at %s: events published to subject %q are learned (stream %s, durable %s)\n",
 		emb.ClientURL(), cfg.Source.Subject, cfg.Source.Stream, cfg.Source.Durable)
 	return emb.Shutdown, nil
+}
+
+// createEmbeddedStreams sets create_stream on each JetStream sink of cfg
+// that publishes to the embedded server (it gives no connection settings
+// of its own) and leaves create_stream unset: that server lives in this
+// run, so no one could create the sink's stream once the run has failed
+// for the want of it.
+func createEmbeddedStreams(cfg *config.Config) {
+	yes := true
+	for _, s := range []*config.Sink{cfg.Sinks.Predictions, cfg.Sinks.Reports, cfg.Sinks.DeadLetters} {
+		if s != nil && s.Kind == "jetstream" && s.Conn.IsZero() && s.CreateStream == nil {
+			s.CreateStream = &yes
+		}
+	}
 }
 
 // openRunSinks opens and checks cfg's sinks, in the order of outs:
@@ -249,7 +264,7 @@ func openRunSinks(ctx context.Context, cfg *config.Config, logger *slog.Logger) 
 			// tail off the source.
 			return outs, nil, fmt.Errorf("sinks.%s: file sink %s is the source's file %s: its lines would be read back as records, forever; give the sink another path", s.key, s.cfg.Path, cfg.Source.Path)
 		}
-		sink, err := openSink(s.cfg, cfg.Source)
+		sink, err := openSink(s.cfg, cfg.Source, logger)
 		if err != nil {
 			return outs, nil, fmt.Errorf("sinks.%s: %w", s.key, err)
 		}
@@ -546,7 +561,7 @@ func publishFile(ctx context.Context, path string, src config.Source, topic stri
 	if src.Kind == "file" {
 		return 0, errors.New("publish: the source is a file; nothing to publish to")
 	}
-	sink, err := openSink(sinkCfg, src)
+	sink, err := openSink(sinkCfg, src, nil)
 	if err != nil {
 		return 0, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/testbroker"
 )
 
 // TestRunMissingJetStreamSink: run whose predictions go to a JetStream
@@ -86,5 +87,51 @@ learners:
 	}
 	if b, err := os.ReadFile(out); err != nil || len(b) != 0 {
 		t.Errorf("the file after the refused run: %d bytes (%v), want none", len(b), err)
+	}
+}
+
+// TestRunEmbeddedCreatesSinkStream: run on its embedded server with a
+// JetStream predictions sink whose stream does not exist creates that
+// stream (once, said at INFO) and publishes a prediction per event into
+// it: that server lives inside the run, so no one could have created the
+// stream. With create_stream: false the run stops at start as before,
+// naming the stream. (Before, it always stopped.)
+func TestRunEmbeddedCreatesSinkStream(t *testing.T) {
+	store := t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "embedded.yaml")
+	write := func(extra string) {
+		t.Helper()
+		if err := os.WriteFile(cfg, fmt.Appendf(nil, `source: {kind: embedded, port: -1, store_dir: %q}
+sinks:
+  predictions: {kind: jetstream, stream: PRED, subject: preds%s}
+learners:
+  - {name: pct, algorithm: perceptron, bias: true}
+`, store, extra), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(", create_stream: false")
+	if code, _, errOut := run(t, "run", "-c", cfg, "--until-end", "--http", "off"); code != 1 || !strings.Contains(errOut, `stream "PRED" not found`) {
+		t.Fatalf("run with create_stream: false: exit %d, stderr %q", code, errOut)
+	}
+	write("")
+	code, _, errOut := run(t, "run", "-c", cfg, "--until-end", "--http", "off", "--log-level", "info", "--preload", "../../testdata/demo.jsonl")
+	if code != 0 {
+		t.Fatalf("run: exit %d: %s", code, errOut)
+	}
+	if n := strings.Count(errOut, `msg="created JetStream stream"`); n != 1 || !strings.Contains(errOut, "stream=PRED subjects=preds") {
+		t.Errorf("stderr says %d times that it created the stream, want once naming PRED and preds:\n%s", n, errOut)
+	}
+	emb, err := connectors.StartEmbedded(connectors.EmbeddedConfig{Host: "127.0.0.1", Port: -1, StoreDir: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer emb.Shutdown()
+	st, err := testbroker.JetStream(t, emb.ClientURL()).Stream(t.Context(), "PRED")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info := st.CachedInfo(); info.State.Msgs != 5000 || len(info.Config.Subjects) != 1 || info.Config.Subjects[0] != "preds" || info.Config.Storage != jetstream.FileStorage {
+		t.Errorf("stream PRED after the run: %d messages, subjects %v, storage %v; want 5000, [preds], file", info.State.Msgs, info.Config.Subjects, info.Config.Storage)
 	}
 }

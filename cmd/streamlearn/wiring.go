@@ -121,8 +121,9 @@ func sameTransport(k, src string) bool {
 }
 
 // openSink opens a configured sink. A sink that gives no connection
-// settings uses the source's when they speak the same transport.
-func openSink(s *config.Sink, src config.Source) (connectors.Sink, error) {
+// settings uses the source's when they speak the same transport. logger
+// (nil: none) hears of a JetStream stream the sink created.
+func openSink(s *config.Sink, src config.Source, logger *slog.Logger) (connectors.Sink, error) {
 	if s == nil {
 		return nil, nil
 	}
@@ -139,7 +140,7 @@ func openSink(s *config.Sink, src config.Source) (connectors.Sink, error) {
 		return connectors.NewNATSSink(natsConfig(conn, s.Subject, "", ""), s.Subject)
 	case "jetstream":
 		n := natsConfig(conn, s.Subject, s.Stream, "")
-		n.JetStreamPublish = s.JetStreamPublish
+		n.JetStreamPublish, n.Logger = s.JetStreamPublish, logger
 		return connectors.NewJetStreamSink(n, s.Stream, s.Subject)
 	case "file":
 		return connectors.NewFileSink(s.Path), nil

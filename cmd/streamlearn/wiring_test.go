@@ -16,10 +16,10 @@ import (
 func TestTuningReachesClients(t *testing.T) {
 	brokers := testbroker.Kafka(t, 1, "tuned")
 	conn := config.Conn{Brokers: brokers}
-	if _, err := openSink(&config.Sink{Kind: "kafka", Conn: conn, Topic: "tuned", KafkaProduce: settings.KafkaProduce{Compression: "brotli"}}, config.Source{}); err == nil || !strings.Contains(err.Error(), "compression") {
+	if _, err := openSink(&config.Sink{Kind: "kafka", Conn: conn, Topic: "tuned", KafkaProduce: settings.KafkaProduce{Compression: "brotli"}}, config.Source{}, nil); err == nil || !strings.Contains(err.Error(), "compression") {
 		t.Errorf("a Kafka sink of codec brotli: %v", err)
 	}
-	if _, err := openSink(&config.Sink{Kind: "kafka", Conn: conn, Topic: "tuned", KafkaProduce: settings.KafkaProduce{RequiredAcks: "two"}}, config.Source{}); err == nil || !strings.Contains(err.Error(), "required_acks") {
+	if _, err := openSink(&config.Sink{Kind: "kafka", Conn: conn, Topic: "tuned", KafkaProduce: settings.KafkaProduce{RequiredAcks: "two"}}, config.Source{}, nil); err == nil || !strings.Contains(err.Error(), "required_acks") {
 		t.Errorf("a Kafka sink of acks two: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -27,7 +27,7 @@ func TestTuningReachesClients(t *testing.T) {
 	if _, err := openSource(ctx, config.Source{Kind: "kafka", Conn: conn, Topic: "tuned", KafkaFetch: settings.KafkaFetch{MinBytes: 10, MaxBytes: 5}}, sourceOptions{}); err == nil || !strings.Contains(err.Error(), "min_bytes") {
 		t.Errorf("a Kafka source of min_bytes 10 and max_bytes 5: %v", err)
 	}
-	sink, err := openSink(&config.Sink{Kind: "kafka", Conn: conn, Topic: "tuned", KafkaProduce: settings.KafkaProduce{Compression: "zstd", RequiredAcks: "one", BatchTimeout: time.Millisecond}}, config.Source{})
+	sink, err := openSink(&config.Sink{Kind: "kafka", Conn: conn, Topic: "tuned", KafkaProduce: settings.KafkaProduce{Compression: "zstd", RequiredAcks: "one", BatchTimeout: time.Millisecond}}, config.Source{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

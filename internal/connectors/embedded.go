@@ -186,10 +186,22 @@ func EnsureStream(ctx context.Context, cfg NATSConfig, name string, subjects ...
 	} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return false, fmt.Errorf("stream %q: %w", name, err)
 	}
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: subjects, Storage: jetstream.FileStorage}); err != nil {
-		return false, fmt.Errorf("creating stream %q for %s: %w", name, strings.Join(subjects, ", "), err)
+	if err := createStream(ctx, js, name, subjects...); err != nil {
+		return false, err
 	}
 	return true, nil
+}
+
+// createStream creates the stream name capturing subjects, file-stored
+// with limits retention: the stream of `publish --create-stream`, and of
+// a JetStream sink with create_stream. A stream of that name made by
+// another client meanwhile is not an error.
+func createStream(ctx context.Context, js jetstream.JetStream, name string, subjects ...string) error {
+	_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: subjects, Storage: jetstream.FileStorage})
+	if err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		return fmt.Errorf("creating stream %q for %s: %w", name, strings.Join(subjects, ", "), err)
+	}
+	return nil
 }
 
 // RemoveIfNew returns a function that deletes the JetStream durable

@@ -50,7 +50,10 @@ var (
 const jsPublishTimeout = 30 * time.Second
 
 // NewJetStreamSink connects with cfg (cfg.Stream and cfg.Subject are not
-// used) and publishes to subject, which stream must capture.
+// used) and publishes to subject, which stream must capture. A stream that
+// does not exist is an error naming the commands that create it, unless
+// cfg.CreateStream is set: then the sink creates it, capturing subject,
+// and says so once at INFO on cfg.Logger (when not nil).
 func NewJetStreamSink(cfg NATSConfig, stream, subject string) (*JetStreamSink, error) {
 	name := "jetstream sink " + stream + "/" + subject
 	if stream == "" || subject == "" || strings.ContainsAny(subject, " \t\r\n*>") {
@@ -76,8 +79,17 @@ func NewJetStreamSink(cfg NATSConfig, stream, subject string) (*JetStreamSink, e
 	ctx, cancel := context.WithTimeout(context.Background(), natsCloseWait)
 	defer cancel()
 	if _, err := s.js.Stream(ctx, stream); err != nil {
+		if errors.Is(err, jetstream.ErrStreamNotFound) && cfg.CreateStream != nil && *cfg.CreateStream {
+			if err := createStream(ctx, s.js, stream, subject); err != nil {
+				return fail(err)
+			}
+			if cfg.Logger != nil {
+				cfg.Logger.Info("created JetStream stream", "sink", name, "stream", stream, "subjects", subject)
+			}
+			return s, nil
+		}
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
-			return fail(fmt.Errorf("stream %q not found: create it with `streamlearn publish --create-stream --url %s --stream %s --subject %s FILE`, or `nats stream add %s --subjects %s`",
+			return fail(fmt.Errorf("stream %q not found: create it with `streamlearn publish --create-stream --url %s --stream %s --subject %s FILE` or `nats stream add %s --subjects %s` (a run's sink creates it with create_stream: true)",
 				stream, cfg.redactedURL(), stream, subject, stream, subject))
 		}
 		return fail(err)

@@ -1,11 +1,16 @@
 package connectors
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/streamlearn/streamlearn/internal/connectors/settings"
 )
@@ -520,5 +525,41 @@ func TestJetStreamAckMeta(t *testing.T) {
 		if ok != tc.ok || ok && (seq != tc.seq || pending != tc.pending || uint64(ts) != tc.ts) {
 			t.Errorf("source: %s: got %d %d %d %v", tc.reply, seq, pending, ts, ok)
 		}
+	}
+}
+
+// TestJetStreamSinkCreatesStream: with create_stream a sink whose stream
+// does not exist creates it, file-stored and capturing its subject, says
+// so once at INFO, and publishes into it; a second sink finds it and says
+// nothing. Without create_stream the stream is still an error
+// (TestJetStreamSinkErrors).
+func TestJetStreamSinkCreatesStream(t *testing.T) {
+	srv := natsTestServer(t, nil)
+	var logs bytes.Buffer
+	yes := true
+	cfg := NATSConfig{URL: srv.ClientURL(), Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		JetStreamPublish: settings.JetStreamPublish{CreateStream: &yes}}
+	for range 2 {
+		sink, err := NewJetStreamSink(cfg, "PRED", "predictions")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sinkWrite(t, sink, 10)
+		if err := sink.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := strings.Count(logs.String(), "level=INFO msg=\"created JetStream stream\""); n != 1 || !strings.Contains(logs.String(), "stream=PRED subjects=predictions") {
+		t.Errorf("logged %d creations, want 1: %q", n, logs.String())
+	}
+	_, js := jsTestClient(t, srv.ClientURL())
+	st, err := js.Stream(t.Context(), "PRED")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := st.CachedInfo()
+	if got := info.Config; !slices.Equal(got.Subjects, []string{"predictions"}) || got.Storage != jetstream.FileStorage || got.Retention != jetstream.LimitsPolicy || info.State.Msgs != 20 {
+		t.Errorf("created stream: subjects %v, storage %v, retention %v, %d messages; want [predictions], file, limits, 20",
+			got.Subjects, got.Storage, got.Retention, info.State.Msgs)
 	}
 }

@@ -387,6 +387,13 @@ type JetStreamPublish struct {
 	// acknowledgement; Publish blocks when it is full. Default
 	// DefaultPublishWindow.
 	PublishWindow int `yaml:"publish_window"`
+	// CreateStream makes the sink create its stream, capturing its
+	// subject, when no stream of that name exists (file storage, limits
+	// retention: the stream `publish --create-stream` makes); an existing
+	// stream is left as it is. Unset is false, except that a run sets it
+	// for a sink on its embedded server, which no one else can reach to
+	// create the stream before the run fails.
+	CreateStream *bool `yaml:"create_stream"`
 }
 
 // Validate reports a negative PublishWindow.
