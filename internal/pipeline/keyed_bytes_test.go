@@ -23,10 +23,7 @@ func residentSum(k *Keyed) int64 {
 // models hold once they are used again.
 func TestKeyedBytesAfterEncode(t *testing.T) {
 	c := mustConfig(t, "features: {bits: 18, scale: standard}\n"+sparseMore)
-	lines := wordStream(600, false, 3)
-	for i, line := range lines {
-		lines[i] = append(fmt.Appendf(nil, `{"key":"u-%d",`, i%5), line[1:]...)
-	}
+	lines := withKeys(wordStream(600, false, 3), func(i int) uint64 { return uint64(i % 5) })
 	k, err := NewKeyed(c, KeyedOptions{MaxBytes: 1 << 30})
 	if err != nil {
 		t.Fatal(err)
@@ -98,8 +95,6 @@ func TestKeyedBytesAfterReject(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m := k.lru.Front().Value.(*keyedModel)
-	t.Logf("key %s: space %d numbers, learned %d, waiting?", m.key, m.p.space.Len(), m.p.counts.Learned)
 	if sum := residentSum(k); sum != k.ResidentBytes() {
 		t.Fatalf("after a Reject that learned an expired event: resident %d bytes, counted %d", sum, k.ResidentBytes())
 	}

@@ -16,10 +16,7 @@ import (
 func TestKeyedDelayedServingExact(t *testing.T) {
 	for _, learners := range []string{sparseLearners, sparseMore} {
 		c := mustConfig(t, "features: {bits: 12, scale: standard}\nlabels: {delayed: true, wait: 30, max_pending: 1000}\n"+learners)
-		lines := wordStream(3000, true, 5)
-		for i, line := range lines {
-			lines[i] = append(fmt.Appendf(nil, `{"key":"u-%d",`, (i*7)%11), line[1:]...)
-		}
+		lines := withKeys(wordStream(3000, true, 5), func(i int) uint64 { return uint64(i * 7 % 11) })
 		bounded, err := NewKeyed(c, KeyedOptions{MaxBytes: 1})
 		if err != nil {
 			t.Fatal(err)

@@ -1,10 +1,8 @@
 package pipeline
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -19,13 +17,8 @@ const keyedPinned = "dad782ae2ed87390828f15b16bf561ec176c49d09155f43285883f1e268
 // the others spilled) encode to the bytes dense models per key encoded.
 func TestKeyedDigestPinned(t *testing.T) {
 	c := mustConfig(t, "features: {bits: 18}\n"+sparseLearners)
-	lines := wordStream(3000, false, 2)
-	rng := rand.New(rand.NewPCG(5, 6))
-	zipf := rand.NewZipf(rng, 1.1, 1, 299)
-	for i, line := range lines {
-		// The key goes first: {"key":"u-N", ...
-		lines[i] = append(fmt.Appendf(nil, `{"key":"u-%d",`, zipf.Uint64()), bytes.TrimPrefix(line, []byte("{"))...)
-	}
+	zipf := rand.NewZipf(rand.New(rand.NewPCG(5, 6)), 1.1, 1, 299)
+	lines := withKeys(wordStream(3000, false, 2), func(int) uint64 { return zipf.Uint64() })
 	k, err := NewKeyed(c, KeyedOptions{Max: 40})
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/streamlearn/streamlearn/internal/event"
-	"github.com/streamlearn/streamlearn/internal/online"
 )
 
 // sparseLearners are learners of every kind a sparse pipeline holds: the
@@ -135,21 +134,11 @@ func TestSparsePipeline(t *testing.T) {
 				if err := dec.Decode(line, &ev); err != nil {
 					t.Fatal(err)
 				}
-				pd, rd := dense.Process(&ev)
-				ps, rs := sparse.Process(&ev)
-				if rd != rs || !equalPreds(pd, ps) {
-					t.Fatalf("record %d: dense %v %q, sparse %v %q", i, pd, rd, ps, rs)
-				}
+				processBoth(t, i, dense, sparse, &ev)
 				if i%500 != 499 {
 					continue
 				}
-				bd, bs := mustMarshal(t, dense), mustMarshal(t, sparse)
-				if !bytes.Equal(bd, bs) {
-					t.Fatalf("record %d: the encodings differ", i)
-				}
-				if d, s := reportJSON(t, dense), reportJSON(t, sparse); d != s {
-					t.Fatalf("record %d: reports differ:\ndense  %s\nsparse %s", i, d, s)
-				}
+				bd, bs := sameState(t, i, dense, sparse)
 				// Each restores the other's state; the sparse one's clone is it.
 				if dense, err = b.Decode(bs); err != nil {
 					t.Fatal(err)
@@ -169,16 +158,39 @@ func TestSparsePipeline(t *testing.T) {
 	}
 }
 
-func equalPreds(a, b []online.Prediction) bool {
-	if len(a) != len(b) {
-		return false
+// withKeys gives each record of a wordStream, in order, the key "u-N",
+// N = key(i) of its index: models per key of it.
+func withKeys(lines [][]byte, key func(i int) uint64) [][]byte {
+	for i, line := range lines {
+		lines[i] = append(fmt.Appendf(nil, `{"key":"u-%d",`, key(i)), line[1:]...)
 	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
+	return lines
+}
+
+// processBoth runs ev, record i, through dense and sparse, and fails t
+// unless they predict the same and reject alike.
+func processBoth(t *testing.T, i int, dense, sparse *Pipeline, ev *event.Event) {
+	t.Helper()
+	pd, rd := dense.Process(ev)
+	pd = slices.Clone(pd)
+	ps, rs := sparse.Process(ev)
+	if rd != rs || !slices.Equal(pd, ps) {
+		t.Fatalf("record %d: dense %v %q, sparse %v %q", i, pd, rd, ps, rs)
 	}
-	return true
+}
+
+// sameState fails t unless dense and sparse, after record i, encode to
+// the same bytes and report the same; it returns their encodings.
+func sameState(t *testing.T, i int, dense, sparse *Pipeline) (bd, bs []byte) {
+	t.Helper()
+	bd, bs = mustMarshal(t, dense), mustMarshal(t, sparse)
+	if !bytes.Equal(bd, bs) {
+		t.Fatalf("record %d: the encodings differ", i)
+	}
+	if d, s := reportJSON(t, dense), reportJSON(t, sparse); d != s {
+		t.Fatalf("record %d: reports differ:\ndense  %s\nsparse %s", i, d, s)
+	}
+	return bd, bs
 }
 
 func mustMarshal(t *testing.T, p *Pipeline) []byte {
