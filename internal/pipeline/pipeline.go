@@ -84,6 +84,7 @@ type node struct {
 	digest          [32]byte      // LearnerDigest of its configuration
 	calib           *platt        // learners[i].calibrate; nil otherwise
 	prober          online.Prober // the learner, when it has a probability of its own
+	sizer           online.Sizer  // the learner, when it tells its arrays' bytes (Footprint)
 	servedProb      float64       // calib's probability of the last prediction, before any label after it
 	// since is the count of learned rounds when the learner started: 0,
 	// unless a restore started it afresh (UnmarshalBinaryReset). Its
@@ -176,7 +177,7 @@ func (p *Pipeline) Footprint() int {
 		n += p.delay.Bytes()
 	}
 	for i := range p.nodes {
-		if s, ok := p.nodes[i].learner.(online.Sizer); ok {
+		if s := p.nodes[i].sizer; s != nil {
 			n += s.Bytes()
 		}
 	}
@@ -320,6 +321,7 @@ func build(lc config.Learner, env learners.Env) (node, error) {
 	_, n.raw = l.(online.Domained)
 	n.round, _ = l.(online.Rounder)
 	n.prober, _ = l.(online.Prober)
+	n.sizer, _ = l.(online.Sizer)
 	return n, nil
 }
 
