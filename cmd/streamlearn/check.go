@@ -34,7 +34,15 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	mem, err := modelMemory(cfg)
+	// What a model costs: one per partition, measured by building one;
+	// a key's, sparse, its footprint.
+	var mem uint64
+	var cost keyCost
+	if cfg.Models.By == "key" {
+		cost, err = keyedCost(cfg)
+	} else {
+		mem, err = modelMemory(cfg)
+	}
 	if err != nil {
 		return err
 	}
@@ -62,11 +70,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if l := cfg.Labels; l.Delayed {
 		fmt.Fprintf(w, "labels:\tdelayed: wait %d records, at most %d pending\n", l.Wait, l.MaxPending)
 	}
-	var cost keyCost
 	if cfg.Models.By == "key" {
-		if cost, err = keyedCost(cfg); err != nil {
-			return err
-		}
 		fmt.Fprintf(w, "model:\t%d learners, %s of memory for a new key's model (its footprint)\n", len(cfg.Learners), mib(uint64(cost.new)))
 	} else {
 		fmt.Fprintf(w, "model:\t%d learners, %s of memory per model (one model per partition; measured by building one)\n", len(cfg.Learners), mib(mem))
