@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"strings"
 	"text/tabwriter"
@@ -95,6 +96,12 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			bound = fmt.Sprintf("one versus the rest, a model per class: mistakes ≤ the sum of the %d models' mistake bounds, when each has one (%s)", len(in.Classes), bound)
 		}
 		fmt.Fprintf(w, "  %s\t%s\t%s\n", l.Name, l.Algorithm, bound)
+	}
+	if dir := cfg.Models.SpillDir; dir != "" && cfg.Models.By == "key" {
+		// A directory, not a connection: check it as run would at start.
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			return fmt.Errorf("%s: models.spill_dir %s: not a directory (%v): evicted models go there; set it to a directory this process may write", *cfgPath, dir, err)
+		}
 	}
 	if path := cfg.Models.WarmStart; path != "" {
 		// A model file is read, not a connection: check that it starts

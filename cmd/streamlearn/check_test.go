@@ -15,13 +15,17 @@ import (
 // the warm start and what the models cost.
 func TestCheckModelsPerKey(t *testing.T) {
 	dir := t.TempDir()
+	spill := filepath.Join(dir, "spill") // check wants it to be a directory
+	if err := os.Mkdir(spill, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		models string
 		want   []string
 	}{
-		{"{by: key, max: 40, idle: 90s, global: true, spill_dir: /var/spill}", []string{
+		{"{by: key, max: 40, idle: 90s, global: true, spill_dir: " + spill + "}", []string{
 			"models:        one per event key within each partition (models.by: key)",
-			"resident:    at most 256.0 MiB of models per partition (models.max_bytes) and 40 models (models.max); past it the least recently used, and any not used for 1m30s (models.idle), is spilled to a file in /var/spill (models.spill_dir)",
+			"resident:    at most 256.0 MiB of models per partition (models.max_bytes) and 40 models (models.max); past it the least recently used, and any not used for 1m30s (models.idle), is spilled to a file in " + spill + " (models.spill_dir)",
 			"global:      a global model per partition beside them (models.global)",
 			"warm start:  none: each new key's model starts empty",
 			"plus the global model: one more model per partition",
@@ -122,6 +126,25 @@ func TestCheckBoundOfParams(t *testing.T) {
 		line := regexp.MustCompile(`(?m)^  ` + name + ` +(perceptron|adagrad) +(.*)$`).FindStringSubmatch(out)
 		if line == nil || !strings.HasPrefix(line[2], want) {
 			t.Errorf("learner %s: %q, want it to begin %q\n%s", name, line, want, out)
+		}
+	}
+}
+
+// A models.spill_dir that is not a directory is named, by check and by
+// a replay, with what to do.
+func TestSpillDirMissing(t *testing.T) {
+	dir := t.TempDir()
+	cfg, in := filepath.Join(dir, "c.yaml"), filepath.Join(dir, "in.jsonl")
+	if err := os.WriteFile(cfg, []byte("learners: [{name: p, algorithm: perceptron}]\nmodels: {by: key, spill_dir: "+filepath.Join(dir, "nowhere")+"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(in, []byte(`{"key":"a","features":{"v":1},"label":1}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"check", "-c", cfg}, {"replay", "-c", cfg, in}} {
+		code, _, errOut := run(t, args...)
+		if code != 1 || !strings.Contains(errOut, "models.spill_dir "+filepath.Join(dir, "nowhere")) || !strings.Contains(errOut, "set it to a directory") {
+			t.Errorf("%s: exit %d: %s, want exit 1 naming models.spill_dir", args[0], code, errOut)
 		}
 	}
 }

@@ -381,12 +381,14 @@ func TestAliasBomb(t *testing.T) {
 }
 
 // An unknown key close to a known one (a slip) is answered with that
-// one; a key close to none lists the known keys only.
+// one; a key close to none lists the known keys only; a sink given as a
+// bare path is shown a sink's form.
 func TestUnknownKeyNearest(t *testing.T) {
 	for _, tc := range []struct{ yaml, want, not string }{
 		{"sinks: {predictions: {kind: file, paht: p.jsonl}}\nlearners: [{name: p, algorithm: perceptron}]\n", "sinks.predictions.paht: unknown key: did you mean path?", ""},
 		{"models: {by: key, max_byte: 10}\nlearners: [{name: p, algorithm: perceptron}]\n", "models.max_byte: unknown key: did you mean max_bytes?", ""},
 		{"features: {zzzzzz: 1}\nlearners: [{name: p, algorithm: perceptron}]\n", "features.zzzzzz: unknown key (known keys here:", "did you mean"},
+		{"sinks: {dead_letters: dl.jsonl}\nlearners: [{name: p, algorithm: perceptron}]\n", "sinks.dead_letters: want a mapping of keys, a sink's kind and where it writes: {kind: file, path: FILE}", ""},
 	} {
 		_, err := Parse("c.yaml", []byte(tc.yaml))
 		if err == nil || !strings.Contains(err.Error(), tc.want) || tc.not != "" && strings.Contains(err.Error(), tc.not) {

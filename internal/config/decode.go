@@ -191,7 +191,11 @@ func checkKeys(file string, n *yaml.Node, t reflect.Type, path string) error {
 			return checkAlgorithmKeys(file, n, path)
 		}
 		if n.Kind != yaml.MappingNode {
-			return &Error{File: file, Line: n.Line, Key: path, Msg: "want a mapping of keys"}
+			msg := "want a mapping of keys"
+			if t == reflect.TypeFor[Sink]() {
+				msg += ", a sink's kind and where it writes: {kind: file, path: FILE}, or a broker's"
+			}
+			return &Error{File: file, Line: n.Line, Key: path, Msg: msg}
 		}
 		fields := yamlFields(t)
 		for i := 0; i+1 < len(n.Content); i += 2 {

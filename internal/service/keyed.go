@@ -2,6 +2,9 @@ package service
 
 import (
 	"cmp"
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"time"
 
@@ -21,8 +24,12 @@ import (
 func newPartitionModel(c *config.Config, history int) (*model, error) {
 	m := &model{pos: -1, skipTo: -1}
 	if keyed(c) {
+		dir := cmp.Or(c.Models.SpillDir, os.TempDir())
 		k, err := pipeline.NewKeyed(c, pipeline.KeyedOptions{Max: c.Models.Max, MaxBytes: c.Models.MaxBytes, Idle: c.Models.Idle, Global: c.Models.Global,
-			SpillDir: cmp.Or(c.Models.SpillDir, os.TempDir())})
+			SpillDir: dir})
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+			return nil, fmt.Errorf("models.spill_dir %s: %w: evicted models go there; set it to a directory this process may write", dir, err)
+		}
 		if err != nil {
 			return nil, err
 		}
