@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,15 +13,7 @@ import (
 // still due at the end after the last message, in their messages' order),
 // none for an unlabeled record.
 func TestDelayOutput(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, text string) string {
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-	spam := write("spam.yaml", "input: {positive: [spam], negative: [ham]}\nlearners: [{name: maj, algorithm: majority}]\n")
+	spam := writeFiles(t, map[string]string{"spam.yaml": "input: {positive: [spam], negative: [ham]}\nlearners: [{name: maj, algorithm: majority}]\n"})["spam.yaml"]
 	for _, c := range []struct {
 		name, args, input, want string
 	}{
@@ -67,7 +58,7 @@ func TestDelayOutput(t *testing.T) {
 {"id":"m-2","key":"m-2","label":0}
 `},
 	} {
-		in := write(c.name, c.input)
+		in := writeFiles(t, map[string]string{c.name: c.input})[c.name]
 		code, out, errOut := run(t, append(append([]string{"delay"}, strings.Fields(c.args)...), in)...)
 		if code != 0 {
 			t.Errorf("delay %s %s: exit %d: %s", c.args, c.name, code, errOut)
@@ -85,30 +76,20 @@ func TestDelayOutput(t *testing.T) {
 // with --by 100 on the demo each label joins its message 100 messages (and
 // as many label events) later.
 func TestDelaySameModel(t *testing.T) {
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "delayed.yaml")
-	if err := os.WriteFile(cfg, []byte(`input: {positive: [spam], negative: [ham]}
+	files := writeFiles(t, map[string]string{
+		"delayed.yaml": `input: {positive: [spam], negative: [ham]}
 features: {text: {ngrams: 2}}
 learners:
   - {name: pct, algorithm: perceptron, bias: true}
   - {name: ada, algorithm: adagrad, bias: true}
 labels: {delayed: true}
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	tsv := filepath.Join(dir, "sms.tsv")
-	if err := os.WriteFile(tsv, []byte("spam\tWIN a FREE prize now\nham\tsee you at 5\nspam\tFREE entry, text WIN\nham\tok see you\n\t...\nham\tI'll win\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	libsvm := filepath.Join(dir, "a.libsvm")
-	if err := os.WriteFile(libsvm, []byte("+1 1:0.5 4:2\n-1 1:-1 2:1.5\n+1 4:1 9:0.25\n-1 2:2\n+1 1:1e-3 4:3\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	csv := filepath.Join(dir, "b.csv")
-	if err := os.WriteFile(csv, []byte("len,colour,label\n4,red,spam\n1,blue,ham\n5,red,spam\n,blue,ham\n3.5,green,spam\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, in := range []string{"../../testdata/demo.jsonl", tsv, libsvm, csv} {
+`,
+		"sms.tsv":  "spam\tWIN a FREE prize now\nham\tsee you at 5\nspam\tFREE entry, text WIN\nham\tok see you\n\t...\nham\tI'll win\n",
+		"a.libsvm": "+1 1:0.5 4:2\n-1 1:-1 2:1.5\n+1 4:1 9:0.25\n-1 2:2\n+1 1:1e-3 4:3\n",
+		"b.csv":    "len,colour,label\n4,red,spam\n1,blue,ham\n5,red,spam\n,blue,ham\n3.5,green,spam\n",
+	})
+	cfg, dir := files["delayed.yaml"], t.TempDir()
+	for _, in := range []string{"../../testdata/demo.jsonl", files["sms.tsv"], files["a.libsvm"], files["b.csv"]} {
 		stream := filepath.Join(dir, "stream.jsonl")
 		if code, _, errOut := run(t, "delay", "-c", cfg, "--by", "0", "-o", stream, in); code != 0 {
 			t.Fatalf("delay %s: exit %d: %s", in, code, errOut)
@@ -140,30 +121,26 @@ labels: {delayed: true}
 // the input, several classes and an output that is an input stop delay
 // (exit 1) naming what and where; bad flags are usage errors (exit 2).
 func TestDelayErrors(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, text string) string {
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-	tsv := write("sms.tsv", "ham\tok\nspam no tab\n")
-	labels := write("late.jsonl", `{"id":"a","text":"x"}`+"\n"+`{"id":"a","label":1}`+"\n")
-	classes := write("classes.yaml", "input: {classes: [a, b, c]}\nlearners: [{name: maj, algorithm: majority}]\n")
+	f := writeFiles(t, map[string]string{
+		"sms.tsv":      "ham\tok\nspam no tab\n",
+		"late.jsonl":   `{"id":"a","text":"x"}` + "\n" + `{"id":"a","label":1}` + "\n",
+		"spam.yaml":    "input: {positive: [spam], negative: [ham]}\nlearners: [{name: maj, algorithm: majority}]\n",
+		"classes.yaml": "input: {classes: [a, b, c]}\nlearners: [{name: maj, algorithm: majority}]\n",
+	})
+	tsv, labels, classes := f["sms.tsv"], f["late.jsonl"], f["classes.yaml"]
 	for _, c := range []struct {
 		args []string
 		code int
 		want string
 	}{
-		{[]string{"-c", write("spam.yaml", "input: {positive: [spam], negative: [ham]}\nlearners: [{name: maj, algorithm: majority}]\n"), tsv}, 1, "sms.tsv:2: malformed: no tab between label and text"},
+		{[]string{"-c", f["spam.yaml"], tsv}, 1, "sms.tsv:2: malformed: no tab between label and text"},
 		{[]string{tsv}, 1, `sms.tsv:1: field "label": label: "ham" is not a configured label`},
 		{[]string{labels}, 1, "late.jsonl:2: a label event (an id and a label, no features)"},
 		{[]string{"-c", classes, tsv}, 1, "delayed labels take two labels"},
 		{[]string{"-o", tsv, tsv}, 1, "is the input"},
 		{[]string{"--by", "-1", tsv}, 2, "--by -1: want a number of messages"},
 		{nil, 2, "no input files"},
-		{[]string{filepath.Join(dir, "absent.tsv")}, 1, "absent.tsv: no such file"},
+		{[]string{filepath.Join(filepath.Dir(tsv), "absent.tsv")}, 1, "absent.tsv: no such file"},
 	} {
 		code, _, errOut := run(t, append([]string{"delay"}, c.args...)...)
 		if code != c.code || !strings.Contains(errOut, c.want) {
