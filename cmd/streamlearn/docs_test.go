@@ -981,24 +981,27 @@ func (e *docEnv) kafkaAddr(t *testing.T) string {
 }
 
 // config returns the configuration file a command is given as path: the
-// file itself, or a copy of it with the page's 127.0.0.1:9092 replaced as
-// in the arguments; and whether its source is an embedded server (whose
-// run, like a run without -c, gets a free port and a temporary store).
+// file itself, or, when its source reads Kafka at 127.0.0.1:9092, a copy
+// of it with that address replaced as in the arguments; and whether its
+// source is an embedded server (whose run, like a run without -c, gets a
+// free port and a temporary store).
 func (e *docEnv) config(t *testing.T, c docCommand, path string) (string, bool) {
-	data, err := os.ReadFile(path)
+	cfg, err := config.Load(path)
 	if err != nil {
 		return path, false // the command's own error says it
 	}
-	cfg, err := config.Load(path)
-	embedded := err == nil && cfg.Source.Kind == "embedded"
-	if !bytes.Contains(data, []byte("127.0.0.1:9092")) {
-		return path, embedded
+	if !slices.Contains(cfg.Source.Brokers, "127.0.0.1:9092") {
+		return path, cfg.Source.Kind == "embedded"
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%s: %v", c, err)
 	}
 	cp := filepath.Join(e.t.TempDir(), filepath.Base(path))
 	if err := os.WriteFile(cp, bytes.ReplaceAll(data, []byte("127.0.0.1:9092"), []byte(e.kafkaAddr(t))), 0o644); err != nil {
 		t.Fatalf("%s: %v", c, err)
 	}
-	return cp, embedded
+	return cp, false
 }
 
 // startBroker runs `go run ./internal/testbroker/kfake ARGS`: the broker
