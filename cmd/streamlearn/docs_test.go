@@ -395,17 +395,13 @@ var docsExpect = map[string]func(t *testing.T, e *docEnv, stdout string){
 	},
 }
 
-// spamLive is the report of the spam filter's live run (spam-filter.md):
-// the messages and their labels, each 100 messages later, all joined,
-// and ada's mistakes, the replay's.
+// spamLive checks /v1/report (an array of the models' reports) of the
+// spam filter's live run (spam-filter.md): the messages and their labels,
+// each 100 messages later, all joined, and ada's mistakes, the replay's.
 func spamLive(t *testing.T, e *docEnv, body string) {
 	var reports []pipeline.Report
 	if err := json.Unmarshal([]byte(body), &reports); err != nil {
-		var r pipeline.Report
-		if err := json.Unmarshal([]byte(body), &r); err != nil {
-			t.Fatalf("/v1/report: not a report: %v: %.300s", err, body)
-		}
-		reports = []pipeline.Report{r}
+		t.Fatalf("/v1/report: not an array of reports: %v: %.300s", err, body)
 	}
 	if len(reports) != 1 {
 		t.Fatalf("/v1/report: %d models, want one", len(reports))
