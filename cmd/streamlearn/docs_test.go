@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -14,19 +15,24 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 	"unicode"
 
+	"github.com/streamlearn/streamlearn/internal/config"
+	"github.com/streamlearn/streamlearn/internal/pipeline"
 	"github.com/streamlearn/streamlearn/internal/testbroker"
 	"github.com/streamlearn/streamlearn/internal/testproc"
 )
@@ -321,6 +327,10 @@ var docsAllowed = map[string]struct {
 		[]string{"./internal/arch TestDependenciesPointOneWay"}},
 	"go vet":            {".ci/run runs it on every package before the tests (README says what CI checks)", nil},
 	"go mod tidy -diff": {".ci/run runs it before the tests (README says what CI checks)", nil},
+	"curl -L -o sms.zip https://archive.ics.uci.edu/static/public/228/sms+spam+collection.zip": {"downloads the SMS Spam Collection from the UCI repository; the tests read it in place ($DATA), where their counts of it are pinned",
+		[]string{"./internal/event TestRealData", "./internal/pipeline TestRealData"}},
+	"unzip sms.zip SMSSpamCollection -d $DATA/sms_spam_collection": {"unpacks the download above; the tests read the file in place",
+		[]string{"./internal/event TestRealData"}},
 	"promtool check metrics": {"needs promtool and a live /metrics",
 		[]string{"./cmd/streamlearn TestPromtoolCheckMetrics"}},
 	"promtool check config": {"needs promtool",
@@ -353,6 +363,17 @@ var docsExpect = map[string]func(t *testing.T, e *docEnv, stdout string){
 			t.Errorf("events.jsonl: %d bytes (%v), want the demo the topic holds (%d bytes)", len(got), err, len(demo))
 		}
 	},
+	"curl -s http://127.0.0.1:8080/v1/report": spamLive,
+	"go run ./cmd/streamlearn record --kind kafka --brokers 127.0.0.1:9092 --topic sms-predictions -o predictions.jsonl": func(t *testing.T, e *docEnv, stdout string) {
+		data, err := os.ReadFile("predictions.jsonl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+		if len(lines) != 5574 || !strings.HasPrefix(lines[0], `{"id":"m-1",`) || !strings.HasPrefix(lines[5573], `{"id":"m-5574",`) {
+			t.Errorf("predictions.jsonl: %d lines, first %.60s, want one per message, m-1 to m-5574", len(lines), lines[0])
+		}
+	},
 	"go run ./cmd/streamlearn replay -c config.yaml events.jsonl": func(t *testing.T, e *docEnv, stdout string) {
 		// "the same numbers the live run got": the demo's.
 		var want, errOut bytes.Buffer
@@ -374,6 +395,28 @@ var docsExpect = map[string]func(t *testing.T, e *docEnv, stdout string){
 	},
 }
 
+// spamLive checks /v1/report (an array of the models' reports) of the
+// spam filter's live run (spam-filter.md): the messages and their labels,
+// each 100 messages later, all joined, and ada's mistakes, the replay's.
+func spamLive(t *testing.T, e *docEnv, body string) {
+	var reports []pipeline.Report
+	if err := json.Unmarshal([]byte(body), &reports); err != nil {
+		t.Fatalf("/v1/report: not an array of reports: %v: %.300s", err, body)
+	}
+	if len(reports) != 1 {
+		t.Fatalf("/v1/report: %d models, want one", len(reports))
+	}
+	r := reports[0]
+	if r.Events != 11148 || r.Labeled != 5574 || r.Labels == nil || r.Labels.Joined != 5574 {
+		t.Errorf("live report: events %d labeled %d labels %+v, want 11148, 5574 and 5574 joined", r.Events, r.Labeled, r.Labels)
+	}
+	for _, l := range r.Learners {
+		if l.Name == "ada" && (l.Mistakes != 127 || l.Rounds != 5574) {
+			t.Errorf("live report: ada %d mistakes of %d rounds, want 127 of 5574 (97.72%%, the page's)", l.Mistakes, l.Rounds)
+		}
+	}
+}
+
 func wantReport(n int) func(t *testing.T, e *docEnv, stdout string) {
 	return func(t *testing.T, e *docEnv, stdout string) {
 		if want := fmt.Sprintf("events %d  labeled %d  predicted 0  invalid 0", n, n); !strings.Contains(stdout, want) {
@@ -384,7 +427,8 @@ func wantReport(n int) func(t *testing.T, e *docEnv, stdout string) {
 
 // docsOutputs are top-level names the pages' commands write: the mirror
 // of the repository leaves them out, in case a manual run left them there.
-var docsOutputs = map[string]bool{".git": true, "state": true, "dead-letters.jsonl": true, ".dead-letters.jsonl.lock": true, "replay.xml": true, "events.jsonl": true, "token": true}
+var docsOutputs = map[string]bool{".git": true, "state": true, "dead-letters.jsonl": true, ".dead-letters.jsonl.lock": true, "replay.xml": true, "events.jsonl": true, "token": true,
+	"sms.zip": true, "sms.jsonl": true, "kafka-data": true, "predictions.jsonl": true, "copy-partition-0.jsonl": true}
 
 // sharedDataDir is ../shared/data beside the repository, as the real-data
 // tests of internal/pipeline and internal/event find it.
@@ -431,15 +475,19 @@ func sharedDataDir() (string, error) {
 // token) goes to a temporary directory:
 //
 //   - go run ./cmd/streamlearn ARGS and streamlearn ARGS: in this process,
-//     through Main. run without -c gets a free --nats-port and a temporary
-//     --store; every run without --http gets a free --http address; a run
+//     through Main. run without -c, or with a -c whose source is embedded,
+//     gets a free --nats-port and a temporary --store; every run without
+//     --http gets a free --http address; a run
 //     without --until-end is a service, left in the background until the
 //     page is over (it must then exit 0), and the next commands of the
 //     page use it: publish and record without -c, --kind or --url get its
 //     --url; curl talks to its HTTP address. 127.0.0.1:9092 is an
-//     in-process Kafka broker (kfake) holding the demo on topic events,
+//     in-process Kafka broker (kfake) holding the demo on topic events, or,
+//     once the page started one, its broker process (below); a -c file that
+//     names 127.0.0.1:9092 is read from a copy naming that address instead.
 //     $DATA the real data sets (../shared/data; a command that needs them
-//     skips when they are absent). A pipe A | B runs A into a buffer and
+//     skips when they are absent, and when it writes a file (-o), the
+//     page's later commands skip too). A pipe A | B runs A into a buffer and
 //     gives it to B as its standard input. A trailing comment "# exits N"
 //     says the exit status expected; else it is 0.
 //   - A streamlearn span of the prose with placeholders (FILE, CONFIG,
@@ -447,6 +495,9 @@ func sharedDataDir() (string, error) {
 //     exist (as -h lists them) and a path with a placeholder must match a
 //     file. A span of just "streamlearn COMMAND" names the command, which
 //     must exist.
+//   - go run ./internal/testbroker/kfake ARGS: the broker process, built
+//     once per page, with -ports 9092 made a free port, in the background
+//     until the page is over; it is the page's 127.0.0.1:9092 from then on.
 //   - curl: the request, in this process, against the page's service
 //     (with an Authorization header: against a service of its own started
 //     with --http-token-file token, which must also refuse the request
@@ -575,6 +626,7 @@ const (
 	kindMention
 	kindSynopsis
 	kindStreamlearn
+	kindBroker
 )
 
 // placeholders are the words of a synopsis that stand for a value.
@@ -624,6 +676,8 @@ func classify(c docCommand) docKind {
 	switch {
 	case len(words) > 1 && words[0] == "go" && words[1] == "test":
 		return kindGoTest
+	case len(words) > 2 && words[0] == "go" && words[1] == "run" && words[2] == "./internal/testbroker/kfake":
+		return kindBroker
 	case words[0] == "curl":
 		return kindCurl
 	case words[0] == "source" && len(words) > 1 && strings.HasPrefix(words[1], "<(streamlearn") && strings.HasSuffix(c.text, ")"):
@@ -781,6 +835,12 @@ type docEnv struct {
 	token    *docService   // the service of the curl commands with a token
 	services []*docService // all of them, stopped when the page is over
 	kafka    string        // the Kafka fixture's address, once started
+	broker   string        // the address of the page's Kafka broker process, once started
+	repo     string        // the repository's root
+	// missing: a command that needed the real data sets, absent, was
+	// skipped and would have written a file: the page's later commands
+	// skip too.
+	missing bool
 }
 
 // docService is a run left in the background.
@@ -809,7 +869,7 @@ func newDocEnv(t *testing.T, repo, data string, dataErr error, named *[]func(*te
 	}
 	t.Chdir(work)
 	ctx, stop := context.WithCancel(context.Background())
-	e := &docEnv{t: t, ctx: ctx, data: data, dataErr: dataErr, named: named}
+	e := &docEnv{t: t, ctx: ctx, data: data, dataErr: dataErr, named: named, repo: repo}
 	// Registered after TempDir and Chdir, so it runs before them: the
 	// services drain (SIGINT's path) and must exit 0.
 	t.Cleanup(func() {
@@ -833,15 +893,26 @@ func (e *docEnv) run(t *testing.T, c docCommand) {
 	t.Logf("%s", c)
 	kind := classify(c)
 	if (strings.Contains(c.text, "$DATA") || strings.Contains(c.text, "shared/data")) && e.dataErr != nil {
+		if words := strings.Fields(c.text); slices.Contains(words, "-o") {
+			e.missing = true
+		}
 		t.Skipf("real data sets not available: %v", e.dataErr)
 	}
+	if e.missing {
+		t.Skipf("a command before it needed the real data sets, which are not available: %v", e.dataErr)
+	}
 	switch kind {
+	case kindBroker:
+		e.startBroker(t, c)
 	case kindAllowed:
 		e.allowed(t, c)
 	case kindGoTest:
 		e.goTest(t, c)
 	case kindCurl:
-		e.curl(t, c)
+		body := e.curl(t, c)
+		if check, ok := docsExpect[c.text]; ok && !t.Failed() {
+			check(t, e, body)
+		}
 	case kindSource:
 		e.source(t, c)
 	case kindMention, kindSynopsis:
@@ -895,6 +966,105 @@ func (e *docEnv) kafkaFixture(t *testing.T) string {
 	return e.kafka
 }
 
+// kafkaAddr is the address that stands for the pages' 127.0.0.1:9092:
+// the page's broker process once a command started it, else the Kafka
+// fixture.
+func (e *docEnv) kafkaAddr(t *testing.T) string {
+	if e.broker != "" {
+		return e.broker
+	}
+	return e.kafkaFixture(t)
+}
+
+// config returns the configuration file a command is given as path: the
+// file itself, or, when its source reads Kafka at 127.0.0.1:9092, a copy
+// of it with that address replaced as in the arguments; and whether its
+// source is an embedded server (whose run, like a run without -c, gets a
+// free port and a temporary store).
+func (e *docEnv) config(t *testing.T, c docCommand, path string) (string, bool) {
+	cfg, err := config.Load(path)
+	if err != nil {
+		return path, false // the command's own error says it
+	}
+	if !slices.Contains(cfg.Source.Brokers, "127.0.0.1:9092") {
+		return path, cfg.Source.Kind == "embedded"
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%s: %v", c, err)
+	}
+	cp := filepath.Join(e.t.TempDir(), filepath.Base(path))
+	if err := os.WriteFile(cp, bytes.ReplaceAll(data, []byte("127.0.0.1:9092"), []byte(e.kafkaAddr(t))), 0o644); err != nil {
+		t.Fatalf("%s: %v", c, err)
+	}
+	return cp, false
+}
+
+// startBroker runs `go run ./internal/testbroker/kfake ARGS`: the broker
+// process, built once, on a free port instead of -ports's, in the
+// background until the page is over. It stands for 127.0.0.1:9092 in the
+// page's later commands.
+func (e *docEnv) startBroker(t *testing.T, c docCommand) {
+	words, err := shellWords(c.text, e.expand)
+	if err != nil {
+		t.Fatalf("%s: %v", c, err)
+	}
+	args := slices.Clone(words[3:])
+	for i, a := range args {
+		if (a == "-ports" || a == "--ports") && i+1 < len(args) {
+			if args[i+1] != "9092" {
+				t.Fatalf("%s: -ports %s: the pages' broker is 127.0.0.1:9092", c, args[i+1])
+			}
+			args[i+1] = "0"
+		}
+	}
+	bin := filepath.Join(e.t.TempDir(), "kfake")
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	build := testproc.CommandContext(t, t.Context(), goTool, "build", "-o", bin, "./internal/testbroker/kfake")
+	build.Dir = e.repo
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("%s: go build: %v\n%s", c, err, out)
+	}
+	cmd := testproc.CommandContext(e.t, e.ctx, bin, args...)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("%s: %v", c, err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	e.t.Cleanup(func() { // before the page's services stop: none of them reads Kafka
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			e.t.Errorf("%s: still running 10s after SIGTERM", c)
+			cmd.Process.Kill()
+		}
+	})
+	addr := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(stdout).ReadString('\n')
+		addr <- strings.TrimSpace(line)
+		io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case e.broker = <-addr:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s: printed no address in 30s:\n%s", c, stderr.String())
+	}
+	if _, _, err := net.SplitHostPort(e.broker); err != nil {
+		t.Fatalf("%s: printed %q, not host:port: %v\n%s", c, e.broker, err, stderr.String())
+	}
+}
+
 // args rewrites a streamlearn command's arguments for the test: free
 // ports, the fixtures' addresses. background says the run is a service.
 func (e *docEnv) args(t *testing.T, c docCommand, args []string) (out []string, background bool, svc *docService) {
@@ -904,7 +1074,7 @@ func (e *docEnv) args(t *testing.T, c docCommand, args []string) (out []string, 
 			out[i] = e.data + strings.TrimPrefix(a, "../shared/data")
 		}
 		if strings.Contains(a, "127.0.0.1:9092") {
-			out[i] = strings.ReplaceAll(a, "127.0.0.1:9092", e.kafkaFixture(t))
+			out[i] = strings.ReplaceAll(a, "127.0.0.1:9092", e.kafkaAddr(t))
 		}
 		if strings.Contains(a, "127.0.0.1:4222") {
 			if e.live == nil || e.live.nats == 0 {
@@ -913,10 +1083,16 @@ func (e *docEnv) args(t *testing.T, c docCommand, args []string) (out []string, 
 			out[i] = strings.ReplaceAll(a, "127.0.0.1:4222", fmt.Sprintf("127.0.0.1:%d", e.live.nats))
 		}
 	}
+	embedded := false
+	for i := 1; i < len(out); i++ {
+		if out[i] == "-c" && i+1 < len(out) {
+			out[i+1], embedded = e.config(t, c, out[i+1])
+		}
+	}
 	switch out[0] {
 	case "run":
 		svc = &docService{what: c.String()}
-		if !hasFlag(out, "c") {
+		if !hasFlag(out, "c") || embedded {
 			if !hasFlag(out, "nats-port") {
 				svc.nats = freePort(t)
 				out = append(out, "--nats-port", strconv.Itoa(svc.nats))
@@ -1092,8 +1268,9 @@ func (e *docEnv) tokenService(t *testing.T) *docService {
 	return svc
 }
 
-// curl does what a page's curl command does, in this process.
-func (e *docEnv) curl(t *testing.T, c docCommand) {
+// curl does what a page's curl command does, in this process, and
+// returns the answer's body.
+func (e *docEnv) curl(t *testing.T, c docCommand) string {
 	var svc *docService
 	if strings.Contains(c.text, "Authorization: Bearer") {
 		svc = e.tokenService(t)
@@ -1170,6 +1347,7 @@ func (e *docEnv) curl(t *testing.T, c docCommand) {
 	if c.hasOut {
 		e.sameOutput(t, c, body)
 	}
+	return body
 }
 
 // source runs `source <(streamlearn ...)`: the script, sourced by bash.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"strconv"
 )
@@ -68,7 +69,7 @@ type genOptions struct {
 func generate(ctx context.Context, w io.Writer, o genOptions) error {
 	rng := rand.New(rand.NewPCG(o.seed, 0x5eed))
 	delays := rand.New(rand.NewPCG(o.seed, 0xde1a))
-	var due dueLabels
+	var due labelQueue
 	var buf []byte
 	write := func() error {
 		if _, err := w.Write(buf); err != nil {
@@ -77,18 +78,8 @@ func generate(ctx context.Context, w io.Writer, o genOptions) error {
 		return nil
 	}
 	flush := func(upTo int) error {
-		for len(due) > 0 && due[0].at <= upTo {
-			l := heap.Pop(&due).(dueLabel)
-			buf = append(buf[:0], `{"id":"e-`...)
-			buf = strconv.AppendInt(buf, int64(l.event), 10)
-			buf = append(buf, `","key":"e-`...)
-			buf = strconv.AppendInt(buf, int64(l.event), 10)
-			buf = append(buf, `","label":`...)
-			buf = strconv.AppendInt(buf, int64(l.label), 10)
-			buf = append(buf, "}\n"...)
-			if err := write(); err != nil {
-				return err
-			}
+		if err := due.writeDue(w, upTo); err != nil {
+			return fmt.Errorf("generate: %w", err)
 		}
 		return nil
 	}
@@ -131,20 +122,26 @@ func generate(ctx context.Context, w io.Writer, o genOptions) error {
 		if labeled && o.delay > 0 {
 			d, lost := delays.IntN(2*o.delay+1), delays.Float64() < o.never
 			if !lost {
-				heap.Push(&due, dueLabel{at: i + d, seq: i, event: i + 1, label: label})
+				id := "e-" + strconv.Itoa(i+1)
+				due.add(dueLabel{at: i + d, seq: i, id: id, key: id, label: label})
 			}
 		}
 		if err := flush(i); err != nil {
 			return err
 		}
 	}
-	return flush(int(^uint(0) >> 1))
+	if err := due.writeAll(w); err != nil {
+		return fmt.Errorf("generate: %w", err)
+	}
+	return nil
 }
 
-// dueLabel is a label event to write once the event at index at is
-// written; seq orders labels due at once by their events.
+// dueLabel is a label event to write once the record at index at is
+// written; seq orders labels due at once by their records.
 type dueLabel struct {
-	at, seq, event, label int
+	at, seq int
+	id, key string
+	label   int // 1 or 0
 }
 
 // dueLabels is a min-heap of labels by (at, seq).
@@ -162,3 +159,38 @@ func (h *dueLabels) Pop() any {
 	*h = old[:len(old)-1]
 	return x
 }
+
+// labelQueue holds the label events of a stream of messages now and
+// labels later (generate --delay, delay) until they are due. Each is
+// written as {"id","key","label"}: the label event that labels.delayed
+// joins by id to the waiting event, keyed as its event so that both land
+// on one partition.
+type labelQueue struct {
+	h   dueLabels
+	buf []byte
+}
+
+// add queues l.
+func (q *labelQueue) add(l dueLabel) { heap.Push(&q.h, l) }
+
+// writeDue writes to w, in order, the label events due once the record at
+// index upTo is written.
+func (q *labelQueue) writeDue(w io.Writer, upTo int) error {
+	for len(q.h) > 0 && q.h[0].at <= upTo {
+		l := heap.Pop(&q.h).(dueLabel)
+		q.buf = append(q.buf[:0], `{"id":`...)
+		q.buf = appendJSONString(q.buf, l.id)
+		q.buf = append(q.buf, `,"key":`...)
+		q.buf = appendJSONString(q.buf, l.key)
+		q.buf = append(q.buf, `,"label":`...)
+		q.buf = strconv.AppendInt(q.buf, int64(l.label), 10)
+		q.buf = append(q.buf, "}\n"...)
+		if _, err := w.Write(q.buf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeAll writes every label event still queued.
+func (q *labelQueue) writeAll(w io.Writer) error { return q.writeDue(w, math.MaxInt) }

@@ -8,6 +8,7 @@
 //	streamlearn record   [-c config.yaml | --kind K ...] [--follow] [-o FILE]
 //	streamlearn publish  [-c config.yaml | --kind K ...] FILE...
 //	streamlearn generate [-n N] [--seed S] [--noise P] [--unlabeled P] [--delay D [--never P]] [-o FILE]
+//	streamlearn delay    [-c config.yaml] [--by D] [-o FILE] FILE...
 //	streamlearn inspect  [--report text|json] CHECKPOINT...
 //	streamlearn version
 //
@@ -48,6 +49,7 @@ var commands = []command{
 	{"generate", generateArgs, "write a synthetic labeled JSONL stream (a demo and test fixture)", runGenerate},
 	{"record", recordArgs, "copy a topic or subject to a JSONL file, for replays in tests", runRecord},
 	{"publish", publishArgs, "write JSONL files into a topic or subject", runPublish},
+	{"delay", delayArgs, "turn labeled files into a JSONL stream of messages now and their labels later, for labels.delayed", runDelay},
 	{"inspect", inspectArgs, "print what checkpoint files hold: positions, learners, rounds, mistakes, digests", runInspect},
 	{"serve", serveArgs, "answer predictions, reports and metrics from a model file or the learning service's checkpoints, without consuming", runServe},
 	{"export", exportArgs, "write the model a checkpoint holds to a model file, to start other models from (run --warm-start)", runExport},
@@ -145,6 +147,10 @@ var examples = map[string][]string{
 		"streamlearn publish testdata/demo.jsonl                          # into the embedded server of `streamlearn run`",
 		"streamlearn publish -c kafka.yaml events.jsonl",
 		"streamlearn publish --kind jetstream --url nats://127.0.0.1:4222 --stream ORDERS --subject orders --create-stream orders.jsonl",
+	},
+	"delay": {
+		"streamlearn delay -c examples/sms-spam.yaml --by 100 -o sms.jsonl SMSSpamCollection   # each label 100 messages after its message",
+		"streamlearn delay --by 0 recorded.jsonl | streamlearn replay -c delayed.yaml -        # the labels right after: the inline labels' report",
 	},
 	"inspect": {
 		"streamlearn inspect -c config.yaml ./state",

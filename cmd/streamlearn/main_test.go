@@ -755,6 +755,8 @@ func TestCompletion(t *testing.T) {
 		{[]string{"streamlearn", "replay", "--min"}, "--min-accuracy"},
 		{[]string{"streamlearn", "publish", "--create"}, "--create-stream"},
 		{[]string{"streamlearn", "publish", "--grou"}, ""}, // record's flag, not publish's
+		{[]string{"streamlearn", "de"}, "delay"},
+		{[]string{"streamlearn", "delay", "--id"}, "--id-prefix"},
 		{[]string{"streamlearn", "run", "--log"}, "--log-level"},
 		{[]string{"streamlearn", "completion", "z"}, "zsh"},
 		{[]string{"streamlearn", "replay", "--report", "j"}, "json"},
