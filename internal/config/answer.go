@@ -43,4 +43,3 @@ func (c *Config) validateAnswer() error {
 	return errAt("answer", "%q is not the name of a configured learner (learners: %s): name the one whose prediction is the filter's verdict, or leave answer out for the first",
 		c.Answer, strings.Join(names, ", "))
 }
-
