@@ -111,6 +111,13 @@ answer: ada
 	if len(classes) != 2 || classes["spam"] == 0 || classes["ham"] == 0 {
 		t.Errorf("the answers' classes: %v, want spam and ham", classes)
 	}
+	// The text report's last line names the answering learner.
+	if err := os.WriteFile(cfg, []byte(learnersYAML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := run(t, "replay", "-c", cfg, "../../testdata/demo.jsonl"); code != 0 || !strings.HasSuffix(out, "\nanswer: ada, the filter's verdict\n") {
+		t.Errorf("replay: exit %d, want the report to end naming ada as the answer:\n%s%s", code, out, errOut)
+	}
 }
 
 // TestCheckAnswer: check prints which learner answers for the filter and
