@@ -77,26 +77,9 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(w, "model:\t%d learners, %s of memory per model (one model per partition; measured by building one)\n", len(cfg.Learners), mib(mem))
 	}
 	for _, l := range cfg.Learners {
-		bound := "no bound"
-		a, ok := learners.Lookup(l.Algorithm)
-		if ok && a.Bound != "" {
-			bound = a.Bound
-		}
-		if ok && a.BoundOf != nil {
-			// The branch of the bound that applies to these parameters.
-			p := l.Params
-			if p == nil {
-				p = a.Params()
-			}
-			if b := a.BoundOf(p); b != "" {
-				bound = b
-			}
-		}
-		if ok && len(in.Classes) > 0 && !a.Multiclass {
-			bound = fmt.Sprintf("one versus the rest, a model per class: mistakes ≤ the sum of the %d models' mistake bounds, when each has one (%s)", len(in.Classes), bound)
-		}
-		fmt.Fprintf(w, "  %s\t%s\t%s\n", l.Name, l.Algorithm, bound)
+		fmt.Fprintf(w, "  %s\t%s\t%s\n", l.Name, l.Algorithm, learnerBound(l, len(in.Classes)))
 	}
+	writeAnswer(w, cfg)
 	if dir := cfg.Models.SpillDir; dir != "" && cfg.Models.By == "key" {
 		// A directory, not a connection: check it as run would at start.
 		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
@@ -117,6 +100,46 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	writeConnections(w, cfg)
 	return w.Flush()
+}
+
+// learnerBound returns the bound the tracker checks for l, a learner of
+// a configuration of classes classes (0: binary): the branch its
+// parameters choose, "no bound" when it has none.
+func learnerBound(l config.Learner, classes int) string {
+	bound := "no bound"
+	a, ok := learners.Lookup(l.Algorithm)
+	if ok && a.Bound != "" {
+		bound = a.Bound
+	}
+	if ok && a.BoundOf != nil {
+		// The branch of the bound that applies to these parameters.
+		p := l.Params
+		if p == nil {
+			p = a.Params()
+		}
+		if b := a.BoundOf(p); b != "" {
+			bound = b
+		}
+	}
+	if ok && classes > 0 && !a.Multiclass {
+		bound = fmt.Sprintf("one versus the rest, a model per class: mistakes ≤ the sum of the %d models' mistake bounds, when each has one (%s)", classes, bound)
+	}
+	return bound
+}
+
+// writeAnswer prints which learner answers for the filter (answer) and
+// the bound its answers are held to.
+func writeAnswer(w io.Writer, cfg *config.Config) {
+	l := cfg.Learners[cfg.AnswerIndex()]
+	how := "configured by answer"
+	if cfg.Answer == "" {
+		how = "the first learner: set answer to choose another"
+	}
+	fmt.Fprintf(w, "answer:\t%s (%s): its prediction is the filter's verdict, the answer of every prediction message and /v1/predict\n", l.Name, how)
+	fmt.Fprintf(w, "  its bound:\t%s\n", learnerBound(l, len(cfg.Input.Classes)))
+	if cfg.Models.By == "key" && cfg.Models.Global {
+		fmt.Fprintf(w, "  per key:\twhat is served for a key, its model's or the global one's: mistakes ≤ 2.41·(1 + the fewer of the two models' mistakes on the key), in the key's report (mix)\n")
+	}
 }
 
 // writeModelsPerKey writes, for check, how models per key are kept: by

@@ -88,7 +88,7 @@ func TestReadmeTour(t *testing.T) {
 			body := curl(t, line, httpAddr)
 			if strings.Contains(line, "/metrics") && !strings.Contains(body, "streamlearn_mistakes_total{") ||
 				strings.Contains(line, "/v1/report") && !strings.Contains(body, `"events":5000`) ||
-				strings.Contains(line, "/v1/predict") && !strings.Contains(body, `"label"`) {
+				strings.Contains(line, "/v1/predict") && !strings.Contains(body, `"answer"`) {
 				t.Errorf("%s: %.300s", line, body)
 			}
 			ran++

@@ -484,7 +484,15 @@ func writeReportText(w io.Writer, r pipeline.Report, p *pace) error {
 		}
 		fmt.Fprintln(tw)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(r.Learners) > 1 && r.Answer != "" {
+		// Which row is the filter's (answer).
+		_, err := fmt.Fprintf(w, "answer: %s, the filter's verdict\n", r.Answer)
+		return err
+	}
+	return nil
 }
 
 // accuracyText is the accuracy a over rounds as the text report prints

@@ -65,7 +65,7 @@ func TestBearerToken(t *testing.T) {
 	cfg, lines := demo(t, 200)
 	svc, ts := setupToken(t, cfg, &sliceSource{lines: lines, partitions: 1, block: true}, testToken)
 	runUntil(t, svc, 200)
-	event := lines[0]
+	event := withoutLabel(t, lines[0])
 
 	last := []byte(testToken)
 	last[len(last)-1] ^= 1

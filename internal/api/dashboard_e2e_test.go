@@ -183,9 +183,15 @@ func checkPage(t *testing.T, dom []byte, reports []service.Report) {
 			check(p+reason+"/invalid_by_reason", u(n))
 		}
 		var violations uint64
+		answers := 0
 		for _, l := range r.Learners {
 			k := p + l.Name + "/"
 			violations += l.BoundViolations
+			// The filter's verdict is marked on its learner's card alone.
+			check(k+"answer", strconv.FormatBool(l.Name == r.Answer))
+			if f := got[k+"answer"]; f.text == "answer" {
+				answers++
+			}
 			check(k+"rounds", u(l.Rounds))
 			check(k+"mistakes", u(l.Mistakes))
 			shown(k+"mistakes", l.Mistakes)
@@ -220,6 +226,9 @@ func checkPage(t *testing.T, dom []byte, reports []service.Report) {
 			if c := l.Certificate; c != nil {
 				num(k+"certificate", c.Value)
 			}
+		}
+		if answers != 1 {
+			t.Errorf("partition %s: %d learners marked as the answer, want 1 (%q)", p, answers, r.Answer)
 		}
 		check(p+"/violations", u(violations))
 	}

@@ -18,7 +18,8 @@ type ErrorBody struct {
 // APIError says what went wrong with a request.
 type APIError struct {
 	// Code is stable, for programs: bad_request, bad_partition,
-	// bad_event, label_event, outside_domain, too_large, no_model,
+	// bad_event, label_event, label_in_request, outside_domain,
+	// too_large, no_model,
 	// not_per_key, busy, unauthorized, not_implemented,
 	// method_not_allowed, not_found, internal.
 	Code string `json:"code"`

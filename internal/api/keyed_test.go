@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -162,7 +163,7 @@ func TestKeyedAPI(t *testing.T) {
 				tc.query, tc.body, got.Key, got.Partition, got.ModelEvents, got.ModelSHA256, tc.key, ref.Seen(), sum)
 		}
 		for i, p := range preds {
-			if g := got.Predictions[i]; g.Label != p.Label || g.Score == nil || *g.Score != p.Score {
+			if g := got.Predictions[i]; g.Class != ref.LabelName(p.Label) || g.Score == nil || *g.Score != p.Score {
 				t.Errorf("predict key %s learner %d: %+v, its replay alone %+v", tc.key, i, g, p)
 			}
 		}
@@ -276,4 +277,76 @@ func keyIndex(t *testing.T, key string) int {
 		t.Fatal(err)
 	}
 	return k
+}
+
+// With a global model beside the models per key, each answer of
+// /v1/predict is what is served for the key: every learner's prediction
+// says whose it is (from: own or global), the answer is the configured
+// learner's (answer: ada), and its from is the choice the key's report
+// says predicts next (mix[].next, GET /v1/report?key=); a new key is
+// answered by the global model. The report names the answering learner.
+func TestKeyedGlobalAnswer(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "keyed.yaml")
+	yaml := strings.Replace(keyedYAML, "max: 4}", "max: 4, global: true}", 1) + "answer: ada\n"
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 12 keys on one partition: most label by v ≥ 0.5, every third by
+	// v < 0.5, so that some keys are served best by their own model and
+	// others by the global one.
+	const keys = 12
+	rng := rand.New(rand.NewPCG(7, 8))
+	src := &keyedSource{next: make([]int64, 1)}
+	for i := range keys * 40 {
+		k := i % keys
+		v := rng.Float64()
+		y := v >= 0.5
+		if k%3 == 0 {
+			y = !y
+		}
+		src.lines = append(src.lines, fmt.Appendf(nil, `{"key":"user-%d","features":{"v":%.3f,"w":%.3f},"label":%d}`, k, v, rng.Float64(), map[bool]int{true: 1}[y]))
+		src.parts = append(src.parts, 0)
+	}
+	svc, ts := setup(t, cfg, src, nil)
+	runUntil(t, svc, uint64(len(src.lines)))
+
+	froms := map[string]int{}
+	for k := range keys + 1 {
+		key := fmt.Sprintf("user-%d", k) // user-12: a new key
+		code, b := post(t, ts.URL+"/v1/predict", fmt.Appendf(nil, `{"key":%q,"features":{"v":0.3,"w":0.5}}`, key))
+		var got PredictResponse
+		if err := json.Unmarshal(b, &got); code != http.StatusOK || err != nil || len(got.Predictions) != 2 {
+			t.Fatalf("predict key %s: %d %s", key, code, b)
+		}
+		if !samePrediction(got.Answer, got.Predictions[1]) || got.Answer.Learner != "ada" {
+			t.Errorf("key %s: answer %+v, want ada's prediction %+v", key, got.Answer, got.Predictions[1])
+		}
+		if k == keys {
+			if got.Answer.From != "global" || got.Predictions[0].From != "global" {
+				t.Errorf("a new key: served %+v, want the global model's", got.Predictions)
+			}
+			continue
+		}
+		code, _, b = get(t, "GET", ts.URL+"/v1/report?key="+key)
+		var rep service.Report
+		if err := json.Unmarshal(b, &rep); code != http.StatusOK || err != nil || len(rep.Mix) != 2 {
+			t.Fatalf("/v1/report?key=%s: %d %s", key, code, b)
+		}
+		if rep.Answer != "ada" {
+			t.Errorf("/v1/report?key=%s: answer %q, want ada", key, rep.Answer)
+		}
+		for i, m := range rep.Mix {
+			if got.Predictions[i].From != m.Next {
+				t.Errorf("key %s learner %s: served from %q, its report says %q predicts next", key, m.Learner, got.Predictions[i].From, m.Next)
+			}
+		}
+		froms[got.Answer.From]++
+	}
+	if froms["own"] == 0 || froms["global"] == 0 {
+		t.Errorf("the answers of the %d keys came from %v: want both the keys' own models and the global one", keys, froms)
+	}
 }

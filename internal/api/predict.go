@@ -95,27 +95,35 @@ type PredictResponse struct {
 	// answer is the key's model's or the global model's, whichever has
 	// made fewer mistakes on the key.
 	GlobalSHA256 string `json:"global_sha256,omitempty"`
+	// Answer is the filter's verdict: the prediction of the learner the
+	// configuration's answer names (the first learner without one), the
+	// same as its entry in Predictions.
+	Answer PredictedLabel `json:"answer"`
 	// Predictions has one entry per learner, in the configuration's order.
 	Predictions []PredictedLabel `json:"predictions"`
 }
 
-// PredictedLabel is one learner's prediction: the label (+1 or -1), the
-// label as the configuration names it (input.positive and
-// input.negative's first, else "1" and "0"), the score (null when not
-// finite) and the probability of the positive label (null when the
-// learner has none: see learners[].calibrate).
+// PredictedLabel is one learner's prediction: the label as the
+// configuration names it (Class: input.positive and input.negative's
+// first, else "1" and "0"; with input.classes, the class's name), the
+// one label convention of an answer and of a prediction message; the
+// score (null when not finite) and the probability of the positive label
+// (null when the learner has none: see learners[].calibrate). From, with
+// a global model beside the models per key, says whose prediction was
+// served for the key: "own" (the key's model) or "global".
 type PredictedLabel struct {
 	Learner     string   `json:"learner"`
-	Label       int8     `json:"label"`
 	Class       string   `json:"class"`
 	Score       *float64 `json:"score"`
 	Probability *float64 `json:"probability"`
+	From        string   `json:"from,omitempty"`
 }
 
 // predictHandler serves POST /v1/predict: the body is one JSON event (the
-// wire format of docs/configuration.md) or a JSON array of them; the answer is one
-// PredictResponse or an array of them, in order. Nothing is learned, even
-// from labeled events. ?partition=N chooses the model when there are
+// wire format of docs/configuration.md, without a label) or a JSON array of them; the answer is one
+// PredictResponse or an array of them, in order. Nothing is learned: an
+// event with a label is refused (400, field "label"), as is a label
+// event; labels go on the stream. ?partition=N chooses the model when there are
 // several. With models per key (models.by: key), each event is answered
 // by its key's model — the key is ?key= when given, else the event's own
 // `key` — in the partition that has it (or ?partition=N's). Errors are 4xx/5xx with a one-line reason: 400 for a body that
@@ -193,6 +201,11 @@ func predictHandler(opt Options, requests, workers chan struct{}) http.HandlerFu
 					Message: "a label event (an id and a label, no features) has nothing to predict: send it on the stream"})
 				return
 			}
+			if ev.Labeled {
+				writeError(w, http.StatusBadRequest, APIError{Code: "label_in_request", Event: &i, Field: "label",
+					Message: "label: /v1/predict never learns, so a label here would be ignored: leave it out to ask for a prediction, and send labeled events on the stream for the models to learn them"})
+				return
+			}
 			k := ev.Key
 			if key != nil {
 				k = key
@@ -217,9 +230,10 @@ func predictHandler(opt Options, requests, workers chan struct{}) http.HandlerFu
 				resp.GlobalSHA256 = hex.EncodeToString(sum[:])
 			}
 			for j, p := range preds {
-				resp.Predictions[j] = PredictedLabel{Learner: p.Learner, Label: p.Label, Class: p.Class,
-					Score: finite(p.Score), Probability: p.Probability}
+				resp.Predictions[j] = PredictedLabel{Learner: p.Learner, Class: p.Class,
+					Score: finite(p.Score), Probability: p.Probability, From: p.From}
 			}
+			resp.Answer = resp.Predictions[pr.Answer()]
 			out = append(out, resp)
 		}
 		if array {

@@ -66,6 +66,7 @@ func FuzzPredictHandler(f *testing.F) {
 	}
 	lines := demoLines(f, 200)
 	svc, h := fuzzService(f, cfg, lines)
+	asks := withoutLabels(f, lines[:3])
 	_, empty := fuzzService(f, cfg, nil)
 	want, wantEvents := digests(svc)
 	if wantEvents != 200 || want == "" {
@@ -74,8 +75,8 @@ func FuzzPredictHandler(f *testing.F) {
 
 	deep := strings.Repeat("[", 100) + strings.Repeat("]", 100)
 	for _, s := range []string{
-		string(lines[0]), `{"id":"q","features":{"v":0.5,"w":0.1}}`,
-		"[" + string(lines[1]) + "," + string(lines[2]) + "]", `[{"features":{"v":0.9}},{"x":[0.1,0.2]},{"text":"win now"}]`,
+		string(asks[0]), string(lines[0]), `{"id":"q","features":{"v":0.5,"w":0.1}}`,
+		"[" + string(asks[1]) + "," + string(asks[2]) + "]", `[{"features":{"v":0.9}},{"x":[0.1,0.2]},{"text":"win now"}]`,
 		`{"features":{"v":1e308}}`, `{"x":[-1e308]}`, `{"features":{"v":1e999}}`, `{"features":{"v":NaN}}`,
 		`{"x":["NaN"]}`, `{"label":"NaN","features":{"v":0.5}}`, `{"features":{"v":` + deep + `}}`, deep,
 		"{\"id\":\"\xff\"}", "[{\"id\":\"\xfe\"}]", `{"label":[1]}`, `{"features":[1]}`, `{"x":{"0":1}}`,
@@ -121,7 +122,7 @@ func FuzzPredictHandler(f *testing.F) {
 			if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
 				t.Fatalf("%s: 200 with Content-Type %q", tc.name, ct)
 			}
-			checkPredictJSON(t, out, len(cfg.Learners))
+			checkPredictJSON(t, out, len(cfg.Learners), cfg.Input.Positive[0], cfg.Input.Negative[0])
 		}
 		if got, n := digests(svc); got != want || n != wantEvents {
 			t.Fatalf("the live model changed: %d events (want %d), digests %t", n, wantEvents, got == want)
@@ -130,8 +131,10 @@ func FuzzPredictHandler(f *testing.F) {
 }
 
 // checkPredictJSON fails t unless out is one PredictResponse or a
-// non-empty array of them, each with a prediction (label ±1) per learner.
-func checkPredictJSON(t *testing.T, out []byte, learners int) {
+// non-empty array of them, each with a prediction per learner, whose
+// class is pos or neg (the configuration's names of the labels), and the
+// first learner's as the answer (config.yaml names none).
+func checkPredictJSON(t *testing.T, out []byte, learners int, pos, neg string) {
 	t.Helper()
 	if !json.Valid(out) {
 		t.Fatalf("200 with invalid JSON: %q", out)
@@ -155,9 +158,12 @@ func checkPredictJSON(t *testing.T, out []byte, learners int) {
 			t.Fatalf("answer %+v: want %d predictions from a model", r, learners)
 		}
 		for _, p := range r.Predictions {
-			if p.Label != 1 && p.Label != -1 {
-				t.Fatalf("answer %+v: label %d", r, p.Label)
+			if p.Class != pos && p.Class != neg {
+				t.Fatalf("answer %+v: class %q", r, p.Class)
 			}
+		}
+		if !samePrediction(r.Answer, r.Predictions[0]) {
+			t.Fatalf("answer %+v: want the first learner's prediction", r)
 		}
 	}
 }

@@ -31,6 +31,7 @@ func TestPredictSlots(t *testing.T) {
 	predictWait = 200 * time.Millisecond
 	t.Cleanup(func() { predictWait = old })
 	cfg, lines := demo(t, 1)
+	lines = withoutLabels(t, lines)
 
 	var in atomic.Int32
 	release := make(chan struct{})
@@ -158,6 +159,7 @@ func BenchmarkLearnUnderPredictLoad(b *testing.B) {
 		b.Fatal(err)
 	}
 	lines := demoLines(b, 5000)
+	asks := withoutLabels(b, lines)
 	const events = 500_000
 	run := func(b *testing.B, clients int) (took time.Duration, answered int64) {
 		b.Helper()
@@ -180,7 +182,7 @@ func BenchmarkLearnUnderPredictLoad(b *testing.B) {
 				defer wg.Done()
 				client := ts.Client()
 				for i := c; ctx.Err() == nil; i += clients {
-					req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL+"/v1/predict", bytes.NewReader(lines[i%len(lines)]))
+					req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL+"/v1/predict", bytes.NewReader(asks[i%len(asks)]))
 					resp, err := client.Do(req)
 					if err != nil {
 						if ctx.Err() == nil {

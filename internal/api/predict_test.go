@@ -29,6 +29,31 @@ func post(t *testing.T, url string, body []byte) (int, []byte) {
 	return resp.StatusCode, b
 }
 
+// withoutLabel returns the JSON event line without its label: what
+// /v1/predict takes (it refuses a label: predicting never learns).
+func withoutLabel(tb testing.TB, line []byte) []byte {
+	tb.Helper()
+	var ev map[string]any
+	if err := json.Unmarshal(line, &ev); err != nil {
+		tb.Fatal(err)
+	}
+	delete(ev, "label")
+	out, err := json.Marshal(ev)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}
+
+// withoutLabels is withoutLabel of each line.
+func withoutLabels(tb testing.TB, lines [][]byte) [][]byte {
+	out := make([][]byte, len(lines))
+	for i, l := range lines {
+		out[i] = withoutLabel(tb, l)
+	}
+	return out
+}
+
 // runUntil starts svc, stopped when the test ends, and waits until it
 // has started and its snapshot has n events in all.
 func runUntil(t testing.TB, svc *service.Service, n uint64) {
@@ -84,7 +109,8 @@ func process(t *testing.T, cfg *config.Config, p *pipeline.Pipeline, lines [][]b
 // live model's digests do not move.
 func TestPredict(t *testing.T) {
 	cfg, lines := demo(t, 340)
-	train, queries := lines[:300], lines[300:]
+	cfg.Answer = "adagrad" // config.yaml's third learner
+	train, queries := lines[:300], withoutLabels(t, lines[300:])
 	svc, ts := setup(t, cfg, &sliceSource{lines: train, partitions: 1, block: true}, nil)
 	runUntil(t, svc, 300)
 
@@ -114,7 +140,7 @@ func TestPredict(t *testing.T) {
 		}
 		out := make([]PredictedLabel, len(preds))
 		for i, p := range preds {
-			out[i] = PredictedLabel{Learner: served.Name(i), Label: p.Label}
+			out[i] = PredictedLabel{Learner: served.Name(i), Class: served.LabelName(p.Label)}
 			if !math.IsInf(p.Score, 0) && !math.IsNaN(p.Score) {
 				s := p.Score
 				out[i].Score = &s
@@ -130,10 +156,14 @@ func TestPredict(t *testing.T) {
 		}
 		for i := range w {
 			g := got.Predictions[i]
-			if g.Learner != w[i].Learner || g.Label != w[i].Label || (g.Score == nil) != (w[i].Score == nil) ||
+			if g.Learner != w[i].Learner || g.Class != w[i].Class || (g.Score == nil) != (w[i].Score == nil) ||
 				(g.Score != nil && *g.Score != *w[i].Score) {
-				t.Errorf("%s: learner %d: got %s %d %v, want %s %d %v", what, i, g.Learner, g.Label, deref(g.Score), w[i].Learner, w[i].Label, deref(w[i].Score))
+				t.Errorf("%s: learner %d: got %s %s %v, want %s %s %v", what, i, g.Learner, g.Class, deref(g.Score), w[i].Learner, w[i].Class, deref(w[i].Score))
 			}
+		}
+		// The filter's verdict: adagrad's prediction, the configured answer.
+		if a := got.Answer; a.Learner != "adagrad" || !samePrediction(a, got.Predictions[2]) || a.Class != w[2].Class {
+			t.Errorf("%s: answer %+v, want adagrad's %+v", what, a, w[2])
 		}
 	}
 
@@ -183,6 +213,13 @@ func TestPredict(t *testing.T) {
 	}
 }
 
+// samePrediction reports whether a and b are the same prediction, field
+// by field (their numbers by value).
+func samePrediction(a, b PredictedLabel) bool {
+	num := func(x, y *float64) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
+	return a.Learner == b.Learner && a.Class == b.Class && a.From == b.From && num(a.Score, b.Score) && num(a.Probability, b.Probability)
+}
+
 func deref(p *float64) any {
 	if p == nil {
 		return nil
@@ -195,7 +232,7 @@ func TestPredictErrors(t *testing.T) {
 	cfg, lines := demo(t, 20)
 	svc, ts := setup(t, cfg, &sliceSource{lines: lines, partitions: 2, block: true}, nil)
 	runUntil(t, svc, 20)
-	good := string(lines[0])
+	good := string(withoutLabel(t, lines[0]))
 	for _, c := range []struct {
 		name, query, body string
 		code              int
@@ -227,7 +264,7 @@ func TestPredictErrors(t *testing.T) {
 	if code, _, _ := get(t, "GET", ts.URL+"/v1/predict"); code != http.StatusMethodNotAllowed {
 		t.Errorf("GET /v1/predict: %d, want 405", code)
 	}
-	if code, body := post(t, ts.URL+"/v1/predict?partition=1", lines[1]); code != http.StatusOK {
+	if code, body := post(t, ts.URL+"/v1/predict?partition=1", withoutLabel(t, lines[1])); code != http.StatusOK {
 		t.Errorf("a good event for partition 1: %d %s", code, body)
 	}
 }
@@ -243,8 +280,46 @@ func TestPredictLabelEvent(t *testing.T) {
 	if code != 400 || !strings.Contains(string(body), "a label event") {
 		t.Errorf("label event: %d %q, want 400 saying it is a label event", code, body)
 	}
-	if code, _ := post(t, ts.URL+"/v1/predict", lines[0]); code != 200 {
+	if code, _ := post(t, ts.URL+"/v1/predict", withoutLabel(t, lines[0])); code != 200 {
 		t.Errorf("an event with features: %d, want 200", code)
+	}
+}
+
+// TestPredictRequestLabel: an event sent to /v1/predict with a label is
+// refused, 400 naming the field and the event, saying that predicting
+// never learns and that labels go on the stream; a label of null is no
+// label. Nothing is learned either way. (Before, the label was silently
+// ignored.)
+func TestPredictRequestLabel(t *testing.T) {
+	cfg, lines := demo(t, 20)
+	svc, ts := setup(t, cfg, &sliceSource{lines: lines, partitions: 1, block: true}, nil)
+	runUntil(t, svc, 20)
+	ask := string(withoutLabel(t, lines[0]))
+	for _, c := range []struct {
+		body  string
+		event int
+	}{
+		{string(lines[0]), 0},
+		{`{"features":{"v":0.7},"label":"spam"}`, 0},
+		{"[" + ask + `,{"features":{"v":0.7},"label":0}]`, 1},
+	} {
+		code, body := post(t, ts.URL+"/v1/predict", []byte(c.body))
+		var e ErrorBody
+		if err := json.Unmarshal(body, &e); code != http.StatusBadRequest || err != nil || e.Error.Code != "label_in_request" ||
+			e.Error.Field != "label" || e.Error.Event == nil || *e.Error.Event != c.event ||
+			!strings.Contains(e.Error.Message, "never learns") || !strings.Contains(e.Error.Message, "on the stream") {
+			t.Errorf("%s: %d %s, want 400 label_in_request naming field label and event %d", c.body, code, body, c.event)
+		}
+	}
+	if code, body := post(t, ts.URL+"/v1/predict", []byte(`{"features":{"v":0.7},"label":null}`)); code != http.StatusOK {
+		t.Errorf("label null: %d %s, want 200", code, body)
+	}
+	time.Sleep(50 * time.Millisecond) // ten snapshots
+	r := svc.Snapshot().Reports[0]
+	for _, l := range r.Learners {
+		if r.Events != 20 || l.Rounds != 20 {
+			t.Errorf("%s: %d rounds of %d events after the requests, want the stream's 20", l.Name, l.Rounds, r.Events)
+		}
 	}
 }
 
@@ -257,7 +332,7 @@ func TestPredictLineFormatConfig(t *testing.T) {
 		lines := [][]byte{[]byte("1\tspam words"), []byte("+1 1:0.5")} // a record of either format, and one that is not
 		svc, ts := setup(t, cfg, &sliceSource{lines: lines, partitions: 1, block: true}, nil)
 		runUntil(t, svc, 2)
-		if code, body := post(t, ts.URL+"/v1/predict", []byte(`{"features":{"v":0.7}}`)); code != 200 || !strings.Contains(string(body), `"label"`) {
+		if code, body := post(t, ts.URL+"/v1/predict", []byte(`{"features":{"v":0.7}}`)); code != 200 || !strings.Contains(string(body), `"answer"`) {
 			t.Errorf("input.format %s: /v1/predict of a JSON event: %d %s", f, code, body)
 		}
 	}
@@ -302,7 +377,7 @@ func TestPredictErrorsJSON(t *testing.T) {
 			t.Fatalf("send %d: message %q, the first was %q", i, e.Message, first.Message)
 		}
 	}
-	good := string(lines[0])
+	good := string(withoutLabel(t, lines[0]))
 	code, e := answer("[" + good + "," + good + "," + bad + "]")
 	if code != 400 || e.Event == nil || *e.Event != 2 || e.Message != first.Message {
 		t.Fatalf("third of an array: %d %+v, want event 2 and %q", code, e, first.Message)

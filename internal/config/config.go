@@ -31,6 +31,11 @@ type Config struct {
 	HTTP       HTTP       `yaml:"http"`
 	Checkpoint Checkpoint `yaml:"checkpoint"`
 	Models     Models     `yaml:"models"`
+	// Answer names the learner whose prediction is the filter's verdict
+	// (see AnswerIndex): the `answer` of every prediction message and
+	// every /v1/predict answer, and the learner whose mistakes and bound
+	// a report names as the filter's. Empty: the first learner.
+	Answer string `yaml:"answer"`
 }
 
 // Defaults.

@@ -42,7 +42,7 @@ func settingAt(prefix string, err error) error {
 
 // validate checks c section by section, reporting the first problem.
 func (c *Config) validate() error {
-	for _, check := range []func() error{c.validateInput, c.validateFeatures, c.validateLearners, c.validateSource,
+	for _, check := range []func() error{c.validateInput, c.validateFeatures, c.validateLearners, c.validateAnswer, c.validateSource,
 		c.validateSinks, c.validateModels, c.validateCheckpoint} {
 		if err := check(); err != nil {
 			return err

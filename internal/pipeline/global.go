@@ -79,6 +79,18 @@ func (m *Mixed) Seen() uint64            { return m.own.Seen() }
 func (m *Mixed) Name(i int) string       { return m.own.Name(i) }
 func (m *Mixed) LabelName(y int8) string { return m.own.LabelName(y) }
 
+// Answer is the key's model's: the index of the learner that answers.
+func (m *Mixed) Answer() int { return m.own.Answer() }
+
+// From returns which model learner i's prediction came from: "own" (the
+// key's) or "global".
+func (m *Mixed) From(i int) string {
+	if m.fromGlobal[i] {
+		return "global"
+	}
+	return "own"
+}
+
 // ServedProbability is the chosen model's.
 func (m *Mixed) ServedProbability(i int) (float64, bool) {
 	if m.fromGlobal[i] {

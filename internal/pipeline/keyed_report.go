@@ -77,6 +77,7 @@ func (k *Keyed) report(digests bool) Report {
 		Seconds:         time.Since(k.start).Seconds(),
 		Keys:            &KeysReport{Keys: k.Len(), Resident: k.Resident(), Evicted: k.evicted, SpillBytes: k.SpillBytes()},
 		Learners:        make([]regret.LearnerReport, len(k.names)),
+		Answer:          k.names[k.build.dg.spec.AnswerIndex()],
 	}
 	for reason, n := range k.total.InvalidBy {
 		r.InvalidByReason[string(reason)] = n

@@ -61,6 +61,9 @@ type Pipeline struct {
 	// classes, with input.classes, those of the classes.
 	labelNames [2]string
 	classes    []string
+	// answer is the index of the learner that answers for the filter
+	// (config.Config.AnswerIndex).
+	answer int
 	// compatShared are compatSharedDigests(spec): what earlier builds of
 	// state format 3 encoded, restored too when every learner's digest is
 	// the same.
@@ -236,6 +239,7 @@ func newPipeline(c *config.Config, dg *digests, sparse bool) (*Pipeline, error) 
 		compatShared: dg.compat,
 		labelNames:   [2]string{cmp.Or(first(c.Input.Negative), "0"), cmp.Or(first(c.Input.Positive), "1")},
 		classes:      dg.spec.Input.Classes,
+		answer:       dg.spec.AnswerIndex(),
 	}
 	env := learners.Env{Bits: bits, Classes: len(c.Input.Classes), Space: space}
 	for i, lc := range c.Learners {
@@ -527,6 +531,13 @@ func (p *Pipeline) Names() []string {
 // Name returns the name of learner i.
 func (p *Pipeline) Name(i int) string { return p.nodes[i].name }
 
+// Answer returns the index of the learner that answers for the filter:
+// the one the configuration's answer names, else the first.
+func (p *Pipeline) Answer() int { return p.answer }
+
+// From returns "": a pipeline's predictions are its own (Mixed.From).
+func (p *Pipeline) From(int) string { return "" }
+
 // Started returns when the pipeline was made: a report's Seconds count
 // from it.
 func (p *Pipeline) Started() time.Time { return p.start }
@@ -562,6 +573,11 @@ type Report struct {
 	Invalid         uint64            `json:"invalid"`
 	InvalidByReason map[string]uint64 `json:"invalid_by_reason"`
 	Seconds         float64           `json:"seconds"`
+	// Answer is the name of the learner that answers for the filter
+	// (the configuration's answer): its mistakes and bound, among
+	// Learners (and, with a global model, its entry of Mix: what was
+	// served), are the filter's.
+	Answer string `json:"answer,omitempty"`
 	// Labels is present with delayed labels (labels.delayed).
 	Labels *LabelsReport `json:"labels,omitempty"`
 	// WarmStart is present when the model started from a model file
@@ -636,6 +652,7 @@ func (p *Pipeline) report(digests bool) (Report, error) {
 		InvalidByReason: map[string]uint64{},
 		Seconds:         time.Since(p.start).Seconds(),
 		Learners:        ls,
+		Answer:          p.nodes[p.answer].name,
 	}
 	if p.delay != nil {
 		r.Labels = p.delay.report(p.counts.Learned)

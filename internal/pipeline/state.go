@@ -89,7 +89,7 @@ func (n *node) model() interface {
 // features.scale and the learners), so that later changes to c cannot make
 // Clone or UnmarshalBinary build different learners.
 func specOf(c *config.Config) *config.Config {
-	s := &config.Config{Input: c.Input, Features: c.Features, Labels: c.Labels, Learners: make([]config.Learner, len(c.Learners))}
+	s := &config.Config{Input: c.Input, Features: c.Features, Labels: c.Labels, Learners: make([]config.Learner, len(c.Learners)), Answer: c.Answer}
 	s.Input.Positive, s.Input.Negative, s.Input.Classes = slices.Clone(c.Input.Positive), slices.Clone(c.Input.Negative), slices.Clone(c.Input.Classes)
 	if c.Labels.DefaultLabel != nil {
 		l := *c.Labels.DefaultLabel

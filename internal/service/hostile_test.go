@@ -550,4 +550,8 @@ func TestPredictionNonFiniteScore(t *testing.T) {
 			t.Errorf("%s: score %v, want null", pr.Learner, *pr.Score)
 		}
 	}
+	// Without answer in the configuration, the first learner answers.
+	if m.Answer.Learner != "pct" || m.Answer.Class != "1" || m.Answer.Score != nil {
+		t.Errorf("answer %+v, want pct's: class 1, score null", m.Answer)
+	}
 }

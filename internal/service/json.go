@@ -15,17 +15,23 @@ func marshalReport(r Report) ([]byte, error) { return json.Marshal(r) }
 // appendPrediction appends the prediction message of one event:
 //
 //	{"id":"m-1","source":"kafka:events","partition":0,"offset":17,"round":17,"labeled":true,
-//	 "predictions":[{"learner":"pct","label":1,"class":"spam","score":0.42,"probability":0.71}, ...]}
+//	 "answer":{"learner":"adagrad","class":"spam","score":0.42,"probability":0.71},
+//	 "predictions":[{"learner":"pct","class":"spam","score":1.5,"probability":null}, ...]}
 //
 // source, partition and offset name the record it comes from (its
 // identity); round is the number of events the model has seen, this one
-// included;
-// label is +1 or -1, class the label as the configuration names it
-// (pipeline.Pipeline.LabelName); score is null when it is not finite
-// (input.max_abs_value keeps scores finite; null is the guard behind it);
-// probability is the probability of the positive label
-// (pipeline.Pipeline.Probability), null when the learner has none. Built
-// by hand: the hot path allocates nothing.
+// included; answer is the filter's verdict: the prediction of the
+// learner the configuration's answer names (the first learner without
+// one), the same object as its entry in predictions, which has every
+// learner's in the configuration's order. class is the label as the
+// configuration names it (pipeline.Pipeline.LabelName: "spam", "ham";
+// the one label convention of a prediction); score is null when it is
+// not finite (input.max_abs_value keeps scores finite; null is the guard
+// behind it); probability is the probability of the positive label
+// (pipeline.Pipeline.Probability), null when the learner has none. With
+// a global model beside the models per key, each prediction is the one
+// served for the key, and "from" says whose it is: "own" (the key's
+// model) or "global". Built by hand: the hot path allocates nothing.
 func appendPrediction(b []byte, ev *event.Event, source string, rec connectors.Record, p predictionSource, preds []online.Prediction) []byte {
 	b = append(b, `{"id":`...)
 	b = appendJSONString(b, ev.ID)
@@ -39,28 +45,38 @@ func appendPrediction(b []byte, ev *event.Event, source string, rec connectors.R
 	b = strconv.AppendUint(b, p.Seen(), 10)
 	b = append(b, `,"labeled":`...)
 	b = strconv.AppendBool(b, ev.Labeled)
+	b = append(b, `,"answer":`...)
+	b = appendPredicted(b, p, p.Answer(), preds[p.Answer()])
 	b = append(b, `,"predictions":[`...)
 	for i, pr := range preds {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"learner":`...)
-		b = appendJSONString(b, p.Name(i))
-		b = append(b, `,"label":`...)
-		b = strconv.AppendInt(b, int64(pr.Label), 10)
-		b = append(b, `,"class":`...)
-		b = appendJSONString(b, p.LabelName(pr.Label))
-		b = append(b, `,"score":`...)
-		b = appendNumber(b, pr.Score)
-		b = append(b, `,"probability":`...)
-		if prob, ok := p.ServedProbability(i); ok {
-			b = appendNumber(b, prob)
-		} else {
-			b = append(b, "null"...)
-		}
-		b = append(b, '}')
+		b = appendPredicted(b, p, i, pr)
 	}
 	return append(b, "]}"...)
+}
+
+// appendPredicted appends learner i's prediction pr as an object of
+// appendPrediction's message.
+func appendPredicted(b []byte, p predictionSource, i int, pr online.Prediction) []byte {
+	b = append(b, `{"learner":`...)
+	b = appendJSONString(b, p.Name(i))
+	b = append(b, `,"class":`...)
+	b = appendJSONString(b, p.LabelName(pr.Label))
+	b = append(b, `,"score":`...)
+	b = appendNumber(b, pr.Score)
+	b = append(b, `,"probability":`...)
+	if prob, ok := p.ServedProbability(i); ok {
+		b = appendNumber(b, prob)
+	} else {
+		b = append(b, "null"...)
+	}
+	if from := p.From(i); from != "" {
+		b = append(b, `,"from":`...)
+		b = appendJSONString(b, from)
+	}
+	return append(b, '}')
 }
 
 // predictionSource is what a prediction message names: a pipeline, or,
@@ -71,6 +87,11 @@ type predictionSource interface {
 	Name(i int) string
 	LabelName(y int8) string
 	ServedProbability(i int) (float64, bool)
+	// Answer is the index of the learner that answers for the filter.
+	Answer() int
+	// From is whose prediction learner i's is: "own", "global", or ""
+	// without a global model.
+	From(i int) string
 }
 
 const hexDigits = "0123456789abcdef"

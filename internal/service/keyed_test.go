@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -371,7 +370,7 @@ learners:
   - {name: ada, algorithm: adagrad, loss: logistic, bias: true}
 `
 	plain := parseYAML(t, yaml)
-	c := parseYAML(t, yaml+"models: {by: key, max: 2, global: true}\n")
+	c := parseYAML(t, yaml+"models: {by: key, max: 2, global: true}\nanswer: ada\n")
 	keys := []string{"a", "b", "c", "d", "e"}
 	lines := keyedLines(600, keys)
 	// keyedLines labels every key alike; give each key a twist of its own.
@@ -407,19 +406,19 @@ learners:
 			mix[key] = make([]pipeline.MixCounts, 2)
 		}
 		preds, _ := own[key].Process(&ev)
-		var msg struct {
-			Predictions []struct{ Label int8 } `json:"predictions"`
-		}
-		if err := json.Unmarshal(sink.msgs[n], &msg); err != nil {
-			t.Fatal(err)
+		var msg predictionMsg
+		decodeStrict(t, sink.msgs[n], &msg)
+		// The answer is ada's prediction as served for the key.
+		if a, w := msg.Answer, msg.Predictions[1]; a.Learner != "ada" || a.Class != w.Class || a.From != w.From || *a.Score != *w.Score {
+			t.Fatalf("event %d (key %s): answer %+v, want ada's %+v", n, key, a, w)
 		}
 		for i := range preds {
-			want := gpreds[i]
+			want, from := gpreds[i], "global"
 			if choose(key, i) {
-				want = preds[i]
+				want, from = preds[i], "own"
 			}
-			if msg.Predictions[i].Label != want.Label {
-				t.Fatalf("event %d (key %s) learner %d: published %d, the rule gives %d", n, key, i, msg.Predictions[i].Label, want.Label)
+			if got := msg.Predictions[i]; got.Class != global.LabelName(want.Label) || got.From != from {
+				t.Fatalf("event %d (key %s) learner %d: published %s from %s, the rule gives %s from %s", n, key, i, got.Class, got.From, global.LabelName(want.Label), from)
 			}
 			m := &mix[key][i]
 			m.Rounds++
@@ -489,14 +488,17 @@ learners:
 		}
 		got, _ := pr.Predict(nil, &ev)
 		for i, g := range got {
-			want := gpreds[i]
+			want, from := gpreds[i], "global"
 			if key != "newcomer" && choose(key, i) {
 				p, _ := own[key].Predict(&ev)
-				want = p[i]
+				want, from = p[i], "own"
 			}
-			if g.Label != want.Label || g.Score != want.Score {
-				t.Errorf("key %s learner %d: served %+v, the rule gives %+v", key, i, g.Prediction, want)
+			if g.Label != want.Label || g.Score != want.Score || g.From != from {
+				t.Errorf("key %s learner %d: served %+v from %q, the rule gives %+v from %q", key, i, g.Prediction, g.From, want, from)
 			}
+		}
+		if pr.Answer() != 1 {
+			t.Errorf("key %s: learner %d answers, want ada (1)", key, pr.Answer())
 		}
 		if _, ok := pr.GlobalSHA256(); !ok {
 			t.Errorf("key %s: no global model's digest", key)

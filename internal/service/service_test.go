@@ -275,19 +275,24 @@ func run(t testing.TB, s *Service) {
 }
 
 type predictionMsg struct {
-	ID          string `json:"id"`
-	Source      string `json:"source"`
-	Partition   int32  `json:"partition"`
-	Offset      int64  `json:"offset"`
-	Round       uint64 `json:"round"`
-	Labeled     bool   `json:"labeled"`
-	Predictions []struct {
-		Learner     string   `json:"learner"`
-		Label       int      `json:"label"`
-		Class       string   `json:"class"`
-		Score       *float64 `json:"score"`
-		Probability *float64 `json:"probability"`
-	} `json:"predictions"`
+	ID        string `json:"id"`
+	Source    string `json:"source"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+	Round     uint64 `json:"round"`
+	Labeled   bool   `json:"labeled"`
+	// Answer is the filter's verdict: one of Predictions.
+	Answer      predictedMsg   `json:"answer"`
+	Predictions []predictedMsg `json:"predictions"`
+}
+
+// predictedMsg is one learner's prediction in a prediction message.
+type predictedMsg struct {
+	Learner     string   `json:"learner"`
+	Class       string   `json:"class"`
+	Score       *float64 `json:"score"`
+	Probability *float64 `json:"probability"`
+	From        string   `json:"from"`
 }
 
 // decodeStrict unmarshals b into v, refusing unknown fields, and checks b
@@ -334,7 +339,7 @@ func TestPredictionMessages(t *testing.T) {
 	values = slices.Insert(values, 2, []byte(`{"id":`))
 	src := newMemSource(values, 1)
 	preds := &memSink{}
-	c := parseConfig(t, testYAML)
+	c := parseConfig(t, testYAML+"answer: wm-l\n")
 	s := newService(t, Options{Config: c, Source: src, Predictions: preds})
 	run(t, s)
 
@@ -362,15 +367,18 @@ func TestPredictionMessages(t *testing.T) {
 		if len(p.Predictions) != len(names) {
 			t.Fatalf("message %d: %d predictions, want %d", i, len(p.Predictions), len(names))
 		}
+		// The answer is the configured learner's prediction, as it is
+		// among the others.
+		if a := p.Predictions[6]; p.Answer.Learner != "wm-l" || p.Answer.Class != a.Class || p.Answer.Score == nil || a.Score == nil ||
+			*p.Answer.Score != *a.Score || p.Answer.Probability == nil || a.Probability == nil || *p.Answer.Probability != *a.Probability {
+			t.Errorf("message %d: answer %+v, want wm-l's prediction %+v", i, p.Answer, a)
+		}
 		for j, pr := range p.Predictions {
-			if pr.Learner != names[j] || (pr.Label != 1 && pr.Label != -1) || pr.Score == nil {
-				t.Errorf("message %d prediction %d: %+v (want learner %s, label ±1, a score)", i, j, pr, names[j])
-			}
-			// The label as input.positive and input.negative name it; a
-			// probability for the logistic OGD and the Weighted-Majority
-			// learners, none for the others.
-			if want := map[int]string{1: "spam", -1: "ham"}[pr.Label]; pr.Class != want {
-				t.Errorf("message %d prediction %d: class %q, want %q", i, j, pr.Class, want)
+			// The label as input.positive and input.negative name it, and
+			// no other; a probability for the logistic OGD and the
+			// Weighted-Majority learners, none for the others.
+			if pr.Learner != names[j] || (pr.Class != "spam" && pr.Class != "ham") || pr.Score == nil || pr.From != "" {
+				t.Errorf("message %d prediction %d: %+v (want learner %s, class spam or ham, a score)", i, j, pr, names[j])
 			}
 			_, prober := map[string]bool{"ogd": true, "wm-h": true, "wm-l": true}[pr.Learner]
 			if has := pr.Probability != nil; has != prober || has && !(*pr.Probability >= 0 && *pr.Probability <= 1) {

@@ -73,6 +73,20 @@ type Prediction struct {
 	// Probability is the probability of the positive label, nil when the
 	// learner has none (pipeline.Pipeline.Probability).
 	Probability *float64
+	// From, with a global model beside the models per key, is whose
+	// prediction was served for the key: "own" (the key's model's) or
+	// "global"; empty without a global model.
+	From string
+}
+
+// Answer returns the index of the learner whose prediction is the
+// filter's verdict (config.Config.AnswerIndex): Predict's predictions
+// at that index, from the first the call appended.
+func (pr *Predictor) Answer() int {
+	if pr.p == nil {
+		return 0
+	}
+	return pr.p.Answer()
 }
 
 // Predict appends to dst every learner's prediction of ev, without
@@ -93,9 +107,11 @@ func (pr *Predictor) Predict(dst []Prediction, ev *event.Event) ([]Prediction, e
 		return dst[:start], reason
 	}
 	for i := range dst[start:] {
+		from := "own"
 		if i < len(pr.fromGlobal) && pr.fromGlobal[i] {
-			dst[start+i] = g[i]
+			dst[start+i], from = g[i], "global"
 		}
+		dst[start+i].From = from
 	}
 	return dst, ""
 }

@@ -301,6 +301,8 @@
           who += fmt(l.bound_violations) + (l.bound_violations === 1 ? ' violation' : ' violations');
           violated.push(who + (reports.length > 1 ? ', partition ' + r.partition : '') + ')');
         }
+        const answers = l.name === r.answer;
+        set(view.learners.get(l.name).answer, answers, answers ? 'answer' : '');
         if (view.keys) {
           updateKeyedLearner(view.learners.get(l.name), l, r);
         } else {
@@ -653,7 +655,11 @@
     const root = el('article', { class: 'learner', 'data-partition': String(p), 'data-learner': l.name });
     const head = el('header', { class: 'card-head' });
     const title = el('div', { class: 'title' });
-    title.append(el('h3', {}, l.name), el('span', { class: 'algo' }, l.algorithm));
+    // The filter's verdict: the learner the configuration's answer names.
+    const answer = field('span', p, l.name, 'answer');
+    answer.className = 'answer';
+    answer.title = "this learner's predictions are the filter's verdict (answer)";
+    title.append(el('h3', {}, l.name), el('span', { class: 'algo' }, l.algorithm), answer);
     const badge = field('span', p, l.name, 'status');
     badge.className = 'badge';
     head.append(title, badge);
@@ -689,7 +695,7 @@
     const regret = svg('svg', { viewBox: '0 0 ' + CW + ' ' + CH, class: 'chart', role: 'img', 'data-chart': 'regret' });
     charts.append(mistakes, regret);
     root.append(head, dl, charts);
-    return { root, badge, fields: f, labels, mistakes, regret };
+    return { root, badge, answer, fields: f, labels, mistakes, regret };
   }
 
   function updateLearner(view, l, c) {
