@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -178,36 +179,67 @@ func Parse(name string, data []byte) (*Config, error) {
 		// yaml's decoder refuses it too, but the key checks walk first.
 		return nil, &Error{File: name, Line: a.Line, Msg: fmt.Sprintf("anchor %q contains itself", a.Value)}
 	}
-	if err := checkKeys(name, doc, reflect.TypeFor[Config](), ""); err != nil {
-		return nil, err
-	}
-	if err := checkLearnerKeys(name, doc); err != nil {
-		return nil, err
-	}
+	p := newProblems()
+	p.doc = doc
+	checkKeys(p, doc, reflect.TypeFor[Config](), "")
+	checkLearnerKeys(p, doc)
 	c := new(Config)
-	if err := doc.Decode(c); err != nil {
-		// A type error: name the key whose value is on its line.
-		e := yamlError(name, err)
-		if ye, ok := e.(*Error); ok && ye.Line > 0 {
-			// The value yaml quotes (`many`) tells keys of one line apart.
-			var value string
-			if _, rest, ok := strings.Cut(ye.Msg, "`"); ok {
-				value, _, _ = strings.Cut(rest, "`")
-			}
-			ye.Key = keyAtLine(doc, ye.Line, value, "")
-		}
-		return nil, e
+	p.decodeErrors(name, doc.Decode(c))
+	for _, l := range c.Learners {
+		p.decodeErrors(name, l.decodeErr)
 	}
 	c.fill()
-	if err := c.validate(); err != nil {
-		var ve *Error
-		if errors.As(err, &ve) {
-			ve.File = name
-			if ve.Line == 0 {
-				ve.Line = lineOf(doc, ve.Key)
-			}
-		}
+	c.check(p)
+	if err := p.err(name); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// decodeErrors adds the errors of decoding doc (p.doc) into the
+// configuration, each type error on its own line, naming the key whose
+// value is on that line. The decoder goes on past each, leaving a zero in
+// its place; a later error at its key, or on its line when its key is not
+// known, is left out.
+func (p *problems) decodeErrors(name string, err error) {
+	if err == nil {
+		return
+	}
+	var msgs []string
+	var walk func(err error)
+	walk = func(err error) {
+		switch e := err.(type) {
+		case *yaml.TypeError:
+			msgs = append(msgs, e.Errors...)
+		case interface{ Unwrap() []error }:
+			for _, err := range e.Unwrap() {
+				walk(err)
+			}
+		default:
+			msgs = append(msgs, err.Error())
+		}
+	}
+	walk(err)
+	for _, msg := range msgs {
+		e := yamlError(name, errors.New(msg)).(*Error)
+		e.File = ""
+		if e.Line > 0 {
+			// The value yaml quotes (`many`) tells keys of one line apart.
+			var value string
+			if _, rest, ok := strings.Cut(e.Msg, "`"); ok {
+				value, _, _ = strings.Cut(rest, "`")
+			}
+			e.Key = keyAtLine(p.doc, e.Line, value, "")
+		}
+		if !slices.ContainsFunc(p.list, func(r *Error) bool { return r.Line == e.Line && e.Line > 0 }) {
+			// A value of the wrong shape (a list for a string) that
+			// checkKeys named is not reported twice.
+			p.add(e)
+		}
+		if e.Key == "" {
+			// Which key it is is not known: none on its line is
+			// trusted.
+			p.typeLines[e.Line] = true
+		}
+	}
 }

@@ -32,3 +32,13 @@ type Sinks struct {
 	Reports     *Sink `yaml:"reports"`
 	DeadLetters *Sink `yaml:"dead_letters"`
 }
+
+// sinkKeys are the keys of each kind of sink: an unknown key of a sink of
+// a known kind is matched against its kind's keys alone.
+var sinkKeys = map[string][]string{
+	"file":      {"every", "interval", "kind", "path"},
+	"nats":      {"connect_timeout", "creds_file", "every", "interval", "kind", "nkey_seed_file", "password", "subject", "tls", "token", "url", "user"},
+	"jetstream": {"connect_timeout", "create_stream", "creds_file", "every", "interval", "kind", "nkey_seed_file", "password", "publish_window", "stream", "subject", "tls", "token", "url", "user"},
+	"kafka": {"batch_size", "batch_timeout", "brokers", "compression", "connect_timeout", "create", "every", "interval", "kind", "partitions",
+		"replication", "required_acks", "retention", "sasl", "tls", "topic"},
+}
