@@ -175,6 +175,8 @@ func replayConfig(ctx context.Context, f *replayFlags) (*config.Config, *service
 		*f.deadPath, f.deadNote = "", " (dead letters discarded: --dead-letters "+d+")"
 	case d != "":
 		f.deadNote = " (dead letters: " + d + ")"
+	case cfg.Sinks.DiscardDeadLetters:
+		f.deadNote = " (dead letters discarded: the config's sinks.dead_letters: off)"
 	case cfg.Sinks.DeadLetters != nil && cfg.Sinks.DeadLetters.Kind == "file":
 		*f.deadPath = cfg.Sinks.DeadLetters.Path
 		f.deadNote = " (dead letters: " + *f.deadPath + ", the config's sinks.dead_letters; --dead-letters off discards them)"

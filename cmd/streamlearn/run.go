@@ -53,6 +53,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	if cfg.Sinks.DiscardDeadLetters {
+		f.logger.Warn("dead letters are discarded (sinks.dead_letters: off): bad records are counted by reason in the report and metrics, and written nowhere")
+	}
 	defer closeSinks() // on the errors before the run; after it, closed below
 	if *f.preload != "" {
 		n, err := publishFile(ctx, *f.preload, cfg.Source, "")
@@ -456,8 +459,11 @@ func reportRun(stdout, stderr io.Writer, format string, allowEmpty bool, cfg *co
 		return err
 	}
 	dlNote := ""
-	if cfg.Sinks.DeadLetters != nil {
+	switch {
+	case cfg.Sinks.DeadLetters != nil:
 		dlNote = " (dead letters: sinks.dead_letters)"
+	case cfg.Sinks.DiscardDeadLetters:
+		dlNote = " (dead letters discarded: sinks.dead_letters: off)"
 	}
 	if err := checkIntake("run", ins, allowEmpty, dlNote, stderr); err != nil {
 		return err

@@ -194,10 +194,16 @@ func checkKeys(p *problems, n *yaml.Node, t reflect.Type, path string) {
 			checkAlgorithmKeys(p, n, path)
 			return
 		}
+		if t == reflect.TypeFor[Sink]() && path == "sinks.dead_letters" && n.Kind == yaml.ScalarNode && n.Value == DeadLettersOff {
+			return // discarded: Sinks.UnmarshalYAML
+		}
 		if n.Kind != yaml.MappingNode {
 			msg := "want a mapping of keys"
 			if t == reflect.TypeFor[Sink]() {
 				msg += ", a sink's kind and where it writes: {kind: file, path: FILE}, or a broker's"
+				if path == "sinks.dead_letters" {
+					msg += ", or " + DeadLettersOff + " to discard them"
+				}
 			}
 			p.add(&Error{Line: n.Line, Key: path, Msg: msg})
 			return

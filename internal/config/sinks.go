@@ -1,7 +1,10 @@
 package config
 
 import (
+	"slices"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/streamlearn/streamlearn/internal/connectors/settings"
 )
@@ -31,6 +34,45 @@ type Sinks struct {
 	Predictions *Sink `yaml:"predictions"`
 	Reports     *Sink `yaml:"reports"`
 	DeadLetters *Sink `yaml:"dead_letters"`
+	// DiscardDeadLetters is `dead_letters: off`: bad records are counted
+	// by reason and written nowhere, in run and replay alike, which say
+	// so once at start. DeadLetters is then nil.
+	DiscardDeadLetters bool `yaml:"-"`
+}
+
+// DeadLettersOff is the value of sinks.dead_letters that discards dead
+// letters (DiscardDeadLetters).
+const DeadLettersOff = "off"
+
+// UnmarshalYAML decodes the sinks, dead_letters: off as
+// DiscardDeadLetters.
+func (s *Sinks) UnmarshalYAML(n *yaml.Node) error {
+	type plain Sinks
+	var v plain
+	if m := resolve(n); m.Kind == yaml.MappingNode {
+		pairs := mappingPairs(m)
+		for j := 0; j+1 < len(pairs); j += 2 {
+			if k, d := pairs[j], resolve(pairs[j+1]); k.Value == "dead_letters" && d.Kind == yaml.ScalarNode && d.Value == DeadLettersOff {
+				// The rest decodes without it.
+				rest := *m
+				rest.Content = slices.DeleteFunc(slices.Clone(pairs), func(x *yaml.Node) bool { return x == k || x == pairs[j+1] })
+				n, v.DiscardDeadLetters = &rest, true
+			}
+		}
+	}
+	if err := n.Decode(&v); err != nil {
+		return err
+	}
+	*s = Sinks(v)
+	return nil
+}
+
+// resolve returns the node an alias refers to, or n.
+func resolve(n *yaml.Node) *yaml.Node {
+	if n.Kind == yaml.AliasNode {
+		return n.Alias
+	}
+	return n
 }
 
 // sinkKeys are the keys of each kind of sink: an unknown key of a sink of
