@@ -258,7 +258,7 @@ func reportReplay(stdout, stderr io.Writer, f *replayFlags, cfg *config.Config, 
 	if err != nil {
 		return err
 	}
-	if err := checkIntake("replay", ins, *f.allowEmpty, f.deadNote, stderr); err != nil {
+	if err := checkIntake("replay", ins, cfg.Models.By == "key", *f.allowEmpty, f.deadNote, stderr); err != nil {
 		return err
 	}
 	learnSeconds := svc.LearnSeconds()

@@ -465,7 +465,7 @@ func reportRun(stdout, stderr io.Writer, format string, allowEmpty bool, cfg *co
 	case cfg.Sinks.DiscardDeadLetters:
 		dlNote = " (dead letters discarded: sinks.dead_letters: off)"
 	}
-	if err := checkIntake("run", ins, allowEmpty, dlNote, stderr); err != nil {
+	if err := checkIntake("run", ins, cfg.Models.By == "key", allowEmpty, dlNote, stderr); err != nil {
 		return err
 	}
 	return writeReports(stdout, format, each, snap, ins, svc.LearnSeconds())
