@@ -89,11 +89,19 @@ func TestKeyedTextReport(t *testing.T) {
 	totals := map[string]servedRow{}
 	ownTotals := map[string]uint64{}
 	n := 0
+	var jsonTotals []service.Report
 	dec := json.NewDecoder(bytes.NewReader([]byte(jsonOut)))
 	for dec.More() {
 		var r service.Report
 		if err := dec.Decode(&r); err != nil {
 			t.Fatal(err)
+		}
+		if r.Key == nil && r.Keys != nil {
+			if n != 12 {
+				t.Errorf("the partition's totals after %d keys' reports, want after the 12", n)
+			}
+			jsonTotals = append(jsonTotals, r)
+			continue
 		}
 		n++
 		if r.Key == nil || len(r.Mix) != 4 {
@@ -134,6 +142,25 @@ func TestKeyedTextReport(t *testing.T) {
 	if len(totals) != 4 {
 		t.Errorf("%d learners in the totals, want 4", len(totals))
 	}
+	// The JSON's totals are the text's: the keys, the served summed, the
+	// global model's report.
+	if len(jsonTotals) != 1 {
+		t.Fatalf("%d totals lines in the JSON, want 1 (one partition)", len(jsonTotals))
+	}
+	jt := jsonTotals[0]
+	if jt.Keys.Keys != 12 || jt.Keys.Evicted == 0 || jt.Global == nil || len(jt.Mix) != 4 {
+		t.Errorf("JSON totals: keys %+v, global %v, %d learners' mix; want 12 keys, evictions (max: 5), the global model's report, 4", *jt.Keys, jt.Global != nil, len(jt.Mix))
+	}
+	for _, m := range jt.Mix {
+		if got, want := (servedRow{m.Rounds, m.Mistakes, m.OwnMistakes, m.GlobalMistakes}), totals[m.Learner]; got != want {
+			t.Errorf("JSON totals, learner %s served: %+v, the keys' summed %+v", m.Learner, got, want)
+		}
+	}
+	for i, l := range jt.Global.Learners {
+		if got := own["global"][l.Name]; got != l.Mistakes || i >= 4 {
+			t.Errorf("JSON totals' global model, learner %s: %d mistakes, the text's %d", l.Name, l.Mistakes, got)
+		}
+	}
 }
 
 // inspect reads a checkpoint of models per key that a real run wrote:
@@ -160,6 +187,9 @@ func TestInspectKeyedKeys(t *testing.T) {
 		var r service.Report
 		if err := dec.Decode(&r); err != nil {
 			t.Fatal(err)
+		}
+		if r.Key == nil {
+			continue // the partition's totals
 		}
 		want[*r.Key] = r
 	}
