@@ -350,8 +350,8 @@ func TestE2EKeyedCrash(t *testing.T) {
 // inspectCheckpoints returns `inspect --report json` of dir.
 func inspectCheckpoints(t *testing.T, ctx context.Context, dir, sl, ckpt string) []inspected {
 	t.Helper()
-	var cps []inspected
-	if err := json.Unmarshal(runProc(t, ctx, dir, sl, "inspect", "--report", "json", ckpt), &cps); err != nil {
+	cps, err := readInspected(runProc(t, ctx, dir, sl, "inspect", "--report", "json", ckpt))
+	if err != nil {
 		t.Fatalf("inspect: %v", err)
 	}
 	return cps

@@ -159,12 +159,16 @@ func inspectKeys(state []byte, rep pipeline.Report, all bool) (*inspectedKeys, e
 		keys = keys[:min(len(keys), topKeys)]
 	}
 	for _, k := range keys {
-		ik := inspectedKey{Key: k.Key, Events: k.Events, Mistakes: k.Mistakes, ModelSHA256: hex.EncodeToString(k.ModelSHA256[:]), StateBytes: k.StateBytes}
-		if k.Mix != nil {
-			ik.Served = make([]uint64, len(k.Mix))
-			for i, m := range k.Mix {
-				ik.Served[i] = m.Mixed
+		ik := inspectedKey{Key: k.Key, Events: k.Events, ModelSHA256: hex.EncodeToString(k.ModelSHA256[:]), StateBytes: k.StateBytes}
+		for i, m := range k.Mistakes {
+			l := inspectedKeyLearner{Mistakes: m}
+			if i < len(rep.Learners) {
+				l.Name = rep.Learners[i].Name
 			}
+			if i < len(k.Mix) {
+				l.Served = &k.Mix[i].Mixed
+			}
+			ik.Learners = append(ik.Learners, l)
 		}
 		out.Shown = append(out.Shown, ik)
 	}
@@ -193,7 +197,7 @@ func writeInspectedKeys(w io.Writer, rep pipeline.Report, k *inspectedKeys) erro
 	fmt.Fprintf(w, "\n%d keys; %s:\n", k.Keys, which)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	head := "key\tevents"
-	served := len(k.Shown) > 0 && k.Shown[0].Served != nil
+	served := len(k.Shown) > 0 && len(k.Shown[0].Learners) > 0 && k.Shown[0].Learners[0].Served != nil
 	for _, l := range rep.Learners {
 		head += "\t" + l.Name
 		if served {
@@ -203,10 +207,10 @@ func writeInspectedKeys(w io.Writer, rep pipeline.Report, k *inspectedKeys) erro
 	fmt.Fprintln(tw, head+"\tmodel_sha256")
 	for _, key := range k.Shown {
 		fmt.Fprintf(tw, "%q\t%d", key.Key, key.Events)
-		for i, m := range key.Mistakes {
-			fmt.Fprintf(tw, "\t%d", m)
-			if served {
-				fmt.Fprintf(tw, "\t%d", key.Served[i])
+		for _, l := range key.Learners {
+			fmt.Fprintf(tw, "\t%d", l.Mistakes)
+			if served && l.Served != nil {
+				fmt.Fprintf(tw, "\t%d", *l.Served)
 			}
 		}
 		fmt.Fprintf(tw, "\t%s\n", key.ModelSHA256[:16])

@@ -199,9 +199,9 @@ func TestInspectKeyedKeys(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("inspect --all-keys: exit %d: %s", code, errOut)
 	}
-	var got []inspected
-	if err := json.Unmarshal([]byte(out), &got); err != nil {
-		t.Fatal(err)
+	got, err := readInspected([]byte(out))
+	if err != nil || len(got) != 1 {
+		t.Fatalf("inspect --report json: %v, %d checkpoints\n%s", err, len(got), out)
 	}
 	k := got[0].ModelsPerKey
 	if len(got) != 1 || k == nil || k.Keys != 13 || len(k.Shown) != 13 || !k.All || len(k.GlobalModelSHA256) != 64 {
@@ -217,13 +217,13 @@ func TestInspectKeyedKeys(t *testing.T) {
 		}
 		total += s.Events
 		digests[s.ModelSHA256] = true
-		if s.Events != r.Events || len(s.Mistakes) != 4 || len(s.Served) != 4 || len(s.ModelSHA256) != 64 {
+		if s.Events != r.Events || len(s.Learners) != 4 || len(s.ModelSHA256) != 64 {
 			t.Errorf("key %s: %+v; the run's report has %d events", s.Key, s, r.Events)
 			continue
 		}
 		for j, l := range r.Learners {
-			if s.Mistakes[j] != l.Mistakes || s.Served[j] != r.Mix[j].Mistakes {
-				t.Errorf("key %s learner %s: mistakes %d, served %d; the run's report %d, %d", s.Key, l.Name, s.Mistakes[j], s.Served[j], l.Mistakes, r.Mix[j].Mistakes)
+			if got := s.Learners[j]; got.Name != l.Name || got.Mistakes != l.Mistakes || got.Served == nil || *got.Served != r.Mix[j].Mistakes {
+				t.Errorf("key %s learner %d: %+v; the run's report: %s, mistakes %d, served %d", s.Key, j, got, l.Name, l.Mistakes, r.Mix[j].Mistakes)
 			}
 		}
 	}
