@@ -188,6 +188,11 @@ func Parse(name string, data []byte) (*Config, error) {
 	for _, l := range c.Learners {
 		p.decodeErrors(name, l.decodeErr)
 	}
+	if n := valueAt(doc, "models.max_bytes"); n != nil && c.Models.By == "key" && c.Models.MaxBytes == 0 && n.Tag != "!!null" {
+		// 0 is not "no bound", which there is not: the resident models
+		// per key are always bounded in bytes.
+		p.add(&Error{Line: n.Line, Key: "models.max_bytes", Msg: fmt.Sprintf("0 is no bound: leave the key out for the default, %d (%d MiB), or give the bytes of models per key a partition keeps resident (there is no unbounded setting)", DefaultModelsMaxBytes, DefaultModelsMaxBytes>>20)})
+	}
 	c.fill()
 	c.check(p)
 	if err := p.err(name); err != nil {
@@ -242,4 +247,27 @@ func (p *problems) decodeErrors(name string, err error) {
 			p.typeLines[e.Line] = true
 		}
 	}
+}
+
+// valueAt returns the value node of the key at path ("models.max_bytes"),
+// or nil when the document has none.
+func valueAt(doc *yaml.Node, path string) *yaml.Node {
+	n := doc
+	for _, part := range strings.Split(path, ".") {
+		if n = resolve(n); n.Kind != yaml.MappingNode {
+			return nil
+		}
+		var next *yaml.Node
+		pairs := mappingPairs(n)
+		for j := 0; j+1 < len(pairs); j += 2 {
+			if pairs[j].Value == part {
+				next = pairs[j+1]
+			}
+		}
+		if next == nil {
+			return nil
+		}
+		n = next
+	}
+	return resolve(n)
 }

@@ -28,6 +28,7 @@ sinks:
   reports: {kind: file, path: r.jsonl, topci: x}
 checkpoint:
   own_wait: -1s
+models: {by: key, max_bytes: 0}
 `
 	_, err := Parse("config.yaml", []byte(file))
 	var es Errors
@@ -45,6 +46,7 @@ checkpoint:
 		"config.yaml:11: sinks.dead_letters.pth: unknown key: did you mean path? (a file sink's keys: every, interval, kind, path)",
 		"config.yaml:12: sinks.reports.topci: unknown key (a file sink's keys: every, interval, kind, path)",
 		"config.yaml:14: checkpoint.own_wait: must not be negative",
+		"config.yaml:15: models.max_bytes: 0 is no bound: leave the key out for the default, 268435456 (256 MiB), or give the bytes of models per key a partition keeps resident (there is no unbounded setting)",
 	}
 	got := strings.Split(err.Error(), "\n")
 	if !slices.Equal(got, want) {
