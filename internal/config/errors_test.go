@@ -11,8 +11,9 @@ import (
 // TestEveryError: a file with many errors gets them all, each naming its
 // line and key, sorted by line, and none that an earlier one explains: a
 // misspelled algorithm's keys are not checked, a misspelled path is not
-// also missing, a value of the wrong type is not also out of range, and
-// a misspelled sink key is matched against its kind's keys alone.
+// also missing, a value of the wrong type is not also out of range (nor
+// hides the other sinks), and a misspelled sink key is matched against
+// its kind's keys alone.
 func TestEveryError(t *testing.T) {
 	const file = `features:
   bits: 40
@@ -25,7 +26,8 @@ labels:
   delayd: true
 sinks:
   dead_letters: {kind: file, pth: bad.jsonl}
-  reports: {kind: file, path: r.jsonl, topci: x}
+  reports: {kind: file, path: r.jsonl, topci: x, every: -1}
+  predictions: nope
 checkpoint:
   own_wait: -1s
 models: {by: key, max_bytes: 0}
@@ -45,8 +47,10 @@ models: {by: key, max_bytes: 0}
 		"config.yaml:9: labels.delayd: unknown key: did you mean delayed? (known keys here: default_label, delayed, max_pending, wait)",
 		"config.yaml:11: sinks.dead_letters.pth: unknown key: did you mean path? (a file sink's keys: every, interval, kind, path)",
 		"config.yaml:12: sinks.reports.topci: unknown key (a file sink's keys: every, interval, kind, path)",
-		"config.yaml:14: checkpoint.own_wait: must not be negative",
-		"config.yaml:15: models.max_bytes: 0 is no bound: leave the key out for the default, 268435456 (256 MiB), or give the bytes of models per key a partition keeps resident (there is no unbounded setting)",
+		"config.yaml:12: sinks.reports.every: must not be negative",
+		"config.yaml:13: sinks.predictions: want a mapping of keys, a sink's kind and where it writes: {kind: file, path: FILE}, or a broker's",
+		"config.yaml:15: checkpoint.own_wait: must not be negative",
+		"config.yaml:16: models.max_bytes: 0 is no bound: leave the key out for the default, 268435456 (256 MiB), or give the bytes of models per key a partition keeps resident (there is no unbounded setting)",
 	}
 	got := strings.Split(err.Error(), "\n")
 	if !slices.Equal(got, want) {

@@ -60,11 +60,12 @@ func (s *Sinks) UnmarshalYAML(n *yaml.Node) error {
 			}
 		}
 	}
-	if err := n.Decode(&v); err != nil {
-		return err
-	}
+	// A value of the wrong type (a scalar for a sink) leaves its sink
+	// nil, and the others decoded: Parse reports the error and checks
+	// them.
+	err := n.Decode(&v)
 	*s = Sinks(v)
-	return nil
+	return err
 }
 
 // resolve returns the node an alias refers to, or n.
