@@ -1,6 +1,7 @@
 // Package config loads streamlearn's YAML configuration: start from
 // defaults, decode strictly (an unknown key is an error naming the key and
-// its line), validate, and wrap every error with the file name.
+// its line), validate, and report every error of the file at once, each
+// with the file name (Errors).
 package config
 
 import (
@@ -133,7 +134,7 @@ func (e *Error) Error() string {
 // take seconds and hundreds of megabytes.
 const MaxFileBytes = 4 << 20
 
-// Load reads, decodes and validates the file.
+// Load reads, decodes and validates the file; its errors are Parse's.
 func Load(path string) (*Config, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -147,7 +148,9 @@ func Load(path string) (*Config, error) {
 	return Parse(path, data)
 }
 
-// Parse decodes and validates data; name is used in errors.
+// Parse decodes and validates data; name is used in errors. A file with
+// one error returns it as an *Error; with several, Errors: every one,
+// sorted by line, but those an earlier one explains.
 func Parse(name string, data []byte) (*Config, error) {
 	if len(data) > MaxFileBytes {
 		return nil, &Error{File: name, Msg: fmt.Sprintf("larger than %d bytes (%d MiB; a configuration has a few kilobytes): refused", MaxFileBytes, MaxFileBytes>>20)}
