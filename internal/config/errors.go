@@ -15,6 +15,7 @@ import (
 // *Error. Its Error is one error a line.
 type Errors []*Error
 
+// Error returns every error's, a line each.
 func (es Errors) Error() string {
 	lines := make([]string, len(es))
 	for i, e := range es {
