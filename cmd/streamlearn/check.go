@@ -201,6 +201,9 @@ func writeConnections(w io.Writer, cfg *config.Config) {
 			fmt.Fprintf(w, "%s:\t%s\n", s.name, describeSink(*s.s))
 		}
 	}
+	if cfg.Sinks.DiscardDeadLetters {
+		fmt.Fprintf(w, "dead letters:\toff: discarded, counted by reason in the report (sinks.dead_letters: off)\n")
+	}
 	c := cfg.Checkpoint
 	every := cmp.Or(c.Every, service.DefaultCheckpointEvery) // 0: the default, as run takes it
 	switch {

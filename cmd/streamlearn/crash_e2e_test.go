@@ -167,8 +167,8 @@ func TestE2ECrashResume(t *testing.T) {
 					positions = append(positions, position())
 					continue
 				}
-				var cps []inspected
-				if err := json.Unmarshal(runProc(t, ctx, dir, sl, "inspect", "--report", "json", ckpt), &cps); err != nil || len(cps) != 1 {
+				cps, err := readInspected(runProc(t, ctx, dir, sl, "inspect", "--report", "json", ckpt))
+				if err != nil || len(cps) != 1 {
 					t.Fatalf("inspect after kill %d: %v, %d checkpoints", kill, err, len(cps))
 				}
 				if cps[0].Position != position() {

@@ -92,8 +92,8 @@ func TestModelDigestOneName(t *testing.T) {
 		t.Errorf("inspect: exit %d, prints\n%s%s\nwant model_sha256 %s", code, out, errOut, want)
 	}
 	code, out, errOut = run(t, "inspect", "--report", "json", ckpt)
-	var got []inspected
-	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || len(got) != 1 || got[0].ModelSHA256 != want {
+	got, err := readInspected([]byte(out))
+	if code != 0 || err != nil || len(got) != 1 || got[0].ModelSHA256 != want {
 		t.Errorf("inspect --report json: exit %d, %v: %s%s\nwant model_sha256 %s", code, err, out, errOut, want)
 	}
 

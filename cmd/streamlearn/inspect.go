@@ -20,7 +20,8 @@ import (
 
 const inspectArgs = "[-c CONFIG] [--report text|json] [--all-keys] CHECKPOINT..."
 
-// inspected is one checkpoint as `inspect --report json` prints it.
+// inspected is one checkpoint as `inspect --report json` prints it, a
+// line each.
 type inspected struct {
 	File        string `json:"file"`
 	Format      int    `json:"format"`
@@ -58,16 +59,23 @@ type inspectedKeys struct {
 }
 
 // inspectedKey is one key of a checkpoint of models per key: its records,
-// each learner's mistakes by the key's own model, with a global model
-// those of what was served (the choice between the two), and its model's
-// digest (the model_sha256 of answers of the key's model).
+// each learner's mistakes, and its model's digest (the model_sha256 of
+// answers of the key's model).
 type inspectedKey struct {
-	Key         string   `json:"key"`
-	Events      uint64   `json:"events"`
-	Mistakes    []uint64 `json:"mistakes"`
-	Served      []uint64 `json:"served,omitempty"`
-	ModelSHA256 string   `json:"model_sha256"`
-	StateBytes  int      `json:"state_bytes"`
+	Key         string                `json:"key"`
+	Events      uint64                `json:"events"`
+	Learners    []inspectedKeyLearner `json:"learners"`
+	ModelSHA256 string                `json:"model_sha256"`
+	StateBytes  int                   `json:"state_bytes"`
+}
+
+// inspectedKeyLearner is one learner of a key's model, in the learners'
+// order: its name, its mistakes by the key's own model and, with a
+// global model, those of what was served (the choice between the two).
+type inspectedKeyLearner struct {
+	Name     string  `json:"name"`
+	Mistakes uint64  `json:"mistakes"`
+	Served   *uint64 `json:"served,omitempty"`
 }
 
 // topKeys is how many keys inspect shows of a checkpoint of models per
@@ -122,12 +130,14 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		out = append(out, in)
 	}
 	if *format == "json" {
-		b, err := json.MarshalIndent(out, "", "  ")
-		if err != nil {
-			return err
+		// JSON Lines, as every --report json: a checkpoint a line.
+		enc := json.NewEncoder(stdout)
+		for _, in := range out {
+			if err := enc.Encode(in); err != nil {
+				return err
+			}
 		}
-		_, err = fmt.Fprintf(stdout, "%s\n", b)
-		return err
+		return nil
 	}
 	return writeInspected(stdout, out, digestErr)
 }

@@ -56,14 +56,26 @@ func TestInspect(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	var got []inspected
-	if err := json.Unmarshal([]byte(out), &got); err != nil {
+	got, err := readInspected([]byte(out))
+	if err != nil {
 		t.Fatalf("json output: %v\n%s", err, out)
 	}
 	if len(got) != 1 || got[0].Partition != 1 || got[0].Position != 5000 || got[0].Report.Events != 5000 ||
 		got[0].Format != checkpoint.FormatVersion || got[0].Origin != "kafka cluster kfake topic events" || got[0].Consumer != "kafka group gx" ||
 		len(got[0].Report.Learners) != len(r.Learners) || got[0].Report.Learners[3].Mistakes != r.Learners[3].Mistakes {
 		t.Errorf("json output: %+v", got)
+	}
+	// JSON Lines, as every --report json: a checkpoint a line.
+	code, out, errOut = run(t, "inspect", "--report", "json", dir)
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if code != 0 || len(lines) != 2 {
+		t.Fatalf("inspect --report json of 2 checkpoints: exit %d, %d lines, want 2: %s%s", code, len(lines), out, errOut)
+	}
+	for i, line := range lines {
+		var in inspected
+		if err := json.Unmarshal([]byte(line), &in); err != nil || in.Partition != int32(i) {
+			t.Errorf("line %d: %v, partition %d; want checkpoint %d's object: %s", i+1, err, in.Partition, i, line)
+		}
 	}
 
 	b, err := os.ReadFile(d.File(0))
@@ -176,4 +188,18 @@ func TestInspectVerifies(t *testing.T) {
 	if code, _, errOut := run(t, "inspect", path); code != 1 || !strings.Contains(errOut, "counted 5000 events, but position 100 of kafka:events leaves room for 101") {
 		t.Errorf("5000 events at position 100: exit %d, %q", code, errOut)
 	}
+}
+
+// readInspected reads `inspect --report json`: JSON Lines, a checkpoint
+// a line. A line that is not one JSON object is an error.
+func readInspected(out []byte) ([]inspected, error) {
+	var got []inspected
+	for i, line := range bytes.Split(bytes.TrimSuffix(out, []byte("\n")), []byte("\n")) {
+		var in inspected
+		if err := json.Unmarshal(line, &in); err != nil {
+			return got, fmt.Errorf("line %d: %w", i+1, err)
+		}
+		got = append(got, in)
+	}
+	return got, nil
 }

@@ -34,6 +34,8 @@ type intakeTotal struct {
 	records, learned, rejected, labelOnly uint64
 	byReason                              map[event.Reason]uint64
 	first                                 *service.Rejected
+	// byKey: models per key, to whose model a label goes by its key.
+	byKey bool
 }
 
 func totalIntake(ins []service.Intake) intakeTotal {
@@ -85,9 +87,11 @@ func (t intakeTotal) reasons() string {
 // the main reasons, the first record rejected and what to change.
 // Otherwise, when some records were rejected, it writes a line saying how
 // many and why to stderr. No record at all is not its business (the
-// callers' "no record" errors).
-func checkIntake(cmd string, ins []service.Intake, allowEmpty bool, deadLetters string, stderr io.Writer) error {
+// callers' "no record" errors). byKey says the models are per key
+// (models.by: key).
+func checkIntake(cmd string, ins []service.Intake, byKey, allowEmpty bool, deadLetters string, stderr io.Writer) error {
 	t := totalIntake(ins)
+	t.byKey = byKey
 	if t.records == 0 {
 		return nil
 	}
@@ -113,6 +117,8 @@ func checkIntake(cmd string, ins []service.Intake, allowEmpty bool, deadLetters 
 		b.WriteString("\n  first rejected")
 		if f.Key != "" {
 			fmt.Fprintf(&b, " (key %q)", f.Key)
+		} else if t.byKey {
+			b.WriteString(" (no key)")
 		}
 		fmt.Fprintf(&b, ": %s", f.Err) // which names where it is
 	}
@@ -175,6 +181,9 @@ func (t intakeTotal) hint(r event.Reason) string {
 		return "labels came after their events expired: raise labels.wait (the records an event waits for its label) above the labels' delay, and labels.max_pending (the events that wait at once) above the events that come meanwhile"
 	case r == event.ReasonMalformed:
 		return "the records are not in the input's format: set input.format (jsonl, libsvm, csv, tsv; a config fixes it for every file) or replay's --format to the file's"
+	case r == pipeline.ReasonLabelUnknown && t.byKey && t.first != nil && t.first.Reason == r && t.first.Key == "":
+		// The label went to the model of no key, where its event is not.
+		return "the label has no key: with models per key (models.by: key) a label is joined to its event in the model of the event's key, so a label event carries its event's key, as the event does (labels travel keyed like their events)"
 	case r == pipeline.ReasonLabelUnknown:
 		return "labels name ids of no waiting event: their events came long before and expired (raise labels.wait and labels.max_pending), or never came (a label event carries its event's id)"
 	}

@@ -41,15 +41,16 @@ func writeServedText(w io.Writer, mix []pipeline.MixReport) error {
 }
 
 // writeKeyTotalsText writes a partition's totals over every key's model
-// (t, of a snapshot): its records and keys, each learner's rounds,
-// mistakes and loss over the keys' own models, what was served with a
-// global model, and the global model's report.
-func writeKeyTotalsText(w io.Writer, t service.Report) error {
+// (t, of a snapshot): its records and keys, with p's seconds and rate
+// (the whole run's, of every key), the labels of its keys summed, each
+// learner's rounds, mistakes and loss over the keys' own models, what was
+// served with a global model, and the global model's report.
+func writeKeyTotalsText(w io.Writer, t service.Report, p pace) error {
 	k := t.Keys
 	fmt.Fprintf(w, "%s partition %d: totals over %d keys (%d resident, %d evictions)\n", t.Source, t.Partition, k.Keys, k.Resident, k.Evicted)
 	r := t.Report
 	r.Mix, r.Global = nil, nil
-	if err := writeReportText(w, r, nil); err != nil {
+	if err := writeReportText(w, r, &p); err != nil {
 		return err
 	}
 	if err := writeServedText(w, t.Mix); err != nil {
@@ -60,6 +61,67 @@ func writeKeyTotalsText(w io.Writer, t service.Report) error {
 		return writeReportText(w, *g, nil)
 	}
 	return nil
+}
+
+// withKeyTotals calls model with each report each gives and, with models
+// per key, totals with its partition's totals over its keys (of totals,
+// a snapshot's reports) after the partition's last key, the labels of the
+// partition's keys summed into them (the snapshot's have none).
+func withKeyTotals(each func(func(service.Report) error) error, totals []service.Report, model, keyTotal func(service.Report) error) error {
+	sums := keyTotals(totals)
+	// A partition's keys' totals follow its last key: the next report's
+	// partition, or the end, says which that was.
+	var prev *service.Report
+	var labels *pipeline.LabelsReport
+	totalsOf := func(r *service.Report) error {
+		t, ok := sums[r.Partition]
+		if !ok || r.Key == nil {
+			return nil
+		}
+		t.Labels, labels = labels, nil
+		return keyTotal(t)
+	}
+	err := each(func(r service.Report) error {
+		if prev != nil && prev.Partition != r.Partition {
+			if err := totalsOf(prev); err != nil {
+				return err
+			}
+		}
+		if r.Key != nil && r.Labels != nil {
+			labels = addLabels(labels, r.Labels)
+		}
+		prev = &r
+		return model(r)
+	})
+	if err != nil || prev == nil {
+		return err
+	}
+	return totalsOf(prev)
+}
+
+// addLabels returns sum with the labels report l of one more key's model
+// added: the counts summed, the longest delay, the mean delay over every
+// label joined. sum may be nil (none yet); l is not changed.
+func addLabels(sum, l *pipeline.LabelsReport) *pipeline.LabelsReport {
+	if sum == nil {
+		sum = &pipeline.LabelsReport{}
+	}
+	sum.Joined += l.Joined
+	sum.Pending += l.Pending
+	sum.Expired += l.Expired
+	sum.ExpiredLearned += l.ExpiredLearned
+	sum.Unknown += l.Unknown
+	sum.Late += l.Late
+	sum.Duplicate += l.Duplicate
+	sum.DelaySum += l.DelaySum
+	for i, n := range l.DelayCounts {
+		sum.DelayCounts[i] += n
+	}
+	sum.Delay.Max = max(sum.Delay.Max, l.Delay.Max)
+	if sum.Joined > 0 {
+		sum.Delay.Mean = float64(sum.DelaySum) / float64(sum.Joined)
+	}
+	return sum
 }
 
 // keyTotals returns the reports of totals over models per key among
@@ -97,12 +159,16 @@ func inspectKeys(state []byte, rep pipeline.Report, all bool) (*inspectedKeys, e
 		keys = keys[:min(len(keys), topKeys)]
 	}
 	for _, k := range keys {
-		ik := inspectedKey{Key: k.Key, Events: k.Events, Mistakes: k.Mistakes, ModelSHA256: hex.EncodeToString(k.ModelSHA256[:]), StateBytes: k.StateBytes}
-		if k.Mix != nil {
-			ik.Served = make([]uint64, len(k.Mix))
-			for i, m := range k.Mix {
-				ik.Served[i] = m.Mixed
+		ik := inspectedKey{Key: k.Key, Events: k.Events, ModelSHA256: hex.EncodeToString(k.ModelSHA256[:]), StateBytes: k.StateBytes}
+		for i, m := range k.Mistakes {
+			l := inspectedKeyLearner{Mistakes: m}
+			if i < len(rep.Learners) {
+				l.Name = rep.Learners[i].Name
 			}
+			if i < len(k.Mix) {
+				l.Served = &k.Mix[i].Mixed
+			}
+			ik.Learners = append(ik.Learners, l)
 		}
 		out.Shown = append(out.Shown, ik)
 	}
@@ -131,7 +197,7 @@ func writeInspectedKeys(w io.Writer, rep pipeline.Report, k *inspectedKeys) erro
 	fmt.Fprintf(w, "\n%d keys; %s:\n", k.Keys, which)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	head := "key\tevents"
-	served := len(k.Shown) > 0 && k.Shown[0].Served != nil
+	served := len(k.Shown) > 0 && len(k.Shown[0].Learners) > 0 && k.Shown[0].Learners[0].Served != nil
 	for _, l := range rep.Learners {
 		head += "\t" + l.Name
 		if served {
@@ -141,10 +207,10 @@ func writeInspectedKeys(w io.Writer, rep pipeline.Report, k *inspectedKeys) erro
 	fmt.Fprintln(tw, head+"\tmodel_sha256")
 	for _, key := range k.Shown {
 		fmt.Fprintf(tw, "%q\t%d", key.Key, key.Events)
-		for i, m := range key.Mistakes {
-			fmt.Fprintf(tw, "\t%d", m)
-			if served {
-				fmt.Fprintf(tw, "\t%d", key.Served[i])
+		for _, l := range key.Learners {
+			fmt.Fprintf(tw, "\t%d", l.Mistakes)
+			if served && l.Served != nil {
+				fmt.Fprintf(tw, "\t%d", *l.Served)
 			}
 		}
 		fmt.Fprintf(tw, "\t%s\n", key.ModelSHA256[:16])

@@ -89,11 +89,19 @@ func TestKeyedTextReport(t *testing.T) {
 	totals := map[string]servedRow{}
 	ownTotals := map[string]uint64{}
 	n := 0
+	var jsonTotals []service.Report
 	dec := json.NewDecoder(bytes.NewReader([]byte(jsonOut)))
 	for dec.More() {
 		var r service.Report
 		if err := dec.Decode(&r); err != nil {
 			t.Fatal(err)
+		}
+		if r.Key == nil && r.Keys != nil {
+			if n != 12 {
+				t.Errorf("the partition's totals after %d keys' reports, want after the 12", n)
+			}
+			jsonTotals = append(jsonTotals, r)
+			continue
 		}
 		n++
 		if r.Key == nil || len(r.Mix) != 4 {
@@ -134,6 +142,25 @@ func TestKeyedTextReport(t *testing.T) {
 	if len(totals) != 4 {
 		t.Errorf("%d learners in the totals, want 4", len(totals))
 	}
+	// The JSON's totals are the text's: the keys, the served summed, the
+	// global model's report.
+	if len(jsonTotals) != 1 {
+		t.Fatalf("%d totals lines in the JSON, want 1 (one partition)", len(jsonTotals))
+	}
+	jt := jsonTotals[0]
+	if jt.Keys.Keys != 12 || jt.Keys.Evicted == 0 || jt.Global == nil || len(jt.Mix) != 4 {
+		t.Errorf("JSON totals: keys %+v, global %v, %d learners' mix; want 12 keys, evictions (max: 5), the global model's report, 4", *jt.Keys, jt.Global != nil, len(jt.Mix))
+	}
+	for _, m := range jt.Mix {
+		if got, want := (servedRow{m.Rounds, m.Mistakes, m.OwnMistakes, m.GlobalMistakes}), totals[m.Learner]; got != want {
+			t.Errorf("JSON totals, learner %s served: %+v, the keys' summed %+v", m.Learner, got, want)
+		}
+	}
+	for i, l := range jt.Global.Learners {
+		if got := own["global"][l.Name]; got != l.Mistakes || i >= 4 {
+			t.Errorf("JSON totals' global model, learner %s: %d mistakes, the text's %d", l.Name, l.Mistakes, got)
+		}
+	}
 }
 
 // inspect reads a checkpoint of models per key that a real run wrote:
@@ -161,6 +188,9 @@ func TestInspectKeyedKeys(t *testing.T) {
 		if err := dec.Decode(&r); err != nil {
 			t.Fatal(err)
 		}
+		if r.Key == nil {
+			continue // the partition's totals
+		}
 		want[*r.Key] = r
 	}
 	ckpt := filepath.Join(state, "partition-0.ckpt")
@@ -169,9 +199,9 @@ func TestInspectKeyedKeys(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("inspect --all-keys: exit %d: %s", code, errOut)
 	}
-	var got []inspected
-	if err := json.Unmarshal([]byte(out), &got); err != nil {
-		t.Fatal(err)
+	got, err := readInspected([]byte(out))
+	if err != nil || len(got) != 1 {
+		t.Fatalf("inspect --report json: %v, %d checkpoints\n%s", err, len(got), out)
 	}
 	k := got[0].ModelsPerKey
 	if len(got) != 1 || k == nil || k.Keys != 13 || len(k.Shown) != 13 || !k.All || len(k.GlobalModelSHA256) != 64 {
@@ -187,13 +217,13 @@ func TestInspectKeyedKeys(t *testing.T) {
 		}
 		total += s.Events
 		digests[s.ModelSHA256] = true
-		if s.Events != r.Events || len(s.Mistakes) != 4 || len(s.Served) != 4 || len(s.ModelSHA256) != 64 {
+		if s.Events != r.Events || len(s.Learners) != 4 || len(s.ModelSHA256) != 64 {
 			t.Errorf("key %s: %+v; the run's report has %d events", s.Key, s, r.Events)
 			continue
 		}
 		for j, l := range r.Learners {
-			if s.Mistakes[j] != l.Mistakes || s.Served[j] != r.Mix[j].Mistakes {
-				t.Errorf("key %s learner %s: mistakes %d, served %d; the run's report %d, %d", s.Key, l.Name, s.Mistakes[j], s.Served[j], l.Mistakes, r.Mix[j].Mistakes)
+			if got := s.Learners[j]; got.Name != l.Name || got.Mistakes != l.Mistakes || got.Served == nil || *got.Served != r.Mix[j].Mistakes {
+				t.Errorf("key %s learner %d: %+v; the run's report: %s, mistakes %d, served %d", s.Key, j, got, l.Name, l.Mistakes, r.Mix[j].Mistakes)
 			}
 		}
 	}

@@ -30,6 +30,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/streamlearn/streamlearn/internal/config"
 )
 
 // errUsage marks errors that exit with status 2; the flag package has
@@ -91,7 +93,16 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		// The command's name once: "streamlearn replay: --dead-letters: …",
 		// not "streamlearn replay: replay: …".
-		fmt.Fprintf(stderr, "streamlearn %s: %s\n", c.name, strings.TrimPrefix(err.Error(), c.name+": "))
+		var es config.Errors
+		if errors.As(err, &es) {
+			// Every error of a configuration, one a line, each as
+			// the one would be.
+			for _, e := range es {
+				fmt.Fprintf(stderr, "streamlearn %s: %s\n", c.name, e)
+			}
+		} else {
+			fmt.Fprintf(stderr, "streamlearn %s: %s\n", c.name, strings.TrimPrefix(err.Error(), c.name+": "))
+		}
 		if errors.Is(err, errNothingLearned) {
 			return exitNothingLearned
 		}

@@ -175,6 +175,8 @@ func replayConfig(ctx context.Context, f *replayFlags) (*config.Config, *service
 		*f.deadPath, f.deadNote = "", " (dead letters discarded: --dead-letters "+d+")"
 	case d != "":
 		f.deadNote = " (dead letters: " + d + ")"
+	case cfg.Sinks.DiscardDeadLetters:
+		f.deadNote = " (dead letters discarded: the config's sinks.dead_letters: off)"
 	case cfg.Sinks.DeadLetters != nil && cfg.Sinks.DeadLetters.Kind == "file":
 		*f.deadPath = cfg.Sinks.DeadLetters.Path
 		f.deadNote = " (dead letters: " + *f.deadPath + ", the config's sinks.dead_letters; --dead-letters off discards them)"
@@ -256,7 +258,7 @@ func reportReplay(stdout, stderr io.Writer, f *replayFlags, cfg *config.Config, 
 	if err != nil {
 		return err
 	}
-	if err := checkIntake("replay", ins, *f.allowEmpty, f.deadNote, stderr); err != nil {
+	if err := checkIntake("replay", ins, cfg.Models.By == "key", *f.allowEmpty, f.deadNote, stderr); err != nil {
 		return err
 	}
 	learnSeconds := svc.LearnSeconds()

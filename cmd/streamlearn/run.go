@@ -53,6 +53,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	if cfg.Sinks.DiscardDeadLetters {
+		f.logger.Warn("dead letters are discarded (sinks.dead_letters: off): bad records are counted by reason in the report and metrics, and written nowhere")
+	}
 	defer closeSinks() // on the errors before the run; after it, closed below
 	if *f.preload != "" {
 		n, err := publishFile(ctx, *f.preload, cfg.Source, "")
@@ -456,10 +459,13 @@ func reportRun(stdout, stderr io.Writer, format string, allowEmpty bool, cfg *co
 		return err
 	}
 	dlNote := ""
-	if cfg.Sinks.DeadLetters != nil {
+	switch {
+	case cfg.Sinks.DeadLetters != nil:
 		dlNote = " (dead letters: sinks.dead_letters)"
+	case cfg.Sinks.DiscardDeadLetters:
+		dlNote = " (dead letters discarded: sinks.dead_letters: off)"
 	}
-	if err := checkIntake("run", ins, allowEmpty, dlNote, stderr); err != nil {
+	if err := checkIntake("run", ins, cfg.Models.By == "key", allowEmpty, dlNote, stderr); err != nil {
 		return err
 	}
 	return writeReports(stdout, format, each, snap, ins, svc.LearnSeconds())
@@ -476,8 +482,11 @@ func writeReports(out io.Writer, format string, each func(func(service.Report) e
 	w := bufio.NewWriterSize(out, 64<<10)
 	var err error
 	if format == "json" {
+		// Each key's model, then its partition's totals, as /v1/report
+		// has them (with their labels summed), a line each.
 		enc := json.NewEncoder(w)
-		err = each(func(r service.Report) error { return enc.Encode(r) })
+		encode := func(r service.Report) error { return enc.Encode(r) }
+		err = withKeyTotals(each, totals, encode, encode)
 	} else {
 		err = writeReportsText(w, each, totals, ins, seconds)
 	}
@@ -489,48 +498,33 @@ func writeReports(out io.Writer, format string, each func(func(service.Report) e
 
 // writeReportsText is writeReports' text.
 func writeReportsText(w io.Writer, each func(func(service.Report) error) error, totals []service.Report, ins []service.Intake, seconds float64) error {
-	sums := keyTotals(totals)
-	// A partition's keys' totals follow its last key: the next report's
-	// partition, or the end, says which that was.
-	var prev *service.Report
-	keyTotalsOf := func(r *service.Report) error {
-		if t, ok := sums[r.Partition]; ok && r.Key != nil {
-			fmt.Fprintln(w)
-			return writeKeyTotalsText(w, t)
-		}
-		return nil
-	}
-	err := each(func(r service.Report) error {
-		if prev != nil {
-			if prev.Partition != r.Partition {
-				if err := keyTotalsOf(prev); err != nil {
-					return err
-				}
-			}
+	first := true
+	model := func(r service.Report) error {
+		if !first {
 			fmt.Fprintln(w)
 		}
+		first = false
 		fmt.Fprintf(w, "%s partition %d", r.Source, r.Partition)
 		if r.Key != nil {
 			fmt.Fprintf(w, " key %q", *r.Key)
 		}
 		fmt.Fprintln(w)
-		in := intakeOf(ins, r.Partition)
 		if r.Key != nil {
-			in = nil // the partition's records are its keys'
-		}
-		if err := writeTextReport(w, r.Report, paceOf(r.Report, in, seconds)); err != nil {
+			// The seconds are the whole run's, of every key: the
+			// partition's totals have them.
+			if err := writeReportText(w, r.Report, nil); err != nil {
+				return err
+			}
+		} else if err := writeTextReport(w, r.Report, paceOf(r.Report, intakeOf(ins, r.Partition), seconds)); err != nil {
 			return err
 		}
-		if err := writeServedText(w, r.Mix); err != nil {
-			return err
-		}
-		prev = &r
-		return nil
-	})
-	if err != nil || prev == nil {
-		return err
+		return writeServedText(w, r.Mix)
 	}
-	return keyTotalsOf(prev)
+	keyTotals := func(t service.Report) error {
+		fmt.Fprintln(w)
+		return writeKeyTotalsText(w, t, paceOf(t.Report, intakeOf(ins, t.Partition), seconds))
+	}
+	return withKeyTotals(each, totals, model, keyTotals)
 }
 
 // eachOf returns an iterator over reports, for writeReports.

@@ -29,17 +29,17 @@ func (c *Config) AnswerName() string {
 }
 
 // validateAnswer checks that answer, when set, names a configured learner.
-func (c *Config) validateAnswer() error {
+func (c *Config) validateAnswer(p *problems) {
 	if c.Answer == "" {
-		return nil
+		return
 	}
 	names := make([]string, len(c.Learners))
 	for i, l := range c.Learners {
 		if l.Name == c.Answer {
-			return nil
+			return
 		}
 		names[i] = l.Name
 	}
-	return errAt("answer", "%q is not the name of a configured learner (learners: %s): name the one whose prediction is the filter's verdict, or leave answer out for the first",
-		c.Answer, strings.Join(names, ", "))
+	p.add(errAt("answer", "%q is not the name of a configured learner (learners: %s): name the one whose prediction is the filter's verdict, or leave answer out for the first",
+		c.Answer, strings.Join(names, ", ")))
 }

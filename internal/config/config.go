@@ -1,6 +1,7 @@
 // Package config loads streamlearn's YAML configuration: start from
 // defaults, decode strictly (an unknown key is an error naming the key and
-// its line), validate, and wrap every error with the file name.
+// its line), validate, and report every error of the file at once, each
+// with the file name (Errors).
 package config
 
 import (
@@ -10,6 +11,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -137,7 +139,7 @@ func (e *Error) Error() string {
 // take seconds and hundreds of megabytes.
 const MaxFileBytes = 4 << 20
 
-// Load reads, decodes and validates the file.
+// Load reads, decodes and validates the file; its errors are Parse's.
 func Load(path string) (*Config, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -151,7 +153,9 @@ func Load(path string) (*Config, error) {
 	return Parse(path, data)
 }
 
-// Parse decodes and validates data; name is used in errors.
+// Parse decodes and validates data; name is used in errors. A file with
+// one error returns it as an *Error; with several, Errors: every one,
+// sorted by line, but those an earlier one explains.
 func Parse(name string, data []byte) (*Config, error) {
 	if len(data) > MaxFileBytes {
 		return nil, &Error{File: name, Msg: fmt.Sprintf("larger than %d bytes (%d MiB; a configuration has a few kilobytes): refused", MaxFileBytes, MaxFileBytes>>20)}
@@ -183,36 +187,95 @@ func Parse(name string, data []byte) (*Config, error) {
 		// yaml's decoder refuses it too, but the key checks walk first.
 		return nil, &Error{File: name, Line: a.Line, Msg: fmt.Sprintf("anchor %q contains itself", a.Value)}
 	}
-	if err := checkKeys(name, doc, reflect.TypeFor[Config](), ""); err != nil {
-		return nil, err
-	}
-	if err := checkLearnerKeys(name, doc); err != nil {
-		return nil, err
-	}
+	p := newProblems()
+	p.doc = doc
+	checkKeys(p, doc, reflect.TypeFor[Config](), "")
+	checkLearnerKeys(p, doc)
 	c := new(Config)
-	if err := doc.Decode(c); err != nil {
-		// A type error: name the key whose value is on its line.
-		e := yamlError(name, err)
-		if ye, ok := e.(*Error); ok && ye.Line > 0 {
-			// The value yaml quotes (`many`) tells keys of one line apart.
-			var value string
-			if _, rest, ok := strings.Cut(ye.Msg, "`"); ok {
-				value, _, _ = strings.Cut(rest, "`")
-			}
-			ye.Key = keyAtLine(doc, ye.Line, value, "")
-		}
-		return nil, e
+	p.decodeErrors(name, doc.Decode(c))
+	for _, l := range c.Learners {
+		p.decodeErrors(name, l.decodeErr)
+	}
+	if n := valueAt(doc, "models.max_bytes"); n != nil && c.Models.By == "key" && c.Models.MaxBytes == 0 && n.Tag != "!!null" {
+		// 0 is not "no bound", which there is not: the resident models
+		// per key are always bounded in bytes.
+		p.add(&Error{Line: n.Line, Key: "models.max_bytes", Msg: fmt.Sprintf("0 is no bound: leave the key out for the default, %d (%d MiB), or give the bytes of models per key a partition keeps resident (there is no unbounded setting)", DefaultModelsMaxBytes, DefaultModelsMaxBytes>>20)})
 	}
 	c.fill()
-	if err := c.validate(); err != nil {
-		var ve *Error
-		if errors.As(err, &ve) {
-			ve.File = name
-			if ve.Line == 0 {
-				ve.Line = lineOf(doc, ve.Key)
-			}
-		}
+	c.check(p)
+	if err := p.err(name); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// decodeErrors adds the errors of decoding doc (p.doc) into the
+// configuration, each type error on its own line, naming the key whose
+// value is on that line. The decoder goes on past each, leaving a zero in
+// its place; a later error at its key, or on its line when its key is not
+// known, is left out.
+func (p *problems) decodeErrors(name string, err error) {
+	if err == nil {
+		return
+	}
+	var msgs []string
+	var walk func(err error)
+	walk = func(err error) {
+		switch e := err.(type) {
+		case *yaml.TypeError:
+			msgs = append(msgs, e.Errors...)
+		case interface{ Unwrap() []error }:
+			for _, err := range e.Unwrap() {
+				walk(err)
+			}
+		default:
+			msgs = append(msgs, err.Error())
+		}
+	}
+	walk(err)
+	for _, msg := range msgs {
+		e := yamlError(name, errors.New(msg)).(*Error)
+		e.File = ""
+		if e.Line > 0 {
+			// The value yaml quotes (`many`) tells keys of one line apart.
+			var value string
+			if _, rest, ok := strings.Cut(e.Msg, "`"); ok {
+				value, _, _ = strings.Cut(rest, "`")
+			}
+			e.Key = keyAtLine(p.doc, e.Line, value, "")
+		}
+		if !slices.ContainsFunc(p.list, func(r *Error) bool { return r.Line == e.Line && e.Line > 0 }) {
+			// A value of the wrong shape (a list for a string) that
+			// checkKeys named is not reported twice.
+			p.add(e)
+		}
+		if e.Key == "" {
+			// Which key it is is not known: none on its line is
+			// trusted.
+			p.typeLines[e.Line] = true
+		}
+	}
+}
+
+// valueAt returns the value node of the key at path ("models.max_bytes"),
+// or nil when the document has none.
+func valueAt(doc *yaml.Node, path string) *yaml.Node {
+	n := doc
+	for _, part := range strings.Split(path, ".") {
+		if n = resolve(n); n.Kind != yaml.MappingNode {
+			return nil
+		}
+		var next *yaml.Node
+		pairs := mappingPairs(n)
+		for j := 0; j+1 < len(pairs); j += 2 {
+			if pairs[j].Value == part {
+				next = pairs[j+1]
+			}
+		}
+		if next == nil {
+			return nil
+		}
+		n = next
+	}
+	return resolve(n)
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -164,9 +165,10 @@ func mappingPairs(n *yaml.Node) []*yaml.Node {
 	return append(merged, own...)
 }
 
-// checkKeys walks the YAML tree against the Go type and reports the first
-// key that no field takes.
-func checkKeys(file string, n *yaml.Node, t reflect.Type, path string) error {
+// checkKeys walks the YAML tree against the Go type and adds to p every
+// key that no field takes and every value of the wrong shape; it does not
+// walk into a value of the wrong shape.
+func checkKeys(p *problems, n *yaml.Node, t reflect.Type, path string) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -174,74 +176,99 @@ func checkKeys(file string, n *yaml.Node, t reflect.Type, path string) error {
 		n = n.Alias
 	}
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
-		return nil
+		return
 	}
 	switch t.Kind() {
 	case reflect.Struct:
 		if t == reflect.TypeFor[time.Duration]() {
-			return nil
+			return
 		}
 		if t == reflect.TypeFor[Learner]() {
-			return nil // its keys are its algorithm's: checkLearnerKeys
+			return // its keys are its algorithm's: checkLearnerKeys
 		}
 		if t == reflect.TypeFor[learners.Spec]() {
 			if n.Kind != yaml.MappingNode {
-				return &Error{File: file, Line: n.Line, Key: path, Msg: "want a mapping of keys (algorithm and its keys)"}
+				p.add(&Error{Line: n.Line, Key: path, Msg: "want a mapping of keys (algorithm and its keys)"})
+				return
 			}
-			return checkAlgorithmKeys(file, n, path)
+			checkAlgorithmKeys(p, n, path)
+			return
+		}
+		if t == reflect.TypeFor[Sink]() && path == "sinks.dead_letters" && n.Kind == yaml.ScalarNode && n.Value == DeadLettersOff {
+			return // discarded: Sinks.UnmarshalYAML
 		}
 		if n.Kind != yaml.MappingNode {
 			msg := "want a mapping of keys"
 			if t == reflect.TypeFor[Sink]() {
 				msg += ", a sink's kind and where it writes: {kind: file, path: FILE}, or a broker's"
+				if path == "sinks.dead_letters" {
+					msg += ", or " + DeadLettersOff + " to discard them"
+				}
 			}
-			return &Error{File: file, Line: n.Line, Key: path, Msg: msg}
+			p.add(&Error{Line: n.Line, Key: path, Msg: msg})
+			return
 		}
 		fields := yamlFields(t)
+		here, known := "known keys here", slices.Sorted(maps.Keys(fields))
+		if t == reflect.TypeFor[Sink]() {
+			// A sink of a known kind takes its kind's keys: a slip is
+			// matched, and listed, among them alone.
+			if kind := valueOf(n, "kind"); sinkKeys[kind] != nil {
+				here, known = "a "+kind+" sink's keys", sinkKeys[kind]
+			}
+		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			ft, ok := fields[k.Value]
 			if !ok {
-				known := make([]string, 0, len(fields))
-				for name := range fields {
-					known = append(known, name)
+				msg := fmt.Sprintf("unknown key (%s: %s)", here, strings.Join(known, ", "))
+				near := nearest(k.Value, known)
+				if near != "" {
+					msg = fmt.Sprintf("unknown key: did you mean %s? (%s: %s)", near, here, strings.Join(known, ", "))
 				}
-				slices.Sort(known)
-				msg := fmt.Sprintf("unknown key (known keys here: %s)", strings.Join(known, ", "))
-				if near := nearest(k.Value, known); near != "" {
-					msg = fmt.Sprintf("unknown key: did you mean %s? (known keys here: %s)", near, strings.Join(known, ", "))
+				p.add(&Error{Line: k.Line, Key: join(path, k.Value), Msg: msg})
+				if near != "" {
+					p.suggested[join(path, near)] = true
 				}
-				return &Error{File: file, Line: k.Line, Key: join(path, k.Value), Msg: msg}
+				continue
 			}
-			if err := checkKeys(file, v, ft, join(path, k.Value)); err != nil {
-				return err
-			}
+			checkKeys(p, v, ft, join(path, k.Value))
 		}
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
-			return kindError(file, n, t, path)
+			p.add(kindError(n, t, path))
+			return
 		}
 		for i, e := range n.Content {
-			if err := checkKeys(file, e, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
-				return err
-			}
+			checkKeys(p, e, t.Elem(), fmt.Sprintf("%s[%d]", path, i))
 		}
 	case reflect.String, reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
 		if n.Kind != yaml.ScalarNode {
-			return kindError(file, n, t, path)
+			p.add(kindError(n, t, path))
 		}
 		// A scalar of the wrong type (`bits: many`) is the decoder's to
 		// report; Parse names its key.
 	}
-	return nil
+}
+
+// valueOf returns the scalar value of key in the mapping n, or "".
+func valueOf(n *yaml.Node, key string) string {
+	pairs := mappingPairs(n)
+	v := ""
+	for j := 0; j+1 < len(pairs); j += 2 {
+		if pairs[j].Value == key && pairs[j+1].Kind == yaml.ScalarNode {
+			v = pairs[j+1].Value
+		}
+	}
+	return v
 }
 
 // kindError reports a value of the wrong shape at path (a mapping or a
 // list where a single value goes, or the other way round), which the
 // decoder would report without its key: "want a list of strings, got a
 // mapping".
-func kindError(file string, n *yaml.Node, t reflect.Type, path string) error {
+func kindError(n *yaml.Node, t reflect.Type, path string) *Error {
 	got := "a single value " + strconv.Quote(n.Value)
 	switch n.Kind {
 	case yaml.MappingNode:
@@ -250,7 +277,7 @@ func kindError(file string, n *yaml.Node, t reflect.Type, path string) error {
 		got = "a list"
 	}
 	want, _ := describe(t)
-	return &Error{File: file, Line: n.Line, Key: path, Msg: fmt.Sprintf("want %s, got %s", want, got)}
+	return &Error{Line: n.Line, Key: path, Msg: fmt.Sprintf("want %s, got %s", want, got)}
 }
 
 // describe names what a value of type t is written as, one and many:

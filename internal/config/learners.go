@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -26,6 +27,11 @@ type Learner struct {
 	// Params makes (a *online.PerceptronConfig for perceptron, ...); nil
 	// when the algorithm is unknown, which validation reports.
 	Params any `yaml:"-"`
+
+	// decodeErr is what UnmarshalYAML could not decode (a value of the
+	// wrong type), which Parse reports: the learner stays in the list,
+	// at its index, with a zero in place of each such value.
+	decodeErr error
 }
 
 // UnmarshalYAML decodes name and algorithm, then the algorithm's keys into
@@ -37,17 +43,18 @@ func (l *Learner) UnmarshalYAML(n *yaml.Node) error {
 		Algorithm string `yaml:"algorithm"`
 		Calibrate bool   `yaml:"calibrate"`
 	}
-	if err := n.Decode(&head); err != nil {
-		return err
-	}
-	l.Name, l.Algorithm, l.Calibrate, l.Params = head.Name, head.Algorithm, head.Calibrate, nil
+	err := n.Decode(&head)
+	l.Name, l.Algorithm, l.Calibrate, l.Params, l.decodeErr = head.Name, head.Algorithm, head.Calibrate, nil, nil
 	if a, ok := learners.Lookup(head.Algorithm); ok {
 		p := a.Params()
-		if err := n.Decode(p); err != nil {
-			return err
-		}
+		err = errors.Join(err, n.Decode(p))
 		l.Params = p
 	}
+	var te *yaml.TypeError
+	if err != nil && !errors.As(err, &te) {
+		return err
+	}
+	l.decodeErr = err
 	return nil
 }
 

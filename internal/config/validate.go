@@ -40,118 +40,114 @@ func settingAt(prefix string, err error) error {
 	return err
 }
 
-// validate checks c section by section, reporting the first problem.
+// validate checks c, returning every problem (Errors) or the one, or nil.
 func (c *Config) validate() error {
-	for _, check := range []func() error{c.validateInput, c.validateFeatures, c.validateLearners, c.validateAnswer, c.validateSource,
+	p := newProblems()
+	c.check(p)
+	return p.err("")
+}
+
+// check checks c section by section, adding every problem to p; a
+// check that depends on a key found wrong (the keys of a sink of an
+// unknown kind) is left out.
+func (c *Config) check(p *problems) {
+	for _, check := range []func(*problems){c.validateInput, c.validateFeatures, c.validateLearners, c.validateAnswer, c.validateSource,
 		c.validateSinks, c.validateModels, c.validateCheckpoint} {
-		if err := check(); err != nil {
-			return err
-		}
+		check(p)
 	}
-	return nil
 }
 
 // validateInput checks input, labels and input.classes.
-func (c *Config) validateInput() error {
-	if err := oneOf("input.format", c.Input.Format, "", "jsonl", "libsvm", "csv", "tsv"); err != nil {
-		return err
-	}
+func (c *Config) validateInput(p *problems) {
+	p.add(oneOf("input.format", c.Input.Format, "", "jsonl", "libsvm", "csv", "tsv"))
 	if c.Input.MaxBytes < 0 {
-		return errAt("input.max_bytes", "must be positive")
+		p.add(errAt("input.max_bytes", "must be positive"))
 	}
 	if c.Input.MaxBytes > MaxMaxBytes {
-		return errAt("input.max_bytes", "%d is above %d (64 MiB): a record of that size is held in memory whole, by every reader", c.Input.MaxBytes, MaxMaxBytes)
+		p.add(errAt("input.max_bytes", "%d is above %d (64 MiB): a record of that size is held in memory whole, by every reader", c.Input.MaxBytes, MaxMaxBytes))
 	}
 	if v := c.Input.MaxAbsValue; !(v >= 1 && v <= event.MaxMaxAbs) {
-		return errAt("input.max_abs_value", "%g is outside [1, 1e100]", v)
+		p.add(errAt("input.max_abs_value", "%g is outside [1, 1e100]", v))
 	}
-	if err := c.Labels.validate(c); err != nil {
-		return err
-	}
-	for _, p := range c.Input.Positive {
-		if slices.Contains(c.Input.Negative, p) {
-			return errAt("input.positive", "%q is also listed as negative", p)
+	c.Labels.validate(c, p)
+	for _, pos := range c.Input.Positive {
+		if slices.Contains(c.Input.Negative, pos) {
+			p.add(errAt("input.positive", "%q is also listed as negative", pos))
+			break
 		}
 	}
-	return c.validateClasses()
+	c.validateClasses(p)
 }
 
 // validateFeatures checks features.
-func (c *Config) validateFeatures() error {
+func (c *Config) validateFeatures(p *problems) {
 	if c.Features.Bits < 1 || c.Features.Bits > MaxBits {
 		msg := fmt.Sprintf("%d is outside 1..%d", c.Features.Bits, MaxBits)
 		if c.Features.Bits <= online.MaxBits {
 			msg += fmt.Sprintf(": 2^%d slots take %d MiB per weight vector, and a model's checkpoint must fit in 1 GiB",
 				c.Features.Bits, 8<<c.Features.Bits>>20)
 		}
-		return errAt("features.bits", "%s", msg)
+		p.add(errAt("features.bits", "%s", msg))
 	}
-	if err := oneOf("features.scale", c.Features.Scale, "none", "standard", "l2"); err != nil {
-		return err
-	}
+	p.add(oneOf("features.scale", c.Features.Scale, "none", "standard", "l2"))
 	if n := c.Features.Text.NGrams; n < 1 || n > 8 {
-		return errAt("features.text.ngrams", "%d is outside 1..8", n)
+		p.add(errAt("features.text.ngrams", "%d is outside 1..8", n))
 	}
 	if c.Features.Dense < 0 {
-		return errAt("features.dense", "must not be negative")
+		p.add(errAt("features.dense", "must not be negative"))
 	}
-	return nil
 }
 
 // validateLearners checks that there are learners, each with its own name,
 // and each learner's keys.
-func (c *Config) validateLearners() error {
+func (c *Config) validateLearners(p *problems) {
 	if len(c.Learners) == 0 {
-		return errAt("learners", "configure at least one learner")
+		p.add(errAt("learners", "configure at least one learner"))
+		return
 	}
 	seen := map[string]int{}
 	for i, l := range c.Learners {
 		key := fmt.Sprintf("learners[%d]", i)
-		if l.Name == "" {
-			return errAt(key+".name", "every learner needs a name")
-		}
 		if j, dup := seen[l.Name]; dup {
-			return errAt(key+".name", "%q is also the name of learners[%d]", l.Name, j)
+			p.add(errAt(key+".name", "%q is also the name of learners[%d]", l.Name, j))
+		} else if l.Name == "" {
+			p.add(errAt(key+".name", "every learner needs a name"))
+		} else {
+			seen[l.Name] = i
 		}
-		seen[l.Name] = i
-		if err := l.validate(key, seen); err != nil {
-			return err
-		}
+		p.add(l.validate(key, seen))
 	}
-	return nil
 }
 
 // validateSource checks source: its kind, the keys of an embedded server,
 // start, the connection and the client knobs.
-func (c *Config) validateSource() error {
+func (c *Config) validateSource(p *problems) {
 	s := &c.Source
 	if err := oneOf("source.kind", s.Kind, "", "kafka", "nats", "jetstream", "file", "embedded"); err != nil {
-		return err
+		// The rest are checked against the kind.
+		p.add(err)
+		return
 	}
 	if s.Kind == "embedded" {
-		if err := s.validateEmbedded(); err != nil {
-			return err
-		}
+		s.validateEmbedded(p)
 	} else if s.Port != 0 {
-		return errAt("source.port", "an embedded server's key; source.kind is %q", s.Kind)
+		p.add(errAt("source.port", "an embedded server's key; source.kind is %q", s.Kind))
 	}
 	if err := ValidStart(s.Kind, s.Start); err != nil {
-		return errAt("source.start", "%s", err)
+		p.add(errAt("source.start", "%s", err))
 	}
 	if err := s.Conn.Validate(); err != nil {
-		return settingAt("source", err)
+		p.add(settingAt("source", err))
 	}
-	if err := s.validateTuning(); err != nil {
-		return err
-	}
-	return c.validateAckBatch()
+	s.validateTuning(p)
+	p.add(c.validateAckBatch())
 }
 
 // validateEmbedded refuses the keys of a source of kind embedded that
 // connect elsewhere, and a port out of range.
-func (s *Source) validateEmbedded() error {
+func (s *Source) validateEmbedded(p *problems) {
 	if s.URL != "" || len(s.Brokers) > 0 {
-		return errAt("source.url", "an embedded server runs in this process: give port (and store_dir), not url or brokers")
+		p.add(errAt("source.url", "an embedded server runs in this process: give port (and store_dir), not url or brokers"))
 	}
 	for _, k := range []struct {
 		key string
@@ -160,101 +156,111 @@ func (s *Source) validateEmbedded() error {
 		{"token", s.Token != ""}, {"nkey_seed_file", s.NKeySeedFile != ""}, {"creds_file", s.CredsFile != ""},
 		{"topic", s.Topic != ""}, {"group", s.Group != ""}, {"path", s.Path != ""}} {
 		if k.set {
-			return errAt("source."+k.key, "not a key of an embedded server (its keys: port, store_dir, subject, stream, durable, start, connect_timeout)")
+			p.add(errAt("source."+k.key, "not a key of an embedded server (its keys: port, store_dir, subject, stream, durable, start, connect_timeout)"))
 		}
 	}
-	if p := s.Port; p < -1 || p > 65535 {
-		return errAt("source.port", "%d is outside -1..65535 (0: 4222; -1: a free port)", p)
+	if port := s.Port; port < -1 || port > 65535 {
+		p.add(errAt("source.port", "%d is outside -1..65535 (0: 4222; -1: a free port)", port))
 	}
-	return nil
 }
 
 // validateSinks checks each configured sink.
-func (c *Config) validateSinks() error {
+func (c *Config) validateSinks(p *problems) {
 	for name, s := range map[string]*Sink{"predictions": c.Sinks.Predictions, "reports": c.Sinks.Reports, "dead_letters": c.Sinks.DeadLetters} {
 		if s == nil {
 			continue
 		}
 		key := "sinks." + name
 		if err := oneOf(key+".kind", s.Kind, "kafka", "nats", "jetstream", "file"); err != nil {
-			return err
+			// Its keys are its kind's.
+			p.add(err)
+			continue
 		}
-		if err := s.validateTuning(key); err != nil {
-			return err
-		}
+		s.validateTuning(key, p)
 		if s.Kind == "file" && s.Path == "" {
-			return errAt(key+".path", "a file sink needs a path")
+			p.add(errAt(key+".path", "a file sink needs a path"))
 		}
-		if s.Every < 0 || s.Interval < 0 {
-			return errAt(key+".every", "must not be negative")
+		if s.Every < 0 {
+			p.add(errAt(key+".every", "must not be negative"))
+		}
+		if s.Interval < 0 {
+			p.add(errAt(key+".interval", "must not be negative"))
 		}
 	}
-	return nil
 }
 
 // validateModels checks models.
-func (c *Config) validateModels() error {
-	if err := oneOf("models.by", c.Models.By, "", "partition", "key"); err != nil {
-		return err
+func (c *Config) validateModels(p *problems) {
+	m := c.Models
+	if err := oneOf("models.by", m.By, "", "partition", "key"); err != nil {
+		p.add(err)
+		return
 	}
-	switch {
-	case c.Models.By != "key" && c.Models.Max != 0:
-		return errAt("models.max", "bounds the models per key: set models.by: key")
-	case c.Models.By != "key" && c.Models.MaxBytes != 0:
-		return errAt("models.max_bytes", "bounds the memory of the models per key: set models.by: key")
-	case c.Models.By != "key" && c.Models.Idle != 0:
-		return errAt("models.idle", "evicts models per key: set models.by: key")
-	case c.Models.By != "key" && c.Models.Global:
-		return errAt("models.global", "a global model beside the models per key: set models.by: key")
-	case c.Models.Global && c.Labels.Delayed:
-		return errAt("models.global", "not with delayed labels (labels.delayed) yet: the choice between a key's model and the global one is scored as each label comes")
-	case c.Models.By != "key" && c.Models.SpillDir != "":
-		return errAt("models.spill_dir", "holds evicted models per key: set models.by: key")
-	case c.Models.Max < 0:
-		return errAt("models.max", "must not be negative")
-	case c.Models.MaxBytes < 0:
-		return errAt("models.max_bytes", "must not be negative")
-	case c.Models.Idle < 0:
-		return errAt("models.idle", "must not be negative")
+	if m.By != "key" {
+		for _, k := range []struct {
+			key, msg string
+			set      bool
+		}{
+			{"models.max", "bounds the models per key", m.Max != 0},
+			{"models.max_bytes", "bounds the memory of the models per key", m.MaxBytes != 0},
+			{"models.idle", "evicts models per key", m.Idle != 0},
+			{"models.global", "a global model beside the models per key", m.Global},
+			{"models.spill_dir", "holds evicted models per key", m.SpillDir != ""},
+		} {
+			if k.set {
+				p.add(errAt(k.key, "%s: set models.by: key", k.msg))
+			}
+		}
+		return
 	}
-	return nil
+	if m.Global && c.Labels.Delayed {
+		p.add(errAt("models.global", "not with delayed labels (labels.delayed) yet: the choice between a key's model and the global one is scored as each label comes"))
+	}
+	if m.Max < 0 {
+		p.add(errAt("models.max", "must not be negative"))
+	}
+	if m.MaxBytes < 0 {
+		p.add(errAt("models.max_bytes", "must not be negative"))
+	}
+	if m.Idle < 0 {
+		p.add(errAt("models.idle", "must not be negative"))
+	}
 }
 
 // validateCheckpoint checks checkpoint, and the source's commits it
 // replaces.
-func (c *Config) validateCheckpoint() error {
+func (c *Config) validateCheckpoint(p *problems) {
 	if c.Checkpoint.Dir != "" || c.Checkpoint.Bucket != "" {
-		switch {
-		case c.Source.CommitEvery != 0:
-			return errAt("source.commit_every", "with checkpoints a commit follows each checkpoint: set checkpoint.every instead")
-		case c.Source.CommitInterval != 0:
-			return errAt("source.commit_interval", "with checkpoints a commit follows each checkpoint: set checkpoint.every instead")
+		if c.Source.CommitEvery != 0 {
+			p.add(errAt("source.commit_every", "with checkpoints a commit follows each checkpoint: set checkpoint.every instead"))
+		}
+		if c.Source.CommitInterval != 0 {
+			p.add(errAt("source.commit_interval", "with checkpoints a commit follows each checkpoint: set checkpoint.every instead"))
 		}
 	}
 	if c.Checkpoint.Dir != "" && c.Checkpoint.Bucket != "" {
-		return errAt("checkpoint.bucket", "set dir or bucket, not both")
+		p.add(errAt("checkpoint.bucket", "set dir or bucket, not both"))
 	}
 	if c.Checkpoint.Bucket != "" && c.Checkpoint.URL == "" && c.Source.Kind != "nats" && c.Source.Kind != "jetstream" && c.Source.Kind != "embedded" {
-		return errAt("checkpoint.url", "a bucket needs a NATS server: set url (the source is not NATS)")
+		p.add(errAt("checkpoint.url", "a bucket needs a NATS server: set url (the source is not NATS)"))
 	}
 	if c.Checkpoint.Every < 0 {
-		return errAt("checkpoint.every", "must not be negative")
+		p.add(errAt("checkpoint.every", "must not be negative"))
 	}
 	if c.Checkpoint.OwnWait < 0 {
-		return errAt("checkpoint.own_wait", "must not be negative")
+		p.add(errAt("checkpoint.own_wait", "must not be negative"))
 	}
 	if l := c.Checkpoint.Lease; l != 0 {
 		switch {
 		case c.Checkpoint.Bucket == "":
-			return errAt("checkpoint.lease", "a lease is how a bucket's partitions are owned: set it with bucket (a directory is owned by a lock, released when its process dies)")
+			p.add(errAt("checkpoint.lease", "a lease is how a bucket's partitions are owned: set it with bucket (a directory is owned by a lock, released when its process dies)"))
 		case l < MinLease || l > MaxLease:
-			return errAt("checkpoint.lease", "%v is not between %v and %v", l, MinLease, MaxLease)
+			p.add(errAt("checkpoint.lease", "%v is not between %v and %v", l, MinLease, MaxLease))
 		}
 	}
 	if m := c.Checkpoint.OnMismatch; m != "" {
-		return oneOf("checkpoint.on_mismatch", m, "fail", "reset", "accept", "rebuild")
+		p.add(oneOf("checkpoint.on_mismatch", m, "fail", "reset", "accept", "rebuild"))
 	}
-	return nil
 }
 
 // validator is a block of settings.
@@ -275,7 +281,7 @@ func onlyFor(prefix, kind string, block validator, format string, kinds ...strin
 
 // validateTuning checks the source's client knobs: each block only for
 // the kinds it tunes, then the values.
-func (s *Source) validateTuning() error {
+func (s *Source) validateTuning(p *problems) {
 	kafka, js := []string{"kafka"}, []string{"jetstream", "embedded"}
 	for _, b := range []struct {
 		block  validator
@@ -287,19 +293,17 @@ func (s *Source) validateTuning() error {
 		{s.JetStreamFetch, "tunes a jetstream or embedded client; the kind is %q", js},
 	} {
 		if err := onlyFor("source", s.Kind, b.block, b.format, b.kinds...); err != nil {
-			return err
+			p.add(err)
+			continue
 		}
-		if err := b.block.Validate(); err != nil {
-			return settingAt("source", err)
-		}
+		p.add(settingAt("source", b.block.Validate()))
 	}
-	switch {
-	case s.CommitEvery < 0:
-		return errAt("source.commit_every", "must not be negative")
-	case s.CommitInterval < 0:
-		return errAt("source.commit_interval", "must not be negative")
+	if s.CommitEvery < 0 {
+		p.add(errAt("source.commit_every", "must not be negative"))
 	}
-	return nil
+	if s.CommitInterval < 0 {
+		p.add(errAt("source.commit_interval", "must not be negative"))
+	}
 }
 
 // validateAckBatch refuses a JetStream ack_batch that lets more records
@@ -333,7 +337,7 @@ func (c *Config) validateAckBatch() error {
 
 // validateTuning checks a sink's client knobs, each block only for the
 // kind it tunes, then their values; key names the sink.
-func (s *Sink) validateTuning(key string) error {
+func (s *Sink) validateTuning(key string, p *problems) {
 	for _, b := range []struct {
 		block  validator
 		format string
@@ -344,56 +348,56 @@ func (s *Sink) validateTuning(key string) error {
 		{s.KafkaTopic, "applies to a kafka sink's topic; the kind is %q", "kafka"},
 	} {
 		if err := onlyFor(key, s.Kind, b.block, b.format, b.kind); err != nil {
-			return err
+			p.add(err)
+			continue
 		}
-		if err := b.block.Validate(); err != nil {
-			return settingAt(key, err)
-		}
+		p.add(settingAt(key, b.block.Validate()))
 	}
-	return nil
 }
 
 // validateClasses checks input.classes (multiclass labels) and what
 // cannot go with them.
-func (c *Config) validateClasses() error {
+func (c *Config) validateClasses(p *problems) {
 	classes := c.Input.Classes
 	if len(classes) == 0 {
 		for i, l := range c.Learners {
 			if a, ok := learners.Lookup(l.Algorithm); ok && a.Multiclass {
-				return errAt(fmt.Sprintf("learners[%d].algorithm", i), "%s predicts one of several classes: list them in input.classes", l.Algorithm)
+				p.add(errAt(fmt.Sprintf("learners[%d].algorithm", i), "%s predicts one of several classes: list them in input.classes", l.Algorithm))
 			}
 		}
-		return nil
+		return
 	}
 	switch {
 	case len(classes) < 2 || len(classes) > event.MaxClasses:
-		return errAt("input.classes", "%d classes: want 2 to %d", len(classes), event.MaxClasses)
+		p.add(errAt("input.classes", "%d classes: want 2 to %d", len(classes), event.MaxClasses))
+		return
 	case len(c.Input.Positive) > 0 || len(c.Input.Negative) > 0:
-		return errAt("input.classes", "set classes, or positive and negative labels, not both")
+		p.add(errAt("input.classes", "set classes, or positive and negative labels, not both"))
+		return
 	case c.Labels.Delayed:
-		return errAt("input.classes", "multiclass labels do not come later yet: labels.delayed needs two classes (positive and negative)")
+		p.add(errAt("input.classes", "multiclass labels do not come later yet: labels.delayed needs two classes (positive and negative)"))
+		return
 	}
 	for i, name := range classes {
-		if name == "" {
-			return errAt(fmt.Sprintf("input.classes[%d]", i), "an empty class name (an empty label means unlabeled)")
-		}
-		if strings.ContainsAny(name, " \t\r\n,#") {
-			return errAt(fmt.Sprintf("input.classes[%d]", i), "%q: a class name has no blank, comma or # (CSV, TSV and LIBSVM records could not name it)", name)
-		}
-		if j := slices.Index(classes, name); j < i {
-			return errAt(fmt.Sprintf("input.classes[%d]", i), "%q is also input.classes[%d]", name, j)
+		key := fmt.Sprintf("input.classes[%d]", i)
+		switch j := slices.Index(classes, name); {
+		case name == "":
+			p.add(errAt(key, "an empty class name (an empty label means unlabeled)"))
+		case strings.ContainsAny(name, " \t\r\n,#"):
+			p.add(errAt(key, "%q: a class name has no blank, comma or # (CSV, TSV and LIBSVM records could not name it)", name))
+		case j < i:
+			p.add(errAt(key, "%q is also input.classes[%d]", name, j))
 		}
 	}
 	for i, l := range c.Learners {
 		key := fmt.Sprintf("learners[%d]", i)
 		if l.Calibrate {
-			return errAt(key+".calibrate", "fits the probability of a positive label: there are classes (input.classes)")
+			p.add(errAt(key+".calibrate", "fits the probability of a positive label: there are classes (input.classes)"))
 		}
 		if wm, ok := l.Params.(*learners.WeightedMajorityParams); ok && len(wm.Experts) > 0 {
-			return errAt(key+".experts", "weighted-majority over learners weighs two labels' votes: with classes (input.classes), give it a hypothesis class, or drop it")
+			p.add(errAt(key+".experts", "weighted-majority over learners weighs two labels' votes: with classes (input.classes), give it a hypothesis class, or drop it"))
 		}
 	}
-	return nil
 }
 
 // validate checks one learner through its algorithm's registry entry;
@@ -437,9 +441,9 @@ func keyed(key string, err error) error {
 	}
 }
 
-// checkLearnerKeys rejects keys that the learner's algorithm does not use:
-// `class` on a perceptron is a mistake, not something to ignore.
-func checkLearnerKeys(file string, doc *yaml.Node) error {
+// checkLearnerKeys adds to p the keys that a learner's algorithm does not
+// use: `class` on a perceptron is a mistake, not something to ignore.
+func checkLearnerKeys(p *problems, doc *yaml.Node) {
 	var list *yaml.Node
 	if doc.Kind == yaml.MappingNode {
 		for i := 0; i+1 < len(doc.Content); i += 2 {
@@ -449,21 +453,18 @@ func checkLearnerKeys(file string, doc *yaml.Node) error {
 		}
 	}
 	if list == nil || list.Kind != yaml.SequenceNode {
-		return nil
+		return
 	}
 	for i, n := range list.Content {
-		if err := checkAlgorithmKeys(file, n, fmt.Sprintf("learners[%d]", i), "name", "calibrate"); err != nil {
-			return err
-		}
+		checkAlgorithmKeys(p, n, fmt.Sprintf("learners[%d]", i), "name", "calibrate")
 	}
-	return nil
 }
 
 // checkAlgorithmKeys checks the keys of a mapping that names an algorithm
 // of the registry (a learner, or a learner inside another's keys, such as
 // adaboost-ol's weak): each must be one of the algorithm's, or algorithm
-// itself, or one of also.
-func checkAlgorithmKeys(file string, n *yaml.Node, path string, also ...string) error {
+// itself, or one of also. It adds every other key to p.
+func checkAlgorithmKeys(p *problems, n *yaml.Node, path string, also ...string) {
 	pairs := mappingPairs(n)
 	alg := ""
 	for j := 0; j+1 < len(pairs); j += 2 {
@@ -473,7 +474,7 @@ func checkAlgorithmKeys(file string, n *yaml.Node, path string, also ...string) 
 	}
 	a, ok := learners.Lookup(alg)
 	if !ok {
-		return nil // validate reports the algorithm itself
+		return // validate reports the algorithm itself, and no key of it
 	}
 	keys, types := a.Keys()
 	for j := 0; j+1 < len(pairs); j += 2 {
@@ -487,36 +488,33 @@ func checkAlgorithmKeys(file string, n *yaml.Node, path string, also ...string) 
 			if len(keys) > 0 {
 				its = strings.Join(keys, ", ")
 			}
-			return &Error{File: file, Line: k.Line, Key: path + "." + k.Value,
-				Msg: fmt.Sprintf("not used by algorithm %s (its keys: %s)", alg, its)}
+			p.add(&Error{Line: k.Line, Key: path + "." + k.Value,
+				Msg: fmt.Sprintf("not used by algorithm %s (its keys: %s)", alg, its)})
+			continue
 		}
-		if err := checkKeys(file, v, t, path+"."+k.Value); err != nil {
-			return err
-		}
+		checkKeys(p, v, t, path+"."+k.Value)
 	}
-	return nil
 }
 
-func (l *Labels) validate(c *Config) error {
+func (l *Labels) validate(c *Config, p *problems) {
 	if !l.Delayed {
 		if l.Wait != 0 || l.MaxPending != 0 || l.DefaultLabel != nil {
-			return errAt("labels", "wait, max_pending and default_label need delayed: true")
+			p.add(errAt("labels", "wait, max_pending and default_label need delayed: true"))
 		}
-		return nil
+		return
 	}
 	if l.Wait < 1 {
-		return errAt("labels.wait", "%d: want at least 1 record", l.Wait)
+		p.add(errAt("labels.wait", "%d: want at least 1 record", l.Wait))
 	}
 	if l.MaxPending < 1 || l.MaxPending > MaxLabelMaxPending {
-		return errAt("labels.max_pending", "%d is outside 1..%d", l.MaxPending, MaxLabelMaxPending)
+		p.add(errAt("labels.max_pending", "%d is outside 1..%d", l.MaxPending, MaxLabelMaxPending))
 	}
 	if l.DefaultLabel != nil {
 		ec := event.Config{Positive: c.Input.Positive, Negative: c.Input.Negative}
 		if _, err := ec.ParseLabel(*l.DefaultLabel); err != nil {
-			return errAt("labels.default_label", "%v", err)
+			p.add(errAt("labels.default_label", "%v", err))
 		}
 	}
-	return nil
 }
 
 // ValidStart checks start, a source's start position (source.start, the
