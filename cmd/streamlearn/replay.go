@@ -261,7 +261,7 @@ func reportReplay(stdout, stderr io.Writer, f *replayFlags, cfg *config.Config, 
 	}
 	learnSeconds := svc.LearnSeconds()
 	if *f.save != "" {
-		if err := saveModel(svc, *f.save, f.fs.Args()); err != nil {
+		if err := saveModel(svc, cfg, *f.save, f.fs.Args()); err != nil {
 			return err
 		}
 	}
@@ -553,8 +553,9 @@ func loadWarmStart(path string, cfg *config.Config) (*service.WarmStart, error) 
 }
 
 // saveModel writes the one model svc ended with to path, as a model file
-// taken from a replay of files.
-func saveModel(svc *service.Service, path string, files []string) error {
+// taken from a replay of files, with the model sections of cfg, its
+// configuration.
+func saveModel(svc *service.Service, cfg *config.Config, path string, files []string) error {
 	ms, err := svc.Models()
 	if err != nil {
 		return err
@@ -579,6 +580,9 @@ func saveModel(svc *service.Service, path string, files []string) error {
 	}
 	m := checkpoint.ModelOf(ms[0])
 	m.Created, m.Report = time.Unix(0, 0).UTC(), rj
+	if m.Config, err = cfg.ModelYAML(); err != nil {
+		return err
+	}
 	m.From = "replay of " + strings.Join(files, " ") // cut when long (WriteModel)
 	_, err = checkpoint.WriteModel(path, m)
 	return err

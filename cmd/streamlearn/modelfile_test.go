@@ -1,0 +1,141 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/streamlearn/streamlearn/internal/api"
+)
+
+// demoHead writes the demo's first n lines to a file of the test's and
+// returns its path.
+func demoHead(t *testing.T, n int) string {
+	t.Helper()
+	data, err := os.ReadFile("../../testdata/demo.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), fmt.Sprintf("demo-head-%d.jsonl", n))
+	if err := os.WriteFile(path, bytes.Join(bytes.SplitAfter(data, []byte("\n"))[:n], nil), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// servedAnswers starts `serve` with args, asks it to predict the demo's
+// first ten events (without their labels), stops it and returns the
+// answers, their model times zeroed (the times the copies were made).
+func servedAnswers(t *testing.T, args ...string) []api.PredictResponse {
+	t.Helper()
+	data, err := os.ReadFile("../../testdata/demo.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []map[string]any
+	for _, line := range bytes.SplitN(data, []byte("\n"), 11)[:10] {
+		var ev map[string]any
+		if err := json.Unmarshal(line, &ev); err != nil {
+			t.Fatal(err)
+		}
+		delete(ev, "label")
+		evs = append(evs, ev)
+	}
+	body, _ := json.Marshal(evs)
+	r := startRun(t, append([]string{"serve", "--http", "127.0.0.1:0"}, args...)...)
+	defer r.stop()
+	resp, err := http.Post(r.base+"/v1/predict", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("serve %v: /v1/predict answered %d: %s", args, resp.StatusCode, b)
+	}
+	var out []api.PredictResponse
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	for i := range out {
+		out[i].ModelTime = time.Time{}
+	}
+	return out
+}
+
+// TestServeModelAlone: a model file carries its configuration, so `serve
+// --model FILE` alone answers exactly what `serve -c CONFIG --model FILE`
+// answers (the same digest, labels, scores and probabilities); a -c of
+// another model is refused, the first difference named; a model file of
+// format version 1 (written by the previous build, without its
+// configuration) still serves and starts models with -c, and without it
+// is refused, saying a configuration is needed.
+func TestServeModelAlone(t *testing.T) {
+	t.Parallel() // see parallelTests
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "serve.yaml")
+	if err := os.WriteFile(cfg, []byte("source: {kind: embedded}\nhttp: {addr: 127.0.0.1:0}\nfeatures: {bits: 16}\n"+warmLearners+
+		"  - {name: cal, algorithm: perceptron, calibrate: true}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	model := filepath.Join(dir, "model.slm")
+	trained := replayJSON(t, "-c", cfg, "--save", model, demoHead(t, 1000))
+
+	withConfig := servedAnswers(t, "-c", cfg, "--model", model)
+	alone := servedAnswers(t, "--model", model)
+	if len(alone) != 10 || len(alone[0].Predictions) != 5 || alone[0].ModelEvents != trained.Events {
+		t.Fatalf("serve --model alone: %+v", alone)
+	}
+	if a, b := jsonText(t, alone), jsonText(t, withConfig); a != b {
+		t.Errorf("serve --model alone answers\n%s\nwith -c\n%s", a, b)
+	}
+	if alone[0].Predictions[4].Probability == nil {
+		t.Error("the calibrated learner has no probability: the file's configuration lost calibrate")
+	}
+
+	// Another model's configuration: refused, naming the first
+	// difference (the HTTP address is -c's own and may differ).
+	other := filepath.Join(dir, "other.yaml")
+	if err := os.WriteFile(other, []byte("http: {addr: 127.0.0.1:1}\nfeatures: {bits: 16}\n"+strings.Replace(warmLearners, "loss: hinge", "loss: hinge, eta: 0.5", 1)+
+		"  - {name: cal, algorithm: perceptron, calibrate: true}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := run(t, "serve", "-c", other, "--model", model, "--http", "127.0.0.1:0"); code != 1 ||
+		!strings.Contains(errOut, "the first difference is learners[1] (ada).eta: unset in the model file, 0.5 in this configuration") {
+		t.Errorf("serve with -c of another model: exit %d: %s", code, errOut)
+	}
+
+	// A model file of format version 1: served with -c, refused without.
+	old := "../../testdata/model-v1.slm"
+	if code, _, errOut := run(t, "serve", "--model", old, "--http", "127.0.0.1:0"); code != 1 ||
+		!strings.Contains(errOut, "carries no configuration (a model file of format version 1, or a checkpoint exported without -c): give -c") {
+		t.Errorf("serve of a version 1 model file without -c: exit %d: %s", code, errOut)
+	}
+	v1 := servedAnswers(t, "-c", "../../testdata/model-v1.yaml", "--model", old)
+	// 300 events, and the model digest the previous build's serve
+	// answers this file with.
+	if v1[0].ModelEvents != 300 || v1[0].ModelSHA256 != "05c2de1054e8785a6dd4cba3e3a13fd2964b721cff01460414c2bcb94255736b" {
+		t.Errorf("a version 1 model file served: %d events, model_sha256 %s", v1[0].ModelEvents, v1[0].ModelSHA256)
+	}
+	warm := replayJSON(t, "-c", "../../testdata/model-v1.yaml", "--warm-start", old, demoHead(t, 10))
+	if warm.Events != 310 || warm.WarmStart == nil || warm.WarmStart.Events != 300 {
+		t.Errorf("replay --warm-start of a version 1 model file: %d events, warm start %+v", warm.Events, warm.WarmStart)
+	}
+}
+
+// jsonText is v as JSON.
+func jsonText(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
