@@ -139,3 +139,56 @@ func jsonText(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+// TestWarmStartAfter: a replay of B started from the model a replay of A
+// saved reports, beside its cumulative figures, those of B's records
+// alone: B's events, and each learner's rounds, mistakes, accuracy and
+// loss equal to those of one replay of A then B less those of the replay
+// of A (two replays that know nothing of warm starts), in JSON and in
+// text.
+func TestWarmStartAfter(t *testing.T) {
+	t.Parallel() // see parallelTests
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "after.yaml")
+	if err := os.WriteFile(cfg, []byte(warmLearners), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := demoHead(t, 3000)
+	b, n := demoTail(t, 3001)
+	model := filepath.Join(dir, "a.slm")
+	repA := replayJSON(t, "-c", cfg, "--save", model, a)
+	repAB := replayJSON(t, "-c", cfg, a, b)
+	warm := replayJSON(t, "-c", cfg, "--warm-start", model, b)
+	w := warm.WarmStart
+	if w == nil || w.After == nil {
+		t.Fatalf("no section of the records after the warm start: %+v", w)
+	}
+	after := w.After
+	if after.Events != uint64(n) || after.Events != repAB.Events-repA.Events || after.Labeled != repAB.Labeled-repA.Labeled ||
+		warm.Events != repAB.Events || len(after.Learners) != len(repAB.Learners) {
+		t.Fatalf("after the warm start: %+v, want %d events", after, n)
+	}
+	for i, l := range after.Learners {
+		ab, a := repAB.Learners[i], repA.Learners[i]
+		rounds, mistakes := ab.Rounds-a.Rounds, ab.Mistakes-a.Mistakes
+		if l.Name != ab.Name || l.Rounds != rounds || l.Mistakes != mistakes || l.Loss != ab.Loss-a.Loss ||
+			l.Accuracy != 1-float64(mistakes)/float64(rounds) || rounds != uint64(n) {
+			t.Errorf("%s after the warm start: %+v, want %d rounds, %d mistakes, loss %g", ab.Name, l, rounds, mistakes, ab.Loss-a.Loss)
+		}
+	}
+	code, out, errOut := run(t, "replay", "-c", cfg, "--warm-start", model, b)
+	if code != 0 {
+		t.Fatalf("replay --warm-start: exit %d: %s", code, errOut)
+	}
+	l := after.Learners[1]
+	head := fmt.Sprintf("after the warm start (model file %s, 3000 events): events %d  labeled %d  predicted 0  invalid 0\n", w.SHA256[:12], n, n)
+	row := fmt.Sprintf("%s %s %d %d %.4f %.4g\n", l.Name, l.Algorithm, l.Rounds, l.Mistakes, l.Accuracy, l.Loss)
+	_, section, ok := strings.Cut(out, head)
+	var rows []string
+	for _, line := range strings.Split(section, "\n") {
+		rows = append(rows, strings.Join(strings.Fields(line), " "))
+	}
+	if !ok || !strings.Contains(strings.Join(rows, "\n"), row) {
+		t.Errorf("the text report lacks the section %q with %q:\n%s", head, row, out)
+	}
+}

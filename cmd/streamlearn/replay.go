@@ -484,6 +484,41 @@ func writeReportText(w io.Writer, r pipeline.Report, p *pace) error {
 		}
 		fmt.Fprintln(tw)
 	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return writeAfterText(w, r.WarmStart)
+}
+
+// writeAfterText writes, of a model started from a model file that
+// counted the records after apart, the section of those records alone:
+// their counts, and each learner's rounds, mistakes, accuracy and loss
+// on them (a held-out score of the file's model).
+func writeAfterText(w io.Writer, ws *pipeline.WarmStartReport) error {
+	if ws == nil || ws.After == nil {
+		return nil
+	}
+	a := ws.After
+	sha := ws.SHA256
+	if len(sha) > 12 {
+		sha = sha[:12]
+	}
+	fmt.Fprintf(w, "\nafter the warm start (model file %s, %d events): events %d  labeled %d  predicted %d  invalid %d\n",
+		sha, ws.Events, a.Events, a.Labeled, a.Predicted, a.Invalid)
+	defaults := slices.ContainsFunc(a.Learners, func(l pipeline.AfterLearner) bool { return l.DefaultLabeled != nil })
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	head := "learner\talgorithm\trounds\tmistakes\taccuracy\tloss"
+	if defaults {
+		head += "\tdefault-labeled"
+	}
+	fmt.Fprintln(tw, head)
+	for _, l := range a.Learners {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%.4g", l.Name, l.Algorithm, l.Rounds, l.Mistakes, accuracyText(l.Rounds, l.Accuracy), l.Loss)
+		if d := l.DefaultLabeled; d != nil {
+			fmt.Fprintf(tw, "\t%d rounds, %d mistakes, %s", d.Rounds, d.Mistakes, accuracyText(d.Rounds, d.Accuracy))
+		}
+		fmt.Fprintln(tw)
+	}
 	return tw.Flush()
 }
 
