@@ -18,11 +18,14 @@ import (
 	"github.com/streamlearn/streamlearn/internal/service"
 )
 
-const inspectArgs = "[-c CONFIG] [--report text|json] [--all-keys] CHECKPOINT..."
+const inspectArgs = "[-c CONFIG] [--report text|json] [--all-keys] (CHECKPOINT | MODEL)... | --config MODEL"
 
-// inspected is one checkpoint as `inspect --report json` prints it.
+// inspected is one checkpoint or model file as `inspect --report json`
+// prints it; a model file has no source, partition or position.
 type inspected struct {
-	File        string `json:"file"`
+	File string `json:"file"`
+	// Kind is "checkpoint", or "model" for a model file.
+	Kind        string `json:"kind"`
 	Format      int    `json:"format"`
 	Bytes       int64  `json:"bytes"`
 	Created     string `json:"created"`
@@ -44,6 +47,12 @@ type inspected struct {
 	// ModelsPerKey, of a checkpoint of models per key, is what its state
 	// holds of its keys.
 	ModelsPerKey *inspectedKeys `json:"models_per_key,omitempty"`
+	// Of a model file: where it was taken, the SHA-256 of the file (what
+	// sha256sum prints), and the configuration it carries (its model
+	// sections, a configuration file; empty when it carries none).
+	From       string `json:"from,omitempty"`
+	FileSHA256 string `json:"file_sha256,omitempty"`
+	Config     string `json:"config,omitempty"`
 }
 
 // inspectedKeys is what a checkpoint of models per key holds of its keys
@@ -76,7 +85,10 @@ const topKeys = service.TopKeys
 
 // runInspect prints what checkpoint files hold: where their model stands
 // in the source, and its report (learners, rounds, mistakes, digests). A
-// directory stands for every checkpoint in it. The checksum of each file
+// directory stands for every checkpoint in it. A model file is shown as
+// well, with the configuration it carries, against which its report is
+// verified when no -c is given; --config prints that configuration alone,
+// a file for -c. The checksum of each file
 // is verified (its size checked before it is read); a damaged file is an
 // error naming it, and so is a checkpoint whose partition is not the one
 // its file name says or whose report counts more events than its
@@ -89,8 +101,15 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	format := fs.String("report", "text", "output: text or json")
 	cfgPath := fs.String("c", "", "config `file` that wrote the checkpoints: verify their reports against their state")
 	allKeys := fs.Bool("all-keys", false, "with models per key: show every key, in key order, not the 10 of the most records")
+	onlyConfig := fs.Bool("config", false, "print the configuration the model file carries (its model sections), and nothing else: a file for -c")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *onlyConfig {
+		if fs.NArg() != 1 {
+			return usageErr(fs, "--config prints one model file's configuration: give one model file")
+		}
+		return printModelConfig(stdout, fs.Arg(0))
 	}
 	if *format != "text" && *format != "json" {
 		return usageErr(fs, "--report: want text or json, got %q", *format)
@@ -171,6 +190,9 @@ func checkpointFiles(args []string) ([]string, error) {
 // Of a checkpoint of models per key it reads the keys (every one with
 // allKeys, else the topKeys of the most records).
 func inspectFile(f string, cfg *config.Config, allKeys bool) (in inspected, digestErr, err error) {
+	if ok, _ := checkpoint.IsModelFile(f); ok {
+		return inspectModel(f, cfg)
+	}
 	c, err := checkpoint.ReadFile(f)
 	if err != nil {
 		return in, nil, err
@@ -180,7 +202,7 @@ func inspectFile(f string, cfg *config.Config, allKeys bool) (in inspected, dige
 		return in, nil, err
 	}
 	in = inspected{
-		File: filepath.Clean(f), Format: int(c.Format), Bytes: st.Size(),
+		File: filepath.Clean(f), Kind: "checkpoint", Format: int(c.Format), Bytes: st.Size(),
 		Created: c.Created.UTC().Format("2006-01-02T15:04:05.000Z07:00"), Fingerprint: fmt.Sprintf("%x", c.Fingerprint),
 		Source: c.Source, Partition: c.Partition, Position: c.Position, Origin: c.Origin, Consumer: c.Consumer, StateBytes: len(c.State),
 	}
@@ -209,16 +231,21 @@ func inspectFile(f string, cfg *config.Config, allKeys bool) (in inspected, dige
 	return in, digestErr, nil
 }
 
-// writeInspected writes the checkpoints out as text, each with its
-// report; digestErr, by index in out, says why a model digest is not
+// writeInspected writes the checkpoints and model files out as text,
+// each with its report (and a model file's configuration); digestErr, by index in out, says why a model digest is not
 // known.
 func writeInspected(stdout io.Writer, out []inspected, digestErr map[int]error) error {
 	for i, in := range out {
 		if i > 0 {
 			fmt.Fprintln(stdout)
 		}
-		fmt.Fprintf(stdout, "%s: checkpoint format %d, %d bytes, checksum ok\n", in.File, in.Format, in.Bytes)
-		fmt.Fprintf(stdout, "source %s  partition %d  position %d  created %s\n", in.Source, in.Partition, in.Position, in.Created)
+		if in.Kind == "model" {
+			fmt.Fprintf(stdout, "%s: model file format %d, %d bytes, checksum ok\n", in.File, in.Format, in.Bytes)
+			fmt.Fprintf(stdout, "from the %s  created %s\nfile_sha256 %s\n", in.From, in.Created, in.FileSHA256)
+		} else {
+			fmt.Fprintf(stdout, "%s: checkpoint format %d, %d bytes, checksum ok\n", in.File, in.Format, in.Bytes)
+			fmt.Fprintf(stdout, "source %s  partition %d  position %d  created %s\n", in.Source, in.Partition, in.Position, in.Created)
+		}
 		if in.Origin != "" {
 			fmt.Fprintf(stdout, "of %s\n", in.Origin)
 		}
@@ -245,6 +272,9 @@ func writeInspected(stdout io.Writer, out []inspected, digestErr map[int]error) 
 			if err := writeInspectedKeys(stdout, in.Report, k); err != nil {
 				return err
 			}
+		}
+		if in.Kind == "model" {
+			writeModelConfig(stdout, in)
 		}
 	}
 	return nil

@@ -192,3 +192,46 @@ func TestWarmStartAfter(t *testing.T) {
 		t.Errorf("the text report lacks the section %q with %q:\n%s", head, row, out)
 	}
 }
+
+// TestInspectModel: inspect shows a model file, its report verified
+// against the configuration it carries, and that configuration;
+// --config writes it alone, a file a replay warm-starts from the model
+// with. A model file of format version 1 carries none, and says so.
+func TestInspectModel(t *testing.T) {
+	t.Parallel() // see parallelTests
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "inspect.yaml")
+	if err := os.WriteFile(cfg, []byte("source: {kind: embedded}\nhttp: {addr: 127.0.0.1:0}\n"+warmLearners), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	head := demoHead(t, 500)
+	model := filepath.Join(dir, "model.slm")
+	replayJSON(t, "-c", cfg, "--save", model, head)
+	code, out, errOut := run(t, "inspect", model)
+	if code != 0 || !strings.Contains(out, "model.slm: model file format 2,") || !strings.Contains(out, "report verified") ||
+		!strings.Contains(out, "  - {name: soa, algorithm: soa, class: {kind: thresholds, feature: v, max: 1, points: 33}}\n") {
+		t.Errorf("inspect of a model file: exit %d: %s%s", code, out, errOut)
+	}
+	code, out, errOut = run(t, "inspect", "--report", "json", model)
+	var js []inspected
+	if err := json.Unmarshal([]byte(out), &js); code != 0 || err != nil || len(js) != 1 || js[0].Kind != "model" || !js[0].Verified || js[0].Config == "" {
+		t.Errorf("inspect --report json of a model file: exit %d (%v): %s%s", code, err, out, errOut)
+	}
+	code, out, errOut = run(t, "inspect", "--config", model)
+	if code != 0 || strings.Contains(out, "source") || strings.Contains(out, "http") {
+		t.Fatalf("inspect --config: exit %d: %s%s", code, out, errOut)
+	}
+	own := filepath.Join(dir, "own.yaml")
+	if err := os.WriteFile(own, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if rep := replayJSON(t, "-c", own, "--warm-start", model, head); rep.Events != 1000 {
+		t.Errorf("a replay with the configuration the model carries: %d events, want 1000", rep.Events)
+	}
+	if code, _, errOut := run(t, "inspect", "--config", "../../testdata/model-v1.slm"); code != 1 || !strings.Contains(errOut, "carries no configuration") {
+		t.Errorf("inspect --config of a version 1 model file: exit %d: %s", code, errOut)
+	}
+	if code, out, _ := run(t, "inspect", "../../testdata/model-v1.slm"); code != 0 || !strings.Contains(out, "configuration: none") {
+		t.Errorf("inspect of a version 1 model file: exit %d: %s", code, out)
+	}
+}
