@@ -124,6 +124,9 @@ func TestServeModelAlone(t *testing.T) {
 	if v1[0].ModelEvents != 300 || v1[0].ModelSHA256 != "05c2de1054e8785a6dd4cba3e3a13fd2964b721cff01460414c2bcb94255736b" {
 		t.Errorf("a version 1 model file served: %d events, model_sha256 %s", v1[0].ModelEvents, v1[0].ModelSHA256)
 	}
+	if code, _, errOut := run(t, "replay", "--warm-start", old, demoHead(t, 10)); code != 1 || !strings.Contains(errOut, "the model file carries none, being of format version 1") {
+		t.Errorf("replay --warm-start of a version 1 model file without -c: exit %d: %s", code, errOut)
+	}
 	warm := replayJSON(t, "-c", "../../testdata/model-v1.yaml", "--warm-start", old, demoHead(t, 10))
 	if warm.Events != 310 || warm.WarmStart == nil || warm.WarmStart.Events != 300 {
 		t.Errorf("replay --warm-start of a version 1 model file: %d events, warm start %+v", warm.Events, warm.WarmStart)
@@ -145,7 +148,7 @@ func jsonText(t *testing.T, v any) string {
 // alone: B's events, and each learner's rounds, mistakes, accuracy and
 // loss equal to those of one replay of A then B less those of the replay
 // of A (two replays that know nothing of warm starts), in JSON and in
-// text.
+// text. Without -c, the replay is of the configuration the file carries.
 func TestWarmStartAfter(t *testing.T) {
 	t.Parallel() // see parallelTests
 	dir := t.TempDir()
@@ -175,6 +178,12 @@ func TestWarmStartAfter(t *testing.T) {
 			l.Accuracy != 1-float64(mistakes)/float64(rounds) || rounds != uint64(n) {
 			t.Errorf("%s after the warm start: %+v, want %d rounds, %d mistakes, loss %g", ab.Name, l, rounds, mistakes, ab.Loss-a.Loss)
 		}
+	}
+	// Without -c, the replay takes the configuration the file carries.
+	alone := replayJSON(t, "--warm-start", model, b)
+	alone.Seconds, warm.Seconds = 0, 0
+	if x, y := jsonText(t, alone), jsonText(t, warm); x != y {
+		t.Errorf("replay --warm-start without -c:\n%s\nwith -c:\n%s", x, y)
 	}
 	code, out, errOut := run(t, "replay", "-c", cfg, "--warm-start", model, b)
 	if code != 0 {

@@ -99,7 +99,7 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
 	f.junitPath = fs.String("junit", "", "write the learners as test cases, and the gates they failed, to a JUnit XML `file`")
 	f.envelope = fs.Bool("envelope", false, "the files are recordings of `record --envelope`: each partition is learned by a model of its own, as live, and reported")
 	f.partition = fs.Int("partition", -1, "with --envelope, replay only partition `N`")
-	f.warmStart = fs.String("warm-start", "", "start the model from the model `file` written by export or replay --save, of this configuration (default: the config's models.warm_start)")
+	f.warmStart = fs.String("warm-start", "", "start the model from the model `file` written by export or replay --save, of this configuration (default: the config's models.warm_start); without -c, with the configuration the file carries")
 	f.save = fs.String("save", "", "write the model as it ends to the model `file` (for run --warm-start, or another replay's)")
 	if err := parse(fs, args); err != nil {
 		return nil, err
@@ -136,10 +136,25 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
 // would overwrite an input.
 func replayConfig(ctx context.Context, f *replayFlags) (*config.Config, *service.WarmStart, error) {
 	cfg := config.Default()
+	var warm *service.WarmStart
 	if *f.cfgPath != "" {
 		var err error
 		if cfg, err = loadConfig(ctx, *f.cfgPath); err != nil {
 			return nil, nil, err
+		}
+	} else if *f.warmStart != "" {
+		// Without -c, the configuration the model file carries, when it
+		// carries one.
+		var err error
+		if warm, err = service.LoadWarmStart(*f.warmStart); err != nil {
+			return nil, nil, err
+		}
+		own, err := warm.Config()
+		if err != nil {
+			return nil, nil, err
+		}
+		if own != nil {
+			cfg = own
 		}
 	}
 	if *f.format != "" {
@@ -161,7 +176,12 @@ func replayConfig(ctx context.Context, f *replayFlags) (*config.Config, *service
 			}
 		}
 	}
-	warm, err := loadWarmStart(cmp.Or(*f.warmStart, cfg.Models.WarmStart), cfg)
+	var err error
+	if warm == nil {
+		warm, err = loadWarmStart(cmp.Or(*f.warmStart, cfg.Models.WarmStart), cfg)
+	} else if err = checkWarmStart(warm, cfg); err != nil && len(warm.Model.Config) == 0 {
+		err = fmt.Errorf("%w (without -c, the built-in configuration: the model file carries none, being of format version %d or a checkpoint exported without -c; give -c, the configuration that wrote it)", err, warm.Model.Format)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -581,10 +601,18 @@ func loadWarmStart(path string, cfg *config.Config) (*service.WarmStart, error) 
 	if err != nil {
 		return nil, err
 	}
-	if err := w.Check(cfg); err != nil {
-		return nil, fmt.Errorf("warm start: %w", err)
+	if err := checkWarmStart(w, cfg); err != nil {
+		return nil, err
 	}
 	return w, nil
+}
+
+// checkWarmStart checks that w is of cfg's model configuration.
+func checkWarmStart(w *service.WarmStart, cfg *config.Config) error {
+	if err := w.Check(cfg); err != nil {
+		return fmt.Errorf("warm start: %w", err)
+	}
+	return nil
 }
 
 // saveModel writes the one model svc ended with to path, as a model file
