@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/streamlearn/streamlearn/internal/checkpoint"
 	"github.com/streamlearn/streamlearn/internal/config"
@@ -197,22 +198,9 @@ func inspectFile(f string, cfg *config.Config, allKeys bool) (in inspected, dige
 	if err != nil {
 		return in, nil, err
 	}
-	st, err := os.Stat(f)
-	if err != nil {
+	in = inspected{Kind: "checkpoint", Format: int(c.Format), Source: c.Source, Partition: c.Partition, Position: c.Position, Origin: c.Origin, Consumer: c.Consumer}
+	if digestErr, err = in.fill(f, c.Created, c.Fingerprint, c.State, c.Report); err != nil {
 		return in, nil, err
-	}
-	in = inspected{
-		File: filepath.Clean(f), Kind: "checkpoint", Format: int(c.Format), Bytes: st.Size(),
-		Created: c.Created.UTC().Format("2006-01-02T15:04:05.000Z07:00"), Fingerprint: fmt.Sprintf("%x", c.Fingerprint),
-		Source: c.Source, Partition: c.Partition, Position: c.Position, Origin: c.Origin, Consumer: c.Consumer, StateBytes: len(c.State),
-	}
-	if in.ModelSHA256, err = modelDigest(c.State); err != nil {
-		// A state this build cannot walk (a newer format): the
-		// report as saved is still worth printing.
-		in.ModelSHA256, digestErr = "", err
-	}
-	if err := json.Unmarshal(c.Report, &in.Report); err != nil {
-		return in, nil, fmt.Errorf("%s: the report it holds: %w", f, err)
 	}
 	if err := consistent(f, c, in.Report); err != nil {
 		return in, nil, err
@@ -229,6 +217,27 @@ func inspectFile(f string, cfg *config.Config, allKeys bool) (in inspected, dige
 		in.Verified = true
 	}
 	return in, digestErr, nil
+}
+
+// fill sets what a checkpoint and a model file f both have in in: its
+// file name and size, the time, fingerprint and state of its model, the
+// model's digest (digestErr says why it is not known: a state this build
+// cannot walk, whose report as saved is still worth printing) and its
+// report.
+func (in *inspected) fill(f string, created time.Time, fingerprint [32]byte, state, report []byte) (digestErr, err error) {
+	st, err := os.Stat(f)
+	if err != nil {
+		return nil, err
+	}
+	in.File, in.Bytes, in.StateBytes = filepath.Clean(f), st.Size(), len(state)
+	in.Created, in.Fingerprint = created.UTC().Format("2006-01-02T15:04:05.000Z07:00"), fmt.Sprintf("%x", fingerprint)
+	if in.ModelSHA256, err = modelDigest(state); err != nil {
+		in.ModelSHA256, digestErr = "", err
+	}
+	if err := json.Unmarshal(report, &in.Report); err != nil {
+		return nil, fmt.Errorf("%s: the report it holds: %w", f, err)
+	}
+	return digestErr, nil
 }
 
 // writeInspected writes the checkpoints and model files out as text,

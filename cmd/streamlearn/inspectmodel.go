@@ -2,11 +2,8 @@ package main
 
 import (
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/streamlearn/streamlearn/internal/checkpoint"
@@ -22,21 +19,10 @@ func inspectModel(f string, cfg *config.Config) (in inspected, digestErr, err er
 	if err != nil {
 		return in, nil, err
 	}
-	st, err := os.Stat(f)
-	if err != nil {
-		return in, nil, err
-	}
 	m := w.Model
-	in = inspected{
-		File: filepath.Clean(f), Kind: "model", Format: int(m.Format), Bytes: st.Size(),
-		Created: m.Created.UTC().Format("2006-01-02T15:04:05.000Z07:00"), Fingerprint: fmt.Sprintf("%x", m.Fingerprint),
-		StateBytes: len(m.State), From: m.From, FileSHA256: hex.EncodeToString(w.SHA256[:]), Config: string(m.Config),
-	}
-	if in.ModelSHA256, err = modelDigest(m.State); err != nil {
-		in.ModelSHA256, digestErr = "", err
-	}
-	if err := json.Unmarshal(m.Report, &in.Report); err != nil {
-		return in, nil, fmt.Errorf("%s: the report it holds: %w", f, err)
+	in = inspected{Kind: "model", Format: int(m.Format), From: m.From, FileSHA256: hex.EncodeToString(w.SHA256[:]), Config: string(m.Config)}
+	if digestErr, err = in.fill(f, m.Created, m.Fingerprint, m.State, m.Report); err != nil {
+		return in, nil, err
 	}
 	if cfg == nil {
 		if cfg, err = w.Config(); err != nil {

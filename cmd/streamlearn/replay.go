@@ -468,12 +468,7 @@ func writeReportText(w io.Writer, r pipeline.Report, p *pace) error {
 	// Scores against a default label are a column of their own, apart
 	// from the real labels' rounds, mistakes and accuracy.
 	defaults := slices.ContainsFunc(r.Learners, func(l regret.LearnerReport) bool { return l.DefaultLabeled != nil })
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	head := "learner\talgorithm\trounds\tmistakes\taccuracy\tloss\tbound\tregret\tviolations\tstate"
-	if defaults {
-		head += "\tdefault-labeled"
-	}
-	fmt.Fprintln(tw, head)
+	tw := learnerTable(w, "bound\tregret\tviolations\tstate", defaults)
 	for _, l := range r.Learners {
 		bound, regret := "-", "-"
 		if b := l.Bound; b != nil {
@@ -499,10 +494,7 @@ func writeReportText(w io.Writer, r pipeline.Report, p *pace) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%.4g\t%s\t%s\t%d\t%s",
 			l.Name, l.Algorithm, l.Rounds, l.Mistakes, accuracyText(l.Rounds, l.Accuracy), l.Loss, bound, regret, l.BoundViolations, state)
-		if d := l.DefaultLabeled; d != nil {
-			fmt.Fprintf(tw, "\t%d rounds, %d mistakes, %s", d.Rounds, d.Mistakes, accuracyText(d.Rounds, d.Accuracy))
-		}
-		fmt.Fprintln(tw)
+		defaultLabeledCell(tw, l.DefaultLabeled)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -526,20 +518,38 @@ func writeAfterText(w io.Writer, ws *pipeline.WarmStartReport) error {
 	fmt.Fprintf(w, "\nafter the warm start (model file %s, %d events): events %d  labeled %d  predicted %d  invalid %d\n",
 		sha, ws.Events, a.Events, a.Labeled, a.Predicted, a.Invalid)
 	defaults := slices.ContainsFunc(a.Learners, func(l pipeline.AfterLearner) bool { return l.DefaultLabeled != nil })
+	tw := learnerTable(w, "", defaults)
+	for _, l := range a.Learners {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%.4g", l.Name, l.Algorithm, l.Rounds, l.Mistakes, accuracyText(l.Rounds, l.Accuracy), l.Loss)
+		defaultLabeledCell(tw, l.DefaultLabeled)
+	}
+	return tw.Flush()
+}
+
+// learnerTable returns a table of learners on w, its head written: name,
+// algorithm, rounds, mistakes, accuracy and loss, then the columns more
+// (tab-separated; none when empty), then default-labeled when defaults.
+func learnerTable(w io.Writer, more string, defaults bool) *tabwriter.Writer {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	head := "learner\talgorithm\trounds\tmistakes\taccuracy\tloss"
+	if more != "" {
+		head += "\t" + more
+	}
 	if defaults {
 		head += "\tdefault-labeled"
 	}
 	fmt.Fprintln(tw, head)
-	for _, l := range a.Learners {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%.4g", l.Name, l.Algorithm, l.Rounds, l.Mistakes, accuracyText(l.Rounds, l.Accuracy), l.Loss)
-		if d := l.DefaultLabeled; d != nil {
-			fmt.Fprintf(tw, "\t%d rounds, %d mistakes, %s", d.Rounds, d.Mistakes, accuracyText(d.Rounds, d.Accuracy))
-		}
-		fmt.Fprintln(tw)
+	return tw
+}
+
+// defaultLabeledCell ends a learner's row of tw: with d, the rounds scored
+// against the default label, their mistakes and accuracy in a last
+// column.
+func defaultLabeledCell(tw io.Writer, d *regret.DefaultLabeledReport) {
+	if d != nil {
+		fmt.Fprintf(tw, "\t%d rounds, %d mistakes, %s", d.Rounds, d.Mistakes, accuracyText(d.Rounds, d.Accuracy))
 	}
-	return tw.Flush()
+	fmt.Fprintln(tw)
 }
 
 // accuracyText is the accuracy a over rounds as the text report prints

@@ -74,7 +74,8 @@ type AfterLearner struct {
 	DefaultLabeled *regret.DefaultLabeledReport `json:"default_labeled,omitempty"`
 }
 
-// MarshalJSON writes a non-finite accuracy or loss as null.
+// MarshalJSON writes a non-finite accuracy or loss as null (which, as a
+// LearnerReport's, decodes as 0).
 func (l AfterLearner) MarshalJSON() ([]byte, error) {
 	type plain AfterLearner
 	return json.Marshal(struct {
@@ -82,28 +83,6 @@ func (l AfterLearner) MarshalJSON() ([]byte, error) {
 		Accuracy *float64 `json:"accuracy"`
 		Loss     *float64 `json:"loss"`
 	}{plain(l), finitePtr(l.Accuracy), finitePtr(l.Loss)})
-}
-
-// UnmarshalJSON reads what MarshalJSON writes, a null as NaN.
-func (l *AfterLearner) UnmarshalJSON(b []byte) error {
-	type plain AfterLearner
-	var v struct {
-		plain
-		Accuracy *float64 `json:"accuracy"`
-		Loss     *float64 `json:"loss"`
-	}
-	if err := json.Unmarshal(b, &v); err != nil {
-		return err
-	}
-	*l = AfterLearner(v.plain)
-	l.Accuracy, l.Loss = math.NaN(), math.NaN()
-	if v.Accuracy != nil {
-		l.Accuracy = *v.Accuracy
-	}
-	if v.Loss != nil {
-		l.Loss = *v.Loss
-	}
-	return nil
 }
 
 // finitePtr is f, nil when not finite (null in JSON).

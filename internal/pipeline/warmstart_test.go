@@ -20,12 +20,9 @@ func TestStartFromTracked(t *testing.T) {
 	c := mustConfig(t, stateConfig)
 	data := saltedDemo(t, 600).data
 	cut := lineStarts(data)[250]
-	whole := mustNew(t, c)
-	feed(t, whole, c, data)
-	first := mustNew(t, c)
-	feed(t, first, c, data[:cut])
-	state, err := first.MarshalBinary()
-	if err != nil {
+	whole, state := wholeAndState(t, c, data, cut)
+	first := mustNew(t, c) // the model of the file
+	if err := first.UnmarshalBinary(state); err != nil {
 		t.Fatal(err)
 	}
 	sha := sha256.Sum256([]byte("the model file"))
