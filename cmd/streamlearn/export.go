@@ -109,9 +109,13 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	// it; the file's own, as sha256sum prints it, under another name.
 	_, err = fmt.Fprintf(stdout, "%s: %d events, %d labeled, %d learners, from the %s\nmodel_sha256 %s\nfile_sha256 %s\n",
 		*out, rep.Events, rep.Labeled, len(rep.Learners), m.From, digest, hex.EncodeToString(sum[:]))
-	if err == nil && m.Config == nil {
-		// A checkpoint does not hold its configuration: serve needs it.
-		_, err = fmt.Fprintf(stdout, "configuration: none (export with -c to carry it; serve --model then needs -c)\n")
+	if err == nil {
+		// A checkpoint does not hold its configuration: -c gives it.
+		if m.Config == nil {
+			_, err = fmt.Fprintf(stdout, "configuration: none (export with -c to carry it; serve --model then needs -c)\n")
+		} else {
+			_, err = fmt.Fprintf(stdout, "configuration: the model sections of %s (inspect --config %s prints them)\n", *cfgPath, *out)
+		}
 	}
 	return err
 }
