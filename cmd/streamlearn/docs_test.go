@@ -631,7 +631,7 @@ const (
 
 // placeholders are the words of a synopsis that stand for a value.
 var placeholders = map[string]bool{"FILE": true, "FILES": true, "DIR": true, "CONFIG": true, "NAME": true,
-	"ADDR": true, "PATH": true, "TOKEN": true, "CHECKPOINT": true, "ACC": true, "N": true, "D": true, "P": true, "S": true}
+	"ADDR": true, "PATH": true, "TOKEN": true, "CHECKPOINT": true, "MODEL": true, "ACC": true, "N": true, "D": true, "P": true, "S": true}
 
 // streamlearnArgs returns the arguments of a streamlearn command (go run
 // ./cmd/streamlearn ARGS, or streamlearn ARGS), and whether it is one.

@@ -26,7 +26,8 @@ const exportArgs = "[-c CONFIG] -o MODEL (CHECKPOINT | --partition N)"
 // (checkpoint.dir or checkpoint.bucket). It is verified as inspect
 // verifies it; with -c its state is also decoded into that configuration,
 // so that a model that would not start is refused here rather than at the
-// run.
+// run, and the model file carries that configuration's model sections
+// (config.Config.ModelYAML), with which `serve --model` needs no -c.
 func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fls := newFlagSet("export", exportArgs, stderr)
 	out := fls.String("o", "", "write the model file to `file` (required)")
@@ -88,6 +89,9 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err := w.Check(cfg); err != nil {
 			return fmt.Errorf("export: %w", err)
 		}
+		if m.Config, err = cfg.ModelYAML(); err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
 	}
 	digest, err := modelDigest(m.State)
 	if err != nil {
@@ -105,6 +109,14 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	// it; the file's own, as sha256sum prints it, under another name.
 	_, err = fmt.Fprintf(stdout, "%s: %d events, %d labeled, %d learners, from the %s\nmodel_sha256 %s\nfile_sha256 %s\n",
 		*out, rep.Events, rep.Labeled, len(rep.Learners), m.From, digest, hex.EncodeToString(sum[:]))
+	if err == nil {
+		// A checkpoint does not hold its configuration: -c gives it.
+		if m.Config == nil {
+			_, err = fmt.Fprintf(stdout, "configuration: none (export with -c to carry it; serve --model then needs -c)\n")
+		} else {
+			_, err = fmt.Fprintf(stdout, "configuration: the model sections of %s (inspect --config %s prints them)\n", *cfgPath, *out)
+		}
+	}
 	return err
 }
 

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/streamlearn/streamlearn/internal/checkpoint"
 	"github.com/streamlearn/streamlearn/internal/config"
@@ -18,12 +19,15 @@ import (
 	"github.com/streamlearn/streamlearn/internal/service"
 )
 
-const inspectArgs = "[-c CONFIG] [--report text|json] [--all-keys] CHECKPOINT..."
+const inspectArgs = "[-c CONFIG] [--report text|json] [--all-keys] (CHECKPOINT | MODEL)... | --config MODEL"
 
-// inspected is one checkpoint as `inspect --report json` prints it, a
-// line each.
+// inspected is one checkpoint or model file as `inspect --report json`
+// prints it, a line each; a model file has no source, partition or
+// position.
 type inspected struct {
-	File        string `json:"file"`
+	File string `json:"file"`
+	// Kind is "checkpoint", or "model" for a model file.
+	Kind        string `json:"kind"`
 	Format      int    `json:"format"`
 	Bytes       int64  `json:"bytes"`
 	Created     string `json:"created"`
@@ -45,6 +49,12 @@ type inspected struct {
 	// ModelsPerKey, of a checkpoint of models per key, is what its state
 	// holds of its keys.
 	ModelsPerKey *inspectedKeys `json:"models_per_key,omitempty"`
+	// Of a model file: where it was taken, the SHA-256 of the file (what
+	// sha256sum prints), and the configuration it carries (its model
+	// sections, a configuration file; empty when it carries none).
+	From       string `json:"from,omitempty"`
+	FileSHA256 string `json:"file_sha256,omitempty"`
+	Config     string `json:"config,omitempty"`
 }
 
 // inspectedKeys is what a checkpoint of models per key holds of its keys
@@ -84,7 +94,10 @@ const topKeys = service.TopKeys
 
 // runInspect prints what checkpoint files hold: where their model stands
 // in the source, and its report (learners, rounds, mistakes, digests). A
-// directory stands for every checkpoint in it. The checksum of each file
+// directory stands for every checkpoint in it. A model file is shown as
+// well, with the configuration it carries, against which its report is
+// verified when no -c is given; --config prints that configuration alone,
+// a file for -c. The checksum of each file
 // is verified (its size checked before it is read); a damaged file is an
 // error naming it, and so is a checkpoint whose partition is not the one
 // its file name says or whose report counts more events than its
@@ -97,8 +110,15 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	format := fs.String("report", "text", "output: text or json")
 	cfgPath := fs.String("c", "", "config `file` that wrote the checkpoints: verify their reports against their state")
 	allKeys := fs.Bool("all-keys", false, "with models per key: show every key, in key order, not the 10 of the most records")
+	onlyConfig := fs.Bool("config", false, "print the configuration the model file carries (its model sections), and nothing else: a file for -c")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *onlyConfig {
+		if fs.NArg() != 1 {
+			return usageErr(fs, "--config prints one model file's configuration: give one model file")
+		}
+		return printModelConfig(stdout, fs.Arg(0))
 	}
 	if *format != "text" && *format != "json" {
 		return usageErr(fs, "--report: want text or json, got %q", *format)
@@ -181,26 +201,16 @@ func checkpointFiles(args []string) ([]string, error) {
 // Of a checkpoint of models per key it reads the keys (every one with
 // allKeys, else the topKeys of the most records).
 func inspectFile(f string, cfg *config.Config, allKeys bool) (in inspected, digestErr, err error) {
+	if ok, _ := checkpoint.IsModelFile(f); ok {
+		return inspectModel(f, cfg)
+	}
 	c, err := checkpoint.ReadFile(f)
 	if err != nil {
 		return in, nil, err
 	}
-	st, err := os.Stat(f)
-	if err != nil {
+	in = inspected{Kind: "checkpoint", Format: int(c.Format), Source: c.Source, Partition: c.Partition, Position: c.Position, Origin: c.Origin, Consumer: c.Consumer}
+	if digestErr, err = in.fill(f, c.Created, c.Fingerprint, c.State, c.Report); err != nil {
 		return in, nil, err
-	}
-	in = inspected{
-		File: filepath.Clean(f), Format: int(c.Format), Bytes: st.Size(),
-		Created: c.Created.UTC().Format("2006-01-02T15:04:05.000Z07:00"), Fingerprint: fmt.Sprintf("%x", c.Fingerprint),
-		Source: c.Source, Partition: c.Partition, Position: c.Position, Origin: c.Origin, Consumer: c.Consumer, StateBytes: len(c.State),
-	}
-	if in.ModelSHA256, err = modelDigest(c.State); err != nil {
-		// A state this build cannot walk (a newer format): the
-		// report as saved is still worth printing.
-		in.ModelSHA256, digestErr = "", err
-	}
-	if err := json.Unmarshal(c.Report, &in.Report); err != nil {
-		return in, nil, fmt.Errorf("%s: the report it holds: %w", f, err)
 	}
 	if err := consistent(f, c, in.Report); err != nil {
 		return in, nil, err
@@ -219,16 +229,42 @@ func inspectFile(f string, cfg *config.Config, allKeys bool) (in inspected, dige
 	return in, digestErr, nil
 }
 
-// writeInspected writes the checkpoints out as text, each with its
-// report; digestErr, by index in out, says why a model digest is not
+// fill sets what a checkpoint and a model file f both have in in: its
+// file name and size, the time, fingerprint and state of its model, the
+// model's digest (digestErr says why it is not known: a state this build
+// cannot walk, whose report as saved is still worth printing) and its
+// report.
+func (in *inspected) fill(f string, created time.Time, fingerprint [32]byte, state, report []byte) (digestErr, err error) {
+	st, err := os.Stat(f)
+	if err != nil {
+		return nil, err
+	}
+	in.File, in.Bytes, in.StateBytes = filepath.Clean(f), st.Size(), len(state)
+	in.Created, in.Fingerprint = created.UTC().Format("2006-01-02T15:04:05.000Z07:00"), fmt.Sprintf("%x", fingerprint)
+	if in.ModelSHA256, err = modelDigest(state); err != nil {
+		in.ModelSHA256, digestErr = "", err
+	}
+	if err := json.Unmarshal(report, &in.Report); err != nil {
+		return nil, fmt.Errorf("%s: the report it holds: %w", f, err)
+	}
+	return digestErr, nil
+}
+
+// writeInspected writes the checkpoints and model files out as text,
+// each with its report (and a model file's configuration); digestErr, by index in out, says why a model digest is not
 // known.
 func writeInspected(stdout io.Writer, out []inspected, digestErr map[int]error) error {
 	for i, in := range out {
 		if i > 0 {
 			fmt.Fprintln(stdout)
 		}
-		fmt.Fprintf(stdout, "%s: checkpoint format %d, %d bytes, checksum ok\n", in.File, in.Format, in.Bytes)
-		fmt.Fprintf(stdout, "source %s  partition %d  position %d  created %s\n", in.Source, in.Partition, in.Position, in.Created)
+		if in.Kind == "model" {
+			fmt.Fprintf(stdout, "%s: model file format %d, %d bytes, checksum ok\n", in.File, in.Format, in.Bytes)
+			fmt.Fprintf(stdout, "from the %s  created %s\nfile_sha256 %s\n", in.From, in.Created, in.FileSHA256)
+		} else {
+			fmt.Fprintf(stdout, "%s: checkpoint format %d, %d bytes, checksum ok\n", in.File, in.Format, in.Bytes)
+			fmt.Fprintf(stdout, "source %s  partition %d  position %d  created %s\n", in.Source, in.Partition, in.Position, in.Created)
+		}
 		if in.Origin != "" {
 			fmt.Fprintf(stdout, "of %s\n", in.Origin)
 		}
@@ -255,6 +291,9 @@ func writeInspected(stdout io.Writer, out []inspected, digestErr map[int]error) 
 			if err := writeInspectedKeys(stdout, in.Report, k); err != nil {
 				return err
 			}
+		}
+		if in.Kind == "model" {
+			writeModelConfig(stdout, in)
 		}
 	}
 	return nil

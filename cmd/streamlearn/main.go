@@ -9,7 +9,8 @@
 //	streamlearn publish  [-c config.yaml | --kind K ...] FILE...
 //	streamlearn generate [-n N] [--seed S] [--noise P] [--unlabeled P] [--delay D [--never P]] [-o FILE]
 //	streamlearn delay    [-c config.yaml] [--by D] [-o FILE] FILE...
-//	streamlearn inspect  [--report text|json] CHECKPOINT...
+//	streamlearn inspect  [--report text|json] CHECKPOINT|MODEL... | --config MODEL
+//	streamlearn serve    --model MODEL | -c config.yaml [--checkpoint-dir DIR]
 //	streamlearn version
 //
 // Every subcommand takes -h. Usage errors exit with status 2, runtime
@@ -52,7 +53,7 @@ var commands = []command{
 	{"record", recordArgs, "copy a topic or subject to a JSONL file, for replays in tests", runRecord},
 	{"publish", publishArgs, "write JSONL files into a topic or subject", runPublish},
 	{"delay", delayArgs, "turn labeled files into a JSONL stream of messages now and their labels later, for labels.delayed", runDelay},
-	{"inspect", inspectArgs, "print what checkpoint files hold: positions, learners, rounds, mistakes, digests", runInspect},
+	{"inspect", inspectArgs, "print what checkpoint and model files hold: positions, learners, rounds, mistakes, digests; a model file's configuration", runInspect},
 	{"serve", serveArgs, "answer predictions, reports and metrics from a model file or the learning service's checkpoints, without consuming", runServe},
 	{"export", exportArgs, "write the model a checkpoint holds to a model file, to start other models from (run --warm-start)", runExport},
 	{"check", checkArgs, "validate a config and print what a run of it would do, without connecting to anything", runCheck},
@@ -166,10 +167,13 @@ var examples = map[string][]string{
 	"inspect": {
 		"streamlearn inspect -c config.yaml ./state",
 		"streamlearn inspect --report json ./state/partition-0.ckpt",
+		"streamlearn inspect model.slm                # a model file, and the configuration it carries",
+		"streamlearn inspect --config model.slm > model.yaml",
 	},
 	"serve": {
 		"streamlearn serve -c config.yaml --checkpoint-dir ./state --http :8081   # a replica serving what run learns",
-		"streamlearn serve -c config.yaml --model model.slm",
+		"streamlearn serve --model model.slm                     # a model file, with the configuration it carries",
+		"streamlearn serve -c config.yaml --model model.slm      # -c of the same model, its http settings",
 	},
 	"export": {
 		"streamlearn export -o model.slm ./state/partition-0.ckpt",

@@ -99,7 +99,7 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
 	f.junitPath = fs.String("junit", "", "write the learners as test cases, and the gates they failed, to a JUnit XML `file`")
 	f.envelope = fs.Bool("envelope", false, "the files are recordings of `record --envelope`: each partition is learned by a model of its own, as live, and reported")
 	f.partition = fs.Int("partition", -1, "with --envelope, replay only partition `N`")
-	f.warmStart = fs.String("warm-start", "", "start the model from the model `file` written by export or replay --save, of this configuration (default: the config's models.warm_start)")
+	f.warmStart = fs.String("warm-start", "", "start the model from the model `file` written by export or replay --save, of this configuration (default: the config's models.warm_start); without -c, with the configuration the file carries")
 	f.save = fs.String("save", "", "write the model as it ends to the model `file` (for run --warm-start, or another replay's)")
 	if err := parse(fs, args); err != nil {
 		return nil, err
@@ -136,10 +136,25 @@ func parseReplayFlags(args []string, stderr io.Writer) (*replayFlags, error) {
 // would overwrite an input.
 func replayConfig(ctx context.Context, f *replayFlags) (*config.Config, *service.WarmStart, error) {
 	cfg := config.Default()
+	var warm *service.WarmStart
 	if *f.cfgPath != "" {
 		var err error
 		if cfg, err = loadConfig(ctx, *f.cfgPath); err != nil {
 			return nil, nil, err
+		}
+	} else if *f.warmStart != "" {
+		// Without -c, the configuration the model file carries, when it
+		// carries one.
+		var err error
+		if warm, err = service.LoadWarmStart(*f.warmStart); err != nil {
+			return nil, nil, err
+		}
+		own, err := warm.Config()
+		if err != nil {
+			return nil, nil, err
+		}
+		if own != nil {
+			cfg = own
 		}
 	}
 	if *f.format != "" {
@@ -161,7 +176,12 @@ func replayConfig(ctx context.Context, f *replayFlags) (*config.Config, *service
 			}
 		}
 	}
-	warm, err := loadWarmStart(cmp.Or(*f.warmStart, cfg.Models.WarmStart), cfg)
+	var err error
+	if warm == nil {
+		warm, err = loadWarmStart(cmp.Or(*f.warmStart, cfg.Models.WarmStart), cfg)
+	} else if err = checkWarmStart(warm, cfg); err != nil && len(warm.Model.Config) == 0 {
+		err = fmt.Errorf("%w (without -c, the built-in configuration: the model file carries none, being of format version %d or a checkpoint exported without -c; give -c, the configuration that wrote it)", err, warm.Model.Format)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -263,7 +283,7 @@ func reportReplay(stdout, stderr io.Writer, f *replayFlags, cfg *config.Config, 
 	}
 	learnSeconds := svc.LearnSeconds()
 	if *f.save != "" {
-		if err := saveModel(svc, *f.save, f.fs.Args()); err != nil {
+		if err := saveModel(svc, cfg, *f.save, f.fs.Args()); err != nil {
 			return err
 		}
 	}
@@ -450,12 +470,7 @@ func writeReportText(w io.Writer, r pipeline.Report, p *pace) error {
 	// Scores against a default label are a column of their own, apart
 	// from the real labels' rounds, mistakes and accuracy.
 	defaults := slices.ContainsFunc(r.Learners, func(l regret.LearnerReport) bool { return l.DefaultLabeled != nil })
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	head := "learner\talgorithm\trounds\tmistakes\taccuracy\tloss\tbound\tregret\tviolations\tstate"
-	if defaults {
-		head += "\tdefault-labeled"
-	}
-	fmt.Fprintln(tw, head)
+	tw := learnerTable(w, "bound\tregret\tviolations\tstate", defaults)
 	for _, l := range r.Learners {
 		bound, regret := "-", "-"
 		if b := l.Bound; b != nil {
@@ -481,20 +496,71 @@ func writeReportText(w io.Writer, r pipeline.Report, p *pace) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%.4g\t%s\t%s\t%d\t%s",
 			l.Name, l.Algorithm, l.Rounds, l.Mistakes, accuracyText(l.Rounds, l.Accuracy), l.Loss, bound, regret, l.BoundViolations, state)
-		if d := l.DefaultLabeled; d != nil {
-			fmt.Fprintf(tw, "\t%d rounds, %d mistakes, %s", d.Rounds, d.Mistakes, accuracyText(d.Rounds, d.Accuracy))
-		}
-		fmt.Fprintln(tw)
+		defaultLabeledCell(tw, l.DefaultLabeled)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	if len(r.Learners) > 1 && r.Answer != "" {
 		// Which row is the filter's (answer).
-		_, err := fmt.Fprintf(w, "answer: %s, the filter's verdict\n", r.Answer)
+		if _, err := fmt.Fprintf(w, "answer: %s, the filter's verdict\n", r.Answer); err != nil {
+			return err
+		}
+	}
+	return writeAfterText(w, r.WarmStart)
+}
+
+// writeAfterText writes, of a model started from a model file that
+// counted the records after apart, the section of those records alone:
+// their counts, and each learner's rounds, mistakes, accuracy and loss
+// on them (a held-out score of the file's model).
+func writeAfterText(w io.Writer, ws *pipeline.WarmStartReport) error {
+	if ws == nil || ws.After == nil {
+		return nil
+	}
+	a := ws.After
+	sha := ws.SHA256
+	if len(sha) > 12 {
+		sha = sha[:12]
+	}
+	fmt.Fprintf(w, "\nafter the warm start (model file %s, %d events): events %d  labeled %d  predicted %d  invalid %d\n",
+		sha, ws.Events, a.Events, a.Labeled, a.Predicted, a.Invalid)
+	defaults := slices.ContainsFunc(a.Learners, func(l pipeline.AfterLearner) bool { return l.DefaultLabeled != nil })
+	tw := learnerTable(w, "", defaults)
+	for _, l := range a.Learners {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%.4g", l.Name, l.Algorithm, l.Rounds, l.Mistakes, accuracyText(l.Rounds, l.Accuracy), l.Loss)
+		defaultLabeledCell(tw, l.DefaultLabeled)
+	}
+	if err := tw.Flush(); err != nil {
 		return err
 	}
 	return nil
+}
+
+// learnerTable returns a table of learners on w, its head written: name,
+// algorithm, rounds, mistakes, accuracy and loss, then the columns more
+// (tab-separated; none when empty), then default-labeled when defaults.
+func learnerTable(w io.Writer, more string, defaults bool) *tabwriter.Writer {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	head := "learner\talgorithm\trounds\tmistakes\taccuracy\tloss"
+	if more != "" {
+		head += "\t" + more
+	}
+	if defaults {
+		head += "\tdefault-labeled"
+	}
+	fmt.Fprintln(tw, head)
+	return tw
+}
+
+// defaultLabeledCell ends a learner's row of tw: with d, the rounds scored
+// against the default label, their mistakes and accuracy in a last
+// column.
+func defaultLabeledCell(tw io.Writer, d *regret.DefaultLabeledReport) {
+	if d != nil {
+		fmt.Fprintf(tw, "\t%d rounds, %d mistakes, %s", d.Rounds, d.Mistakes, accuracyText(d.Rounds, d.Accuracy))
+	}
+	fmt.Fprintln(tw)
 }
 
 // accuracyText is the accuracy a over rounds as the text report prints
@@ -556,15 +622,24 @@ func loadWarmStart(path string, cfg *config.Config) (*service.WarmStart, error) 
 	if err != nil {
 		return nil, err
 	}
-	if err := w.Check(cfg); err != nil {
-		return nil, fmt.Errorf("warm start: %w", err)
+	if err := checkWarmStart(w, cfg); err != nil {
+		return nil, err
 	}
 	return w, nil
 }
 
+// checkWarmStart checks that w is of cfg's model configuration.
+func checkWarmStart(w *service.WarmStart, cfg *config.Config) error {
+	if err := w.Check(cfg); err != nil {
+		return fmt.Errorf("warm start: %w", err)
+	}
+	return nil
+}
+
 // saveModel writes the one model svc ended with to path, as a model file
-// taken from a replay of files.
-func saveModel(svc *service.Service, path string, files []string) error {
+// taken from a replay of files, with the model sections of cfg, its
+// configuration.
+func saveModel(svc *service.Service, cfg *config.Config, path string, files []string) error {
 	ms, err := svc.Models()
 	if err != nil {
 		return err
@@ -589,6 +664,9 @@ func saveModel(svc *service.Service, path string, files []string) error {
 	}
 	m := checkpoint.ModelOf(ms[0])
 	m.Created, m.Report = time.Unix(0, 0).UTC(), rj
+	if m.Config, err = cfg.ModelYAML(); err != nil {
+		return err
+	}
 	m.From = "replay of " + strings.Join(files, " ") // cut when long (WriteModel)
 	_, err = checkpoint.WriteModel(path, m)
 	return err

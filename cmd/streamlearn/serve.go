@@ -15,16 +15,18 @@ import (
 	"github.com/streamlearn/streamlearn/internal/serving"
 )
 
-const serveArgs = "-c config.yaml [--model MODEL | --checkpoint-dir DIR] [--poll D] [--http ADDR] [--http-token-file FILE] [--log-level LEVEL]"
+const serveArgs = "(--model MODEL [-c config.yaml] | -c config.yaml [--checkpoint-dir DIR] [--poll D]) [--http ADDR] [--http-token-file FILE] [--log-level LEVEL]"
 
 // runServe answers predictions, reports and metrics from models it does
 // not learn — a model file, or the checkpoints the learning service
 // saves, read again as they change — until stopped. It consumes nothing:
 // replicas behind a load balancer serve beside the one run that learns.
+// A model file carries its configuration's model sections, so --model
+// needs no -c; one given must be of the same model (serveModel).
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("serve", serveArgs, stderr)
-	cfgPath := fs.String("c", "", "config `file` of the models served (required)")
-	model := fs.String("model", "", "serve the model `file` written by export or replay --save, as partition 0")
+	cfgPath := fs.String("c", "", "config `file` of the models served (required but with --model, whose file carries its own)")
+	model := fs.String("model", "", "serve the model `file` written by export or replay --save, as partition 0, with the configuration it carries")
 	ckptDir := fs.String("checkpoint-dir", "", "serve the checkpoints in `dir`, every partition's, and follow them (default: the config's checkpoint.dir or checkpoint.bucket)")
 	poll := fs.Duration("poll", serving.DefaultPoll, "how often the checkpoints are read for newer ones (`duration`)")
 	httpAddr := fs.String("http", "", "serve /v1/predict, /v1/report, /metrics, the probes and the dashboard on `addr` (default: the config's http.addr, else 127.0.0.1:8080)")
@@ -33,8 +35,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if *cfgPath == "" || fs.NArg() > 0 {
-		return usageErr(fs, "want -c config.yaml and no arguments")
+	if (*cfgPath == "" && *model == "") || fs.NArg() > 0 {
+		return usageErr(fs, "want --model MODEL or -c config.yaml, and no arguments")
 	}
 	if *poll <= 0 {
 		return usageErr(fs, "--poll %v: want a positive duration", *poll)
@@ -44,16 +46,21 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageErr(fs, "--log-level %q: want debug, info, warn or error", *logLevel)
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	cfg, err := loadConfig(ctx, *cfgPath)
-	if err != nil {
-		return err
+	if *model != "" && *ckptDir != "" {
+		return usageErr(fs, "--model and --checkpoint-dir: choose one")
 	}
-	opt := serving.ServeOptions{Config: cfg, Poll: *poll, Logger: logger}
-	if *model != "" {
-		if *ckptDir != "" {
-			return usageErr(fs, "--model and --checkpoint-dir: choose one")
+	var (
+		cfg *config.Config
+		err error
+	)
+	if *cfgPath != "" {
+		if cfg, err = loadConfig(ctx, *cfgPath); err != nil {
+			return err
 		}
-		if opt.Model, err = serving.LoadWarmStart(*model); err != nil {
+	}
+	opt := serving.ServeOptions{Poll: *poll, Logger: logger}
+	if *model != "" {
+		if opt.Model, cfg, err = serveModel(*model, cfg, *cfgPath); err != nil {
 			return err
 		}
 	} else if dir := cmp.Or(*ckptDir, cfg.Checkpoint.Dir); dir != "" {
@@ -81,6 +88,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		opt.Checkpoints = st
 	}
+	opt.Config = cfg
 	srv, err := serving.NewReplica(ctx, opt)
 	if err != nil {
 		return err
@@ -110,4 +118,34 @@ func keyedWarmStart(cfg *config.Config) (*serving.WarmStart, error) {
 		return nil, nil
 	}
 	return loadWarmStart(cfg.Models.WarmStart, cfg)
+}
+
+// serveModel reads the model file at path and returns it with the
+// configuration it is served with: cfg, read from cfgPath, when given,
+// which must then be of the file's model (the same input, features,
+// learners and labels; its answer and its other sections, the HTTP
+// API's above all, are its own); else the one the file carries. A file without one (of
+// format version 1, or exported without -c) needs cfg.
+func serveModel(path string, cfg *config.Config, cfgPath string) (*serving.WarmStart, *config.Config, error) {
+	w, err := serving.LoadWarmStart(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	own, err := w.Config()
+	if err != nil {
+		return nil, nil, err
+	}
+	switch {
+	case cfg != nil:
+		if err := w.Check(cfg); err != nil {
+			return nil, nil, fmt.Errorf("serve: -c %s: %w", cfgPath, err)
+		}
+		return w, cfg, nil
+	case own == nil:
+		return nil, nil, fmt.Errorf("serve: the model %s carries no configuration (a model file of format version %d, or a checkpoint exported without -c): give -c, the configuration that wrote it", path, w.Model.Format)
+	}
+	if err := w.Check(own); err != nil {
+		return nil, nil, fmt.Errorf("serve: %w", err)
+	}
+	return w, own, nil
 }

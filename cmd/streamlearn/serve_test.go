@@ -20,7 +20,7 @@ import (
 // the same model, by the digest every answer carries: the same
 // predictions, scores and model events, as the run learns on and the
 // replica reloads. A model file exported from the checkpoint is served
-// with that digest too. The replica's /v1/report and /metrics are the
+// with that digest too, with -c or alone. The replica's /v1/report and /metrics are the
 // model's.
 func TestServe(t *testing.T) {
 	t.Parallel() // see parallelTests
@@ -180,6 +180,10 @@ func TestServe(t *testing.T) {
 	fromFile := startRun(t, "serve", "-c", cfg, "--model", model, "--http", "127.0.0.1:0")
 	same("a model file", 5500, live.base, fromFile.base)
 	fromFile.stop()
+	// Exported with -c, the file carries its configuration: served alone.
+	alone := startRun(t, "serve", "--model", model, "--http", "127.0.0.1:0")
+	same("a model file alone", 5500, live.base, alone.base)
+	alone.stop()
 	replica.stop()
 	live.stop()
 }

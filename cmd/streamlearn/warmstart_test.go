@@ -194,7 +194,7 @@ func TestWarmStart(t *testing.T) {
 
 // sameWarm fails t unless out, a JSON report of source, is want but for
 // its warm start, which names the model file of SHA-256 sum and the
-// events it held.
+// events it held, and counts the events after apart.
 func sameWarm(t *testing.T, what, out, source string, want pipeline.Report, sum [32]byte, events uint64) {
 	t.Helper()
 	var live struct {
@@ -206,6 +206,11 @@ func sameWarm(t *testing.T, what, out, source string, want pipeline.Report, sum 
 	}
 	if w := live.WarmStart; w == nil || w.SHA256 != hex.EncodeToString(sum[:]) || w.Events != events {
 		t.Errorf("%s: warm start %+v, want sha256 %x, %d events", what, w, sum, events)
+	} else if a := w.After; a == nil || a.Events != live.Events-events || len(a.Learners) != len(live.Learners) ||
+		a.Learners[0].Rounds != a.Events { // every event of the demo is labeled
+		// The records after the start apart: the service's report has
+		// them, and its checkpoint keeps them.
+		t.Errorf("%s: after the warm start %+v, want %d events", what, a, live.Events-events)
 	}
 	live.WarmStart = nil
 	js, _ := json.Marshal(live)

@@ -168,7 +168,14 @@ func unseal(b []byte, corrupt error) ([]byte, error) {
 
 // IsCheckpointFile reports whether the file at path begins as a checkpoint
 // does (its magic), without reading or verifying the rest.
-func IsCheckpointFile(path string) (bool, error) {
+func IsCheckpointFile(path string) (bool, error) { return begins(path, magic) }
+
+// IsModelFile reports whether the file at path begins as a model file
+// does (its magic), without reading or verifying the rest.
+func IsModelFile(path string) (bool, error) { return begins(path, modelMagic) }
+
+// begins reports whether the file at path begins with magic.
+func begins(path, magic string) (bool, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return false, err

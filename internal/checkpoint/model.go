@@ -30,10 +30,17 @@ import (
 //	         from        string: where the model was taken
 //	         state       blob (pipeline.Pipeline.MarshalBinary)
 //	         report      blob (JSON)
+//	         config      blob (version 2 on): the model sections of the
+//	                     configuration that wrote state, as a YAML
+//	                     configuration file (config.Config.ModelYAML);
+//	                     empty when not known
 //	sha256   32 bytes, SHA-256 of everything before it
 //
 // A model is known by the SHA-256 of its whole file (what sha256sum
 // prints), which the report of a model started from it carries.
+//
+// Version 2 added the configuration, so that a model file is served by
+// itself; version 1 files still load, without it.
 
 // ErrModelCorrupt is the error of a model file whose bytes are not a
 // whole, intact model file.
@@ -43,8 +50,8 @@ var ErrModelCorrupt = errors.New("model file corrupt")
 const maxFrom = 1 << 12
 
 // ModelFormatVersion is the version of the model file format this build
-// writes and reads.
-const ModelFormatVersion = 1
+// writes; it reads every version from 1 on.
+const ModelFormatVersion = 2
 
 const modelMagic = "SLMODL\r\n"
 
@@ -65,6 +72,14 @@ type Model struct {
 	State []byte
 	// Report is the model's report when it was written (JSON).
 	Report []byte
+	// Config is the model sections of the configuration that wrote
+	// State (config.Config.ModelYAML), a configuration file of its own;
+	// empty when the writer did not know it (a checkpoint exported
+	// without its configuration), and in files of format version 1.
+	Config []byte
+	// Format is the format version the file was read in; 0 for one not
+	// read (MarshalBinary writes ModelFormatVersion).
+	Format uint32
 }
 
 // ModelOf returns the model of checkpoint c, taken from where c says.
@@ -76,16 +91,25 @@ func ModelOf(c *Checkpoint) *Model {
 }
 
 // MarshalBinary encodes m in the format of the model file.
-func (m *Model) MarshalBinary() ([]byte, error) {
-	e := codec.NewEncoder(headerLen + 64 + len(m.From) + len(m.State) + len(m.Report) + sha256.Size)
+func (m *Model) MarshalBinary() ([]byte, error) { return m.marshal(ModelFormatVersion) }
+
+// marshal encodes m in format version (1 or 2: tests write the older).
+func (m *Model) marshal(version uint32) ([]byte, error) {
+	if version < 2 && len(m.Config) > 0 {
+		return nil, errors.New("model: format version 1 has no configuration")
+	}
+	e := codec.NewEncoder(headerLen + 72 + len(m.From) + len(m.State) + len(m.Report) + len(m.Config) + sha256.Size)
 	e.RawString(modelMagic)
-	e.U32(ModelFormatVersion)
+	e.U32(version)
 	e.U64(0) // body length, set below
 	e.U64(uint64(m.Created.UnixNano()))
 	e.Raw(m.Fingerprint[:])
 	e.String(m.From)
 	e.Blob(m.State)
 	e.Blob(m.Report)
+	if version >= 2 {
+		e.Blob(m.Config)
+	}
 	b, err := seal(e)
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
@@ -95,7 +119,8 @@ func (m *Model) MarshalBinary() ([]byte, error) {
 
 // UnmarshalBinary decodes a model file written by MarshalBinary. A short,
 // damaged or appended-to file is refused with ErrCorrupt, a checkpoint
-// file with an error saying to export it. State and Report are copies.
+// file with an error saying to export it. State, Report and Config are
+// copies.
 func (m *Model) UnmarshalBinary(b []byte) error {
 	if len(b) < headerLen+sha256.Size {
 		return fmt.Errorf("%w: %d bytes, shorter than any model file", ErrModelCorrupt, len(b))
@@ -107,20 +132,24 @@ func (m *Model) UnmarshalBinary(b []byte) error {
 	default:
 		return fmt.Errorf("%w: not a streamlearn model file (magic %q)", ErrModelCorrupt, b[:len(modelMagic)])
 	}
-	if v := binary.LittleEndian.Uint32(b[len(modelMagic):]); v != ModelFormatVersion {
-		return fmt.Errorf("model file format version %d, this build reads version %d", v, ModelFormatVersion)
+	v := binary.LittleEndian.Uint32(b[len(modelMagic):])
+	if v < 1 || v > ModelFormatVersion {
+		return fmt.Errorf("model file format version %d, this build reads versions 1 to %d", v, ModelFormatVersion)
 	}
 	body, err := unseal(b, ErrModelCorrupt)
 	if err != nil {
 		return err
 	}
 	d := codec.NewDecoder(body)
-	var out Model
+	out := Model{Format: v}
 	out.Created = time.Unix(0, int64(d.U64())).UTC()
 	copy(out.Fingerprint[:], d.Take(len(out.Fingerprint)))
 	out.From = d.String(maxSource)
 	out.State = bytes.Clone(d.Blob())
 	out.Report = bytes.Clone(d.Blob())
+	if v >= 2 {
+		out.Config = bytes.Clone(d.Blob())
+	}
 	if err := d.Finish(); err != nil {
 		return fmt.Errorf("%w: %v", ErrModelCorrupt, err)
 	}

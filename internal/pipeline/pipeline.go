@@ -603,12 +603,18 @@ type WarmStartReport struct {
 	// Events is how many of the model's events the file held: the ones
 	// learned before it started here.
 	Events uint64 `json:"events"`
+	// After has the figures of the records after the start alone
+	// (StartFromTracked): absent for a key's model, and for a model
+	// whose state was written before they were kept (state format
+	// versions 4 and 5).
+	After *AfterReport `json:"after,omitempty"`
 }
 
 // warmStart is the model file a pipeline started from.
 type warmStart struct {
 	sha    [32]byte
 	events uint64
+	base   *warmBase // nil when not counted apart (StartFrom)
 }
 
 // StartFrom makes p the model of state, a MarshalBinary of a pipeline of
@@ -658,7 +664,7 @@ func (p *Pipeline) report(digests bool) (Report, error) {
 		r.Labels = p.delay.report(p.counts.Learned)
 	}
 	if p.warm != nil {
-		r.WarmStart = &WarmStartReport{SHA256: hex.EncodeToString(p.warm.sha[:]), Events: p.warm.events}
+		r.WarmStart = &WarmStartReport{SHA256: hex.EncodeToString(p.warm.sha[:]), Events: p.warm.events, After: p.after(ls)}
 	}
 	for i := range p.nodes {
 		if c := p.nodes[i].calib; c != nil && i < len(r.Learners) {

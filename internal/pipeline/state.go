@@ -49,7 +49,11 @@ var (
 //	  bool    delayed labels (version 2 on); then the store of events
 //	          waiting for labels (delayedStore.encode)
 //	  bool    started from a model file (version 4 on: StartFrom); then
-//	          32 bytes its SHA-256, u64 the events it had seen
+//	          32 bytes its SHA-256, u64 the events it had seen; then
+//	          (version 6 on) bool counted apart (StartFromTracked), then
+//	          u64 learned, predicted, invalid at the start, u32 number of
+//	          learners, per learner u64 rounds, u64 mistakes, f64 loss
+//	          against real labels, then the same against the default label
 //	u32     CRC-32C (Castagnoli) of every byte before it
 //
 // The checksum catches what no structural check can, such as a flipped bit
@@ -60,10 +64,13 @@ var (
 // with which a state of another list of learners can be restored in part
 // (UnmarshalBinaryReset), and each learner's start; version 4 the model
 // file a pipeline started from (StartFrom); version 5 each learner's
-// calibration (learners[i].calibrate). Versions 1 to 4 are still read.
+// calibration (learners[i].calibrate); version 6 what a pipeline had
+// counted when it started from a model file (StartFromTracked), so that
+// its reports count the records after apart. Versions 1 to 5 are still
+// read.
 const (
 	stateMagic   = "SLPL"
-	stateVersion = 5
+	stateVersion = 6
 )
 
 // Limits on decoded strings: they bound what corrupt bytes can make
@@ -156,14 +163,22 @@ func deepCopy(v reflect.Value) reflect.Value {
 // to 8·2^bits bytes. Like every method, it must be called by the goroutine
 // that owns p.
 //
-// A pipeline without a calibrated learner is encoded in version 4, which
-// builds before calibrations read, and whose bytes (and so the digests of
-// checkpoints and model files) calibrations did not change.
-func (p *Pipeline) MarshalBinary() ([]byte, error) {
-	if slices.ContainsFunc(p.nodes, func(n node) bool { return n.calib != nil }) {
-		return p.marshal(stateVersion)
+// A pipeline is encoded in the first version that holds its state
+// (written): version 4 without a calibrated learner or a warm start
+// counted apart, which builds before those read, and whose bytes (and so
+// the digests of checkpoints and model files) they did not change.
+func (p *Pipeline) MarshalBinary() ([]byte, error) { return p.marshal(p.written()) }
+
+// written is the state format version p is encoded in: 4, 5 with a
+// calibrated learner, 6 with a warm start counted apart.
+func (p *Pipeline) written() uint8 {
+	switch {
+	case p.warm != nil && p.warm.base != nil:
+		return 6
+	case slices.ContainsFunc(p.nodes, func(n node) bool { return n.calib != nil }):
+		return 5
 	}
-	return p.marshal(4)
+	return 4
 }
 
 // marshal encodes p in format version (1 to stateVersion: tests write the
@@ -225,10 +240,7 @@ type frozenNode struct {
 // copy reuses its memory (a double buffer), and nothing of into's state
 // is left in it (TestFreeze). Call it from the goroutine that owns p.
 func (p *Pipeline) Freeze(into *Frozen) (*Frozen, error) {
-	if slices.ContainsFunc(p.nodes, func(n node) bool { return n.calib != nil }) {
-		return p.freeze(stateVersion, true, into)
-	}
-	return p.freeze(4, true, into)
+	return p.freeze(p.written(), true, into)
 }
 
 // freeze takes p's state for encoding in format version; with
@@ -423,6 +435,12 @@ func (f *Frozen) encode() ([]byte, [][]byte, error) {
 		if f.warm != nil {
 			e.Raw(f.warm.sha[:])
 			e.U64(f.warm.events)
+			if version >= 6 {
+				e.Bool(f.warm.base != nil)
+				if f.warm.base != nil {
+					f.warm.base.encode(e)
+				}
+			}
 		}
 	}
 	e.U32(crc32.Checksum(e.Bytes(), castagnoli))

@@ -314,6 +314,12 @@ func (q *Pipeline) decodeState(d *codec.Decoder, sh *stateShape, from []int, par
 		if w.events = d.U64(); d.Err() == nil && w.events > q.counts.Events {
 			return fmt.Errorf("started from a model of %d events, more than the %d seen", w.events, q.counts.Events)
 		}
+		if sh.version >= 6 && d.Bool() {
+			var err error
+			if w.base, err = q.decodeWarmBase(d, len(sh.learners), from); err != nil {
+				return err
+			}
+		}
 		q.warm = w
 	}
 	if err := d.Finish(); err != nil {

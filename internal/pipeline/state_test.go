@@ -567,7 +567,7 @@ func TestUnmarshalRefuses(t *testing.T) {
 		{"input", "input: {max_bytes: 4096}\n" + stateConfig, blob, "state is of other input, features or labels settings than the pipeline's"},
 		{"empty", stateConfig, nil, "0 bytes: truncated encoding"},
 		{"magic", stateConfig, flip(0, 'X'), `not a pipeline state (magic "XLPL")`},
-		{"version", stateConfig, flip(4, 6), "unsupported state format version 6 (this build reads versions 1 to 5)"},
+		{"version", stateConfig, flip(4, 7), "unsupported state format version 7 (this build reads versions 1 to 6)"},
 		{"flipped weight", stateConfig, flip(len(blob)/2, blob[len(blob)/2]^0x10), "checksum mismatch"},
 		{"trailing byte", stateConfig, append(bytes.Clone(blob), 0), "checksum mismatch"},
 		{"bits, checksum fixed", stateConfig, otherBits, "state is of features.bits 11, pipeline has 10"},

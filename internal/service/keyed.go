@@ -99,12 +99,13 @@ func (m *model) unmarshal(b []byte) error {
 }
 
 // startFrom makes the model the warm start's: with models per key, every
-// new key's model.
+// new key's model. A partition's model counts the records after apart
+// (pipeline.StartFromTracked), which its reports then have.
 func (m *model) startFrom(state []byte, sha [32]byte) error {
 	if m.k != nil {
 		return m.k.StartFrom(state, sha)
 	}
-	return m.p.StartFrom(state, sha)
+	return m.p.StartFromTracked(state, sha)
 }
 
 // totals returns the model's report (with the learners' state digests

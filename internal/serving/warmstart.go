@@ -49,8 +49,14 @@ func (w *WarmStart) Check(c *config.Config) error {
 		if ch, err := pipeline.CompareState(w.Model.State, c); err == nil {
 			what = ch.String()
 		}
-		return fmt.Errorf("the model %s (%s) was written by another model configuration (%s): start from a model of this one, or use the configuration that wrote it",
-			w.Path, w.Model.From, what)
+		var first string
+		if own, err := w.Config(); err == nil && own != nil {
+			if d, err := config.ModelDifference(own, c, "the model file", "this configuration"); err == nil && d != "" {
+				first = "; the first difference is " + d
+			}
+		}
+		return fmt.Errorf("the model %s (%s) was written by another model configuration (%s)%s: start from a model of this one, or use the configuration that wrote it",
+			w.Path, w.Model.From, what, first)
 	}
 	p, err := pipeline.New(c)
 	if err != nil {
@@ -61,6 +67,22 @@ func (w *WarmStart) Check(c *config.Config) error {
 	}
 	w.checked = c
 	return nil
+}
+
+// Config returns the configuration the model file carries (its model
+// sections, checkpoint.Model.Config, with every other section at its
+// default): nil, and no error, for a file without one (of format version
+// 1, or a checkpoint exported without its configuration). An error says
+// the file's configuration does not read.
+func (w *WarmStart) Config() (*config.Config, error) {
+	if len(w.Model.Config) == 0 {
+		return nil, nil
+	}
+	c, err := config.Parse(w.Path+" (its configuration)", w.Model.Config)
+	if err != nil {
+		return nil, fmt.Errorf("the model %s: %w", w.Path, err)
+	}
+	return c, nil
 }
 
 // String says which model file w is, for logs.
