@@ -137,6 +137,9 @@ func (s *KafkaSource) startGeneration(g *kafka.Generation) {
 		starts[p] = start
 	}
 	slices.Sort(kg.owned)
+	// What this member reads from now on, each generation: the one line
+	// at info an operator needs to see who owns what.
+	s.cfg.Logger.Info("partitions assigned", "source", s.name, "group", s.cfg.Group, "generation", g.ID, "partitions", kg.owned)
 	s.setGenLocked(kg)
 	s.mu.Unlock()
 

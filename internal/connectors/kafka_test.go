@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net"
 	"os"
@@ -194,6 +195,22 @@ func TestKafkaSourceRecords(t *testing.T) {
 	}
 	if err := s.Commit(context.Background(), Record{Partition: 0, Offset: 3}); err == nil {
 		t.Error("Commit of a record from no Kafka source succeeded")
+	}
+}
+
+// TestKafkaAssignmentLogged: at info, a member logs the partitions each
+// generation assigns it (run -h says --log-level info does).
+func TestKafkaAssignmentLogged(t *testing.T) {
+	cfg := kafkaTestTopic(t, 1, 3, 30, "g-log")
+	var logs syncBuffer
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	s := kafkaOpen(t, cfg, true)
+	if recs := drainSource(t, s, 0); len(recs) != 30 {
+		t.Fatalf("got %d records, want 30", len(recs))
+	}
+	if out := logs.String(); !strings.Contains(out, `level=INFO msg="partitions assigned" source=kafka:events group=g-log generation=`) ||
+		!strings.Contains(out, "partitions=\"[0 1 2]\"") {
+		t.Errorf("log at info:\n%s\nwant the partitions assigned", out)
 	}
 }
 
@@ -1112,4 +1129,23 @@ func TestKafkaSinkCheckRetriesPassingErrors(t *testing.T) {
 	if !errors.Is(err, kafka.LeaderNotAvailable) || !strings.Contains(err.Error(), `"events"`) {
 		t.Fatalf("a topic that never gets a leader: %v, want LeaderNotAvailable naming it", err)
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the source's goroutines to log
+// to while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
