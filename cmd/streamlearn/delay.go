@@ -55,7 +55,15 @@ func runDelay(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("delay: %s has input.classes: delayed labels take two labels (labels.delayed is not for several classes)", cmp.Or(*cfgPath, "the configuration"))
 	}
 	for _, in := range fs.Args() {
-		if *out != "-" && in != "-" && connectors.SameFile(*out, in) {
+		if in == "-" {
+			continue
+		}
+		// An input that cannot be read stops delay before -o is
+		// created, which would empty a file there.
+		if _, err := os.Stat(in); err != nil {
+			return fmt.Errorf("delay: %w", err)
+		}
+		if *out != "-" && connectors.SameFile(*out, in) {
 			return fmt.Errorf("delay: -o %s is the input %s: it would be written while it is read; write it elsewhere", *out, in)
 		}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -159,5 +160,17 @@ func TestDelayErrors(t *testing.T) {
 		if code != c.code || !strings.Contains(errOut, c.want) {
 			t.Errorf("delay %q: exit %d, stderr:\n%s\nwant exit %d and %q", c.args, code, errOut, c.code, c.want)
 		}
+	}
+	// An input that is not there leaves the file of -o as it was.
+	kept := f["twice.jsonl"]
+	before, err := os.ReadFile(kept)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _, _ := run(t, "delay", "-o", kept, filepath.Join(filepath.Dir(tsv), "absent.tsv")); code != 1 {
+		t.Errorf("delay -o of an absent input: exit %d, want 1", code)
+	}
+	if after, err := os.ReadFile(kept); err != nil || string(after) != string(before) {
+		t.Errorf("delay -o %s of an absent input: the file is now %q (%v), was %q", kept, after, err, before)
 	}
 }
