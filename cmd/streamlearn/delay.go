@@ -55,7 +55,15 @@ func runDelay(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("delay: %s has input.classes: delayed labels take two labels (labels.delayed is not for several classes)", cmp.Or(*cfgPath, "the configuration"))
 	}
 	for _, in := range fs.Args() {
-		if *out != "-" && in != "-" && connectors.SameFile(*out, in) {
+		if in == "-" {
+			continue
+		}
+		// An input that cannot be read stops delay before -o is
+		// created, which would empty a file there.
+		if _, err := os.Stat(in); err != nil {
+			return fmt.Errorf("delay: %w", err)
+		}
+		if *out != "-" && connectors.SameFile(*out, in) {
 			return fmt.Errorf("delay: -o %s is the input %s: it would be written while it is read; write it elsewhere", *out, in)
 		}
 	}
@@ -66,7 +74,7 @@ func runDelay(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer o.Close()
 	ec := pipeline.EventConfig(cfg)
 	ec.LabelEvents = true // a label event of the input is named as one
-	d := &delayer{w: o, by: *by, prefix: *prefix}
+	d := &delayer{w: o, by: *by, prefix: *prefix, byKey: cfg.Models.By == "key", waiting: map[string]bool{}}
 	for _, path := range fs.Args() {
 		if err := d.file(ctx, path, ec); err != nil {
 			return fmt.Errorf("delay: %w", err)
@@ -96,6 +104,22 @@ type delayer struct {
 	due       labelQueue
 	buf       []byte
 	ev        event.Event
+	// waiting holds the ids (with models per key, the key and the id) of
+	// the messages the service holds for their labels: true while the
+	// label is still to be written (labeled, in order of their messages,
+	// holds them), false for a message without a label, held until
+	// labels.wait expires it. The service holds the first message of an
+	// id and joins a label of that id to it.
+	waiting map[string]bool
+	labeled []waitingID
+	byKey   bool // models.by: key: a label is joined in its key's model
+}
+
+// waitingID is a message of the delayer's waiting whose label is due
+// once the message at index at is written.
+type waitingID struct {
+	at int
+	id string
 }
 
 // file writes the messages of the records of path ("-": standard input),
@@ -199,6 +223,22 @@ func (d *delayer) message(f event.Format, raw []byte) error {
 	d.buf = b
 	if _, err := d.w.Write(b); err != nil {
 		return err
+	}
+	wid := id
+	if d.byKey {
+		wid = strconv.Quote(key) + " " + id
+	}
+	if _, held := d.waiting[wid]; held && d.ev.Labeled {
+		return fmt.Errorf("id %q again while an earlier message of that id still waits for its label (or has none): the service would hold the earlier message and join this record's label to it, learning the wrong record; give each record an id of its own", id)
+	} else if !held {
+		d.waiting[wid] = d.ev.Labeled
+		if d.ev.Labeled {
+			d.labeled = append(d.labeled, waitingID{at: i + d.by, id: wid})
+		}
+	}
+	for len(d.labeled) > 0 && d.labeled[0].at <= i {
+		delete(d.waiting, d.labeled[0].id) // its label is written below
+		d.labeled = d.labeled[1:]
 	}
 	if d.ev.Labeled {
 		label := 0

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -126,6 +127,14 @@ func TestDelayErrors(t *testing.T) {
 		"late.jsonl":   `{"id":"a","text":"x"}` + "\n" + `{"id":"a","label":1}` + "\n",
 		"spam.yaml":    "input: {positive: [spam], negative: [ham]}\nlearners: [{name: maj, algorithm: majority}]\n",
 		"classes.yaml": "input: {classes: [a, b, c]}\nlearners: [{name: maj, algorithm: majority}]\n",
+		// the service holds the first message of an id until its label:
+		// a later labeled one of that id would be lost, or its label
+		// joined to the earlier one's features
+		"twice.jsonl": `{"id":"a","features":{"v":1},"label":1}` + "\n" + `{"id":"a","features":{"v":-1},"label":0}` + "\n",
+		"unlabeled.jsonl": `{"id":"x","features":{"v":1}}` + "\n" + `{"id":"x","features":{"v":-1}}` + "\n" +
+			`{"id":"x","features":{"v":-1},"label":0}` + "\n",
+		"keyed.yaml": "models: {by: key}\nlearners: [{name: maj, algorithm: majority}]\n",
+		"keys.jsonl": `{"id":"1","key":"u","features":{"v":1},"label":1}` + "\n" + `{"id":"1","key":"w","features":{"v":-1},"label":0}` + "\n",
 	})
 	tsv, labels, classes := f["sms.tsv"], f["late.jsonl"], f["classes.yaml"]
 	for _, c := range []struct {
@@ -137,6 +146,11 @@ func TestDelayErrors(t *testing.T) {
 		{[]string{tsv}, 1, `sms.tsv:1: field "label": label: "ham" is not a configured label`},
 		{[]string{labels}, 1, "late.jsonl:2: a label event (an id and a label, no features)"},
 		{[]string{"-c", classes, tsv}, 1, "delayed labels take two labels"},
+		{[]string{"--by", "1", f["twice.jsonl"]}, 1, `twice.jsonl:2: id "a" again while an earlier message of that id still waits for its label`},
+		{[]string{"--by", "0", f["twice.jsonl"]}, 0, "delay: 2 messages and 2 labels (--by 0)"}, // the first's label came before
+		{[]string{"--by", "0", f["unlabeled.jsonl"]}, 1, `unlabeled.jsonl:3: id "x" again`},     // two unlabeled ones are fine
+		{[]string{"--by", "1", f["keys.jsonl"]}, 1, `keys.jsonl:2: id "1" again`},
+		{[]string{"-c", f["keyed.yaml"], "--by", "1", f["keys.jsonl"]}, 0, "delay: 2 messages and 2 labels"}, // each key's model holds its own
 		{[]string{"-o", tsv, tsv}, 1, "is the input"},
 		{[]string{"--by", "-1", tsv}, 2, "--by -1: want a number of messages"},
 		{nil, 2, "no input files"},
@@ -146,5 +160,17 @@ func TestDelayErrors(t *testing.T) {
 		if code != c.code || !strings.Contains(errOut, c.want) {
 			t.Errorf("delay %q: exit %d, stderr:\n%s\nwant exit %d and %q", c.args, code, errOut, c.code, c.want)
 		}
+	}
+	// An input that is not there leaves the file of -o as it was.
+	kept := f["twice.jsonl"]
+	before, err := os.ReadFile(kept)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _, _ := run(t, "delay", "-o", kept, filepath.Join(filepath.Dir(tsv), "absent.tsv")); code != 1 {
+		t.Errorf("delay -o of an absent input: exit %d, want 1", code)
+	}
+	if after, err := os.ReadFile(kept); err != nil || string(after) != string(before) {
+		t.Errorf("delay -o %s of an absent input: the file is now %q (%v), was %q", kept, after, err, before)
 	}
 }

@@ -29,13 +29,15 @@ func (c *Config) AnswerName() string {
 }
 
 // validateAnswer checks that answer, when set, names a configured learner.
+// Without learners, or with one without a name (it may be the one answer
+// names), their own errors explain it: answer's is left out.
 func (c *Config) validateAnswer(p *problems) {
-	if c.Answer == "" {
+	if c.Answer == "" || len(c.Learners) == 0 {
 		return
 	}
 	names := make([]string, len(c.Learners))
 	for i, l := range c.Learners {
-		if l.Name == c.Answer {
+		if l.Name == c.Answer || l.Name == "" {
 			return
 		}
 		names[i] = l.Name

@@ -26,6 +26,11 @@ func TestAnswer(t *testing.T) {
 		{answerLearners + "answer: adagrad\n", 1, "adagrad", ""},
 		{answerLearners + "answer: ada\n", 0, "",
 			`a.yaml:6: answer: "ada" is not the name of a configured learner (learners: pct, adagrad, wm): name the one whose prediction is the filter's verdict, or leave answer out for the first`},
+		// no learner, or one without a name: their own error explains
+		// answer's
+		{"answer: ada\n", 0, "", "a.yaml: learners: configure at least one learner"},
+		{"learners:\n  - {nme: ada, algorithm: majority}\nanswer: ada\n", 0, "",
+			"a.yaml:2: learners[0].nme: not used by algorithm majority (its keys: none)\na.yaml:2: learners[0].name: every learner needs a name"},
 	} {
 		c, err := Parse("a.yaml", []byte(tc.yaml))
 		if tc.fail != "" {

@@ -244,9 +244,10 @@ func (p *problems) decodeErrors(name string, err error) {
 			}
 			e.Key = keyAtLine(p.doc, e.Line, value, "")
 		}
-		if !slices.ContainsFunc(p.list, func(r *Error) bool { return r.Line == e.Line && e.Line > 0 }) {
+		if e.Key != "" || !slices.ContainsFunc(p.list, func(r *Error) bool { return r.Line == e.Line && e.Line > 0 }) {
 			// A value of the wrong shape (a list for a string) that
-			// checkKeys named is not reported twice.
+			// checkKeys named is not reported twice: its key is
+			// explained (add), or, not known, its line has an error.
 			p.add(e)
 		}
 		if e.Key == "" {

@@ -65,6 +65,29 @@ models: {by: key, max_bytes: 0}
 	}
 }
 
+// TestTypeErrorsOfOneLine: values of the wrong type at two keys of one
+// line (a learner written as one flow mapping, as the examples write
+// them) are two errors, each naming its key; the same value refused by
+// the key check and by the decoder is one.
+func TestTypeErrorsOfOneLine(t *testing.T) {
+	const file = `learners:
+  - {name: a, algorithm: adagrad, eta: fast, bias: maybe}
+  - {name: w, algorithm: weighted-majority, experts: a}
+sinks: {reports: {kind: file, path: r.jsonl, every: x}, predictions: {kind: file, path: p.jsonl, every: y}}
+`
+	_, err := Parse("config.yaml", []byte(file))
+	want := []string{
+		"config.yaml:2: learners[0].eta: cannot unmarshal !!str `fast` into float64",
+		"config.yaml:2: learners[0].bias: cannot unmarshal !!str `maybe` into bool",
+		`config.yaml:3: learners[1].experts: want a list of strings, got a single value "a"`,
+		"config.yaml:4: sinks.reports.every: cannot unmarshal !!str `x` into int",
+		"config.yaml:4: sinks.predictions.every: cannot unmarshal !!str `y` into int",
+	}
+	if err == nil || !slices.Equal(strings.Split(err.Error(), "\n"), want) {
+		t.Errorf("errors:\n%v\nwant:\n%s", err, strings.Join(want, "\n"))
+	}
+}
+
 // TestSinkKeysOfItsKind: each kind's keys, which an unknown key of a sink
 // is matched against, are keys of a sink.
 func TestSinkKeysOfItsKind(t *testing.T) {

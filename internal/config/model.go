@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/streamlearn/streamlearn/internal/learners"
 )
 
 // ModelSections are the sections of a configuration that define a model
@@ -117,8 +119,13 @@ func valueNode(v reflect.Value) (*yaml.Node, error) {
 	if v.IsZero() {
 		return nil, nil
 	}
-	if l, ok := v.Interface().(Learner); ok {
+	switch l := v.Interface().(type) {
+	case Learner:
 		return learnerNode(l)
+	case learners.Spec: // adaboost-ol's weak: its keys have no yaml tags
+		n := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+		n.Content = append(n.Content, scalar("algorithm"), scalar(l.Algorithm))
+		return n, appendParams(n, l.Params)
 	}
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
@@ -185,18 +192,27 @@ func learnerNode(l Learner) (*yaml.Node, error) {
 	if l.Calibrate {
 		n.Content = append(n.Content, scalar("calibrate"), &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"})
 	}
-	if l.Params != nil {
-		p := reflect.ValueOf(l.Params)
-		for p.Kind() == reflect.Pointer && !p.IsNil() {
-			p = p.Elem()
-		}
-		if p.Kind() == reflect.Struct {
-			if err := appendFields(n, p); err != nil {
-				return nil, fmt.Errorf("learner %s: %w", l.Name, err)
-			}
-		}
+	if err := appendParams(n, l.Params); err != nil {
+		return nil, fmt.Errorf("learner %s: %w", l.Name, err)
 	}
 	return n, nil
+}
+
+// appendParams appends to the mapping n the keys of an algorithm's
+// parameters (a pointer to its parameter struct; nil for none) not at
+// their zero value.
+func appendParams(n *yaml.Node, params any) error {
+	if params == nil {
+		return nil
+	}
+	p := reflect.ValueOf(params)
+	for p.Kind() == reflect.Pointer && !p.IsNil() {
+		p = p.Elem()
+	}
+	if p.Kind() != reflect.Struct {
+		return nil
+	}
+	return appendFields(n, p)
 }
 
 // scalar is a string scalar node, quoted when YAML would read it as

@@ -36,6 +36,12 @@ func TestModelYAML(t *testing.T) {
 	files = append(files, examples...)
 	files = append(files, "../../config.yaml", "../../deploy/streamlearn.yaml", "../../testdata/default-label.yaml")
 	cfgs := map[string]*Config{"default": Default()}
+	// adaboost-ol's weak learner: its keys are decoded by hand (no yaml tags)
+	weak, err := Parse("weak.yaml", []byte("learners:\n  - {name: boost, algorithm: adaboost-ol, weak_learners: 3, weak: {algorithm: ogd, eta: 0.1, bias: true}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgs["weak.yaml"] = weak
 	for _, f := range files {
 		c, err := Load(f)
 		if err != nil {
