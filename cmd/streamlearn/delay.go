@@ -67,7 +67,7 @@ func runDelay(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return fmt.Errorf("delay: -o %s is the input %s: it would be written while it is read; write it elsewhere", *out, in)
 		}
 	}
-	o, err := createOutput(*out, stdout)
+	o, err := createWholeOutput(*out, stdout)
 	if err != nil {
 		return fmt.Errorf("delay: %w", err)
 	}
@@ -83,7 +83,7 @@ func runDelay(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := d.due.writeAll(o); err != nil {
 		return fmt.Errorf("delay: %w", err)
 	}
-	if err := o.Close(); err != nil {
+	if err := o.Commit(); err != nil {
 		return fmt.Errorf("delay: %w", err)
 	}
 	to := *out

@@ -173,4 +173,15 @@ func TestDelayErrors(t *testing.T) {
 	if after, err := os.ReadFile(kept); err != nil || string(after) != string(before) {
 		t.Errorf("delay -o %s of an absent input: the file is now %q (%v), was %q", kept, after, err, before)
 	}
+	// Nor does a bad record after good ones: the output is whole or not
+	// there, and nothing is left beside it.
+	if code, _, _ := run(t, "delay", "-c", f["spam.yaml"], "-o", kept, tsv); code != 1 {
+		t.Errorf("delay -o of an input with a bad record: exit %d, want 1", code)
+	}
+	if after, err := os.ReadFile(kept); err != nil || string(after) != string(before) {
+		t.Errorf("delay -o %s of an input with a bad second record: the file is now %q (%v), was %q", kept, after, err, before)
+	}
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(kept), ".*.tmp-*")); len(left) != 0 {
+		t.Errorf("left beside the output: %v", left)
+	}
 }

@@ -39,7 +39,7 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if *never > 0 && *delay == 0 {
 		return usageErr(fs, "--never needs --delay")
 	}
-	o, err := createOutput(*out, stdout)
+	o, err := createWholeOutput(*out, stdout)
 	if err != nil {
 		return err
 	}
@@ -47,7 +47,7 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := generate(ctx, o, genOptions{n: *n, seed: *seed, noise: *noise, unlabeled: *unlabeled, delay: *delay, never: *never}); err != nil {
 		return err
 	}
-	return o.Close()
+	return o.Commit()
 }
 
 const generateArgs = "[-n N] [--seed S] [--noise P] [--unlabeled P] [--delay D [--never P]] [-o FILE]"

@@ -27,6 +27,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -299,13 +300,18 @@ func version(bi *debug.BuildInfo) string {
 }
 
 // output is the -o file of a command, buffered: standard output for "-",
-// else a file it creates.
+// else a file it creates. A whole output (createWholeOutput) is written
+// to a temporary file beside its path and renamed onto it by Commit, so
+// that a command stopped by a bad record leaves the path as it was.
 type output struct {
 	*bufio.Writer
 	f *os.File
+	// path is a whole output's, "" for one written in place.
+	path string
 }
 
-// createOutput opens the output path names.
+// createOutput opens the output path names, written in place (record
+// writes as it copies, and --follow runs until stopped).
 func createOutput(path string, stdout io.Writer) (*output, error) {
 	if path == "-" {
 		return &output{Writer: bufio.NewWriter(stdout)}, nil
@@ -317,16 +323,56 @@ func createOutput(path string, stdout io.Writer) (*output, error) {
 	return &output{Writer: bufio.NewWriter(f), f: f}, nil
 }
 
-// Close flushes the output and closes the file it created, returning the
-// first error. Calling it again (deferred, after a Close that the command
-// returns) does nothing more.
-func (o *output) Close() error {
+// createWholeOutput opens the output path names, which only Commit puts
+// at path: Close without Commit removes what was written.
+func createWholeOutput(path string, stdout io.Writer) (*output, error) {
+	if path == "-" {
+		return createOutput(path, stdout)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, err
+	}
+	return &output{Writer: bufio.NewWriter(f), f: f, path: path}, nil
+}
+
+// Commit flushes the output, closes its file and, for a whole output,
+// renames it onto its path, returning the first error.
+func (o *output) Commit() error {
 	err := o.Flush()
-	if o.f != nil {
-		if cerr := o.f.Close(); err == nil {
-			err = cerr
+	if o.f == nil {
+		return err
+	}
+	f := o.f
+	o.f = nil
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if o.path != "" {
+		if err == nil {
+			err = os.Rename(f.Name(), o.path)
 		}
-		o.f = nil
+		if err != nil {
+			os.Remove(f.Name())
+		}
 	}
 	return err
+}
+
+// Close closes the output: flushed and closed in place, or, for a whole
+// output not committed, removed. Calling it again (deferred, after a
+// Commit or Close that the command returns) does nothing more.
+func (o *output) Close() error {
+	if o.path != "" && o.f != nil {
+		o.f.Close()
+		os.Remove(o.f.Name())
+		o.f = nil
+		return nil
+	}
+	return o.Commit()
 }

@@ -16,6 +16,8 @@ import (
 
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/event"
+	"github.com/streamlearn/streamlearn/internal/online"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
 )
 
@@ -351,6 +353,33 @@ func TestPredictionMessages(t *testing.T) {
 	for i, l := range c.Learners {
 		names[i] = l.Name
 	}
+	// Each learner's class is the label a pipeline of the same
+	// configuration predicts, fed the same good records, named as
+	// input.positive and input.negative name it.
+	ref, err := pipeline.New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := event.NewDecoder(pipeline.EventConfig(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want [][]string
+	for _, v := range slices.Delete(slices.Clone(values), 2, 3) {
+		var ev event.Event
+		if err := dec.Decode(v, &ev); err != nil {
+			t.Fatal(err)
+		}
+		preds, reason := ref.Process(&ev)
+		if reason != "" {
+			t.Fatalf("reference pipeline: %s", reason)
+		}
+		classes := make([]string, len(preds))
+		for j, pr := range preds {
+			classes[j] = map[int8]string{online.Positive: "spam", online.Negative: "ham"}[pr.Label]
+		}
+		want = append(want, classes)
+	}
 	for i, b := range msgs {
 		var p predictionMsg
 		decodeStrict(t, b, &p)
@@ -377,8 +406,8 @@ func TestPredictionMessages(t *testing.T) {
 			// The label as input.positive and input.negative name it, and
 			// no other; a probability for the logistic OGD and the
 			// Weighted-Majority learners, none for the others.
-			if pr.Learner != names[j] || (pr.Class != "spam" && pr.Class != "ham") || pr.Score == nil || pr.From != "" {
-				t.Errorf("message %d prediction %d: %+v (want learner %s, class spam or ham, a score)", i, j, pr, names[j])
+			if pr.Learner != names[j] || pr.Class != want[i][j] || pr.Score == nil || pr.From != "" {
+				t.Errorf("message %d prediction %d: %+v (want learner %s, class %s, a score)", i, j, pr, names[j], want[i][j])
 			}
 			_, prober := map[string]bool{"ogd": true, "wm-h": true, "wm-l": true}[pr.Learner]
 			if has := pr.Probability != nil; has != prober || has && !(*pr.Probability >= 0 && *pr.Probability <= 1) {
