@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/streamlearn/streamlearn/internal/api"
+	"github.com/streamlearn/streamlearn/internal/pipeline"
 )
 
 // demoHead writes the demo's first n lines to a file of the test's and
@@ -245,5 +246,39 @@ func TestInspectModel(t *testing.T) {
 	}
 	if code, out, _ := run(t, "inspect", "../../testdata/model-v1.slm"); code != 0 || !strings.Contains(out, "configuration: none") {
 		t.Errorf("inspect of a version 1 model file: exit %d: %s", code, out)
+	}
+}
+
+// TestRunWarmStartAlone: run --warm-start without -c learns with the
+// model sections the file carries (its learners, its answer) on the
+// embedded server, as replay --warm-start without -c does: the same
+// report of the records after the file's.
+func TestRunWarmStartAlone(t *testing.T) {
+	t.Parallel() // see parallelTests
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(cfg, []byte("features: {bits: 16}\n"+warmLearners+"answer: ada\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	model := filepath.Join(dir, "model.slm")
+	replayJSON(t, "-c", cfg, "--save", model, demoHead(t, 1000))
+	tail, _ := demoTail(t, 1001)
+	want := replayJSON(t, "--warm-start", model, tail)
+	code, out, errOut := run(t, "run", "--warm-start", model, "--until-end", "--preload", tail, "--nats-port", "-1",
+		"--store", filepath.Join(dir, "store"), "--http", "off", "--report", "json")
+	if code != 0 {
+		t.Fatalf("run --warm-start without -c: exit %d: %s", code, errOut)
+	}
+	var got pipeline.Report
+	if err := json.Unmarshal([]byte(strings.SplitN(out, "\n", 2)[0]), &got); err != nil {
+		t.Fatalf("run's report: %v\n%s", err, out)
+	}
+	if got.Answer != "ada" || got.Events != want.Events || len(got.Learners) != len(want.Learners) {
+		t.Fatalf("run --warm-start without -c: answer %q, %d events, %d learners; want ada, %d, %d", got.Answer, got.Events, len(got.Learners), want.Events, len(want.Learners))
+	}
+	for i, l := range got.Learners {
+		if w := want.Learners[i]; l.Name != w.Name || l.Mistakes != w.Mistakes || l.StateSHA256 != w.StateSHA256 {
+			t.Errorf("learner %d: %s %d mistakes %s, want %s %d %s", i, l.Name, l.Mistakes, l.StateSHA256, w.Name, w.Mistakes, w.StateSHA256)
+		}
 	}
 }

@@ -127,7 +127,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	f.rebuild = fs.Bool("rebuild", false, "rebuild the model of such a partition by learning its records again from the broker's log (Kafka, JetStream) up to the committed position, without publishing their outputs again: the model an uninterrupted run has there; stops with an error when the broker no longer holds those records")
 	logLevel := fs.String("log-level", "warn", "log `level`: debug (also the Kafka group's joins and generations as kafka-go logs them), info (also the partitions a Kafka group assigns this member, each generation; each partition's model as it starts, new or restored, on its first record; and partitions revoked), warn or error")
 	f.start = fs.String("start", "", "where a first start begins, `POS`: earliest, latest, offset:N or time:RFC3339, for a Kafka partition its group committed nothing for, a JetStream durable not yet created (default: the config's source.start, else earliest); a consumer with a position resumes from it")
-	f.warmStart = fs.String("warm-start", "", "start every new model (a partition without a checkpoint) from the model `file` written by export or replay --save, of this configuration (default: the config's models.warm_start)")
+	f.warmStart = fs.String("warm-start", "", "start every new model (a partition without a checkpoint) from the model `file` written by export or replay --save, of this configuration (default: the config's models.warm_start); without -c, with the model sections the file carries")
 	f.accept = fs.Bool("accept", false, "restore such a checkpoint as it is (a group's offsets moved forward on purpose, a stream restored from a backup), logging what the model lacks or skips")
 	fs.Func("reset-learner", "start learner `NAME` afresh when the checkpoints were written by another list of learners: name each learner added, dropped or whose settings changed (repeat the flag), and every other learner keeps its model, counts and bound; the checkpoints are then written for the new configuration at once, so the flag does nothing on later restarts", func(name string) error {
 		if name == "" {
@@ -154,7 +154,8 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 }
 
 // runConfig returns the configuration run learns with: -c's file, else
-// the default (the embedded server, HTTP on 127.0.0.1:8080), with --start
+// the default (the embedded server, HTTP on 127.0.0.1:8080) with, from
+// --warm-start's model file, the model sections it carries; --start
 // applied. The embedded server's flags are applied by startRunEmbedded.
 func runConfig(ctx context.Context, f *runFlags) (*config.Config, error) {
 	var cfg *config.Config
@@ -166,6 +167,21 @@ func runConfig(ctx context.Context, f *runFlags) (*config.Config, error) {
 	} else {
 		cfg = config.Default() // its source: the embedded server
 		cfg.HTTP.Addr = "127.0.0.1:8080"
+		if *f.warmStart != "" {
+			// The model sections the model file carries, when it carries
+			// them: the model it starts must be of its configuration.
+			warm, err := service.LoadWarmStart(*f.warmStart)
+			if err != nil {
+				return nil, err
+			}
+			own, err := warm.Config()
+			if err != nil {
+				return nil, err
+			}
+			if own != nil {
+				cfg.UseModelOf(own)
+			}
+		}
 	}
 	if *f.start != "" {
 		if err := config.ValidStart(cfg.Source.Kind, *f.start); err != nil {

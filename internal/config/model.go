@@ -51,6 +51,12 @@ func (c *Config) ModelYAML() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// UseModelOf sets c's model sections (ModelSections) to m's, leaving
+// where c runs (its other sections) as they are.
+func (c *Config) UseModelOf(m *Config) {
+	c.Input, c.Features, c.Learners, c.Answer, c.Labels = m.Input, m.Features, m.Learners, m.Answer, m.Labels
+}
+
 // ModelDifference names the first difference between the model sections
 // of a and b (ModelSections, in their order, then key by key), as
 // "learners[1] (ada).eta: 0.5 in A, 0.1 in B" with nameA and nameB for

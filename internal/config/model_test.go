@@ -78,6 +78,30 @@ func TestModelYAML(t *testing.T) {
 
 // TestModelDifference names the first key of the model sections that
 // differs, with both values.
+// TestUseModelOf: a configuration given another's model sections is of
+// its model (ModelDifference finds none, whatever ModelSections holds),
+// and keeps where it runs.
+func TestUseModelOf(t *testing.T) {
+	m, err := Load("../../examples/sms-spam.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Default()
+	c.HTTP.Addr = "127.0.0.1:9"
+	c.UseModelOf(m)
+	if d, err := ModelDifference(m, c, "m", "c"); err != nil || d != "" {
+		t.Errorf("after UseModelOf: %q (%v)", d, err)
+	}
+	if c.AnswerName() != "ada" || c.HTTP.Addr != "127.0.0.1:9" || c.Source.Kind != Default().Source.Kind {
+		t.Errorf("after UseModelOf: answer %q, http %q, source %q", c.AnswerName(), c.HTTP.Addr, c.Source.Kind)
+	}
+	a, _ := m.ModelYAML()
+	b, _ := c.ModelYAML()
+	if string(a) != string(b) {
+		t.Errorf("model sections after UseModelOf:\n%s\nwant\n%s", b, a)
+	}
+}
+
 func TestModelDifference(t *testing.T) {
 	a := Default()
 	for _, tc := range []struct {
