@@ -128,6 +128,7 @@ func (c *Config) validateSource(p *problems) {
 		p.add(err)
 		return
 	}
+	s.validateRequired(p)
 	if s.Kind == "embedded" {
 		s.validateEmbedded(p)
 	} else if s.Port != 0 {
@@ -141,6 +142,25 @@ func (c *Config) validateSource(p *problems) {
 	}
 	s.validateTuning(p)
 	p.add(c.validateAckBatch())
+}
+
+// validateRequired reports each key without a default that the source's
+// kind needs: a Kafka source's brokers and topic, a file source's path.
+// run would stop on them at start; check says so first, with their line.
+func (s *Source) validateRequired(p *problems) {
+	switch s.Kind {
+	case "kafka":
+		if len(s.Brokers) == 0 {
+			p.add(errAt("source.brokers", "a Kafka source needs brokers (host:port, such as [127.0.0.1:9092])"))
+		}
+		if s.Topic == "" {
+			p.add(errAt("source.topic", "a Kafka source needs a topic"))
+		}
+	case "file":
+		if s.Path == "" {
+			p.add(errAt("source.path", "a file source needs a path"))
+		}
+	}
 }
 
 // validateEmbedded refuses the keys of a source of kind embedded that
@@ -177,14 +197,40 @@ func (c *Config) validateSinks(p *problems) {
 			continue
 		}
 		s.validateTuning(key, p)
-		if s.Kind == "file" && s.Path == "" {
-			p.add(errAt(key+".path", "a file sink needs a path"))
-		}
+		s.validateRequired(key, p)
 		if s.Every < 0 {
 			p.add(errAt(key+".every", "must not be negative"))
 		}
 		if s.Interval < 0 {
 			p.add(errAt(key+".interval", "must not be negative"))
+		}
+	}
+}
+
+// validateRequired reports each key without a default that the sink at
+// key needs: a file sink's path, a Kafka sink's topic, a NATS sink's
+// subject, a JetStream sink's stream and subject.
+func (s *Sink) validateRequired(key string, p *problems) {
+	missing := func(k, msg string) { p.add(errAt(key+"."+k, "%s", msg)) }
+	switch s.Kind {
+	case "file":
+		if s.Path == "" {
+			missing("path", "a file sink needs a path")
+		}
+	case "kafka":
+		if s.Topic == "" {
+			missing("topic", "a Kafka sink needs a topic")
+		}
+	case "nats":
+		if s.Subject == "" {
+			missing("subject", "a NATS sink needs a subject")
+		}
+	case "jetstream":
+		if s.Stream == "" {
+			missing("stream", "a JetStream sink needs a stream")
+		}
+		if s.Subject == "" {
+			missing("subject", "a JetStream sink needs a subject")
 		}
 	}
 }
