@@ -673,6 +673,20 @@ func TestCheck(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "kafka topic events at k:9092, group streamlearn") {
 		t.Fatalf("check big.yaml: exit %d: %s %s", code, out, errOut)
 	}
+	// A NATS or JetStream source as run reads it: each unset key its
+	// default, not an empty name.
+	for _, tc := range []struct{ source, want string }{
+		{"{kind: jetstream}", " jetstream stream EVENTS, subject events at nats://127.0.0.1:4222, durable streamlearn\n"},
+		{"{kind: nats, subject: e}", " nats subject e at nats://127.0.0.1:4222\n"},
+	} {
+		cfg := filepath.Join(dir, "nats.yaml")
+		if err := os.WriteFile(cfg, []byte("learners: [{name: p, algorithm: perceptron}]\nsource: "+tc.source+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if code, out, errOut := run(t, "check", "-c", cfg); code != 0 || !strings.Contains(out, tc.want) {
+			t.Errorf("check of source %s: exit %d, want %q in\n%s%s", tc.source, code, tc.want, out, errOut)
+		}
+	}
 	// Checkpoints as run takes them: every unset is the default, and a
 	// bucket says its lease.
 	for _, tc := range []struct{ checkpoint, want string }{
