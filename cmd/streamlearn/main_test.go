@@ -1046,3 +1046,30 @@ func TestPublishCreateStreamOnly(t *testing.T) {
 		t.Errorf("publish into the created stream: exit %d, %q %q", code, out, errOut)
 	}
 }
+
+// TestPublishBeforeRun: publish and record to the embedded server of a run
+// not started say to start it first; to another server, whose address the
+// user gave, they say only that it cannot be reached.
+func TestPublishBeforeRun(t *testing.T) {
+	dir := t.TempDir()
+	port := freePort(t)
+	cfg := filepath.Join(dir, "embedded.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("learners: [{name: p, algorithm: perceptron}]\nsource: {kind: embedded, port: %d}\n", port)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const hint = "the embedded server listens while `streamlearn run` runs: start it first, or give --url the address it printed"
+	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
+	for _, args := range [][]string{
+		{"publish", "-c", cfg, "../../testdata/demo.jsonl"},
+		{"record", "-c", cfg, "-o", filepath.Join(dir, "out.jsonl")},
+	} {
+		code, _, errOut := run(t, args...)
+		if code != 1 || !strings.Contains(errOut, "connect "+url) || !strings.Contains(errOut, hint) {
+			t.Errorf("%s before run: exit %d, %q, want exit 1 naming %s and %q", args[0], code, errOut, url, hint)
+		}
+	}
+	code, _, errOut := run(t, "publish", "--kind", "jetstream", "--url", url, "--stream", "S", "--subject", "s", "../../testdata/demo.jsonl")
+	if code != 1 || !strings.Contains(errOut, "no servers available") || strings.Contains(errOut, "streamlearn run") {
+		t.Errorf("publish to a server of the user's: exit %d, %q, want exit 1 without the embedded server's hint", code, errOut)
+	}
+}
