@@ -271,6 +271,7 @@ func TestEmptyIsAnError(t *testing.T) {
 		{[]string{"replay", empty}, 1, "replay: no record in " + empty + " (--allow-empty accepts an empty input)"},
 		{[]string{"replay", "--allow-empty", "--report", "json", empty}, 0, ""},
 		{[]string{"run", "--until-end", "--nats-port", "-1", "--http", "off"}, 1, "run: no model to report: jetstream:EVENTS/streamlearn delivered no event"},
+		{[]string{"run", "--until-end", "--nats-port", "-1", "--http", "off"}, 1, "if an earlier run committed its end, another source.group or source.durable learns it again, and checkpoint: keeps the models across runs"},
 		{[]string{"run", "--until-end", "--allow-empty", "--nats-port", "-1", "--http", "off"}, 0, ""},
 	} {
 		code, out, errOut := run(t, tc.args...)
