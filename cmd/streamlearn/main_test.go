@@ -674,33 +674,22 @@ func TestCheck(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "kafka topic events at k:9092, group streamlearn") {
 		t.Fatalf("check big.yaml: exit %d: %s %s", code, out, errOut)
 	}
-	// A NATS or JetStream source as run reads it: each unset key its
-	// default, not an empty name.
-	for _, tc := range []struct{ source, want string }{
-		{"{kind: jetstream}", " jetstream stream EVENTS, subject events at nats://127.0.0.1:4222, durable streamlearn\n"},
-		{"{kind: nats, subject: e}", " nats subject e at nats://127.0.0.1:4222\n"},
+	// Sources and checkpoints as run takes them: every unset key is its
+	// default, not an empty name, and a bucket says its lease.
+	const js = "source: {kind: jetstream, url: \"nats://n:4222\", subject: e, stream: S, durable: d}\n"
+	for _, tc := range []struct{ sections, want string }{
+		{"source: {kind: jetstream}\n", " jetstream stream EVENTS, subject events at nats://127.0.0.1:4222, durable streamlearn\n"},
+		{"source: {kind: nats, subject: e}\n", " nats subject e at nats://127.0.0.1:4222\n"},
+		{js + "checkpoint: {dir: ./state}\n", "directory ./state, every 100000 events\n"},
+		{js + "checkpoint: {bucket: B}\n", "object store bucket B, every 100000 events, ownership lease 10s\n"},
+		{js + "checkpoint: {bucket: B, every: 500, lease: 3s}\n", "object store bucket B, every 500 events, ownership lease 3s\n"},
 	} {
-		cfg := filepath.Join(dir, "nats.yaml")
-		if err := os.WriteFile(cfg, []byte("learners: [{name: p, algorithm: perceptron}]\nsource: "+tc.source+"\n"), 0o644); err != nil {
+		cfg := filepath.Join(dir, "sections.yaml")
+		if err := os.WriteFile(cfg, []byte("learners: [{name: p, algorithm: perceptron}]\n"+tc.sections), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		if code, out, errOut := run(t, "check", "-c", cfg); code != 0 || !strings.Contains(out, tc.want) {
-			t.Errorf("check of source %s: exit %d, want %q in\n%s%s", tc.source, code, tc.want, out, errOut)
-		}
-	}
-	// Checkpoints as run takes them: every unset is the default, and a
-	// bucket says its lease.
-	for _, tc := range []struct{ checkpoint, want string }{
-		{"{dir: ./state}", "directory ./state, every 100000 events\n"},
-		{"{bucket: B}", "object store bucket B, every 100000 events, ownership lease 10s\n"},
-		{"{bucket: B, every: 500, lease: 3s}", "object store bucket B, every 500 events, ownership lease 3s\n"},
-	} {
-		cfg := filepath.Join(dir, "ckpt.yaml")
-		if err := os.WriteFile(cfg, []byte("learners: [{name: p, algorithm: perceptron}]\nsource: {kind: jetstream, url: \"nats://n:4222\", subject: e, stream: S, durable: d}\ncheckpoint: "+tc.checkpoint+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if code, out, errOut := run(t, "check", "-c", cfg); code != 0 || !strings.Contains(out, tc.want) {
-			t.Errorf("check of checkpoint %s: exit %d, want %q in\n%s%s", tc.checkpoint, code, tc.want, out, errOut)
+			t.Errorf("check of %q: exit %d, want %q in\n%s%s", tc.sections, code, tc.want, out, errOut)
 		}
 	}
 	var mem float64

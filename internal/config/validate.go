@@ -148,17 +148,25 @@ func (c *Config) validateSource(p *problems) {
 // kind needs: a Kafka source's brokers and topic, a file source's path.
 // run would stop on them at start; check says so first, with their line.
 func (s *Source) validateRequired(p *problems) {
-	switch s.Kind {
-	case "kafka":
-		if len(s.Brokers) == 0 {
-			p.add(errAt("source.brokers", "a Kafka source needs brokers (host:port, such as [127.0.0.1:9092])"))
-		}
-		if s.Topic == "" {
-			p.add(errAt("source.topic", "a Kafka source needs a topic"))
-		}
-	case "file":
-		if s.Path == "" {
-			p.add(errAt("source.path", "a file source needs a path"))
+	needKeys(p, "source", s.Kind,
+		need{"kafka", "brokers", len(s.Brokers) > 0, "a Kafka source needs brokers (host:port, such as [127.0.0.1:9092])"},
+		need{"kafka", "topic", s.Topic != "", "a Kafka source needs a topic"},
+		need{"file", "path", s.Path != "", "a file source needs a path"})
+}
+
+// need is a key without a default that a kind of source or sink needs.
+type need struct {
+	kind, key string
+	set       bool
+	msg       string
+}
+
+// needKeys reports each key of needs, of the block at prefix of kind kind,
+// that is not set.
+func needKeys(p *problems, prefix, kind string, needs ...need) {
+	for _, n := range needs {
+		if n.kind == kind && !n.set {
+			p.add(errAt(prefix+"."+n.key, "%s", n.msg))
 		}
 	}
 }
@@ -211,28 +219,12 @@ func (c *Config) validateSinks(p *problems) {
 // key needs: a file sink's path, a Kafka sink's topic, a NATS sink's
 // subject, a JetStream sink's stream and subject.
 func (s *Sink) validateRequired(key string, p *problems) {
-	missing := func(k, msg string) { p.add(errAt(key+"."+k, "%s", msg)) }
-	switch s.Kind {
-	case "file":
-		if s.Path == "" {
-			missing("path", "a file sink needs a path")
-		}
-	case "kafka":
-		if s.Topic == "" {
-			missing("topic", "a Kafka sink needs a topic")
-		}
-	case "nats":
-		if s.Subject == "" {
-			missing("subject", "a NATS sink needs a subject")
-		}
-	case "jetstream":
-		if s.Stream == "" {
-			missing("stream", "a JetStream sink needs a stream")
-		}
-		if s.Subject == "" {
-			missing("subject", "a JetStream sink needs a subject")
-		}
-	}
+	needKeys(p, key, s.Kind,
+		need{"file", "path", s.Path != "", "a file sink needs a path"},
+		need{"kafka", "topic", s.Topic != "", "a Kafka sink needs a topic"},
+		need{"nats", "subject", s.Subject != "", "a NATS sink needs a subject"},
+		need{"jetstream", "stream", s.Stream != "", "a JetStream sink needs a stream"},
+		need{"jetstream", "subject", s.Subject != "", "a JetStream sink needs a subject"})
 }
 
 // validateModels checks models.
