@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/streamlearn/streamlearn/internal/config"
+	"github.com/streamlearn/streamlearn/internal/connectors"
 	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/learners"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
@@ -226,6 +227,8 @@ func list(s []string) string {
 	return ", " + strings.Join(s, ", ")
 }
 
+// describeSource says what run reads of s, each unset key as the
+// default run takes for it.
 func describeSource(s config.Source) string {
 	switch s.Kind {
 	case "":
@@ -239,9 +242,10 @@ func describeSource(s config.Source) string {
 	case "kafka":
 		return fmt.Sprintf("kafka topic %s at %s, group %s", s.Topic, strings.Join(s.Brokers, ","), cmp.Or(s.Group, "streamlearn"))
 	case "jetstream":
-		return fmt.Sprintf("jetstream stream %s, subject %s at %s, durable %s", s.Stream, s.Subject, s.URL, cmp.Or(s.Durable, "streamlearn"))
+		return fmt.Sprintf("jetstream stream %s, subject %s at %s, durable %s", cmp.Or(s.Stream, connectors.DefaultJetStreamStream),
+			cmp.Or(s.Subject, connectors.DefaultNATSSubject), cmp.Or(s.URL, connectors.DefaultNATSURL), cmp.Or(s.Durable, connectors.DefaultJetStreamDurable))
 	default:
-		return fmt.Sprintf("%s subject %s at %s", s.Kind, s.Subject, s.URL)
+		return fmt.Sprintf("%s subject %s at %s", s.Kind, cmp.Or(s.Subject, connectors.DefaultNATSSubject), cmp.Or(s.URL, connectors.DefaultNATSURL))
 	}
 }
 

@@ -106,10 +106,12 @@ func TestMib(t *testing.T) {
 // check says the bound that applies to each learner's parameters: none
 // for an averaged Perceptron (a margin is refused with averaging), the
 // mistake bound with a margin, the certificate without; AdaGrad's regret
-// bound only when it is not normalized.
+// bound only when it is not normalized; OGD's against the zero vector, the
+// one its report checks, for its schedule and radius.
 func TestCheckBoundOfParams(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "bounds.yaml")
-	if err := os.WriteFile(cfg, []byte("learners:\n  - {name: avg, algorithm: perceptron, average: true}\n  - {name: m, algorithm: perceptron, margin: 0.1}\n  - {name: p, algorithm: perceptron}\n  - {name: nag, algorithm: adagrad}\n  - {name: plain, algorithm: adagrad, normalized: false}\n"), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte("learners:\n  - {name: avg, algorithm: perceptron, average: true}\n  - {name: m, algorithm: perceptron, margin: 0.1}\n  - {name: p, algorithm: perceptron}\n  - {name: nag, algorithm: adagrad}\n  - {name: plain, algorithm: adagrad, normalized: false}\n"+
+		"  - {name: sqrt, algorithm: ogd}\n  - {name: fixed, algorithm: ogd, schedule: fixed}\n  - {name: ball, algorithm: ogd, radius: 2}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	code, out, errOut := run(t, "check", "-c", cfg)
@@ -122,8 +124,11 @@ func TestCheckBoundOfParams(t *testing.T) {
 		"p":     "the margin certificate R/√M: every unit separator",
 		"nag":   "none checked: the normalized step",
 		"plain": "regret against the zero vector ≤",
+		"sqrt":  "regret against the zero vector ≤ D²·√T/(2η) + η·G²·(√T − ½) with η/√t, D the largest ‖w‖ so far",
+		"fixed": "regret against the zero vector ≤ η·G²·T/2,",
+		"ball":  "regret against the zero vector ≤ B²·√T/(2η) + η·G²·(√T − ½) with η/√t and radius B",
 	} {
-		line := regexp.MustCompile(`(?m)^  ` + name + ` +(perceptron|adagrad) +(.*)$`).FindStringSubmatch(out)
+		line := regexp.MustCompile(`(?m)^  ` + name + ` +(perceptron|adagrad|ogd) +(.*)$`).FindStringSubmatch(out)
 		if line == nil || !strings.HasPrefix(line[2], want) {
 			t.Errorf("learner %s: %q, want it to begin %q\n%s", name, line, want, out)
 		}

@@ -271,6 +271,7 @@ func TestEmptyIsAnError(t *testing.T) {
 		{[]string{"replay", empty}, 1, "replay: no record in " + empty + " (--allow-empty accepts an empty input)"},
 		{[]string{"replay", "--allow-empty", "--report", "json", empty}, 0, ""},
 		{[]string{"run", "--until-end", "--nats-port", "-1", "--http", "off"}, 1, "run: no model to report: jetstream:EVENTS/streamlearn delivered no event"},
+		{[]string{"run", "--until-end", "--nats-port", "-1", "--http", "off"}, 1, "if an earlier run committed its end, another source.group or source.durable learns it again, and checkpoint: keeps the models across runs"},
 		{[]string{"run", "--until-end", "--allow-empty", "--nats-port", "-1", "--http", "off"}, 0, ""},
 	} {
 		code, out, errOut := run(t, tc.args...)
@@ -673,19 +674,22 @@ func TestCheck(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "kafka topic events at k:9092, group streamlearn") {
 		t.Fatalf("check big.yaml: exit %d: %s %s", code, out, errOut)
 	}
-	// Checkpoints as run takes them: every unset is the default, and a
-	// bucket says its lease.
-	for _, tc := range []struct{ checkpoint, want string }{
-		{"{dir: ./state}", "directory ./state, every 100000 events\n"},
-		{"{bucket: B}", "object store bucket B, every 100000 events, ownership lease 10s\n"},
-		{"{bucket: B, every: 500, lease: 3s}", "object store bucket B, every 500 events, ownership lease 3s\n"},
+	// Sources and checkpoints as run takes them: every unset key is its
+	// default, not an empty name, and a bucket says its lease.
+	const js = "source: {kind: jetstream, url: \"nats://n:4222\", subject: e, stream: S, durable: d}\n"
+	for _, tc := range []struct{ sections, want string }{
+		{"source: {kind: jetstream}\n", " jetstream stream EVENTS, subject events at nats://127.0.0.1:4222, durable streamlearn\n"},
+		{"source: {kind: nats, subject: e}\n", " nats subject e at nats://127.0.0.1:4222\n"},
+		{js + "checkpoint: {dir: ./state}\n", "directory ./state, every 100000 events\n"},
+		{js + "checkpoint: {bucket: B}\n", "object store bucket B, every 100000 events, ownership lease 10s\n"},
+		{js + "checkpoint: {bucket: B, every: 500, lease: 3s}\n", "object store bucket B, every 500 events, ownership lease 3s\n"},
 	} {
-		cfg := filepath.Join(dir, "ckpt.yaml")
-		if err := os.WriteFile(cfg, []byte("learners: [{name: p, algorithm: perceptron}]\nsource: {kind: jetstream, url: \"nats://n:4222\", subject: e, stream: S, durable: d}\ncheckpoint: "+tc.checkpoint+"\n"), 0o644); err != nil {
+		cfg := filepath.Join(dir, "sections.yaml")
+		if err := os.WriteFile(cfg, []byte("learners: [{name: p, algorithm: perceptron}]\n"+tc.sections), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		if code, out, errOut := run(t, "check", "-c", cfg); code != 0 || !strings.Contains(out, tc.want) {
-			t.Errorf("check of checkpoint %s: exit %d, want %q in\n%s%s", tc.checkpoint, code, tc.want, out, errOut)
+			t.Errorf("check of %q: exit %d, want %q in\n%s%s", tc.sections, code, tc.want, out, errOut)
 		}
 	}
 	var mem float64
@@ -1030,5 +1034,32 @@ func TestPublishCreateStreamOnly(t *testing.T) {
 	demo := "../../testdata/demo.jsonl"
 	if code, out, errOut := run(t, append(append([]string{"publish"}, to...), demo)...); code != 0 || out != "published 5000 records from "+demo+"\n" {
 		t.Errorf("publish into the created stream: exit %d, %q %q", code, out, errOut)
+	}
+}
+
+// TestPublishBeforeRun: publish and record to the embedded server of a run
+// not started say to start it first; to another server, whose address the
+// user gave, they say only that it cannot be reached.
+func TestPublishBeforeRun(t *testing.T) {
+	dir := t.TempDir()
+	port := freePort(t)
+	cfg := filepath.Join(dir, "embedded.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("learners: [{name: p, algorithm: perceptron}]\nsource: {kind: embedded, port: %d}\n", port)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const hint = "the embedded server listens while `streamlearn run` runs: start it first, or give --url the address it printed"
+	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
+	for _, args := range [][]string{
+		{"publish", "-c", cfg, "../../testdata/demo.jsonl"},
+		{"record", "-c", cfg, "-o", filepath.Join(dir, "out.jsonl")},
+	} {
+		code, _, errOut := run(t, args...)
+		if code != 1 || !strings.Contains(errOut, "connect "+url) || !strings.Contains(errOut, hint) {
+			t.Errorf("%s before run: exit %d, %q, want exit 1 naming %s and %q", args[0], code, errOut, url, hint)
+		}
+	}
+	code, _, errOut := run(t, "publish", "--kind", "jetstream", "--url", url, "--stream", "S", "--subject", "s", "../../testdata/demo.jsonl")
+	if code != 1 || !strings.Contains(errOut, "no servers available") || strings.Contains(errOut, "streamlearn run") {
+		t.Errorf("publish to a server of the user's: exit %d, %q, want exit 1 without the embedded server's hint", code, errOut)
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
 )
@@ -26,21 +28,25 @@ const (
 // override the config file's source.
 type sourceFlags struct {
 	cfg, kind, brokers, url, topic, subject, stream, group, durable *string
+	// embedded is set by source when the stream is the one the embedded
+	// server of `run` holds, which listens only while run runs.
+	embedded *bool
 }
 
 // addSourceFlags defines the connection flags; a reader (record) also has
 // the group and durable it reads with.
 func addSourceFlags(fs *flag.FlagSet, reader bool) sourceFlags {
 	f := sourceFlags{
-		cfg:     fs.String("c", "", "config `file` whose source names the stream"),
-		kind:    fs.String("kind", "", "transport: kafka, nats or jetstream (default: the config's source.kind)"),
-		brokers: fs.String("brokers", "", "Kafka brokers, comma-separated"),
-		url:     fs.String("url", "", "NATS server URL"),
-		topic:   fs.String("topic", "", "Kafka topic"),
-		subject: fs.String("subject", "", "NATS subject"),
-		stream:  fs.String("stream", "", "JetStream stream"),
-		group:   new(string),
-		durable: new(string),
+		cfg:      fs.String("c", "", "config `file` whose source names the stream"),
+		kind:     fs.String("kind", "", "transport: kafka, nats or jetstream (default: the config's source.kind)"),
+		brokers:  fs.String("brokers", "", "Kafka brokers, comma-separated"),
+		url:      fs.String("url", "", "NATS server URL"),
+		topic:    fs.String("topic", "", "Kafka topic"),
+		subject:  fs.String("subject", "", "NATS subject"),
+		stream:   fs.String("stream", "", "JetStream stream"),
+		group:    new(string),
+		durable:  new(string),
+		embedded: new(bool),
 	}
 	if reader {
 		f.group = fs.String("group", "", "Kafka consumer `group` to read with (default streamlearn-record)")
@@ -67,6 +73,7 @@ func (f sourceFlags) source(ctx context.Context) (config.Source, error) {
 		}
 	}
 	set(&src.Kind, *f.kind)
+	*f.embedded = *f.cfg == "" && *f.kind == "" || src.Kind == "embedded"
 	if src.Kind == "embedded" {
 		url := *f.url
 		if url == "" {
@@ -85,6 +92,16 @@ func (f sourceFlags) source(ctx context.Context) (config.Source, error) {
 		src.Brokers = strings.Split(*f.brokers, ",")
 	}
 	return src, nil
+}
+
+// unreachable returns err, an error of reaching src, saying what to do
+// when no server listens where the embedded server of `run` would: start
+// run first, or give the address it printed.
+func (f sourceFlags) unreachable(err error, src config.Source) error {
+	if *f.embedded && errors.Is(err, nats.ErrNoServers) {
+		return fmt.Errorf("%w: the embedded server listens while `streamlearn run` runs: start it first, or give --url the address it printed", err)
+	}
+	return err
 }
 
 func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -124,7 +141,7 @@ func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	for _, path := range fs.Args() {
 		n, err := publishFile(ctx, path, src, "")
 		if err != nil {
-			return err
+			return sf.unreachable(err, src)
 		}
 		fmt.Fprintf(stdout, "published %d records from %s\n", n, path)
 	}
@@ -158,7 +175,7 @@ func runRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	s, closeSource, err := openRecordSource(ctx, src, f.follow, logger)
 	if err != nil {
-		return err
+		return f.sf.unreachable(err, src)
 	}
 	defer closeSource()
 	if *f.split && *f.out == "-" {

@@ -468,7 +468,8 @@ func reportRun(stdout, stderr io.Writer, format string, allowEmpty bool, cfg *co
 		each = eachOf(reports)
 	}
 	if !learned && !allowEmpty {
-		return fmt.Errorf("run: no model to report: %s delivered no event and no checkpoint holds a model of a partition this process owns (--allow-empty accepts an empty report)", src.Name())
+		return fmt.Errorf("run: no model to report: %s delivered no event and no checkpoint holds a model of a partition this process owns (--allow-empty accepts an empty report); "+
+			"if an earlier run committed its end, another source.group or source.durable learns it again, and checkpoint: keeps the models across runs", src.Name())
 	}
 	ins, err := svc.Intakes()
 	if err != nil {

@@ -101,6 +101,13 @@ func TestBadConfigs(t *testing.T) {
 		{"max_abs_value.yaml", "testdata/bad/max_abs_value.yaml:2: input.max_abs_value: 1e+300 is outside [1, 1e100]"},
 		{"session_not_kafka.yaml", `testdata/bad/session_not_kafka.yaml:6: source.session_timeout: tunes a Kafka consumer group; source.kind is "jetstream"`},
 		{"backoff_negative.yaml", "testdata/bad/backoff_negative.yaml:6: source.join_group_backoff: must not be negative"},
+		// A key without a default that run needs is missing: check says
+		// so, at the line of its block, before run is started.
+		{"source_topic.yaml", "testdata/bad/source_topic.yaml:2: source.topic: a Kafka source needs a topic"},
+		{"source_brokers.yaml", "testdata/bad/source_brokers.yaml:2: source.brokers: a Kafka source needs brokers (host:port, such as [127.0.0.1:9092])"},
+		{"source_path.yaml", "testdata/bad/source_path.yaml:2: source.path: a file source needs a path"},
+		{"sink_topic.yaml", "testdata/bad/sink_topic.yaml:4: sinks.predictions.topic: a Kafka sink needs a topic"},
+		{"sink_stream.yaml", "testdata/bad/sink_stream.yaml:3: sinks.reports.stream: a JetStream sink needs a stream"},
 		{"max_bytes.yaml", "testdata/bad/max_bytes.yaml:2: input.max_bytes: 1000000000 is above 67108864 (64 MiB): a record of that size is held in memory whole, by every reader"},
 		{"on_mismatch.yaml", `testdata/bad/on_mismatch.yaml:5: checkpoint.on_mismatch: "rebuild-it" is not one of fail, reset, accept, rebuild`},
 		{"own_wait.yaml", "testdata/bad/own_wait.yaml:5: checkpoint.own_wait: must not be negative"},

@@ -128,6 +128,7 @@ func (c *Config) validateSource(p *problems) {
 		p.add(err)
 		return
 	}
+	s.validateRequired(p)
 	if s.Kind == "embedded" {
 		s.validateEmbedded(p)
 	} else if s.Port != 0 {
@@ -141,6 +142,33 @@ func (c *Config) validateSource(p *problems) {
 	}
 	s.validateTuning(p)
 	p.add(c.validateAckBatch())
+}
+
+// validateRequired reports each key without a default that the source's
+// kind needs: a Kafka source's brokers and topic, a file source's path.
+// run would stop on them at start; check says so first, with their line.
+func (s *Source) validateRequired(p *problems) {
+	needKeys(p, "source", s.Kind,
+		need{"kafka", "brokers", len(s.Brokers) > 0, "a Kafka source needs brokers (host:port, such as [127.0.0.1:9092])"},
+		need{"kafka", "topic", s.Topic != "", "a Kafka source needs a topic"},
+		need{"file", "path", s.Path != "", "a file source needs a path"})
+}
+
+// need is a key without a default that a kind of source or sink needs.
+type need struct {
+	kind, key string
+	set       bool
+	msg       string
+}
+
+// needKeys reports each key of needs, of the block at prefix of kind kind,
+// that is not set.
+func needKeys(p *problems, prefix, kind string, needs ...need) {
+	for _, n := range needs {
+		if n.kind == kind && !n.set {
+			p.add(errAt(prefix+"."+n.key, "%s", n.msg))
+		}
+	}
 }
 
 // validateEmbedded refuses the keys of a source of kind embedded that
@@ -177,9 +205,7 @@ func (c *Config) validateSinks(p *problems) {
 			continue
 		}
 		s.validateTuning(key, p)
-		if s.Kind == "file" && s.Path == "" {
-			p.add(errAt(key+".path", "a file sink needs a path"))
-		}
+		s.validateRequired(key, p)
 		if s.Every < 0 {
 			p.add(errAt(key+".every", "must not be negative"))
 		}
@@ -187,6 +213,18 @@ func (c *Config) validateSinks(p *problems) {
 			p.add(errAt(key+".interval", "must not be negative"))
 		}
 	}
+}
+
+// validateRequired reports each key without a default that the sink at
+// key needs: a file sink's path, a Kafka sink's topic, a NATS sink's
+// subject, a JetStream sink's stream and subject.
+func (s *Sink) validateRequired(key string, p *problems) {
+	needKeys(p, key, s.Kind,
+		need{"file", "path", s.Path != "", "a file sink needs a path"},
+		need{"kafka", "topic", s.Topic != "", "a Kafka sink needs a topic"},
+		need{"nats", "subject", s.Subject != "", "a NATS sink needs a subject"},
+		need{"jetstream", "stream", s.Stream != "", "a JetStream sink needs a stream"},
+		need{"jetstream", "subject", s.Subject != "", "a JetStream sink needs a subject"})
 }
 
 // validateModels checks models.

@@ -15,6 +15,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -42,6 +43,11 @@ func main() {
 	dataDir := flag.String("data-dir", "", "keep the cluster's state in this `directory`, reloaded at start")
 	sync := flag.Bool("sync", false, "with -data-dir, fsync every produced batch")
 	sessionMin := flag.Duration("session-min", 100*time.Millisecond, "smallest group session timeout the brokers accept (Kafka's default is 6s)")
+	flag.Usage = func() {
+		fmt.Fprint(flag.CommandLine.Output(), "kfake runs an in-memory Kafka cluster on 127.0.0.1, prints its address and serves until Ctrl-C.\n\n"+
+			"Usage: kfake [-ports 0] [-partitions 1] [-topic T]... [-session-min 100ms] [-data-dir DIR [-sync]]\n\nFlags:\n")
+		flag.PrintDefaults()
+	}
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fail(2, "unexpected arguments %q", flag.Args())
@@ -81,12 +87,22 @@ func main() {
 
 	c, err := kfake.NewCluster(opts...)
 	if err != nil {
-		fail(1, "%v", err)
+		fail(1, "%s", startError(err))
 	}
 	// The listeners are bound once NewCluster returns: clients may connect.
 	fmt.Println(strings.Join(c.ListenAddrs(), ","))
 	<-sig
 	c.Close()
+}
+
+// startError returns the message of a cluster that did not start: for a
+// port another process holds, the flag that picks another, and where the
+// clients then connect.
+func startError(err error) string {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Sprintf("%v: choose another port with -ports N (0: a free one), and give the clients the address kfake prints", err)
+	}
+	return err.Error()
 }
 
 func fail(code int, format string, a ...any) {
