@@ -13,15 +13,15 @@ import (
 
 // The soft memory limit of a process with models per key (models.by:
 // key), as memoryLimit computes it: per partition with models per key,
-// its models.max_bytes and half as much again; memoryOverhead once; and
-// memoryPerKey for every key ever seen. Measured (docs/performance.md,
-// "Models per key at scale"): the heap is the resident models (their
-// footprint is within a few percent of what they hold), about 210 bytes
-// per key ever seen (its counts, its place in the spill, its name), the
-// rest of the process (about 10 MiB) and the garbage made since the last
-// collection. The limit leaves the collector room for that garbage in
-// proportion to the models and the keys, so that it runs about twice as
-// often as at GOGC=100, not constantly.
+// twice its models.max_bytes; memoryOverhead once; and memoryPerKey for
+// every key ever seen. Measured (docs/performance.md, "Models per key at
+// scale"): the live heap is the resident models (up to about 1.3 ×
+// max_bytes in a replay), about 210 bytes per key ever seen (its counts,
+// its place in the spill, its name) and the rest of the process; the
+// garbage made since the last collection comes on top. The limit leaves
+// the collector room for that garbage in proportion to the models and
+// the keys: at 1.5 × max_bytes it ran half as often again and cost a
+// third more CPU, at twice max_bytes no more than without a limit.
 const (
 	memoryOverhead = 128 << 20
 	memoryPerKey   = 512
@@ -29,14 +29,14 @@ const (
 
 // memoryLimit returns the soft memory limit of cfg's models per key over
 // partitions partitions (counted as one when fewer) and keys keys ever
-// seen, in bytes: max_bytes × 3/2 × partitions + memoryOverhead +
+// seen, in bytes: 2 × max_bytes × partitions + memoryOverhead +
 // memoryPerKey × keys, at most math.MaxInt64. It returns 0 when cfg has
 // no models per key: nothing bounds a model per partition's memory.
 func memoryLimit(cfg *config.Config, partitions, keys int) int64 {
 	if cfg.Models.By != "key" || cfg.Models.MaxBytes <= 0 {
 		return 0
 	}
-	limit := float64(cfg.Models.MaxBytes) * 1.5 * float64(max(partitions, 1))
+	limit := 2 * float64(cfg.Models.MaxBytes) * float64(max(partitions, 1))
 	limit += memoryOverhead + memoryPerKey*float64(max(keys, 0))
 	if limit >= math.MaxInt64 {
 		return math.MaxInt64

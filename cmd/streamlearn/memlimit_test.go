@@ -13,7 +13,7 @@ import (
 )
 
 // TestMemoryLimitFromConfig: with models per key, run and replay set the
-// runtime's soft memory limit from models.max_bytes (3/2 of it per
+// runtime's soft memory limit from models.max_bytes (twice it per
 // partition with models per key, memoryOverhead, memoryPerKey a key ever
 // seen), follow the partitions and keys of the snapshots, and restore
 // the limit there was at the end; not when GOMEMLIMIT is set, nor
@@ -34,16 +34,16 @@ func TestMemoryLimitFromConfig(t *testing.T) {
 	}}
 	var published atomic.Pointer[service.Snapshot] // none yet: one partition, no key
 	stop := limitMemory(keyed, published.Load, noEnv, slog.New(slog.DiscardHandler))
-	if got, want := debug.SetMemoryLimit(-1), int64(maxBytes*3/2+memoryOverhead); got != want {
+	if got, want := debug.SetMemoryLimit(-1), int64(2*maxBytes+memoryOverhead); got != want {
 		t.Errorf("at start: limit %d, want %d", got, want)
 	}
-	if again := limitMemory(keyed, func() *service.Snapshot { return nil }, noEnv, slog.New(slog.DiscardHandler)); debug.SetMemoryLimit(-1) != maxBytes*3/2+memoryOverhead {
+	if again := limitMemory(keyed, func() *service.Snapshot { return nil }, noEnv, slog.New(slog.DiscardHandler)); debug.SetMemoryLimit(-1) != 2*maxBytes+memoryOverhead {
 		t.Errorf("a second limiter changed the first's limit")
 	} else {
 		again()
 	}
 	published.Store(snap)
-	want := int64(2*maxBytes*3/2 + memoryOverhead + memoryPerKey*4000)
+	want := int64(2*2*maxBytes + memoryOverhead + memoryPerKey*4000)
 	for deadline := time.Now().Add(10 * time.Second); debug.SetMemoryLimit(-1) != want; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("two partitions of 4,000 keys: limit %d, want %d", debug.SetMemoryLimit(-1), want)
