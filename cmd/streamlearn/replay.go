@@ -51,6 +51,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	defer limitMemory(cfg, svc.Snapshot, os.Getenv, opt.Logger)()
 	if isTerminal(stderr) {
 		stop := showProgress(svc, opt.Source, stderr)
 		defer stop()

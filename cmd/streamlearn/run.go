@@ -78,6 +78,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	defer limitMemory(cfg, svc.Snapshot, os.Getenv, f.logger)()
 	runErr := svc.Run(ctx)
 	if srv != nil {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

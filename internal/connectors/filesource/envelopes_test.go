@@ -1,8 +1,16 @@
 package filesource
 
 import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/streamlearn/streamlearn/internal/connectors"
 )
@@ -44,5 +52,74 @@ func TestEnvelopesValues(t *testing.T) {
 	}
 	if _, err := e.Fetch(t.Context()); err != connectors.ErrEndOfInput {
 		t.Errorf("after the last record: %v", err)
+	}
+}
+
+// TestEnvelopesReadAhead: the records read ahead come in the file's
+// order, each key and value its own, across many batches, then the
+// error of a line that is not an envelope, after the records before it,
+// at every Fetch; a Fetch waiting for stdin whose writer pauses returns
+// when its context ends, and the records come when the writer goes on;
+// Close stops the reader in the middle of a file.
+func TestEnvelopesReadAhead(t *testing.T) {
+	const n = 3 * envBatchRecords * envBatches
+	var lines strings.Builder
+	for i := range n {
+		fmt.Fprintf(&lines, `{"partition":%d,"offset":%d,"key":"k%d","value_base64":"%s"}`+"\n", i%4, i, i, base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "+1 %d:1", i)))
+	}
+	path := filepath.Join(t.TempDir(), "rec.envelopes")
+	if err := os.WriteFile(path, []byte(lines.String()+"not an envelope\n"+`{"partition":0,"offset":0,"value":{}}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := NewEnvelopes([]string{path}, nil, -1, 1<<20)
+	for i := range n {
+		r, err := e.Fetch(t.Context())
+		if err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+		if r.Partition != int32(i%4) || r.Offset != int64(i) || string(r.Key) != fmt.Sprint("k", i) || string(r.Value) != fmt.Sprintf("+1 %d:1", i) || r.Lag != -1 {
+			t.Fatalf("record %d: partition %d offset %d key %q value %q lag %d", i, r.Partition, r.Offset, r.Key, r.Value, r.Lag)
+		}
+	}
+	for range 2 {
+		if _, err := e.Fetch(t.Context()); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("line %d is not a record", n+1)) {
+			t.Fatalf("after the records: %v, want line %d named", err, n+1)
+		}
+	}
+	e.Close()
+
+	e = NewEnvelopes([]string{path}, nil, 2, 1<<20)
+	if r, err := e.Fetch(t.Context()); err != nil || r.Offset != 2 {
+		t.Fatalf("partition 2's first record: offset %d, %v", r.Offset, err)
+	}
+	e.Close() // the reader stops with most of the file unread
+	select {
+	case <-e.done:
+	default:
+		t.Error("Close returned with the reader running")
+	}
+
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	e = NewEnvelopes([]string{"-"}, pr, -1, 1<<20)
+	defer e.Close()
+	go fmt.Fprintln(pw, `{"partition":0,"offset":1,"value":{"a":1}}`)
+	if r, err := e.Fetch(t.Context()); err != nil || r.Offset != 1 {
+		t.Fatalf("the first record of stdin: offset %d, %v", r.Offset, err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := e.Fetch(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("stdin paused: %v, want the context's deadline", err)
+	}
+	go func() {
+		fmt.Fprintln(pw, `{"partition":0,"offset":2,"value":{"a":2}}`)
+		pw.Close()
+	}()
+	if r, err := e.Fetch(t.Context()); err != nil || r.Offset != 2 || string(r.Value) != `{"a":2}` {
+		t.Fatalf("the record after the pause: offset %d %q, %v", r.Offset, r.Value, err)
+	}
+	if _, err := e.Fetch(t.Context()); err != connectors.ErrEndOfInput {
+		t.Fatalf("at stdin's end: %v", err)
 	}
 }
