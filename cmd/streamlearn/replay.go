@@ -271,7 +271,7 @@ func reportReplay(stdout, stderr io.Writer, f *replayFlags, cfg *config.Config, 
 		if !keys && !*f.allowEmpty {
 			return fmt.Errorf("replay: no record in %s (--allow-empty accepts an empty input)", strings.Join(f.fs.Args(), ", "))
 		}
-		return writeReports(stdout, *f.reportFmt, svc.EachReport, snap, ins, learnSeconds)
+		return writeReports(stdout, *f.reportFmt, reportsOf(svc), snap, ins, learnSeconds)
 	}
 	if *f.envelope {
 		return writeEnvelopeReports(stdout, *f.reportFmt, *f.junitPath, f.g, reps, ins, learnSeconds, *f.allowEmpty)
