@@ -108,8 +108,8 @@ func (k *Keyed) report(digests bool) Report {
 // peek returns key's model without making it resident: a spilled one is
 // decoded into a pipeline of its own.
 func (k *Keyed) peek(key string) (*Pipeline, error) {
-	if e, ok := k.resident[key]; ok {
-		return e.Value.(*keyedModel).p, nil
+	if m, ok := k.resident[key]; ok {
+		return m.p, nil
 	}
 	b, ok, err := k.spill.Get(key)
 	if err != nil {
@@ -211,7 +211,7 @@ func (k *Keyed) ServingStates(prev map[string]StateRef) (map[string]StateRef, er
 			out[key] = r
 			continue
 		}
-		b, err := k.resident[key].Value.(*keyedModel).p.MarshalBinary()
+		b, err := k.resident[key].p.MarshalBinary()
 		if err != nil {
 			return nil, fmt.Errorf("pipeline: keyed: key %q: %w", key, err)
 		}

@@ -106,7 +106,7 @@ func (k *Keyed) freeze(cached bool, into *Frozen, stop <-chan struct{}) (*Frozen
 			f.states[i] = ref
 			continue
 		}
-		m := k.resident[key].Value.(*keyedModel)
+		m := k.resident[key]
 		b, err := m.p.MarshalBinary()
 		if err != nil {
 			return nil, fmt.Errorf("pipeline: keyed: key %q: %w", key, err)
