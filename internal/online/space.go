@@ -146,11 +146,17 @@ func (t *numbers) insert(slot, n uint32) {
 // largest slot, last.
 func (s *Space) sorted() []uint32 {
 	if len(s.order) != len(s.slots) {
-		s.order = s.order[:0]
-		for n := range s.slots {
-			s.order = append(s.order, uint32(n))
+		// Sorted as slot<<32 | number, one integer a number: the slots
+		// are distinct, so that is their order, and no comparison calls.
+		keys := make([]uint64, len(s.slots))
+		for n, slot := range s.slots {
+			keys[n] = uint64(slot)<<32 | uint64(n)
 		}
-		slices.SortFunc(s.order, func(a, b uint32) int { return int(s.slots[a]) - int(s.slots[b]) })
+		slices.Sort(keys)
+		s.order = slices.Grow(s.order[:0], len(keys))
+		for _, k := range keys {
+			s.order = append(s.order, uint32(k))
+		}
 	}
 	return s.order
 }
