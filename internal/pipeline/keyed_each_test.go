@@ -3,16 +3,27 @@ package pipeline
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/streamlearn/streamlearn/internal/config"
 )
 
 // EachOrdered on four goroutines gives what Each gives, in key order:
-// every key's report, resident or spilled to a file, over more keys than
-// it shares at a time; the first error in key order is the one returned,
-// with every key before it emitted and none after.
+// every key's report (and its store's digest, with delayed labels and a
+// scaler), resident or spilled to a file, over more keys than it shares
+// at a time; the first error in key order is the one returned, with
+// every key before it emitted and none after.
 func TestKeyedEachOrdered(t *testing.T) {
-	c := mustConfig(t, keyedConfig)
+	delayed := mustConfig(t, "features: {bits: 12, scale: standard}\nlabels: {delayed: true, wait: 30, max_pending: 1000}\n"+sparseMore)
+	for _, c := range []*config.Config{mustConfig(t, keyedConfig), delayed} {
+		eachOrdered(t, c)
+	}
+}
+
+func eachOrdered(t *testing.T, c *config.Config) {
 	all, byKey := keyedStream(3000, 2*eachChunk+40, 3)
 	k, err := NewKeyed(c, KeyedOptions{Max: 20, SpillDir: t.TempDir()})
 	if err != nil {
@@ -26,7 +37,7 @@ func TestKeyedEachOrdered(t *testing.T) {
 		r, err := p.Report()
 		r.Seconds = 0
 		b, _ := json.Marshal(r)
-		return key + " " + string(b), err
+		return fmt.Sprintf("%s %s %x", key, b, p.StoreDigest()), err
 	}
 	var want []string
 	if err := k.Each(func(key string, p *Pipeline) error {
@@ -35,6 +46,9 @@ func TestKeyedEachOrdered(t *testing.T) {
 		return err
 	}); err != nil {
 		t.Fatal(err)
+	}
+	if c.Labels.Delayed && !strings.Contains(want[0], `"labels":{"joined"`) {
+		t.Fatalf("with delayed labels, a report without its labels: %s", want[0])
 	}
 	var got []string
 	if err := EachOrdered(k, 4, report, func(s string) error { got = append(got, s); return nil }); err != nil {
