@@ -12,8 +12,8 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/streamlearn/streamlearn/internal/checkpoint"
@@ -448,12 +448,11 @@ func writeReportText(w io.Writer, r pipeline.Report, p *pace) error {
 	// Scores against a default label are a column of their own, apart
 	// from the real labels' rounds, mistakes and accuracy.
 	defaults := slices.ContainsFunc(r.Learners, func(l regret.LearnerReport) bool { return l.DefaultLabeled != nil })
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	head := "learner\talgorithm\trounds\tmistakes\taccuracy\tloss\tbound\tregret\tviolations\tstate"
+	head := []string{"learner", "algorithm", "rounds", "mistakes", "accuracy", "loss", "bound", "regret", "violations", "state"}
 	if defaults {
-		head += "\tdefault-labeled"
+		head = append(head, "default-labeled")
 	}
-	fmt.Fprintln(tw, head)
+	rows := [][]string{head}
 	for _, l := range r.Learners {
 		bound, regret := "-", "-"
 		if b := l.Bound; b != nil {
@@ -477,14 +476,14 @@ func writeReportText(w io.Writer, r pipeline.Report, p *pace) error {
 		if len(l.StateSHA256) >= 12 {
 			state = l.StateSHA256[:12]
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%.4g\t%s\t%s\t%d\t%s",
-			l.Name, l.Algorithm, l.Rounds, l.Mistakes, accuracyText(l.Rounds, l.Accuracy), l.Loss, bound, regret, l.BoundViolations, state)
+		row := []string{l.Name, l.Algorithm, strconv.FormatUint(l.Rounds, 10), strconv.FormatUint(l.Mistakes, 10),
+			accuracyText(l.Rounds, l.Accuracy), fmt.Sprintf("%.4g", l.Loss), bound, regret, strconv.FormatUint(l.BoundViolations, 10), state}
 		if d := l.DefaultLabeled; d != nil {
-			fmt.Fprintf(tw, "\t%d rounds, %d mistakes, %s", d.Rounds, d.Mistakes, accuracyText(d.Rounds, d.Accuracy))
+			row = append(row, fmt.Sprintf("%d rounds, %d mistakes, %s", d.Rounds, d.Mistakes, accuracyText(d.Rounds, d.Accuracy)))
 		}
-		fmt.Fprintln(tw)
+		rows = append(rows, row)
 	}
-	return tw.Flush()
+	return writeTable(w, rows)
 }
 
 // accuracyText is the accuracy a over rounds as the text report prints
