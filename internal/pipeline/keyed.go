@@ -52,10 +52,10 @@ type Keyed struct {
 	// The totals over every key, and the records of no key (Reject).
 	total    Counts
 	learners []KeyedLearner
-	// dirty has the keys whose models changed since the last
-	// ServingStates, which begins a new epoch; frozen has the encoding a
-	// Freeze made of each resident model that has not changed since.
-	dirty  map[string]struct{}
+	// epoch counts the ServingStates: a key whose model changed since
+	// the last has epoch+1 in its KeyStats' changed. frozen has the
+	// encoding a Freeze made of each resident model that has not changed
+	// since.
 	epoch  uint64
 	frozen map[string]StateRef
 	// now is the time of the last EvictIdle: a model used since was used
@@ -90,13 +90,11 @@ type keyedModel struct {
 	used time.Time // the EvictIdle time when it was last used
 	// bytes is p's Footprint as counted in Keyed.bytes.
 	bytes int64
-	// st is the key's stats (Keyed.stats[key]); dirtyAt the Keyed's
-	// epoch when the key was last put in its dirty set, frozen whether
+	// st is the key's stats (Keyed.stats[key]), frozen whether
 	// Keyed.frozen has its encoding: what each event would otherwise
 	// look up by key.
-	st      *KeyStats
-	dirtyAt uint64
-	frozen  bool
+	st     *KeyStats
+	frozen bool
 }
 
 // measure counts m's Footprint anew in k.bytes. It does not skip the
@@ -117,6 +115,10 @@ type KeyStats struct {
 	// Mix, with a global model, is each learner's choice between the
 	// key's model and the global one (global.go).
 	Mix []MixCounts
+	// changed is the Keyed's epoch+1 when the key's model last changed
+	// (learned, or was restored): a mark in the stats each event touches
+	// anyway, not a set of keys to insert into.
+	changed uint64
 }
 
 // KeyedLearner is one learner's totals over every key's model: every
@@ -196,7 +198,7 @@ func (k *Keyed) newSpill() (spill, error) {
 
 // clear forgets every key but the spilled ones.
 func (k *Keyed) clear() {
-	k.resident, k.stats, k.dirty = map[string]*keyedModel{}, map[string]*KeyStats{}, map[string]struct{}{}
+	k.resident, k.stats = map[string]*keyedModel{}, map[string]*KeyStats{}
 	k.frozen = map[string]StateRef{}
 	k.lru = lru{}
 	k.bytes = 0
@@ -410,10 +412,7 @@ func (k *Keyed) tally(m *keyedModel, before Counts, reason event.Reason) *KeySta
 		}
 		st.Mistakes[i] += d
 	}
-	if m.dirtyAt != k.epoch+1 {
-		k.dirty[m.key] = struct{}{}
-		m.dirtyAt = k.epoch + 1
-	}
+	st.changed = k.epoch + 1
 	if m.frozen {
 		delete(k.frozen, m.key) // no longer its model's
 		m.frozen = false

@@ -43,6 +43,7 @@ func (k *Keyed) Top(n int) []KeyTop {
 	}
 	for i := range top {
 		top[i].Mistakes = slices.Clone(top[i].Mistakes)
+		top[i].changed = 0 // the Keyed's mark, not a stat
 	}
 	return top
 }
@@ -201,11 +202,9 @@ func (k *Keyed) ServingStates(prev map[string]StateRef) (map[string]StateRef, er
 			out[key] = b
 		}
 	}
-	for key := range k.stats {
-		if _, ok := out[key]; ok {
-			if _, changed := k.dirty[key]; !changed {
-				continue
-			}
+	for key, st := range k.stats {
+		if _, ok := out[key]; ok && st.changed != k.epoch+1 {
+			continue
 		}
 		if r, ok := k.spill.Ref(key); ok {
 			out[key] = r
@@ -217,8 +216,7 @@ func (k *Keyed) ServingStates(prev map[string]StateRef) (map[string]StateRef, er
 		}
 		out[key] = StateRef{b: b}
 	}
-	clear(k.dirty)
-	k.epoch++
+	k.epoch++ // every key unchanged
 	return out, nil
 }
 

@@ -346,8 +346,8 @@ func (k *Keyed) UnmarshalBinary(b []byte) error {
 	if global != nil {
 		k.global, k.mixTotals, k.mixTerms = global, mixTotals, mixTerms
 	}
-	for key := range stats {
-		k.dirty[key] = struct{}{}
+	for _, st := range stats {
+		st.changed = k.epoch + 1
 	}
 	return nil
 }
