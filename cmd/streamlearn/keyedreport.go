@@ -63,35 +63,46 @@ func writeKeyTotalsText(w io.Writer, t service.Report, p pace) error {
 	return nil
 }
 
-// withKeyTotals calls model with each report each gives and, with models
-// per key, totals with its partition's totals over its keys (of totals,
-// a snapshot's reports) after the partition's last key, the labels of the
-// partition's keys summed into them (the snapshot's have none).
-func withKeyTotals(each func(func(service.Report) error) error, totals []service.Report, model, keyTotal func(service.Report) error) error {
+// withKeyTotals renders with of each report each gives (possibly on
+// several goroutines) and writes it with write, in each's order; with
+// models per key it calls keyTotal with each partition's totals over its
+// keys (of totals, a snapshot's reports) after the partition's last key,
+// the labels of the partition's keys summed into them in that order (the
+// snapshot's have none).
+func withKeyTotals(each reports, totals []service.Report, of func(service.Report) (rendered, error), write func(rendered) error, keyTotal func(service.Report) error) error {
 	sums := keyTotals(totals)
 	// A partition's keys' totals follow its last key: the next report's
 	// partition, or the end, says which that was.
-	var prev *service.Report
+	var prev *rendered
 	var labels *pipeline.LabelsReport
-	totalsOf := func(r *service.Report) error {
-		t, ok := sums[r.Partition]
-		if !ok || r.Key == nil {
+	totalsOf := func(r *rendered) error {
+		t, ok := sums[r.partition]
+		if !ok || !r.keyed {
 			return nil
 		}
 		t.Labels, labels = labels, nil
 		return keyTotal(t)
 	}
-	err := each(func(r service.Report) error {
-		if prev != nil && prev.Partition != r.Partition {
+	err := each(func(r service.Report) (rendered, error) {
+		out, err := of(r)
+		out.partition, out.keyed = r.Partition, r.Key != nil
+		if r.Key != nil {
+			out.labels = r.Labels
+		}
+		return out, err
+	}, func(r rendered) error {
+		if prev != nil && prev.partition != r.partition {
 			if err := totalsOf(prev); err != nil {
 				return err
 			}
 		}
-		if r.Key != nil && r.Labels != nil {
-			labels = addLabels(labels, r.Labels)
+		if r.labels != nil {
+			labels = addLabels(labels, r.labels)
 		}
+		err := write(r)
+		r.b = nil
 		prev = &r
-		return model(r)
+		return err
 	})
 	if err != nil || prev == nil {
 		return err

@@ -12,8 +12,8 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/streamlearn/streamlearn/internal/checkpoint"
@@ -294,7 +294,7 @@ func reportReplay(stdout, stderr io.Writer, f *replayFlags, cfg *config.Config, 
 		if !keys && !*f.allowEmpty {
 			return fmt.Errorf("replay: no record in %s (--allow-empty accepts an empty input)", strings.Join(f.fs.Args(), ", "))
 		}
-		return writeReports(stdout, *f.reportFmt, svc.EachReport, snap, ins, learnSeconds)
+		return writeReports(stdout, *f.reportFmt, reportsOf(svc), snap, ins, learnSeconds)
 	}
 	if *f.envelope {
 		return writeEnvelopeReports(stdout, *f.reportFmt, *f.junitPath, f.g, reps, ins, learnSeconds, *f.allowEmpty)
@@ -471,7 +471,11 @@ func writeReportText(w io.Writer, r pipeline.Report, p *pace) error {
 	// Scores against a default label are a column of their own, apart
 	// from the real labels' rounds, mistakes and accuracy.
 	defaults := slices.ContainsFunc(r.Learners, func(l regret.LearnerReport) bool { return l.DefaultLabeled != nil })
-	tw := learnerTable(w, "bound\tregret\tviolations\tstate", defaults)
+	head := []string{"learner", "algorithm", "rounds", "mistakes", "accuracy", "loss", "bound", "regret", "violations", "state"}
+	if defaults {
+		head = append(head, "default-labeled")
+	}
+	rows := [][]string{head}
 	for _, l := range r.Learners {
 		bound, regret := "-", "-"
 		if b := l.Bound; b != nil {
@@ -495,11 +499,14 @@ func writeReportText(w io.Writer, r pipeline.Report, p *pace) error {
 		if len(l.StateSHA256) >= 12 {
 			state = l.StateSHA256[:12]
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%.4g\t%s\t%s\t%d\t%s",
-			l.Name, l.Algorithm, l.Rounds, l.Mistakes, accuracyText(l.Rounds, l.Accuracy), l.Loss, bound, regret, l.BoundViolations, state)
-		defaultLabeledCell(tw, l.DefaultLabeled)
+		row := []string{l.Name, l.Algorithm, strconv.FormatUint(l.Rounds, 10), strconv.FormatUint(l.Mistakes, 10),
+			accuracyText(l.Rounds, l.Accuracy), fmt.Sprintf("%.4g", l.Loss), bound, regret, strconv.FormatUint(l.BoundViolations, 10), state}
+		if d := l.DefaultLabeled; d != nil {
+			row = append(row, defaultLabeledText(d))
+		}
+		rows = append(rows, row)
 	}
-	if err := tw.Flush(); err != nil {
+	if err := writeTable(w, rows); err != nil {
 		return err
 	}
 	if len(r.Learners) > 1 && r.Answer != "" {
@@ -526,42 +533,25 @@ func writeAfterText(w io.Writer, ws *pipeline.WarmStartReport) error {
 	}
 	fmt.Fprintf(w, "\nafter the warm start (model file %s, %d events): events %d  labeled %d  predicted %d  invalid %d\n",
 		sha, ws.Events, a.Events, a.Labeled, a.Predicted, a.Invalid)
-	defaults := slices.ContainsFunc(a.Learners, func(l pipeline.AfterLearner) bool { return l.DefaultLabeled != nil })
-	tw := learnerTable(w, "", defaults)
+	rows := [][]string{{"learner", "algorithm", "rounds", "mistakes", "accuracy", "loss"}}
+	if slices.ContainsFunc(a.Learners, func(l pipeline.AfterLearner) bool { return l.DefaultLabeled != nil }) {
+		rows[0] = append(rows[0], "default-labeled")
+	}
 	for _, l := range a.Learners {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%.4g", l.Name, l.Algorithm, l.Rounds, l.Mistakes, accuracyText(l.Rounds, l.Accuracy), l.Loss)
-		defaultLabeledCell(tw, l.DefaultLabeled)
+		row := []string{l.Name, l.Algorithm, strconv.FormatUint(l.Rounds, 10), strconv.FormatUint(l.Mistakes, 10),
+			accuracyText(l.Rounds, l.Accuracy), fmt.Sprintf("%.4g", l.Loss)}
+		if d := l.DefaultLabeled; d != nil {
+			row = append(row, defaultLabeledText(d))
+		}
+		rows = append(rows, row)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	return nil
+	return writeTable(w, rows)
 }
 
-// learnerTable returns a table of learners on w, its head written: name,
-// algorithm, rounds, mistakes, accuracy and loss, then the columns more
-// (tab-separated; none when empty), then default-labeled when defaults.
-func learnerTable(w io.Writer, more string, defaults bool) *tabwriter.Writer {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	head := "learner\talgorithm\trounds\tmistakes\taccuracy\tloss"
-	if more != "" {
-		head += "\t" + more
-	}
-	if defaults {
-		head += "\tdefault-labeled"
-	}
-	fmt.Fprintln(tw, head)
-	return tw
-}
-
-// defaultLabeledCell ends a learner's row of tw: with d, the rounds scored
-// against the default label, their mistakes and accuracy in a last
-// column.
-func defaultLabeledCell(tw io.Writer, d *regret.DefaultLabeledReport) {
-	if d != nil {
-		fmt.Fprintf(tw, "\t%d rounds, %d mistakes, %s", d.Rounds, d.Mistakes, accuracyText(d.Rounds, d.Accuracy))
-	}
-	fmt.Fprintln(tw)
+// defaultLabeledText is a learner's last cell in a table of a report with
+// scores against a default label: their rounds, mistakes and accuracy.
+func defaultLabeledText(d *regret.DefaultLabeledReport) string {
+	return fmt.Sprintf("%d rounds, %d mistakes, %s", d.Rounds, d.Mistakes, accuracyText(d.Rounds, d.Accuracy))
 }
 
 // accuracyText is the accuracy a over rounds as the text report prints

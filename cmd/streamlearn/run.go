@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -26,6 +27,7 @@ import (
 	"github.com/streamlearn/streamlearn/internal/config"
 	"github.com/streamlearn/streamlearn/internal/connectors"
 	"github.com/streamlearn/streamlearn/internal/metrics"
+	"github.com/streamlearn/streamlearn/internal/pipeline"
 	"github.com/streamlearn/streamlearn/internal/service"
 )
 
@@ -459,7 +461,7 @@ func reportRun(stdout, stderr io.Writer, format string, allowEmpty bool, cfg *co
 	// restored), so a partition with a key learned.
 	snap := svc.Snapshot().Reports
 	learned := slices.ContainsFunc(snap, func(r service.Report) bool { return r.Keys != nil && r.Keys.Keys > 0 })
-	each := svc.EachReport
+	each := reportsOf(svc)
 	if cfg.Models.By != "key" {
 		reports, err := svc.Reports()
 		if err != nil {
@@ -489,22 +491,53 @@ func reportRun(stdout, stderr io.Writer, format string, allowEmpty bool, cfg *co
 	return writeReports(stdout, format, each, snap, ins, svc.LearnSeconds())
 }
 
-// writeReports writes one report per model, as each gives them (one at
-// a time: service.Service.EachReport), as JSON lines or as text, each
-// named by its source, partition and, with models per key, key. As text,
-// with models per key, each key's report says what was served (with a
-// global model), and each partition's keys are followed by their totals,
-// from totals (the partitions' reports of a snapshot).
-func writeReports(out io.Writer, format string, each func(func(service.Report) error) error, totals []service.Report, ins []service.Intake, seconds float64) error {
+// reports gives writeReports its reports: it calls of with each report
+// (possibly on several at once) and f with of's results in the reports'
+// order, one at a time, until either returns an error
+// (service.EachReportOf's form).
+type reports func(of func(service.Report) (rendered, error), f func(rendered) error) error
+
+// rendered is one report as writeReports writes it, and what the text
+// between two reports depends on: its partition, and whether it is a
+// key's.
+type rendered struct {
+	b         []byte
+	partition int32
+	keyed     bool
+	// labels is a key's labels report, summed in order into its
+	// partition's totals.
+	labels *pipeline.LabelsReport
+}
+
+// reportsOf returns the reports of svc, for writeReports.
+func reportsOf(svc *service.Service) reports {
+	return func(of func(service.Report) (rendered, error), f func(rendered) error) error {
+		return service.EachReportOf(svc, of, f)
+	}
+}
+
+// writeReports writes one report per model, in each's order (with models
+// per key, made and rendered a few hundred at a time on every core:
+// service.EachReportOf), as JSON lines or as text, each named by its
+// source, partition and, with models per key, key; with models per key,
+// each partition's keys are followed by their totals, from totals (the
+// partitions' reports of a snapshot), with the keys' labels summed. As
+// text, each key's report says what was served (with a global model).
+func writeReports(out io.Writer, format string, each reports, totals []service.Report, ins []service.Intake, seconds float64) error {
 	// A report per key may be a million: buffered, not a write each line.
 	w := bufio.NewWriterSize(out, 64<<10)
 	var err error
 	if format == "json" {
 		// Each key's model, then its partition's totals, as /v1/report
-		// has them (with their labels summed), a line each.
+		// has them, a line each.
 		enc := json.NewEncoder(w)
-		encode := func(r service.Report) error { return enc.Encode(r) }
-		err = withKeyTotals(each, totals, encode, encode)
+		err = withKeyTotals(each, totals, func(r service.Report) (rendered, error) {
+			b, err := json.Marshal(r) // json.Encoder's line, less its newline
+			return rendered{b: append(b, '\n')}, err
+		}, func(r rendered) error {
+			_, err := w.Write(r.b)
+			return err
+		}, func(t service.Report) error { return enc.Encode(t) })
 	} else {
 		err = writeReportsText(w, each, totals, ins, seconds)
 	}
@@ -515,41 +548,50 @@ func writeReports(out io.Writer, format string, each func(func(service.Report) e
 }
 
 // writeReportsText is writeReports' text.
-func writeReportsText(w io.Writer, each func(func(service.Report) error) error, totals []service.Report, ins []service.Intake, seconds float64) error {
+func writeReportsText(w io.Writer, each reports, totals []service.Report, ins []service.Intake, seconds float64) error {
 	first := true
-	model := func(r service.Report) error {
+	return withKeyTotals(each, totals, func(r service.Report) (rendered, error) {
+		var b bytes.Buffer
+		fmt.Fprintf(&b, "%s partition %d", r.Source, r.Partition)
+		if r.Key != nil {
+			fmt.Fprintf(&b, " key %q", *r.Key)
+		}
+		fmt.Fprintln(&b)
+		if r.Key != nil {
+			// The seconds are the whole run's, of every key: the
+			// partition's totals have them.
+			if err := writeReportText(&b, r.Report, nil); err != nil {
+				return rendered{}, err
+			}
+		} else if err := writeTextReport(&b, r.Report, paceOf(r.Report, intakeOf(ins, r.Partition), seconds)); err != nil {
+			return rendered{}, err
+		}
+		if err := writeServedText(&b, r.Mix); err != nil {
+			return rendered{}, err
+		}
+		return rendered{b: b.Bytes()}, nil
+	}, func(r rendered) error {
 		if !first {
 			fmt.Fprintln(w)
 		}
 		first = false
-		fmt.Fprintf(w, "%s partition %d", r.Source, r.Partition)
-		if r.Key != nil {
-			fmt.Fprintf(w, " key %q", *r.Key)
-		}
-		fmt.Fprintln(w)
-		if r.Key != nil {
-			// The seconds are the whole run's, of every key: the
-			// partition's totals have them.
-			if err := writeReportText(w, r.Report, nil); err != nil {
-				return err
-			}
-		} else if err := writeTextReport(w, r.Report, paceOf(r.Report, intakeOf(ins, r.Partition), seconds)); err != nil {
-			return err
-		}
-		return writeServedText(w, r.Mix)
-	}
-	keyTotals := func(t service.Report) error {
+		_, err := w.Write(r.b)
+		return err
+	}, func(t service.Report) error {
 		fmt.Fprintln(w)
 		return writeKeyTotalsText(w, t, paceOf(t.Report, intakeOf(ins, t.Partition), seconds))
-	}
-	return withKeyTotals(each, totals, model, keyTotals)
+	})
 }
 
-// eachOf returns an iterator over reports, for writeReports.
-func eachOf(reports []service.Report) func(func(service.Report) error) error {
-	return func(f func(service.Report) error) error {
-		for _, r := range reports {
-			if err := f(r); err != nil {
+// eachOf returns reports, for writeReports.
+func eachOf(rs []service.Report) reports {
+	return func(of func(service.Report) (rendered, error), f func(rendered) error) error {
+		for _, r := range rs {
+			t, err := of(r)
+			if err != nil {
+				return err
+			}
+			if err := f(t); err != nil {
 				return err
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // ErrTruncated is the error of a read past the end of the encoding.
@@ -96,31 +97,68 @@ func (e *Encoder) SparseF64s(v []float64) {
 // model kept dense writes, in time proportional to its entries rather
 // than to n.
 func (e *Encoder) SparseEntries(n int, pos []int, vals []float64) {
-	e.U64(uint64(n))
-	at := 0 // the positions before at are written
-	for k := 0; ; {
-		for k < len(pos) && math.Float64bits(vals[k]) == 0 {
-			k++
-		}
-		if k == len(pos) {
-			break
-		}
-		j := k + 1
-		for j < len(pos) && pos[j] == pos[j-1]+1 && math.Float64bits(vals[j]) != 0 {
-			j++
-		}
-		e.U32(uint32(pos[k] - at))
-		e.U32(uint32(j - k))
-		for _, x := range vals[k:j] {
-			e.F64(x)
-		}
-		at, k = pos[j-1]+1, j
+	r := e.Sparse(n)
+	for k, i := range pos {
+		r.Add(i, vals[k])
 	}
-	if at < n {
-		e.U32(uint32(n - at))
-		e.U32(0)
+	r.End()
+}
+
+// SparseRuns writes what SparseEntries writes an entry at a time, with
+// no slices of the entries: Encoder.Sparse begins it, Add gives each
+// entry, at strictly increasing positions below n, and End ends it.
+type SparseRuns struct {
+	e    *Encoder
+	n    int
+	at   int // the positions before at are written
+	mark int // where the open run's count goes; -1 when no run is open
+	run  uint32
+}
+
+// Sparse appends n and returns the writer of the runs that follow.
+func (e *Encoder) Sparse(n int) SparseRuns {
+	e.U64(uint64(n))
+	return SparseRuns{e: e, n: n, mark: -1}
+}
+
+// Add writes the entry v at position i (a +0 is a zero like the others).
+func (r *SparseRuns) Add(i int, v float64) {
+	switch {
+	case math.Float64bits(v) == 0:
+		r.close()
+	case r.mark >= 0 && i == r.at:
+		r.e.F64(v)
+		r.run++
+		r.at++
+	default:
+		r.close()
+		r.e.U32(uint32(i - r.at))
+		r.mark = len(r.e.b)
+		r.e.U32(0) // the count, once the run ends
+		r.e.F64(v)
+		r.run, r.at = 1, i+1
 	}
 }
+
+// close writes the open run's count.
+func (r *SparseRuns) close() {
+	if r.mark >= 0 {
+		binary.LittleEndian.PutUint32(r.e.b[r.mark:], r.run)
+		r.mark = -1
+	}
+}
+
+// End writes the last run's count and the zeros after it.
+func (r *SparseRuns) End() {
+	r.close()
+	if r.at < r.n {
+		r.e.U32(uint32(r.n - r.at))
+		r.e.U32(0)
+	}
+}
+
+// Grow makes room for n more bytes.
+func (e *Encoder) Grow(n int) { e.b = slices.Grow(e.b, n) }
 
 // skipZeros returns the index of the first value of v from i on that is
 // not +0, or len(v); it looks at four values at a time, since most of a

@@ -146,11 +146,17 @@ func (t *numbers) insert(slot, n uint32) {
 // largest slot, last.
 func (s *Space) sorted() []uint32 {
 	if len(s.order) != len(s.slots) {
-		s.order = s.order[:0]
-		for n := range s.slots {
-			s.order = append(s.order, uint32(n))
+		// Sorted as slot<<32 | number, one integer a number: the slots
+		// are distinct, so that is their order, and no comparison calls.
+		keys := make([]uint64, len(s.slots))
+		for n, slot := range s.slots {
+			keys[n] = uint64(slot)<<32 | uint64(n)
 		}
-		slices.SortFunc(s.order, func(a, b uint32) int { return int(s.slots[a]) - int(s.slots[b]) })
+		slices.Sort(keys)
+		s.order = slices.Grow(s.order[:0], len(keys))
+		for _, k := range keys {
+			s.order = append(s.order, uint32(k))
+		}
 	}
 	return s.order
 }
@@ -183,18 +189,17 @@ func fit(w []float64, n int) []float64 {
 // values whose value at slots[k]·stride + j is w[k·stride + j], the others
 // zero (w may be shorter than the space: its missing values are zero).
 func (s *Space) writeVector(e *codec.Encoder, n int, w []float64, stride int) {
-	order := s.sorted()
-	pos := make([]int, 0, len(w))
-	vals := make([]float64, 0, len(w))
-	for _, k := range order {
+	e.Grow(16 + 12*len(w)) // the values, and the runs' headers: one per few values, mostly
+	runs := e.Sparse(n)
+	for _, k := range s.sorted() {
 		base := int(s.slots[k]) * stride
 		for j := range stride {
 			if i := int(k)*stride + j; base+j < n && i < len(w) {
-				pos, vals = append(pos, base+j), append(vals, w[i])
+				runs.Add(base+j, w[i])
 			}
 		}
 	}
-	e.SparseEntries(n, pos, vals)
+	runs.End()
 }
 
 // readVector reads a vector of n values written by an encoding of version

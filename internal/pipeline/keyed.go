@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"container/list"
 	"fmt"
 	"slices"
 	"time"
@@ -44,8 +43,8 @@ type Keyed struct {
 	algs    []string
 	start   time.Time
 
-	resident map[string]*list.Element // of *keyedModel, most recent first
-	lru      list.List
+	resident map[string]*keyedModel
+	lru      lru
 	spill    spill
 	spillDir string // of a fileSpill; "" keeps the encodings in memory
 	// stats has every key's counts, resident or spilled.
@@ -53,10 +52,10 @@ type Keyed struct {
 	// The totals over every key, and the records of no key (Reject).
 	total    Counts
 	learners []KeyedLearner
-	// dirty has the keys whose models changed since the last
-	// ServingStates, which begins a new epoch; frozen has the encoding a
-	// Freeze made of each resident model that has not changed since.
-	dirty  map[string]struct{}
+	// epoch counts the ServingStates: a key whose model changed since
+	// the last has epoch+1 in its KeyStats' changed. frozen has the
+	// encoding a Freeze made of each resident model that has not changed
+	// since.
 	epoch  uint64
 	frozen map[string]StateRef
 	// now is the time of the last EvictIdle: a model used since was used
@@ -86,17 +85,16 @@ type Keyed struct {
 
 type keyedModel struct {
 	key  string
+	slot int32 // in the lru
 	p    *Pipeline
 	used time.Time // the EvictIdle time when it was last used
 	// bytes is p's Footprint as counted in Keyed.bytes.
 	bytes int64
-	// st is the key's stats (Keyed.stats[key]); dirtyAt the Keyed's
-	// epoch when the key was last put in its dirty set, frozen whether
+	// st is the key's stats (Keyed.stats[key]), frozen whether
 	// Keyed.frozen has its encoding: what each event would otherwise
 	// look up by key.
-	st      *KeyStats
-	dirtyAt uint64
-	frozen  bool
+	st     *KeyStats
+	frozen bool
 }
 
 // measure counts m's Footprint anew in k.bytes. It does not skip the
@@ -117,6 +115,10 @@ type KeyStats struct {
 	// Mix, with a global model, is each learner's choice between the
 	// key's model and the global one (global.go).
 	Mix []MixCounts
+	// changed is the Keyed's epoch+1 when the key's model last changed
+	// (learned, or was restored): a mark in the stats each event touches
+	// anyway, not a set of keys to insert into.
+	changed uint64
 }
 
 // KeyedLearner is one learner's totals over every key's model: every
@@ -196,9 +198,9 @@ func (k *Keyed) newSpill() (spill, error) {
 
 // clear forgets every key but the spilled ones.
 func (k *Keyed) clear() {
-	k.resident, k.stats, k.dirty = map[string]*list.Element{}, map[string]*KeyStats{}, map[string]struct{}{}
+	k.resident, k.stats = map[string]*keyedModel{}, map[string]*KeyStats{}
 	k.frozen = map[string]StateRef{}
-	k.lru.Init()
+	k.lru = lru{}
 	k.bytes = 0
 	k.total = Counts{InvalidBy: map[event.Reason]uint64{}}
 	clear(k.learners)
@@ -255,9 +257,8 @@ func (k *Keyed) Model(key []byte) (*Pipeline, error) {
 }
 
 func (k *Keyed) model(key []byte) (*keyedModel, error) {
-	if e, ok := k.resident[string(key)]; ok {
-		k.lru.MoveToFront(e)
-		m := e.Value.(*keyedModel)
+	if m, ok := k.resident[string(key)]; ok {
+		k.lru.use(m.slot)
 		m.used = k.now
 		return m, nil
 	}
@@ -288,7 +289,8 @@ func (k *Keyed) model(key []byte) (*keyedModel, error) {
 		k.stats[name] = st
 	}
 	m := &keyedModel{key: name, p: p, used: k.now, st: st}
-	k.resident[name] = k.lru.PushFront(m)
+	k.lru.add(m)
+	k.resident[name] = m
 	k.measure(m)
 	if err := k.bound(); err != nil {
 		return nil, err
@@ -299,7 +301,7 @@ func (k *Keyed) model(key []byte) (*keyedModel, error) {
 // bound evicts the least recently used models while more than Max are
 // resident, or more than MaxBytes, but the most recently used.
 func (k *Keyed) bound() error {
-	for k.max > 0 && k.lru.Len() > k.max || k.maxBytes > 0 && k.bytes > k.maxBytes && k.lru.Len() > 1 {
+	for k.max > 0 && len(k.resident) > k.max || k.maxBytes > 0 && k.bytes > k.maxBytes && len(k.resident) > 1 {
 		if err := k.evict(); err != nil {
 			return err
 		}
@@ -309,8 +311,7 @@ func (k *Keyed) bound() error {
 
 // evict spills the least recently used model.
 func (k *Keyed) evict() error {
-	e := k.lru.Back()
-	m := e.Value.(*keyedModel)
+	m := k.lru.oldest()
 	// The last Freeze's encoding, when the model has not learned since
 	// (shared: no one modifies it), else a new one.
 	b := k.frozen[m.key].b
@@ -323,7 +324,7 @@ func (k *Keyed) evict() error {
 	if err := k.spill.Put(m.key, b); err != nil {
 		return err
 	}
-	k.lru.Remove(e)
+	k.lru.remove(m.slot)
 	k.bytes -= m.bytes
 	delete(k.resident, m.key)
 	delete(k.frozen, m.key) // a Freeze refers to the spill's: the heap keeps no evicted model
@@ -339,7 +340,7 @@ func (k *Keyed) EvictIdle(now time.Time) error {
 	if k.idle <= 0 {
 		return nil
 	}
-	for e := k.lru.Back(); e != nil && now.Sub(e.Value.(*keyedModel).used) >= k.idle; e = k.lru.Back() {
+	for m := k.lru.oldest(); m != nil && now.Sub(m.used) >= k.idle; m = k.lru.oldest() {
 		if err := k.evict(); err != nil {
 			return err
 		}
@@ -411,10 +412,7 @@ func (k *Keyed) tally(m *keyedModel, before Counts, reason event.Reason) *KeySta
 		}
 		st.Mistakes[i] += d
 	}
-	if m.dirtyAt != k.epoch+1 {
-		k.dirty[m.key] = struct{}{}
-		m.dirtyAt = k.epoch + 1
-	}
+	st.changed = k.epoch + 1
 	if m.frozen {
 		delete(k.frozen, m.key) // no longer its model's
 		m.frozen = false
@@ -491,4 +489,71 @@ func spillBytes(m map[string][]byte) int64 {
 		n += int64(len(key) + len(b))
 	}
 	return n
+}
+
+// lru is the order of a Keyed's resident models, least recently used
+// first, kept at the cost of an append a use: each model has a slot, use
+// stamps the slot with a new tick and appends (slot, tick) to uses, so
+// that the entries whose tick is still their slot's are the models in
+// the order of their last uses, from head. The entries of earlier uses
+// are skipped, and dropped once they outnumber the live ones twice.
+type lru struct {
+	uses   []lruUse
+	head   int
+	last   []uint64 // by slot: the tick of its model's last use, 0 when free
+	models []*keyedModel
+	free   []int32 // slots
+	tick   uint64
+	n      int // models
+}
+
+type lruUse struct {
+	slot int32
+	tick uint64
+}
+
+// add gives m a slot, as the most recently used.
+func (l *lru) add(m *keyedModel) {
+	if n := len(l.free); n > 0 {
+		m.slot, l.free = l.free[n-1], l.free[:n-1]
+		l.models[m.slot] = m
+	} else {
+		m.slot = int32(len(l.models))
+		l.models, l.last = append(l.models, m), append(l.last, 0)
+	}
+	l.n++
+	l.use(m.slot)
+}
+
+// use makes slot's model the most recently used.
+func (l *lru) use(slot int32) {
+	l.tick++
+	l.last[slot] = l.tick
+	if len(l.uses)-l.head > 2*l.n+64 {
+		live := l.uses[:0]
+		for _, u := range l.uses[l.head:] {
+			if l.last[u.slot] == u.tick {
+				live = append(live, u)
+			}
+		}
+		l.uses, l.head = live, 0
+	}
+	l.uses = append(l.uses, lruUse{slot, l.tick})
+}
+
+// oldest returns the least recently used model, nil without one.
+func (l *lru) oldest() *keyedModel {
+	for ; l.head < len(l.uses); l.head++ {
+		if u := l.uses[l.head]; l.last[u.slot] == u.tick {
+			return l.models[u.slot]
+		}
+	}
+	return nil
+}
+
+// remove frees slot.
+func (l *lru) remove(slot int32) {
+	l.last[slot], l.models[slot] = 0, nil
+	l.free = append(l.free, slot)
+	l.n--
 }

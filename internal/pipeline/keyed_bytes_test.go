@@ -11,8 +11,8 @@ import (
 // residentSum is the Footprint of k's resident models, summed now.
 func residentSum(k *Keyed) int64 {
 	var sum int64
-	for e := k.lru.Front(); e != nil; e = e.Next() {
-		sum += int64(e.Value.(*keyedModel).p.Footprint())
+	for _, m := range k.resident {
+		sum += int64(m.p.Footprint())
 	}
 	return sum
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/streamlearn/streamlearn/internal/regret"
@@ -41,6 +43,7 @@ func (k *Keyed) Top(n int) []KeyTop {
 	}
 	for i := range top {
 		top[i].Mistakes = slices.Clone(top[i].Mistakes)
+		top[i].changed = 0 // the Keyed's mark, not a stat
 	}
 	return top
 }
@@ -107,8 +110,8 @@ func (k *Keyed) report(digests bool) Report {
 // peek returns key's model without making it resident: a spilled one is
 // decoded into a pipeline of its own.
 func (k *Keyed) peek(key string) (*Pipeline, error) {
-	if e, ok := k.resident[key]; ok {
-		return e.Value.(*keyedModel).p, nil
+	if m, ok := k.resident[key]; ok {
+		return m.p, nil
 	}
 	b, ok, err := k.spill.Get(key)
 	if err != nil {
@@ -128,14 +131,62 @@ func (k *Keyed) peek(key string) (*Pipeline, error) {
 // error; a spilled model is decoded for the call and not kept (the
 // resident ones stay as they are). f must not keep p.
 func (k *Keyed) Each(f func(key string, p *Pipeline) error) error {
-	for _, key := range k.Keys() {
-		p, err := k.peek(key)
-		if err != nil {
-			return err
+	return EachOrdered(k, 1, func(key string, p *Pipeline) (struct{}, error) { return struct{}{}, f(key, p) },
+		func(struct{}) error { return nil })
+}
+
+// eachChunk is how many keys EachOrdered shares among its goroutines at
+// a time: the most results it holds at once.
+const eachChunk = 256
+
+// EachOrdered is Each on up to workers goroutines: it calls of with every
+// key's model, different keys' concurrently, and emit with of's results
+// in key order, one at a time on the caller's goroutine, until of or emit
+// returns an error (the first in key order). A spilled model is decoded
+// for its call and not kept. of must not keep p, and may touch p and
+// read k, nothing else of k's: no one uses k until EachOrdered returns.
+// It holds at most eachChunk results at once.
+func EachOrdered[T any](k *Keyed, workers int, of func(key string, p *Pipeline) (T, error), emit func(T) error) error {
+	keys := k.Keys()
+	n := min(eachChunk, len(keys))
+	out, errs := make([]T, n), make([]error, n)
+	for len(keys) > 0 {
+		chunk := keys[:min(n, len(keys))]
+		keys = keys[len(chunk):]
+		var next atomic.Int64
+		var failed atomic.Bool
+		run := func() {
+			// A key taken is done, so that every key before a failed
+			// one has its result.
+			for !failed.Load() {
+				i := int(next.Add(1) - 1)
+				if i >= len(chunk) {
+					return
+				}
+				p, err := k.peek(chunk[i])
+				if err == nil {
+					out[i], err = of(chunk[i], p)
+				}
+				if errs[i] = err; err != nil {
+					failed.Store(true)
+				}
+			}
 		}
-		if err := f(key, p); err != nil {
-			return err
+		var wg sync.WaitGroup
+		for range min(workers, len(chunk)) - 1 {
+			wg.Go(run)
 		}
+		run()
+		wg.Wait()
+		for i := range chunk {
+			if errs[i] != nil {
+				return errs[i]
+			}
+			if err := emit(out[i]); err != nil {
+				return err
+			}
+		}
+		clear(out) // what the results refer to is collectable
 	}
 	return nil
 }
@@ -152,24 +203,21 @@ func (k *Keyed) ServingStates(prev map[string]StateRef) (map[string]StateRef, er
 			out[key] = b
 		}
 	}
-	for key := range k.stats {
-		if _, ok := out[key]; ok {
-			if _, changed := k.dirty[key]; !changed {
-				continue
-			}
+	for key, st := range k.stats {
+		if _, ok := out[key]; ok && st.changed != k.epoch+1 {
+			continue
 		}
 		if r, ok := k.spill.Ref(key); ok {
 			out[key] = r
 			continue
 		}
-		b, err := k.resident[key].Value.(*keyedModel).p.MarshalBinary()
+		b, err := k.resident[key].p.MarshalBinary()
 		if err != nil {
 			return nil, fmt.Errorf("pipeline: keyed: key %q: %w", key, err)
 		}
 		out[key] = StateRef{b: b}
 	}
-	clear(k.dirty)
-	k.epoch++
+	k.epoch++ // every key unchanged
 	return out, nil
 }
 

@@ -106,7 +106,7 @@ func (k *Keyed) freeze(cached bool, into *Frozen, stop <-chan struct{}) (*Frozen
 			f.states[i] = ref
 			continue
 		}
-		m := k.resident[key].Value.(*keyedModel)
+		m := k.resident[key]
 		b, err := m.p.MarshalBinary()
 		if err != nil {
 			return nil, fmt.Errorf("pipeline: keyed: key %q: %w", key, err)
@@ -346,8 +346,8 @@ func (k *Keyed) UnmarshalBinary(b []byte) error {
 	if global != nil {
 		k.global, k.mixTotals, k.mixTerms = global, mixTotals, mixTerms
 	}
-	for key := range stats {
-		k.dirty[key] = struct{}{}
+	for _, st := range stats {
+		st.changed = k.epoch + 1
 	}
 	return nil
 }

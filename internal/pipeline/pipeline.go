@@ -241,7 +241,12 @@ func newPipeline(c *config.Config, dg *digests, sparse bool) (*Pipeline, error) 
 		classes:      dg.spec.Input.Classes,
 		answer:       dg.spec.AnswerIndex(),
 	}
-	env := learners.Env{Bits: bits, Classes: len(c.Input.Classes), Space: space}
+	// Room for every learner at once: a model per key is made per key.
+	n := len(c.Learners)
+	p.nodes = make([]node, 0, n)
+	p.tracker.Grow(n)
+	env := learners.Env{Bits: bits, Classes: len(c.Input.Classes), Space: space,
+		Prior: make([]string, 0, n), Built: make([]online.Learner, 0, n)}
 	for i, lc := range c.Learners {
 		env.Name = lc.Name
 		n, err := build(lc, env)

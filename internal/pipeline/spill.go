@@ -3,6 +3,7 @@ package pipeline
 import (
 	"fmt"
 	"os"
+	"slices"
 )
 
 // A spill holds the encodings of the models a Keyed evicted, by key.
@@ -68,15 +69,19 @@ func (m memSpill) Each(f func(key string)) {
 
 // fileSpill keeps the encodings in a file of their own, appended to, and
 // only an index in memory: the heap holds a few dozen bytes per evicted
-// key. The file is removed as soon as it is made (Unix): it is gone with
+// key. The encodings are appended through a buffer of spillBuffer bytes,
+// one write a buffer rather than one an eviction; those not yet written
+// are read from it. The file is removed as soon as it is made (Unix): it is gone with
 // the process, and only the checkpoints hold the models durably. When
 // the file holds more dead bytes than live ones (and at least
 // compactAfter), the live encodings are copied to a new file; the old one
 // is closed by the garbage collector once no StateRef holds it.
 type fileSpill struct {
-	dir   string
-	f     *os.File
-	end   int64
+	dir string
+	f   *os.File
+	end int64
+	// buf holds the bytes of [end-len(buf), end), not yet written to f.
+	buf   []byte
 	index map[string]span
 	live  int64 // bytes of the encodings indexed, keys included
 	dead  int64
@@ -90,6 +95,9 @@ type span struct {
 	off int64
 	n   int
 }
+
+// spillBuffer is the size of a fileSpill's buffer of encodings.
+const spillBuffer = 1 << 20
 
 // compactAfter is the least dead bytes a fileSpill compacts (a variable
 // for tests).
@@ -118,9 +126,15 @@ func (s *fileSpill) create() (*os.File, error) {
 }
 
 func (s *fileSpill) Put(key string, b []byte) error {
-	if _, err := s.f.WriteAt(b, s.end); err != nil {
-		return fmt.Errorf("pipeline: keyed: evicting key %q: %w", key, err)
+	if len(s.buf) > 0 && len(s.buf)+len(b) > spillBuffer {
+		if err := s.flush(); err != nil {
+			return fmt.Errorf("pipeline: keyed: evicting key %q: %w", key, err)
+		}
 	}
+	if s.buf == nil {
+		s.buf = make([]byte, 0, spillBuffer)
+	}
+	s.buf = append(s.buf, b...)
 	s.drop(key)
 	s.index[key] = span{off: s.end, n: len(b)}
 	s.end += int64(len(b))
@@ -141,18 +155,40 @@ func (s *fileSpill) drop(key string) {
 	}
 }
 
+func (s *fileSpill) Ref(key string) (StateRef, bool) {
+	sp, ok := s.index[key]
+	if start := s.end - int64(len(s.buf)); ok && sp.off >= start {
+		// Not written yet: written now, or, when the write fails, a
+		// copy (the buffer is reused).
+		if err := s.flush(); err != nil {
+			return StateRef{b: slices.Clone(s.buf[sp.off-start : sp.off-start+int64(sp.n)])}, true
+		}
+	}
+	return StateRef{f: s.f, off: sp.off, n: sp.n}, ok
+}
+
 func (s *fileSpill) Get(key string) ([]byte, bool, error) {
-	r, ok := s.Ref(key)
+	sp, ok := s.index[key]
 	if !ok {
 		return nil, false, nil
 	}
-	b, err := r.Bytes()
+	if start := s.end - int64(len(s.buf)); sp.off >= start {
+		return slices.Clone(s.buf[sp.off-start : sp.off-start+int64(sp.n)]), true, nil
+	}
+	b, err := StateRef{f: s.f, off: sp.off, n: sp.n}.Bytes()
 	return b, true, err
 }
 
-func (s *fileSpill) Ref(key string) (StateRef, bool) {
-	sp, ok := s.index[key]
-	return StateRef{f: s.f, off: sp.off, n: sp.n}, ok
+// flush writes the buffer to the file.
+func (s *fileSpill) flush() error {
+	if len(s.buf) == 0 {
+		return nil
+	}
+	if _, err := s.f.WriteAt(s.buf, s.end-int64(len(s.buf))); err != nil {
+		return err
+	}
+	s.buf = s.buf[:0]
+	return nil
 }
 
 func (s *fileSpill) Delete(key string)   { s.drop(key) }
@@ -167,28 +203,39 @@ func (s *fileSpill) Each(f func(key string)) {
 
 // compact copies the live encodings to a new file.
 func (s *fileSpill) compact() error {
+	if err := s.flush(); err != nil {
+		return fmt.Errorf("pipeline: keyed: compacting evicted models: %w", err)
+	}
 	f, err := s.create()
 	if err != nil {
 		return err
 	}
+	fail := func(err error) error {
+		f.Close()
+		return fmt.Errorf("pipeline: keyed: compacting evicted models: %w", err)
+	}
+	// The live encodings gathered a buffer at a time: one write each, and
+	// the last stays the new file's buffer.
 	index := make(map[string]span, len(s.index))
 	var end int64
-	buf := []byte(nil)
+	out := make([]byte, 0, spillBuffer)
 	for key, sp := range s.index {
-		buf = append(buf[:0], make([]byte, sp.n)...)
-		if _, err := s.f.ReadAt(buf, sp.off); err != nil {
-			f.Close()
-			return fmt.Errorf("pipeline: keyed: compacting evicted models: %w", err)
+		if len(out) > 0 && len(out)+sp.n > spillBuffer {
+			if _, err := f.WriteAt(out, end-int64(len(out))); err != nil {
+				return fail(err)
+			}
+			out = out[:0]
 		}
-		if _, err := f.WriteAt(buf, end); err != nil {
-			f.Close()
-			return fmt.Errorf("pipeline: keyed: compacting evicted models: %w", err)
+		n := len(out)
+		out = slices.Grow(out, sp.n)[:n+sp.n]
+		if _, err := s.f.ReadAt(out[n:], sp.off); err != nil {
+			return fail(err)
 		}
 		index[key] = span{off: end, n: sp.n}
 		end += int64(sp.n)
 	}
 	// The old file stays open for the StateRefs that hold it.
-	s.f, s.index, s.end, s.dead = f, index, end, 0
+	s.f, s.index, s.end, s.buf, s.dead = f, index, end, out, 0
 	s.compactions++
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/streamlearn/streamlearn/internal/online"
 )
@@ -129,6 +130,10 @@ type learner struct {
 
 // New returns an empty tracker.
 func New() *Tracker { return &Tracker{dl: &delayState{}} }
+
+// Grow makes room for n more learners, so that as many Adds do not
+// copy the ones added before.
+func (t *Tracker) Grow(n int) { t.learners = slices.Grow(t.learners, n) }
 
 // Add registers a learner and returns its index for Observe. Names must be
 // unique; the caller checks.

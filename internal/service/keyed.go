@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/streamlearn/streamlearn/internal/config"
@@ -137,20 +138,22 @@ func (m *model) totals(digests bool) (pipeline.Report, []KeyReport, error) {
 	return m.k.Report(), keys, nil
 }
 
-// eachKeyReport calls f with the report of every key's model, in key
-// order, as the worker's report of the partition does (report), one at a
-// time.
-func (w *worker) eachKeyReport(f func(Report) error) error {
-	return w.m.k.Each(func(key string, p *pipeline.Pipeline) error {
+// eachKeyReport calls of with the report of every key's model, as the
+// worker's report of the partition does (report), on every core, and f
+// with of's results in key order, one at a time (EachReportOf).
+func eachKeyReport[T any](w *worker, of func(Report) (T, error), f func(T) error) error {
+	source := w.s.opt.Source.Name()
+	return pipeline.EachOrdered(w.m.k, runtime.GOMAXPROCS(0), func(key string, p *pipeline.Pipeline) (T, error) {
 		r, err := p.Report()
 		if err != nil {
-			return err
+			var zero T
+			return zero, err
 		}
 		if r.Labels != nil {
 			r.Labels.StateSHA256 = p.StoreDigest()
 		}
 		r.Mix = w.m.k.KeyMix(key)
 		k := key
-		return f(Report{Source: w.s.opt.Source.Name(), Partition: w.part, Key: &k, Report: r})
-	})
+		return of(Report{Source: source, Partition: w.part, Key: &k, Report: r})
+	}, f)
 }

@@ -678,9 +678,20 @@ func (s *Service) Reports() ([]Report, error) {
 // key's model is reported (decoded when spilled) and dropped in turn, so
 // that a million keys' reports are never in memory at once.
 func (s *Service) EachReport(f func(Report) error) error {
+	return EachReportOf(s, func(r Report) (Report, error) { return r, nil }, f)
+}
+
+// EachReportOf is EachReport with the work on each report in two parts:
+// of, given each report, runs on every core (with models per key, on
+// different keys' reports at once: it must be safe for concurrent use),
+// and f is called with of's results in EachReport's order, one at a
+// time, until of or f returns an error. Models per key are reported a few
+// hundred at a time (pipeline.EachOrdered), so that a million keys'
+// reports are never in memory at once.
+func EachReportOf[T any](s *Service, of func(Report) (T, error), f func(T) error) error {
 	_, err := eachModel(s, "Reports while Run runs: use Snapshot", func(w *worker) (struct{}, error) {
 		if w.m.k != nil {
-			return struct{}{}, w.eachKeyReport(f)
+			return struct{}{}, eachKeyReport(w, of, f)
 		}
 		rep, err := w.report()
 		if err != nil {
@@ -689,7 +700,11 @@ func (s *Service) EachReport(f func(Report) error) error {
 		if rep.Labels != nil {
 			rep.Labels.StateSHA256 = w.m.p.StoreDigest() // final: the store's digest too
 		}
-		return struct{}{}, f(rep)
+		t, err := of(rep)
+		if err != nil {
+			return struct{}{}, err
+		}
+		return struct{}{}, f(t)
 	})
 	return err
 }
