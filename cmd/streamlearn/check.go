@@ -70,7 +70,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	f := cfg.Features
 	fmt.Fprintf(w, "features:\t2^%d slots, scale %s, text up to %d-grams\n", f.Bits, f.Scale, f.Text.NGrams)
 	if l := cfg.Labels; l.Delayed {
-		fmt.Fprintf(w, "labels:\tdelayed: wait %d records, at most %d pending\n", l.Wait, l.MaxPending)
+		fmt.Fprintf(w, "labels:\tdelayed: wait %d records, at most %d pending; the bounds below are for labels d rounds late, d the most labels learned while an event waited (the report's delay_rounds)\n", l.Wait, l.MaxPending)
 	}
 	if cfg.Models.By == "key" {
 		fmt.Fprintf(w, "model:\t%d learners, %s of memory for a new key's model (its footprint)\n", len(cfg.Learners), mib(uint64(cost.new)))
@@ -78,7 +78,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(w, "model:\t%d learners, %s of memory per model (one model per partition; measured by building one)\n", len(cfg.Learners), mib(mem))
 	}
 	for _, l := range cfg.Learners {
-		fmt.Fprintf(w, "  %s\t%s\t%s\n", l.Name, l.Algorithm, learnerBound(l, len(in.Classes)))
+		fmt.Fprintf(w, "  %s\t%s\t%s\n", l.Name, l.Algorithm, learnerBound(l, len(in.Classes), cfg.Labels.Delayed))
 	}
 	writeAnswer(w, cfg)
 	if dir := cfg.Models.SpillDir; dir != "" && cfg.Models.By == "key" {
@@ -104,26 +104,38 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 // learnerBound returns the bound the tracker checks for l, a learner of
-// a configuration of classes classes (0: binary): the branch its
-// parameters choose, "no bound" when it has none.
-func learnerBound(l config.Learner, classes int) string {
-	bound := "no bound"
+// a configuration of classes classes (0: binary), with labels delayed or
+// not: the branch its parameters choose, "no bound" when it has none.
+// With delayed labels it is the bound's delayed form, or, for a theorem
+// that assumes immediate labels, the bound marked as the report marks it.
+func learnerBound(l config.Learner, classes int, delayed bool) string {
 	a, ok := learners.Lookup(l.Algorithm)
-	if ok && a.Bound != "" {
-		bound = a.Bound
+	if !ok || a.Bound == "" {
+		return "no bound"
 	}
-	if ok && a.BoundOf != nil {
+	bound := a.Bound
+	p := l.Params
+	if p == nil {
+		p = a.Params()
+	}
+	if a.BoundOf != nil {
 		// The branch of the bound that applies to these parameters.
-		p := l.Params
-		if p == nil {
-			p = a.Params()
-		}
 		if b := a.BoundOf(p); b != "" {
 			bound = b
 		}
 	}
-	if ok && classes > 0 && !a.Multiclass {
+	ovr := classes > 0 && !a.Multiclass
+	if delayed && !ovr && a.DelayedBoundOf != nil {
+		if b := a.DelayedBoundOf(p); b != "" {
+			return b
+		}
+	}
+	if ovr {
 		bound = fmt.Sprintf("one versus the rest, a model per class: mistakes ≤ the sum of the %d models' mistake bounds, when each has one (%s)", classes, bound)
+	}
+	if delayed {
+		// The tracker's AssumeDelayed: no delayed form, not checked.
+		bound += " — with delayed labels none: its theorem assumes immediate labels; the report marks it assumes: immediate labels, counts no crossing, and its status is premise false from the first late label"
 	}
 	return bound
 }
@@ -137,7 +149,7 @@ func writeAnswer(w io.Writer, cfg *config.Config) {
 		how = "the first learner: set answer to choose another"
 	}
 	fmt.Fprintf(w, "answer:\t%s (%s): its prediction is the filter's verdict, the answer of every prediction message and /v1/predict\n", l.Name, how)
-	fmt.Fprintf(w, "  its bound:\t%s\n", learnerBound(l, len(cfg.Input.Classes)))
+	fmt.Fprintf(w, "  its bound:\t%s\n", learnerBound(l, len(cfg.Input.Classes), cfg.Labels.Delayed))
 	if cfg.Models.By == "key" && cfg.Models.Global {
 		fmt.Fprintf(w, "  per key:\twhat is served for a key, its model's or the global one's: mistakes ≤ 2.41·(1 + the fewer of the two models' mistakes on the key), in the key's report (mix)\n")
 	}

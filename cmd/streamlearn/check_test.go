@@ -153,3 +153,89 @@ func TestSpillDirMissing(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckDelayedBounds: with labels: {delayed: true}, check prints each
+// learner's bound in the form the tracker checks with labels d rounds
+// late, and for a learner whose theorem assumes immediate labels says so
+// — as the report of a replay of a delayed stream does (its bound's
+// assumes: immediate labels, or its delay_rounds).
+func TestCheckDelayedBounds(t *testing.T) {
+	t.Parallel() // see parallelTests
+	dir := t.TempDir()
+	class := "class: {kind: thresholds, feature: v, min: 0, max: 1, points: 9}"
+	cfg := filepath.Join(dir, "delayed.yaml")
+	if err := os.WriteFile(cfg, []byte("features: {bits: 12}\nlabels: {delayed: true}\nlearners:\n"+
+		"  - {name: m, algorithm: perceptron, margin: 0.1}\n  - {name: mb, algorithm: perceptron, margin: 0.1, bias: true}\n"+
+		"  - {name: p, algorithm: perceptron}\n  - {name: avg, algorithm: perceptron, average: true}\n"+
+		"  - {name: k, algorithm: kernel-perceptron, margin: 0.1}\n  - {name: kb, algorithm: kernel-perceptron, max_support: 50}\n"+
+		"  - {name: sqrt, algorithm: ogd}\n  - {name: fixed, algorithm: ogd, schedule: fixed, radius: 2}\n"+
+		"  - {name: plain, algorithm: adagrad, normalized: false}\n  - {name: peg, algorithm: pegasos}\n"+
+		"  - {name: cons, algorithm: consistent, "+class+"}\n  - {name: halv, algorithm: halving, "+class+"}\n  - {name: soa, algorithm: soa, "+class+"}\n"+
+		"  - {name: wm, algorithm: weighted-majority, experts: [m, sqrt]}\n  - {name: maj, algorithm: majority}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, "check", "-c", cfg)
+	if code != 0 {
+		t.Fatalf("check: exit %d: %s", code, errOut)
+	}
+	const immediate = " — with delayed labels none: its theorem assumes immediate labels; the report marks it assumes: immediate labels"
+	lines := map[string]string{}
+	for name, want := range map[string]string{
+		"m":     "mistakes ≤ (2d+1)·(R/γ)² with γ = 0.1, assumed, labels d rounds late",
+		"mb":    "mistakes ≤ (2d+1)·R²·max(1, (1+(ρ−γ)²)/γ²) with γ = 0.1, assumed, labels d rounds late",
+		"p":     "the margin certificate R·√((2d+1)/M), labels d rounds late",
+		"avg":   "no mistake bound: the average predicts" + "*" + immediate,
+		"k":     "mistakes ≤ (2d+1)·R²/γ² with γ = 0.1, labels d rounds late",
+		"kb":    "with margin: γ and no budget" + "*" + immediate,
+		"sqrt":  "regret against the zero vector ≤ the bound of immediate labels plus a drift of d·η·G²·(d + 2√T), labels d rounds late",
+		"fixed": "regret against the zero vector ≤ the bound of immediate labels plus a drift of d·η·G²·T, labels d rounds late*; the certificate ball_regret_bound plus the same drift",
+		"plain": "regret against the zero vector ≤*" + immediate,
+		"peg":   "*" + immediate,
+		"cons":  "mistakes ≤ (d+1)·(|H| − 1) on a stream realizable by H, labels d rounds late",
+		"halv":  "mistakes ≤ (d+1)·log₂|H| on a stream realizable by H, labels d rounds late",
+		"soa":   "mistakes ≤ (d+1)·Ldim(H) on a stream realizable by H, labels d rounds late",
+		"wm":    "expected regret against the best expert ≤ √(2T ln n), n the experts (doubling trick when T is unknown), plus a drift of Σ over epochs of rounds·min(1, d·(1 − e^(−η)))",
+		"maj":   "no bound",
+	} {
+		line := regexp.MustCompile(`(?m)^  ` + name + ` +[a-z-]+ +(.*)$`).FindStringSubmatch(out)
+		// want is a prefix, then, after each *, a part that follows.
+		ok := line != nil
+		if ok {
+			lines[name] = line[1]
+			rest := line[1]
+			for i, part := range strings.Split(want, "*") {
+				j := strings.Index(rest, part)
+				if j < 0 || i == 0 && j != 0 {
+					ok = false
+					break
+				}
+				rest = rest[j+len(part):]
+			}
+		}
+		if !ok {
+			t.Errorf("learner %s: %q, want %q\n%s", name, line, want, out)
+		}
+	}
+
+	// The report of a replay of a delayed stream says the same: assumes
+	// immediate labels exactly where check says so, the delay otherwise.
+	stream := filepath.Join(dir, "late.jsonl")
+	if code, _, errOut := run(t, "delay", "-c", cfg, "--by", "20", "-o", stream, demoHead(t, 400)); code != 0 {
+		t.Fatalf("delay --by 20: exit %d: %s", code, errOut)
+	}
+	r := replayJSON(t, "-c", cfg, stream)
+	if len(r.Learners) != len(lines) {
+		t.Fatalf("the report has %d learners, check %d", len(r.Learners), len(lines))
+	}
+	for _, l := range r.Learners {
+		says := strings.Contains(lines[l.Name], immediate)
+		switch b := l.Bound; {
+		case b == nil:
+			if lines[l.Name] != "no bound" && !says && !strings.HasPrefix(lines[l.Name], "the margin certificate") {
+				t.Errorf("%s: no bound in the report, check says %q", l.Name, lines[l.Name])
+			}
+		case says != (b.Assumes == "immediate labels") || !says && b.DelayRounds == 0:
+			t.Errorf("%s: the report's bound %+v, check says %q", l.Name, *b, lines[l.Name])
+		}
+	}
+}

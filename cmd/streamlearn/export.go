@@ -93,30 +93,39 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return fmt.Errorf("export: %w", err)
 		}
 	}
-	digest, err := modelDigest(m.State)
-	if err != nil {
-		return fmt.Errorf("export: %s: its state: %w", what, err)
-	}
-	sum, err := checkpoint.WriteModel(*out, m)
-	if err != nil {
-		return err
-	}
 	var rep pipeline.Report
 	if err := json.Unmarshal(c.Report, &rep); err != nil {
 		return fmt.Errorf("export: the checkpoint's report: %w", err)
 	}
-	// The model's digest, as inspect prints it and serve's answers carry
-	// it; the file's own, as sha256sum prints it, under another name.
-	_, err = fmt.Fprintf(stdout, "%s: %d events, %d labeled, %d learners, from the %s\nmodel_sha256 %s\nfile_sha256 %s\n",
-		*out, rep.Events, rep.Labeled, len(rep.Learners), m.From, digest, hex.EncodeToString(sum[:]))
-	if err == nil {
-		// A checkpoint does not hold its configuration: -c gives it.
-		if m.Config == nil {
-			_, err = fmt.Fprintf(stdout, "configuration: none (export with -c to carry it; serve --model then needs -c)\n")
-		} else {
-			_, err = fmt.Fprintf(stdout, "configuration: the model sections of %s (inspect --config %s prints them)\n", *cfgPath, *out)
-		}
+	if err := writeModel(stdout, *out, m, &rep); err != nil {
+		return fmt.Errorf("export: %s: %w", what, err)
 	}
+	// A checkpoint does not hold its configuration: -c gives it.
+	if m.Config == nil {
+		_, err = fmt.Fprintf(stdout, "configuration: none (export with -c to carry it; serve --model then needs -c)\n")
+	} else {
+		_, err = fmt.Fprintf(stdout, "configuration: the model sections of %s (inspect --config %s prints them)\n", *cfgPath, *out)
+	}
+	return err
+}
+
+// writeModel writes m, whose report is rep, to the model file path
+// (checkpoint.WriteModel) and says on w what it wrote: the path, its
+// events, labeled events and learners, where it came from, the model's
+// digest as inspect prints it and serve's answers carry it
+// (model_sha256), and the file's own as sha256sum prints it
+// (file_sha256).
+func writeModel(w io.Writer, path string, m *checkpoint.Model, rep *pipeline.Report) error {
+	digest, err := modelDigest(m.State)
+	if err != nil {
+		return fmt.Errorf("its state: %w", err)
+	}
+	sum, err := checkpoint.WriteModel(path, m)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s: %d events, %d labeled, %d learners, from the %s\nmodel_sha256 %s\nfile_sha256 %s\n",
+		path, rep.Events, rep.Labeled, len(rep.Learners), m.From, digest, hex.EncodeToString(sum[:]))
 	return err
 }
 

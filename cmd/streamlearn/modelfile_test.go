@@ -282,3 +282,35 @@ func TestRunWarmStartAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestReplaySaveSays: replay --save says on stderr what it wrote, as
+// export does: the file, its events, labeled events and learners, and the
+// model_sha256 and file_sha256 inspect prints of that file; the report on
+// stdout is as without --save.
+func TestReplaySaveSays(t *testing.T) {
+	t.Parallel() // see parallelTests
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "save.yaml")
+	if err := os.WriteFile(cfg, []byte("features: {bits: 16}\n"+warmLearners), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	model, head := filepath.Join(dir, "model.slm"), demoHead(t, 300)
+	code, out, errOut := run(t, "replay", "--report", "json", "-c", cfg, "--save", model, head)
+	if code != 0 {
+		t.Fatalf("replay --save: exit %d: %s", code, errOut)
+	}
+	var rep pipeline.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Events != 300 {
+		t.Fatalf("replay --save's report: %v, %d events, want 300:\n%s", err, rep.Events, out)
+	}
+	code, ins, insErr := run(t, "inspect", "--report", "json", model)
+	got, err := readInspected([]byte(ins))
+	if code != 0 || err != nil || len(got) != 1 || got[0].ModelSHA256 == "" || got[0].FileSHA256 == "" {
+		t.Fatalf("inspect --report json %s: exit %d, %v: %s%s", model, code, err, ins, insErr)
+	}
+	want := fmt.Sprintf("%s: 300 events, 300 labeled, 4 learners, from the replay of %s\nmodel_sha256 %s\nfile_sha256 %s\n",
+		model, head, got[0].ModelSHA256, got[0].FileSHA256)
+	if !strings.Contains(errOut, want) {
+		t.Errorf("replay --save's stderr:\n%s\nwant\n%s", errOut, want)
+	}
+}

@@ -284,7 +284,7 @@ func reportReplay(stdout, stderr io.Writer, f *replayFlags, cfg *config.Config, 
 	}
 	learnSeconds := svc.LearnSeconds()
 	if *f.save != "" {
-		if err := saveModel(svc, cfg, *f.save, f.fs.Args()); err != nil {
+		if err := saveModel(stderr, svc, cfg, *f.save, f.fs.Args()); err != nil {
 			return err
 		}
 	}
@@ -629,8 +629,8 @@ func checkWarmStart(w *service.WarmStart, cfg *config.Config) error {
 
 // saveModel writes the one model svc ended with to path, as a model file
 // taken from a replay of files, with the model sections of cfg, its
-// configuration.
-func saveModel(svc *service.Service, cfg *config.Config, path string, files []string) error {
+// configuration, and says on w what it wrote, as export does (writeModel).
+func saveModel(w io.Writer, svc *service.Service, cfg *config.Config, path string, files []string) error {
 	ms, err := svc.Models()
 	if err != nil {
 		return err
@@ -659,6 +659,8 @@ func saveModel(svc *service.Service, cfg *config.Config, path string, files []st
 		return err
 	}
 	m.From = "replay of " + strings.Join(files, " ") // cut when long (WriteModel)
-	_, err = checkpoint.WriteModel(path, m)
-	return err
+	if err := writeModel(w, path, m, &rep); err != nil {
+		return fmt.Errorf("replay: --save: %w", err)
+	}
+	return nil
 }

@@ -249,6 +249,9 @@ func TestPredictErrors(t *testing.T) {
 		{"bad single event", "?partition=1", `{"features":{"a":1e999}}`, 400, `"event":0,`},
 		{"no features", "?partition=1", `{"id":"m42","feature":{"a":1}}`, 400, "empty: no features, x or text"},
 		{"no features in an array", "?partition=1", "[" + good + `,{"id":"m42"}]`, 400, "empty: no features, x or text: a record without features"},
+		// A misspelled key is named, with the key it is nearest to.
+		{"misspelled features", "?partition=1", `{"id":"m42","featurs":{"a":1}}`, 400, `a misspelled key: "featurs", did you mean "features"?`},
+		{"message for text", "?partition=1", `{"message":"hi"}`, 400, `a misspelled key: "message" is none of id, key, ts, label, features, x, text`},
 	} {
 		code, body := post(t, ts.URL+"/v1/predict"+c.query, []byte(c.body))
 		var e ErrorBody

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/streamlearn/streamlearn/internal/online"
@@ -134,6 +135,11 @@ type jsonParser struct {
 	data []byte
 	i    int
 	cur  string // the top-level key being decoded, for error messages
+	// other: where the record's first key that is not an event's key
+	// starts (its opening quote), -1 when there is none: named by
+	// ReasonEmpty's message. An offset, not a copy, so that records with
+	// extra keys cost nothing more.
+	other int
 
 	fail    Reason // syntax fault
 	failMsg string
@@ -155,7 +161,7 @@ func (p *jsonParser) decode(data []byte, ev *Event) *Error {
 		return &Error{Reason: ReasonOversized,
 			Err: fmt.Errorf("record of %d bytes exceeds the limit of %d", len(data), p.s.maxBytes)}
 	}
-	p.data, p.i, p.cur = data, 0, ""
+	p.data, p.i, p.cur, p.other = data, 0, "", -1
 	p.fail, p.sem = "", ""
 	p.event(ev)
 	p.data = nil
@@ -631,6 +637,7 @@ func (p *jsonParser) members(ev *Event) bool {
 	}
 	seen := 0
 	for {
+		at := p.i
 		k, ok := p.knownKey()
 		if ok {
 			ok = p.colon()
@@ -665,6 +672,9 @@ func (p *jsonParser) members(ev *Event) bool {
 			ok = p.text(ev)
 		default:
 			p.cur = ""
+			if p.other < 0 {
+				p.other = at
+			}
 			ok = p.skip(1)
 		}
 		if !ok {
@@ -695,10 +705,29 @@ func (p *jsonParser) noFeatures(ev *Event, seen int) {
 		ev.LabelOnly = true
 		return
 	}
-	p.semantic(ReasonEmpty, "", errNoFeatures)
+	if p.other < 0 {
+		p.semantic(ReasonEmpty, "", errNoFeatures)
+		return
+	}
+	// Name the first other key, and the event key it is nearest to.
+	end := p.i
+	p.i = p.other
+	k, _ := p.key(&p.kbuf)
+	p.i = end
+	msg := fmt.Sprintf("no features, x or text: a record without features is neither learned nor predicted (a label on its own, or a misspelled key: %q", clip(k))
+	if near := Nearest(string(k), eventKeys); near != "" {
+		msg += fmt.Sprintf(", did you mean %q?", near)
+	} else {
+		msg += fmt.Sprintf(" is none of %s", strings.Join(eventKeys, ", "))
+	}
+	p.semantic(ReasonEmpty, "", errors.New(msg+")"))
 }
 
 var errNoFeatures = errors.New("no features, x or text: a record without features is neither learned nor predicted (a label on its own, or a misspelled key)")
+
+// eventKeys are the keys of a JSON event, for naming the one a misspelled
+// key was meant to be.
+var eventKeys = []string{"id", "key", "ts", "label", "features", "x", "text"}
 
 // knownKey consumes the string at p.i if it is one of the event's keys
 // written without escapes, the common case, and returns its contents (as

@@ -319,3 +319,32 @@ func TestCanonicalizeSums(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeNamesOtherKey: a record without features, x or text names its
+// first key that is none of the event's, and the event key it is nearest
+// to when it is a slip of one; the reason stays ReasonEmpty, the field
+// empty, so dead letters keep their reason code.
+func TestDecodeNamesOtherKey(t *testing.T) {
+	d, err := NewDecoder(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ in, detail string }{
+		{`{"featurs":{"a":1},"label":1}`, `empty: no features, x or text: a record without features is neither learned nor predicted (a label on its own, or a misspelled key: "featurs", did you mean "features"?)`},
+		{`{"label":1,"txet":"hi"}`, `(a label on its own, or a misspelled key: "txet", did you mean "text"?)`},
+		{`{"message":"hi","tetx":"hi"}`, `(a label on its own, or a misspelled key: "message" is none of id, key, ts, label, features, x, text)`},
+		{`{"f\u0065atures ":{"a":1}}`, `a misspelled key: "features ", did you mean "features"?`},
+		{`{"id":"m42","label":1}`, `(a label on its own, or a misspelled key)`},
+	} {
+		var ev Event
+		err := d.Decode([]byte(c.in), &ev)
+		var e *Error
+		if !errors.As(err, &e) || e.Reason != ReasonEmpty || e.Field != "" || !strings.Contains(e.Detail(), c.detail) {
+			t.Errorf("Decode(%s) = %v, want reason empty with %q", c.in, err, c.detail)
+		}
+	}
+	var ev Event
+	if err := d.Decode([]byte(`{"message":"hi","text":"hi"}`), &ev); err != nil {
+		t.Errorf("an extra key beside text: %v", err)
+	}
+}

@@ -52,6 +52,14 @@ type Algorithm struct {
 	// BoundOf, when not nil, says it for the parameters params (from
 	// Params): the branch of Bound that applies to them.
 	BoundOf func(params any) string
+	// DelayedBoundOf, when not nil, says what the bound becomes for the
+	// parameters params when labels come late (labels.delayed), d the
+	// most labels learned while an event waited (the report's
+	// delay_rounds): the bound the tracker then checks. It returns ""
+	// when the theorem says nothing of delays for params; nil means it
+	// does for none. Without a delayed form, the tracker reports the
+	// bound as assuming immediate labels and checks it no more.
+	DelayedBoundOf func(params any) string
 	// Params returns new parameters: a pointer to a struct whose yaml
 	// tags are the algorithm's keys (besides name and algorithm), its zero
 	// value meaning every default.

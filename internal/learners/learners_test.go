@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/streamlearn/streamlearn/internal/experts"
 	"github.com/streamlearn/streamlearn/internal/online"
 	"github.com/streamlearn/streamlearn/internal/online/onlinetest"
@@ -141,4 +143,61 @@ func TestAdaBoostConforms(t *testing.T) {
 		}
 		return l
 	}, stream)
+}
+
+// TestDelayedBoundOf: an algorithm says a delayed form of its bound
+// (DelayedBoundOf) exactly for the parameters whose learner the tracker
+// checks under delayed labels (online.DelayGuaranteed, covered at d = 0);
+// the others' bounds are reported as assuming immediate labels.
+func TestDelayedBoundOf(t *testing.T) {
+	class := "class: {kind: thresholds, feature: v, min: 0, max: 1, points: 9}"
+	pct, err := online.NewPerceptron(8, online.PerceptronConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := Env{Bits: 8, Classes: 3, Prior: []string{"a"}, Built: []online.Learner{pct}}
+	for _, c := range []struct {
+		algorithm, params string
+		delayed           bool
+	}{
+		{"perceptron", "{}", true},
+		{"perceptron", "{margin: 0.1}", true},
+		{"perceptron", "{margin: 0.1, bias: true}", true},
+		{"perceptron", "{average: true}", false},
+		{"kernel-perceptron", "{margin: 0.1}", true},
+		{"kernel-perceptron", "{}", true},
+		{"kernel-perceptron", "{max_support: 10}", false},
+		{"ogd", "{}", true},
+		{"ogd", "{schedule: fixed, radius: 2}", true},
+		{"adagrad", "{}", false},
+		{"adagrad", "{normalized: false}", false},
+		{"pegasos", "{}", false},
+		{"adaboost-ol", "{}", false},
+		{"multiclass-perceptron", "{margin: 0.1}", false},
+		{"weighted-majority", "{" + class + "}", true},
+		{"weighted-majority", "{experts: [a], horizon: 100}", true},
+		{"consistent", "{" + class + "}", true},
+		{"halving", "{" + class + "}", true},
+		{"soa", "{" + class + "}", true},
+		{"majority", "{}", false},
+		{"last-label", "{}", false},
+	} {
+		a, _ := Lookup(c.algorithm)
+		p := a.Params()
+		if err := yaml.Unmarshal([]byte(c.params), p); err != nil {
+			t.Fatalf("%s %s: %v", c.algorithm, c.params, err)
+		}
+		l, err := a.New(p, env)
+		if err != nil {
+			t.Fatalf("%s %s: %v", c.algorithm, c.params, err)
+		}
+		covered := false
+		if dg, ok := l.(online.DelayGuaranteed); ok {
+			_, covered = dg.DelayedGuarantee(0)
+		}
+		said := a.DelayedBoundOf != nil && a.DelayedBoundOf(p) != ""
+		if covered != c.delayed || said != c.delayed {
+			t.Errorf("%s %s: covered under delays %v, a delayed form said %v, want both %v", c.algorithm, c.params, covered, said, c.delayed)
+		}
+	}
 }

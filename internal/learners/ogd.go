@@ -26,5 +26,20 @@ func init() {
 			}
 			return b
 		},
+		DelayedBoundOf: func(p any) string {
+			c, _ := p.(*online.OGDConfig)
+			if c == nil {
+				return ""
+			}
+			drift := "d·η·G²·(d + 2√T)"
+			if c.Schedule == online.ScheduleFixed {
+				drift = "d·η·G²·T"
+			}
+			b := "regret against the zero vector ≤ the bound of immediate labels plus a drift of " + drift + ", labels d rounds late, η the larger of eta and bias_eta (Langford, Smola & Zinkevich 2009, with this step schedule)"
+			if c.Radius > 0 {
+				b += "; the certificate ball_regret_bound plus the same drift"
+			}
+			return b
+		},
 	}, online.NewOGD), online.NewSparseOGD))
 }

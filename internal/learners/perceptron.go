@@ -25,5 +25,17 @@ func init() {
 			}
 			return "the margin certificate R/√M: every unit separator of the stream so far has margin ≤ R/√M (a mistake bound needs margin: γ)"
 		},
+		DelayedBoundOf: func(p any) string {
+			c, _ := p.(*online.PerceptronConfig)
+			switch {
+			case c == nil || c.Average:
+				return "" // the average learns from its plain score at label time
+			case c.Margin > 0 && c.Bias:
+				return fmt.Sprintf("mistakes ≤ (2d+1)·R²·max(1, (1+(ρ−γ)²)/γ²) with γ = %v, assumed, labels d rounds late (Novikoff 1962, with a bias, each update on weights at most d updates away); the margin certificate R·√((2d+1)/M)", c.Margin)
+			case c.Margin > 0:
+				return fmt.Sprintf("mistakes ≤ (2d+1)·(R/γ)² with γ = %v, assumed, labels d rounds late (Novikoff 1962, each update on weights at most d updates away); the margin certificate R·√((2d+1)/M)", c.Margin)
+			}
+			return "the margin certificate R·√((2d+1)/M), labels d rounds late: every unit separator of the stream so far has margin ≤ R·√((2d+1)/M) (a mistake bound needs margin: γ)"
+		},
 	}, online.NewPerceptron), online.NewSparsePerceptron))
 }

@@ -18,20 +18,24 @@ type ClassParams struct {
 func (p *ClassParams) HypothesisClass() *experts.ClassSpec { return p.Class }
 
 func init() {
-	for _, a := range []struct{ name, summary, bound string }{
+	for _, a := range []struct{ name, summary, bound, delayed string }{
 		{"consistent", "predicts with the first hypothesis of the class still consistent with every label",
-			"mistakes ≤ |H| − 1 on a stream realizable by H (Understanding Machine Learning, Section 21.1)"},
+			"mistakes ≤ |H| − 1 on a stream realizable by H (Understanding Machine Learning, Section 21.1)",
+			"mistakes ≤ (d+1)·(|H| − 1) on a stream realizable by H, labels d rounds late"},
 		{"halving", "predicts the label most of the consistent hypotheses give",
-			"mistakes ≤ log₂|H| on a stream realizable by H (Understanding Machine Learning, Theorem 21.3)"},
+			"mistakes ≤ log₂|H| on a stream realizable by H (Understanding Machine Learning, Theorem 21.3)",
+			"mistakes ≤ (d+1)·log₂|H| on a stream realizable by H, labels d rounds late"},
 		{"soa", "Littlestone's Standard Optimal Algorithm: predicts the label whose version space has the larger Littlestone dimension",
-			"mistakes ≤ Ldim(H) on a stream realizable by H, which no algorithm beats (Understanding Machine Learning, Lemmas 21.6 and 21.7)"},
+			"mistakes ≤ Ldim(H) on a stream realizable by H, which no algorithm beats (Understanding Machine Learning, Lemmas 21.6 and 21.7)",
+			"mistakes ≤ (d+1)·Ldim(H) on a stream realizable by H, labels d rounds late"},
 	} {
-		name := a.name
+		name, delayed := a.name, a.delayed+" (at most d+1 chains of mistakes, each one of immediate labels)"
 		Register(&Algorithm{
-			Name:    name,
-			Summary: a.summary,
-			Bound:   a.bound,
-			Params:  func() any { return new(ClassParams) },
+			Name:           name,
+			Summary:        a.summary,
+			Bound:          a.bound,
+			DelayedBoundOf: func(any) string { return delayed },
+			Params:         func() any { return new(ClassParams) },
 			Validate: func(p any, _ Env) error {
 				c, err := params[ClassParams](name, p)
 				if err != nil {

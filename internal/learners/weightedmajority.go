@@ -37,7 +37,10 @@ func init() {
 		Name:    "weighted-majority",
 		Summary: "Weighted-Majority (Hedge) over the hypotheses of a class or over learners configured before it, with a seeded draw",
 		Bound:   "expected regret against the best expert ≤ √(2T ln d) (Understanding Machine Learning, Theorem 21.11 and Corollary 21.12; doubling trick when T is unknown)",
-		Params:  func() any { return new(WeightedMajorityParams) },
+		DelayedBoundOf: func(any) string {
+			return "expected regret against the best expert ≤ √(2T ln n), n the experts (doubling trick when T is unknown), plus a drift of Σ over epochs of rounds·min(1, d·(1 − e^(−η))) and d per doubling-trick restart, capped at the rounds, labels d rounds late (the served distribution is at most d Hedge updates old)"
+		},
+		Params: func() any { return new(WeightedMajorityParams) },
 		Validate: func(p any, env Env) error {
 			c, err := params[WeightedMajorityParams]("weighted-majority", p)
 			if err != nil {
