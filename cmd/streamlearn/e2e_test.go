@@ -188,22 +188,7 @@ type proc struct {
 }
 
 // syncBuffer is a bytes.Buffer safe for a writer and concurrent readers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
+type syncBuffer = testproc.Buffer
 
 // start runs path with args in dir. With pipeStdout, the caller reads the
 // returned reader; otherwise stdout is collected in p.stdout. The process

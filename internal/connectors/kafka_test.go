@@ -202,7 +202,7 @@ func TestKafkaSourceRecords(t *testing.T) {
 // generation assigns it (run -h says --log-level info does).
 func TestKafkaAssignmentLogged(t *testing.T) {
 	cfg := kafkaTestTopic(t, 1, 3, 30, "g-log")
-	var logs syncBuffer
+	var logs testproc.Buffer
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	s := kafkaOpen(t, cfg, true)
 	if recs := drainSource(t, s, 0); len(recs) != 30 {
@@ -1129,23 +1129,4 @@ func TestKafkaSinkCheckRetriesPassingErrors(t *testing.T) {
 	if !errors.Is(err, kafka.LeaderNotAvailable) || !strings.Contains(err.Error(), `"events"`) {
 		t.Fatalf("a topic that never gets a leader: %v, want LeaderNotAvailable naming it", err)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the source's goroutines to log
-// to while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
