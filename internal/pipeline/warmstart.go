@@ -3,7 +3,6 @@ package pipeline
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 
 	"github.com/streamlearn/streamlearn/internal/codec"
 	"github.com/streamlearn/streamlearn/internal/regret"
@@ -82,15 +81,7 @@ func (l AfterLearner) MarshalJSON() ([]byte, error) {
 		plain
 		Accuracy *float64 `json:"accuracy"`
 		Loss     *float64 `json:"loss"`
-	}{plain(l), finitePtr(l.Accuracy), finitePtr(l.Loss)})
-}
-
-// finitePtr is f, nil when not finite (null in JSON).
-func finitePtr(f float64) *float64 {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return nil
-	}
-	return &f
+	}{plain(l), regret.FiniteOrNil(l.Accuracy), regret.FiniteOrNil(l.Loss)})
 }
 
 // after returns the report of the records after the warm start, of the

@@ -364,7 +364,7 @@ func (r DefaultLabeledReport) MarshalJSON() ([]byte, error) {
 		plain
 		Accuracy *float64 `json:"accuracy"`
 		Loss     *float64 `json:"loss"`
-	}{plain(r), finitePtr(r.Accuracy), finitePtr(r.Loss)})
+	}{plain(r), FiniteOrNil(r.Accuracy), FiniteOrNil(r.Loss)})
 }
 
 // Accuracy returns 1 − mistakes/rounds, NaN when rounds is 0: no round,
@@ -404,7 +404,7 @@ func (r ClassModelReport) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		plain
 		Loss *float64 `json:"loss"`
-	}{plain(r), finitePtr(r.Loss)})
+	}{plain(r), FiniteOrNil(r.Loss)})
 }
 
 // NewClassModelReport returns the report of a class model of mistakes
@@ -668,7 +668,7 @@ func (r LearnerReport) MarshalJSON() ([]byte, error) {
 		plain
 		Accuracy *float64 `json:"accuracy"`
 		Loss     *float64 `json:"loss"`
-	}{plain(r), finitePtr(r.Accuracy), finitePtr(r.Loss)})
+	}{plain(r), FiniteOrNil(r.Accuracy), FiniteOrNil(r.Loss)})
 }
 
 // MarshalJSON writes a non-finite regret as null (see LearnerReport).
@@ -677,10 +677,12 @@ func (r RegretReport) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		plain
 		Value *float64 `json:"value"`
-	}{plain(r), finitePtr(r.Value)})
+	}{plain(r), FiniteOrNil(r.Value)})
 }
 
-func finitePtr(f float64) *float64 {
+// FiniteOrNil returns a pointer to f, nil when f is NaN or infinite: a
+// report's figure that JSON writes as null when it has no value.
+func FiniteOrNil(f float64) *float64 {
 	if !finite(f) {
 		return nil
 	}
