@@ -6,7 +6,6 @@ import (
 	"github.com/streamlearn/streamlearn/internal/connectors"
 	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/online"
-	"github.com/streamlearn/streamlearn/internal/pipeline"
 )
 
 // BenchmarkPerEvent is the worker's share of an event of the latency
@@ -21,14 +20,7 @@ func BenchmarkPerEvent(b *testing.B) {
 	}
 	for _, part := range []string{"process", "all"} {
 		b.Run(part, func(b *testing.B) {
-			p, err := pipeline.New(c)
-			if err != nil {
-				b.Fatal(err)
-			}
-			dec, err := event.NewDecoder(pipeline.EventConfig(c))
-			if err != nil {
-				b.Fatal(err)
-			}
+			p, dec := pipelineAndDecoder(b, c)
 			var ev event.Event
 			var out []byte
 			var preds []online.Prediction

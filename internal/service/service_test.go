@@ -297,6 +297,21 @@ type predictedMsg struct {
 	From        string   `json:"from"`
 }
 
+// pipelineAndDecoder returns a pipeline of c's learners and a decoder of
+// c's events: the work of learning, without the service around it.
+func pipelineAndDecoder(tb testing.TB, c *config.Config) (*pipeline.Pipeline, *event.Decoder) {
+	tb.Helper()
+	p, err := pipeline.New(c)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	dec, err := event.NewDecoder(pipeline.EventConfig(c))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p, dec
+}
+
 // decodeStrict unmarshals b into v, refusing unknown fields, and checks b
 // is valid JSON on its own.
 func decodeStrict(t testing.TB, b []byte, v any) {
@@ -356,14 +371,7 @@ func TestPredictionMessages(t *testing.T) {
 	// Each learner's class is the label a pipeline of the same
 	// configuration predicts, fed the same good records, named as
 	// input.positive and input.negative name it.
-	ref, err := pipeline.New(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec, err := event.NewDecoder(pipeline.EventConfig(c))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ref, dec := pipelineAndDecoder(t, c)
 	var want [][]string
 	for _, v := range slices.Delete(slices.Clone(values), 2, 3) {
 		var ev event.Event
