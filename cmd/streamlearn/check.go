@@ -98,6 +98,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if cfg.Models.By == "key" {
 		writeModelsPerKey(w, cfg.Models, cost)
+		writeMemoryLimit(w, cfg)
 	}
 	writeConnections(w, cfg)
 	return w.Flush()
@@ -196,6 +197,14 @@ func writeModelsPerKey(w io.Writer, m config.Models, cost keyCost) {
 	if m.Global {
 		fmt.Fprintf(w, "\tplus the global model: one more model per partition, of every key's features\n")
 	}
+}
+
+// writeMemoryLimit writes, for check, the soft memory limit run and
+// replay set for cfg's models per key (memoryLimit): the formula, and its
+// bytes for one partition before its first key.
+func writeMemoryLimit(w io.Writer, cfg *config.Config) {
+	fmt.Fprintf(w, "  process:\trun and replay set a soft memory limit of 2 × models.max_bytes a partition + %s + %d bytes a key ever seen: %s with one partition and no key yet; GOMEMLIMIT replaces it, GOMEMLIMIT=off sets none\n",
+		mib(memoryOverhead), memoryPerKey, mib(uint64(memoryLimit(cfg, 1, 0))))
 }
 
 // writeConnections writes, for check, what a run of cfg connects to: its
