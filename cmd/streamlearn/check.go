@@ -73,9 +73,9 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(w, "labels:\tdelayed: wait %d records, at most %d pending; the bounds below are for labels d rounds late, d the most labels learned while an event waited (the report's delay_rounds)\n", l.Wait, l.MaxPending)
 	}
 	if cfg.Models.By == "key" {
-		fmt.Fprintf(w, "model:\t%d learners, %s of memory for a new key's model (its footprint)\n", len(cfg.Learners), mib(uint64(cost.new)))
+		fmt.Fprintf(w, "model:\t%s, %s of memory for a new key's model (its footprint)\n", learnerCount(len(cfg.Learners)), mib(uint64(cost.new)))
 	} else {
-		fmt.Fprintf(w, "model:\t%d learners, %s of memory per model (one model per partition; measured by building one)\n", len(cfg.Learners), mib(mem))
+		fmt.Fprintf(w, "model:\t%s, %s of memory per model (one model per partition; measured by building one)\n", learnerCount(len(cfg.Learners)), mib(mem))
 	}
 	for _, l := range cfg.Learners {
 		fmt.Fprintf(w, "  %s\t%s\t%s\n", l.Name, l.Algorithm, learnerBound(l, len(in.Classes), cfg.Labels.Delayed))
@@ -98,6 +98,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if cfg.Models.By == "key" {
 		writeModelsPerKey(w, cfg.Models, cost)
+		writeMemoryLimit(w, cfg)
 	}
 	writeConnections(w, cfg)
 	return w.Flush()
@@ -196,6 +197,22 @@ func writeModelsPerKey(w io.Writer, m config.Models, cost keyCost) {
 	if m.Global {
 		fmt.Fprintf(w, "\tplus the global model: one more model per partition, of every key's features\n")
 	}
+}
+
+// learnerCount says n learners in words: "1 learner", "8 learners".
+func learnerCount(n int) string {
+	if n == 1 {
+		return "1 learner"
+	}
+	return fmt.Sprintf("%d learners", n)
+}
+
+// writeMemoryLimit writes, for check, the soft memory limit run and
+// replay set for cfg's models per key (memoryLimit): the formula, and its
+// bytes for one partition before its first key.
+func writeMemoryLimit(w io.Writer, cfg *config.Config) {
+	fmt.Fprintf(w, "  process:\trun and replay set a soft memory limit of 2 × models.max_bytes a partition + %s + %d bytes a key ever seen: %s with one partition and no key yet; GOMEMLIMIT replaces it, GOMEMLIMIT=off sets none\n",
+		mib(memoryOverhead), memoryPerKey, mib(uint64(memoryLimit(cfg, 1, 0))))
 }
 
 // writeConnections writes, for check, what a run of cfg connects to: its

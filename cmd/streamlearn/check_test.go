@@ -33,6 +33,7 @@ func TestCheckModelsPerKey(t *testing.T) {
 		{"{by: key}", []string{
 			"at most 256.0 MiB of models per partition (models.max_bytes); past it the least recently used is spilled to a file in the system's temporary directory",
 			"global:      none (models.global false): each key is served by its own model",
+			"process:     run and replay set a soft memory limit of 2 × models.max_bytes a partition + 128.0 MiB + 512 bytes a key ever seen: 640.0 MiB with one partition and no key yet; GOMEMLIMIT replaces it",
 		}},
 	} {
 		cfg := filepath.Join(dir, "keyed.yaml")

@@ -124,8 +124,8 @@ func writeModel(w io.Writer, path string, m *checkpoint.Model, rep *pipeline.Rep
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(w, "%s: %d events, %d labeled, %d learners, from the %s\nmodel_sha256 %s\nfile_sha256 %s\n",
-		path, rep.Events, rep.Labeled, len(rep.Learners), m.From, digest, hex.EncodeToString(sum[:]))
+	_, err = fmt.Fprintf(w, "%s: %d events, %d labeled, %s, from the %s\nmodel_sha256 %s\nfile_sha256 %s\n",
+		path, rep.Events, rep.Labeled, learnerCount(len(rep.Learners)), m.From, digest, hex.EncodeToString(sum[:]))
 	return err
 }
 

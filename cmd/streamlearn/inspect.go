@@ -250,6 +250,11 @@ func (in *inspected) fill(f string, created time.Time, fingerprint [32]byte, sta
 	return digestErr, nil
 }
 
+// epoch is a model file's time as inspect prints it when the file has
+// none: a replay's, which depends on its inputs and configuration only
+// (checkpoint.Model.Created).
+var epoch = time.Unix(0, 0).UTC().Format("2006-01-02T15:04:05.000Z07:00")
+
 // writeInspected writes the checkpoints and model files out as text,
 // each with its report (and a model file's configuration); digestErr, by index in out, says why a model digest is not
 // known.
@@ -260,7 +265,11 @@ func writeInspected(stdout io.Writer, out []inspected, digestErr map[int]error) 
 		}
 		if in.Kind == "model" {
 			fmt.Fprintf(stdout, "%s: model file format %d, %d bytes, checksum ok\n", in.File, in.Format, in.Bytes)
-			fmt.Fprintf(stdout, "from the %s  created %s\nfile_sha256 %s\n", in.From, in.Created, in.FileSHA256)
+			created := "created " + in.Created
+			if in.Created == epoch {
+				created = "no time: the same inputs make the same file"
+			}
+			fmt.Fprintf(stdout, "from the %s  %s\nfile_sha256 %s\n", in.From, created, in.FileSHA256)
 		} else {
 			fmt.Fprintf(stdout, "%s: checkpoint format %d, %d bytes, checksum ok\n", in.File, in.Format, in.Bytes)
 			fmt.Fprintf(stdout, "source %s  partition %d  position %d  created %s\n", in.Source, in.Partition, in.Position, in.Created)

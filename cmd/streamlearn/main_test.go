@@ -694,7 +694,7 @@ func TestCheck(t *testing.T) {
 	}
 	var mem float64
 	for line := range strings.Lines(out) {
-		if _, rest, ok := strings.Cut(line, "1 learners, "); ok {
+		if _, rest, ok := strings.Cut(line, "1 learner, "); ok {
 			fmt.Sscanf(rest, "%f MiB", &mem)
 		}
 	}

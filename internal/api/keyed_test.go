@@ -192,7 +192,7 @@ func TestKeyedAPI(t *testing.T) {
 			t.Errorf("/v1/report?key=user-11 learner %s: %s, %d mistakes; replay alone %s, %d", l.Name, g.StateSHA256, g.Mistakes, l.StateSHA256, l.Mistakes)
 		}
 	}
-	if code, _, body := get(t, "GET", ts.URL+"/v1/report?key=nobody"); code != http.StatusNotFound {
+	if code, _, body := get(t, "GET", ts.URL+"/v1/report?key=nobody"); code != http.StatusNotFound || !strings.Contains(string(body), `no model for key \"nobody\": no partition has learned an event of it yet`) {
 		t.Errorf("/v1/report?key=nobody: %d %s", code, body)
 	}
 

@@ -282,7 +282,7 @@ func keyReport(w http.ResponseWriter, r *http.Request, opt Options) {
 		return
 	}
 	if !pr.HasKey {
-		fail(w, http.StatusNotFound, "no_model", "no model for key "+strconv.Quote(key))
+		fail(w, http.StatusNotFound, "no_model", "no model for key "+strconv.Quote(key)+": no partition has learned an event of it yet (keys are exact, case and all; GET /v1/report lists each partition's top_keys)")
 		return
 	}
 	rep, err := pr.Report()

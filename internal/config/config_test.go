@@ -69,7 +69,7 @@ func TestBadConfigs(t *testing.T) {
 		{"unknown_top.yaml", "testdata/bad/unknown_top.yaml:3: lerners: unknown key: did you mean learners? (known keys here: answer, checkpoint, features, http, input, labels, learners, models, sinks, source)"},
 		{"unknown_nested.yaml", "testdata/bad/unknown_nested.yaml:3: features.scal: unknown key: did you mean scale? (known keys here: bits, dense, scale, text)"},
 		{"key_not_for_algorithm.yaml", "testdata/bad/key_not_for_algorithm.yaml:4: learners[0].class: not used by algorithm perceptron (its keys: bias, average, margin)"},
-		{"unknown_algorithm.yaml", `testdata/bad/unknown_algorithm.yaml:2: learners[0].algorithm: "perceptorn" is not one of adaboost-ol, adagrad, consistent, halving, kernel-perceptron, last-label, majority, multiclass-perceptron, ogd, pegasos, perceptron, soa, weighted-majority`},
+		{"unknown_algorithm.yaml", `testdata/bad/unknown_algorithm.yaml:2: learners[0].algorithm: "perceptorn" is not one of adaboost-ol, adagrad, consistent, halving, kernel-perceptron, last-label, majority, multiclass-perceptron, ogd, pegasos, perceptron, soa, weighted-majority: did you mean perceptron?`},
 		{"baseline_key.yaml", "testdata/bad/baseline_key.yaml:3: learners[0].bias: not used by algorithm majority (its keys: none)"},
 		{"duplicate_name.yaml", `testdata/bad/duplicate_name.yaml:3: learners[1].name: "a" is also the name of learners[0]`},
 		{"bad_type.yaml", "testdata/bad/bad_type.yaml:2: features.bits: cannot unmarshal !!str `many` into uint"},

@@ -40,7 +40,7 @@ models: {by: key, max_bytes: 0}
 	want := []string{
 		"config.yaml:2: features.bits: 40 is outside 1..24",
 		`config.yaml:3: features.scale: "wide" is not one of none, standard, l2`,
-		`config.yaml:5: learners[0].algorithm: "perceptorn" is not one of adaboost-ol, adagrad, consistent, halving, kernel-perceptron, last-label, majority, multiclass-perceptron, ogd, pegasos, perceptron, soa, weighted-majority`,
+		`config.yaml:5: learners[0].algorithm: "perceptorn" is not one of adaboost-ol, adagrad, consistent, halving, kernel-perceptron, last-label, majority, multiclass-perceptron, ogd, pegasos, perceptron, soa, weighted-majority: did you mean perceptron?`,
 		"config.yaml:6: learners[1].eta: cannot unmarshal !!str `fast` into float64",
 		`config.yaml:6: learners[1].loss: unknown loss "hnge" (want hinge, logistic or squared)`,
 		`config.yaml:7: learners[2].name: "a" is also the name of learners[0]`,

@@ -448,7 +448,11 @@ func (l *Learner) validate(key string, seen map[string]int) error {
 	case l.Algorithm == "":
 		return errAt(key+".algorithm", "missing (one of %s)", strings.Join(learners.Names(), ", "))
 	case !ok:
-		return errAt(key+".algorithm", "%q is not one of %s", l.Algorithm, strings.Join(learners.Names(), ", "))
+		msg := fmt.Sprintf("%q is not one of %s", l.Algorithm, strings.Join(learners.Names(), ", "))
+		if near := event.Nearest(l.Algorithm, learners.Names()); near != "" {
+			msg += fmt.Sprintf(": did you mean %s?", near)
+		}
+		return errAt(key+".algorithm", "%s", msg)
 	case a.Validate == nil:
 		return nil
 	}
