@@ -182,7 +182,22 @@ func (s *Scaler) Kind() string { return s.kind }
 // Transform updates the statistics with x (Observe) and writes the scaled x
 // into dst (Scale), reusing dst's slices: it allocates only while they
 // grow. dst gets x's indices, so it is canonical when x is.
-func (s *Scaler) Transform(dst *Vector, x Vector) {
+func (s *Scaler) Transform(dst *Vector, x Vector) { s.transform(dst, x, nil) }
+
+// TransformMapped is Transform of x by a sparse Scaler, given num, the
+// numbers of x's slots in its space (the indices Space.Map of x wrote):
+// for a pipeline that maps each event for its sparse learners anyway, so
+// that the slots are looked up once, not twice. A dense Scaler ignores
+// num.
+func (s *Scaler) TransformMapped(dst *Vector, x Vector, num []uint32) {
+	if s.sp == nil || len(num) != len(x.Idx) {
+		num = nil
+	}
+	s.transform(dst, x, num)
+}
+
+// transform is Transform, with x's numbers num when not nil.
+func (s *Scaler) transform(dst *Vector, x Vector, num []uint32) {
 	if s.kind != ScaleStandard || !increasing(x.Idx) {
 		s.Observe(x)
 		s.Scale(dst, x)
@@ -191,7 +206,14 @@ func (s *Scaler) Transform(dst *Vector, x Vector) {
 	// Every slot occurs once: observing and scaling slot by slot in one
 	// pass is the same as observing all of x, then scaling.
 	s.events++
-	idx := s.numbers(x.Idx, true) // as long as x.Idx
+	idx := num
+	if idx == nil {
+		idx = s.numbers(x.Idx, true) // as long as x.Idx
+	} else {
+		for len(s.stats) < s.sp.Len() {
+			s.stats = append(s.stats, slotStats{})
+		}
+	}
 	dst.Idx = append(dst.Idx[:0], x.Idx...)
 	dst.Val = append(dst.Val[:0], x.Val...)
 	val := dst.Val[:len(idx)]

@@ -368,13 +368,21 @@ func (p *Pipeline) Process(ev *event.Event) ([]online.Prediction, event.Reason) 
 		}
 	}
 	p.tick()
-	if p.scaler != nil {
+	switch {
+	case p.maps && p.scaler != nil:
+		// Mapped first, so that a standard scaler reads the numbers of
+		// the slots rather than looking them up again: the scaled
+		// vector has x's indices.
+		p.space.Map(&p.local, ev.X)
+		p.scaler.TransformMapped(&p.scaled, ev.X, p.local.Idx)
+		p.local.Val = p.scaled.Val[:len(p.local.Idx)]
+	case p.scaler != nil:
 		p.scaler.Transform(&p.scaled, ev.X)
-	} else {
+	default:
 		p.scaled = ev.X
-	}
-	if p.maps {
-		p.space.Map(&p.local, p.scaled)
+		if p.maps {
+			p.space.Map(&p.local, p.scaled)
+		}
 	}
 	if !ev.Labeled {
 		p.predict(ev)

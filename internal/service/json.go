@@ -46,11 +46,19 @@ func appendPrediction(b []byte, ev *event.Event, source string, rec connectors.R
 	b = append(b, `,"labeled":`...)
 	b = strconv.AppendBool(b, ev.Labeled)
 	b = append(b, `,"answer":`...)
-	b = appendPredicted(b, p, p.Answer(), preds[p.Answer()])
+	// The answer's entry in predictions is the same object: encoded
+	// once, copied.
+	a, from := p.Answer(), len(b)
+	b = appendPredicted(b, p, a, preds[a])
+	to := len(b)
 	b = append(b, `,"predictions":[`...)
 	for i, pr := range preds {
 		if i > 0 {
 			b = append(b, ',')
+		}
+		if i == a {
+			b = append(b, b[from:to]...)
+			continue
 		}
 		b = appendPredicted(b, p, i, pr)
 	}
