@@ -7,12 +7,15 @@ package service_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -96,6 +99,9 @@ func writeCoresRecording(b *testing.B, dir string) (string, int) {
 //
 //	go test -run '^$' -bench 'Cores$' -benchtime 5x ./internal/service/
 //
+// With -cpuprofile, each arm's samples carry the label cpus=1 or cpus=2
+// (go tool pprof -tagfocus cpus=2).
+//
 // It skips when ../shared/data or a second CPU is absent.
 func BenchmarkCores(b *testing.B) {
 	if runtime.NumCPU() < 2 {
@@ -111,7 +117,9 @@ func BenchmarkCores(b *testing.B) {
 		runtime.GC() // the garbage of the arm before is not this arm's
 		src := filesource.NewEnvelopes([]string{path}, nil, -1, c.Input.MaxBytes)
 		t0, cpu0 := time.Now(), benchCPU()
-		benchRun(b, c, src, n)
+		// Every goroutine of the run (the loop, the reader, the workers)
+		// carries the arm in a CPU profile: -tagfocus cpus=1 or 2.
+		pprof.Do(b.Context(), pprof.Labels("cpus", strconv.Itoa(procs)), func(context.Context) { benchRun(b, c, src, n) })
 		elapsed, cpu := time.Since(t0), benchCPU()-cpu0
 		return float64(n) / elapsed.Seconds(), float64(cpu) / float64(elapsed), cpu.Seconds() * 1e6 / float64(n)
 	}
