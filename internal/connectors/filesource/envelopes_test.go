@@ -239,4 +239,39 @@ func TestEnvelopesFetchBatch(t *testing.T) {
 	if _, err := e.Fetch(t.Context()); err == nil {
 		t.Error("Fetch after FetchBatch: no error")
 	}
+
+	// stdin whose writer pauses: the records of every partition read
+	// before the pause come, in batches of their own.
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	e = NewEnvelopes([]string{"-"}, pr, -1, 1<<20)
+	defer e.Close()
+	go fmt.Fprint(pw, `{"partition":0,"offset":1,"value":{"a":1}}`+"\n"+`{"partition":1,"offset":5,"value_base64":"YQ=="}`+"\n"+`{"partition":0,"offset":2,"value":{"a":2}}`+"\n")
+	seen := map[int32][]int64{}
+	for range 2 {
+		b, err := e.FetchBatch(t.Context())
+		if err != nil {
+			t.Fatalf("stdin: %v", err)
+		}
+		recs, err := b.Records()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			seen[r.Partition] = append(seen[r.Partition], r.Offset)
+		}
+		b.Release()
+	}
+	if fmt.Sprint(seen) != "map[0:[1 2] 1:[5]]" {
+		t.Errorf("stdin before its pause: %v, want partition 0's offsets 1 and 2, partition 1's 5", seen)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := e.FetchBatch(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("stdin paused: %v, want the context's deadline", err)
+	}
+	pw.Close()
+	if _, err := e.FetchBatch(t.Context()); err != connectors.ErrEndOfInput {
+		t.Fatalf("at stdin's end: %v", err)
+	}
 }
