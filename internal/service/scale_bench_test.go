@@ -100,7 +100,7 @@ func writeCoresRecording(b *testing.B, dir string) (string, int) {
 //	go test -run '^$' -bench 'Cores$' -benchtime 5x ./internal/service/
 //
 // With -cpuprofile, each arm's samples carry the label cpus=1 or cpus=2
-// (go tool pprof -tagfocus cpus=2).
+// (pprof's -tagfocus 'cpus=^2$').
 //
 // It skips when ../shared/data or a second CPU is absent.
 func BenchmarkCores(b *testing.B) {
