@@ -24,7 +24,10 @@ import (
 // a JSON string (a record that was not JSON: a TSV or LIBSVM line) is
 // that string. With a partition filter, the other partitions' records are
 // skipped. A line that is not an envelope stops the replay with an error
-// naming it.
+// naming it. Read by FetchBatch, the source hands over the records of
+// each partition in batches of their own, the base64 of their values
+// decoded by the goroutine that learns them (Batch.Records), which then
+// finds a value that is not base64.
 type Envelopes struct {
 	names     []string
 	stdin     io.Reader
@@ -94,10 +97,11 @@ type envSpan struct {
 }
 
 // Read-ahead: a batch ends at envBatchRecords records or envBatchBytes of
-// keys and values, and at most envBatches are between the reader and
-// Fetch. Every batch begun is handed over before a read of stdin (a
-// pipe, whose writer may pause), when a file ends, and, for FetchBatch,
-// once envPending records wait in the batches of the partitions.
+// keys and values (of lines, for FetchBatch), and at most envBatches are
+// between the reader and Fetch. Every batch begun is handed over before
+// a read of stdin (a pipe, whose writer may pause), when a file ends,
+// and, for FetchBatch, once envPending records wait in the batches of
+// the partitions.
 const (
 	envBatchRecords = 256
 	envBatchBytes   = 256 << 10
