@@ -138,8 +138,12 @@ func cutInt(b []byte, bits int) (n int64, rest []byte, ok bool) {
 		i++
 	}
 	digits := i
-	for i < len(b) && '0' <= b[i] && b[i] <= '9' {
-		i++
+	for ; i < len(b); i++ {
+		d := b[i] - '0'
+		if d > 9 {
+			break
+		}
+		n = n*10 + int64(d) // wraps past 18 digits: strconv reads those
 	}
 	if i == digits || (b[digits] == '0' && i > digits+1) {
 		return 0, nil, false
@@ -147,9 +151,6 @@ func cutInt(b []byte, bits int) (n int64, rest []byte, ok bool) {
 	if i-digits > 18 { // may not fit: let strconv say
 		n, err := strconv.ParseInt(string(b[:i]), 10, bits)
 		return n, b[i:], err == nil
-	}
-	for _, c := range b[digits:i] {
-		n = n*10 + int64(c-'0')
 	}
 	if digits == 1 {
 		n = -n
