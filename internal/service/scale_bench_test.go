@@ -7,12 +7,15 @@ package service_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -88,11 +91,16 @@ func writeCoresRecording(b *testing.B, dir string) (string, int) {
 // iteration runs the service at GOMAXPROCS=1 and at GOMAXPROCS=2, in
 // turn (the first arm alternates), and the benchmark reports the median
 // events/s of each arm, the median of the iterations' 2-core / 1-core
-// ratios (speedup) and the CPUs the process used with two (its CPU time
+// ratios (speedup), the CPUs the process used with two (its CPU time
 // over the wall time: below 2 when the loop cannot keep both busy, or
-// when other processes take the cores):
+// when other processes take the cores) and the median CPU time an event
+// of each arm (µs, user and system: what the hand-overs between cores
+// cost shows there, also on a machine other processes share):
 //
 //	go test -run '^$' -bench 'Cores$' -benchtime 5x ./internal/service/
+//
+// With -cpuprofile, each arm's samples carry the label cpus=1 or cpus=2
+// (pprof's -tagfocus 'cpus=^2$').
 //
 // It skips when ../shared/data or a second CPU is absent.
 func BenchmarkCores(b *testing.B) {
@@ -104,34 +112,39 @@ func BenchmarkCores(b *testing.B) {
 		b.Skip("../shared/data/a9a absent")
 	}
 	c := parseBenchConfig(b, coresYAML)
-	run := func(procs int) (rate, cpus float64) {
+	run := func(procs int) (rate, cpus, us float64) {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 		runtime.GC() // the garbage of the arm before is not this arm's
 		src := filesource.NewEnvelopes([]string{path}, nil, -1, c.Input.MaxBytes)
 		t0, cpu0 := time.Now(), benchCPU()
-		benchRun(b, c, src, n)
+		// Every goroutine of the run (the loop, the reader, the workers)
+		// carries the arm in a CPU profile: -tagfocus cpus=1 or 2.
+		pprof.Do(b.Context(), pprof.Labels("cpus", strconv.Itoa(procs)), func(context.Context) { benchRun(b, c, src, n) })
 		elapsed, cpu := time.Since(t0), benchCPU()-cpu0
-		return float64(n) / elapsed.Seconds(), float64(cpu) / float64(elapsed)
+		return float64(n) / elapsed.Seconds(), float64(cpu) / float64(elapsed), cpu.Seconds() * 1e6 / float64(n)
 	}
-	var one, two, ratios, cpus []float64
+	var one, two, ratios, cpus, us1, us2 []float64
 	i := 0
 	for b.Loop() {
-		var r1, r2, c2 float64
+		var r1, r2, c2, u1, u2 float64
 		if i%2 == 0 {
-			r1, _ = run(1)
-			r2, c2 = run(2)
+			r1, _, u1 = run(1)
+			r2, c2, u2 = run(2)
 		} else {
-			r2, c2 = run(2)
-			r1, _ = run(1)
+			r2, c2, u2 = run(2)
+			r1, _, u1 = run(1)
 		}
 		i++
 		one, two, ratios, cpus = append(one, r1), append(two, r2), append(ratios, r2/r1), append(cpus, c2)
+		us1, us2 = append(us1, u1), append(us2, u2)
 	}
-	b.Logf("events/s at 1 CPU %.0f, at 2 CPUs %.0f; speedups %.2f; CPUs used at 2 %.2f", one, two, ratios, cpus)
+	b.Logf("events/s at 1 CPU %.0f, at 2 CPUs %.0f; speedups %.2f; CPUs used at 2 %.2f; CPU µs an event at 1 %.3f, at 2 %.3f", one, two, ratios, cpus, us1, us2)
 	b.ReportMetric(median(one), "events/s-1cpu")
 	b.ReportMetric(median(two), "events/s-2cpu")
 	b.ReportMetric(median(ratios), "speedup")
 	b.ReportMetric(median(cpus), "cpus-used-2cpu")
+	b.ReportMetric(median(us1), "cpu-µs/event-1cpu")
+	b.ReportMetric(median(us2), "cpu-µs/event-2cpu")
 }
 
 // median returns the median of xs (the mean of the middle two when their

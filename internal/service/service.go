@@ -185,6 +185,7 @@ type outputs struct {
 // sourceTraits say what a Service's source is, beyond a connectors.Source.
 type sourceTraits struct {
 	framed       filesource.Framed // Source, when it is a Framed source
+	batches      batcher           // Source, when it hands over batches of one partition (not Framed)
 	producerKeys bool              // the source's Record.Key is its producer's (Traits.ProducerKeyed)
 	lined        bool              // the source's offsets are lines (Traits.Lined)
 }
@@ -265,6 +266,9 @@ func New(opt Options) (*Service, error) {
 	s.out.predIDs, _ = s.out.predictions.(connectors.IDSink)
 	s.src.producerKeys, s.src.lined = traits.ProducerKeyed, traits.Lined
 	s.src.framed, _ = opt.Source.(filesource.Framed)
+	if s.src.framed == nil {
+		s.src.batches, _ = opt.Source.(batcher)
+	}
 	s.snaps.snap.Store(&Snapshot{Time: time.Now(), Source: opt.Source.Name(), Reports: []Report{}})
 	return s, nil
 }
@@ -457,7 +461,16 @@ func (s *Service) loop(ctx context.Context) error {
 			due, replan = s.deadline(now), false
 		}
 		fctx := fc.get(ctx, due)
-		rec, err := s.opt.Source.Fetch(fctx)
+		var (
+			rec connectors.Record
+			sb  *filesource.Batch // of a batcher, instead of rec
+			err error
+		)
+		if s.src.batches != nil {
+			sb, err = s.src.batches.FetchBatch(fctx)
+		} else {
+			rec, err = s.opt.Source.Fetch(fctx)
+		}
 		idle = err != nil
 		// Learning time: see busySpans.
 		switch {
@@ -474,10 +487,17 @@ func (s *Service) loop(ctx context.Context) error {
 			}
 			continue
 		}
-		if err := s.dispatch(ctx, &rec); err != nil {
+		n := 1
+		if sb != nil {
+			n, err = sb.Len(), s.dispatchBatch(ctx, sb)
+			clock += n - 1 // a record was counted above
+		} else {
+			err = s.dispatch(ctx, &rec)
+		}
+		if err != nil {
 			return stopped(ctx, err)
 		}
-		if s.commits.uncommitted++; s.commits.uncommitted == 1 || s.replan {
+		if s.commits.uncommitted += n; s.commits.uncommitted == n || s.replan {
 			// A commit is due by time now, or a reloaded model's commit
 			// round changed what is due.
 			replan, s.replan = true, false
@@ -644,6 +664,60 @@ func (s *Service) dispatch(ctx context.Context, rec *connectors.Record) error {
 	w.last, w.commit.dirty, w.snapshot.handed = *rec, true, true
 	w.last.Value, w.last.Key = nil, nil // not valid past the next Fetch; Commit needs neither
 	return nil
+}
+
+// A batcher is a source that hands over its records in batches of one
+// partition (filesource.Envelopes' FetchBatch): the loop hands each to
+// the partition's worker as it is (dispatchBatch), so that it neither
+// copies their bytes nor takes them one by one, and the worker decodes
+// their values (Batch.Records). It is read by FetchBatch alone.
+type batcher interface {
+	FetchBatch(ctx context.Context) (*filesource.Batch, error)
+}
+
+// dispatchBatch hands b, records of one partition, to the worker of its
+// partition as it is, after the batch being filled: the order of the
+// partition's records is the source's. A batch the worker's full queue
+// kept when ctx ended is handed over by the drain (worker.stop), as the
+// batch being filled is.
+func (s *Service) dispatchBatch(ctx context.Context, b *filesource.Batch) error {
+	last := b.Last()
+	w, err := s.models.get(ctx, &last)
+	if err == nil && !w.inline {
+		err = w.handOver(ctx)
+	}
+	if err != nil {
+		b.Release()
+		return err
+	}
+	if w.inline {
+		w.learnSource(s.wctx, b)
+	} else {
+		w.cur = &batch{src: b}
+		if err := w.handOver(ctx); err != nil {
+			return err
+		}
+	}
+	w.last, w.commit.dirty, w.snapshot.handed = last, true, true
+	return nil
+}
+
+// learnSource learns the records of b, a source's batch handed over as
+// it is (dispatchBatch), and gives b back to the source. A record its
+// source finds bad (Batch.Records) stops the worker, after the records
+// before it, and Run, with the error Fetch would have returned.
+func (w *worker) learnSource(ctx context.Context, b *filesource.Batch) {
+	recs, err := b.Records()
+	for i := range recs {
+		if !w.step(ctx, &recs[i]) {
+			break
+		}
+	}
+	b.Release()
+	if err != nil && !w.failed {
+		w.failed = true
+		w.s.fail(fmt.Errorf("service: fetch: %w", err))
+	}
 }
 
 // handOverAll hands every worker the batch being filled.

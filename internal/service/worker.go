@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/streamlearn/streamlearn/internal/connectors"
+	"github.com/streamlearn/streamlearn/internal/connectors/filesource"
 	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/online"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
@@ -48,10 +49,13 @@ const (
 )
 
 // batch is records copied out of the source (Record's slices are valid
-// only until the next Fetch); their Value and Key point into buf.
+// only until the next Fetch); their Value and Key point into buf. Or,
+// when src is set, a batch of the source's own, handed over as it is
+// (dispatchBatch).
 type batch struct {
 	recs []connectors.Record
 	buf  []byte
+	src  *filesource.Batch
 }
 
 func (b *batch) add(rec *connectors.Record) {
@@ -278,6 +282,11 @@ func (w *worker) stop(ctx context.Context) error {
 func (w *worker) run(ctx context.Context) {
 	defer close(w.done)
 	for it := range w.in {
+		if it.b != nil && it.b.src != nil {
+			w.learnSource(ctx, it.b.src)
+			runtime.Gosched() // as below
+			continue
+		}
 		if it.b != nil {
 			for i := range it.b.recs {
 				if !w.step(ctx, &it.b.recs[i]) {
@@ -373,7 +382,7 @@ func (w *worker) batch(ctx context.Context) (*batch, error) {
 
 // handOver queues the batch being filled, if any.
 func (w *worker) handOver(ctx context.Context) error {
-	if w.cur == nil || len(w.cur.recs) == 0 {
+	if w.cur == nil || len(w.cur.recs) == 0 && w.cur.src == nil {
 		return nil
 	}
 	if err := w.send(ctx, item{b: w.cur}); err != nil {

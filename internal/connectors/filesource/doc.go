@@ -3,7 +3,8 @@
 // TSV, gzip-compressed or not) and decodes them with the decoder of each
 // file (Framed), and Envelopes, which reads the recordings of
 // `record --envelope` back as the broker's records, partition, offset and
-// key included.
+// key included, one by one (Fetch) or in batches of one partition whose
+// values the caller decodes where it learns them (FetchBatch).
 //
 // The sources sit beside the broker sources of package connectors and
 // keep its Source contract (the conformance suite of sourcetest runs them

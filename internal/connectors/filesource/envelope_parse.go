@@ -54,61 +54,78 @@ func parseEnvelopeJSON(line []byte) (envelope, error) {
 // FuzzEnvelopeParse). The key aliases line; a base64 value is decoded
 // into e.dec.
 func (e *Envelopes) parse(line []byte) (env envelope, ok bool) {
+	env, b64, ok := frame(line)
+	if !ok || !b64 {
+		return env, ok
+	}
+	if env.value, ok = e.decode(env.value); !ok {
+		return envelope{}, false
+	}
+	return env, true
+}
+
+// decode decodes b64, the base64 of a value, into e.dec, which it
+// returns; ok is false when b64 is not base64.
+func (e *Envelopes) decode(b64 []byte) ([]byte, bool) {
+	if want := base64.StdEncoding.DecodedLen(len(b64)); cap(e.dec) < want {
+		e.dec = make([]byte, want)
+	}
+	n, err := base64.StdEncoding.Decode(e.dec[:cap(e.dec)], b64)
+	return e.dec[:n], err == nil
+}
+
+// frame is parse but for the decoding of a base64 value: b64 says that
+// env.value is the base64 of the value, still to be decoded (the record
+// is an envelope only if it decodes, as parse says). The key and the
+// value alias line.
+func frame(line []byte) (env envelope, b64 bool, ok bool) {
 	rest, ok := bytes.CutPrefix(line, []byte(`{"partition":`))
 	if !ok {
-		return envelope{}, false
+		return envelope{}, false, false
 	}
 	var n int64
 	if n, rest, ok = cutInt(rest, 32); !ok {
-		return envelope{}, false
+		return envelope{}, false, false
 	}
 	env.partition = int32(n)
 	if rest, ok = bytes.CutPrefix(rest, []byte(`,"offset":`)); !ok {
-		return envelope{}, false
+		return envelope{}, false, false
 	}
 	if env.offset, rest, ok = cutInt(rest, 64); !ok {
-		return envelope{}, false
+		return envelope{}, false, false
 	}
 	env.key = rest[:0]
 	if k, found := bytes.CutPrefix(rest, []byte(`,"key":"`)); found {
 		end := bytes.IndexByte(k, '"')
 		if end < 0 || !plainString(k[:end]) {
-			return envelope{}, false
+			return envelope{}, false, false
 		}
 		env.key, rest = k[:end], k[end+1:]
 	}
 	if len(rest) == 0 || rest[len(rest)-1] != '}' {
-		return envelope{}, false
+		return envelope{}, false, false
 	}
 	rest = rest[:len(rest)-1]
-	if b64, found := bytes.CutPrefix(rest, []byte(`,"value_base64":"`)); found {
-		// The string is b64 up to its one quote, the line's last byte
+	if v, found := bytes.CutPrefix(rest, []byte(`,"value_base64":"`)); found {
+		// The string is v up to its one quote, the line's last byte
 		// before the brace. Decode takes only base64's alphabet, so a
 		// backslash (an escape) or a control byte fails it, but for the
 		// '\r' it skips, which JSON does not allow raw in a string.
-		if len(b64) == 0 || bytes.IndexByte(b64, '"') != len(b64)-1 || bytes.IndexByte(b64, '\r') >= 0 {
-			return envelope{}, false
+		if len(v) == 0 || bytes.IndexByte(v, '"') != len(v)-1 || bytes.IndexByte(v, '\r') >= 0 {
+			return envelope{}, false, false
 		}
-		b64 = b64[:len(b64)-1]
-		if want := base64.StdEncoding.DecodedLen(len(b64)); cap(e.dec) < want {
-			e.dec = make([]byte, want)
-		}
-		n, err := base64.StdEncoding.Decode(e.dec[:cap(e.dec)], b64)
-		if err != nil {
-			return envelope{}, false
-		}
-		env.value = e.dec[:n]
-		return env, true
+		env.value = v[:len(v)-1]
+		return env, true, true
 	}
 	v, found := bytes.CutPrefix(rest, []byte(`,"value":`))
 	// The value runs to the line's last '}': a line with more after it
 	// is not valid JSON there. null, and a value with spaces around it,
 	// are left to encoding/json, which reads them its own way.
 	if !found || len(v) == 0 || v[0] == 'n' || isSpace(v[0]) || isSpace(v[len(v)-1]) || !json.Valid(v) {
-		return envelope{}, false
+		return envelope{}, false, false
 	}
 	env.value = v
-	return env, true
+	return env, false, true
 }
 
 // cutInt reads the JSON integer that b starts with and that fits in bits
@@ -121,8 +138,12 @@ func cutInt(b []byte, bits int) (n int64, rest []byte, ok bool) {
 		i++
 	}
 	digits := i
-	for i < len(b) && '0' <= b[i] && b[i] <= '9' {
-		i++
+	for ; i < len(b); i++ {
+		d := b[i] - '0'
+		if d > 9 {
+			break
+		}
+		n = n*10 + int64(d) // wraps past 18 digits: strconv reads those
 	}
 	if i == digits || (b[digits] == '0' && i > digits+1) {
 		return 0, nil, false
@@ -130,9 +151,6 @@ func cutInt(b []byte, bits int) (n int64, rest []byte, ok bool) {
 	if i-digits > 18 { // may not fit: let strconv say
 		n, err := strconv.ParseInt(string(b[:i]), 10, bits)
 		return n, b[i:], err == nil
-	}
-	for _, c := range b[digits:i] {
-		n = n*10 + int64(c-'0')
 	}
 	if digits == 1 {
 		n = -n

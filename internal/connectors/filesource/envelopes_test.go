@@ -123,3 +123,155 @@ func TestEnvelopesReadAhead(t *testing.T) {
 		t.Fatalf("at stdin's end: %v", err)
 	}
 }
+
+// TestEnvelopesFetchBatch: FetchBatch hands each partition's records in
+// batches of that partition alone, at most envBatchRecords each, in the
+// partition's order and as Fetch returns them (keys, values decoded from
+// base64 by Records, an escaped base64 read by encoding/json, an
+// oversized value cut); a value that is not base64 ends its partition's
+// records with the error naming its line; the input's end comes after
+// every record, at every call; Fetch on the same source is refused.
+func TestEnvelopesFetchBatch(t *testing.T) {
+	const n = 5 * envBatchRecords * envBatches
+	const bad = n / 2 // partition 2's: not base64
+	var lines strings.Builder
+	for i := range n {
+		value := base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "+1 %d:1", i))
+		switch {
+		case i == bad:
+			value = "not base64!"
+		case i%97 == 0:
+			value = strings.Replace(value, "=", `\u003d`, 1) // encoding/json's
+		case i%101 == 0:
+			value = base64.StdEncoding.EncodeToString([]byte(strings.Repeat("x", 100)))
+		}
+		fmt.Fprintf(&lines, `{"partition":%d,"offset":%d,"key":"k%d","value_base64":"%s"}`+"\n", i%4, i, i, value)
+	}
+	path := filepath.Join(t.TempDir(), "rec.envelopes")
+	if err := os.WriteFile(path, []byte(lines.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	type rec struct {
+		offset int64
+		key    string
+		value  string
+		size   int
+	}
+	// What Fetch returns, by partition, up to the bad line.
+	want := map[int32][]rec{}
+	e := NewEnvelopes([]string{path}, nil, -1, 64)
+	for {
+		r, err := e.Fetch(t.Context())
+		if err != nil {
+			if !strings.Contains(err.Error(), fmt.Sprintf("line %d is not a record", bad+1)) {
+				t.Fatalf("Fetch: %v, want line %d named", err, bad+1)
+			}
+			break
+		}
+		want[r.Partition] = append(want[r.Partition], rec{r.Offset, string(r.Key), string(r.Value), r.Size})
+	}
+	if _, err := e.FetchBatch(t.Context()); err == nil {
+		t.Error("FetchBatch after Fetch: no error")
+	}
+	e.Close()
+
+	e = NewEnvelopes([]string{path}, nil, -1, 64)
+	defer e.Close()
+	got := map[int32][]rec{}
+	var badErr error
+	for {
+		b, err := e.FetchBatch(t.Context())
+		if err == connectors.ErrEndOfInput {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		last, size := b.Last(), b.Len()
+		if size == 0 || size > envBatchRecords {
+			t.Fatalf("a batch of %d records", size)
+		}
+		recs, err := b.Records()
+		if err != nil {
+			if b.Partition() != bad%4 || badErr != nil {
+				t.Fatalf("partition %d: %v", b.Partition(), err)
+			}
+			badErr = err
+		} else if len(recs) != size || recs[len(recs)-1].Offset != last.Offset {
+			t.Fatalf("%d records, the last at offset %d, Len %d, Last at %d", len(recs), recs[len(recs)-1].Offset, size, last.Offset)
+		}
+		for _, r := range recs {
+			if r.Partition != b.Partition() || r.Lag != -1 {
+				t.Fatalf("partition %d's batch: a record of partition %d, lag %d", b.Partition(), r.Partition, r.Lag)
+			}
+			if badErr != nil && r.Partition == bad%4 && r.Offset > bad {
+				continue // after the bad record: the service has stopped there
+			}
+			got[r.Partition] = append(got[r.Partition], rec{r.Offset, string(r.Key), string(r.Value), r.Size})
+		}
+		b.Release()
+	}
+	if badErr == nil || !strings.Contains(badErr.Error(), fmt.Sprintf("rec.envelopes: line %d is not a record", bad+1)) {
+		t.Errorf("the bad value: %v, want its line %d named", badErr, bad+1)
+	}
+	for p := range int32(4) {
+		g, w := got[p], want[p]
+		if p != bad%4 {
+			g = g[:len(w)] // Fetch stopped at the bad line; FetchBatch read on
+		}
+		if len(g) != len(w) {
+			t.Fatalf("partition %d: %d records, Fetch %d", p, len(g), len(w))
+		}
+		for i := range w {
+			if g[i] != w[i] {
+				t.Fatalf("partition %d, record %d: %+v, Fetch %+v", p, i, g[i], w[i])
+			}
+		}
+	}
+	if want[1][0].size != 0 || !strings.HasPrefix(want[1][25].value, "xxx") || want[1][25].size != 100 {
+		t.Errorf("the oversized record: %+v, the first %+v", want[1][25], want[1][0])
+	}
+	for range 2 {
+		if _, err := e.FetchBatch(t.Context()); err != connectors.ErrEndOfInput {
+			t.Errorf("after the end: %v", err)
+		}
+	}
+	if _, err := e.Fetch(t.Context()); err == nil {
+		t.Error("Fetch after FetchBatch: no error")
+	}
+
+	// stdin whose writer pauses: the records of every partition read
+	// before the pause come, in batches of their own.
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	e = NewEnvelopes([]string{"-"}, pr, -1, 1<<20)
+	defer e.Close()
+	go fmt.Fprint(pw, `{"partition":0,"offset":1,"value":{"a":1}}`+"\n"+`{"partition":1,"offset":5,"value_base64":"YQ=="}`+"\n"+`{"partition":0,"offset":2,"value":{"a":2}}`+"\n")
+	seen := map[int32][]int64{}
+	for range 2 {
+		b, err := e.FetchBatch(t.Context())
+		if err != nil {
+			t.Fatalf("stdin: %v", err)
+		}
+		recs, err := b.Records()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			seen[r.Partition] = append(seen[r.Partition], r.Offset)
+		}
+		b.Release()
+	}
+	if fmt.Sprint(seen) != "map[0:[1 2] 1:[5]]" {
+		t.Errorf("stdin before its pause: %v, want partition 0's offsets 1 and 2, partition 1's 5", seen)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := e.FetchBatch(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("stdin paused: %v, want the context's deadline", err)
+	}
+	pw.Close()
+	if _, err := e.FetchBatch(t.Context()); err != connectors.ErrEndOfInput {
+		t.Fatalf("at stdin's end: %v", err)
+	}
+}
