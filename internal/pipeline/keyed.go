@@ -496,7 +496,9 @@ func spillBytes(m map[string][]byte) int64 {
 // stamps the slot with a new tick and appends (slot, tick) to uses, so
 // that the entries whose tick is still their slot's are the models in
 // the order of their last uses, from head. The entries of earlier uses
-// are skipped, and dropped once they outnumber the live ones twice.
+// are skipped, and dropped once they outnumber the live ones twice, or
+// once those before head (skipped by oldest) are half of uses: evictions
+// move head on, and the entries behind it are held until dropped.
 type lru struct {
 	uses   []lruUse
 	head   int
@@ -529,7 +531,7 @@ func (l *lru) add(m *keyedModel) {
 func (l *lru) use(slot int32) {
 	l.tick++
 	l.last[slot] = l.tick
-	if len(l.uses)-l.head > 2*l.n+64 {
+	if len(l.uses)-l.head > 2*l.n+64 || l.head > 64 && l.head >= len(l.uses)/2 {
 		live := l.uses[:0]
 		for _, u := range l.uses[l.head:] {
 			if l.last[u.slot] == u.tick {
