@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"runtime"
 	"testing"
 )
@@ -108,15 +109,7 @@ func TestKeyedBoundCountsIndex(t *testing.T) {
 	if bounded.IndexBytes() != free.IndexBytes() {
 		t.Errorf("index bounded %d, unbounded %d", bounded.IndexBytes(), free.IndexBytes())
 	}
-	a, err := bounded.MarshalBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := free.MarshalBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(a) != string(b) {
+	if !bytes.Equal(mustMarshal(t, bounded), mustMarshal(t, free)) {
 		t.Errorf("bounded and unbounded models differ (%d evictions)", bounded.Evicted())
 	}
 	t.Logf("resident as the keys grew: %v; %d evictions", resident, bounded.Evicted())
