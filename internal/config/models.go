@@ -22,7 +22,7 @@ type Models struct {
 	// as Max does. Each key's model costs what its key has seen (about 3
 	// KB, and 70 to 100 bytes a feature it touched, with the default
 	// learners; its footprint is the estimate counted), each key seen
-	// about 230 bytes of index whether its model is resident or not. The
+	// about 220 bytes of index whether its model is resident or not. The
 	// soft memory limit of run and replay is MaxBytes a partition plus a
 	// fixed overhead.
 	MaxBytes int64 `yaml:"max_bytes"`

@@ -31,9 +31,12 @@ func BoundOf(live int64) int64 { return live / liveShareNum * liveShareDen }
 // spill's index (a map from the name to the encoding's place), with the
 // hash tables' slack. Measured with runtime.MemStats over 60,000 to
 // 300,000 keys, it is 155 to 212 bytes as the maps' tables fill and
-// double; 200 puts a key's IndexBytes within −10% and +30% of its heap
-// at every count (TestKeyedIndexHeap), the contract of a Footprint.
-const keyIndexFixed = 200
+// double, and a Keyed's keys of 9 or 10 bytes hold 178 to 237 bytes
+// each with their names and two learners' mistakes (32 bytes); 190 puts
+// a key's IndexBytes within −10% and +30% of its heap at every count,
+// 0.94 to 1.25 times it (TestKeyedIndexHeap), the contract of a
+// Footprint.
+const keyIndexFixed = 190
 
 // KeyIndexBytes returns the bytes of heap a key whose name is nameLen
 // bytes long holds in the index of models per key of learners learners,

@@ -17,11 +17,11 @@ func TestKeyedIndexBytes(t *testing.T) {
 		global   bool
 		want     int64
 	}{
-		{"user-12345", 2, false, 232},             // 200, 10 bytes of name in 16, 2 mistakes in 16
-		{"user-12345", 2, true, 296},              // and 2 MixCounts of 32 bytes
-		{"", 1, false, 208},                       // no name, 1 mistake
-		{string(make([]byte, 33)), 5, false, 296}, // 33 bytes of name in 48, 5 mistakes (40) in 48
-		{string(make([]byte, 300)), 2, true, 664}, // 300 in 384, 16, 64
+		{"user-12345", 2, false, 222},             // 190, 10 bytes of name in 16, 2 mistakes in 16
+		{"user-12345", 2, true, 286},              // and 2 MixCounts of 32 bytes
+		{"", 1, false, 198},                       // no name, 1 mistake
+		{string(make([]byte, 33)), 5, false, 286}, // 33 bytes of name in 48, 5 mistakes (40) in 48
+		{string(make([]byte, 300)), 2, true, 654}, // 300 in 384, 16, 64
 	} {
 		if got := KeyIndexBytes(len(tc.name), tc.learners, tc.global); got != tc.want {
 			t.Errorf("key of %d bytes, %d learners, global %v: %d bytes, want %d", len(tc.name), tc.learners, tc.global, got, tc.want)
@@ -37,8 +37,8 @@ func TestKeyedIndexBytes(t *testing.T) {
 	feedKeyed(t, k, dec, keyedLines(0, 1000))
 	feedKeyed(t, k, dec, keyedLines(0, 10)) // keys seen again count once
 	// user-0 … user-999: 6 to 8 bytes of name, in 8; two learners'
-	// mistakes, 16: 224 bytes a key.
-	if want := int64(1000 * 224); k.IndexBytes() != want {
+	// mistakes, 16: 214 bytes a key.
+	if want := int64(1000 * 214); k.IndexBytes() != want {
 		t.Errorf("1,000 keys: index %d bytes, want %d", k.IndexBytes(), want)
 	}
 	b, err := k.MarshalBinary()
@@ -64,7 +64,7 @@ func TestKeyedIndexBytes(t *testing.T) {
 func TestKeyedBoundCountsIndex(t *testing.T) {
 	c := mustConfig(t, "features: {bits: 16}\nlearners:\n  - {name: p, algorithm: perceptron}\n  - {name: a, algorithm: adagrad}\n")
 	dec := mustDecoder(t, c)
-	const maxBytes = 4 << 20 // 2 MiB live: 2,000 new models of about 1 KB, or 9,362 keys' index of 224 bytes
+	const maxBytes = 4 << 20 // 2 MiB live: 2,000 new models of about 1 KB, or 9,799 keys' index of 214 bytes
 	if LiveBytes(maxBytes) != 2<<20 {
 		t.Fatalf("LiveBytes(%d) = %d, want half", maxBytes, LiveBytes(maxBytes))
 	}
@@ -88,9 +88,9 @@ func TestKeyedBoundCountsIndex(t *testing.T) {
 		if live > LiveBytes(maxBytes) && bounded.Resident() > 1 {
 			t.Fatalf("round %d: %d resident models of %d bytes and an index of %d: over %d", round, bounded.Resident(), bounded.ResidentBytes(), bounded.IndexBytes(), LiveBytes(maxBytes))
 		}
-		// 224 bytes a hot key (user-0 … user-499: a name of 8 bytes at
-		// most), 232 a new one (user-1000 …: 9 or 10 bytes, in 16).
-		if want := int64(500*224 + 2000*(round+1)*232); bounded.IndexBytes() != want {
+		// 214 bytes a hot key (user-0 … user-499: a name of 8 bytes at
+		// most), 222 a new one (user-1000 …: 9 or 10 bytes, in 16).
+		if want := int64(500*214 + 2000*(round+1)*222); bounded.IndexBytes() != want {
 			t.Fatalf("round %d: index %d bytes, want %d", round, bounded.IndexBytes(), want)
 		}
 		resident = append(resident, bounded.Resident())
