@@ -27,12 +27,13 @@ const (
 )
 
 // memoryLimit returns the soft memory limit of cfg's models per key over
-// partitions with index bytes of keys' index each (IndexBytes; none
+// partitions whose keys' index holds index bytes each (IndexBytes; none
 // counts as one partition of no key), in bytes: models.max_bytes a
 // partition, or for a partition whose index alone is over its share of
 // it (pipeline.LiveBytes) the bound it would take (pipeline.BoundOf),
-// plus memoryOverhead less memoryUncounted once; at most math.MaxInt64. It returns 0 when cfg
-// has no models per key: nothing bounds a model per partition's memory.
+// plus memoryOverhead less memoryUncounted once; at most math.MaxInt64.
+// It returns 0 when cfg has no models per key: nothing bounds a model per
+// partition's memory.
 //
 // models.max_bytes is what the models per key of a partition may hold:
 // pipeline.Keyed keeps its resident models and its keys' index within
