@@ -158,21 +158,23 @@ func writeAnswer(w io.Writer, cfg *config.Config) {
 
 // writeModelsPerKey writes, for check, how models per key are kept: by
 // key, the bounds on the resident models and where the others go, the
-// global model, and what a key's model costs.
+// global model, what a key's model and a key's place in the index cost,
+// and how many keys the index takes to fill the models' share alone.
 func writeModelsPerKey(w io.Writer, m config.Models, cost keyCost) {
 	fmt.Fprintf(w, "models:\tone per event key within each partition (models.by: key), each learning its key's events alone\n")
 	idle := ""
 	if m.Idle > 0 {
 		idle = fmt.Sprintf(", and any not used for %v (models.idle),", m.Idle)
 	}
-	bound := fmt.Sprintf("%s of models per partition (models.max_bytes)", mib(uint64(m.MaxBytes)))
+	live := pipeline.LiveBytes(m.MaxBytes)
+	bound := fmt.Sprintf("%s a partition for the models per key (models.max_bytes): the resident models with the index of every key seen are kept within half of it, %s, the other half being the collector's room", mib(uint64(m.MaxBytes)), mib(uint64(live)))
 	switch {
 	case m.MaxBytes > 0 && m.Max > 0:
-		bound += fmt.Sprintf(" and %d models (models.max)", m.Max)
+		bound += fmt.Sprintf(", and at most %d models resident (models.max)", m.Max)
 	case m.Max > 0:
-		bound = fmt.Sprintf("%d models per partition (models.max)", m.Max)
+		bound = fmt.Sprintf("at most %d models per partition (models.max)", m.Max)
 	}
-	fmt.Fprintf(w, "  resident:\tat most %s; past it the least recently used%s is spilled to a file in %s (models.spill_dir) and decoded on its key's next event\n",
+	fmt.Fprintf(w, "  resident:\t%s; past it the least recently used%s is spilled to a file in %s (models.spill_dir) and decoded on its key's next event\n",
 		bound, idle, cmp.Or(m.SpillDir, "the system's temporary directory"))
 	if m.Global {
 		fmt.Fprintf(w, "  global:\ta global model per partition beside them (models.global): each key is served by its model or the global one, whichever has made fewer mistakes on the key\n")
@@ -187,9 +189,11 @@ func writeModelsPerKey(w io.Writer, m config.Models, cost keyCost) {
 	fmt.Fprintf(w, "  memory:\teach key's model costs about %s new, plus about %.0f bytes a feature its key touched (its footprint after %d features)\n",
 		mib(uint64(cost.new)), cost.perFeature, cost.features)
 	if m.MaxBytes > 0 {
-		n := m.MaxBytes / int64(max(1, cost.new))
-		fmt.Fprintf(w, "\t%s holds about %d new models, fewer as their keys touch features; a spilled key costs its encoding on disk and a few hundred bytes of heap\n",
-			mib(uint64(m.MaxBytes)), n)
+		n := live / int64(max(1, cost.new))
+		fmt.Fprintf(w, "\t%s holds about %d new models, fewer as their keys touch features and as keys are seen: every key seen, resident or spilled, takes about %d bytes of it (a name of %d bytes: its counts, name and place in the spill; a spilled model's encoding is on disk)\n",
+			mib(uint64(live)), n, cost.index, keyNameLen)
+		fmt.Fprintf(w, "\tpast about %d keys seen a partition their index alone fills it: only the model in use stays resident, the index grows past models.max_bytes with the keys, and run and replay warn and raise the memory limit with it\n",
+			live/max(1, cost.index))
 	} else {
 		fmt.Fprintf(w, "\tat most %d resident per partition: %s new, plus their features; a spilled key costs its encoding on disk and a few hundred bytes of heap\n",
 			m.Max, mib(uint64(m.Max)*uint64(cost.new)))
@@ -208,11 +212,11 @@ func learnerCount(n int) string {
 }
 
 // writeMemoryLimit writes, for check, the soft memory limit run and
-// replay set for cfg's models per key (memoryLimit): the formula, and its
-// bytes for one partition before its first key.
+// replay set for cfg's models per key (memoryLimit): the formula, what X
+// is, and its bytes for one partition.
 func writeMemoryLimit(w io.Writer, cfg *config.Config) {
-	fmt.Fprintf(w, "  process:\trun and replay set a soft memory limit of 2 × models.max_bytes a partition + %s + %d bytes a key ever seen: %s with one partition and no key yet; GOMEMLIMIT replaces it, GOMEMLIMIT=off sets none\n",
-		mib(memoryOverhead), memoryPerKey, mib(uint64(memoryLimit(cfg, 1, 0))))
+	fmt.Fprintf(w, "  process:\trun and replay set a soft memory limit of models.max_bytes a partition + %s, %s with one partition, which holds RSS within models.max_bytes a partition + %s (the rest of the process, %s of it pages the limit does not count); GOMEMLIMIT replaces it, GOMEMLIMIT=off sets none\n",
+		mib(memoryOverhead-memoryUncounted), mib(uint64(memoryLimit(cfg, nil))), mib(memoryOverhead), mib(memoryUncounted))
 }
 
 // writeConnections writes, for check, what a run of cfg connects to: its
@@ -315,13 +319,21 @@ func modelMemory(cfg *config.Config) (uint64, error) {
 }
 
 // keyCost is what a key's model costs: its footprint new
-// (pipeline.Pipeline.Footprint, what models.max_bytes bounds), and per
-// feature its key touched, measured over features.
+// (pipeline.Pipeline.Footprint, counted in models.max_bytes), and per
+// feature its key touched, measured over features; and index, what a key
+// of a name of keyNameLen bytes holds in the keys' index whether its
+// model is resident or not (pipeline.KeyIndexBytes, counted in
+// models.max_bytes too).
 type keyCost struct {
 	new        int
 	perFeature float64
 	features   int
+	index      int64
 }
+
+// keyNameLen is the length of the key names check counts the keys'
+// index of.
+const keyNameLen = 16
 
 // keyedCost builds a key's model of cfg, as models per key do (sparse),
 // teaches it labeled events of distinct features, and returns its cost.
@@ -345,6 +357,7 @@ func keyedCost(cfg *config.Config) (keyCost, error) {
 		return keyCost{}, err
 	}
 	c.new = p.Footprint()
+	c.index = pipeline.KeyIndexBytes(keyNameLen, len(p.Names()), cfg.Models.Global)
 	// Each event touches perEvent features not touched before, spread
 	// over the slots; a round's label alternates.
 	stride := uint32(1<<cfg.Features.Bits) / uint32(c.features)

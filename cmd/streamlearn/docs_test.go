@@ -1548,10 +1548,10 @@ type goTest struct {
 }
 
 // goTestValueFlags are the go test flags the pages may give, with
-// whether each takes a value; keyed.sizes is BenchmarkKeyedReplay's own.
+// whether each takes a value; keyed.sizes and keyed.dir are BenchmarkKeyedReplay's own.
 var goTestValueFlags = map[string]bool{"run": true, "bench": true, "count": true, "benchtime": true, "cpu": true,
 	"timeout": true, "tags": true, "shuffle": true, "skip": true, "v": false, "race": false, "short": false,
-	"benchmem": false, "failfast": false, "keyed.sizes": true}
+	"benchmem": false, "failfast": false, "keyed.sizes": true, "keyed.dir": true}
 
 func parseGoTest(words []string) (goTest, error) {
 	var g goTest

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -21,6 +22,11 @@ import (
 // seconds; the targets are 1M:1k, 1M:100k and 1M:1M.
 var keyedSizes = flag.String("keyed.sizes", "20k:2k", "BenchmarkKeyedReplay's streams: `EVENTS:KEYS` pairs, comma-separated (k, M suffixes)")
 
+// keyedDir, when set, is where BenchmarkKeyedReplay writes its streams
+// and configurations, and leaves them (to replay them with another
+// binary); by default a temporary directory, removed.
+var keyedDir = flag.String("keyed.dir", "", "BenchmarkKeyedReplay's `directory` of streams and configurations, kept (default a temporary one)")
+
 // keyedBenchConfig is the configuration of BenchmarkKeyedReplay: the built-in default's, a
 // Perceptron and plain AdaGrad with a bias, at 2^18 slots.
 const keyedBenchConfig = `features: {bits: 18}
@@ -35,13 +41,14 @@ learners:
 // (models unset), a model per key at the default models.max and a model
 // per key with models.max 1000 (the rest spilled). The stream is written
 // once per size, before the timer; each iteration is one replay. It
-// reports events/s, the replay's peak RSS (MiB, its rusage's maxrss) and
-// the distinct keys of the stream.
+// reports events/s, the replay's peak RSS (MiB, its rusage's maxrss),
+// its CPU seconds (user and system) and garbage collections, and the
+// distinct keys of the stream.
 //
 //	go test ./cmd/streamlearn -run '^$' -bench KeyedReplay -benchtime 1x -keyed.sizes 20k:2k
 func BenchmarkKeyedReplay(b *testing.B) {
 	sl, _ := e2eBuild(b)
-	dir := b.TempDir()
+	dir := cmp.Or(*keyedDir, b.TempDir())
 	for _, size := range strings.Split(*keyedSizes, ",") {
 		events, keys, err := parseKeyedSize(size)
 		if err != nil {
@@ -64,25 +71,40 @@ func BenchmarkKeyedReplay(b *testing.B) {
 			b.Run(fmt.Sprintf("events=%s/keys=%s/models=%s", strings.Split(size, ":")[0], strings.Split(size, ":")[1], m.name), func(b *testing.B) {
 				b.ReportAllocs()
 				var peak int64
+				var cpu time.Duration
+				var gcs int
 				for b.Loop() {
-					peak = max(peak, replayPeakRSS(b, sl, dir, cfg, stream))
+					u := replayUsed(b, sl, dir, cfg, stream)
+					peak, cpu, gcs = max(peak, u.peak), cpu+u.cpu, gcs+u.gcs
 				}
 				b.ReportMetric(float64(st.Events)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
 				b.ReportMetric(float64(peak)/(1<<20), "peak-RSS-MiB")
+				b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
+				b.ReportMetric(float64(gcs)/float64(b.N), "GCs/op")
 				b.ReportMetric(float64(st.Keys), "keys")
 			})
 		}
 	}
 }
 
-// replayPeakRSS runs `streamlearn replay -c cfg stream` in dir and
-// returns its peak resident set in bytes.
-func replayPeakRSS(b *testing.B, sl, dir, cfg, stream string) int64 {
+// replayUsage is what a replay used: its peak resident set in bytes,
+// its CPU time (user and system) and its garbage collections.
+type replayUsage struct {
+	peak int64
+	cpu  time.Duration
+	gcs  int
+}
+
+// replayUsed runs `streamlearn replay -c cfg stream` in dir, with
+// GODEBUG=gctrace=1 (a line on stderr a collection), and returns what it
+// used.
+func replayUsed(b *testing.B, sl, dir, cfg, stream string) replayUsage {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Hour)
 	defer cancel()
 	c := testproc.CommandContext(b, ctx, sl, "replay", "-c", cfg, stream)
 	c.Dir = dir
+	c.Env = append(os.Environ(), "GODEBUG=gctrace=1")
 	var stderr strings.Builder
 	c.Stderr = &stderr // the report goes to stdout, discarded
 	if err := c.Run(); err != nil {
@@ -92,7 +114,13 @@ func replayPeakRSS(b *testing.B, sl, dir, cfg, stream string) int64 {
 	if !ok {
 		b.Fatal("no rusage of the replay")
 	}
-	return ru.Maxrss << 10 // KiB on Linux
+	u := replayUsage{peak: ru.Maxrss << 10, cpu: c.ProcessState.UserTime() + c.ProcessState.SystemTime()} // maxrss in KiB on Linux
+	for line := range strings.Lines(stderr.String()) {
+		if strings.HasPrefix(line, "gc ") {
+			u.gcs++
+		}
+	}
+	return u
 }
 
 // parseKeyedSize parses EVENTS:KEYS, each a number with an optional k or

@@ -74,7 +74,8 @@ func Default() *Config {
 }
 
 // DefaultModelsMaxBytes is models.max_bytes when unset: the memory of
-// the models per key one partition keeps resident.
+// the models per key of one partition, resident models and keys' index
+// within half of it (Models.MaxBytes).
 const DefaultModelsMaxBytes = 256 << 20
 
 // fill sets defaults on zero values.

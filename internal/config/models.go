@@ -15,11 +15,16 @@ type Models struct {
 	// (default none): past it the least recently used is evicted as its
 	// exact encoding, and decoded on its key's next event.
 	Max int `yaml:"max"`
-	// MaxBytes, with By "key", bounds the memory of the models resident
-	// per partition, in bytes (default DefaultModelsMaxBytes), as Max
-	// does: each key's model costs what its key has seen (about 3 KB, and
-	// 70 to 100 bytes a feature it touched, with the default learners),
-	// and its estimate (its footprint) is what is bounded.
+	// MaxBytes, with By "key", bounds the memory of the models per key of
+	// a partition, in bytes (default DefaultModelsMaxBytes): the resident
+	// models and the index of every key seen are kept within half of it
+	// (the other half is the garbage collector's room), evicting models
+	// as Max does. Each key's model costs what its key has seen (about 3
+	// KB, and 70 to 100 bytes a feature it touched, with the default
+	// learners; its footprint is the estimate counted), each key seen
+	// about 220 bytes of index whether its model is resident or not. The
+	// soft memory limit of run and replay is MaxBytes a partition plus a
+	// fixed overhead.
 	MaxBytes int64 `yaml:"max_bytes"`
 	// Idle, with By "key", evicts a model not used for that long, as Max
 	// does; 0 (the default) keeps models until Max pushes them out.

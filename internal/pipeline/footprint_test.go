@@ -130,15 +130,7 @@ func TestKeyedMaxBytes(t *testing.T) {
 	if bounded.Evicted() == 0 || free.Evicted() != 0 {
 		t.Fatalf("evictions: %d bounded, %d unbounded", bounded.Evicted(), free.Evicted())
 	}
-	b1, err := bounded.MarshalBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b2, err := free.MarshalBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(b1, b2) {
+	if !bytes.Equal(mustMarshal(t, bounded), mustMarshal(t, free)) {
 		t.Fatal("the bounded models per key differ from the unbounded ones")
 	}
 	t.Logf("%d keys, %d resident of %d bytes, %d evictions", bounded.Len(), bounded.Resident(), bounded.ResidentBytes(), bounded.Evicted())

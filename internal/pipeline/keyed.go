@@ -18,12 +18,13 @@ import (
 // key's.
 //
 // Each key's model is sparse (Builder.Sparse): it costs what its key has
-// seen. At most Max models are resident, of at most MaxBytes together
-// (their Footprint); past either the least recently used is encoded
+// seen. At most Max models are resident, and their Footprint with the
+// index of every key seen (IndexBytes) is kept within LiveBytes of
+// MaxBytes; past either the least recently used is encoded
 // (MarshalBinary) into the spill and dropped, and decoded again on the
 // key's next event. The encoding is exact, so eviction changes no model:
-// it bounds the heap by the resident models plus the spilled states'
-// index (the states themselves are in the spill's file, or in memory
+// it bounds the heap by the resident models plus the keys' index (the
+// states themselves are in the spill's file, or in memory, uncounted,
 // without a spill directory).
 //
 // Keyed is not safe for concurrent use.
@@ -34,8 +35,10 @@ type Keyed struct {
 	dense    *Builder
 	max      int
 	maxBytes int64
-	// bytes is the resident models' Footprint, as of their last use.
+	// bytes is the resident models' Footprint, as of their last use;
+	// index the keys' index, IndexBytes (keyed_index.go).
 	bytes   int64
+	index   int64
 	idle    time.Duration
 	warm    []byte
 	warmSHA [32]byte
@@ -134,8 +137,11 @@ type KeyedLearner struct {
 type KeyedOptions struct {
 	// Max bounds the resident models; 0 means no bound.
 	Max int
-	// MaxBytes bounds the resident models' Footprint in bytes; 0 means no
-	// bound. The model in use stays resident whatever its size.
+	// MaxBytes bounds the memory of the models per key in bytes; 0 means
+	// no bound. The resident models' Footprint and the keys' index
+	// (IndexBytes) are kept within LiveBytes of it, the rest being the
+	// collector's room. The model in use stays resident whatever its
+	// size, and the index whatever its size.
 	MaxBytes int64
 	// Idle, when positive, evicts the models not used for that long
 	// (EvictIdle).
@@ -201,7 +207,7 @@ func (k *Keyed) clear() {
 	k.resident, k.stats = map[string]*keyedModel{}, map[string]*KeyStats{}
 	k.frozen = map[string]StateRef{}
 	k.lru = lru{}
-	k.bytes = 0
+	k.bytes, k.index = 0, 0
 	k.total = Counts{InvalidBy: map[event.Reason]uint64{}}
 	clear(k.learners)
 	clear(k.mixTotals)
@@ -287,6 +293,7 @@ func (k *Keyed) model(key []byte) (*keyedModel, error) {
 			}
 		}
 		k.stats[name] = st
+		k.index += k.keyIndex(name)
 	}
 	m := &keyedModel{key: name, p: p, used: k.now, st: st}
 	k.lru.add(m)
@@ -299,9 +306,10 @@ func (k *Keyed) model(key []byte) (*keyedModel, error) {
 }
 
 // bound evicts the least recently used models while more than Max are
-// resident, or more than MaxBytes, but the most recently used.
+// resident, or while with the keys' index they are over LiveBytes of
+// MaxBytes (overBound), but the most recently used.
 func (k *Keyed) bound() error {
-	for k.max > 0 && len(k.resident) > k.max || k.maxBytes > 0 && k.bytes > k.maxBytes && len(k.resident) > 1 {
+	for k.max > 0 && len(k.resident) > k.max || k.overBound() && len(k.resident) > 1 {
 		if err := k.evict(); err != nil {
 			return err
 		}
@@ -496,7 +504,9 @@ func spillBytes(m map[string][]byte) int64 {
 // stamps the slot with a new tick and appends (slot, tick) to uses, so
 // that the entries whose tick is still their slot's are the models in
 // the order of their last uses, from head. The entries of earlier uses
-// are skipped, and dropped once they outnumber the live ones twice.
+// are skipped, and dropped once they outnumber the live ones twice, or
+// once those before head (skipped by oldest) are half of uses: evictions
+// move head on, and the entries behind it are held until dropped.
 type lru struct {
 	uses   []lruUse
 	head   int
@@ -529,7 +539,7 @@ func (l *lru) add(m *keyedModel) {
 func (l *lru) use(slot int32) {
 	l.tick++
 	l.last[slot] = l.tick
-	if len(l.uses)-l.head > 2*l.n+64 {
+	if len(l.uses)-l.head > 2*l.n+64 || l.head > 64 && l.head >= len(l.uses)/2 {
 		live := l.uses[:0]
 		for _, u := range l.uses[l.head:] {
 			if l.last[u.slot] == u.tick {

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"container/list"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -69,5 +70,30 @@ func TestKeyedLRU(t *testing.T) {
 	}
 	if l.oldest() != nil || l.n != 0 {
 		t.Errorf("drained: %d models left", l.n)
+	}
+}
+
+// keyedLines returns n events of keys user-first … user-(first+n-1),
+// one each, of three features.
+func keyedLines(first, n int) [][]byte {
+	lines := make([][]byte, n)
+	for i := range lines {
+		lines[i] = fmt.Appendf(nil, `{"key":"user-%d","features":{"v":0.5,"w":0.25,"t%d":1},"label":%d}`, first+i, i%50, i%2)
+	}
+	return lines
+}
+
+// TestKeyedUsesDropped: the order of use drops the entries behind its
+// head: a Keyed that evicts on every new key (one resident model) holds
+// a few entries of use, not one for every use since it was made.
+func TestKeyedUsesDropped(t *testing.T) {
+	c := mustConfig(t, "features: {bits: 16}\nlearners:\n  - {name: p, algorithm: perceptron}\n")
+	k, err := NewKeyed(c, KeyedOptions{MaxBytes: 1, SpillDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	feedKeyed(t, k, mustDecoder(t, c), keyedLines(0, 10000))
+	if k.Resident() != 1 || cap(k.lru.uses) > 1024 {
+		t.Errorf("10,000 uses, %d resident: %d entries of use held (%d behind the head)", k.Resident(), cap(k.lru.uses), k.lru.head)
 	}
 }

@@ -52,11 +52,14 @@ func (k *Keyed) Top(n int) []KeyTop {
 type KeysReport struct {
 	// Keys is how many keys have a model; Resident how many are decoded
 	// in memory, the others being spilled as their encodings of
-	// SpillBytes bytes in all; Evicted how many evictions there were.
+	// SpillBytes bytes in all; Evicted how many evictions there were;
+	// IndexBytes the estimated heap of every key's counts and place in
+	// the spill (Keyed.IndexBytes), counted in models.max_bytes.
 	Keys       int    `json:"keys"`
 	Resident   int    `json:"resident"`
 	Evicted    uint64 `json:"evicted"`
 	SpillBytes int64  `json:"spill_bytes"`
+	IndexBytes int64  `json:"index_bytes"`
 }
 
 // Report returns the totals over every key's model: the records (those
@@ -78,7 +81,7 @@ func (k *Keyed) report(digests bool) Report {
 		Invalid:         k.total.Invalid,
 		InvalidByReason: make(map[string]uint64, len(k.total.InvalidBy)),
 		Seconds:         time.Since(k.start).Seconds(),
-		Keys:            &KeysReport{Keys: k.Len(), Resident: k.Resident(), Evicted: k.evicted, SpillBytes: k.SpillBytes()},
+		Keys:            &KeysReport{Keys: k.Len(), Resident: k.Resident(), Evicted: k.evicted, SpillBytes: k.SpillBytes(), IndexBytes: k.index},
 		Learners:        make([]regret.LearnerReport, len(k.names)),
 		Answer:          k.names[k.build.dg.spec.AnswerIndex()],
 	}

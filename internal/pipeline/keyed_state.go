@@ -349,5 +349,6 @@ func (k *Keyed) UnmarshalBinary(b []byte) error {
 	for _, st := range stats {
 		st.changed = k.epoch + 1
 	}
+	k.countIndex()
 	return nil
 }

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"cmp"
+	"encoding"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -193,7 +194,9 @@ func sameState(t *testing.T, i int, dense, sparse *Pipeline) (bd, bs []byte) {
 	return bd, bs
 }
 
-func mustMarshal(t *testing.T, p *Pipeline) []byte {
+// mustMarshal returns p's MarshalBinary (a Pipeline's, a Keyed's),
+// failing t on error.
+func mustMarshal(t *testing.T, p encoding.BinaryMarshaler) []byte {
 	t.Helper()
 	b, err := p.MarshalBinary()
 	if err != nil {
