@@ -166,6 +166,10 @@ func (p *jsonParser) decode(data []byte, ev *Event) *Error {
 	p.fail, p.sem = "", ""
 	shaped := p.shape.use && p.shaped(ev)
 	if !shaped {
+		if p.shape.use {
+			p.shape.use = false // until learnt again
+			p.shape.misfits++
+		}
 		ev.reset()
 		p.i, p.cur, p.other = 0, "", -1
 		p.fail, p.sem = "", ""

@@ -24,11 +24,12 @@ import (
 // so the shape changes how fast a record is decoded, never its result or
 // its error.
 type shape struct {
-	use    bool   // steps hold a shape
-	misses uint32 // records decoded in full since the last shaped one
-	hits   uint64 // records shaped (for the tests)
-	lits   []byte
-	steps  []shapeStep
+	use     bool   // steps hold a shape
+	misses  uint32 // records decoded in full since the last shaped one
+	hits    uint64 // records shaped (for the tests)
+	misfits uint64 // records the shape was tried on and did not fit (for the tests)
+	lits    []byte
+	steps   []shapeStep
 }
 
 // A shapeStep is the literal lits[lo:hi] and then a value of kind (for
@@ -50,10 +51,12 @@ const (
 	shapeEnd             // no value: the record ends
 )
 
-// shapeLearnEvery: after a record the shape did not fit, the parser
-// learns the shape of the next records it decodes in full when their count
-// since the last fit is a power of two or a multiple of shapeLearnEvery,
-// so that a stream of ever changing layouts costs a learning rarely.
+// shapeLearnEvery: a shape that does not fit a record is dropped, and the
+// parser learns the shape of the records it decodes in full when their
+// count since the last fit is a power of two or a multiple of
+// shapeLearnEvery: a stream whose records keep one layout but for a few
+// learns it back at the next record, and one of ever changing layouts
+// costs a learning and a try of the shape rarely.
 const shapeLearnEvery = 1024
 
 // shaped decodes p.data into ev (reset) with p's shape, and reports

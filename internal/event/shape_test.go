@@ -174,9 +174,27 @@ func TestShapeLearning(t *testing.T) {
 		}
 	}
 	// Records 1, 2, 4, ..., 2048 since the last fit: 12 (the multiples of
-	// shapeLearnEvery below 3000 are among them).
+	// shapeLearnEvery below 3000 are among them), each tried once, on the
+	// record after it.
 	if want := 12; learnt != want {
 		t.Errorf("learnt %d shapes in 3000 records of changing layout, want %d", learnt, want)
+	}
+	if want := uint64(12); d.p.shape.misfits != want {
+		t.Errorf("tried a shape on %d records of changing layout, want %d", d.p.shape.misfits, want)
+	}
+	// A stream of one layout with an odd record: the odd one's shape is
+	// learnt, and the stream's at the next record, shaped from the one after.
+	d, _ = NewDecoder(Config{})
+	hits := []uint64{0, 1, 1, 1, 2, 3, 4}
+	for i, h := range hits {
+		rec := fmt.Appendf(nil, `{"label":1,"features":{"a":%d}}`, i)
+		if i == 2 {
+			rec = []byte(`{"label":1,"features":{"b":1}}`)
+		}
+		d.Decode(rec, &ev)
+		if d.p.shape.hits != h {
+			t.Fatalf("record %d (%s): %d shaped, want %d", i, rec, d.p.shape.hits, h)
+		}
 	}
 }
 
