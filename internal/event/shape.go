@@ -2,6 +2,7 @@ package event
 
 import (
 	"math"
+	"slices"
 
 	"github.com/streamlearn/streamlearn/internal/online"
 )
@@ -30,6 +31,53 @@ type shape struct {
 	misfits uint64 // records the shape was tried on and did not fit (for the tests)
 	lits    []byte
 	steps   []shapeStep
+
+	// When the features' slots are distinct, a record with a value for
+	// each (no null) is canonical once sorted by slot: perm[k] is where
+	// its k-th feature goes, sorted the slots in order, vals scratch
+	// space. perm is nil otherwise.
+	perm   []int32
+	sorted []uint32
+	vals   []float64
+}
+
+// sort puts x, a value for each of the shape's features in their order,
+// in canonical form: sorted by slot, as canonicalize would, without sums
+// (the slots are distinct).
+func (t *shape) sort(x *online.Vector) {
+	vals := append(t.vals[:0], x.Val...)
+	t.vals = vals
+	for k, v := range vals {
+		x.Val[t.perm[k]] = v
+	}
+	copy(x.Idx, t.sorted)
+}
+
+// learnOrder sets perm and sorted for the feature slots of the shape's
+// steps, or perm nil when two are equal.
+func (t *shape) learnOrder() {
+	t.perm, t.sorted = t.perm[:0], t.sorted[:0]
+	for _, s := range t.steps {
+		if s.kind == shapeFeature {
+			t.sorted = append(t.sorted, s.slot)
+		}
+	}
+	order := make([]int32, len(t.sorted))
+	for k := range order {
+		order[k] = int32(k)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return int(int64(t.sorted[a]) - int64(t.sorted[b])) })
+	t.perm = slices.Grow(t.perm, len(order))[:len(order)]
+	for at, k := range order {
+		t.perm[k] = int32(at)
+	}
+	slices.Sort(t.sorted)
+	for k := 1; k < len(t.sorted); k++ {
+		if t.sorted[k] == t.sorted[k-1] {
+			t.perm = nil
+			return
+		}
+	}
 }
 
 // A shapeStep is the literal lits[lo:hi] and then a value of kind (for
@@ -79,6 +127,9 @@ func (p *jsonParser) shaped(ev *Event) bool {
 			if i != len(d) {
 				return false
 			}
+			if t.perm != nil && len(x.Idx) == len(t.perm) {
+				t.sort(x)
+			}
 			t.hits++
 			return true
 		case shapeID, shapeKey, shapeTS:
@@ -120,6 +171,16 @@ func (p *jsonParser) shaped(ev *Event) bool {
 			ev.Labeled, ev.Label = true, y
 		case shapeFeature:
 			switch c := at(d, i); {
+			case '0' <= c && c <= '9' && i+1 < len(d) && (d[i+1] == ',' || d[i+1] == '}'):
+				// One digit, the commonest value (a count, a flag, a
+				// one-hot feature): as num parses it.
+				v := float64(c - '0')
+				if v > p.s.maxAbs {
+					return false
+				}
+				x.Idx = append(x.Idx, s.slot)
+				x.Val = append(x.Val, v)
+				i++
 			case c == '-' || '0' <= c && c <= '9':
 				p.i = i
 				v, st, ok := p.num()
@@ -296,6 +357,7 @@ func (p *jsonParser) learnShape() {
 		}
 	}
 	step(i, shapeEnd, 0)
+	t.learnOrder()
 	t.use = true
 }
 

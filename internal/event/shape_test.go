@@ -217,3 +217,33 @@ func FuzzShape(f *testing.F) {
 		afterShape(t, Config{LabelEvents: true, MaxAbs: 1000}, []byte(first), []byte(next))
 	})
 }
+
+// TestShapeOrder: a shaped record of a value for each feature is put in
+// canonical form by the shape's order when the features' slots are
+// distinct, and by canonicalize when two collide (here, in a space of two
+// slots) or a value is null; a one-digit value beyond MaxAbs is the full
+// parse's range fault. Each decodes as in full, and by the shape.
+func TestShapeOrder(t *testing.T) {
+	for _, tt := range []struct {
+		cfg         Config
+		first, next string
+		perm        bool
+	}{
+		{Config{}, `{"label":1,"features":{"z":1,"y":2,"x":3.5,"w":-4}}`, `{"label":1,"features":{"z":9,"y":0,"x":-3.5,"w":17}}`, true},
+		{Config{}, `{"label":1,"features":{"z":1,"y":2,"x":3.5,"w":-4}}`, `{"label":1,"features":{"z":9,"y":null,"x":-3.5,"w":17}}`, true},
+		{Config{Bits: 1}, `{"label":1,"features":{"z":1,"y":2,"x":3.5,"w":-4}}`, `{"label":1,"features":{"z":9,"y":5,"x":-3.5,"w":17}}`, false},
+		{Config{}, `{"label":1,"features":{"a":1,"a":2}}`, `{"label":1,"features":{"a":3,"a":-2}}`, false},
+		{Config{MaxAbs: 5}, `{"label":1,"features":{"z":1,"y":2}}`, `{"label":1,"features":{"z":1,"y":7}}`, true},
+	} {
+		d, _ := NewDecoder(tt.cfg)
+		var ev Event
+		d.Decode([]byte(tt.first), &ev)
+		if got := d.p.shape.perm != nil; !d.p.shape.use || got != tt.perm {
+			t.Errorf("%s: shape learnt %v, in slot order %v, want true, %v", tt.first, d.p.shape.use, got, tt.perm)
+		}
+		fits := tt.cfg.MaxAbs == 0
+		if got := afterShape(t, tt.cfg, []byte(tt.first), []byte(tt.next)); got != fits {
+			t.Errorf("%s after %s: shaped %v, want %v", tt.next, tt.first, got, fits)
+		}
+	}
+}
