@@ -224,32 +224,47 @@ func (p *jsonParser) learnShape() {
 		t.lits = append(t.lits, d[lo:i]...)
 		t.steps = append(t.steps, shapeStep{lo: uint32(n), hi: uint32(len(t.lits)), slot: slot, kind: kind})
 	}
-	// str ends the string whose contents start at i, a value if kind is
-	// not shapeEnd, and returns where its closing quote is.
+	// str reads the string value of kind whose contents start at i, and
+	// returns where its closing quote is, which starts the next literal.
 	str := func(i int, kind uint8) (int, bool) {
-		if kind != shapeEnd {
-			step(i, kind, 0)
-		}
+		step(i, kind, 0)
 		j, ok := plainString(d, i)
-		if kind != shapeEnd {
-			lo = j
-		}
+		lo = j
 		return j, ok
+	}
+	// sep reads the comma (more true) or closing brace at i, and returns
+	// where the next member or value starts.
+	sep := func(i int) (int, bool, bool) {
+		switch at(d, i) {
+		case ',':
+			return i + 1, true, true
+		case '}':
+			return i + 1, false, true
+		}
+		return i, false, false
+	}
+	// key reads the key at i and its colon, and returns the key and where
+	// its value starts.
+	key := func(i int) ([]byte, int, bool) {
+		if at(d, i) != '"' {
+			return nil, 0, false
+		}
+		j, ok := plainString(d, i+1)
+		if !ok || at(d, j+1) != ':' {
+			return nil, 0, false
+		}
+		return d[i+1 : j], j + 2, true
 	}
 	if at(d, 0) != '{' {
 		return
 	}
 	i, seen := 1, 0
 	for {
-		if at(d, i) != '"' {
+		name, next, ok := key(i)
+		if !ok {
 			return
 		}
-		j, ok := str(i+1, shapeEnd)
-		if !ok || at(d, j+1) != ':' {
-			return
-		}
-		name := d[i+1 : j]
-		i = j + 2
+		i = next
 		bit := 0
 		switch string(name) {
 		case "id", "key", "ts":
@@ -294,15 +309,11 @@ func (p *jsonParser) learnShape() {
 			}
 			i++
 			for {
-				if at(d, i) != '"' {
+				name, next, ok := key(i)
+				if !ok {
 					return
 				}
-				j, ok := str(i+1, shapeEnd)
-				if !ok || at(d, j+1) != ':' {
-					return
-				}
-				name := d[i+1 : j]
-				i = j + 2
+				i = next
 				step(i, shapeFeature, online.Slot(name, p.s.mask))
 				switch c := at(d, i); {
 				case c == '-' || '0' <= c && c <= '9':
@@ -321,15 +332,13 @@ func (p *jsonParser) learnShape() {
 					return
 				}
 				lo = i
-				if at(d, i) == ',' {
-					i++
-					continue
-				}
-				if at(d, i) != '}' {
+				var more bool
+				if i, more, ok = sep(i); !ok {
 					return
 				}
-				i++
-				break
+				if !more {
+					break
+				}
 			}
 		default:
 			return
@@ -338,15 +347,13 @@ func (p *jsonParser) learnShape() {
 			return
 		}
 		seen |= bit
-		if at(d, i) == ',' {
-			i++
-			continue
-		}
-		if at(d, i) != '}' {
+		var more bool
+		if i, more, ok = sep(i); !ok {
 			return
 		}
-		i++
-		break
+		if !more {
+			break
+		}
 	}
 	if seen&keyFeatures == 0 {
 		return
