@@ -32,13 +32,15 @@ type shape struct {
 	lits    []byte
 	steps   []shapeStep
 
-	// When the features' slots are distinct, a record with a value for
-	// each (no null) is canonical once sorted by slot: perm[k] is where
-	// its k-th feature goes, sorted the slots in order, vals scratch
-	// space. perm is nil otherwise.
-	perm   []int32
-	sorted []uint32
-	vals   []float64
+	// When the features' slots are distinct (ordered), a record with a
+	// value for each (no null) is canonical once sorted by slot: perm[k]
+	// is where its k-th feature goes, sorted the slots in order; keys and
+	// vals are scratch space.
+	ordered bool
+	perm    []int32
+	sorted  []uint32
+	keys    []uint64
+	vals    []float64
 }
 
 // sort puts x, a value for each of the shape's features in their order,
@@ -53,29 +55,26 @@ func (t *shape) sort(x *online.Vector) {
 	copy(x.Idx, t.sorted)
 }
 
-// learnOrder sets perm and sorted for the feature slots of the shape's
-// steps, or perm nil when two are equal.
+// learnOrder sets ordered, perm and sorted for the feature slots of the
+// shape's steps, sorting them packed with their positions (slot<<32 |
+// position) in reused space.
 func (t *shape) learnOrder() {
-	t.perm, t.sorted = t.perm[:0], t.sorted[:0]
+	t.keys = t.keys[:0]
 	for _, s := range t.steps {
 		if s.kind == shapeFeature {
-			t.sorted = append(t.sorted, s.slot)
+			t.keys = append(t.keys, uint64(s.slot)<<32|uint64(len(t.keys)))
 		}
 	}
-	order := make([]int32, len(t.sorted))
-	for k := range order {
-		order[k] = int32(k)
-	}
-	slices.SortFunc(order, func(a, b int32) int { return int(int64(t.sorted[a]) - int64(t.sorted[b])) })
-	t.perm = slices.Grow(t.perm, len(order))[:len(order)]
-	for at, k := range order {
-		t.perm[k] = int32(at)
-	}
-	slices.Sort(t.sorted)
-	for k := 1; k < len(t.sorted); k++ {
-		if t.sorted[k] == t.sorted[k-1] {
-			t.perm = nil
-			return
+	slices.Sort(t.keys)
+	n := len(t.keys)
+	t.perm = slices.Grow(t.perm[:0], n)[:n]
+	t.sorted = slices.Grow(t.sorted[:0], n)[:n]
+	t.ordered = true
+	for at, key := range t.keys {
+		t.perm[uint32(key)] = int32(at)
+		t.sorted[at] = uint32(key >> 32)
+		if at > 0 && t.sorted[at] == t.sorted[at-1] {
+			t.ordered = false
 		}
 	}
 }
@@ -127,7 +126,7 @@ func (p *jsonParser) shaped(ev *Event) bool {
 			if i != len(d) {
 				return false
 			}
-			if t.perm != nil && len(x.Idx) == len(t.perm) {
+			if t.ordered && len(x.Idx) == len(t.perm) {
 				t.sort(x)
 			}
 			t.hits++

@@ -238,12 +238,39 @@ func TestShapeOrder(t *testing.T) {
 		d, _ := NewDecoder(tt.cfg)
 		var ev Event
 		d.Decode([]byte(tt.first), &ev)
-		if got := d.p.shape.perm != nil; !d.p.shape.use || got != tt.perm {
+		if got := d.p.shape.ordered; !d.p.shape.use || got != tt.perm {
 			t.Errorf("%s: shape learnt %v, in slot order %v, want true, %v", tt.first, d.p.shape.use, got, tt.perm)
 		}
 		fits := tt.cfg.MaxAbs == 0
 		if got := afterShape(t, tt.cfg, []byte(tt.first), []byte(tt.next)); got != fits {
 			t.Errorf("%s after %s: shaped %v, want %v", tt.next, tt.first, got, fits)
 		}
+	}
+}
+
+// TestShapeAllocs: a stream of one layout with an odd record every few
+// (each costs two learnings) allocates nothing per record once warm.
+func TestShapeAllocs(t *testing.T) {
+	d, _ := NewDecoder(Config{})
+	var ev Event
+	recs := [][]byte{jsonStream[0], jsonStream[1], []byte(`{"label":1,"features":{"b":1,"a":2}}`), jsonStream[2]}
+	i := 0
+	next := func() {
+		d.Decode(recs[i%len(recs)], &ev)
+		i++
+	}
+	for range 100 {
+		next()
+	}
+	learnt := d.p.shape.misfits
+	if n := testing.AllocsPerRun(1, func() {
+		for range 1000 {
+			next()
+		}
+	}); n != 0 {
+		t.Errorf("%v allocs in 1,000 records, want 0", n)
+	}
+	if d.p.shape.misfits-learnt < uint64(1000/len(recs)) {
+		t.Errorf("%d misfits in 1,000 records, want at least %d", d.p.shape.misfits-learnt, 1000/len(recs))
 	}
 }
