@@ -541,11 +541,18 @@ func (s *KafkaSource) fetchPartition(ctx context.Context, kg *kafkaGen, p int, s
 		}
 		backoff = 100 * time.Millisecond
 		// Lag is the reader's: the high watermark of the fetch response
-		// that carried m, minus the offset after m.
+		// that carried m, minus the offset after m. The queue usually has
+		// room: a send that cannot block takes one channel's lock, where
+		// a select with ctx takes two.
+		km := kafkaMsg{gen: kg, m: m, lag: max(r.Lag(), 0)}
 		select {
-		case s.msgs <- kafkaMsg{gen: kg, m: m, lag: max(r.Lag(), 0)}:
-		case <-ctx.Done():
-			return
+		case s.msgs <- km:
+		default:
+			select {
+			case s.msgs <- km:
+			case <-ctx.Done():
+				return
+			}
 		}
 		if s.untilEnd && m.Offset+1 >= end {
 			r.Close() // release the connection now; stay in the generation

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -201,5 +202,34 @@ func BenchmarkDecodeJSONLabel(b *testing.B) {
 		if err := d.Decode(line, &ev); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// jsonStream is 4,096 events of the shape BenchmarkCPUPerEvent
+// (internal/service) sends: id, key, ts, label and ten named features,
+// each with its own values, so that the decoding of numbers and strings
+// of varying length is not learned by the branch predictor as it is on
+// one repeated record.
+var jsonStream = func() [][]byte {
+	r := rand.New(rand.NewPCG(10, 10))
+	out := make([][]byte, 4096)
+	for i := range out {
+		out[i] = fmt.Appendf(nil, `{"id":"m-%d","key":"tenant-%d","ts":"2026-11-22T10:00:00Z","label":%d,"features":{"len":%d,"has_url":%d,"sender=bulk.example":1,"caps":%.3f,"digits":%d,"exclaim":%d,"hour":%d,"reply":%d,"lang=en":1,"score":%.4f}}`,
+			i, r.IntN(10), r.IntN(2), r.IntN(200), r.IntN(2), r.Float64(), r.IntN(20), r.IntN(5), r.IntN(24), r.IntN(2), r.Float64())
+	}
+	return out
+}()
+
+// BenchmarkDecodeJSONStream decodes jsonStream's events in turn.
+func BenchmarkDecodeJSONStream(b *testing.B) {
+	d, _ := NewDecoder(Config{})
+	var ev Event
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if err := d.Decode(jsonStream[i%len(jsonStream)], &ev); err != nil {
+			b.Fatal(err)
+		}
+		i++
 	}
 }

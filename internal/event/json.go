@@ -153,6 +153,7 @@ type jsonParser struct {
 	tok                    tokenizer
 	canon                  canonicalizer
 	slots                  slotCache
+	shape                  shape // the layout of the last learnable record
 }
 
 func (p *jsonParser) decode(data []byte, ev *Event) *Error {
@@ -161,10 +162,34 @@ func (p *jsonParser) decode(data []byte, ev *Event) *Error {
 		return &Error{Reason: ReasonOversized,
 			Err: fmt.Errorf("record of %d bytes exceeds the limit of %d", len(data), p.s.maxBytes)}
 	}
-	p.data, p.i, p.cur, p.other = data, 0, "", -1
+	p.data = data
 	p.fail, p.sem = "", ""
-	p.event(ev)
+	shaped := p.shape.use && p.shaped(ev)
+	if !shaped {
+		if p.shape.use {
+			p.shape.use = false // until learnt again
+			p.shape.misfits++
+		}
+		ev.reset()
+		p.i, p.cur, p.other = 0, "", -1
+		p.fail, p.sem = "", ""
+		p.event(ev)
+	}
+	e := p.result(ev)
+	if e == nil && !shaped {
+		if p.shape.misses++; p.shape.misses&(p.shape.misses-1) == 0 || p.shape.misses%shapeLearnEvery == 0 {
+			p.learnShape()
+		}
+	} else if shaped {
+		p.shape.misses = 0
+	}
 	p.data = nil
+	return e
+}
+
+// result returns the fault of the record just decoded into ev, if any,
+// after putting ev.X in canonical form.
+func (p *jsonParser) result(ev *Event) *Error {
 	if p.fail != "" {
 		return &Error{Field: p.cur, Reason: p.fail, Err: fmt.Errorf("%s at byte %d", p.failMsg, p.failPos)}
 	}

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"testing"
@@ -141,6 +142,11 @@ type cpuArm struct {
 // after (off the clock, not measured), and reports each arm's median
 // cpu-ns/event and events/s, and the median of the iterations' ratios
 // of the first arm's CPU to each other's.
+// Each arm runs under the profiler label arm=<name>, which the goroutines
+// it starts (the client's readers, the service's workers) inherit, so a
+// -cpuprofile of the benchmark splits by arm: go tool pprof -tagfocus
+// arm=run (the runtime's own work, the garbage collector's background
+// marking among it, carries no label).
 func cpuArms(b *testing.B, n int, after func(), arms ...cpuArm) {
 	cpu := make([][]float64, len(arms))
 	rate := make([][]float64, len(arms))
@@ -152,7 +158,7 @@ func cpuArms(b *testing.B, n int, after func(), arms ...cpuArm) {
 			a := (i + k) % len(arms)
 			runtime.GC()
 			t0, c0 := time.Now(), benchCPU()
-			arms[a].read()
+			pprof.Do(context.Background(), pprof.Labels("arm", arms[a].name), func(context.Context) { arms[a].read() })
 			used, wall := benchCPU()-c0, time.Since(t0)
 			b.StopTimer()
 			after()
