@@ -27,21 +27,21 @@ func TestCheckModelsPerKey(t *testing.T) {
 	}{
 		{"{by: key, max: 40, idle: 90s, global: true, spill_dir: " + spill + "}", []string{
 			"models:        one per event key within each partition (models.by: key)",
-			"resident:    256.0 MiB a partition for the models per key (models.max_bytes): the resident models with the index of every key seen are kept within half of it, 128.0 MiB, the other half being the collector's room, and at most 40 models resident (models.max); past it the least recently used, and any not used for 1m30s (models.idle), is spilled to a file in " + spill + " (models.spill_dir)",
+			"resident:    512.0 MiB a partition for the models per key (models.max_bytes): the resident models with the index of every key seen are kept within half of it, 256.0 MiB, the other half being the collector's room, and at most 40 models resident (models.max); past it the least recently used, and any not used for 1m30s (models.idle), is spilled to a file in " + spill + " (models.spill_dir)",
 			// 190 bytes, a name of 16, 2 mistakes in 16 and 2 mix counts in 64
 			"every key seen, resident or spilled, takes about 286 bytes of it",
-			"past about 469292 keys seen a partition their index alone fills it: only the model in use stays resident",
+			"past about 938585 keys seen a partition their index alone fills it: only the model in use stays resident",
 			"global:      a global model per partition beside them (models.global)",
 			"warm start:  none: each new key's model starts empty",
 			"plus the global model: one more model per partition",
 		}},
 		{"{by: key}", []string{
-			"256.0 MiB a partition for the models per key (models.max_bytes): the resident models with the index of every key seen are kept within half of it, 128.0 MiB, the other half being the collector's room; past it the least recently used is spilled to a file in the system's temporary directory",
+			"512.0 MiB a partition for the models per key (models.max_bytes): the resident models with the index of every key seen are kept within half of it, 256.0 MiB, the other half being the collector's room; past it the least recently used is spilled to a file in the system's temporary directory",
 			"global:      none (models.global false): each key is served by its own model",
-			// 190 bytes, a name of 16, 2 mistakes in 16: 128 MiB / 222
+			// 190 bytes, a name of 16, 2 mistakes in 16: 256 MiB / 222
 			"every key seen, resident or spilled, takes about 222 bytes of it",
-			"past about 604584 keys seen a partition their index alone fills it",
-			"process:     run and replay set a soft memory limit of models.max_bytes a partition + 112.0 MiB, 368.0 MiB with one partition, which holds RSS within models.max_bytes a partition + 128.0 MiB (the rest of the process, 16.0 MiB of it pages the limit does not count); GOMEMLIMIT replaces it",
+			"past about 1209168 keys seen a partition their index alone fills it",
+			"process:     run and replay set a soft memory limit of models.max_bytes a partition + 112.0 MiB, 624.0 MiB with one partition, which holds RSS within models.max_bytes a partition + 128.0 MiB (the rest of the process, 16.0 MiB of it pages the limit does not count); GOMEMLIMIT replaces it",
 		}},
 	} {
 		cfg := filepath.Join(dir, "keyed.yaml")
@@ -65,7 +65,7 @@ func TestCheckModelsPerKey(t *testing.T) {
 		// Perceptron's and 32 AdaGrad's), and how many new ones the
 		// bound's half for the live models holds.
 		m := regexp.MustCompile(`each key's model costs about ` + size + ` new, plus about ([0-9]+) bytes a feature its key touched`).FindStringSubmatch(out)
-		r := regexp.MustCompile(`128.0 MiB holds about ([0-9]+) new models`).FindStringSubmatch(out)
+		r := regexp.MustCompile(`256.0 MiB holds about ([0-9]+) new models`).FindStringSubmatch(out)
 		if m == nil || r == nil {
 			t.Fatalf("check %s: no memory of a key's model in\n%s", tc.models, out)
 		}
@@ -74,8 +74,8 @@ func TestCheckModelsPerKey(t *testing.T) {
 		}
 		oneLo, oneHi := sizeRange(t, m[1], m[2])
 		n, _ := strconv.ParseFloat(r[1], 64)
-		if n*oneLo > 128<<20 || 128<<20 > (n+1)*oneHi {
-			t.Errorf("check %s: 128 MiB holds %v models of %s %s", tc.models, n, m[1], m[2])
+		if n*oneLo > 256<<20 || 256<<20 > (n+1)*oneHi {
+			t.Errorf("check %s: 256 MiB holds %v models of %s %s", tc.models, n, m[1], m[2])
 		}
 	}
 }

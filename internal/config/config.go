@@ -76,7 +76,7 @@ func Default() *Config {
 // DefaultModelsMaxBytes is models.max_bytes when unset: the memory of
 // the models per key of one partition, resident models and keys' index
 // within half of it (Models.MaxBytes).
-const DefaultModelsMaxBytes = 256 << 20
+const DefaultModelsMaxBytes = 512 << 20
 
 // fill sets defaults on zero values.
 func (c *Config) fill() {

@@ -121,7 +121,7 @@ func TestBadConfigs(t *testing.T) {
 		{"negative_nested.yaml", "testdata/bad/negative_nested.yaml:2: input.negative[1]: want a string, got a list"},
 		{"positive_scalar.yaml", `testdata/bad/positive_scalar.yaml:2: input.positive: want a list of strings, got a single value "UP"`},
 		// 0 is not taken for the default, nor for no bound.
-		{"models_max_bytes_zero.yaml", "testdata/bad/models_max_bytes_zero.yaml:4: models.max_bytes: 0 is no bound: leave the key out for the default, 268435456 (256 MiB), or give the bytes of models per key a partition keeps resident (there is no unbounded setting)"},
+		{"models_max_bytes_zero.yaml", "testdata/bad/models_max_bytes_zero.yaml:4: models.max_bytes: 0 is no bound: leave the key out for the default, 536870912 (512 MiB), or give the bytes of models per key a partition keeps resident (there is no unbounded setting)"},
 	}
 	for _, tc := range cases {
 		_, err := Load(filepath.Join("testdata/bad", tc.file))

@@ -50,7 +50,7 @@ models: {by: key, max_bytes: 0}
 		"config.yaml:12: sinks.reports.every: must not be negative",
 		"config.yaml:13: sinks.predictions: want a mapping of keys, a sink's kind and where it writes: {kind: file, path: FILE}, or a broker's",
 		"config.yaml:15: checkpoint.own_wait: must not be negative",
-		"config.yaml:16: models.max_bytes: 0 is no bound: leave the key out for the default, 268435456 (256 MiB), or give the bytes of models per key a partition keeps resident (there is no unbounded setting)",
+		"config.yaml:16: models.max_bytes: 0 is no bound: leave the key out for the default, 536870912 (512 MiB), or give the bytes of models per key a partition keeps resident (there is no unbounded setting)",
 	}
 	got := strings.Split(err.Error(), "\n")
 	if !slices.Equal(got, want) {
