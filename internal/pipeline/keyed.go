@@ -119,6 +119,10 @@ type KeyStats struct {
 	// (learned, or was restored): a mark in the stats each event touches
 	// anyway, not a set of keys to insert into.
 	changed uint64
+	// restored is whether the key's spilled encoding is one a restore
+	// (Keyed.UnmarshalBinary) put there, maybe of another build, rather
+	// than one this process encoded.
+	restored bool
 }
 
 // KeyedLearner is one learner's totals over every key's model: every
@@ -275,6 +279,7 @@ func (k *Keyed) model(key []byte) (*keyedModel, error) {
 			return nil, fmt.Errorf("pipeline: keyed: key %q from the spill: %w", name, err)
 		}
 		k.spill.Delete(name)
+		st.restored = false // encoded again when evicted
 	} else {
 		if p, err = k.fresh(); err != nil {
 			return nil, err
@@ -317,7 +322,8 @@ func (k *Keyed) evict() error {
 	b := k.frozen[m.key].b
 	if b == nil {
 		var err error
-		if b, err = m.p.MarshalBinary(); err != nil {
+		// Not noted in the tracker (MarshalBinary): m.p is dropped.
+		if b, _, err = m.p.encode(m.p.written()); err != nil {
 			return fmt.Errorf("pipeline: keyed: evicting key %q: %w", m.key, err)
 		}
 	}

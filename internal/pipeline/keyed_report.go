@@ -43,7 +43,7 @@ func (k *Keyed) Top(n int) []KeyTop {
 	}
 	for i := range top {
 		top[i].Mistakes = slices.Clone(top[i].Mistakes)
-		top[i].changed = 0 // the Keyed's mark, not a stat
+		top[i].changed, top[i].restored = 0, false // the Keyed's marks, not stats
 	}
 	return top
 }
@@ -120,7 +120,10 @@ func (k *Keyed) peek(key string) (*Pipeline, error) {
 	if !ok {
 		return nil, fmt.Errorf("pipeline: keyed: key %q: %w", key, ErrNoKey)
 	}
-	p, err := k.build.Decode(b)
+	// A spilled model is most often peeked for its report: its own
+	// encoding, when this process wrote it, gives its state digests.
+	st := k.stats[key]
+	p, err := k.build.decode(b, st != nil && !st.restored)
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: keyed: key %q from the spill: %w", key, err)
 	}

@@ -195,14 +195,19 @@ func (p *Pipeline) renew() (*Pipeline, error) {
 
 // Decode returns a pipeline of the builder's configuration in state, a
 // MarshalBinary of one (UnmarshalBinary's conditions).
-func (b *Builder) Decode(state []byte) (*Pipeline, error) {
+func (b *Builder) Decode(state []byte) (*Pipeline, error) { return b.decode(state, false) }
+
+// decode is Decode; with own, state is a MarshalBinary of this
+// process's, whose learners' encodings give their state digests
+// (Pipeline.decodeNoting).
+func (b *Builder) decode(state []byte, own bool) (*Pipeline, error) {
 	p, err := b.New()
 	if err != nil {
 		return nil, err
 	}
 	// Into a pipeline fresh from New: UnmarshalBinary would build a
 	// second one to keep p unchanged on error.
-	if err := p.decode(state); err != nil {
+	if err := p.decodeNoting(state, own); err != nil {
 		return nil, fmt.Errorf("pipeline: unmarshal: %w", err)
 	}
 	return p, nil
