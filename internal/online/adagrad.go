@@ -508,7 +508,7 @@ const minScale = 0x1p-1022
 // MarshalBinary encodes the configuration, the counters and every slot's
 // state as it is held (weight, sum of squared gradients, scale).
 func (a *AdaGrad) MarshalBinary() ([]byte, error) {
-	e := newEncoder(adagradMagic, sparseVersion, 80+weightsSize(len(a.p)))
+	e := newEncoder(adagradMagic, sparseVersion, 80+weightsSize(a.sp, len(a.p)))
 	e.U64(uint64(a.bits))
 	e.String(a.cfg.Loss)
 	e.F64(a.cfg.Eta)

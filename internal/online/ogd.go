@@ -574,7 +574,7 @@ const ogdMagic = "SLOG"
 // MarshalBinary encodes the configuration, counters and weights w = s·v
 // (as s and v: the representation is part of the deterministic state).
 func (o *OGD) MarshalBinary() ([]byte, error) {
-	e := newEncoder(ogdMagic, sparseVersion, 120+weightsSize(len(o.v)))
+	e := newEncoder(ogdMagic, sparseVersion, 120+weightsSize(o.sp, len(o.v)))
 	e.U64(uint64(o.bits))
 	e.String(o.cfg.Loss)
 	e.F64(o.cfg.Eta)

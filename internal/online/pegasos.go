@@ -270,7 +270,7 @@ const pegasosMagic = "SLPG"
 // MarshalBinary encodes the configuration, counters and weights w = s·v
 // (as s and v: the representation is part of the deterministic state).
 func (p *Pegasos) MarshalBinary() ([]byte, error) {
-	e := newEncoder(pegasosMagic, sparseVersion, 64+weightsSize(len(p.v)))
+	e := newEncoder(pegasosMagic, sparseVersion, 64+weightsSize(p.sp, len(p.v)))
 	e.U64(uint64(p.bits))
 	e.F64(p.cfg.Lambda)
 	e.Bool(p.cfg.Bias)

@@ -481,7 +481,7 @@ const perceptronMagic = "SLPC"
 
 // MarshalBinary encodes the configuration, counters and weights.
 func (p *Perceptron) MarshalBinary() ([]byte, error) {
-	e := newEncoder(perceptronMagic, sparseVersion, 80+weightsSize(len(p.w)+len(p.u)))
+	e := newEncoder(perceptronMagic, sparseVersion, 80+weightsSize(p.sp, len(p.w)+len(p.u)))
 	e.U64(uint64(p.bits))
 	e.Bool(p.cfg.Bias)
 	e.Bool(p.cfg.Average)

@@ -223,8 +223,14 @@ func newPipeline(c *config.Config, dg *digests, sparse bool) (*Pipeline, error) 
 		if space, err = online.NewSpace(bits); err != nil {
 			return nil, fmt.Errorf("pipeline: features.bits: %w", err)
 		}
+	}
+	switch {
+	case sparse && c.Features.Scale == "none":
+		// Made per key: no scaler made to be dropped below (the space
+		// checked the bits).
+	case sparse:
 		scaler, err = online.NewSparseScaler(space, c.Features.Scale)
-	} else {
+	default:
 		scaler, err = online.NewScaler(bits, c.Features.Scale)
 	}
 	if err != nil {
