@@ -3,6 +3,7 @@ package online
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/streamlearn/streamlearn/internal/codec"
 )
@@ -26,7 +27,13 @@ const (
 // newEncoder returns an encoder that has written the header of magic and
 // version, with room for size more bytes.
 func newEncoder(magic string, version uint8, size int) *codec.Encoder {
-	e := codec.NewEncoder(5 + size)
+	return appendEncoder(nil, magic, version, size)
+}
+
+// appendEncoder is newEncoder appending to b (AppendBinary), with room
+// for the header and size bytes more.
+func appendEncoder(b []byte, magic string, version uint8, size int) *codec.Encoder {
+	e := codec.AppendEncoder(slices.Grow(b, 5+size))
 	e.RawString(magic)
 	e.U8(version)
 	return e
