@@ -551,10 +551,10 @@ func writeReports(out io.Writer, format string, each reports, totals []service.R
 func writeReportsText(w io.Writer, each reports, totals []service.Report, ins []service.Intake, seconds float64) error {
 	first := true
 	return withKeyTotals(each, totals, func(r service.Report) (rendered, error) {
-		// Room for a key's report of a few learners at once, its head
-		// appended: fmt's "%s partition %d key %q\n".
+		// Room for a key's report at once (about 270 bytes a learner),
+		// its head appended: fmt's "%s partition %d key %q\n".
 		var b bytes.Buffer
-		b.Grow(1024)
+		b.Grow(128 + 320*len(r.Learners))
 		head := append(b.AvailableBuffer(), r.Source...)
 		head = strconv.AppendInt(append(head, " partition "...), int64(r.Partition), 10)
 		if r.Key != nil {
