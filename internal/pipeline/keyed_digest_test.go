@@ -77,7 +77,7 @@ func TestKeyedSpilledDigests(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, key := range r.Keys() {
-		if !r.stats[key].restored {
+		if !r.stats[key].restored() {
 			t.Errorf("key %q restored into the spill, not marked so", key)
 		}
 		if got := digests(r, key); !slices.Equal(got, want[key]) {
@@ -89,7 +89,7 @@ func TestKeyedSpilledDigests(t *testing.T) {
 		break
 	}
 	feedKeyed(t, r, dec, byKey[key][:1])
-	if r.stats[key].restored {
+	if r.stats[key].restored() {
 		t.Errorf("key %q learned since the restore, still marked restored", key)
 	}
 }

@@ -347,7 +347,7 @@ func (k *Keyed) UnmarshalBinary(b []byte) error {
 		k.global, k.mixTotals, k.mixTerms = global, mixTotals, mixTerms
 	}
 	for _, st := range stats {
-		st.changed, st.restored = k.epoch+1, true
+		st.changed = (k.epoch + 1) | restoredBit
 	}
 	return nil
 }
