@@ -5,12 +5,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/streamlearn/streamlearn/internal/online"
+	"github.com/streamlearn/streamlearn/internal/regret"
 	"github.com/streamlearn/streamlearn/internal/service"
 )
 
@@ -272,4 +277,51 @@ func digestOf(k *inspectedKeys, key string) string {
 		}
 	}
 	return "none"
+}
+
+// The text report writes its numbers with strconv, as fmt's %.4g and
+// %.4f write them: the same bytes for infinities, NaN, signed zeros,
+// the shortest and the longest exponents.
+func TestReportNumbersAsFmt(t *testing.T) {
+	vals := []float64{math.Inf(1), math.Inf(-1), math.NaN(), 0, math.Copysign(0, -1), 1e21, 1e-7, 123456, 0.5, -3.25, 8882, 0.09251, 1e100, 5e-324, math.MaxFloat64, 0.99995}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 100000 {
+		vals = append(vals, math.Float64frombits(rng.Uint64()), rng.NormFloat64()*math.Pow(10, float64(rng.IntN(40)-20)))
+	}
+	for _, v := range vals {
+		if got, want := g4(v), fmt.Sprintf("%.4g", v); got != want {
+			t.Fatalf("g4(%v) = %q, %%.4g %q", v, got, want)
+		}
+		if got, want := accuracyText(1, v), fmt.Sprintf("%.4f", v); got != want && !math.IsNaN(v) {
+			t.Fatalf("accuracyText(1, %v) = %q, %%.4f %q", v, got, want)
+		}
+	}
+}
+
+// BenchmarkKeyReportsText: the text of 10,000 keys' reports (two
+// learners, a bound, a certificate, a regret), as replay writes them
+// at the end.
+func BenchmarkKeyReportsText(b *testing.B) {
+	var rs []service.Report
+	for i := range 10000 {
+		key := "k" + strconv.Itoa(i)
+		r := service.Report{Source: "file:keyed.jsonl", Key: &key}
+		r.Events, r.Labeled = 300, 300
+		r.Answer = "perceptron"
+		r.Learners = []regret.LearnerReport{
+			{Name: "perceptron", Algorithm: "perceptron", Rounds: 300, Mistakes: 98, Accuracy: 0.6733, Loss: 98,
+				Certificate: &regret.CertificateReport{Kind: "max_margin", Value: 0.2888}, StateSHA256: strings.Repeat("9c", 32)},
+			{Name: "adagrad", Algorithm: "adagrad", Rounds: 300, Mistakes: 80, Accuracy: 0.7333, Loss: 201.5,
+				Bound:  &regret.BoundReport{Kind: online.RegretBound, Value: 8882, Holds: true},
+				Regret: &regret.RegretReport{Comparator: "zero_vector", Value: -77.25}, StateSHA256: strings.Repeat("ef", 32)},
+		}
+		rs = append(rs, r)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := writeReports(io.Discard, "text", eachOf(rs), nil, nil, 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(rs))*float64(b.N)/b.Elapsed().Seconds(), "keys/s")
 }

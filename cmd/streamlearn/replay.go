@@ -445,7 +445,13 @@ func writeReportText(w io.Writer, r pipeline.Report, p *pace) error {
 		fmt.Fprintf(w, "events %d  labeled %d  predicted %d  invalid %d  in %.3fs (%.0f events/s)\n",
 			r.Events, r.Labeled, r.Predicted, r.Invalid, p.seconds, rate)
 	} else {
-		fmt.Fprintf(w, "events %d  labeled %d  predicted %d  invalid %d\n", r.Events, r.Labeled, r.Predicted, r.Invalid)
+		// A line of each key's report: appended, not formatted.
+		line := make([]byte, 0, 96)
+		line = strconv.AppendUint(append(line, "events "...), r.Events, 10)
+		line = strconv.AppendUint(append(line, "  labeled "...), r.Labeled, 10)
+		line = strconv.AppendUint(append(line, "  predicted "...), r.Predicted, 10)
+		line = strconv.AppendUint(append(line, "  invalid "...), r.Invalid, 10)
+		w.Write(append(line, '\n'))
 	}
 	if len(r.InvalidByReason) > 0 {
 		var parts []string
@@ -471,28 +477,32 @@ func writeReportText(w io.Writer, r pipeline.Report, p *pace) error {
 	// Scores against a default label are a column of their own, apart
 	// from the real labels' rounds, mistakes and accuracy.
 	defaults := slices.ContainsFunc(r.Learners, func(l regret.LearnerReport) bool { return l.DefaultLabeled != nil })
-	head := []string{"learner", "algorithm", "rounds", "mistakes", "accuracy", "loss", "bound", "regret", "violations", "state"}
+	head := reportHead[:len(reportHead)-1]
 	if defaults {
-		head = append(head, "default-labeled")
+		head = reportHead
 	}
-	rows := [][]string{head}
+	rows := make([][]string, 1, 1+len(r.Learners))
+	rows[0] = head
 	for _, l := range r.Learners {
+		// The cells as fmt's %.4g would write them (strconv's 'g' of
+		// precision 4), concatenated: a report per key is made a million
+		// times.
 		bound, regret := "-", "-"
 		if b := l.Bound; b != nil {
 			verdict := b.Status.Text()
 			if b.Assumes != "" {
 				verdict += " (assumes " + b.Assumes + ")"
 			}
-			bound = fmt.Sprintf("%s <= %.4g %s", b.Kind, b.Value, verdict)
+			bound = string(b.Kind) + " <= " + g4(b.Value) + " " + verdict
 		} else if c := l.Certificate; c != nil {
 			// No bound is checked; what the learner certifies of the
 			// stream instead (algorithms.md: the Perceptron's margin).
-			bound = fmt.Sprintf("certificate %s <= %.4g", c.Kind, c.Value)
+			bound = "certificate " + c.Kind + " <= " + g4(c.Value)
 		}
 		if g := l.Regret; g != nil {
-			regret = fmt.Sprintf("%.4g vs %s", g.Value, g.Comparator)
+			regret = g4(g.Value) + " vs " + g.Comparator
 			if g.Bound != nil {
-				regret += fmt.Sprintf(" (<= %.4g)", *g.Bound)
+				regret += " (<= " + g4(*g.Bound) + ")"
 			}
 		}
 		state := "-" // none: the totals of models per key
@@ -500,7 +510,7 @@ func writeReportText(w io.Writer, r pipeline.Report, p *pace) error {
 			state = l.StateSHA256[:12]
 		}
 		row := []string{l.Name, l.Algorithm, strconv.FormatUint(l.Rounds, 10), strconv.FormatUint(l.Mistakes, 10),
-			accuracyText(l.Rounds, l.Accuracy), fmt.Sprintf("%.4g", l.Loss), bound, regret, strconv.FormatUint(l.BoundViolations, 10), state}
+			accuracyText(l.Rounds, l.Accuracy), g4(l.Loss), bound, regret, strconv.FormatUint(l.BoundViolations, 10), state}
 		if d := l.DefaultLabeled; d != nil {
 			row = append(row, defaultLabeledText(d))
 		}
@@ -511,12 +521,19 @@ func writeReportText(w io.Writer, r pipeline.Report, p *pace) error {
 	}
 	if len(r.Learners) > 1 && r.Answer != "" {
 		// Which row is the filter's (answer).
-		if _, err := fmt.Fprintf(w, "answer: %s, the filter's verdict\n", r.Answer); err != nil {
+		if _, err := io.WriteString(w, "answer: "+r.Answer+", the filter's verdict\n"); err != nil {
 			return err
 		}
 	}
 	return writeAfterText(w, r.WarmStart)
 }
+
+// reportHead is the head of a report's table of learners, with the
+// column of scores against a default label last (shared: not modified).
+var reportHead = []string{"learner", "algorithm", "rounds", "mistakes", "accuracy", "loss", "bound", "regret", "violations", "state", "default-labeled"}
+
+// g4 is v as fmt's %.4g writes it.
+func g4(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
 
 // writeAfterText writes, of a model started from a model file that
 // counted the records after apart, the section of those records alone:
@@ -561,7 +578,7 @@ func accuracyText(rounds uint64, a float64) string {
 	if rounds == 0 || math.IsNaN(a) {
 		return "-"
 	}
-	return fmt.Sprintf("%.4f", a)
+	return strconv.FormatFloat(a, 'f', 4, 64) // fmt's %.4f
 }
 
 // writeEnvelopeReports prints the report of every partition of a replayed

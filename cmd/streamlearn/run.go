@@ -551,12 +551,16 @@ func writeReports(out io.Writer, format string, each reports, totals []service.R
 func writeReportsText(w io.Writer, each reports, totals []service.Report, ins []service.Intake, seconds float64) error {
 	first := true
 	return withKeyTotals(each, totals, func(r service.Report) (rendered, error) {
+		// Room for a key's report at once (about 270 bytes a learner),
+		// its head appended: fmt's "%s partition %d key %q\n".
 		var b bytes.Buffer
-		fmt.Fprintf(&b, "%s partition %d", r.Source, r.Partition)
+		b.Grow(128 + 320*len(r.Learners))
+		head := append(b.AvailableBuffer(), r.Source...)
+		head = strconv.AppendInt(append(head, " partition "...), int64(r.Partition), 10)
 		if r.Key != nil {
-			fmt.Fprintf(&b, " key %q", *r.Key)
+			head = strconv.AppendQuote(append(head, " key "...), *r.Key)
 		}
-		fmt.Fprintln(&b)
+		b.Write(append(head, '\n'))
 		if r.Key != nil {
 			// The seconds are the whole run's, of every key: the
 			// partition's totals have them.

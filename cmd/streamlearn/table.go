@@ -27,7 +27,16 @@ func writeTable(w io.Writer, rows [][]string) error {
 			}
 		}
 	}
-	_, err := w.Write(formatTable(nil, rows, nil, 0, len(rows)))
+	// Into the writer's own free room when it has some (a bytes.Buffer,
+	// a bufio.Writer): no buffer of its own a table. The widths are of
+	// the columns left of the one formatTable is at: a stack, as deep as
+	// the widest row.
+	var out []byte
+	if b, ok := w.(interface{ AvailableBuffer() []byte }); ok {
+		out = b.AvailableBuffer()
+	}
+	var widths [16]int
+	_, err := w.Write(formatTable(out, rows, widths[:0], 0, len(rows)))
 	return err
 }
 

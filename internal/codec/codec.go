@@ -18,6 +18,10 @@ type Encoder struct{ b []byte }
 // NewEncoder returns an Encoder whose buffer has room for size bytes.
 func NewEncoder(size int) *Encoder { return &Encoder{b: make([]byte, 0, size)} }
 
+// AppendEncoder returns an Encoder that appends to b: b's bytes stay
+// first, and its room past them is used before any allocation.
+func AppendEncoder(b []byte) *Encoder { return &Encoder{b: b} }
+
 // Bytes returns the encoding written so far. It aliases the Encoder's
 // buffer until the next write.
 func (e *Encoder) Bytes() []byte { return e.b }

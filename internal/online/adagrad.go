@@ -507,8 +507,13 @@ const minScale = 0x1p-1022
 
 // MarshalBinary encodes the configuration, the counters and every slot's
 // state as it is held (weight, sum of squared gradients, scale).
-func (a *AdaGrad) MarshalBinary() ([]byte, error) {
-	e := newEncoder(adagradMagic, sparseVersion, 80+weightsSize(len(a.p)))
+func (a *AdaGrad) MarshalBinary() ([]byte, error) { return a.AppendBinary(nil) }
+
+// AppendBinary appends MarshalBinary's encoding to b
+// (encoding.BinaryAppender): a digest of the state hashes it from a
+// buffer used again, not a new encoding each time.
+func (a *AdaGrad) AppendBinary(b []byte) ([]byte, error) {
+	e := appendEncoder(b, adagradMagic, sparseVersion, 80+weightsSize(a.sp, len(a.p)))
 	e.U64(uint64(a.bits))
 	e.String(a.cfg.Loss)
 	e.F64(a.cfg.Eta)

@@ -3,6 +3,7 @@ package online
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/streamlearn/streamlearn/internal/codec"
 )
@@ -26,7 +27,13 @@ const (
 // newEncoder returns an encoder that has written the header of magic and
 // version, with room for size more bytes.
 func newEncoder(magic string, version uint8, size int) *codec.Encoder {
-	e := codec.NewEncoder(5 + size)
+	return appendEncoder(nil, magic, version, size)
+}
+
+// appendEncoder is newEncoder appending to b (AppendBinary), with room
+// for the header and size bytes more.
+func appendEncoder(b []byte, magic string, version uint8, size int) *codec.Encoder {
+	e := codec.AppendEncoder(slices.Grow(b, 5+size))
 	e.RawString(magic)
 	e.U8(version)
 	return e
@@ -63,8 +70,15 @@ func readWeights(d *codec.Decoder, version uint8, dst []float64) {
 // slots: at most 4 KiB, since learned weights are sparse (a9a's
 // Perceptron encodes 2^18 slots in 1.3 KB); the encoder grows when more
 // is learned. Reserving for every slot would clear that much memory for
-// each encoding.
-func weightsSize(n int) int { return 8 + min(n, 4<<10) }
+// each encoding. Over a Space (sp not nil), n is the values held, all
+// of which may be written, and the room is what writeVector makes for
+// them: the encoder is allocated once.
+func weightsSize(sp *Space, n int) int {
+	if sp != nil {
+		return 32 + 12*n
+	}
+	return 8 + min(n, 4<<10)
+}
 
 // finish reports d's first error, or trailing bytes, prefixed with name.
 func finish(name string, d *codec.Decoder) error {

@@ -111,3 +111,66 @@ func TestWeightsEncodings(t *testing.T) {
 		}
 	}
 }
+
+// AppendBinary appends MarshalBinary's bytes after what the buffer held,
+// for every linear learner, dense and over a Space, after rounds that
+// changed it: a state digest hashes those bytes from a buffer used
+// again (regret's report).
+func TestAppendBinaryIsMarshalBinary(t *testing.T) {
+	type appender interface {
+		Learner
+		AppendBinary([]byte) ([]byte, error)
+	}
+	for _, sparse := range []bool{false, true} {
+		sp, err := NewSpace(10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ls []appender
+		if sparse {
+			p, _ := NewSparsePerceptron(sp, PerceptronConfig{Bias: true, Average: true})
+			a, _ := NewSparseAdaGrad(sp, AdaGradConfig{Bias: true})
+			o, _ := NewSparseOGD(sp, OGDConfig{Bias: true})
+			g, _ := NewSparsePegasos(sp, PegasosConfig{Bias: true})
+			ls = append(ls, p, a, o, g)
+		} else {
+			p, _ := NewPerceptron(10, PerceptronConfig{Bias: true, Average: true})
+			a, _ := NewAdaGrad(10, AdaGradConfig{Bias: true})
+			o, _ := NewOGD(10, OGDConfig{Bias: true})
+			g, _ := NewPegasos(10, PegasosConfig{Bias: true})
+			ls = append(ls, p, a, o, g)
+		}
+		rng := rand.New(rand.NewPCG(3, 4))
+		var mapped Vector
+		for range 50 {
+			x := Vector{}
+			for j := range 6 {
+				x.Idx = append(x.Idx, uint32(rng.IntN(1<<10)&^7|j))
+				x.Val = append(x.Val, rng.NormFloat64())
+			}
+			if sparse {
+				sp.Map(&mapped, x)
+				x = mapped
+			}
+			y := int8(1 - 2*rng.IntN(2))
+			for _, l := range ls {
+				p := l.Predict(x)
+				l.Learn(x, p, y)
+			}
+		}
+		for _, l := range ls {
+			want, err := l.MarshalBinary()
+			if err != nil {
+				t.Fatal(err)
+			}
+			prefix := []byte("kept")
+			got, err := l.AppendBinary(prefix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got[:4], prefix) || !bytes.Equal(got[4:], want) {
+				t.Errorf("sparse %v, %T: AppendBinary(%q) is not the prefix then MarshalBinary's %d bytes (%d bytes)", sparse, l, prefix, len(want), len(got))
+			}
+		}
+	}
+}

@@ -297,7 +297,7 @@ const multiclassPerceptronMagic = "SLMP"
 
 // MarshalBinary encodes the configuration, counters and weights.
 func (p *MulticlassPerceptron) MarshalBinary() ([]byte, error) {
-	e := newEncoder(multiclassPerceptronMagic, 1, 64+16*p.k+weightsSize(len(p.w)))
+	e := newEncoder(multiclassPerceptronMagic, 1, 64+16*p.k+weightsSize(nil, len(p.w)))
 	e.U64(uint64(p.bits))
 	e.U32(uint32(p.k))
 	e.Bool(p.cfg.Bias)

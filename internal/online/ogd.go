@@ -573,8 +573,13 @@ const ogdMagic = "SLOG"
 
 // MarshalBinary encodes the configuration, counters and weights w = s·v
 // (as s and v: the representation is part of the deterministic state).
-func (o *OGD) MarshalBinary() ([]byte, error) {
-	e := newEncoder(ogdMagic, sparseVersion, 120+weightsSize(len(o.v)))
+func (o *OGD) MarshalBinary() ([]byte, error) { return o.AppendBinary(nil) }
+
+// AppendBinary appends MarshalBinary's encoding to b
+// (encoding.BinaryAppender): a digest of the state hashes it from a
+// buffer used again, not a new encoding each time.
+func (o *OGD) AppendBinary(b []byte) ([]byte, error) {
+	e := appendEncoder(b, ogdMagic, sparseVersion, 120+weightsSize(o.sp, len(o.v)))
 	e.U64(uint64(o.bits))
 	e.String(o.cfg.Loss)
 	e.F64(o.cfg.Eta)

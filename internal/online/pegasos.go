@@ -269,8 +269,13 @@ const pegasosMagic = "SLPG"
 
 // MarshalBinary encodes the configuration, counters and weights w = s·v
 // (as s and v: the representation is part of the deterministic state).
-func (p *Pegasos) MarshalBinary() ([]byte, error) {
-	e := newEncoder(pegasosMagic, sparseVersion, 64+weightsSize(len(p.v)))
+func (p *Pegasos) MarshalBinary() ([]byte, error) { return p.AppendBinary(nil) }
+
+// AppendBinary appends MarshalBinary's encoding to b
+// (encoding.BinaryAppender): a digest of the state hashes it from a
+// buffer used again, not a new encoding each time.
+func (p *Pegasos) AppendBinary(b []byte) ([]byte, error) {
+	e := appendEncoder(b, pegasosMagic, sparseVersion, 64+weightsSize(p.sp, len(p.v)))
 	e.U64(uint64(p.bits))
 	e.F64(p.cfg.Lambda)
 	e.Bool(p.cfg.Bias)

@@ -480,8 +480,13 @@ func (p *Perceptron) DelayedGuarantee(d uint64) (Guarantee, bool) {
 const perceptronMagic = "SLPC"
 
 // MarshalBinary encodes the configuration, counters and weights.
-func (p *Perceptron) MarshalBinary() ([]byte, error) {
-	e := newEncoder(perceptronMagic, sparseVersion, 80+weightsSize(len(p.w)+len(p.u)))
+func (p *Perceptron) MarshalBinary() ([]byte, error) { return p.AppendBinary(nil) }
+
+// AppendBinary appends MarshalBinary's encoding to b
+// (encoding.BinaryAppender): a digest of the state hashes it from a
+// buffer used again, not a new encoding each time.
+func (p *Perceptron) AppendBinary(b []byte) ([]byte, error) {
+	e := appendEncoder(b, perceptronMagic, sparseVersion, 80+weightsSize(p.sp, len(p.w)+len(p.u)))
 	e.U64(uint64(p.bits))
 	e.Bool(p.cfg.Bias)
 	e.Bool(p.cfg.Average)

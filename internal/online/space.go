@@ -55,7 +55,9 @@ func (s *Space) Len() int { return len(s.slots) }
 // index of x must be below 2^bits, as for a dense learner (decoders mask
 // hashed slots): a larger one panics.
 func (s *Space) Map(dst *Vector, x Vector) {
-	idx := dst.Idx[:0]
+	// dst is a model's scratch: grown once to the event's size, not
+	// entry by entry (a model per key is new at a key's first event).
+	idx := slices.Grow(dst.Idx[:0], len(x.Idx))
 	for _, i := range x.Idx {
 		if i>>s.bits != 0 {
 			panic(fmt.Sprintf("online: slot %d of a space of 2^%d", i, s.bits))

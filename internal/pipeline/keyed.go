@@ -120,9 +120,20 @@ type KeyStats struct {
 	Mix []MixCounts
 	// changed is the Keyed's epoch+1 when the key's model last changed
 	// (learned, or was restored): a mark in the stats each event touches
-	// anyway, not a set of keys to insert into.
+	// anyway, not a set of keys to insert into. Its top bit (restoredBit)
+	// is set while the key's spilled encoding is the one a restore
+	// (Keyed.UnmarshalBinary) put there, maybe of another build, rather
+	// than one this process encoded: a bit of a word the struct has, not
+	// a field that would take it to a larger size class.
 	changed uint64
 }
+
+// restoredBit is the bit of KeyStats.changed that marks a key's spilled
+// encoding as a restore's.
+const restoredBit = 1 << 63
+
+// restored reports whether st's key's spilled encoding is a restore's.
+func (st *KeyStats) restored() bool { return st.changed&restoredBit != 0 }
 
 // KeyedLearner is one learner's totals over every key's model: every
 // round learned, and Default, those of them scored against a default
@@ -281,6 +292,7 @@ func (k *Keyed) model(key []byte) (*keyedModel, error) {
 			return nil, fmt.Errorf("pipeline: keyed: key %q from the spill: %w", name, err)
 		}
 		k.spill.Delete(name)
+		st.changed &^= restoredBit // encoded again when evicted
 	} else {
 		if p, err = k.fresh(); err != nil {
 			return nil, err
@@ -325,7 +337,8 @@ func (k *Keyed) evict() error {
 	b := k.frozen[m.key].b
 	if b == nil {
 		var err error
-		if b, err = m.p.MarshalBinary(); err != nil {
+		// Not noted in the tracker (MarshalBinary): m.p is dropped.
+		if b, _, err = m.p.encode(m.p.written()); err != nil {
 			return fmt.Errorf("pipeline: keyed: evicting key %q: %w", m.key, err)
 		}
 	}

@@ -43,7 +43,7 @@ func (k *Keyed) Top(n int) []KeyTop {
 	}
 	for i := range top {
 		top[i].Mistakes = slices.Clone(top[i].Mistakes)
-		top[i].changed = 0 // the Keyed's mark, not a stat
+		top[i].changed = 0 // the Keyed's marks, not stats
 	}
 	return top
 }
@@ -123,7 +123,10 @@ func (k *Keyed) peek(key string) (*Pipeline, error) {
 	if !ok {
 		return nil, fmt.Errorf("pipeline: keyed: key %q: %w", key, ErrNoKey)
 	}
-	p, err := k.build.Decode(b)
+	// A spilled model is most often peeked for its report: its own
+	// encoding, when this process wrote it, gives its state digests.
+	st := k.stats[key]
+	p, err := k.build.decode(b, st != nil && !st.restored())
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: keyed: key %q from the spill: %w", key, err)
 	}
@@ -207,7 +210,7 @@ func (k *Keyed) ServingStates(prev map[string]StateRef) (map[string]StateRef, er
 		}
 	}
 	for key, st := range k.stats {
-		if _, ok := out[key]; ok && st.changed != k.epoch+1 {
+		if _, ok := out[key]; ok && st.changed&^restoredBit != k.epoch+1 {
 			continue
 		}
 		if r, ok := k.spill.Ref(key); ok {

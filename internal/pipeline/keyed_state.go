@@ -347,7 +347,7 @@ func (k *Keyed) UnmarshalBinary(b []byte) error {
 		k.global, k.mixTotals, k.mixTerms = global, mixTotals, mixTerms
 	}
 	for _, st := range stats {
-		st.changed = k.epoch + 1
+		st.changed = (k.epoch + 1) | restoredBit
 	}
 	k.countIndex()
 	return nil

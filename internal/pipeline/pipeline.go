@@ -195,14 +195,19 @@ func (p *Pipeline) renew() (*Pipeline, error) {
 
 // Decode returns a pipeline of the builder's configuration in state, a
 // MarshalBinary of one (UnmarshalBinary's conditions).
-func (b *Builder) Decode(state []byte) (*Pipeline, error) {
+func (b *Builder) Decode(state []byte) (*Pipeline, error) { return b.decode(state, false) }
+
+// decode is Decode; with own, state is a MarshalBinary of this
+// process's, whose learners' encodings give their state digests
+// (Pipeline.decodeNoting).
+func (b *Builder) decode(state []byte, own bool) (*Pipeline, error) {
 	p, err := b.New()
 	if err != nil {
 		return nil, err
 	}
 	// Into a pipeline fresh from New: UnmarshalBinary would build a
 	// second one to keep p unchanged on error.
-	if err := p.decode(state); err != nil {
+	if err := p.decodeNoting(state, own); err != nil {
 		return nil, fmt.Errorf("pipeline: unmarshal: %w", err)
 	}
 	return p, nil
@@ -218,8 +223,14 @@ func newPipeline(c *config.Config, dg *digests, sparse bool) (*Pipeline, error) 
 		if space, err = online.NewSpace(bits); err != nil {
 			return nil, fmt.Errorf("pipeline: features.bits: %w", err)
 		}
+	}
+	switch {
+	case sparse && c.Features.Scale == "none":
+		// Made per key: no scaler made to be dropped below (the space
+		// checked the bits).
+	case sparse:
 		scaler, err = online.NewSparseScaler(space, c.Features.Scale)
-	} else {
+	default:
 		scaler, err = online.NewScaler(bits, c.Features.Scale)
 	}
 	if err != nil {

@@ -217,5 +217,5 @@ func (q *Pipeline) decodeReset(b []byte, reset []string) (Changes, error) {
 	if len(e.Missing)+len(e.Unchanged)+len(e.Unknown) > 0 {
 		return ch, e
 	}
-	return ch, q.decodeState(d, sh, from, true)
+	return ch, q.decodeState(d, sh, from, true, nil)
 }

@@ -184,11 +184,7 @@ func (p *Pipeline) written() uint8 {
 // marshal encodes p in format version (1 to stateVersion: tests write the
 // older ones).
 func (p *Pipeline) marshal(version uint8) ([]byte, error) {
-	f, err := p.freeze(version, false, nil)
-	if err != nil {
-		return nil, err
-	}
-	state, models, err := f.encode()
+	state, models, err := p.encode(version)
 	if err != nil {
 		return nil, err
 	}
@@ -196,6 +192,18 @@ func (p *Pipeline) marshal(version uint8) ([]byte, error) {
 		p.tracker.NoteState(i, b) // the report's digest, without a second encoding
 	}
 	return state, nil
+}
+
+// encode returns p's state in format version and each node's model's
+// encoding, without noting them in the tracker: for a pipeline about
+// to be dropped (an evicted key's), whose next report is its decoded
+// copy's.
+func (p *Pipeline) encode(version uint8) (state []byte, models [][]byte, err error) {
+	f, err := p.freeze(version, false, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f.encode()
 }
 
 // Frozen is a pipeline's state at one moment, taken by Freeze on the

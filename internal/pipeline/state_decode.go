@@ -181,7 +181,15 @@ func openState(b []byte) (*stateShape, *codec.Decoder, error) {
 
 // decode restores b into q, a pipeline fresh from New; on error q is
 // half-restored and must be discarded.
-func (q *Pipeline) decode(b []byte) error {
+func (q *Pipeline) decode(b []byte) error { return q.decodeNoting(b, false) }
+
+// decodeNoting is decode; with own, b is a MarshalBinary of this
+// process's (a spilled model's), whose learners' encodings are the ones
+// they encode to again, so that the tracker takes their state digests
+// from them (regret.Tracker.NoteState) rather than from a second
+// encoding at the next report. A state of another build may be of an
+// earlier format, which its learners do not encode to: not own.
+func (q *Pipeline) decodeNoting(b []byte, own bool) error {
 	sh, d, err := openState(b)
 	if err != nil {
 		return err
@@ -193,15 +201,26 @@ func (q *Pipeline) decode(b []byte) error {
 	for i := range from {
 		from[i] = i
 	}
-	return q.decodeState(d, sh, from, false)
+	var blobs [][]byte
+	if own {
+		blobs = make([][]byte, len(q.nodes))
+	}
+	if err := q.decodeState(d, sh, from, false, blobs); err != nil {
+		return err
+	}
+	for i, b := range blobs {
+		q.tracker.NoteState(i, b)
+	}
+	return nil
 }
 
 // decodeState restores the state d is at, of shape sh, into q, a pipeline
 // fresh from New: learner i from the state's learner from[i], or, when
 // from[i] < 0, afresh (partial: from is not every learner in order, see
 // UnmarshalBinaryReset). On error q is half-restored and must be
-// discarded.
-func (q *Pipeline) decodeState(d *codec.Decoder, sh *stateShape, from []int, partial bool) error {
+// discarded. blobs, when not nil, gets each node's encoding (aliasing
+// d's bytes).
+func (q *Pipeline) decodeState(d *codec.Decoder, sh *stateShape, from []int, partial bool, blobs [][]byte) error {
 	taker := make([]int, len(sh.learners)) // the node that takes each learner's state, -1 when none
 	for k := range taker {
 		taker[k] = -1
@@ -242,6 +261,9 @@ func (q *Pipeline) decodeState(d *codec.Decoder, sh *stateShape, from []int, par
 		n.loss, n.since = loss, since
 		if err := n.model().UnmarshalBinary(blob); err != nil {
 			return fmt.Errorf("learner %q: %w", n.name, err)
+		}
+		if blobs != nil {
+			blobs[i] = blob
 		}
 	}
 	if has := d.Bool(); d.Err() == nil && has != (q.scaler != nil) {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/streamlearn/streamlearn/internal/online"
 )
@@ -599,17 +600,42 @@ func (t *Tracker) report(l *learner, digest bool) (LearnerReport, error) {
 	}
 	current := l.digestOK && l.digestAt == l.rounds
 	if digest && !current {
-		state, err := l.model.MarshalBinary()
-		if err != nil {
+		if err := l.noteModel(); err != nil {
 			return LearnerReport{}, fmt.Errorf("regret: state of learner %q: %w", l.name, err)
 		}
-		l.noteState(state)
 		current = true
 	}
 	if current {
 		r.StateSHA256 = hex.EncodeToString(l.digest[:])
 	}
 	return r, nil
+}
+
+// stateBufs hold the encodings noteModel hashes: a report of many
+// models (one per key) encodes each into a buffer used again.
+var stateBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// noteModel takes the digest of the model's encoding as of now: appended
+// to a pooled buffer when the model appends its encoding
+// (encoding.BinaryAppender), the same bytes MarshalBinary returns.
+func (l *learner) noteModel() error {
+	a, ok := l.model.(encoding.BinaryAppender)
+	if !ok {
+		state, err := l.model.MarshalBinary()
+		if err != nil {
+			return err
+		}
+		l.noteState(state)
+		return nil
+	}
+	buf := stateBufs.Get().(*[]byte)
+	state, err := a.AppendBinary((*buf)[:0])
+	if err == nil {
+		l.noteState(state)
+		*buf = state[:0]
+	}
+	stateBufs.Put(buf)
+	return err
 }
 
 // noteState takes the digest of state, the model's encoding as of now,
