@@ -239,8 +239,21 @@ func BenchmarkDecodeJSONStream(b *testing.B) {
 // has a layout of its own and a shape tried on it fails two thirds in;
 // "mixed" follows every two events of jsonStream's layout with one of
 // another (a label event), so that each layout's shape is learnt and
-// dropped again every three events.
+// dropped again every three events; "labels" has a label event in place
+// of an event at random, three times in ten, as a stream of label events
+// may.
 var jsonLayouts = map[string][][]byte{
+	"labels": func() [][]byte {
+		r := rand.New(rand.NewPCG(3, 10))
+		out := make([][]byte, len(jsonStream))
+		for i, rec := range jsonStream {
+			out[i] = rec
+			if r.IntN(10) < 3 {
+				out[i] = fmt.Appendf(nil, `{"id":"m-%d","label":%d}`, r.IntN(i+1), i&1)
+			}
+		}
+		return out
+	}(),
 	"changing": func() [][]byte {
 		out := make([][]byte, len(jsonStream))
 		for i, rec := range jsonStream {
@@ -265,7 +278,7 @@ var jsonLayouts = map[string][][]byte{
 // ("full"), to show what the shape's learning and tries cost where
 // layouts change.
 func BenchmarkDecodeJSONLayouts(b *testing.B) {
-	for _, name := range []string{"changing", "mixed"} {
+	for _, name := range []string{"changing", "mixed", "labels"} {
 		recs := jsonLayouts[name]
 		for _, mode := range []string{"full", "shaped"} {
 			b.Run(name+"/"+mode, func(b *testing.B) {

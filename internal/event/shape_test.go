@@ -412,3 +412,28 @@ func FuzzShapeStream(f *testing.F) {
 		sequence(t, shapeConfigs[int(cfg)%len(shapeConfigs)], seq)
 	})
 }
+
+// TestShapeOddRecords: in a stream of one layout where every third record
+// is a label event, each decodes as in full, and once the label event's
+// shape has been learnt in vain the events are decoded by their shape:
+// two records in three, the label events tried on it and kept out.
+func TestShapeOddRecords(t *testing.T) {
+	var recs [][]byte
+	for i := range 300 {
+		rec := jsonStream[i]
+		if i%3 == 2 {
+			rec = fmt.Appendf(nil, `{"id":"m-%d","label":%d}`, i-1, i&1)
+		}
+		recs = append(recs, rec)
+	}
+	hits := sequence(t, Config{LabelEvents: true}, recs)
+	if hits < 195 {
+		t.Errorf("%d of 300 records decoded by a shape, want at least 195", hits)
+	}
+	// A stream that then changes layout for good learns the new one at
+	// its second record, and decodes the rest by it.
+	other := []byte(`{"label":1,"features":{"b":1}}`)
+	if more := sequence(t, Config{LabelEvents: true}, append(recs, slices.Repeat([][]byte{other}, 10)...)) - hits; more < 8 {
+		t.Errorf("%d of 10 records of a new layout decoded by a shape, want at least 8", more)
+	}
+}
