@@ -233,3 +233,69 @@ func BenchmarkDecodeJSONStream(b *testing.B) {
 		i++
 	}
 }
+
+// jsonLayouts are streams of jsonStream's events whose layout changes:
+// "changing" renames a feature in the middle of every event, so that each
+// has a layout of its own and a shape tried on it fails two thirds in;
+// "mixed" follows every two events of jsonStream's layout with one of
+// another (a label event), so that each layout's shape is learnt and
+// dropped again every three events; "labels" has a label event in place
+// of an event at random, three times in ten, as a stream of label events
+// may.
+var jsonLayouts = map[string][][]byte{
+	"labels": func() [][]byte {
+		r := rand.New(rand.NewPCG(3, 10))
+		out := make([][]byte, len(jsonStream))
+		for i, rec := range jsonStream {
+			out[i] = rec
+			if r.IntN(10) < 3 {
+				out[i] = fmt.Appendf(nil, `{"id":"m-%d","label":%d}`, r.IntN(i+1), i&1)
+			}
+		}
+		return out
+	}(),
+	"changing": func() [][]byte {
+		out := make([][]byte, len(jsonStream))
+		for i, rec := range jsonStream {
+			out[i] = bytes.Replace(rec, []byte(`"hour"`), fmt.Appendf(nil, `"hour%d"`, i), 1)
+		}
+		return out
+	}(),
+	"mixed": func() [][]byte {
+		out := make([][]byte, len(jsonStream))
+		for i, rec := range jsonStream {
+			out[i] = rec
+			if i%3 == 2 {
+				out[i] = fmt.Appendf(nil, `{"id":"m-%d","label":%d}`, i-1, i&1)
+			}
+		}
+		return out
+	}(),
+}
+
+// BenchmarkDecodeJSONLayouts decodes the streams of jsonLayouts as
+// BenchmarkDecodeJSONStream does ("shaped"), and with no shape ever tried
+// ("full"), to show what the shape's learning and tries cost where
+// layouts change.
+func BenchmarkDecodeJSONLayouts(b *testing.B) {
+	for _, name := range []string{"changing", "mixed", "labels"} {
+		recs := jsonLayouts[name]
+		for _, mode := range []string{"full", "shaped"} {
+			b.Run(name+"/"+mode, func(b *testing.B) {
+				d, _ := NewDecoder(Config{LabelEvents: true})
+				var ev Event
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					if mode == "full" {
+						d.p.shape.use = false
+					}
+					if err := d.Decode(recs[i%len(recs)], &ev); err != nil {
+						b.Fatal(err)
+					}
+					i++
+				}
+			})
+		}
+	}
+}

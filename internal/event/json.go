@@ -166,10 +166,7 @@ func (p *jsonParser) decode(data []byte, ev *Event) *Error {
 	p.fail, p.sem = "", ""
 	shaped := p.shape.use && p.shaped(ev)
 	if !shaped {
-		if p.shape.use {
-			p.shape.use = false // until learnt again
-			p.shape.misfits++
-		}
+		p.shape.miss()
 		ev.reset()
 		p.i, p.cur, p.other = 0, "", -1
 		p.fail, p.sem = "", ""
@@ -177,7 +174,7 @@ func (p *jsonParser) decode(data []byte, ev *Event) *Error {
 	}
 	e := p.result(ev)
 	if e == nil && !shaped {
-		if p.shape.misses++; p.shape.misses&(p.shape.misses-1) == 0 || p.shape.misses%shapeLearnEvery == 0 {
+		if p.shape.misses++; p.shape.learnNow() {
 			p.learnShape()
 		}
 	} else if shaped {

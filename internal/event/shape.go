@@ -25,8 +25,14 @@ import (
 // so the shape changes how fast a record is decoded, never its result or
 // its error.
 type shape struct {
-	use     bool   // steps hold a shape
-	misses  uint32 // records decoded in full since the last shaped one
+	use    bool   // steps hold a shape
+	misses uint32 // records decoded in full since the last shaped one
+	// keep: a shape dropped at the first miss after a fit was learnt
+	// back at the next learning (the stream's odd records come alone),
+	// so at the first miss after a fit the shape is now kept and nothing
+	// learnt; dropped holds the literals of the shape so dropped.
+	keep    bool
+	dropped []byte
 	hits    uint64 // records shaped (for the tests)
 	misfits uint64 // records the shape was tried on and did not fit (for the tests)
 	lits    []byte
@@ -103,8 +109,40 @@ const (
 // count since the last fit is a power of two or a multiple of
 // shapeLearnEvery: a stream whose records keep one layout but for a few
 // learns it back at the next record, and one of ever changing layouts
-// costs a learning and a try of the shape rarely.
+// costs a learning and a try of the shape rarely. Once a shape dropped at
+// the first miss after a fit is learnt back at the next learning, the
+// first miss after a fit neither drops the shape nor learns: a stream of
+// one layout with odd records that come alone (label events among
+// events) then costs a failed try per odd record, not one or two
+// learnings and a record decoded in full, and one that changes layout
+// for good a record more.
 const shapeLearnEvery = 1024
+
+// miss records that the shape, if any, was tried on a record and did not
+// fit it: it is dropped until learnt again, or kept (see shapeLearnEvery).
+func (t *shape) miss() {
+	if !t.use {
+		return
+	}
+	t.misfits++
+	if t.misses == 0 {
+		if t.keep {
+			return
+		}
+		t.dropped = append(t.dropped[:0], t.lits...)
+	}
+	t.use = false
+}
+
+// learnNow reports whether the parser learns the shape of the record it
+// just decoded in full, without fault, the misses-th since the last fit.
+func (t *shape) learnNow() bool {
+	m := t.misses
+	if t.keep && m == 1 {
+		return false
+	}
+	return m&(m-1) == 0 || m%shapeLearnEvery == 0
+}
 
 // shaped decodes p.data into ev (reset) with p's shape, and reports
 // whether it could; when not, ev, p.i and p's faults are left in any
@@ -365,6 +403,9 @@ func (p *jsonParser) learnShape() {
 	step(i, shapeEnd, 0)
 	t.learnOrder()
 	t.use = true
+	if t.misses == 2 && string(t.lits) == string(t.dropped) {
+		t.keep = true
+	}
 }
 
 // at returns d[i], or 0 past the end of d.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -272,5 +273,167 @@ func TestShapeAllocs(t *testing.T) {
 	}
 	if d.p.shape.misfits-learnt < uint64(1000/len(recs)) {
 		t.Errorf("%d misfits in 1,000 records, want at least %d", d.p.shape.misfits-learnt, 1000/len(recs))
+	}
+}
+
+// shapeConfigs are the settings the differential tests decode with: the
+// defaults, label events with a limit on values below some one-digit
+// ones, a hash space of four slots (collisions), classes (multiclass
+// labels, 0 among them), configured positive and negative words, and a
+// record limit near the records' sizes.
+var shapeConfigs = []Config{
+	{},
+	{LabelEvents: true, MaxAbs: 4},
+	{Bits: 2},
+	{Classes: []string{"a", "b", "1", "0"}},
+	{Positive: []string{"yes"}, Negative: []string{"no"}},
+	{MaxBytes: 96, MaxAbs: 1000},
+}
+
+// sequence decodes recs in turn with one Decoder, whose shape learns from
+// the records as they come, and with a reference Decoder that never tries
+// a shape, and fails t unless each record decodes alike. It returns how
+// many records the first decoded by a shape.
+func sequence(t testing.TB, cfg Config, recs [][]byte) uint64 {
+	t.Helper()
+	d, err := NewDecoder(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := NewDecoder(cfg)
+	var ev, evRef Event
+	for _, rec := range recs {
+		err := d.Decode(rec, &ev)
+		ref.p.shape.use = false // in full, always
+		errRef := ref.Decode(rec, &evRef)
+		sameDecoding(t, fmt.Sprintf("%q in %q", rec, recs), ev, err, evRef, errRef)
+	}
+	return d.p.shape.hits
+}
+
+// shapeEdits are the texts TestShapeEdits writes into a record: numbers
+// at the edges of the grammar and of float64, other types, escapes,
+// non-ASCII, space, and the record's own punctuation.
+var shapeEdits = []string{
+	"", "0", "-0", "-0.0", "00", "01", "-", "1.", ".5", "1e", "1e+", "1e400", "-1e400", "1e-400", "4.9e-324",
+	"1.7976931348623157e308", "0x1", "1E5", "123456789012345678901234567890", "0.1234567890123456789",
+	"NaN", "Infinity", "true", "false", "null", "tru", "nul", `"1"`, `""`, `"a"`, `"\u0031"`, `"é"`, "[]", "{}",
+	"[1]", `{"a":1}`, " ", "\t", "\n", ",", ":", "}", "{", `"`, `\`, "é", "\xff", "\x00",
+}
+
+// TestShapeEdits: a record edited after records of its layout — a value
+// replaced by each of shapeEdits, any one byte deleted, doubled or
+// replaced by each byte of the edits — decodes, and so do the records of
+// the layout after it, as each does in full, under every shapeConfigs.
+func TestShapeEdits(t *testing.T) {
+	bases := []string{
+		`{"id":"m-1","key":"k","ts":"t","label":1,"features":{"a":42,"b":0.5,"c":true,"d":null,"e":-3}}`,
+		`{"features":{"z":1,"label":2,"id":3,"features":4,"z":5},"label":"b"}`,
+		`{"label":"1","features":{"0":1,"1":2,"2":3,"3":4,"4":0}} `,
+		`{"label":"no","id":"x","features":{"p":1,"q":0}}`,
+	}
+	var bytesOf []byte
+	for _, e := range shapeEdits {
+		bytesOf = append(bytesOf, e...)
+	}
+	slices.Sort(bytesOf)
+	bytesOf = slices.Compact(bytesOf)
+	for _, base := range bases {
+		var edited []string
+		// The values, where the shape of base puts them (learnt with the
+		// first settings that label it).
+		var d *Decoder
+		for _, cfg := range shapeConfigs {
+			d, _ = NewDecoder(cfg)
+			var ev Event
+			if d.Decode([]byte(base), &ev); d.p.shape.use {
+				break
+			}
+		}
+		if !d.p.shape.use {
+			t.Fatalf("%s: no shape learnt", base)
+		}
+		at := 0
+		for _, s := range d.p.shape.steps {
+			at += int(s.hi - s.lo)
+			if s.kind == shapeEnd {
+				break
+			}
+			end := at
+			for end < len(base) && base[end] != ',' && base[end] != '}' && (s.kind != shapeID && s.kind != shapeKey && s.kind != shapeTS && s.kind != shapeLabelStr || base[end] != '"') {
+				end++
+			}
+			for _, e := range shapeEdits {
+				edited = append(edited, base[:at]+e+base[end:])
+			}
+			at = end
+		}
+		for i := range len(base) {
+			edited = append(edited, base[:i]+base[i+1:], base[:i]+base[i:i+1]+base[i:])
+			for _, c := range bytesOf {
+				edited = append(edited, base[:i]+string(c)+base[i+1:])
+			}
+		}
+		hits := uint64(0)
+		for _, cfg := range shapeConfigs {
+			for _, e := range edited {
+				hits += sequence(t, cfg, [][]byte{[]byte(base), []byte(base), []byte(e), []byte(base), []byte(base)})
+			}
+		}
+		if hits == 0 {
+			t.Errorf("%s: no record decoded by a shape", base)
+		}
+	}
+}
+
+// FuzzShapeStream: any sequence of records (separated by 0x1e) decodes
+// record for record as a Decoder that never uses a shape decodes it,
+// under each of shapeConfigs.
+func FuzzShapeStream(f *testing.F) {
+	base := `{"id":"m-1","key":"k","ts":"t","label":1,"features":{"a":42,"b":0.5,"c":true,"d":null}}`
+	for _, s := range []string{
+		`{"id":"m-22","key":"kk","ts":"","label":-1,"features":{"a":-1e3,"b":1,"c":false,"d":7}}`,
+		`{"id":"m-1","key":"k","ts":"t","label":1,"features":{"a":1e400,"b":0.5,"c":true,"d":null}}`,
+		`{"id":"m-1","key":"k","ts":"t","label":"1","features":{"a":42,"b":0.5,"c":true,"d":null}}`,
+		`{"id":"m-1","key":"k","ts":"t","label":1,"features":{"a":42,"a":0.5,"c":true,"d":null}}`,
+		`{"id":"m-1","key":"k","ts":"t","label":1,"features":{"a":-0,"b":.5,"c":true,"d":null}}`,
+		`{"id":"m-1","key":"k","ts":"t","label":1,"features":{"a":42,"b":0.5,"c":true,"d":null}}` + "\n",
+		`{"id":"m-1","label":1}`,
+		`{"label":"a","features":{"label":1,"features":2}}`,
+	} {
+		f.Add(base+"\x1e"+base+"\x1e"+s+"\x1e"+base, uint8(0))
+		f.Add(s+"\x1e"+s+"\x1e"+base, uint8(3))
+	}
+	f.Fuzz(func(t *testing.T, recs string, cfg uint8) {
+		var seq [][]byte
+		for r := range strings.SplitSeq(recs, "\x1e") {
+			seq = append(seq, []byte(r))
+		}
+		sequence(t, shapeConfigs[int(cfg)%len(shapeConfigs)], seq)
+	})
+}
+
+// TestShapeOddRecords: in a stream of one layout where every third record
+// is a label event, each decodes as in full, and once the label event's
+// shape has been learnt in vain the events are decoded by their shape:
+// two records in three, the label events tried on it and kept out.
+func TestShapeOddRecords(t *testing.T) {
+	var recs [][]byte
+	for i := range 300 {
+		rec := jsonStream[i]
+		if i%3 == 2 {
+			rec = fmt.Appendf(nil, `{"id":"m-%d","label":%d}`, i-1, i&1)
+		}
+		recs = append(recs, rec)
+	}
+	hits := sequence(t, Config{LabelEvents: true}, recs)
+	if hits < 195 {
+		t.Errorf("%d of 300 records decoded by a shape, want at least 195", hits)
+	}
+	// A stream that then changes layout for good learns the new one at
+	// its second record, and decodes the rest by it.
+	other := []byte(`{"label":1,"features":{"b":1}}`)
+	if more := sequence(t, Config{LabelEvents: true}, append(recs, slices.Repeat([][]byte{other}, 10)...)) - hits; more < 8 {
+		t.Errorf("%d of 10 records of a new layout decoded by a shape, want at least 8", more)
 	}
 }
