@@ -65,6 +65,9 @@ func TestLearnSecondsLeavesOutIdleGaps(t *testing.T) {
 		for _, v := range values[n:] {
 			src.ch <- v
 		}
+		for len(src.ch) > 0 { // every record fetched: the stop drains what was
+			time.Sleep(time.Millisecond)
+		}
 		time.Sleep(learnGap / 4) // idle until the stop
 		cancel()
 		if err := <-done; err != nil {
