@@ -333,19 +333,25 @@ func (k *Keyed) model(key []byte) (*keyedModel, error) {
 	}
 	name := string(key)
 	k.misses++
-	b, spilled, err := k.spill.Get(name)
-	if err != nil {
-		return nil, err
-	}
+	// Every key seen has stats, and its model is resident or spilled:
+	// a new key's is not looked for in the spill.
 	var p *Pipeline
-	st := k.stats[name]
-	if spilled {
+	st, seen := k.stats[name]
+	if seen {
+		b, spilled, err := k.spill.Get(name)
+		if err != nil {
+			return nil, err
+		}
+		if !spilled {
+			return nil, fmt.Errorf("pipeline: keyed: key %q is neither resident nor spilled", name)
+		}
 		if p, err = k.build.Decode(b); err != nil {
 			return nil, fmt.Errorf("pipeline: keyed: key %q from the spill: %w", name, err)
 		}
 		k.spill.Delete(name)
 		st.changed &^= restoredBit // encoded again when evicted
 	} else {
+		var err error
 		if p, err = k.fresh(); err != nil {
 			return nil, err
 		}
