@@ -143,33 +143,13 @@ func newKeyStats(n int, global bool) *KeyStats {
 	var st *KeyStats
 	switch n {
 	case 1:
-		s := &struct {
-			KeyStats
-			m [1]uint64
-		}{}
-		st = &s.KeyStats
-		st.Mistakes = s.m[:]
+		st = statsWith(func(m *[1]uint64) []uint64 { return m[:] })
 	case 2:
-		s := &struct {
-			KeyStats
-			m [2]uint64
-		}{}
-		st = &s.KeyStats
-		st.Mistakes = s.m[:]
+		st = statsWith(func(m *[2]uint64) []uint64 { return m[:] })
 	case 3:
-		s := &struct {
-			KeyStats
-			m [3]uint64
-		}{}
-		st = &s.KeyStats
-		st.Mistakes = s.m[:]
+		st = statsWith(func(m *[3]uint64) []uint64 { return m[:] })
 	case 4:
-		s := &struct {
-			KeyStats
-			m [4]uint64
-		}{}
-		st = &s.KeyStats
-		st.Mistakes = s.m[:]
+		st = statsWith(func(m *[4]uint64) []uint64 { return m[:] })
 	default:
 		st = &KeyStats{Mistakes: make([]uint64, n)}
 	}
@@ -177,6 +157,17 @@ func newKeyStats(n int, global bool) *KeyStats {
 		st.Mix = make([]MixCounts, n)
 	}
 	return st
+}
+
+// statsWith returns zero stats allocated with an array A of mistakes
+// after them, which slice returns as a slice.
+func statsWith[A any](slice func(*A) []uint64) *KeyStats {
+	s := new(struct {
+		KeyStats
+		m A
+	})
+	s.Mistakes = slice(&s.m)
+	return &s.KeyStats
 }
 
 // restoredBit is the bit of KeyStats.changed that marks a key's spilled
