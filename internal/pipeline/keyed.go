@@ -479,10 +479,12 @@ func (k *Keyed) tally(m *keyedModel, before Counts, reason event.Reason) *KeySta
 		l.Rounds += t.Rounds(i) - k.rounds[i]
 		l.Mistakes += d
 		l.Loss += t.Loss(i) - k.loss[i]
-		if def := t.Defaults(i); k.defaults && def != k.def[i] { // else none (before)
-			l.Default.Rounds += def.Rounds - k.def[i].Rounds
-			l.Default.Mistakes += def.Mistakes - k.def[i].Mistakes
-			l.Default.Loss += def.Loss - k.def[i].Loss
+		if k.defaults { // else no round is scored against a default label (before)
+			if def := t.Defaults(i); def != k.def[i] {
+				l.Default.Rounds += def.Rounds - k.def[i].Rounds
+				l.Default.Mistakes += def.Mistakes - k.def[i].Mistakes
+				l.Default.Loss += def.Loss - k.def[i].Loss
+			}
 		}
 		st.Mistakes[i] += d
 	}
