@@ -62,8 +62,9 @@ type Keyed struct {
 	epoch  uint64
 	frozen map[string]StateRef
 	// now is the time of the last EvictIdle: a model used since was used
-	// then.
+	// then; since is now's offset from start, what the models note.
 	now     time.Time
+	since   time.Duration
 	evicted uint64
 	misses  uint64
 
@@ -89,15 +90,19 @@ type Keyed struct {
 type keyedModel struct {
 	key  string
 	slot int32 // in the lru
-	p    *Pipeline
-	used time.Time // the EvictIdle time when it was last used
+	// frozen is whether Keyed.frozen has its encoding.
+	frozen bool
+	p      *Pipeline
+	// used is the EvictIdle time when it was last used, as its offset
+	// from the Keyed's start (Keyed.since): 8 bytes where a time.Time
+	// takes 24, so that the struct each event reads is 56 bytes, one
+	// cache line of the allocator's 64-byte class.
+	used time.Duration
 	// bytes is p's Footprint as counted in Keyed.bytes.
 	bytes int64
-	// st is the key's stats (Keyed.stats[key]), frozen whether
-	// Keyed.frozen has its encoding: what each event would otherwise
-	// look up by key.
-	st     *KeyStats
-	frozen bool
+	// st is the key's stats (Keyed.stats[key]): what each event would
+	// otherwise look up by key.
+	st *KeyStats
 }
 
 // measure counts m's Footprint anew in k.bytes. It does not skip the
@@ -126,6 +131,43 @@ type KeyStats struct {
 	// than one this process encoded: a bit of a word the struct has, not
 	// a field that would take it to a larger size class.
 	changed uint64
+}
+
+// newKeyStats returns the zero stats of a key of n learners, with their
+// mix counts with a global model. Up to four learners, the mistakes are
+// in the stats' own object, the line tally writes the events to, rather
+// than one of their own: the same bytes of heap (KeyIndexBytes: the
+// allocator rounds 64+8n up as it would 64 and 8n, to within 8 bytes),
+// one object fewer for each event to reach.
+func newKeyStats(n int, global bool) *KeyStats {
+	var st *KeyStats
+	switch n {
+	case 1:
+		st = statsWith(func(m *[1]uint64) []uint64 { return m[:] })
+	case 2:
+		st = statsWith(func(m *[2]uint64) []uint64 { return m[:] })
+	case 3:
+		st = statsWith(func(m *[3]uint64) []uint64 { return m[:] })
+	case 4:
+		st = statsWith(func(m *[4]uint64) []uint64 { return m[:] })
+	default:
+		st = &KeyStats{Mistakes: make([]uint64, n)}
+	}
+	if global {
+		st.Mix = make([]MixCounts, n)
+	}
+	return st
+}
+
+// statsWith returns zero stats allocated with an array A of mistakes
+// after them, which slice returns as a slice.
+func statsWith[A any](slice func(*A) []uint64) *KeyStats {
+	s := new(struct {
+		KeyStats
+		m A
+	})
+	s.Mistakes = slice(&s.m)
+	return &s.KeyStats
 }
 
 // restoredBit is the bit of KeyStats.changed that marks a key's spilled
@@ -178,8 +220,9 @@ func NewKeyed(c *config.Config, opt KeyedOptions) (*Keyed, error) {
 		return nil, fmt.Errorf("pipeline: keyed: max %d or max bytes %d is negative", opt.Max, opt.MaxBytes)
 	}
 	dense := NewBuilder(c)
+	now := time.Now()
 	k := &Keyed{build: dense.Sparse(), dense: dense, max: opt.Max, maxBytes: opt.MaxBytes, idle: opt.Idle, warm: opt.WarmStart, warmSHA: opt.WarmSHA256,
-		start: time.Now(), now: time.Now(), spillDir: opt.SpillDir}
+		start: now, now: now, spillDir: opt.SpillDir}
 	k.clear()
 	var err error
 	if k.spill, err = k.newSpill(); err != nil {
@@ -276,30 +319,35 @@ func (k *Keyed) Model(key []byte) (*Pipeline, error) {
 func (k *Keyed) model(key []byte) (*keyedModel, error) {
 	if m, ok := k.resident[string(key)]; ok {
 		k.lru.use(m.slot)
-		m.used = k.now
+		m.used = k.since
 		return m, nil
 	}
 	name := string(key)
 	k.misses++
-	b, spilled, err := k.spill.Get(name)
-	if err != nil {
-		return nil, err
-	}
+	// Every key seen has stats, and its model is resident or spilled:
+	// a new key's is not looked for in the spill.
 	var p *Pipeline
-	st := k.stats[name]
-	if spilled {
+	st, seen := k.stats[name]
+	if seen {
+		b, spilled, err := k.spill.Get(name)
+		if err != nil {
+			return nil, err
+		}
+		if !spilled {
+			return nil, fmt.Errorf("pipeline: keyed: key %q is neither resident nor spilled", name)
+		}
 		if p, err = k.build.Decode(b); err != nil {
 			return nil, fmt.Errorf("pipeline: keyed: key %q from the spill: %w", name, err)
 		}
 		k.spill.Delete(name)
 		st.changed &^= restoredBit // encoded again when evicted
 	} else {
+		var err error
 		if p, err = k.fresh(); err != nil {
 			return nil, err
 		}
-		st = &KeyStats{Mistakes: make([]uint64, len(k.names))}
+		st = newKeyStats(len(k.names), k.global != nil)
 		if k.global != nil {
-			st.Mix = make([]MixCounts, len(k.names))
 			for i := range k.mixTerms {
 				k.mixTerms[i]++ // the key's 1 + m*, m* = 0 so far
 			}
@@ -307,7 +355,7 @@ func (k *Keyed) model(key []byte) (*keyedModel, error) {
 		k.stats[name] = st
 		k.index += k.keyIndex(name)
 	}
-	m := &keyedModel{key: name, p: p, used: k.now, st: st}
+	m := &keyedModel{key: name, p: p, used: k.since, st: st}
 	k.lru.add(m)
 	k.resident[name] = m
 	k.measure(m)
@@ -357,11 +405,11 @@ func (k *Keyed) evict() error {
 // options (none without), and makes now the time of the models used
 // until the next call.
 func (k *Keyed) EvictIdle(now time.Time) error {
-	k.now = now
+	k.now, k.since = now, now.Sub(k.start)
 	if k.idle <= 0 {
 		return nil
 	}
-	for m := k.lru.oldest(); m != nil && now.Sub(m.used) >= k.idle; m = k.lru.oldest() {
+	for m := k.lru.oldest(); m != nil && k.since-m.used >= k.idle; m = k.lru.oldest() {
 		if err := k.evict(); err != nil {
 			return err
 		}
@@ -400,8 +448,13 @@ func (k *Keyed) Process(ev *event.Event) (*Pipeline, []online.Prediction, event.
 // before notes p's counters and each learner's, before a round of p.
 func (k *Keyed) before(p *Pipeline) Counts {
 	t := p.tracker
-	for i := range k.names {
-		k.rounds[i], k.mistakes[i], k.loss[i], k.def[i] = t.Rounds(i), t.Mistakes(i), t.Loss(i), t.Defaults(i)
+	for i := range k.rounds {
+		k.rounds[i], k.mistakes[i], k.loss[i] = t.Rounds(i), t.Mistakes(i), t.Loss(i)
+	}
+	if k.defaults { // else no round is scored against a default label
+		for i := range k.def {
+			k.def[i] = t.Defaults(i)
+		}
 	}
 	return p.counts
 }
@@ -426,10 +479,12 @@ func (k *Keyed) tally(m *keyedModel, before Counts, reason event.Reason) *KeySta
 		l.Rounds += t.Rounds(i) - k.rounds[i]
 		l.Mistakes += d
 		l.Loss += t.Loss(i) - k.loss[i]
-		if def := t.Defaults(i); def != k.def[i] {
-			l.Default.Rounds += def.Rounds - k.def[i].Rounds
-			l.Default.Mistakes += def.Mistakes - k.def[i].Mistakes
-			l.Default.Loss += def.Loss - k.def[i].Loss
+		if k.defaults { // else no round is scored against a default label (before)
+			if def := t.Defaults(i); def != k.def[i] {
+				l.Default.Rounds += def.Rounds - k.def[i].Rounds
+				l.Default.Mistakes += def.Mistakes - k.def[i].Mistakes
+				l.Default.Loss += def.Loss - k.def[i].Loss
+			}
 		}
 		st.Mistakes[i] += d
 	}

@@ -307,12 +307,12 @@ func (k *Keyed) UnmarshalBinary(b []byte) error {
 	prev := ""
 	for i := range n {
 		key := d.String(maxKeyLen)
-		st := &KeyStats{Events: d.U64(), Mistakes: make([]uint64, len(learners))}
+		st := newKeyStats(len(learners), global != nil)
+		st.Events = d.U64()
 		for j := range st.Mistakes {
 			st.Mistakes[j] = d.U64()
 		}
 		if global != nil {
-			st.Mix = make([]MixCounts, len(learners))
 			for j := range st.Mix {
 				st.Mix[j] = decodeMix(d)
 			}
