@@ -562,7 +562,9 @@ func (s *KafkaSource) fail(err error) {
 }
 
 // fetchPartition reads partition p from offset start until the generation
-// ends (ctx), and with untilEnd only up to end. It must not return before
+// ends (ctx), and with untilEnd only up to end, and hands what it reads
+// over in batches (handOver; FetchBatch says when a batch is handed over).
+// A batch being gathered when the generation ends is dropped. It must not return before
 // ctx is done: in kafka-go, a function of a generation that returns ends the
 // generation.
 func (s *KafkaSource) fetchPartition(ctx context.Context, kg *kafkaGen, p int, start, end int64) {
@@ -597,12 +599,13 @@ func (s *KafkaSource) fetchPartition(ctx context.Context, kg *kafkaGen, p int, s
 				// Nothing more within kafkaBatchWait (the broker holds
 				// records not delivered: transaction markers, compacted
 				// ones), or an error: hand over what came.
+				waited := fctx.Err() != nil
 				wait.stop()
 				if !s.handOver(ctx, b) {
 					return
 				}
 				b = nil
-				if fctx.Err() != nil {
+				if waited {
 					continue
 				}
 			}
