@@ -46,8 +46,13 @@ var ErrGroupUnsettled = errors.New("the group did not settle")
 //     so no record reaches the caller twice;
 //   - records fetched ahead for a generation that ended are dropped.
 //
+// Each partition's fetching goroutine gathers the records it fetches into
+// batches of that partition (see FetchBatch), which it hands over through
+// a shared queue of batches; Fetch takes their records one at a time.
 // Memory is bounded by QueueCapacity records per assigned partition (each
-// kafka-go reader's queue) plus QueueCapacity records in the shared queue.
+// kafka-go reader's queue), plus a batch being gathered per partition and
+// QueueCapacity records in the shared queue, rounded up to whole batches
+// (kafkaBatchRecords records at most).
 type KafkaSource struct {
 	cfg      KafkaConfig
 	untilEnd bool
@@ -66,7 +71,13 @@ type KafkaSource struct {
 	startWarned bool
 	origin      string // Position.Origin
 
-	msgs   chan kafkaMsg
+	batches chan *kafkaBatch // the fetchers' batches, in the order each partition fetched them
+	pool    sync.Pool        // of *kafkaBatch, released
+	// Fetch's and FetchBatch's: the batch Fetch takes records from, and
+	// the index of its next one.
+	cur *kafkaBatch
+	i   int
+
 	errc   chan error // fatal errors for Fetch; capacity 1
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -97,13 +108,6 @@ var (
 )
 
 var _ Source = (*KafkaSource)(nil)
-
-// kafkaMsg is a fetched message tagged with the generation that fetched it.
-type kafkaMsg struct {
-	gen *kafkaGen
-	m   kafka.Message
-	lag int64 // the partition's high watermark at the fetch minus m.Offset+1
-}
 
 // NewKafkaSource joins cfg.Group on cfg.Topic and starts fetching. It first
 // lists the topic's partitions with their start and end offsets, so a bad
@@ -186,7 +190,7 @@ func NewKafkaSource(ctx context.Context, cfg KafkaConfig, untilEnd bool) (*Kafka
 		start:     start,
 		starts:    starts,
 		origin:    "kafka cluster " + cluster + " topic " + cfg.Topic,
-		msgs:      make(chan kafkaMsg, cfg.QueueCapacity),
+		batches:   make(chan *kafkaBatch, (cfg.QueueCapacity+kafkaBatchRecords-1)/kafkaBatchRecords),
 		errc:      make(chan error, 1),
 		cancel:    cancel,
 		done:      make(chan struct{}),
@@ -344,6 +348,68 @@ func (s *KafkaSource) Assignments() []int32 {
 // will cure (authentication, authorization), which name the source.
 // Transient broker errors are retried inside.
 func (s *KafkaSource) Fetch(ctx context.Context) (Record, error) {
+	for {
+		b, err := s.take(ctx)
+		if err != nil {
+			return Record{}, err
+		}
+		rec := &b.recs[s.i]
+		s.i++
+		s.mu.Lock()
+		if b.gen != s.gen || rec.Offset < s.next[int(rec.Partition)] {
+			s.mu.Unlock() // fetched for a generation that ended
+			continue
+		}
+		s.next[int(rec.Partition)] = rec.Offset + 1
+		s.mu.Unlock()
+		return *rec, nil
+	}
+}
+
+// FetchBatch returns the next records of one partition this source owns,
+// as its fetching goroutine gathered them: up to kafkaBatchRecords records
+// or kafkaBatchBytes of values and keys, fewer when the last of them had
+// nothing behind it at the broker (a Lag of 0: waiting for more would
+// delay a live prediction), when nothing more came within kafkaBatchWait,
+// or at an until-end source's end. It errs as Fetch does, and drops, as
+// Fetch does, what a generation that ended fetched: the batch is
+// delivered as a whole, its records' values and keys kafka-go's own.
+// After Fetch, the rest of the batch Fetch took comes first.
+func (s *KafkaSource) FetchBatch(ctx context.Context) (Batch, error) {
+	for {
+		b, err := s.take(ctx)
+		if err != nil {
+			return nil, err
+		}
+		b.first, s.cur = s.i, nil
+		s.mu.Lock()
+		if b.gen != s.gen {
+			s.mu.Unlock() // fetched for a generation that ended
+			b.Release()
+			continue
+		}
+		p := int(b.recs[0].Partition)
+		for b.first < len(b.recs) && b.recs[b.first].Offset < s.next[p] {
+			b.first++
+		}
+		if b.first == len(b.recs) {
+			s.mu.Unlock()
+			b.Release()
+			continue
+		}
+		s.next[p] = b.recs[len(b.recs)-1].Offset + 1
+		s.mu.Unlock()
+		return b, nil
+	}
+}
+
+// take returns the batch the next record comes from (at index s.i of its
+// records): the current one (s.cur) while it has records, else the next
+// one the fetchers handed over, which becomes the current one. Before each
+// record, as Fetch did before it took records in batches, it looks at
+// where an until-end source stands and at the stop signals, which come
+// before queued records.
+func (s *KafkaSource) take(ctx context.Context) (*kafkaBatch, error) {
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -362,7 +428,7 @@ func (s *KafkaSource) Fetch(ctx context.Context) (Record, error) {
 			case endReading:
 			default: // a probe to ask for, or the end: rare
 				if end, err := s.endStepLocked(ctx, st); end {
-					return Record{}, err
+					return nil, err
 				}
 				continue
 			}
@@ -370,55 +436,46 @@ func (s *KafkaSource) Fetch(ctx context.Context) (Record, error) {
 		s.mu.Unlock()
 		// The stop signals come before queued records; each is checked
 		// alone (a non-blocking receive takes no lock), and a select over
-		// all of them only when no record is queued: a five-way select
-		// per record locks five channels.
+		// all of them only when no batch is queued: a five-way select
+		// locks five channels.
 		select {
 		case <-ctx.Done():
-			return Record{}, ctx.Err()
+			return nil, ctx.Err()
 		default:
 		}
 		select {
 		case <-s.done:
-			return Record{}, s.errClosed()
+			return nil, s.errClosed()
 		default:
 		}
 		select {
 		case err := <-s.errc:
-			return Record{}, err
+			return nil, err
 		default:
 		}
-		var km kafkaMsg
+		if s.cur != nil {
+			if s.i < len(s.cur.recs) {
+				return s.cur, nil
+			}
+			s.cur.Release()
+			s.cur = nil
+		}
+		var b *kafkaBatch
 		select {
-		case km = <-s.msgs:
+		case b = <-s.batches:
 		default:
 			var got bool
 			var err error
-			km, timer, got, err = s.await(ctx, wake, waitUntil, timer)
+			b, timer, got, err = s.await(ctx, wake, waitUntil, timer)
 			if err != nil {
-				return Record{}, err
+				return nil, err
 			}
 			if !got {
 				continue
 			}
 		}
-		m := &km.m
-		s.mu.Lock()
-		if km.gen != s.gen || m.Offset < s.next[m.Partition] {
-			s.mu.Unlock() // fetched for a generation that ended
-			continue
-		}
-		s.next[m.Partition] = m.Offset + 1
-		s.mu.Unlock()
-		return Record{
-			Value:     m.Value,
-			Key:       m.Key,
-			Partition: int32(m.Partition),
-			Offset:    m.Offset,
-			Time:      m.Time,
-			Lag:       km.lag,
-			Epoch:     km.gen.epoch[m.Partition],
-			ack:       km.gen,
-		}, nil
+		s.cur, s.i = b, 0
+		return b, nil
 	}
 }
 
@@ -443,12 +500,12 @@ func (s *KafkaSource) endStepLocked(ctx context.Context, st int) (end bool, err 
 	return true, s.ending(ctx, st, gen)
 }
 
-// await is Fetch's wait when no record is queued: until a record comes
+// await is Fetch's wait when no batch is queued: until a batch comes
 // (got true), the generation changes (wake) or waitUntil passes when not
 // zero (got false: the caller checks again), or an error, the source's
 // close or ctx's end (err). It returns the timer it waited with, timer
 // itself or, when that was nil, a new one, for the caller to stop.
-func (s *KafkaSource) await(ctx context.Context, wake <-chan struct{}, waitUntil time.Time, timer *time.Timer) (km kafkaMsg, _ *time.Timer, got bool, err error) {
+func (s *KafkaSource) await(ctx context.Context, wake <-chan struct{}, waitUntil time.Time, timer *time.Timer) (b *kafkaBatch, _ *time.Timer, got bool, err error) {
 	var settle <-chan time.Time
 	if !waitUntil.IsZero() {
 		if timer == nil {
@@ -459,18 +516,18 @@ func (s *KafkaSource) await(ctx context.Context, wake <-chan struct{}, waitUntil
 		settle = timer.C
 	}
 	select {
-	case km = <-s.msgs:
-		return km, timer, true, nil
+	case b = <-s.batches:
+		return b, timer, true, nil
 	case err := <-s.errc:
-		return km, timer, false, err
+		return nil, timer, false, err
 	case <-wake:
 	case <-settle:
 	case <-s.done:
-		return km, timer, false, s.errClosed()
+		return nil, timer, false, s.errClosed()
 	case <-ctx.Done():
-		return km, timer, false, ctx.Err()
+		return nil, timer, false, ctx.Err()
 	}
-	return km, timer, false, nil
+	return nil, timer, false, nil
 }
 
 func (s *KafkaSource) errClosed() error {
@@ -505,7 +562,9 @@ func (s *KafkaSource) fail(err error) {
 }
 
 // fetchPartition reads partition p from offset start until the generation
-// ends (ctx), and with untilEnd only up to end. It must not return before
+// ends (ctx), and with untilEnd only up to end, and hands what it reads
+// over in batches (handOver; FetchBatch says when a batch is handed over).
+// A batch being gathered when the generation ends is dropped. It must not return before
 // ctx is done: in kafka-go, a function of a generation that returns ends the
 // generation.
 func (s *KafkaSource) fetchPartition(ctx context.Context, kg *kafkaGen, p int, start, end int64) {
@@ -519,12 +578,36 @@ func (s *KafkaSource) fetchPartition(ctx context.Context, kg *kafkaGen, p int, s
 		<-ctx.Done()
 		return
 	}
-	backoff := 100 * time.Millisecond
+	var (
+		b       *kafkaBatch // being gathered
+		wait    batchWait
+		epoch   = kg.epoch[p]
+		backoff = 100 * time.Millisecond
+	)
+	defer wait.stop()
 	for {
-		m, err := r.FetchMessage(ctx)
+		fctx := ctx
+		if b != nil {
+			fctx = wait.get(ctx)
+		}
+		m, err := r.FetchMessage(fctx)
 		if err != nil {
 			if ctx.Err() != nil {
-				return
+				return // b, fetched for a generation that ended, is dropped
+			}
+			if b != nil {
+				// Nothing more within kafkaBatchWait (the broker holds
+				// records not delivered: transaction markers, compacted
+				// ones), or an error: hand over what came.
+				waited := fctx.Err() != nil
+				wait.stop()
+				if !s.handOver(ctx, b) {
+					return
+				}
+				b = nil
+				if waited {
+					continue
+				}
 			}
 			if kafkaFatal(err) {
 				s.fail(fmt.Errorf("kafka source %s: partition %d: %w", s.name, p, err))
@@ -540,21 +623,24 @@ func (s *KafkaSource) fetchPartition(ctx context.Context, kg *kafkaGen, p int, s
 			continue
 		}
 		backoff = 100 * time.Millisecond
+		if b == nil {
+			b = s.newBatch(kg)
+		}
 		// Lag is the reader's: the high watermark of the fetch response
-		// that carried m, minus the offset after m. The queue usually has
-		// room: a send that cannot block takes one channel's lock, where
-		// a select with ctx takes two.
-		km := kafkaMsg{gen: kg, m: m, lag: max(r.Lag(), 0)}
-		select {
-		case s.msgs <- km:
-		default:
-			select {
-			case s.msgs <- km:
-			case <-ctx.Done():
+		// that carried m, minus the offset after m.
+		lag := max(m.HighWaterMark-m.Offset-1, 0)
+		b.recs = append(b.recs, Record{Value: m.Value, Key: m.Key, Partition: int32(p), Offset: m.Offset, Time: m.Time,
+			Lag: lag, Epoch: epoch, ack: kg})
+		b.bytes += len(m.Value) + len(m.Key)
+		atEnd := s.untilEnd && m.Offset+1 >= end
+		if lag == 0 || atEnd || len(b.recs) == kafkaBatchRecords || b.bytes >= kafkaBatchBytes {
+			wait.stop()
+			if !s.handOver(ctx, b) {
 				return
 			}
+			b = nil
 		}
-		if s.untilEnd && m.Offset+1 >= end {
+		if atEnd {
 			r.Close() // release the connection now; stay in the generation
 			<-ctx.Done()
 			return

@@ -82,13 +82,17 @@ func (cm *committer) startRound(ctx context.Context) error {
 	// is over (but at the end of the run: the final one is tried): a full
 	// disk is not written to, nor logged, at every round.
 	backoff := cm.s.opt.Checkpoints != nil && cm.s.intake && r.at.Before(cm.saveRetryAt)
+	skipped := false // a model with new records was not asked: a later round must
 	for _, part := range cm.s.models.order {
 		w := cm.s.models.workers[part]
-		if !w.commit.dirty || w.commit.saving || w.commit.marked || backoff {
+		if !w.commit.dirty || w.commit.saving || w.commit.marked {
 			continue
 		}
-		if cm.s.opt.Checkpoints != nil && owned != nil && !live {
-			continue // between generations: commit once one is live
+		if backoff || cm.s.opt.Checkpoints != nil && owned != nil && !live {
+			// Backing off, or between generations: commit once the
+			// backoff is over, or once one is live.
+			skipped = true
+			continue
 		}
 		a := &ask{kind: askMark, reply: r.replies}
 		if cm.s.opt.Checkpoints != nil {
@@ -106,6 +110,12 @@ func (cm *committer) startRound(ctx context.Context) error {
 		cm.round = r
 	}
 	cm.uncommitted = 0
+	if skipped {
+		// Still due by time (dueByTime), should no record come again:
+		// the last records of a stream learned while the saves backed
+		// off would otherwise never be checkpointed.
+		cm.uncommitted = 1
+	}
 	cm.lastCommit = time.Now()
 	return nil
 }
@@ -477,6 +487,9 @@ func (cm *committer) saved(sj saveJob) bool {
 			cm.s.logger.Warn("checkpoint failed again", args...)
 		}
 		cm.saveFailing, cm.lastSaveErr = true, sj.err
+		// The positions wait for a later round, by time should no record
+		// come (dueByTime), as after a failed commit.
+		cm.uncommitted = max(cm.uncommitted, 1)
 		return false
 	}
 	if cm.saveFailing {

@@ -184,10 +184,10 @@ type outputs struct {
 
 // sourceTraits say what a Service's source is, beyond a connectors.Source.
 type sourceTraits struct {
-	framed       filesource.Framed // Source, when it is a Framed source
-	batches      batcher           // Source, when it hands over batches of one partition (not Framed)
-	producerKeys bool              // the source's Record.Key is its producer's (Traits.ProducerKeyed)
-	lined        bool              // the source's offsets are lines (Traits.Lined)
+	framed       filesource.Framed  // Source, when it is a Framed source
+	batches      connectors.Batcher // Source, when it hands over batches of one partition (not Framed)
+	producerKeys bool               // the source's Record.Key is its producer's (Traits.ProducerKeyed)
+	lined        bool               // the source's offsets are lines (Traits.Lined)
 }
 
 // busySpans time the learning of Run (LearnSeconds): total is the sum
@@ -463,7 +463,7 @@ func (s *Service) loop(ctx context.Context) error {
 		fctx := fc.get(ctx, due)
 		var (
 			rec connectors.Record
-			sb  *filesource.Batch // of a batcher, instead of rec
+			sb  connectors.Batch // of a Batcher, instead of rec
 			err error
 		)
 		if s.src.batches != nil {
@@ -666,21 +666,21 @@ func (s *Service) dispatch(ctx context.Context, rec *connectors.Record) error {
 	return nil
 }
 
-// A batcher is a source that hands over its records in batches of one
-// partition (filesource.Envelopes' FetchBatch): the loop hands each to
-// the partition's worker as it is (dispatchBatch), so that it neither
-// copies their bytes nor takes them one by one, and the worker decodes
-// their values (Batch.Records). It is read by FetchBatch alone.
-type batcher interface {
-	FetchBatch(ctx context.Context) (*filesource.Batch, error)
-}
+// batcher is a source that hands over batches of one partition
+// (connectors.Batcher), which the loop dispatches as they are
+// (dispatchBatch).
+type batcher = connectors.Batcher
 
-// dispatchBatch hands b, records of one partition, to the worker of its
-// partition as it is, after the batch being filled: the order of the
-// partition's records is the source's. A batch the worker's full queue
+// dispatchBatch hands b, records of one partition of a source that hands
+// over batches (connectors.Batcher: the Kafka source, a recording's
+// Envelopes), to the worker of its partition as it is, after the batch
+// being filled: the loop neither copies their bytes nor takes them one by
+// one, and the order of the partition's records is the source's. The
+// worker takes the records (Batch.Records: Envelopes decodes the base64
+// of their values then). A batch the worker's full queue
 // kept when ctx ended is handed over by the drain (worker.stop), as the
 // batch being filled is.
-func (s *Service) dispatchBatch(ctx context.Context, b *filesource.Batch) error {
+func (s *Service) dispatchBatch(ctx context.Context, b connectors.Batch) error {
 	last := b.Last()
 	w, err := s.models.get(ctx, &last)
 	if err == nil && !w.inline {
@@ -706,7 +706,7 @@ func (s *Service) dispatchBatch(ctx context.Context, b *filesource.Batch) error 
 // it is (dispatchBatch), and gives b back to the source. A record its
 // source finds bad (Batch.Records) stops the worker, after the records
 // before it, and Run, with the error Fetch would have returned.
-func (w *worker) learnSource(ctx context.Context, b *filesource.Batch) {
+func (w *worker) learnSource(ctx context.Context, b connectors.Batch) {
 	recs, err := b.Records()
 	for i := range recs {
 		if !w.step(ctx, &recs[i]) {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/streamlearn/streamlearn/internal/connectors"
-	"github.com/streamlearn/streamlearn/internal/connectors/filesource"
 	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/online"
 	"github.com/streamlearn/streamlearn/internal/pipeline"
@@ -55,7 +54,7 @@ const (
 type batch struct {
 	recs []connectors.Record
 	buf  []byte
-	src  *filesource.Batch
+	src  connectors.Batch
 }
 
 func (b *batch) add(rec *connectors.Record) {

@@ -162,7 +162,7 @@ func (e *Envelopes) Fetch(ctx context.Context) (connectors.Record, error) {
 // files'. The caller gives each batch back (Release) once it is done
 // with its records. FetchBatch waits for the reader until ctx is done. A
 // source is read by Fetch or by FetchBatch, not both.
-func (e *Envelopes) FetchBatch(ctx context.Context) (*Batch, error) {
+func (e *Envelopes) FetchBatch(ctx context.Context) (connectors.Batch, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
