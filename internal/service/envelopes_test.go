@@ -92,7 +92,7 @@ func TestEnvelopeBatches(t *testing.T) {
 	}
 	batched := filesource.NewEnvelopes([]string{path}, nil, -1, c.Input.MaxBytes)
 	defer batched.Close()
-	if _, ok := any(batched).(batcher); !ok {
+	if _, ok := any(batched).(connectors.Batcher); !ok {
 		t.Fatal("Envelopes is no batcher: nothing tested")
 	}
 	one := filesource.NewEnvelopes([]string{path}, nil, -1, c.Input.MaxBytes)

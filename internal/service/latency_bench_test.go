@@ -22,7 +22,6 @@ import (
 	"github.com/streamlearn/streamlearn/internal/connectors/settings"
 	"github.com/streamlearn/streamlearn/internal/event"
 	"github.com/streamlearn/streamlearn/internal/online"
-	"github.com/streamlearn/streamlearn/internal/pipeline"
 	"github.com/streamlearn/streamlearn/internal/testbroker"
 )
 
@@ -507,14 +506,7 @@ func relay(ctx context.Context, src connectors.Source, sink connectors.Sink, eve
 // through the sink (an event copied through is a quarter of a prediction
 // of two learners).
 func relayOutput(tb testing.TB, c *config.Config, source string) []byte {
-	p, err := pipeline.New(c)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	dec, err := event.NewDecoder(pipeline.EventConfig(c))
-	if err != nil {
-		tb.Fatal(err)
-	}
+	p, dec := pipelineAndDecoder(tb, c)
 	// The prediction of the 200th event, as the benchmark publishes them
 	// (the scores of a model that learned are as long as they get).
 	var ev event.Event

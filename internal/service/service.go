@@ -267,7 +267,7 @@ func New(opt Options) (*Service, error) {
 	s.src.producerKeys, s.src.lined = traits.ProducerKeyed, traits.Lined
 	s.src.framed, _ = opt.Source.(filesource.Framed)
 	if s.src.framed == nil {
-		s.src.batches, _ = opt.Source.(batcher)
+		s.src.batches, _ = opt.Source.(connectors.Batcher)
 	}
 	s.snaps.snap.Store(&Snapshot{Time: time.Now(), Source: opt.Source.Name(), Reports: []Report{}})
 	return s, nil
@@ -665,11 +665,6 @@ func (s *Service) dispatch(ctx context.Context, rec *connectors.Record) error {
 	w.last.Value, w.last.Key = nil, nil // not valid past the next Fetch; Commit needs neither
 	return nil
 }
-
-// batcher is a source that hands over batches of one partition
-// (connectors.Batcher), which the loop dispatches as they are
-// (dispatchBatch).
-type batcher = connectors.Batcher
 
 // dispatchBatch hands b, records of one partition of a source that hands
 // over batches (connectors.Batcher: the Kafka source, a recording's
