@@ -12,8 +12,11 @@ import (
 const (
 	kafkaBatchRecords = 256
 	kafkaBatchBytes   = 256 << 10
-	kafkaBatchWait    = 5 * time.Millisecond
 )
+
+// kafkaBatchWait is a variable for a test to lengthen (while no source
+// fetches), so that a backlog's batches are full however slow the machine.
+var kafkaBatchWait = 5 * time.Millisecond
 
 // kafkaBatch is records of one partition fetched by one generation: the
 // Batch of a KafkaSource. Its records' Value and Key are kafka-go's

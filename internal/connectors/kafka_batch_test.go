@@ -51,6 +51,13 @@ func fetchBatches(t *testing.T, s *KafkaSource) (recs map[int32][]Record, larges
 // The last record of a batch commits its partition: Position says so.
 func TestKafkaFetchBatch(t *testing.T) {
 	const n, parts = 3000, 2
+	// A backlog's batch is full unless 256 records take longer than
+	// kafkaBatchWait to come, as they may on a loaded machine under -race:
+	// a wait of a minute (given back after the source's Close, a cleanup
+	// registered before its own) leaves only the backlog's doing.
+	wait := kafkaBatchWait
+	t.Cleanup(func() { kafkaBatchWait = wait })
+	kafkaBatchWait = time.Minute
 	cfg := kafkaTestTopic(t, 1, parts, n, "batches")
 	s := kafkaOpen(t, cfg, true)
 	recs, largest := fetchBatches(t, s)
