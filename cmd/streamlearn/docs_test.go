@@ -939,6 +939,18 @@ func (e *docEnv) expand(name string) (string, error) {
 	return "", fmt.Errorf("$%s: docs_test.go does not know what to expand it to", name)
 }
 
+// servesHTTP says whether `streamlearn run ARGS...` (args[0] "run")
+// serves HTTP without an --http flag: without -c it does, with -c when the
+// file sets http.addr (a file that does not load serves none).
+func servesHTTP(args []string) bool {
+	i := slices.Index(args, "-c")
+	if i < 0 || i+1 == len(args) {
+		return true
+	}
+	cfg, err := config.Load(args[i+1])
+	return err == nil && cfg.HTTP.Addr != ""
+}
+
 func hasFlag(args []string, name string) bool {
 	for _, a := range args {
 		if !strings.HasPrefix(a, "-") {
@@ -1118,7 +1130,10 @@ func (e *docEnv) args(t *testing.T, c docCommand, args []string) (out []string, 
 				}
 			}
 		}
-		if !hasFlag(out, "http") {
+		// A run serves HTTP without -c, or when its file sets http.addr:
+		// on a free port then. One that serves none gets none, so that a
+		// page whose next commands ask it for HTTP fails here too.
+		if !hasFlag(out, "http") && servesHTTP(out) {
 			svc.http = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 			out = append(out, "--http", svc.http)
 		}
